@@ -1,0 +1,45 @@
+# Graph Lab. README's two commands: `make lab` (run the course) and `make test` (pass the tests).
+SHELL := /bin/bash
+PYTHON ?= python3
+VENV ?= .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.labkit-installed
+PORT ?= 8888
+PROFILE ?= standard
+# MindSpore 2.8 + TensorFlow in one process need protobuf's pure-Python implementation.
+export PROTOCOL_BUFFERS_PYTHON_IMPLEMENTATION := python
+
+.PHONY: install lab test bench doctor app browser clean
+
+# Re-installs only when pyproject.toml changed since the last install (idempotent, fast otherwise).
+$(STAMP): pyproject.toml
+	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -e '.[lab,test]'
+	$(PY) -m ipykernel install --sys-prefix --name python3 --display-name "Python 3 (Graph Lab)" \
+	    --env PROTOCOL_BUFFERS_PYTHON_IMPLEMENTATION python >/dev/null
+	@touch $(STAMP)
+
+install: $(STAMP)
+
+lab: install
+	LABKIT_PROFILE=$(PROFILE) $(VENV)/bin/jupyter lab --port=$(PORT) $(LAB_ARGS) notebooks/00_welcome_and_setup.ipynb
+
+# Chromium for the browser test of notebook 09 (Debian's package; skipped where it cannot install).
+browser:
+	@command -v chromium >/dev/null || { [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null && \
+	    (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null) \
+	    || echo "note: chromium is not installed; the browser test will be skipped"; }
+
+test: install browser
+	LABKIT_PROFILE=smoke $(PY) -m pytest tests notebooks --nbval-lax --nbval-current-env \
+	    --nbval-cell-timeout=900 -p no:cacheprovider
+
+bench: install
+	$(PY) -m labkit bench --profile $(PROFILE)
+
+doctor: install
+	$(PY) -m labkit doctor
+
+clean:
+	rm -rf $(VENV) .pytest_cache results

@@ -1,0 +1,16 @@
+"""labkit: the helper package of Graph Lab.
+
+``import labkit`` is fast and imports no deep learning framework: each framework lives in its
+own adapter under :mod:`labkit.frameworks` and is imported only when asked for.
+
+Importing labkit first also makes the frameworks importable in any order: MindSpore 2.8's
+generated protobuf code fails when TensorFlow was imported first ("Descriptors cannot be
+created directly") unless protobuf's pure-Python implementation is selected before either
+framework loads, which is what the line below does (an explicit setting is kept).
+"""
+import os as _os
+
+_os.environ.setdefault("PROTOCOL_BUFFERS_PYTHON_IMPLEMENTATION", "python")
+
+__version__ = "0.1.0"
+__all__ = ["__version__"]

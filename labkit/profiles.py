@@ -1,0 +1,76 @@
+"""Run-size profiles: one knob that scales every notebook and benchmark.
+
+``smoke`` is for CI and Binder (tiny images, a few steps), ``standard`` for a laptop (minutes),
+``full`` for proper statistics at 224x224. Choose with the ``LABKIT_PROFILE`` environment
+variable (default ``standard``) or pass a name to :func:`get`.
+"""
+from __future__ import annotations
+
+import os
+from dataclasses import asdict, dataclass
+
+ENV_VAR = "LABKIT_PROFILE"
+DEFAULT = "standard"
+
+
+@dataclass(frozen=True)
+class Profile:
+    name: str
+    description: str
+    image_size: int  # ResNet-50 input side, pixels
+    latency_batch: int  # MLPerf SingleStream: one image at a time
+    throughput_batch: int  # MLPerf Offline: a larger batch
+    train_batch: int
+    warmup: int  # untimed calls after the first (compile) call
+    min_repeats: int  # timed calls at least ...
+    min_time_s: float  # ... and at least this much timed work
+    max_repeats: int
+    cell_timeout_s: float  # per benchmark cell (one subprocess)
+    demo_steps: int  # size of small teaching loops in notebooks (training steps, calls)
+
+    def as_dict(self) -> dict:
+        return asdict(self)
+
+
+PROFILES: dict[str, Profile] = {
+    p.name: p
+    for p in (
+        Profile("smoke", "CI and Binder: 32x32 images, a few calls; checks that everything runs",
+                image_size=32, latency_batch=1, throughput_batch=4, train_batch=4, warmup=1,
+                min_repeats=3, min_time_s=0.2, max_repeats=20, cell_timeout_s=240, demo_steps=3),
+        Profile("standard", "a laptop: 128x128 images, minutes; honest ratios between modes",
+                image_size=128, latency_batch=1, throughput_batch=8, train_batch=8, warmup=2,
+                min_repeats=5, min_time_s=2.0, max_repeats=200, cell_timeout_s=300, demo_steps=10),
+        Profile("full", "a real machine or GPU: 224x224 images, proper statistics",
+                image_size=224, latency_batch=1, throughput_batch=32, train_batch=32, warmup=3,
+                min_repeats=10, min_time_s=10.0, max_repeats=1000, cell_timeout_s=1800,
+                demo_steps=30),
+    )
+}
+
+
+def names() -> list[str]:
+    return list(PROFILES)
+
+
+def get(name: str | None = None) -> Profile:
+    """The profile called ``name``, or the one ``LABKIT_PROFILE`` selects (default standard).
+
+    An unknown name raises ``ValueError`` that lists the valid ones.
+    """
+    source = "argument"
+    if name is None:
+        name, source = os.environ.get(ENV_VAR, "").strip() or DEFAULT, ENV_VAR
+    key = name.strip().lower()
+    if key not in PROFILES:
+        where = f"{ENV_VAR}={name!r}" if source == ENV_VAR else f"profile {name!r}"
+        raise ValueError(
+            f"unknown {where}: valid profiles are {', '.join(PROFILES)} "
+            f"(e.g. export {ENV_VAR}=smoke)"
+        )
+    return PROFILES[key]
+
+
+def current() -> Profile:
+    """The profile selected by the environment (what every notebook uses)."""
+    return get(None)

@@ -1,0 +1,227 @@
+"""The one ResNet-50 of the course: architecture spec, canonical weights, FLOP count.
+
+ResNet-50 v1.5 (the stride-2 sits on the 3x3 convolution of a bottleneck, as in torchvision's
+``resnet50``). Parameter names and layouts follow torchvision: convolution kernels are
+``(out, in, kh, kw)``, the classifier is ``(num_classes, 2048)``. Every framework adapter converts
+from and to this layout, so all frameworks load the same numbers.
+
+Pure numpy: importing this module imports no framework.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+#: (blocks, bottleneck width) of the four stages
+STAGES: tuple[tuple[int, int], ...] = ((3, 64), (4, 128), (6, 256), (3, 512))
+EXPANSION = 4
+BN_EPS = 1e-5
+TRAINABLE_PARAMETERS = 25_557_032  # at 1000 classes, as torchvision's resnet50
+MIN_IMAGE_SIZE = 32
+STRIDE = 32  # total downsampling of the network
+
+
+@dataclass(frozen=True)
+class Conv:
+    """One convolution (no bias) followed by BatchNorm, named as in torchvision."""
+
+    conv: str  # e.g. "layer1.0.conv1"
+    bn: str  # e.g. "layer1.0.bn1"
+    cin: int
+    cout: int
+    kernel: int
+    stride: int
+    padding: int
+
+
+@dataclass(frozen=True)
+class Block:
+    """A bottleneck block: 1x1 reduce, 3x3 (carries the stride), 1x1 expand, optional projection."""
+
+    name: str  # e.g. "layer2.0"
+    convs: tuple[Conv, Conv, Conv]
+    downsample: Conv | None
+
+
+def stem() -> Conv:
+    return Conv("conv1", "bn1", 3, 64, 7, 2, 3)
+
+
+def blocks() -> list[Block]:
+    """The 16 bottleneck blocks in order."""
+    out: list[Block] = []
+    cin = 64
+    for stage, (count, width) in enumerate(STAGES, start=1):
+        for i in range(count):
+            stride = 2 if (i == 0 and stage > 1) else 1
+            name = f"layer{stage}.{i}"
+            cout = width * EXPANSION
+            convs = (
+                Conv(f"{name}.conv1", f"{name}.bn1", cin, width, 1, 1, 0),
+                Conv(f"{name}.conv2", f"{name}.bn2", width, width, 3, stride, 1),
+                Conv(f"{name}.conv3", f"{name}.bn3", width, cout, 1, 1, 0),
+            )
+            down = None
+            if i == 0:
+                down = Conv(f"{name}.downsample.0", f"{name}.downsample.1", cin, cout, 1, stride, 0)
+            out.append(Block(name, convs, down))
+            cin = cout
+    return out
+
+
+def all_convs() -> list[Conv]:
+    convs = [stem()]
+    for b in blocks():
+        convs.extend(b.convs)
+        if b.downsample is not None:
+            convs.append(b.downsample)
+    return convs
+
+
+BN_PARAMS = ("weight", "bias")
+BN_BUFFERS = ("running_mean", "running_var")
+
+
+def param_shapes(num_classes: int = 1000) -> dict[str, tuple[int, ...]]:
+    """Canonical name -> shape of every tensor (trainable and BatchNorm running statistics)."""
+    shapes: dict[str, tuple[int, ...]] = {}
+    for c in all_convs():
+        shapes[f"{c.conv}.weight"] = (c.cout, c.cin, c.kernel, c.kernel)
+        for p in BN_PARAMS + BN_BUFFERS:
+            shapes[f"{c.bn}.{p}"] = (c.cout,)
+    shapes["fc.weight"] = (num_classes, 512 * EXPANSION)
+    shapes["fc.bias"] = (num_classes,)
+    return shapes
+
+
+def is_trainable(name: str) -> bool:
+    return not name.endswith(BN_BUFFERS)
+
+
+def trainable_names(num_classes: int = 1000) -> list[str]:
+    return [n for n in param_shapes(num_classes) if is_trainable(n)]
+
+
+def count_trainable(num_classes: int = 1000) -> int:
+    return sum(int(np.prod(s)) for n, s in param_shapes(num_classes).items() if is_trainable(n))
+
+
+def init_weights(seed: int = 0, num_classes: int = 1000) -> dict[str, np.ndarray]:
+    """Seeded canonical weights (float32), the same for every framework.
+
+    Convolutions: He-normal (fan_out, as torchvision). BatchNorm: scale, shift and running
+    statistics drawn around their defaults, so that a layout mistake in any of them shows up
+    in the cross-framework check; the last BatchNorm of each block starts small, which keeps
+    the residual stream bounded in eval mode. Classifier: uniform(+-1/sqrt(fan_in)).
+    These are random weights, not trained ones: the course needs identical numbers in every
+    framework, not accurate predictions.
+    """
+    if num_classes < 1:
+        raise ValueError(f"num_classes must be >= 1, got {num_classes}")
+    rng = np.random.default_rng(seed)
+    w: dict[str, np.ndarray] = {}
+    last_bns = {b.convs[2].bn for b in blocks()}
+    for name, shape in param_shapes(num_classes).items():
+        if name.endswith("conv1.weight") or ".conv" in name or "downsample.0" in name:
+            fan_out = shape[0] * shape[2] * shape[3]
+            arr = rng.normal(0.0, np.sqrt(2.0 / fan_out), shape)
+        elif name == "fc.weight":
+            bound = 1.0 / np.sqrt(shape[1])
+            arr = rng.uniform(-bound, bound, shape)
+        elif name == "fc.bias":
+            bound = 1.0 / np.sqrt(512 * EXPANSION)
+            arr = rng.uniform(-bound, bound, shape)
+        elif name.endswith(".weight"):  # BatchNorm scale
+            bn = name.rsplit(".", 1)[0]
+            centre = 0.2 if bn in last_bns else 1.0
+            arr = centre * (1.0 + 0.1 * rng.standard_normal(shape))
+        elif name.endswith(".bias"):
+            arr = 0.05 * rng.standard_normal(shape)
+        elif name.endswith("running_mean"):
+            arr = 0.05 * rng.standard_normal(shape)
+        elif name.endswith("running_var"):
+            arr = rng.uniform(0.8, 1.25, shape)
+        else:  # pragma: no cover - every name is handled above
+            raise AssertionError(name)
+        w[name] = np.ascontiguousarray(arr, dtype=np.float32)
+    return w
+
+
+def validate_weights(weights: dict[str, np.ndarray], num_classes: int | None = None) -> int:
+    """Check names and shapes against the spec; returns the class count.
+
+    Raises ``ValueError`` naming the first missing, unexpected or misshaped tensor.
+    """
+    if "fc.bias" not in weights:
+        raise ValueError("weights are missing tensor 'fc.bias' (expected shape (num_classes,))")
+    if num_classes is None:
+        num_classes = int(np.shape(weights["fc.bias"])[0])
+    expected = param_shapes(num_classes)
+    for name, shape in expected.items():
+        if name not in weights:
+            raise ValueError(f"weights are missing tensor {name!r} (expected shape {shape})")
+        got = tuple(np.shape(weights[name]))
+        if got != shape:
+            raise ValueError(f"tensor {name!r} has shape {got}, the spec expects {shape}")
+    extra = sorted(set(weights) - set(expected))
+    if extra:
+        raise ValueError(f"weights carry unexpected tensor {extra[0]!r} (and {len(extra) - 1} more)"
+                         if len(extra) > 1 else f"weights carry unexpected tensor {extra[0]!r}")
+    return num_classes
+
+
+def check_image_size(image_size: int) -> int:
+    """ResNet-50 halves the resolution five times: sizes must be multiples of 32, at least 32."""
+    if not isinstance(image_size, (int, np.integer)) or isinstance(image_size, bool):
+        raise ValueError(f"image_size must be an integer, got {image_size!r}")
+    if image_size < MIN_IMAGE_SIZE or image_size % STRIDE:
+        raise ValueError(
+            f"ResNet-50 cannot take {image_size}x{image_size} images: it downsamples by {STRIDE}, "
+            f"so use a multiple of {STRIDE} that is at least {MIN_IMAGE_SIZE} (e.g. 32, 64, 224)"
+        )
+    return int(image_size)
+
+
+def _out(size: int, kernel: int, stride: int, padding: int) -> int:
+    return (size + 2 * padding - kernel) // stride + 1
+
+
+def macs(image_size: int = 224, num_classes: int = 1000) -> int:
+    """Multiply-accumulates of one forward pass on one image (convolutions and classifier)."""
+    check_image_size(image_size)
+    s = stem()
+    h = _out(image_size, s.kernel, s.stride, s.padding)
+    total = h * h * s.cout * s.cin * s.kernel**2
+    h = _out(h, 3, 2, 1)  # max pool
+    for b in blocks():
+        h_in = h
+        for c in b.convs:
+            h = _out(h, c.kernel, c.stride, c.padding)
+            total += h * h * c.cout * c.cin * c.kernel**2
+        if b.downsample is not None:
+            d = b.downsample
+            hd = _out(h_in, d.kernel, d.stride, d.padding)
+            total += hd * hd * d.cout * d.cin
+    total += 512 * EXPANSION * num_classes
+    return total
+
+
+def flops(image_size: int = 224, num_classes: int = 1000, training: bool = False) -> int:
+    """FLOPs of one image: 2 per MAC forward; a training step counts about 3x the forward."""
+    f = 2 * macs(image_size, num_classes)
+    return 3 * f if training else f
+
+
+def random_batch(batch: int, image_size: int, seed: int = 0, num_classes: int = 1000):
+    """A synthetic batch: NCHW float32 images (standard normal) and int64 labels.
+
+    The course uses synthetic data throughout: nothing is downloaded.
+    """
+    if batch < 1:
+        raise ValueError(f"batch size must be >= 1, got {batch}")
+    check_image_size(image_size)
+    rng = np.random.default_rng(seed + 10_000)
+    x = rng.standard_normal((batch, 3, image_size, image_size), dtype=np.float32)
+    y = rng.integers(0, num_classes, size=batch, dtype=np.int64)
+    return x, y

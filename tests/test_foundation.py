@@ -1,0 +1,181 @@
+"""The foundation: install metadata, fast import, profiles, doctor, notebook conventions, make lab."""
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+import tomllib
+import urllib.request
+
+import pytest
+
+from conftest import NOTEBOOKS, ROOT, free_port, run_labkit
+
+FRAMEWORK_MODULES = ("torch", "tensorflow", "mindspore", "onnxruntime", "onnx", "keras", "jax")
+
+
+def test_import_labkit_is_fast_and_imports_no_framework():
+    code = ("import sys, time; t = time.perf_counter(); import labkit, labkit.profiles, "
+            "labkit.hardware, labkit.resnet, labkit.frameworks; dt = time.perf_counter() - t; "
+            f"bad = [m for m in {FRAMEWORK_MODULES!r} if m in sys.modules]; print(dt, bad)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    dt, bad = out.stdout.split(" ", 1)
+    assert bad.strip() == "[]", f"import labkit pulled in frameworks: {bad}"
+    assert float(dt) < 1.0, f"import labkit took {float(dt):.2f} s"
+
+
+def test_profiles_select_by_environment(monkeypatch):
+    from labkit import profiles
+
+    monkeypatch.setenv("LABKIT_PROFILE", "full")
+    assert profiles.current().image_size == 224
+    monkeypatch.setenv("LABKIT_PROFILE", "smoke")
+    smoke = profiles.current()
+    assert smoke.name == "smoke" and smoke.image_size < profiles.get("standard").image_size
+    monkeypatch.delenv("LABKIT_PROFILE")
+    assert profiles.current().name == "standard"
+
+
+def test_bad_profile_names_the_valid_ones(monkeypatch):
+    from labkit import profiles
+
+    monkeypatch.setenv("LABKIT_PROFILE", "huge")
+    with pytest.raises(ValueError, match="huge.*smoke, standard, full"):
+        profiles.current()
+
+
+def test_bad_profile_in_a_subprocess_is_a_clear_error():
+    proc = subprocess.run([sys.executable, "-c", "import labkit.profiles as p; p.current()"],
+                          capture_output=True, text=True, env={**os.environ, "LABKIT_PROFILE": "huge"})
+    assert proc.returncode != 0
+    assert "LABKIT_PROFILE='huge'" in proc.stderr and "smoke, standard, full" in proc.stderr
+
+
+def test_ceiling_matches_the_hand_calculation():
+    from labkit import hardware, resnet
+
+    info = {"vendor_id": "AuthenticAMD", "cpu MHz": "2600.0", "model name": "AMD EPYC",
+            "flags": "fma avx avx2 avx512f avx512_bf16"}
+    c = hardware.ceiling(info)
+    peak = c.cores * 2.6 * 32
+    assert c.peak_gflops == pytest.approx(peak, abs=0.1)
+    assert c.images_per_s == pytest.approx(peak / (resnet.flops(224) / 1e9), abs=0.1)
+    assert c.images_per_s_at(224) == pytest.approx(c.images_per_s_boost, rel=1e-2)
+    intel = hardware.ceiling({**info, "vendor_id": "GenuineIntel"})
+    assert intel.flops_per_cycle_per_core == 64
+    assert "FLOP/cycle" in c.method and "GHz" in c.method
+
+
+def test_doctor_lists_every_framework_with_versions_and_the_ceiling():
+    proc = run_labkit("doctor", timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    out = proc.stdout
+    for pkg in ("torch", "tensorflow", "mindspore", "onnx", "onnxruntime"):
+        assert re.search(rf"^\s+{pkg}\s+\d+\.\d+", out, re.M), f"{pkg} missing from doctor:\n{out}"
+    assert "ResNet-50 ceiling" in out and "GFLOP/s" in out
+
+
+def test_doctor_names_a_framework_that_fails_to_import(tmp_path):
+    # A package shadowing mindspore that raises on import: doctor reports it and does not crash.
+    (tmp_path / "mindspore").mkdir()
+    (tmp_path / "mindspore" / "__init__.py").write_text("raise ImportError('libmindspore.so: cannot open shared object')\n")
+    env = {"PYTHONPATH": f"{tmp_path}{os.pathsep}{ROOT}"}
+    proc = run_labkit("doctor", env=env, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    assert "import fails" in proc.stdout
+    assert "libmindspore.so" in proc.stdout and "make install" in proc.stdout
+
+
+def _requirements(lines):
+    return sorted(r.strip().strip('"') for r in lines if re.match(r'^"?[A-Za-z0-9_.-]+==', r.strip()))
+
+
+def _yml_pins(path):
+    lines = [ln.strip()[2:] for ln in path.read_text().splitlines() if ln.strip().startswith("- ")]
+    return _requirements(lines)
+
+
+def test_environment_files_carry_the_pyproject_pins():
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    reqs = list(project["dependencies"])
+    for extra in project["optional-dependencies"].values():
+        reqs += extra
+    assert all("==" in r for r in reqs), "every requirement is an exact pin"
+    expected = _requirements(reqs)
+    assert _yml_pins(ROOT / "environment.yml") == expected
+    assert _yml_pins(ROOT / "binder" / "environment.yml") == expected
+
+
+def test_installed_versions_are_the_pins():
+    from labkit import _pins, frameworks
+
+    for package in ("torch", "tensorflow", "mindspore", "onnxruntime", "numpy"):
+        pinned = _pins.requirement(package).split("==")[1]
+        installed = frameworks.installed_version(package)
+        assert installed and installed.split("+")[0] == pinned, (package, installed, pinned)
+
+
+def test_ci_runs_the_readme_test_command():
+    readme = (ROOT / "README.md").read_text()
+    assert "make test" in readme and "make lab" in readme
+    assert "make test" in (ROOT / ".ci" / "run").read_text()
+
+
+# ---- notebook conventions --------------------------------------------------------------------
+
+def test_notebook_names_are_numbered_in_course_order():
+    assert NOTEBOOKS, "no notebooks found"
+    numbers = []
+    for nb in NOTEBOOKS:
+        m = re.fullmatch(r"(\d\d)_[a-z0-9_]+\.ipynb", nb.name)
+        assert m, f"{nb.name} is not named NN_topic.ipynb"
+        numbers.append(int(m.group(1)))
+    assert numbers == sorted(set(numbers)), "notebook numbers repeat"
+    assert numbers[0] == 0
+
+
+@pytest.mark.parametrize("nb", NOTEBOOKS, ids=lambda p: p.name)
+def test_notebook_conventions(nb):
+    data = json.loads(nb.read_text())
+    cells = data["cells"]
+    for cell in cells:
+        if cell["cell_type"] == "code":
+            assert not cell.get("outputs") and cell.get("execution_count") is None, \
+                f"{nb.name}: outputs must be stripped before committing"
+    first = "".join(cells[0]["source"])
+    assert cells[0]["cell_type"] == "markdown" and first.lstrip().startswith("# ")
+    for needed in ("learn", "Prerequisites", "Estimated time"):
+        assert needed.lower() in first.lower(), f"{nb.name}: first cell lacks {needed!r}"
+    text = "\n".join("".join(c["source"]) for c in cells if c["cell_type"] == "markdown").lower()
+    for heading in ("key takeaways", "self-check", "further reading"):
+        assert heading in text, f"{nb.name}: no {heading!r} section"
+    assert nb.name in (ROOT / "README.md").read_text(), f"{nb.name} is not in README's course map"
+
+
+# ---- make lab --------------------------------------------------------------------------------
+
+@pytest.mark.slow
+def test_make_lab_serves_jupyterlab():
+    port = free_port()
+    token = "graphlabtest"
+    proc = subprocess.Popen(
+        ["make", "lab", f"PORT={port}",
+         f"LAB_ARGS=--no-browser --ServerApp.token={token} --ServerApp.ip=127.0.0.1"],
+        cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True)
+    try:
+        deadline = time.time() + 180
+        body = ""
+        while time.time() < deadline:
+            try:
+                with urllib.request.urlopen(f"http://127.0.0.1:{port}/lab?token={token}", timeout=5) as r:
+                    body = r.read().decode()
+                    break
+            except OSError:
+                assert proc.poll() is None, proc.stdout.read().decode()
+                time.sleep(1)
+        assert "JupyterLab" in body or "jupyter-config-data" in body
+    finally:
+        os.killpg(proc.pid, signal.SIGTERM)
+        proc.wait(timeout=30)

@@ -1,0 +1,157 @@
+"""The claim check: verdicts computed from records (framework-free, so these tests are fast)."""
+import math
+
+import pytest
+
+from labkit import claims
+from labkit.frameworks import NAMES, MODES
+
+
+def rec(framework, mode, task, images_per_s, *, iqr_frac=0.02, batch=8, precision="fp32",
+        status="ok", device="cpu", gpus=()):
+    median = batch / images_per_s
+    return {"framework": framework, "mode": mode, "task": task, "batch_size": batch,
+            "precision": precision, "status": status, "median_s": median,
+            "iqr_s": median * iqr_frac, "device": device, "machine": {"gpus": list(gpus)}}
+
+
+def speedups(task, torch=1.0, tf=1.0, ms=1.0, base=10.0, **kw):
+    """Eager at ``base`` images/s and the best graph mode ``factor`` times faster, per framework."""
+    return [rec("torch", "eager", task, base, **kw), rec("torch", "compile", task, base * torch, **kw),
+            rec("tensorflow", "eager", task, base, **kw), rec("tensorflow", "xla", task, base * tf, **kw),
+            rec("mindspore", "pynative", task, base, **kw), rec("mindspore", "graph", task, base * ms, **kw)]
+
+
+def test_throughput_interval_and_ratio():
+    r = rec("torch", "eager", "train", 10.0, iqr_frac=0.2, batch=8)
+    t = claims.throughput(r)
+    assert t.value == pytest.approx(10.0)
+    assert t.low == pytest.approx(8 / (0.8 * 1.1)) and t.high == pytest.approx(8 / (0.8 * 0.9))
+    q = claims.ratio(claims.Estimate(2.0, 1.5, 2.5), claims.Estimate(1.0, 0.5, 2.0))
+    assert (q.value, q.low, q.high) == (2.0, 0.75, 5.0)
+    with pytest.raises(ValueError, match="outside its interval"):
+        claims.Estimate(3.0, 1.0, 2.0)
+    with pytest.raises(ValueError, match="non-positive median"):
+        claims.throughput({**r, "median_s": 0})
+
+
+def test_best_picks_the_fastest_successful_matching_record():
+    records = [rec("torch", "eager", "train", 5), rec("torch", "torchscript", "train", 7),
+               rec("torch", "compile", "train", 9), rec("torch", "compile", "train", 50, status="failed"),
+               rec("torch", "compile", "train", 30, precision="bf16"),
+               rec("torch", "compile", "train", 40, device="gpu"),
+               rec("torch", "compile", "throughput", 60)]
+    assert claims.best(records, "torch", None, "train")["mode"] == "compile"
+    assert claims.throughput(claims.best(records, "torch", None, "train")).value == pytest.approx(9)
+    assert claims.best(records, "torch", "eager", "train")["mode"] == "eager"
+    assert claims.throughput(claims.best(records, "torch", None, "train", "bf16")).value == pytest.approx(30)
+    assert claims.throughput(claims.best(records, "torch", None, "train", device="gpu")).value == pytest.approx(40)
+    assert claims.best(records, "tensorflow", None, "train") is None
+    # the best graph mode never falls back to eager
+    assert claims.best([rec("torch", "eager", "train", 5)], "torch", None, "train") is None
+
+
+def test_graph_speedup_claim_holds_fails_or_mixes():
+    c = claims.claim("train_5_10")
+    assert claims.check(c, speedups("train", 1.07, 1.08, 1.06)).verdict == claims.HOLDS
+    v = claims.check(c, speedups("train", 1.5, 2.0, 0.9))
+    assert v.verdict == claims.FAILS
+    assert [m.place for m in v.measured] == ["above", "above", "below"]
+    v = claims.check(c, speedups("train", 1.07, 2.0, 1.0))
+    assert v.verdict == claims.MIXED
+    assert "torch training 1.07x is in" in v.why and "tensorflow training 2.00x is above" in v.why
+
+
+def test_noise_is_reported_when_the_interval_crosses_the_range():
+    c = claims.claim("train_5_10")
+    v = claims.check(c, speedups("train", 1.04, 1.04, 1.04, iqr_frac=0.2))
+    assert v.verdict == claims.FAILS  # judged by the median ...
+    assert all(m.noisy for m in v.measured) and "within noise" in v.why  # ... but flagged
+    v = claims.check(c, speedups("train", 1.5, 1.5, 1.5, iqr_frac=0.001))
+    assert not any(m.noisy for m in v.measured) and "within noise" not in v.why
+
+
+def test_20_50_claim_uses_training_and_inference():
+    c = claims.claim("graph_20_50")
+    records = speedups("train", 1.3, 1.3, 1.3) + speedups("throughput", 1.1, 1.3, 1.3)
+    v = claims.check(c, records)
+    assert len(v.measured) == 6 and v.verdict == claims.MIXED
+    assert [m.place for m in v.measured].count("below") == 1
+
+
+def test_nothing_measured_is_untestable_not_a_verdict():
+    v = claims.check(claims.claim("onnx_cost"), [rec("torch", "eager", "throughput", 10)])
+    assert v.verdict == claims.UNTESTABLE and v.measured == []
+    assert "nothing measured" in v.why
+
+
+def test_onnx_cost_against_eager_and_best_graph():
+    records = [rec("torch", "eager", "throughput", 10), rec("torch", "compile", "throughput", 20),
+               rec("onnxruntime", "ort", "throughput", 9.2)]
+    v = claims.check(claims.claim("onnx_cost"), records)
+    assert [round(m.estimate.value, 2) for m in v.measured] == [0.92, 0.46]
+    assert v.verdict == claims.MIXED
+
+
+def test_cpu_graph_beats_onnx_has_an_open_range():
+    c = claims.claim("cpu_graph_beats_onnx")
+    assert math.isinf(c.high)
+    records = [rec("onnxruntime", "ort", "throughput", 10), rec("tensorflow", "function", "throughput", 12),
+               rec("mindspore", "graph", "throughput", 8), rec("mindspore", "pynative", "throughput", 30)]
+    v = claims.check(c, records)
+    assert v.verdict == claims.MIXED  # TF beats ORT, MindSpore's graph mode does not
+    assert [m.num_mode for m in v.measured] == ["function", "graph"]  # pynative is not a graph
+
+
+def test_hardware_claims_need_their_hardware():
+    c = claims.claim("a100_training")
+    cpu = [rec("torch", "eager", "train", 10), rec("torch", "torchscript", "train", 10.5),
+           rec("tensorflow", "xla", "train", 10.3), rec("mindspore", "graph", "train", 10.8)]
+    v = claims.check(c, cpu)
+    assert v.verdict == claims.UNTESTABLE and "A100" in v.why
+    assert len(v.measured) == 3  # the ratios measurable here are still shown ...
+    assert "seeds: 1.05x" in v.row()["measured here"]
+    assert "2470 img/s" in v.row()["published"]  # ... beside published figures
+    # with an A100 in the records the same claim is judged, relative to the seeds' ratios
+    gpu = [{**r, "device": "gpu", "machine": {"gpus": ["NVIDIA A100-SXM4-80GB"]}} for r in cpu]
+    v = claims.check(c, gpu)
+    assert v.verdict == claims.HOLDS, v.why
+    slow_ts = gpu[:1] + [{**gpu[1], "median_s": gpu[1]["median_s"] * 2}] + gpu[2:]
+    assert claims.check(c, slow_ts).verdict == claims.MIXED
+    assert not claims.gpu_present(gpu, "T4")
+
+
+def test_epoch_times_are_checked_against_the_seeds_own_throughputs():
+    assert claims.implied_epoch_minutes(1280) == pytest.approx(1_200_000 / 1280 / 60)
+    v = claims.epoch_consistency()
+    assert v.verdict == claims.FAILS  # 15.2 min is shorter than 1.2 M images at 1280/s allow
+    assert "15.6 min" in v.why
+    consistent = claims.epoch_consistency((("x", 1000, 20.0),))
+    assert consistent.verdict == claims.HOLDS
+    with pytest.raises(ValueError, match="positive"):
+        claims.implied_epoch_minutes(0)
+
+
+def test_check_all_and_markdown_table():
+    vs = claims.check_all(speedups("train", 1.07, 1.08, 1.06))
+    assert [v.claim.key for v in vs] == [c.key for c in claims.CLAIMS] + ["epoch_consistency"]
+    assert all(v.verdict in claims.VERDICTS for v in vs)
+    md = claims.markdown(vs)
+    assert md.count("\n") == len(vs) + 1 and md.startswith("| claim | seeds |")
+    assert "\\|" not in claims.markdown([]) and "a\\|b" in claims.markdown(
+        [claims.Verdict(claims.Claim("k", "a|b", "", "", 1, 2, ()), claims.HOLDS)])
+    assert {s.url for s in claims.sources(vs)} >= {claims.NV_PT.url, claims.MLPERF_T4.url}
+
+
+def test_claims_data_is_well_formed():
+    with pytest.raises(ValueError, match="valid claims are"):
+        claims.claim("nope")
+    for c in claims.CLAIMS:
+        assert c.low < c.high and c.ratios
+        for r in c.ratios:
+            for fw, mode in (r.num, r.den):
+                assert fw in NAMES and (mode is None or mode in MODES[fw])
+            if c.relative:
+                assert r.seed_value is not None
+        for s in c.published:
+            assert s.url.startswith("https://")

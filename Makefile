@@ -6,6 +6,8 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.labkit-installed
 PORT ?= 8888
 PROFILE ?= standard
+# Jupyter refuses to run as root unless told (containers, CI)
+ROOT_FLAG := $(if $(filter 0,$(shell id -u)),--allow-root)
 # MindSpore 2.8 + TensorFlow in one process need protobuf's pure-Python implementation.
 export PROTOCOL_BUFFERS_PYTHON_IMPLEMENTATION := python
 
@@ -23,7 +25,7 @@ $(STAMP): pyproject.toml
 install: $(STAMP)
 
 lab: install
-	LABKIT_PROFILE=$(PROFILE) $(VENV)/bin/jupyter lab --port=$(PORT) $(LAB_ARGS) notebooks/00_welcome_and_setup.ipynb
+	LABKIT_PROFILE=$(PROFILE) $(VENV)/bin/jupyter lab --port=$(PORT) $(ROOT_FLAG) $(LAB_ARGS) notebooks/00_welcome_and_setup.ipynb
 
 # Chromium for the browser test of notebook 09 (Debian's package; skipped where it cannot install).
 browser:

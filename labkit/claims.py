@@ -12,9 +12,9 @@ be measured on this machine (a throughput ratio) and the range the seeds give fo
 - ``cannot be tested here``: the figure needs hardware this machine lacks (the row still shows the
   ratio measurable here, next to published figures), or nothing was measured.
 
-Uncertainty: a throughput's interval runs from ``batch / (median + IQR/2)`` to
-``batch / (median - IQR/2)`` (the interquartile range of the step times), and a ratio's interval
-divides the extreme ends. A median inside the range whose interval pokes out (or the reverse) is
+Only records of the same task, precision, device, image size and batch size are divided. A ratio
+carries the uncertainty :func:`labkit.results.speedups` uses (the two relative IQRs of the step
+times, propagated); a median inside the range whose interval pokes out (or the reverse) is
 reported as "within noise".
 """
 from __future__ import annotations
@@ -23,11 +23,12 @@ import math
 from dataclasses import dataclass, field
 from typing import Iterable
 
+from . import results
+from .results import EAGER_MODES
+
 HOLDS, FAILS, MIXED, UNTESTABLE = "holds", "does not hold", "mixed", "cannot be tested here"
 VERDICTS: tuple[str, ...] = (HOLDS, FAILS, MIXED, UNTESTABLE)
 
-#: the eager mode of each framework that has one (ONNX Runtime has only its optimised graph)
-EAGER: dict[str, str] = {"torch": "eager", "tensorflow": "eager", "mindspore": "pynative"}
 #: ImageNet's training set as the seed states it ("1.2 million images")
 SEED_EPOCH_IMAGES = 1_200_000
 
@@ -85,7 +86,7 @@ class Claim:
 
 
 def _per_framework(task: str, label: str) -> tuple[Ratio, ...]:
-    return tuple(Ratio(f"{fw} {label}", (fw, None), (fw, eager), task) for fw, eager in EAGER.items())
+    return tuple(Ratio(f"{fw} {label}", (fw, None), (fw, eager), task) for fw, eager in EAGER_MODES.items())
 
 
 NV_PT = Source(
@@ -220,42 +221,68 @@ class Estimate:
         return f"{self.value:.2f}x [{self.low:.2f}-{self.high:.2f}]"
 
 
-def throughput(record: Record) -> Estimate:
-    """Images/s of a record with the interval from its interquartile range of step times."""
-    batch, median = float(record["batch_size"]), float(record["median_s"])
+def _rel_iqr(r: Record) -> float:
+    median = float(r["median_s"])
     if median <= 0:
-        raise ValueError(f"record has a non-positive median time {median}: {_describe(record)}")
-    half = float(record.get("iqr_s") or 0.0) / 2
-    slow = median + half
-    fast = max(median - half, median * 1e-3)
-    return Estimate(batch / median, batch / slow, batch / fast)
+        raise ValueError(f"record has a non-positive median time {median}: {_describe(r)}")
+    return float(r.get("iqr_s") or 0.0) / median
 
 
-def ratio(num: Estimate, den: Estimate) -> Estimate:
-    """num / den with the interval from the extreme ends of both."""
-    return Estimate(num.value / den.value, num.low / den.high, num.high / den.low)
+def ratio(num: Record, den: Record) -> Estimate:
+    """Throughput of ``num`` over ``den`` (images/s), +- the propagated relative IQRs.
+
+    The same uncertainty as :func:`labkit.results.speedups`:
+    ``ratio * sqrt((iqr_n/med_n)^2 + (iqr_d/med_d)^2)``.
+    """
+    rel = math.hypot(_rel_iqr(num), _rel_iqr(den))
+    value = (num["batch_size"] / num["median_s"]) / (den["batch_size"] / den["median_s"])
+    spread = value * rel
+    return Estimate(value, max(value - spread, 0.0), value + spread)
 
 
 def _describe(r: Record) -> str:
     return f"{r.get('framework')}/{r.get('mode')}/{r.get('task')}/{r.get('precision')}"
 
 
-def _ok(r: Record) -> bool:
-    return r.get("status") == "ok" and float(r.get("median_s") or 0) > 0
+def _context(r: Record) -> tuple:
+    """What two records must share to be compared (everything but framework and mode)."""
+    return (r.get("task"), r.get("precision", "fp32"), r.get("device", "cpu"),
+            r.get("image_size"), r.get("batch_size"))
 
 
-def best(records: Iterable[Record], framework: str, mode: str | None, task: str,
-         precision: str = "fp32", device: str = "cpu") -> Record | None:
-    """The fastest successful record for framework x mode x task x precision on ``device``.
+def candidates(records: Iterable[Record], framework: str, mode: str | None, task: str,
+               precision: str = "fp32", device: str = "cpu") -> list[Record]:
+    """Successful records (the latest of each cell) of framework x mode x task x precision.
 
-    ``mode=None`` means any mode except the framework's eager one (the best graph mode).
+    ``mode=None`` means any mode except the framework's eager one (its graph modes).
     """
-    eager = EAGER.get(framework)
-    found = [r for r in records if _ok(r) and r.get("framework") == framework
-             and r.get("task") == task and r.get("precision", "fp32") == precision
-             and r.get("device", "cpu") == device
-             and (r.get("mode") == mode if mode is not None else r.get("mode") != eager)]
-    return max(found, key=lambda r: throughput(r).value, default=None)
+    eager = EAGER_MODES.get(framework)
+    return [r for r in results.latest(records)
+            if r.get("status") == "ok" and float(r.get("median_s") or 0) > 0
+            and r.get("framework") == framework and r.get("task") == task
+            and r.get("precision", "fp32") == precision and r.get("device", "cpu") == device
+            and (r.get("mode") == mode if mode is not None else r.get("mode") != eager)]
+
+
+def _ips(r: Record) -> float:
+    return r["batch_size"] / r["median_s"]
+
+
+def pair(records: list[Record], r: Ratio, precision: str = "fp32",
+         device: str = "cpu") -> tuple[Record, Record] | None:
+    """The records to divide for ratio ``r``: same task, precision, device, image and batch size.
+
+    Where several settings were measured for both sides, the largest image size (then batch)
+    wins, as closest to the seeds' 224x224; within it each side's fastest mode is taken.
+    """
+    nums = candidates(records, r.num[0], r.num[1], r.task, precision, device)
+    dens = candidates(records, r.den[0], r.den[1], r.task, precision, device)
+    shared = {_context(x) for x in nums} & {_context(x) for x in dens}
+    if not shared:
+        return None
+    ctx = max(shared, key=lambda c: (c[3] or 0, c[4] or 0))
+    return (max((x for x in nums if _context(x) == ctx), key=_ips),
+            max((x for x in dens if _context(x) == ctx), key=_ips))
 
 
 # --------------------------------------------------------------------------------------------
@@ -307,11 +334,11 @@ def measure(c: Claim, records: list[Record], precision: str = "fp32",
     """The claim's ratios that the records allow (a ratio with a side not measured is skipped)."""
     out = []
     for r in c.ratios:
-        num = best(records, r.num[0], r.num[1], r.task, precision, device)
-        den = best(records, r.den[0], r.den[1], r.task, precision, device)
-        if num is None or den is None:
+        found = pair(records, r, precision, device)
+        if found is None:
             continue
-        est = ratio(throughput(num), throughput(den))
+        num, den = found
+        est = ratio(num, den)
         where, noisy = place(est, *c.bounds(r))
         out.append(Measured(r, est, str(num["mode"]), str(den["mode"]), where, noisy))
     return out
@@ -338,7 +365,7 @@ def gpu_present(records: Iterable[Record], name: str) -> bool:
     """Whether some successful record ran on a GPU whose name contains ``name``."""
     for r in records:
         gpus = (r.get("machine") or {}).get("gpus") or []
-        if _ok(r) and r.get("device") == "gpu" and any(name in g for g in gpus):
+        if r.get("status") == "ok" and r.get("device") == "gpu" and any(name in g for g in gpus):
             return True
     return False
 

@@ -8,11 +8,12 @@ from labkit.frameworks import NAMES, MODES
 
 
 def rec(framework, mode, task, images_per_s, *, iqr_frac=0.02, batch=8, precision="fp32",
-        status="ok", device="cpu", gpus=()):
+        status="ok", device="cpu", gpus=(), image_size=32):
     median = batch / images_per_s
     return {"framework": framework, "mode": mode, "task": task, "batch_size": batch,
-            "precision": precision, "status": status, "median_s": median,
-            "iqr_s": median * iqr_frac, "device": device, "machine": {"gpus": list(gpus)}}
+            "precision": precision, "status": status, "median_s": median, "image_size": image_size,
+            "iqr_s": median * iqr_frac, "device": device, "machine": {"gpus": list(gpus)},
+            "profile": "smoke"}
 
 
 def speedups(task, torch=1.0, tf=1.0, ms=1.0, base=10.0, **kw):
@@ -22,33 +23,37 @@ def speedups(task, torch=1.0, tf=1.0, ms=1.0, base=10.0, **kw):
             rec("mindspore", "pynative", task, base, **kw), rec("mindspore", "graph", task, base * ms, **kw)]
 
 
-def test_throughput_interval_and_ratio():
-    r = rec("torch", "eager", "train", 10.0, iqr_frac=0.2, batch=8)
-    t = claims.throughput(r)
-    assert t.value == pytest.approx(10.0)
-    assert t.low == pytest.approx(8 / (0.8 * 1.1)) and t.high == pytest.approx(8 / (0.8 * 0.9))
-    q = claims.ratio(claims.Estimate(2.0, 1.5, 2.5), claims.Estimate(1.0, 0.5, 2.0))
-    assert (q.value, q.low, q.high) == (2.0, 0.75, 5.0)
+def test_ratio_and_its_uncertainty():
+    a = rec("torch", "compile", "train", 20.0, iqr_frac=0.03, batch=16)
+    b = rec("torch", "eager", "train", 10.0, iqr_frac=0.04, batch=8)
+    q = claims.ratio(a, b)
+    assert q.value == pytest.approx(2.0)
+    assert q.high - q.value == pytest.approx(2.0 * 0.05) and q.value - q.low == pytest.approx(0.1)
     with pytest.raises(ValueError, match="outside its interval"):
         claims.Estimate(3.0, 1.0, 2.0)
     with pytest.raises(ValueError, match="non-positive median"):
-        claims.throughput({**r, "median_s": 0})
+        claims.ratio({**a, "median_s": 0.0}, b)
 
 
-def test_best_picks_the_fastest_successful_matching_record():
+def test_pair_compares_like_with_like_and_takes_the_best_mode():
+    r = claims.Ratio("t", ("torch", None), ("torch", "eager"), "train")
     records = [rec("torch", "eager", "train", 5), rec("torch", "torchscript", "train", 7),
-               rec("torch", "compile", "train", 9), rec("torch", "compile", "train", 50, status="failed"),
+               rec("torch", "compile", "train", 9), rec("torch", "xla", "train", 50, status="failed"),
                rec("torch", "compile", "train", 30, precision="bf16"),
                rec("torch", "compile", "train", 40, device="gpu"),
+               rec("torch", "compile", "train", 60, image_size=64),  # no eager at 64: not compared
                rec("torch", "compile", "throughput", 60)]
-    assert claims.best(records, "torch", None, "train")["mode"] == "compile"
-    assert claims.throughput(claims.best(records, "torch", None, "train")).value == pytest.approx(9)
-    assert claims.best(records, "torch", "eager", "train")["mode"] == "eager"
-    assert claims.throughput(claims.best(records, "torch", None, "train", "bf16")).value == pytest.approx(30)
-    assert claims.throughput(claims.best(records, "torch", None, "train", device="gpu")).value == pytest.approx(40)
-    assert claims.best(records, "tensorflow", None, "train") is None
-    # the best graph mode never falls back to eager
-    assert claims.best([rec("torch", "eager", "train", 5)], "torch", None, "train") is None
+    num, den = claims.pair(records, r)
+    assert (num["mode"], den["mode"]) == ("compile", "eager") and claims._ips(num) == pytest.approx(9)
+    assert claims.pair(records, r, "bf16") is None  # no bf16 eager
+    assert claims.pair(records + [rec("torch", "eager", "train", 20, image_size=64)], r)[0][
+        "image_size"] == 64  # the largest image size measured on both sides wins
+    # the graph side never falls back to eager
+    assert claims.pair([rec("torch", "eager", "train", 5)], r) is None
+    # a re-measured cell counts once: its latest record, even a failure
+    later = rec("torch", "compile", "train", 6)
+    assert claims._ips(claims.pair(records + [later], r)[0]) == pytest.approx(7)
+    assert claims.pair(records + [{**later, "status": "failed"}], r)[0]["mode"] == "torchscript"
 
 
 def test_graph_speedup_claim_holds_fails_or_mixes():

@@ -7,8 +7,11 @@ does not offer raise :class:`Unsupported` with the reason.
 """
 from __future__ import annotations
 
+import math
+import sys
+import time
 from dataclasses import dataclass
-from typing import Callable
+from typing import Callable, Sequence
 
 TASKS: tuple[str, ...] = ("latency", "throughput", "train")
 PRECISIONS: tuple[str, ...] = ("fp32", "bf16")
@@ -24,3 +27,152 @@ class Prepared:
     step: Callable[[], object]  # one inference batch or one training step, synchronised
     batch_size: int
     notes: str = ""  # how the mode/precision is realised, e.g. "torch.autocast(cpu, bfloat16)"
+
+
+# ---------------------------------------------------------------------------------------------
+# statistics (pure Python, linear interpolation between order statistics, as numpy's default)
+
+
+def quantile(values: Sequence[float], q: float) -> float:
+    """The ``q`` quantile (0..1) of ``values``, interpolating linearly (numpy's default method)."""
+    if not values:
+        raise ValueError("quantile of no values: time at least one call")
+    if not 0.0 <= q <= 1.0:
+        raise ValueError(f"quantile q must be within 0..1, got {q}")
+    xs = sorted(values)
+    pos = q * (len(xs) - 1)
+    lo = math.floor(pos)
+    hi = min(lo + 1, len(xs) - 1)
+    return xs[lo] + (xs[hi] - xs[lo]) * (pos - lo)
+
+
+def median(values: Sequence[float]) -> float:
+    return quantile(values, 0.5)
+
+
+def iqr(values: Sequence[float]) -> float:
+    """Interquartile range: the spread of the middle half of the values."""
+    return quantile(values, 0.75) - quantile(values, 0.25)
+
+
+def peak_rss_mb() -> float:
+    """Peak resident memory of this process so far, MiB (the high-water mark, not the current)."""
+    try:
+        import resource
+
+        peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+        return peak / 2**20 if sys.platform == "darwin" else peak / 2**10  # bytes vs KiB
+    except ImportError:  # Windows
+        import psutil
+
+        info = psutil.Process().memory_info()
+        return getattr(info, "peak_wset", info.rss) / 2**20
+
+
+def ceiling_images_per_s(image_size: int, task: str, precision: str = "fp32") -> float:
+    """The machine's compute ceiling for ResNet-50 at ``image_size`` on ``task`` (images/s).
+
+    bf16 counts twice the FP32 rate where the CPU has a bf16 dot-product instruction
+    (AVX-512 BF16 or AMX), since one such instruction does two multiply-adds per FP32 lane.
+    """
+    from . import hardware
+
+    ceiling = hardware.ceiling().images_per_s_at(image_size, training=(task == "train"))
+    exts = hardware.report().vector_extensions
+    if precision == "bf16" and ("avx512_bf16" in exts or "amx_bf16" in exts):
+        ceiling *= 2
+    return ceiling
+
+
+@dataclass
+class Measurement:
+    """Timed calls of one step, in the shape of ``torch.utils.benchmark.Measurement``.
+
+    Carries its raw times and says how they were taken (:attr:`how`): the first call (tracing or
+    compilation) is timed apart, then ``warmup`` untimed calls, then calls timed one by one
+    with ``time.perf_counter`` until both ``min_repeats`` calls and ``min_time_s`` seconds are
+    reached (or ``max_repeats``). Each step returns only when its work is done.
+    """
+
+    times_s: list[float]
+    first_call_s: float
+    images_per_call: int
+    warmup: int
+    label: str = ""
+    how: str = ""
+
+    @property
+    def repeats(self) -> int:
+        return len(self.times_s)
+
+    @property
+    def median_s(self) -> float:
+        return median(self.times_s)
+
+    @property
+    def iqr_s(self) -> float:
+        return iqr(self.times_s)
+
+    @property
+    def p90_s(self) -> float:
+        return quantile(self.times_s, 0.9)
+
+    @property
+    def mean_s(self) -> float:
+        return sum(self.times_s) / len(self.times_s)
+
+    @property
+    def images_per_s(self) -> float:
+        return self.images_per_call / self.median_s
+
+    def as_dict(self) -> dict:
+        return {"first_call_s": self.first_call_s, "median_s": self.median_s, "iqr_s": self.iqr_s,
+                "p90_s": self.p90_s, "mean_s": self.mean_s, "images_per_s": self.images_per_s,
+                "repeats": self.repeats, "warmup": self.warmup, "times_s": list(self.times_s)}
+
+    def __repr__(self) -> str:
+        unit, scale = ("ms", 1e3) if self.median_s < 1 else ("s", 1.0)
+        q1, q3 = quantile(self.times_s, 0.25), quantile(self.times_s, 0.75)
+        return (f"<labkit.bench.Measurement> {self.label}\n"
+                f"  Median: {self.median_s * scale:.2f} {unit}   "
+                f"({self.images_per_s:.2f} images/s)\n"
+                f"  IQR:    {self.iqr_s * scale:.2f} {unit} ({q1 * scale:.2f} to {q3 * scale:.2f})\n"
+                f"  p90:    {self.p90_s * scale:.2f} {unit}\n"
+                f"  first call: {self.first_call_s:.2f} s\n"
+                f"  {self.repeats} measurements, {self.images_per_call} images each")
+
+
+def measure(prepared: Prepared | Callable[[], object], warmup: int, min_repeats: int,
+            min_time_s: float, max_repeats: int, images_per_call: int | None = None,
+            label: str = "") -> Measurement:
+    """Time ``prepared.step``: first call apart, ``warmup`` untimed calls, then timed repeats.
+
+    Timing stops after ``max(min_repeats, calls within min_time_s)`` calls, never more than
+    ``max_repeats``. ``prepared`` may be a bare callable (then give ``images_per_call``).
+    """
+    step = prepared.step if isinstance(prepared, Prepared) else prepared
+    images = images_per_call if images_per_call is not None else getattr(prepared, "batch_size", None)
+    if not images or images < 1:
+        raise ValueError("images_per_call must be at least 1 (a Prepared carries its batch_size)")
+    if min_repeats < 1 or max_repeats < min_repeats or warmup < 0 or min_time_s < 0:
+        raise ValueError(f"need 1 <= min_repeats <= max_repeats, warmup >= 0, min_time_s >= 0; got "
+                         f"min_repeats={min_repeats}, max_repeats={max_repeats}, warmup={warmup}, "
+                         f"min_time_s={min_time_s}")
+    clock = time.perf_counter
+    t0 = clock()
+    step()
+    first = clock() - t0
+    for _ in range(warmup):
+        step()
+    times: list[float] = []
+    total = 0.0
+    while len(times) < max_repeats and (len(times) < min_repeats or total < min_time_s):
+        t0 = clock()
+        step()
+        dt = clock() - t0
+        times.append(dt)
+        total += dt
+    how = (f"first call timed apart; {warmup} untimed warm-up calls; {len(times)} calls timed one "
+           f"by one with time.perf_counter (at least {min_repeats} calls and {min_time_s:g} s, "
+           f"at most {max_repeats} calls); each call returns when its work is done")
+    return Measurement(times, first, int(images), warmup, label, how)

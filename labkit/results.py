@@ -323,7 +323,7 @@ def table(records: Iterable[dict]) -> str:
         if r["status"] == "ok":
             cells += [f"{r['images_per_s']:.2f}", f"{r['median_ms']:.1f}", f"{r['iqr_ms']:.1f}",
                       f"{r['p90_ms']:.1f}", f"{r['first_call_s']:.2f}",
-                      f"{r['ceiling_share']:.0%}", f"{r['peak_rss_mb']:.0f}"]
+                      f"{r['ceiling_share']:.1%}", f"{r['peak_rss_mb']:.0f}"]
         else:
             err = r["error"] if len(r["error"]) <= 70 else r["error"][:67] + "..."
             cells += [f"FAILED: {err}"]

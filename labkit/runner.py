@@ -1,0 +1,463 @@
+"""Run a benchmark plan: every cell in a fresh subprocess, every result appended as it exists.
+
+A :class:`Plan` is frameworks x modes x tasks x batch sizes x precisions on one device, sized
+by a profile. :func:`run` measures each :class:`Cell` in its own Python process (``python -m
+labkit.runner --cell ...``) with the same thread settings for every framework and a timeout;
+a cell that fails, hangs (killed with its whole process group) or runs out of memory becomes a
+recorded failure and the plan goes on. Each record is appended to the JSONL results file
+(:mod:`labkit.results`) the moment it exists, so an interrupted run (Ctrl-C, SIGTERM, a crash)
+keeps everything measured, and ``resume=True`` measures only what is missing.
+
+Test hook: ``LABKIT_TEST_FAULT=KIND[:FRAMEWORK/MODE/TASK][,...]`` makes matching cells (all
+cells when no selector is given) misbehave inside their subprocess before any framework loads:
+``fail`` raises, ``hang`` sleeps forever (in a grandchild process too, so that killing the
+whole process group is tested), ``oom`` allocates until ``MemoryError`` (only under a cell
+memory limit, ``run(..., memory_limit_mb=...)``, so that it can never hurt the machine).
+"""
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import traceback
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Iterable, Sequence
+
+from . import bench, hardware, profiles, results
+from . import frameworks as fw_registry
+
+FAULT_ENV = "LABKIT_TEST_FAULT"
+FAULTS = ("fail", "hang", "oom")
+#: environment variables that size the thread pools of every framework's math libraries
+THREAD_ENV = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS",
+              "TF_NUM_INTRAOP_THREADS")
+LOG_TAIL_CHARS = 2000
+
+
+@dataclass(frozen=True)
+class Cell:
+    """One measurement: a framework's mode on a task at a batch size, precision and device."""
+
+    framework: str
+    mode: str
+    task: str
+    batch_size: int
+    precision: str
+    image_size: int
+    device: str
+    profile: str
+
+    def label(self) -> str:
+        return (f"{self.framework} {self.mode} {self.task} b{self.batch_size} {self.precision} "
+                f"{self.image_size}px {self.device}")
+
+    def key(self) -> tuple:
+        return tuple(getattr(self, k) for k in results.KEY)
+
+
+# ---------------------------------------------------------------------------------------------
+# the plan
+
+
+def _unknown(kind: str, bad: Sequence[str], valid: Iterable[str]) -> ValueError:
+    return ValueError(f"unknown {kind} {', '.join(map(repr, bad))}: valid {kind}s are "
+                      f"{', '.join(valid)}")
+
+
+def _pick(kind: str, given: Sequence[str] | None, valid: Sequence[str]) -> list[str]:
+    if given is None:
+        return list(valid)
+    given = [g.strip() for g in given if g.strip()]
+    if not given:
+        raise ValueError(f"no {kind} given: choose from {', '.join(valid)}")
+    bad = [g for g in given if g not in valid]
+    if bad:
+        raise _unknown(kind, bad, valid)
+    return list(dict.fromkeys(given))
+
+
+def mode_names() -> list[str]:
+    """Every word ``--modes`` accepts: eager, graph, and each framework's own mode names."""
+    own = [m for fw in fw_registry.NAMES for m in fw_registry.MODES[fw]]
+    return list(dict.fromkeys(["eager", "graph", *own]))
+
+
+def resolve_modes(framework: str, modes: Sequence[str] | None) -> list[str]:
+    """The modes of ``framework`` that ``modes`` selects (None: all of them).
+
+    ``eager`` is the framework's eager mode (MindSpore: pynative), ``graph`` every other mode
+    (ONNX Runtime's only mode is a graph), and a mode's own name selects it.
+    """
+    own = fw_registry.MODES[framework]
+    if modes is None:
+        return list(own)
+    eager = results.EAGER_MODES.get(framework)
+    out: list[str] = []
+    for m in modes:
+        if m == "eager":
+            out += [eager] if eager else []
+        elif m == "graph":
+            out += [x for x in own if x != eager]
+        elif m in own:
+            out.append(m)
+    return list(dict.fromkeys(x for x in own if x in out))  # the framework's order
+
+
+def _batches(sizes: Sequence[int] | None) -> list[int] | None:
+    if sizes is None:
+        return None
+    bad = [b for b in sizes if isinstance(b, bool) or not isinstance(b, int) or b < 1]
+    if bad or not sizes:
+        raise ValueError(f"batch sizes must be whole numbers >= 1, got {list(sizes)}: "
+                         f"e.g. --batch-sizes 1,8")
+    return list(dict.fromkeys(sizes))
+
+
+@dataclass
+class Plan:
+    """The cells to measure, in order, and the profile that sizes them."""
+
+    cells: list[Cell]
+    profile: profiles.Profile
+
+    def __len__(self) -> int:
+        return len(self.cells)
+
+    def __iter__(self):
+        return iter(self.cells)
+
+    @classmethod
+    def build(cls, frameworks: Sequence[str] | None = None, modes: Sequence[str] | None = None,
+              tasks: Sequence[str] | None = None, batch_sizes: Sequence[int] | None = None,
+              precisions: Sequence[str] | None = None, device: str = "cpu",
+              profile: str | profiles.Profile | None = None) -> "Plan":
+        """Validate every choice (``ValueError`` names the valid ones) and list the cells.
+
+        Defaults: every framework, every mode, every task, fp32, the CPU, the current profile.
+        ``latency`` always runs one image per call (``profile.latency_batch``); ``throughput``
+        and ``train`` run ``batch_sizes`` when given, else the profile's batch for that task.
+        """
+        prof = profile if isinstance(profile, profiles.Profile) else profiles.get(profile)
+        fws = _pick("framework", frameworks, fw_registry.NAMES)
+        if modes is not None:
+            _pick("mode", modes, mode_names())
+            modes = [m.strip() for m in modes if m.strip()]
+        tks = _pick("task", tasks, bench.TASKS)
+        precs = _pick("precision", precisions if precisions is not None else ["fp32"],
+                      bench.PRECISIONS)
+        (dev,) = _pick("device", [device], bench.DEVICES)
+        sizes = _batches(batch_sizes)
+        default_batch = {"latency": prof.latency_batch, "throughput": prof.throughput_batch,
+                         "train": prof.train_batch}
+        cells = []
+        for fw in fws:
+            for mode in resolve_modes(fw, modes):
+                for task in tks:
+                    bs = [prof.latency_batch] if task == "latency" else (sizes or [default_batch[task]])
+                    for b in bs:
+                        for prec in precs:
+                            cells.append(Cell(fw, mode, task, b, prec, prof.image_size, dev,
+                                              prof.name))
+        if not cells:
+            offered = "; ".join(f"{fw}: {', '.join(fw_registry.MODES[fw])}" for fw in fws)
+            raise ValueError(f"the plan is empty: none of the modes {', '.join(modes or [])} "
+                             f"belongs to {', '.join(fws)} (their modes: {offered}; "
+                             f"eager and graph work for every framework)")
+        return cls(list(dict.fromkeys(cells)), prof)
+
+
+# ---------------------------------------------------------------------------------------------
+# one cell, inside its own subprocess
+
+
+def _faults(cell: Cell) -> list[str]:
+    """The test faults that ``LABKIT_TEST_FAULT`` asks of ``cell``."""
+    spec = os.environ.get(FAULT_ENV, "").strip()
+    found = []
+    for item in filter(None, (s.strip() for s in spec.split(","))):
+        kind, _, where = item.partition(":")
+        if kind not in FAULTS:
+            raise ValueError(f"{FAULT_ENV}: unknown fault {kind!r}: valid faults are "
+                             f"{', '.join(FAULTS)} (format KIND[:FRAMEWORK/MODE/TASK])")
+        if not where or where == f"{cell.framework}/{cell.mode}/{cell.task}":
+            found.append(kind)
+    return found
+
+
+def _inject(kind: str, memory_limited: bool) -> None:
+    if kind == "fail":
+        raise RuntimeError(f"test fault injected by {FAULT_ENV}")
+    if kind == "hang":
+        child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(3600)"])
+        print(f"test fault: hanging, grandchild pid {child.pid}", file=sys.stderr, flush=True)
+        time.sleep(3600)
+    if kind == "oom":
+        if not memory_limited:
+            raise RuntimeError(f"{FAULT_ENV}=oom needs a cell memory limit (memory_limit_mb) "
+                               "so that it cannot exhaust the machine")
+        hog = []
+        while True:
+            hog.append(bytearray(64 * 2**20))
+
+
+def _versions(framework: str, adapter) -> dict:
+    import numpy
+
+    import labkit
+
+    out = {framework: adapter.version() if adapter is not None else None,
+           "numpy": numpy.__version__, "labkit": labkit.__version__}
+    if framework == "onnxruntime":  # the model is exported from torch via onnx
+        out.update({p: fw_registry.installed_version(p) for p in ("torch", "onnx")})
+    return out
+
+
+def measure_cell(cell: Cell, threads: int, memory_limit_mb: float | None = None) -> dict:
+    """Measure ``cell`` in this process and return the record's fields (run in a fresh process).
+
+    Never raises for a framework problem: the fields then say ``status: failed`` and why.
+    """
+    if memory_limit_mb:
+        import resource
+
+        limit = int(memory_limit_mb * 2**20)
+        resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+    prof = profiles.get(cell.profile)
+    out: dict = {"status": "failed", "versions": {}}
+    adapter = None
+    try:
+        for kind in _faults(cell):
+            _inject(kind, bool(memory_limit_mb))
+        adapter = fw_registry.get(cell.framework)
+        adapter.set_threads(threads)
+        from . import resnet
+
+        weights = resnet.init_weights(0)
+        t0 = time.perf_counter()
+        prepared = adapter.prepare(weights, cell.mode, cell.task, cell.batch_size, cell.precision,
+                                   cell.image_size, cell.device)
+        prepare_s = time.perf_counter() - t0
+        del weights
+        m = bench.measure(prepared, prof.warmup, prof.min_repeats, prof.min_time_s,
+                          prof.max_repeats, label=cell.label())
+        ceiling = bench.ceiling_images_per_s(cell.image_size, cell.task, cell.precision)
+        out.update(m.as_dict(), status="ok", prepare_s=prepare_s, notes=prepared.notes,
+                   ceiling_images_per_s=ceiling, ceiling_share=m.images_per_s / ceiling)
+    except bench.Unsupported as exc:
+        out["error"] = f"unsupported: {exc}"
+    except MemoryError:
+        out["error"] = ("out of memory: MemoryError while measuring (the cell needs more memory "
+                        "than it may use here: try a smaller batch size or the smoke profile)")
+    except Exception as exc:  # a framework error is a result, not a crash
+        out["error"] = f"{type(exc).__name__}: {exc}".strip()
+        out["log"] = traceback.format_exc()[-LOG_TAIL_CHARS:]
+    out["peak_rss_mb"] = bench.peak_rss_mb()
+    with contextlib.suppress(Exception):
+        out["versions"] = _versions(cell.framework, adapter)
+    return out
+
+
+def _cell_main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m labkit.runner",
+                                     description="measure one benchmark cell (used by run())")
+    parser.add_argument("--cell", required=True, help="the Cell as JSON")
+    parser.add_argument("--result", required=True, help="write the record's fields here (JSON)")
+    parser.add_argument("--threads", type=int, required=True)
+    parser.add_argument("--memory-limit-mb", type=float, default=None)
+    args = parser.parse_args(argv)
+    cell = Cell(**json.loads(args.cell))
+    fields = measure_cell(cell, args.threads, args.memory_limit_mb)
+    tmp = f"{args.result}.tmp"
+    with open(tmp, "w", encoding="utf-8") as f:
+        json.dump(fields, f)
+    os.replace(tmp, args.result)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(0)  # skip framework teardown (MindSpore and thread pools can hang or abort at exit)
+
+
+# ---------------------------------------------------------------------------------------------
+# the parent: subprocesses, timeouts, the results file
+
+
+@dataclass
+class RunResult:
+    """What :func:`run` did: the records it appended, the cells it skipped, whether it finished."""
+
+    out: Path
+    records: list[dict] = field(default_factory=list)
+    skipped: list[Cell] = field(default_factory=list)
+    interrupted: bool = False
+    wall_s: float = 0.0
+
+    @property
+    def failed(self) -> list[dict]:
+        return [r for r in self.records if r["status"] != "ok"]
+
+
+def thread_env(threads: int) -> dict[str, str]:
+    """The environment that gives every framework's math libraries ``threads`` threads."""
+    env = {k: str(threads) for k in THREAD_ENV}
+    env["TF_NUM_INTEROP_THREADS"] = "1"
+    return env
+
+
+def _signal_name(code: int) -> str:
+    with contextlib.suppress(ValueError):
+        return signal.Signals(-code).name
+    return f"signal {-code}"
+
+
+def _crash_reason(code: int, log: str) -> str:
+    if "MemoryError" in log or "std::bad_alloc" in log or "out of memory" in log.lower():
+        return (f"out of memory: the cell's process died (exit status {code}) running out of "
+                "memory; try a smaller batch size or the smoke profile")
+    if code == -signal.SIGKILL:
+        return ("killed by SIGKILL: most likely the out-of-memory killer (the machine ran out "
+                "of memory); try a smaller batch size or the smoke profile")
+    if code < 0:
+        return f"the cell's process crashed ({_signal_name(code)})"
+    return f"the cell's process exited with status {code} without a result"
+
+
+def _kill_group(proc: subprocess.Popen) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(proc.pid, signal.SIGKILL)
+    with contextlib.suppress(subprocess.TimeoutExpired):
+        proc.wait(timeout=10)
+
+
+def _tail(path: Path) -> str:
+    with contextlib.suppress(OSError):
+        data = path.read_bytes()[-LOG_TAIL_CHARS:]
+        return data.decode("utf-8", errors="replace")
+    return ""
+
+
+def run_cell(cell: Cell, threads: int, timeout_s: float, memory_limit_mb: float | None = None,
+             tick=None) -> dict:
+    """Measure ``cell`` in a fresh subprocess; return the record's fields (a failure is a result).
+
+    ``tick()`` is called about once a second while waiting (it refreshes the progress bar).
+    """
+    with tempfile.TemporaryDirectory(prefix="labkit-cell-") as tmp:
+        result, log = Path(tmp) / "result.json", Path(tmp) / "log.txt"
+        cmd = [sys.executable, "-m", "labkit.runner", "--cell", json.dumps(asdict(cell)),
+               "--result", str(result), "--threads", str(threads)]
+        if memory_limit_mb:
+            cmd += ["--memory-limit-mb", str(memory_limit_mb)]
+        env = {**os.environ, **thread_env(threads), "LABKIT_PROFILE": cell.profile,
+               "PROTOCOL_BUFFERS_PYTHON_IMPLEMENTATION": "python", "TF_CPP_MIN_LOG_LEVEL": "2",
+               "PYTHONPATH": os.pathsep.join(filter(None, [str(Path(__file__).resolve().parents[1]),
+                                                           os.environ.get("PYTHONPATH")]))}
+        t0 = time.perf_counter()
+        with open(log, "wb") as logf:
+            proc = subprocess.Popen(cmd, stdout=logf, stderr=subprocess.STDOUT, env=env,
+                                    stdin=subprocess.DEVNULL, start_new_session=True)
+        try:
+            deadline = t0 + timeout_s
+            while True:
+                try:
+                    code = proc.wait(timeout=max(0.01, min(1.0, deadline - time.perf_counter())))
+                    break
+                except subprocess.TimeoutExpired:
+                    if time.perf_counter() >= deadline:
+                        _kill_group(proc)
+                        return {"status": "failed", "wall_s": time.perf_counter() - t0,
+                                "error": (f"timed out after {timeout_s:g} s (the cell's process "
+                                          "group was killed); raise the profile's cell_timeout_s "
+                                          "or use a smaller profile"), "log": _tail(log)}
+                    if tick is not None:
+                        tick()
+        finally:
+            _kill_group(proc)  # also reaps stragglers (compile workers) of a finished cell
+        wall = time.perf_counter() - t0
+        if result.exists():
+            fields = json.loads(result.read_text(encoding="utf-8"))
+            if fields.get("status") != "ok" and not fields.get("log"):
+                fields["log"] = _tail(log)
+            return {**fields, "wall_s": wall}
+        text = _tail(log)
+        return {"status": "failed", "error": _crash_reason(code, text), "log": text, "wall_s": wall}
+
+
+@contextlib.contextmanager
+def _sigterm_as_interrupt():
+    """Let SIGTERM stop a run like Ctrl-C does (main thread only), restoring the old handler."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def handler(signum, frame):
+        raise KeyboardInterrupt(f"signal {signum}")
+
+    old = signal.signal(signal.SIGTERM, handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, old)
+
+
+def done_keys(out: str | os.PathLike) -> set[tuple]:
+    """Cells already in ``out`` that need no new measurement: measured, or unsupported here."""
+    if not Path(out).exists():
+        return set()
+    return {results.key(r) for r in results.load(out)
+            if r["status"] == "ok" or r["unsupported"]}
+
+
+def run(plan: Plan, out: str | os.PathLike, resume: bool = False, progress: bool = True,
+        threads: int | None = None, timeout_s: float | None = None,
+        memory_limit_mb: float | None = None) -> RunResult:
+    """Measure every cell of ``plan`` and append each record to ``out`` as soon as it exists.
+
+    ``resume=True`` skips cells that ``out`` already holds (measured, or unsupported here).
+    ``threads`` defaults to the cores this process may use; ``timeout_s`` to the profile's
+    ``cell_timeout_s``. Ctrl-C or SIGTERM stops the run after killing the running cell;
+    everything appended so far stays, and the result says ``interrupted``.
+    An existing ``out`` that is not a valid results file raises ``ValueError`` before anything runs.
+    """
+    out = Path(out)
+    threads = threads or hardware.cores()
+    timeout_s = timeout_s or plan.profile.cell_timeout_s
+    if out.exists():
+        results.load(out)  # refuse to append to a corrupt file (raises ValueError with the fix)
+    done = done_keys(out) if resume else set()
+    todo = [c for c in plan if c.key() not in done]
+    res = RunResult(out, skipped=[c for c in plan if c.key() in done])
+    machine = hardware.fingerprint()
+    from tqdm.auto import tqdm
+
+    t_start = time.perf_counter()
+    bar = tqdm(total=len(todo), unit="cell", disable=not progress, dynamic_ncols=True)
+    live = sys.stderr.isatty() or "notebook" in type(bar).__module__  # else one line per cell
+    try:
+        with _sigterm_as_interrupt():
+            for cell in todo:
+                bar.set_description_str(cell.label())
+                fields = run_cell(cell, threads, timeout_s, memory_limit_mb, tick=bar.refresh if live else None)
+                record = results.make(**{**asdict(cell), **fields, "threads": threads,
+                                         "machine": machine})
+                results.append(out, record)
+                res.records.append(record)
+                bar.set_postfix_str(f"{record['images_per_s']:.2f} images/s"
+                                    if record["status"] == "ok" else "failed")
+                bar.update(1)
+    except KeyboardInterrupt:
+        res.interrupted = True
+    finally:
+        bar.close()
+        res.wall_s = time.perf_counter() - t_start
+    return res
+
+
+if __name__ == "__main__":
+    sys.exit(_cell_main())

@@ -149,9 +149,10 @@ def load(path: str | os.PathLike) -> list[dict]:
                               f"`{_BENCH_FIX.format(path=path)}` measures that cell again",
                               UserWarning, stacklevel=2)
                 continue
-            raise ValueError(f"{path} line {n} is not valid JSON ({exc.msg}); fix: delete or "
-                             f"repair that line (the other lines are intact), then rerun "
-                             f"`{_BENCH_FIX.format(path=path)}`") from exc
+            raise ValueError(f"{path} line {n} is not valid JSON ({exc.msg}): not a labkit "
+                             f"results file, or a damaged one; fix: give a file written by "
+                             f"`python -m labkit bench`, or delete or repair that line (the "
+                             f"other lines are intact)") from exc
         found = problems(record)
         if found:
             raise ValueError(f"{path} line {n} is not a labkit benchmark record: "

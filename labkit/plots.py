@@ -1,0 +1,155 @@
+"""Figures of benchmark results (matplotlib; no pyplot, so they work headless and in notebooks).
+
+Each function takes records (from :func:`labkit.results.load` or :func:`labkit.runner.run`) and
+returns a ``matplotlib.figure.Figure``: a notebook displays it, :func:`save_all` writes PNGs.
+Only the latest record of each cell counts (see :func:`labkit.results.latest`).
+"""
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import Callable, Iterable
+
+from matplotlib.figure import Figure
+
+from . import bench, results
+
+TASK_TITLES = {"latency": "latency (batch 1)", "throughput": "inference throughput",
+               "train": "training step"}
+COLORS = {"torch": "#ee4c2c", "tensorflow": "#ff8f00", "mindspore": "#1f77b4",
+          "onnxruntime": "#5c5c5c"}
+
+
+def _label(r: dict) -> str:
+    extra = "" if r["precision"] == "fp32" else f" {r['precision']}"
+    return f"{r['framework']} {r['mode']}{extra} (b{r['batch_size']})"
+
+
+def _tasks(rows: list[dict]) -> list[str]:
+    return [t for t in bench.TASKS if any(r["task"] == t for r in rows)]
+
+
+def _empty(fig: Figure, what: str) -> Figure:
+    ax = fig.add_subplot()
+    ax.text(0.5, 0.5, f"no {what} in these results", ha="center", va="center")
+    ax.set_axis_off()
+    return fig
+
+
+def _panels(rows: list[dict], title: str, what: str,
+            draw: Callable[[object, list[dict]], None]) -> Figure:
+    """One horizontal-bar panel per task; ``draw(ax, rows_of_that_task)`` fills a panel."""
+    tasks = _tasks(rows)
+    counts = [sum(r["task"] == t for r in rows) for t in tasks]
+    fig = Figure(figsize=(8, max(2.5, sum(0.3 * n + 0.9 for n in counts) + 0.5)),
+                 layout="constrained")
+    if not tasks:
+        return _empty(fig, what)
+    axes = fig.subplots(len(tasks), 1, squeeze=False, height_ratios=[n + 2 for n in counts])
+    for ax, task in zip(axes[:, 0], tasks):
+        draw(ax, [r for r in rows if r["task"] == task])
+        ax.set_title(TASK_TITLES.get(task, task))
+    fig.suptitle(title)
+    return fig
+
+
+def _ips_spread(r: dict) -> tuple[float, float]:
+    """Lower and upper error of images/s: the images/s at the quartiles of the call times."""
+    times = r.get("times_s") or []
+    if len(times) >= 2:
+        q1, q3 = bench.quantile(times, 0.25), bench.quantile(times, 0.75)
+        lo, hi = r["batch_size"] / q3, r["batch_size"] / q1
+    else:  # no raw times: the relative IQR around the median
+        half = r["images_per_s"] * r["iqr_s"] / r["median_s"] / 2
+        lo, hi = r["images_per_s"] - half, r["images_per_s"] + half
+    return max(0.0, r["images_per_s"] - lo), max(0.0, hi - r["images_per_s"])
+
+
+def throughput(records: Iterable[dict]) -> Figure:
+    """Images/s per framework and mode, one panel per task, error bars spanning the IQR."""
+    rows = results.latest(results.ok(records))
+
+    def draw(ax, rs):
+        ys = range(len(rs))
+        err = list(zip(*[_ips_spread(r) for r in rs]))
+        ax.barh(ys, [r["images_per_s"] for r in rs], xerr=err, capsize=3,
+                color=[COLORS.get(r["framework"], "grey") for r in rs])
+        ax.set_yticks(list(ys), [_label(r) for r in rs])
+        ax.invert_yaxis()
+        ax.set_xlabel("images/s (median; bars: interquartile range)")
+
+    return _panels(rows, "ResNet-50 throughput", "measured cells", draw)
+
+
+def speedup(records: Iterable[dict]) -> Figure:
+    """Each graph mode's speedup over its eager baseline (1 = no gain), with propagated IQR."""
+    rows = results.speedups(records)
+
+    def draw(ax, rs):
+        ys = range(len(rs))
+        ax.barh(ys, [r["speedup"] for r in rs], xerr=[r["speedup_iqr"] for r in rs], capsize=3,
+                color=[COLORS.get(r["framework"], "grey") for r in rs])
+        ax.axvline(1.0, color="black", lw=1, ls="--")
+        ax.set_yticks(list(ys), [f"{_label(r)} vs {r['baseline']}" for r in rs])
+        ax.invert_yaxis()
+        ax.set_xlabel("speedup over eager (x)")
+
+    return _panels(rows, "Graph mode vs eager", "graph/eager pairs", draw)
+
+
+def break_even(records: Iterable[dict]) -> Figure:
+    """Extra one-off cost of each graph mode vs the number of calls it needs to pay it back."""
+    rows = [r for r in results.break_even(records) if r["extra_s"] > 0]
+    fig = Figure(figsize=(7.5, 5), layout="constrained")
+    if not rows:
+        return _empty(fig, "graph modes slower to start than eager")
+    ax = fig.add_subplot()
+    finite = [r["break_even_calls"] for r in rows if math.isfinite(r["break_even_calls"])]
+    never = max(finite, default=1.0) * 3  # where "never pays off" is drawn
+    for r in rows:
+        n = r["break_even_calls"]
+        y = n if math.isfinite(n) else never
+        ax.scatter(r["extra_s"], max(y, 1.0), color=COLORS.get(r["framework"], "grey"),
+                   marker="o" if math.isfinite(n) else "x", s=50)
+        tag = f"{r['framework']} {r['mode']} {r['task']}" + ("" if math.isfinite(n) else " (never)")
+        ax.annotate(tag, (r["extra_s"], max(y, 1.0)), fontsize=8, xytext=(4, 4),
+                    textcoords="offset points")
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel("extra one-off time over eager, s (build + trace/compile + first call)")
+    ax.set_ylabel("calls until the graph mode has paid it back")
+    ax.set_title("Compile time vs break-even number of calls")
+    return fig
+
+
+def ceiling(records: Iterable[dict]) -> Figure:
+    """Each cell's images/s as a share of the machine's compute ceiling (100% = peak FLOP/s)."""
+    rows = results.latest(results.ok(records))
+
+    def draw(ax, rs):
+        ys = range(len(rs))
+        ax.barh(ys, [100 * r["ceiling_share"] for r in rs],
+                color=[COLORS.get(r["framework"], "grey") for r in rs])
+        ax.axvline(100, color="black", lw=1, ls="--")
+        ax.set_yticks(list(ys), [_label(r) for r in rs])
+        ax.invert_yaxis()
+        ax.set_xlabel("% of the machine's ceiling (peak FLOP/s / FLOPs per image)")
+
+    return _panels(rows, "Share of the compute ceiling", "measured cells", draw)
+
+
+FIGURES: dict[str, Callable[[Iterable[dict]], Figure]] = {
+    "throughput": throughput, "speedup": speedup, "break_even": break_even, "ceiling": ceiling}
+
+
+def save_all(records: Iterable[dict], directory: str | Path) -> list[Path]:
+    """Write every figure as ``<directory>/<name>.png``; return the paths."""
+    records = list(records)
+    directory = Path(directory)
+    directory.mkdir(parents=True, exist_ok=True)
+    paths = []
+    for name, make in FIGURES.items():
+        path = directory / f"{name}.png"
+        make(records).savefig(path, dpi=110)
+        paths.append(path)
+    return paths

@@ -204,8 +204,8 @@ def _inject(kind: str, memory_limited: bool) -> None:
             raise RuntimeError(f"{FAULT_ENV}=oom needs a cell memory limit (memory_limit_mb) "
                                "so that it cannot exhaust the machine")
         hog = []
-        while True:
-            hog.append(bytearray(64 * 2**20))
+        while True:  # calloc'd zero pages: address space runs out, resident memory does not grow
+            hog.append(bytes(64 * 2**20))
 
 
 def _versions(framework: str, adapter) -> dict:
@@ -265,6 +265,18 @@ def measure_cell(cell: Cell, threads: int, memory_limit_mb: float | None = None)
     return out
 
 
+def _exit_with_parent() -> None:
+    """End this cell if the runner that started it dies (e.g. SIGKILL): no orphans keep running."""
+    parent = os.getppid()
+
+    def watch() -> None:
+        while os.getppid() == parent:
+            time.sleep(0.5)
+        os._exit(3)
+
+    threading.Thread(target=watch, daemon=True, name="labkit-parent-watch").start()
+
+
 def _cell_main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m labkit.runner",
                                      description="measure one benchmark cell (used by run())")
@@ -273,6 +285,7 @@ def _cell_main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--threads", type=int, required=True)
     parser.add_argument("--memory-limit-mb", type=float, default=None)
     args = parser.parse_args(argv)
+    _exit_with_parent()
     cell = Cell(**json.loads(args.cell))
     fields = measure_cell(cell, args.threads, args.memory_limit_mb)
     tmp = f"{args.result}.tmp"

@@ -160,3 +160,128 @@ def train_step(weights: dict[str, np.ndarray], images: np.ndarray, labels: np.nd
     loss.backward()
     opt.step()
     return float(loss.item()), to_canonical(model)
+
+
+# --------------------------------------------------------------------------------------------
+# Benchmark modes: one callable per mode x task, on a host batch made in advance
+
+
+def _choice(kind: str, value: str, valid: tuple[str, ...]) -> str:
+    if value not in valid:
+        raise ValueError(f"unknown {kind} {value!r} for torch: valid {kind}s are {', '.join(valid)}")
+    return value
+
+
+def _torch_device(device: str) -> torch.device:
+    _choice("device", device, DEVICES)
+    if device == "cpu":
+        return torch.device("cpu")
+    if not torch.cuda.is_available():
+        raise Unsupported(f"no CUDA GPU visible to PyTorch {torch.__version__} "
+                          "(torch.cuda.is_available() is False; a CPU-only build or no GPU)")
+    return torch.device("cuda")
+
+
+def _sync(dev: torch.device) -> None:
+    if dev.type == "cuda":
+        torch.cuda.synchronize(dev)
+
+
+def _autocast(precision: str, dev: torch.device) -> Callable[[], contextlib.AbstractContextManager]:
+    if precision == "bf16":
+        return lambda: torch.autocast(dev.type, dtype=torch.bfloat16)
+    return contextlib.nullcontext
+
+
+@contextlib.contextmanager
+def _quiet_torchscript():
+    """TorchScript is deprecated in PyTorch 2.x and says so on every trace/freeze; the course
+    uses it on purpose (it is what older code and the sources describe), so hush it here.
+    Tracing train-mode BatchNorm also warns (TracerWarning) about its Python check that a
+    batch holds more than one value per channel: that check does not change the graph."""
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", category=DeprecationWarning, message=r".*torch\.jit")
+        warnings.filterwarnings("ignore", category=DeprecationWarning, message=r".*is deprecated")
+        warnings.filterwarnings("ignore", category=torch.jit.TracerWarning)
+        yield
+
+
+def _inference_net(model: nn.Module, mode: str, example: torch.Tensor,
+                   autocast: Callable) -> tuple[Callable, str]:
+    if mode == "eager":
+        return model, "eager nn.Module, torch.inference_mode"
+    if mode == "torchscript":
+        # the network has no data-dependent control flow, so one trace is exact; skip the check
+        with _quiet_torchscript(), torch.no_grad(), autocast():
+            frozen = torch.jit.freeze(torch.jit.trace(model, example, check_trace=False))
+        return frozen, "torch.jit.trace + torch.jit.freeze (conv-BN folded), inference_mode"
+    return torch.compile(model), "torch.compile (Inductor, default options), inference_mode"
+
+
+def _train_net(model: nn.Module, mode: str, example: torch.Tensor,
+               autocast: Callable) -> tuple[nn.Module, str]:
+    if mode == "eager":
+        return model, "eager nn.Module"
+    if mode == "torchscript":
+        with _quiet_torchscript(), autocast():
+            traced = torch.jit.trace(model, example, check_trace=False)
+        return traced, "torch.jit.trace in train mode (not frozen: weights change)"
+    return torch.compile(model), "torch.compile (Inductor) of the model; backward via AOTAutograd"
+
+
+#: learning rate of benchmark training steps: small, so that hundreds of repeats on one batch
+#: neither diverge nor drift into denormals (which would change the speed, not just the numbers)
+BENCH_LR = 1e-3
+
+
+def prepare(weights: dict[str, np.ndarray], mode: str, task: str, batch_size: int,
+            precision: str = "fp32", image_size: int = 224, device: str = "cpu") -> Prepared:
+    """The benchmark callable for one mode x task x precision x device (see :mod:`labkit.bench`).
+
+    Inference (``latency``/``throughput``) runs the eval-mode model under
+    ``torch.inference_mode``; ``train`` runs forward, mean cross-entropy, backward and one
+    SGD-with-momentum update. Each step copies the host batch in (``torch.from_numpy``, and to
+    the GPU on ``device="gpu"``) and returns only when the work is done. With ``compile`` the
+    first call includes compilation. ``bf16`` runs under ``torch.autocast(..., bfloat16)``.
+    """
+    _choice("mode", mode, MODES)
+    _choice("task", task, TASKS)
+    _choice("precision", precision, PRECISIONS)
+    if isinstance(batch_size, bool) or not isinstance(batch_size, (int, np.integer)) or batch_size < 1:
+        raise ValueError(f"batch_size must be an integer >= 1, got {batch_size!r}")
+    dev = _torch_device(device)
+    num_classes = resnet.validate_weights(weights)
+    images, labels = resnet.random_batch(int(batch_size), image_size, seed=0,
+                                         num_classes=num_classes)
+    model = build_resnet50(weights).to(dev)
+    autocast = _autocast(precision, dev)
+    example = torch.from_numpy(images).to(dev)
+    notes = [] if precision == "fp32" else [f"torch.autocast({dev.type}, bfloat16)"]
+    if dev.type == "cuda":
+        notes.append(torch.cuda.get_device_name(dev))
+
+    if task == "train":
+        net, how = _train_net(model.train(), mode, example, autocast)
+        opt = torch.optim.SGD(net.parameters(), lr=BENCH_LR, momentum=0.9)
+        y = torch.from_numpy(labels).to(dev)
+
+        def step() -> float:
+            x = torch.from_numpy(images).to(dev)
+            opt.zero_grad(set_to_none=True)
+            with autocast():
+                loss = F.cross_entropy(net(x), y)
+            loss.backward()
+            opt.step()
+            _sync(dev)
+            return float(loss.detach())
+    else:
+        net, how = _inference_net(model, mode, example, autocast)
+
+        def step() -> torch.Tensor:
+            x = torch.from_numpy(images).to(dev)
+            with torch.inference_mode(), autocast():
+                out = net(x)
+            _sync(dev)
+            return out
+
+    return Prepared(step, int(batch_size), "; ".join([how, *notes]))

@@ -265,9 +265,8 @@ def measure_cell(cell: Cell, threads: int, memory_limit_mb: float | None = None)
     return out
 
 
-def _exit_with_parent() -> None:
-    """End this cell if the runner that started it dies (e.g. SIGKILL): no orphans keep running."""
-    parent = os.getppid()
+def _exit_with_parent(parent: int) -> None:
+    """End this cell if the runner ``parent`` dies (e.g. SIGKILL): no orphan keeps running."""
 
     def watch() -> None:
         while os.getppid() == parent:
@@ -284,8 +283,10 @@ def _cell_main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--result", required=True, help="write the record's fields here (JSON)")
     parser.add_argument("--threads", type=int, required=True)
     parser.add_argument("--memory-limit-mb", type=float, default=None)
+    parser.add_argument("--parent", type=int, default=0, help="exit when this process is gone")
     args = parser.parse_args(argv)
-    _exit_with_parent()
+    if args.parent:
+        _exit_with_parent(args.parent)
     cell = Cell(**json.loads(args.cell))
     fields = measure_cell(cell, args.threads, args.memory_limit_mb)
     tmp = f"{args.result}.tmp"
@@ -364,7 +365,7 @@ def run_cell(cell: Cell, threads: int, timeout_s: float, memory_limit_mb: float 
     with tempfile.TemporaryDirectory(prefix="labkit-cell-") as tmp:
         result, log = Path(tmp) / "result.json", Path(tmp) / "log.txt"
         cmd = [sys.executable, "-m", "labkit.runner", "--cell", json.dumps(asdict(cell)),
-               "--result", str(result), "--threads", str(threads)]
+               "--result", str(result), "--threads", str(threads), "--parent", str(os.getpid())]
         if memory_limit_mb:
             cmd += ["--memory-limit-mb", str(memory_limit_mb)]
         env = {**os.environ, **thread_env(threads), "LABKIT_PROFILE": cell.profile,

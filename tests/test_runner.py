@@ -1,0 +1,229 @@
+"""labkit.runner: plans, and real benchmark cells in real subprocesses under the smoke profile.
+
+Every framework and mode runs one real cell (torch eager all three tasks); failures, hangs,
+out-of-memory and a killed runner are provoked with the test hook ``LABKIT_TEST_FAULT`` and a
+cell memory limit, and must become recorded failures while the other cells complete.
+No speed is asserted; a figure above the machine's ceiling would be a timing bug and fails.
+"""
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+from conftest import ROOT, require
+from labkit import frameworks, hardware, profiles, results, runner
+
+SMOKE = profiles.get("smoke")
+
+
+# ----------------------------------------------------------------------------- plans
+
+def labels(plan):
+    return [(c.framework, c.mode, c.task, c.batch_size) for c in plan]
+
+
+def test_default_plan_is_every_framework_mode_and_task_in_fp32():
+    plan = runner.Plan.build(profile="standard")
+    n_modes = sum(len(m) for m in frameworks.MODES.values())
+    assert len(plan) == n_modes * 3
+    assert {c.precision for c in plan} == {"fp32"} and {c.device for c in plan} == {"cpu"}
+    assert {c.image_size for c in plan} == {profiles.get("standard").image_size}
+    by_task = {c.task: c.batch_size for c in plan}
+    assert by_task == {"latency": 1, "throughput": 8, "train": 8}
+
+
+def test_graph_selects_every_non_eager_mode_and_own_names_work():
+    plan = runner.Plan.build(modes=["graph"], tasks=["latency"], profile=SMOKE)
+    assert {(c.framework, c.mode) for c in plan} == {
+        ("torch", "torchscript"), ("torch", "compile"), ("tensorflow", "function"),
+        ("tensorflow", "xla"), ("mindspore", "graph"), ("onnxruntime", "ort")}
+    plan = runner.Plan.build(modes=["eager"], tasks=["latency"], profile=SMOKE)
+    assert {(c.framework, c.mode) for c in plan} == {
+        ("torch", "eager"), ("tensorflow", "eager"), ("mindspore", "pynative")}
+    plan = runner.Plan.build(modes=["xla", "compile"], tasks=["train"], profile=SMOKE)
+    assert labels(plan) == [("torch", "compile", "train", 4), ("tensorflow", "xla", "train", 4)]
+
+
+def test_batch_sizes_apply_to_batched_tasks_latency_stays_one():
+    plan = runner.Plan.build(["torch"], ["eager"], batch_sizes=[2, 16], precisions=["fp32", "bf16"],
+                             profile=SMOKE)
+    assert labels(plan)[:1] == [("torch", "eager", "latency", 1)]
+    assert sorted({(c.task, c.batch_size) for c in plan}) == [
+        ("latency", 1), ("throughput", 2), ("throughput", 16), ("train", 2), ("train", 16)]
+    assert len(plan) == 5 * 2
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    ({"frameworks": ["torch", "jax"]}, "unknown framework 'jax': valid frameworks are torch, tensorflow"),
+    ({"modes": ["fast"]}, "unknown mode 'fast': valid modes are eager, graph, torchscript"),
+    ({"tasks": ["infer"]}, "unknown task 'infer': valid tasks are latency, throughput, train"),
+    ({"precisions": ["fp16"]}, "unknown precision 'fp16': valid precisions are fp32, bf16"),
+    ({"device": "tpu"}, "unknown device 'tpu': valid devices are cpu, gpu"),
+    ({"batch_sizes": [8, 0]}, "batch sizes must be whole numbers >= 1"),
+    ({"profile": "huge"}, "valid profiles are smoke, standard, full"),
+    ({"frameworks": ["mindspore"], "modes": ["xla"]}, "the plan is empty.*mindspore: pynative, graph"),
+])
+def test_bad_choices_name_the_valid_ones(kwargs, message):
+    with pytest.raises(ValueError, match=message):
+        runner.Plan.build(**kwargs)
+
+
+def test_crash_reasons_name_the_cause():
+    assert "out-of-memory killer" in runner._crash_reason(-signal.SIGKILL, "")
+    assert "out of memory" in runner._crash_reason(1, "Traceback...\nMemoryError\n")
+    assert "SIGSEGV" in runner._crash_reason(-signal.SIGSEGV, "")
+
+
+# ----------------------------------------------------------------------------- real cells
+
+def children(pid):
+    """Process ids whose parent is ``pid`` (Linux /proc)."""
+    out = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/stat") as f:
+                    stat = f.read()
+            except OSError:
+                continue
+            if int(stat.rsplit(")", 1)[1].split()[1]) == pid:
+                out.append(int(entry))
+    return out
+
+
+def alive(pid):
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+
+def check_measured(records, plan, framework):
+    assert [results.key(r) for r in records] == [c.key() for c in plan]
+    version = require(framework).version()
+    for r in records:
+        assert r["status"] == "ok", f"{r['mode']} {r['task']}: {r['error']}\n{r['log']}"
+        assert results.problems(r) == []
+        assert r["repeats"] >= SMOKE.min_repeats and len(r["times_s"]) == r["repeats"]
+        assert r["first_call_s"] > 0 and r["median_s"] > 0 and r["peak_rss_mb"] > 50
+        assert 0 < r["ceiling_share"] <= 1, f"above the machine's ceiling: a timing bug ({r})"
+        assert r["versions"][framework] == version
+        assert r["threads"] == hardware.cores() and r["machine"] == hardware.fingerprint()
+        assert r["profile"] == "smoke" and r["image_size"] == SMOKE.image_size
+
+
+def run_plan(tmp_path, framework, modes, tasks):
+    require(framework)
+    plan = runner.Plan.build([framework], modes, tasks, profile=SMOKE)
+    out = tmp_path / "r.jsonl"
+    res = runner.run(plan, out, progress=False)
+    assert not res.interrupted
+    assert results.load(out) == res.records  # every record was appended as it came
+    return plan, res.records
+
+
+def test_torch_every_mode_and_every_task_in_real_subprocesses(tmp_path):
+    plan = runner.Plan.build(["torch"], None, ["latency"], profile=SMOKE)
+    plan.cells += runner.Plan.build(["torch"], ["eager"], ["throughput", "train"], profile=SMOKE).cells
+    out = tmp_path / "r.jsonl"
+    require("torch")
+    res = runner.run(plan, out, progress=False)
+    check_measured(res.records, plan, "torch")
+    assert {(r["mode"], r["task"]) for r in res.records} >= {
+        ("eager", "latency"), ("eager", "throughput"), ("eager", "train"),
+        ("torchscript", "latency"), ("compile", "latency")}
+
+
+@pytest.mark.parametrize("framework", ["tensorflow", "mindspore", "onnxruntime"])
+def test_every_mode_of_each_framework_in_real_subprocesses(tmp_path, framework):
+    plan, records = run_plan(tmp_path, framework, None, ["latency"])
+    assert [r["mode"] for r in records] == list(frameworks.MODES[framework])
+    check_measured(records, plan, framework)
+
+
+def test_failure_and_out_of_memory_are_recorded_while_other_cells_complete(tmp_path, monkeypatch):
+    require("torch")
+    monkeypatch.setenv(runner.FAULT_ENV, "fail:torch/eager/latency,oom:torch/eager/train")
+    plan = runner.Plan.build(["torch"], ["eager"], ["latency", "throughput", "train"], profile=SMOKE)
+    out = tmp_path / "r.jsonl"
+    res = runner.run(plan, out, progress=False, memory_limit_mb=4000)  # address space: safe
+    by_task = {r["task"]: r for r in results.load(out)}
+    assert by_task["latency"]["status"] == "failed"
+    assert "test fault injected" in by_task["latency"]["error"]
+    assert "RuntimeError" in by_task["latency"]["log"]  # the traceback is kept for debugging
+    assert by_task["train"]["status"] == "failed"
+    assert by_task["train"]["error"].startswith("out of memory")
+    assert by_task["throughput"]["status"] == "ok"  # the plan went on
+    assert not by_task["latency"]["unsupported"] and len(res.failed) == 2
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc"), reason="reads /proc to see which processes live")
+def test_a_hanging_cell_is_killed_with_its_process_group(tmp_path, monkeypatch):
+    monkeypatch.setenv(runner.FAULT_ENV, "hang")
+    plan = runner.Plan.build(["torch"], ["eager"], ["latency", "throughput"], profile=SMOKE)
+    t0 = time.perf_counter()
+    res = runner.run(plan, tmp_path / "r.jsonl", progress=False, timeout_s=5)
+    assert time.perf_counter() - t0 < 40
+    assert [r["status"] for r in res.records] == ["failed", "failed"]  # both recorded, in order
+    for r in res.records:
+        assert r["error"].startswith("timed out after 5 s")
+        pid = int(re.search(r"grandchild pid (\d+)", r["log"]).group(1))
+        assert not alive(pid), "the cell's own child survived the timeout"
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc"), reason="reads /proc to find the cell process")
+def test_a_killed_run_resumes_without_duplicates_or_losses(tmp_path):
+    """SIGTERM (like Ctrl-C) after the first result, then SIGKILL mid-cell; --resume completes."""
+    require("torch")
+    out = tmp_path / "r.jsonl"
+    cmd = [sys.executable, "-m", "labkit", "bench", "--profile", "smoke", "--frameworks", "torch",
+           "--modes", "eager", "--tasks", "latency,throughput,train", "--out", str(out)]
+
+    def start(extra):
+        return subprocess.Popen(cmd + extra, cwd=ROOT, stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, text=True)
+
+    def wait_for(proc, condition):
+        deadline = time.time() + 300
+        while time.time() < deadline and proc.poll() is None and not condition():
+            time.sleep(0.1)
+
+    # 1. SIGTERM once the first result is in: the running cell is killed, the run stops cleanly
+    proc = start([])
+    wait_for(proc, lambda: out.exists() and out.read_text().count("\n") >= 1)
+    proc.send_signal(signal.SIGTERM)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130 and "interrupted" in err and "--resume" in err
+    first = out.read_text().splitlines()
+    assert 1 <= len(first) < 3
+
+    # 2. SIGKILL the runner while a cell runs: the orphaned cell ends itself, nothing is lost
+    proc = start(["--resume"])
+    wait_for(proc, lambda: children(proc.pid))
+    cells = children(proc.pid)
+    assert cells, "the resumed runner started no cell"
+    proc.kill()
+    proc.communicate(timeout=60)
+    deadline = time.time() + 10
+    while time.time() < deadline and any(alive(p) for p in cells):
+        time.sleep(0.2)
+    assert not any(alive(p) for p in cells), "a cell outlived its killed runner"
+    assert out.read_text().splitlines()[:len(first)] == first
+
+    # 3. resume to the end: each cell exactly once, earlier lines untouched
+    kept = out.read_text().splitlines()
+    done = subprocess.run(cmd + ["--resume"], cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert "were skipped" in done.stderr
+    assert out.read_text().splitlines()[:len(kept)] == kept
+    records = results.load(out)
+    assert sorted(r["task"] for r in records) == ["latency", "throughput", "train"]
+    assert all(r["status"] == "ok" for r in records)
+    assert len({results.key(r) for r in records}) == len(records) == 3

@@ -74,6 +74,16 @@ def _bn(c: resnet.Conv) -> nn.BatchNorm2d:
     return nn.BatchNorm2d(c.cout, eps=resnet.BN_EPS, momentum=_BN_MOMENTUM)
 
 
+def max_pool(x):
+    """The stem's 3x3, stride-2 max-pool, padded with -inf as PyTorch's.
+
+    The functional ``ops.max_pool2d`` is used because ``nn.MaxPool2d(pad_mode="pad")`` in the
+    network breaks a MindIR export with a dynamic input shape (the reloaded graph fails with
+    "Get infer shape function failed, primitive name:raise").
+    """
+    return ops.max_pool2d(x, kernel_size=3, stride=2, padding=1)
+
+
 class Bottleneck(nn.Cell):
     """1x1 reduce, 3x3 (carries the stride: v1.5), 1x1 expand, plus the (projected) shortcut."""
 
@@ -105,8 +115,6 @@ class ResNet50(nn.Cell):
         s = resnet.stem()
         self.conv1, self.bn1 = _conv(s), _bn(s)
         self.relu = nn.ReLU()
-        # MindSpore 2.8's CPU max-pool pads with -inf, as PyTorch (checked in the tests)
-        self.maxpool = nn.MaxPool2d(kernel_size=3, stride=2, pad_mode="pad", padding=1)
         stages: dict[str, list[Bottleneck]] = {}
         for b in resnet.blocks():
             stages.setdefault(b.name.split(".")[0], []).append(Bottleneck(b))
@@ -117,7 +125,8 @@ class ResNet50(nn.Cell):
         self.fc = nn.Dense(512 * resnet.EXPANSION, num_classes)
 
     def construct(self, x):
-        x = self.maxpool(self.relu(self.bn1(self.conv1(x))))
+        x = self.relu(self.bn1(self.conv1(x)))
+        x = max_pool(x)
         x = self.layer4(self.layer3(self.layer2(self.layer1(x))))
         x = ops.mean(x, (2, 3))  # global average pool
         return self.fc(x)
@@ -206,3 +215,136 @@ def train_step(weights: dict[str, np.ndarray], images: np.ndarray, labels: np.nd
     step = _train_fn(net, lr, momentum, graph=False)
     loss = step(ms.Tensor(images), _labels(labels))
     return float(loss.asnumpy()), to_canonical(net)
+
+
+# --- benchmark modes -------------------------------------------------------------------------
+
+#: learning rate of benchmark training steps (as the torch adapter's): small, so that hundreds
+#: of repeats on one batch neither diverge nor drift into denormals
+BENCH_LR = 1e-3
+
+
+def _choice(kind: str, value: str, valid: tuple[str, ...]) -> str:
+    if value not in valid:
+        raise ValueError(f"unknown {kind} {value!r} for mindspore: valid {kind}s are {', '.join(valid)}")
+    return value
+
+
+def _use_device(device: str) -> str:
+    """Select the device MindSpore runs on; a GPU only where MindSpore's GPU plugin loads."""
+    _choice("device", device, DEVICES)
+    if device == "cpu":
+        return "CPU"
+    if not ms.device_context.gpu.is_available():
+        raise Unsupported(
+            f"MindSpore {ms.__version__} found no usable CUDA GPU. The mindspore wheel carries its "
+            "GPU plugin (CUDA 11.1 and 11.6 builds); it loads when an NVIDIA driver, CUDA 11.6 "
+            "and cuDNN 8 are installed and on LD_LIBRARY_PATH (see https://www.mindspore.cn/install)")
+    ms.set_device("GPU")
+    return "GPU"
+
+
+def _error_summary(exc: Exception) -> str:
+    """The informative lines of a MindSpore error (it frames them with rulers and call stacks)."""
+    lines = [ln.strip() for ln in str(exc).splitlines()]
+    lines = [ln for ln in lines if ln and not ln.startswith(("-", "node:"))]
+    return " ".join(lines[:2]) or type(exc).__name__
+
+
+def _bf16_failure() -> str | None:
+    """Why a bfloat16 convolution fails on the current device, or None if it runs."""
+    conv = nn.Conv2d(3, 4, 3, pad_mode="pad", padding=1, has_bias=False).to_float(ms.bfloat16)
+    try:
+        ops.cast(conv(ms.Tensor(np.ones((1, 3, 8, 8), np.float32))), ms.float32).asnumpy()
+    except (TypeError, RuntimeError, ValueError) as exc:
+        return _error_summary(exc)
+    return None
+
+
+def prepare(weights: dict[str, np.ndarray], mode: str, task: str, batch_size: int,
+            precision: str = "fp32", image_size: int = 224, device: str = "cpu") -> Prepared:
+    """The benchmark callable for one mode x task x precision x device (see :mod:`labkit.bench`).
+
+    ``pynative`` calls the Cell (or the training step) as plain Python; ``graph`` wraps the same
+    function in ``mindspore.jit``, so its first call parses and compiles the whole forward pass
+    (or forward, backward and ``nn.Momentum`` update) into one graph. Each step converts the host
+    batch to a ``mindspore.Tensor`` and returns only when ``.asnumpy()`` has the result.
+    ``bf16`` uses ``mindspore.amp.auto_mixed_precision(level="auto", dtype=bfloat16)`` where a
+    bfloat16 convolution runs; MindSpore 2.8's CPU kernels have none, so on the CPU it raises
+    :class:`Unsupported` with MindSpore's own reason.
+    """
+    _choice("mode", mode, MODES)
+    _choice("task", task, TASKS)
+    _choice("precision", precision, PRECISIONS)
+    if isinstance(batch_size, bool) or not isinstance(batch_size, (int, np.integer)) or batch_size < 1:
+        raise ValueError(f"batch_size must be an integer >= 1, got {batch_size!r}")
+    target = _use_device(device)
+    if precision == "bf16":
+        failure = _bf16_failure()
+        if failure is not None:
+            raise Unsupported(f"MindSpore {ms.__version__} cannot run bfloat16 convolutions on "
+                              f"the {target}: {failure}")
+    num_classes = resnet.validate_weights(weights)
+    images, labels = resnet.random_batch(int(batch_size), image_size, seed=0, num_classes=num_classes)
+    net: nn.Cell = build_resnet50(weights)
+    notes = [target]
+    if precision == "bf16":
+        net = ms.amp.auto_mixed_precision(net, "auto", dtype=ms.bfloat16)
+        notes.append("mindspore.amp.auto_mixed_precision(level='auto', dtype=bfloat16)")
+    graph = mode == "graph"
+
+    if task == "train":
+        run = _train_fn(net, BENCH_LR, 0.9, graph=graph)
+        y = _labels(labels)
+        how = ("mindspore.jit of the whole step (forward, value_and_grad, nn.Momentum)" if graph
+               else "PyNative: forward, value_and_grad, nn.Momentum")
+
+        def step() -> np.ndarray:
+            return run(ms.Tensor(images), y).asnumpy()
+    else:
+        net.set_train(False)
+
+        def forward(x):
+            logits = net(x)
+            return logits if precision == "fp32" else ops.cast(logits, ms.float32)
+
+        run = ms.jit(forward) if graph else forward
+        how = ("mindspore.jit(capture_mode='ast') of the forward pass" if graph
+               else "PyNative: plain Cell calls")
+
+        def step() -> np.ndarray:
+            return run(ms.Tensor(images)).asnumpy()
+
+    return Prepared(step, int(batch_size), "; ".join([how, *notes]))
+
+
+# --- export ----------------------------------------------------------------------------------
+
+def export(net: nn.Cell, directory: str | Path) -> Path:
+    """Write ``net`` as MindIR (``mindspore.export``) under ``directory``; returns the file.
+
+    The input is declared with a dynamic shape (any batch, any valid image size).
+    """
+    directory = Path(directory)
+    directory.mkdir(parents=True, exist_ok=True)
+    net.set_train(False)
+    spec = ms.Tensor(shape=[None, 3, None, None], dtype=ms.float32)
+    ms.export(net, spec, file_name=str(directory / "resnet50"), file_format="MINDIR")
+    path = directory / "resnet50.mindir"
+    if not path.is_file():
+        raise RuntimeError(f"mindspore.export did not write {path}")
+    return path
+
+
+def load_exported(path: str | Path) -> Callable[[np.ndarray], np.ndarray]:
+    """Load a MindIR file written by :func:`export`: a callable NCHW images -> numpy logits."""
+    path = Path(path)
+    if not path.is_file():
+        raise FileNotFoundError(f"no MindIR file at {path}; write one with export(net, directory)")
+    graph = nn.GraphCell(ms.load(str(path)))
+
+    def run(images: np.ndarray) -> np.ndarray:
+        return graph(ms.Tensor(check_images(images))).asnumpy()
+
+    run.graph_cell = graph  # the loaded graph, for learners who want to inspect it
+    return run

@@ -1,0 +1,181 @@
+"""The MindSpore adapter: the same ResNet-50 numbers as PyTorch, both modes, MindIR round trip."""
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from conftest import ROOT, require
+from labkit import bench, resnet
+
+SIZE = 32  # the smallest image ResNet-50 takes: keeps the suite fast
+
+
+@pytest.fixture(scope="module")
+def ms_adapter():
+    return require("mindspore")
+
+
+@pytest.fixture(scope="module")
+def weights():
+    return resnet.init_weights(seed=0)
+
+
+@pytest.fixture(scope="module")
+def net(ms_adapter, weights):
+    return ms_adapter.build_resnet50(weights)
+
+
+def test_parameters_follow_the_spec(ms_adapter, net):
+    params = dict(net.parameters_and_names())
+    shapes = resnet.param_shapes()
+    assert set(params) == {ms_adapter.native_name(n) for n in shapes}
+    for name, shape in shapes.items():
+        assert tuple(params[ms_adapter.native_name(name)].shape) == shape, name
+    trainable = {p.name for p in net.trainable_params()}
+    assert trainable == {ms_adapter.native_name(n) for n in resnet.trainable_names()}
+    assert sum(int(np.prod(p.shape)) for p in net.trainable_params()) == 25_557_032
+    assert ms_adapter.native_name("layer2.0.downsample.1.running_var") == \
+        "layer2.0.downsample.1.moving_variance"
+    assert not net.training  # built in eval mode
+
+
+def test_round_trip_is_exact(ms_adapter, net, weights):
+    back = ms_adapter.to_canonical(net)
+    assert set(back) == set(weights)
+    for name, arr in weights.items():
+        assert back[name].dtype == np.float32
+        np.testing.assert_array_equal(back[name], arr, err_msg=name)
+
+
+def test_bad_weights_name_the_tensor(ms_adapter, weights):
+    missing = dict(weights)
+    del missing["layer3.2.bn2.running_mean"]
+    with pytest.raises(ValueError, match=r"layer3\.2\.bn2\.running_mean"):
+        ms_adapter.build_resnet50(missing)
+    misshaped = dict(weights, **{"layer1.0.conv2.weight": np.zeros((64, 64, 1, 1), np.float32)})
+    with pytest.raises(ValueError, match=r"layer1\.0\.conv2\.weight.*\(64, 64, 3, 3\)"):
+        ms_adapter.build_resnet50(misshaped)
+
+
+def test_bad_images_fail_clearly(ms_adapter, net):
+    with pytest.raises(ValueError, match="multiple of 32"):
+        ms_adapter.predict(net, np.zeros((1, 3, 48, 48), np.float32))
+    with pytest.raises(ValueError, match="NCHW"):
+        ms_adapter.predict(net, np.zeros((1, 64, 64, 3), np.float32))
+
+
+def test_max_pool_pads_like_torch(ms_adapter):
+    import mindspore as ms
+    require("torch")
+    import torch
+    x = -1.0 - np.abs(np.random.default_rng(0).standard_normal((2, 3, 9, 9), dtype=np.float32))
+    ours = ms_adapter.max_pool(ms.Tensor(x)).asnumpy()
+    theirs = torch.nn.functional.max_pool2d(torch.from_numpy(x), 3, 2, 1).numpy()
+    np.testing.assert_array_equal(ours, theirs)  # a zero-padded pool would return 0 at borders
+
+
+@pytest.fixture(scope="module")
+def torch_adapter():
+    return require("torch")
+
+
+@pytest.mark.parametrize("batch,size,seed", [(1, 32, 1), (3, 64, 2)])
+def test_logits_agree_with_torch(ms_adapter, torch_adapter, net, weights, batch, size, seed):
+    images, _ = resnet.random_batch(batch, size, seed=seed)
+    ours = ms_adapter.predict(net, images)
+    ref = torch_adapter.predict(torch_adapter.build_resnet50(weights), images)
+    assert ours.shape == ref.shape == (batch, 1000)
+    assert np.abs(ours - ref).max() < 1e-3 * np.abs(ref).max()
+
+
+def test_train_step_matches_torch(ms_adapter, torch_adapter, weights):
+    images, labels = resnet.random_batch(2, 64, seed=3)
+    loss, new = ms_adapter.train_step(weights, images, labels)
+    ref_loss, ref = torch_adapter.train_step(weights, images, labels)
+    assert loss == pytest.approx(ref_loss, rel=1e-4)
+    assert set(new) == set(weights)
+    for name in weights:  # every tensor moved (trainable: SGD; running stats: batch statistics)
+        change = np.abs(ref[name] - weights[name]).max()
+        assert change > 0, name
+        assert np.abs(new[name] - ref[name]).max() < 1e-3 * change + 1e-6, name
+
+
+@pytest.mark.parametrize("task", bench.TASKS)
+def test_prepare_runs_every_mode(ms_adapter, weights, task):
+    batch = 1 if task == "latency" else 2
+    outputs = {}
+    for mode in ms_adapter.MODES:
+        prepared = ms_adapter.prepare(weights, mode, task, batch, image_size=SIZE)
+        assert prepared.batch_size == batch and prepared.notes
+        outputs[mode] = [np.asarray(prepared.step()) for _ in range(2)]
+    if task == "train":  # scalar losses; the weights moved between the steps; same in both modes
+        for mode, (first, second) in outputs.items():
+            assert first.shape == () and np.isfinite(first) and second != first, mode
+        np.testing.assert_allclose(outputs["graph"], outputs["pynative"], rtol=1e-5)
+    else:
+        for mode, (first, second) in outputs.items():
+            assert first.shape == (batch, 1000), mode
+            np.testing.assert_array_equal(first, second)
+        ref = outputs["pynative"][0]
+        assert np.abs(outputs["graph"][0] - ref).max() < 1e-5 * np.abs(ref).max()
+
+
+def test_prepare_rejects_bad_choices(ms_adapter, weights):
+    good = dict(mode="graph", task="latency", batch_size=1, precision="fp32", image_size=SIZE)
+    for key, bad, valid in [("mode", "eager", "pynative, graph"),
+                            ("task", "inference", "latency, throughput, train"),
+                            ("precision", "fp16", "fp32, bf16"),
+                            ("device", "tpu", "cpu, gpu")]:
+        with pytest.raises(ValueError, match=f"{bad}.*{valid}"):
+            ms_adapter.prepare(weights, **{**good, key: bad})
+    with pytest.raises(ValueError, match=">= 1"):
+        ms_adapter.prepare(weights, **{**good, "batch_size": 0})
+    with pytest.raises(ValueError, match="multiple of 32"):
+        ms_adapter.prepare(weights, **{**good, "image_size": 40})
+
+
+def test_bf16_on_cpu_is_unsupported_with_mindspores_reason(ms_adapter, weights):
+    with pytest.raises(bench.Unsupported, match=r"bfloat16.*CPU.*Conv2D"):
+        ms_adapter.prepare(weights, "pynative", "latency", 1, "bf16", SIZE)
+
+
+def test_gpu_without_a_gpu_plugin_says_how_to_install(ms_adapter, weights):
+    import mindspore as ms
+    if ms.device_context.gpu.is_available():
+        pytest.skip("MindSpore's GPU plugin loads here")
+    with pytest.raises(bench.Unsupported, match="CUDA.*mindspore.cn/install"):
+        ms_adapter.prepare(weights, "pynative", "latency", 1, device="gpu", image_size=SIZE)
+
+
+def test_mindir_export_reloads_and_agrees(ms_adapter, net, tmp_path):
+    path = ms_adapter.export(net, tmp_path / "out")
+    assert path.suffix == ".mindir" and path.stat().st_size > 4 * 25_557_032
+    run = ms_adapter.load_exported(path)
+    for batch, size in [(2, 32), (1, 64)]:  # the input shape was exported as dynamic
+        images, _ = resnet.random_batch(batch, size, seed=4)
+        ref = ms_adapter.predict(net, images)
+        np.testing.assert_allclose(run(images), ref, rtol=0, atol=1e-5 * np.abs(ref).max())
+    with pytest.raises(ValueError, match="multiple of 32"):
+        run(np.zeros((1, 3, 40, 40), np.float32))
+
+
+def test_tensorflow_then_mindspore_in_one_process():
+    """labkit imported first sets protobuf's pure-Python mode, so TF may be imported first."""
+    require("tensorflow")
+    code = (
+        "import os, labkit, tensorflow as tf\n"
+        "assert os.environ['PROTOCOL_BUFFERS_PYTHON_IMPLEMENTATION'] == 'python'\n"
+        "from labkit import frameworks\n"
+        "m = frameworks.get('mindspore')\n"
+        "import mindspore as ms, numpy as np\n"
+        "a = ms.ops.add(ms.Tensor(np.ones(3, np.float32)), 1).asnumpy()\n"
+        "b = tf.reduce_sum(tf.ones(3)).numpy()\n"
+        "print('ok', a.sum() + b, m.version() == ms.__version__)\n"
+    )
+    env = {k: v for k, v in os.environ.items() if k != "PROTOCOL_BUFFERS_PYTHON_IMPLEMENTATION"}
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=300, env=env, cwd=ROOT)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert "ok 9.0 True" in proc.stdout

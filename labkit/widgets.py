@@ -11,6 +11,7 @@ arguments. The same object serves notebook 09 and the standalone app (``make app
 """
 from __future__ import annotations
 
+import base64
 import html
 import os
 import time
@@ -18,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import ipywidgets as W
-from IPython.display import FileLink, Markdown
+from IPython.display import Markdown
 
 from . import frameworks, guide, profiles, runner
 
@@ -26,7 +27,7 @@ from . import frameworks, guide, profiles, runner
 QUICK_PROFILES: tuple[str, ...] = ("smoke", "standard")
 #: how many candidates the quick benchmark measures (the decision flow says two or three)
 QUICK_CANDIDATES = 2
-NOT_GIVEN = "(not given)"
+NOT_GIVEN = "(not given)"  # shown for an unanswered question; its value is "" (None hides it)
 
 
 def project_root(start: str | os.PathLike | None = None) -> Path:
@@ -74,8 +75,8 @@ def quick_plan(rec: guide.Recommendation, profile: str | profiles.Profile | None
 
 def _dropdown(description: str, table: dict[str, str], value: str | None,
               optional: bool) -> W.Dropdown:
-    options = ([(NOT_GIVEN, None)] if optional else []) + [(text, key) for key, text in table.items()]
-    return W.Dropdown(options=options, value=value, description=description,
+    options = ([(NOT_GIVEN, "")] if optional else []) + [(text, key) for key, text in table.items()]
+    return W.Dropdown(options=options, value=value or "", description=description,
                       style={"description_width": "8em"}, layout=W.Layout(width="38em"))
 
 
@@ -83,11 +84,11 @@ class GuideForm:
     """The guide as a form. Display it (last expression of a cell); read ``.recommendation``."""
 
     def __init__(self, results: str | os.PathLike | None = None, profile: str | None = None,
-                 export_path: str | os.PathLike = "framework_choice.md",
+                 export_path: str | os.PathLike | None = None,
                  scenario: str | None = "research", **answers: Any):
         prof = profiles.get(profile).name
         self.results = Path(results) if results is not None else default_results(prof)
-        self.export_path = Path(export_path)
+        self.export_path = Path(export_path or project_root() / "results" / "framework_choice.md")
         self.scenario = _dropdown("Scenario", guide.SCENARIOS, scenario, optional=True)
         self.priority = _dropdown("Matters most", guide.PRIORITIES, None, optional=True)
         self.expertise = _dropdown("Team knows", guide.EXPERTISE, None, optional=True)
@@ -109,7 +110,7 @@ class GuideForm:
         self.bench_status = W.HTML()
         self.export_button = W.Button(description="Export as Markdown", icon="download",
                                       layout=W.Layout(width="16em"))
-        self.export_status = W.Output()
+        self.export_status = W.HTML()
         self.view = W.Output(layout=W.Layout(border="1px solid #ccc", padding="0 1em"))
         self.view.add_class("labkit-guide-recommendation")
         self.recommendation: guide.Recommendation | None = None
@@ -165,9 +166,9 @@ class GuideForm:
 
     def answers(self) -> dict[str, Any]:
         """The form's answers as :func:`labkit.guide.recommend` keywords."""
-        return {"scenario": self.scenario.value, "expertise": self.expertise.value,
+        return {"scenario": self.scenario.value or None, "expertise": self.expertise.value or None,
                 "targets": tuple(t for t, box in self.targets.items() if box.value),
-                "hardware": self.hardware.value, "priority": self.priority.value,
+                "hardware": self.hardware.value, "priority": self.priority.value or None,
                 "scale": self.scale.value}
 
     def set(self, **answers: Any) -> guide.Recommendation:
@@ -185,7 +186,7 @@ class GuideForm:
                     for t, box in self.targets.items():
                         box.value = t in value
                 else:
-                    getattr(self, name).value = value
+                    getattr(self, name).value = value or ""
         finally:
             self._quiet = False
         return self.update()
@@ -255,18 +256,22 @@ class GuideForm:
     # -- export ------------------------------------------------------------------------------
 
     def export(self, path: str | os.PathLike | None = None) -> Path:
-        """Write the current recommendation, with the rules' version of events, as Markdown."""
+        """Write the current recommendation and the decision flow as Markdown; link it.
+
+        The link carries the file's content (a data URL), so "download" works in JupyterLab and
+        in the standalone app alike; the path is shown too.
+        """
         target = Path(path or self.export_path).resolve()
         rec = self.recommendation or self.update()
+        text = ("# Framework choice\n\n" + rec.to_markdown() + "\n## The decision flow\n\n"
+                + guide.decision_flow_markdown())
         target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_text("# Framework choice\n\n" + rec.to_markdown() + "\n## The decision flow\n\n"
-                          + guide.decision_flow_markdown(), encoding="utf-8")
-        self.export_status.outputs = ()
-        try:
-            link = FileLink(os.path.relpath(target), result_html_prefix="Saved: ")
-        except ValueError:  # another drive (Windows)
-            link = FileLink(str(target), result_html_prefix="Saved: ")
-        self.export_status.append_display_data(link)
+        target.write_text(text, encoding="utf-8")
+        data = base64.b64encode(text.encode("utf-8")).decode("ascii")
+        self.export_status.value = (
+            f"Saved to <code>{html.escape(str(target))}</code> &middot; "
+            f'<a download="{html.escape(target.name)}" style="text-decoration: underline" '
+            f'href="data:text/markdown;charset=utf-8;base64,{data}">download {html.escape(target.name)}</a>')
         return target
 
 

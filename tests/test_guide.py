@@ -291,7 +291,8 @@ def test_the_form_exports_markdown(tmp_path):
     path = form.export(tmp_path / "out" / "choice.md")
     text = path.read_text()
     assert "Recommended: PyTorch" in text and "The decision flow" in text
-    assert "Saved" in form.export_status.outputs[0]["data"]["text/html"]
+    assert str(path) in form.export_status.value and "base64," in form.export_status.value
+    assert widgets.GuideForm().export_path.parent.name == "results"  # git ignores results/
 
 
 def test_the_form_reports_a_corrupt_results_file_and_advises_anyway(tmp_path):

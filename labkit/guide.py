@@ -518,13 +518,32 @@ def evidence(frameworks: Iterable[str], records: list[dict], label: str) -> list
     return out + _claimed_evidence(unmeasured)
 
 
+def comparable(records: list[dict], task: str) -> list[dict]:
+    """The successful records of ``task`` in the one setting (image size, batch, precision,
+    device) that the most candidates share: only like is compared with like. Ties prefer fp32,
+    then the larger image and batch."""
+    groups: dict[tuple, list[dict]] = {}
+    for r in labkit_results.ok(records):
+        if r.get("task") == task:
+            groups.setdefault((r["image_size"], r["batch_size"], r["precision"], r["device"]),
+                              []).append(r)
+
+    def rank(item):
+        (size, batch, precision, _), recs = item
+        present = sum(any(r["framework"] in RUNTIMES[fw] for r in recs) for fw in CANDIDATES)
+        return present, precision == "fp32", size, batch
+
+    return max(groups.items(), key=rank)[1] if groups else []
+
+
 def _measured_points(inputs: Mapping, records: list[dict]) -> tuple[str | None, dict[str, list[Reason]]]:
     """Points from the learner's own benchmark for the task that answers their need."""
     task = EVIDENCE_TASK.get(inputs["priority"] or "") or EVIDENCE_TASK.get(inputs["scenario"] or "")
     points: dict[str, list[Reason]] = {}
     if not records or not task:
         return task, points
-    fastest = {fw: rec for fw in CANDIDATES if (rec := best(records, fw, task)) is not None}
+    same = comparable(records, task)
+    fastest = {fw: rec for fw in CANDIDATES if (rec := best(same, fw, task)) is not None}
     for fw in CANDIDATES:
         if fw not in fastest and failures(records, fw, task):
             pts, why = MEASURED_POINTS["failed"]
@@ -620,9 +639,10 @@ def _notes(inputs: Mapping, ranking: tuple[Ranked, ...], alternative: str, recor
     for fw in dict.fromkeys([ranking[0].framework, alternative]):
         if fw in NOT_IN_LAB:
             notes.append(NOT_IN_LAB[fw] + ".")
-    if records and task and sum(best(records, fw, task) is not None for fw in CANDIDATES) < 2:
-        notes.append(f"Your results ({label}) hold fewer than two frameworks for the '{task}' "
-                     "task, so they inform the evidence but do not change the scores.")
+    same = comparable(records, task) if records and task else []
+    if records and task and sum(best(same, fw, task) is not None for fw in CANDIDATES) < 2:
+        notes.append(f"Your results ({label}) hold fewer than two frameworks measured alike for "
+                     f"the '{task}' task, so they inform the evidence but do not change the scores.")
     return notes
 
 

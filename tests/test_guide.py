@@ -146,10 +146,10 @@ def test_no_combination_of_answers_raises():
 
 # ---- evidence -------------------------------------------------------------------------------
 
-def _ok(fw, mode, task, ips, batch=4):
+def _ok(fw, mode, task, ips, batch=4, size=32):
     median = batch / ips
     return results.make(framework=fw, mode=mode, task=task, batch_size=batch, precision="fp32",
-                        image_size=32, device="cpu", status="ok", error=None, first_call_s=0.5,
+                        image_size=size, device="cpu", status="ok", error=None, first_call_s=0.5,
                         median_s=median, iqr_s=0.02 * median, p90_s=1.1 * median,
                         images_per_s=ips, peak_rss_mb=400.0, ceiling_share=0.1, repeats=5,
                         threads=2, profile="smoke", timestamp="2031-05-04T10:00:00+00:00")
@@ -206,7 +206,7 @@ def test_a_results_file_with_missing_frameworks_is_used_for_what_it_has(tmp_path
     assert by_fw["tensorflow"] and all(e.measured for e in by_fw["tensorflow"])
     assert any("not in your results file" in e.statement for e in by_fw["torch"])
     assert any(e.source.startswith(guide.CLAIMED) for e in by_fw["torch"])
-    assert any("fewer than two frameworks" in n for n in rec.notes)
+    assert any("fewer than two frameworks measured alike" in n for n in rec.notes)
     assert [r.score for r in rec.ranking] == [r.score for r in guide.recommend("deployment").ranking]
 
 
@@ -221,6 +221,19 @@ def test_onnx_runtime_counts_for_pytorch_and_failures_cost_a_point(tmp_path):
     assert any(p == -1 and "failed" in t for p, t, _ in ms.reasons)
     line = next(e.statement for e in rec.evidence if e.frameworks == ("torch",) and e.measured)
     assert "ONNX Runtime runs 3.00x" in line and "torch eager" in line
+
+
+def test_only_like_is_compared_with_like(tmp_path):
+    # torch at 32 px is "faster" than TensorFlow at 128 px: not a fair race, so no points.
+    records = [_ok("torch", "eager", "train", 40, size=32), _ok("torch", "compile", "train", 60, size=32),
+               _ok("tensorflow", "eager", "train", 3, size=128), _ok("tensorflow", "xla", "train", 5, size=128)]
+    rec = guide.recommend("large_scale_training", results=records)
+    assert [r.score for r in rec.ranking] == [r.score for r in guide.recommend("large_scale_training").ranking]
+    assert any("measured alike" in n for n in rec.notes)
+    both = records + [_ok("tensorflow", "xla", "train", 30, size=32)]
+    rec = guide.recommend("large_scale_training", results=both)
+    torch = next(r for r in rec.ranking if r.framework == "torch")
+    assert any("fastest" in t and "32 px" in t for _, t, _ in torch.reasons)
 
 
 def test_a_corrupt_results_file_is_the_loaders_clear_error(tmp_path):

@@ -51,6 +51,8 @@ FRAMEWORKS: tuple[str, ...] = ("torch", "tensorflow", "mindspore")
 #: BatchNorm, for which data-parallel training equals one process on the concatenated batch
 MODELS: tuple[str, ...] = ("resnet50", "tiny")
 TINY_CLASSES = 10
+#: deliberate worker faults, for demonstrations and tests
+FAULTS: tuple[str, ...] = ("crash", "hang")
 HOST = "127.0.0.1"
 #: the worker module of each framework (run with ``python -m``)
 WORKER_MODULES: dict[str, str] = {f: f"labkit.frameworks.{f}_distributed" for f in FRAMEWORKS}
@@ -80,8 +82,9 @@ class Job:
     per step (the global batch is ``workers * batch``) for ``steps`` SGD-with-momentum steps.
 
     ``single=True`` runs one plain process with no distributed runtime at all (the reference).
-    ``fail_rank`` makes that worker raise at its first step: it exists to show (and test) what
-    happens when a worker dies.
+    ``fault`` exists to show (and test) what happens when a worker goes wrong: ``"crash"`` makes
+    worker ``fault_rank`` raise at its first step, ``"hang"`` makes it stop there for good (its
+    peers then wait in the all-reduce until the launcher's timeout).
     """
 
     framework: str
@@ -96,7 +99,8 @@ class Job:
     momentum: float = 0.9
     measure: int = 2  # repeats of the compute-only and all-reduce-only timings (0: skip)
     single: bool = False
-    fail_rank: int | None = None
+    fault: str | None = None
+    fault_rank: int = 1
 
     def __post_init__(self):
         if self.framework not in FRAMEWORKS:
@@ -114,8 +118,12 @@ class Job:
             raise ValueError(f"threads must be >= 1 (or None for the cores shared out), got {self.threads}")
         if self.measure < 0:
             raise ValueError(f"measure must be >= 0 repeats, got {self.measure}")
-        if self.fail_rank is not None and not 0 <= self.fail_rank < self.workers:
-            raise ValueError(f"fail_rank must name a worker, 0..{self.workers - 1}; got {self.fail_rank}")
+        if self.fault is not None:
+            if self.fault not in FAULTS:
+                raise ValueError(f"unknown fault {self.fault!r}: valid choices are {', '.join(FAULTS)} "
+                                 "(or None)")
+            if not 0 <= self.fault_rank < self.workers:
+                raise ValueError(f"fault_rank must name a worker, 0..{self.workers - 1}; got {self.fault_rank}")
         resnet.check_image_size(self.image_size)
 
     @property
@@ -133,7 +141,7 @@ class Job:
     def reference(self, threads: int | None = None) -> "Job":
         """The same training in one plain process on the concatenated batch (workers x batch)."""
         return dataclasses.replace(self, workers=1, batch=self.global_batch, single=True,
-                                   threads=threads, fail_rank=None)
+                                   threads=threads, fault=None, fault_rank=0)
 
     def worker_args(self, out_dir: Path | str, deadline_s: float) -> list[str]:
         """The worker module's command-line arguments."""
@@ -142,8 +150,8 @@ class Job:
                 "--threads", str(self.threads_per_worker), "--seed", str(self.seed),
                 "--lr", repr(self.lr), "--momentum", repr(self.momentum),
                 "--measure", str(self.measure), "--deadline", f"{deadline_s:.0f}"]
-        if self.fail_rank is not None:
-            args += ["--fail-rank", str(self.fail_rank)]
+        if self.fault is not None:
+            args += ["--fault", self.fault, "--fault-rank", str(self.fault_rank)]
         return args
 
 
@@ -247,6 +255,28 @@ def cluster_commands(job: Job, hosts: Sequence[str], port: int = 29500,
 # Processes: start, watch, stop all
 
 
+def _libc_prctl():
+    if not sys.platform.startswith("linux"):
+        return None
+    try:
+        import ctypes
+
+        return ctypes.CDLL(None, use_errno=True).prctl  # resolved here, not in the forked child
+    except (OSError, AttributeError):
+        return None
+
+
+_PRCTL = _libc_prctl()
+
+
+def _die_with_parent() -> None:
+    """In the child before exec (Linux): get SIGTERM when the launching process dies, even by
+    SIGKILL; torchrun and msrun pass a SIGTERM on to their workers. Elsewhere the workers'
+    watchdogs still apply."""
+    if _PRCTL is not None:
+        _PRCTL(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+
+
 class ProcessTree:
     """Every process we started and every descendant seen since; :meth:`stop` ends them all."""
 
@@ -259,7 +289,8 @@ class ProcessTree:
 
     def start(self, cmd: list[str], env: dict[str, str], log) -> subprocess.Popen:
         proc = subprocess.Popen(cmd, env=env, stdout=log, stderr=subprocess.STDOUT,
-                                stdin=subprocess.DEVNULL, start_new_session=True, cwd=_REPO)
+                                stdin=subprocess.DEVNULL, start_new_session=True, cwd=_REPO,
+                                preexec_fn=_die_with_parent if _PRCTL is not None else None)
         self.roots.append(proc)
         self.refresh()
         return proc
@@ -445,7 +476,7 @@ def launch(job: Job, *, port: int | None = None, timeout: float = 300.0,
     ports = [] if job.single else pick_ports(job.workers if job.framework == "tensorflow" else 1, port)
     out = Path(out_dir) if out_dir is not None else Path(tempfile.mkdtemp(prefix=f"labkit-{job.framework}-"))
     out.mkdir(parents=True, exist_ok=True)
-    for stale in list(out.glob("rank*.json")) + list(out.glob("rank*.npz")):
+    for stale in [*out.glob("rank*.json"), *out.glob("rank*.npz"), *out.glob("rank*.hang")]:
         stale.unlink()
     commands = _commands(job, out, ports, deadline_s=timeout + 30)
     env = _env(job)
@@ -513,19 +544,24 @@ def _read_results(out: Path, workers: int) -> list[dict | None]:
 
 
 def _failure_message(what, results, errors, failed, tree: ProcessTree, text: str) -> str:
-    if errors:
-        first = errors[0]
+    if errors:  # the first to fail is the cause; its peers then fail to reach it
+        first, *others = sorted(errors, key=lambda r: r.get("time", 0.0))
         why = f"worker {first['rank']} raised {first['error']}"
+        if others:
+            why += f" (then worker{'s' * (len(others) > 1)} {', '.join(str(r['rank']) for r in others)} " \
+                   "lost contact and failed too)"
     else:
         missing = [i for i, r in enumerate(results) if not r]
         why = f"worker(s) {missing} wrote no result" + (f"; {failed}" if failed else "")
+    detail = _tail(errors and sorted(errors, key=lambda r: r.get("time", 0.0))[0].get("traceback") or text,
+                   "its traceback" if errors else "the workers' output")
     return (f"the {what} failed: {why}. All {len(tree.pids)} of its processes were stopped "
-            f"(pids {tree.pids}).{_tail(text)}")
+            f"(pids {tree.pids}).{detail}")
 
 
-def _tail(text: str, lines: int = 12) -> str:
+def _tail(text: str, what: str = "the workers' output", lines: int = 8) -> str:
     kept = [ln for ln in text.splitlines() if ln.strip()][-lines:]
-    return ("\nLast lines of the workers' output:\n  " + "\n  ".join(kept)) if kept else ""
+    return (f"\nLast lines of {what}:\n  " + "\n  ".join(kept)) if kept else ""
 
 
 # --------------------------------------------------------------------------------------------
@@ -554,7 +590,8 @@ def worker_parser(framework: str) -> argparse.ArgumentParser:
     p.add_argument("--momentum", type=float, default=0.9)
     p.add_argument("--measure", type=int, default=2)
     p.add_argument("--deadline", type=float, default=600.0, help="seconds before the worker gives up")
-    p.add_argument("--fail-rank", type=int, default=None)
+    p.add_argument("--fault", choices=FAULTS, default=None, help="go wrong on purpose (demos, tests)")
+    p.add_argument("--fault-rank", type=int, default=1)
     return p
 
 
@@ -595,7 +632,7 @@ def run_worker(framework: str, rank: int, main: Callable[[], None], out: str | P
         if isinstance(exc, SystemExit) and not exc.code:
             raise
         write_result(out, rank, {"framework": framework, "rank": rank, "pid": os.getpid(),
-                                 "error": f"{type(exc).__name__}: {exc}",
+                                 "error": f"{type(exc).__name__}: {exc}", "time": time.time(),
                                  "traceback": traceback.format_exc()}, None)
         traceback.print_exc()
         sys.stderr.flush()
@@ -603,12 +640,19 @@ def run_worker(framework: str, rank: int, main: Callable[[], None], out: str | P
 
 
 class WorkerFailure(RuntimeError):
-    """Raised on purpose by a worker named by ``--fail-rank``."""
+    """Raised on purpose by the worker that ``--fault crash --fault-rank r`` names."""
 
 
-def maybe_fail(rank: int, fail_rank: int | None) -> None:
-    if fail_rank is not None and rank == fail_rank:
-        raise WorkerFailure(f"worker {rank} was told to fail (--fail-rank {fail_rank})")
+def maybe_fault(rank: int, args: argparse.Namespace) -> None:
+    """Go wrong here if this worker was asked to: raise (crash) or stop for good (hang; a file
+    ``rank<r>.hang`` says that the worker got this far)."""
+    if args.fault is None or rank != args.fault_rank:
+        return
+    if args.fault == "crash":
+        raise WorkerFailure(f"worker {rank} was told to crash (--fault crash --fault-rank {rank})")
+    (Path(args.out) / f"rank{rank}.hang").write_text(str(os.getpid()))
+    while True:  # the launcher's timeout, or this worker's watchdog, ends it
+        time.sleep(1.0)
 
 
 # --------------------------------------------------------------------------------------------
@@ -630,6 +674,9 @@ def build_parser(parser: argparse.ArgumentParser | None = None) -> argparse.Argu
     p.add_argument("--out", default=None, help="folder for the workers' results (default: temporary)")
     p.add_argument("--compare", action="store_true",
                    help="also train one plain process on the concatenated batch and compare")
+    p.add_argument("--fault", choices=FAULTS, default=None,
+                   help="make one worker crash or hang on purpose (to see the clean-up)")
+    p.add_argument("--fault-rank", type=int, default=1)
     p.add_argument("--hosts", default=None,
                    help="comma-separated machines: print the commands to run there instead")
     p.set_defaults(func=cli)
@@ -638,7 +685,8 @@ def build_parser(parser: argparse.ArgumentParser | None = None) -> argparse.Argu
 
 def cli(args: argparse.Namespace) -> int:
     job = Job(args.framework, workers=args.workers, steps=args.steps, batch=args.batch,
-              image_size=args.image_size, model=args.model, threads=args.threads)
+              image_size=args.image_size, model=args.model, threads=args.threads,
+              fault=args.fault, fault_rank=args.fault_rank)
     if args.hosts:
         hosts = [h.strip() for h in args.hosts.split(",") if h.strip()]
         print("\n".join(cluster_commands(job, hosts, port=args.port or 29500)))

@@ -110,10 +110,11 @@ def train(args, launched: bool, rank: int) -> None:
     grad_fn = ms.value_and_grad(lambda x, y: loss_fn(net(x), y), None, optimizer.parameters)
     reducer = nn.DistributedGradReducer(optimizer.parameters) if launched else (lambda g: g)
 
-    losses, step_s = [], []
+    losses, step_s, data_sum = [], [], 0.0
     for i, (x, y) in enumerate(data.create_tuple_iterator()):
         if i == 0:
-            distributed.maybe_fail(rank, args.fail_rank)
+            distributed.maybe_fault(rank, args)
+        data_sum += float(x.asnumpy().astype(np.float64).sum())  # which images this worker saw
         start = time.perf_counter()
         loss, grads = grad_fn(x, y)
         optimizer(reducer(grads))  # the reducer averages the gradients across workers
@@ -126,7 +127,7 @@ def train(args, launched: bool, rank: int) -> None:
               "launcher": "msrun" if launched else "single process",
               "backend": "DATA_PARALLEL (CPU collectives)" if launched else "", "device": "cpu",
               "threads": args.threads, "pid": os.getpid(), "model": args.model, "batch": args.batch,
-              "image_size": args.image_size, "steps": args.steps, "losses": losses, "step_s": step_s,
+              "image_size": args.image_size, "steps": args.steps, "losses": losses, "step_s": step_s, "data_sum": data_sum,
               "init_s": init_s, "parameters": params, "gradient_mb": params * 4 / 1e6}
     if args.measure and launched:
         result.update(measure_allreduce(params, args.measure))

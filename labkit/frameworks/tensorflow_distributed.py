@@ -129,10 +129,11 @@ def train(args, config, rank: int) -> None:
         losses = strategy.run(replica_step, args=(x, y))
         return strategy.reduce(tf.distribute.ReduceOp.SUM, losses, axis=None)
 
-    losses, step_s = [], []
+    losses, step_s, data_sum = [], [], 0.0
     for i, (x, y) in enumerate(data):
         if i == 0:
-            distributed.maybe_fail(rank, args.fail_rank)
+            distributed.maybe_fault(rank, args)
+        data_sum += sum(float(tf.reduce_sum(tf.cast(v, tf.float64))) for v in strategy.experimental_local_results(x))
         start = time.perf_counter()
         loss = float(step(x, y).numpy())  # .numpy() waits for the step to finish
         step_s.append(time.perf_counter() - start)
@@ -145,7 +146,7 @@ def train(args, config, rank: int) -> None:
               "backend": "MultiWorkerMirroredStrategy (AUTO collectives)" if config else "",
               "device": "cpu", "threads": args.threads, "pid": os.getpid(), "model": args.model,
               "batch": args.batch, "image_size": args.image_size, "steps": args.steps,
-              "losses": losses, "step_s": step_s, "init_s": init_s, "parameters": params,
+              "losses": losses, "step_s": step_s, "data_sum": data_sum, "init_s": init_s, "parameters": params,
               "gradient_mb": params * 4 / 1e6}
     if args.measure and config:
         result.update(measure_allreduce(strategy, params, args.measure))

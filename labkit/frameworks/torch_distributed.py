@@ -106,10 +106,11 @@ def train(args, launched: bool, rank: int) -> None:
     net = DDP(model) if launched else model  # broadcasts rank 0's weights to every rank
     opt = torch.optim.SGD(net.parameters(), lr=args.lr, momentum=args.momentum)
 
-    losses, step_s = [], []
+    losses, step_s, data_sum = [], [], 0.0
     for step, (x, y) in enumerate(loader):
         if step == 0:
-            distributed.maybe_fail(rank, args.fail_rank)
+            distributed.maybe_fault(rank, args)
+        data_sum += float(x.double().sum())  # which images this worker saw
         x, y = x.to(device), y.to(device)
         start = time.perf_counter()
         opt.zero_grad(set_to_none=True)
@@ -127,7 +128,7 @@ def train(args, launched: bool, rank: int) -> None:
               "launcher": "torchrun" if launched else "single process", "backend": backend if launched else "",
               "device": str(device), "threads": torch.get_num_threads(), "pid": os.getpid(),
               "model": args.model, "batch": args.batch, "image_size": args.image_size, "steps": args.steps,
-              "losses": losses, "step_s": step_s, "init_s": init_s, "parameters": params,
+              "losses": losses, "step_s": step_s, "data_sum": data_sum, "init_s": init_s, "parameters": params,
               "gradient_mb": params * 4 / 1e6}
     if args.measure:
         result.update(measure(net, model, loader, device, args.measure, launched, cuda))

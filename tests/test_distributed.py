@@ -1,0 +1,197 @@
+"""labkit.distributed: real worker processes (torchrun, TF_CONFIG, msrun), results, and clean-up.
+
+Every job here starts real processes; the small model without BatchNorm ("tiny") keeps them
+fast. After each test no process that the job started may survive (checked with psutil).
+"""
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import psutil
+import pytest
+
+from conftest import ROOT, require
+
+from labkit import distributed
+from labkit.distributed import DistributedError, Job, PortInUse
+
+TIMEOUT = 240.0  # generous: a loaded 2-core machine starts TensorFlow workers slowly
+
+
+def assert_all_gone(pids, within_s: float = 10.0):
+    """None of ``pids`` is running (zombies count as gone) within ``within_s`` seconds."""
+    deadline = time.monotonic() + within_s
+    while True:
+        alive = []
+        for pid in pids:
+            try:
+                if psutil.Process(pid).status() != psutil.STATUS_ZOMBIE:
+                    alive.append(pid)
+            except psutil.NoSuchProcess:
+                pass
+        if not alive or time.monotonic() > deadline:
+            break
+        time.sleep(0.2)
+    assert not alive, f"processes survived the job: {alive}"
+
+
+def no_children_left():
+    kids = [p for p in psutil.Process().children(recursive=True) if p.status() != psutil.STATUS_ZOMBIE]
+    assert not kids, f"child processes left behind: {[(p.pid, p.cmdline()[:4]) for p in kids]}"
+
+
+# ---------------------------------------------------------------------------- bad input, fast
+
+
+def test_bad_jobs_name_the_valid_choices():
+    with pytest.raises(ValueError, match="valid choices are torch, tensorflow, mindspore"):
+        Job("jax")
+    with pytest.raises(ValueError, match="valid choices are resnet50, tiny"):
+        Job("torch", model="vgg")
+    with pytest.raises(ValueError, match="workers must be a whole number >= 1"):
+        Job("torch", workers=0)
+    with pytest.raises(ValueError, match="fault_rank must name a worker, 0..1"):
+        Job("torch", fault="crash", fault_rank=2)
+    with pytest.raises(ValueError, match="multiple of 32"):
+        Job("torch", image_size=40)
+    with pytest.raises(ValueError, match="timeout must be > 0"):
+        distributed.launch(Job("torch"), timeout=0)
+
+
+def test_reference_job_is_one_process_on_the_concatenated_batch():
+    job = Job("torch", workers=3, batch=4, fault="crash")
+    ref = job.reference()
+    assert (ref.workers, ref.batch, ref.single, ref.fault) == (1, 12, True, None)
+    assert ref.global_batch == job.global_batch
+
+
+def test_port_in_use_is_a_clear_error_and_nothing_starts():
+    with socket.socket() as busy:
+        busy.bind((distributed.HOST, 0))
+        busy.listen()
+        port = busy.getsockname()[1]
+        with pytest.raises(PortInUse, match=rf"port {port} on 127.0.0.1 is already in use.*port=None"):
+            distributed.launch(Job("torch", model="tiny"), port=port, timeout=30)
+        with pytest.raises(PortInUse, match=rf"port {port} "):  # TensorFlow: port, port+1, ...
+            distributed.launch(Job("tensorflow", model="tiny"), port=port - 1, timeout=30)
+    no_children_left()
+
+
+def test_cluster_commands_for_several_machines():
+    torch_lines = distributed.cluster_commands(Job("torch", workers=4), ["node-a", "node-b"], port=29400)
+    assert len(torch_lines) == 2
+    for rank, line in enumerate(torch_lines):
+        assert "--nnodes 2" in line and f"--node-rank {rank}" in line
+        assert "--rdzv-endpoint node-a:29400" in line and "--nproc-per-node 4" in line
+        assert "-m labkit.frameworks.torch_distributed" in line
+    tf_lines = distributed.cluster_commands(Job("tensorflow", workers=2), ["a", "b"], port=12345)
+    configs = [json.loads(line.split("'")[1]) for line in tf_lines]
+    assert [c["task"]["index"] for c in configs] == [0, 1, 2, 3]
+    assert configs[0]["cluster"]["worker"] == ["a:12345", "a:12346", "b:12345", "b:12346"]
+    ms_lines = distributed.cluster_commands(Job("mindspore", workers=2), ["a", "b"])
+    assert all("--worker_num 4" in ln and "--master_addr a" in ln for ln in ms_lines)
+    proc = subprocess.run([sys.executable, "-m", "labkit.distributed", "--hosts", "h1,h2"],
+                          capture_output=True, text=True, cwd=ROOT, timeout=60)
+    assert proc.returncode == 0 and proc.stdout.count("--rdzv-endpoint h1:29500") == 2
+
+
+def test_cli_bad_input_exits_2_with_one_line():
+    proc = subprocess.run([sys.executable, "-m", "labkit.distributed", "--workers", "0"],
+                          capture_output=True, text=True, cwd=ROOT, timeout=60)
+    assert proc.returncode == 2 and "workers must be a whole number >= 1" in proc.stderr
+
+
+# ---------------------------------------------------------------------------- real training
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("framework", ["torch", "tensorflow", "mindspore"])
+def test_workers_identical_and_equal_to_one_process_on_the_concatenated_batch(framework, tmp_path):
+    require(framework)
+    job = Job(framework, workers=2, steps=3, batch=4, model="tiny", measure=1)
+    run = distributed.launch(job, timeout=TIMEOUT, out_dir=tmp_path / "multi")
+    ref = distributed.launch(job.reference(), timeout=TIMEOUT, out_dir=tmp_path / "single")
+
+    # really two worker processes, neither of them us, each with its own shard
+    pids = {w["pid"] for w in run.workers}
+    assert len(pids) == 2 and os.getpid() not in pids and pids <= set(run.pids)
+    assert [w["rank"] for w in run.workers] == [0, 1] and all(w["world_size"] == 2 for w in run.workers)
+    # each worker read its own shard, and the shards together are the single process's data
+    sums = [w["data_sum"] for w in run.workers]
+    assert sums[0] != sums[1] and sum(sums) == pytest.approx(ref.workers[0]["data_sum"], rel=1e-9)
+    assert ref.workers[0]["world_size"] == 1 and ref.workers[0]["launcher"] == "single process"
+
+    assert run.max_difference_between_workers() <= 1e-6
+    assert distributed.max_difference(run.weights(0), ref.weights(0)) < 1e-5
+    assert run.final_loss == pytest.approx(ref.final_loss, abs=1e-5)
+    assert run.workers[0]["allreduce_s"] > 0 and len(run.workers[0]["step_s"]) == 3
+    assert_all_gone(run.pids + ref.pids)
+    no_children_left()
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("framework", ["torch", "tensorflow"])
+def test_a_crashing_worker_is_a_clear_error_and_leaves_no_process(framework, tmp_path):
+    require(framework)
+    job = Job(framework, workers=2, steps=2, batch=2, model="tiny", measure=0, fault="crash")
+    with pytest.raises(DistributedError) as info:
+        distributed.launch(job, timeout=TIMEOUT, out_dir=tmp_path)
+    message = str(info.value)
+    assert "worker 1 raised WorkerFailure: worker 1 was told to crash" in message
+    assert "processes were stopped" in message and "Traceback" in info.value.log
+    pids = [int(p) for p in message.split("(pids [")[1].split("]")[0].split(", ")]
+    assert len(pids) >= 2
+    assert_all_gone(pids)
+    no_children_left()
+
+
+@pytest.mark.slow
+def test_a_hanging_worker_hits_the_timeout_and_everything_is_stopped(tmp_path):
+    require("torch")
+    job = Job("torch", workers=2, steps=2, batch=2, model="tiny", measure=0, fault="hang")
+    start = time.monotonic()
+    with pytest.raises(DistributedError, match=r"did not finish within 12 s: stopped all \d+ of its"):
+        distributed.launch(job, timeout=12, out_dir=tmp_path)
+    assert time.monotonic() - start < 12 + 20  # stopping takes seconds, not minutes
+    no_children_left()
+
+
+def _start_hanging_cli(tmp_path: Path) -> tuple[subprocess.Popen, list[int]]:
+    """``python -m labkit.distributed`` with a hanging worker; returns it once the worker hangs,
+    with the pids of every process below it."""
+    cli = subprocess.Popen([sys.executable, "-m", "labkit.distributed", "--model", "tiny", "--steps", "2",
+                            "--fault", "hang", "--timeout", "200", "--out", str(tmp_path)],
+                           cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 150
+    while not (tmp_path / "rank1.hang").exists():
+        assert cli.poll() is None, cli.communicate()
+        assert time.monotonic() < deadline, "the worker never reached its first step"
+        time.sleep(0.2)
+    tree = psutil.Process(cli.pid).children(recursive=True)
+    workers = [p.pid for p in tree]
+    assert len(workers) >= 3  # torchrun and its two workers
+    return cli, workers
+
+
+@pytest.mark.slow
+def test_keyboard_interrupt_stops_every_worker(tmp_path):
+    require("torch")
+    cli, pids = _start_hanging_cli(tmp_path)
+    cli.send_signal(signal.SIGINT)  # what the notebook's "interrupt kernel" sends
+    _out, err = cli.communicate(timeout=60)
+    assert cli.returncode != 0 and "interrupted: stopped the" in err
+    assert_all_gone(pids)
+
+
+@pytest.mark.slow
+def test_workers_die_with_a_launcher_killed_by_sigkill(tmp_path):
+    require("torch")
+    cli, pids = _start_hanging_cli(tmp_path)
+    cli.kill()  # no chance to clean up: parent-death signal and the workers' watchdogs must
+    cli.wait(timeout=30)
+    assert_all_gone(pids, within_s=30)

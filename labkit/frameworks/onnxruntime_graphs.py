@@ -1,0 +1,126 @@
+"""Inside ONNX Runtime's graph optimiser: the model ORT actually runs, at each optimisation level.
+
+ONNX Runtime rewrites a model when it creates a session; with
+``SessionOptions.optimized_model_filepath`` set it writes the rewritten model to disk, so the
+node counts before and after each level can be compared and the result run on its own:
+
+- ``disabled``: the graph as exported;
+- ``basic``: graph-independent rewrites: constant folding, removing redundant nodes,
+  Conv+BatchNorm / Conv+Mul / Conv+Add folding;
+- ``extended``: fusions with ORT's own operators (``com.microsoft`` domain), e.g. Conv+Relu
+  into ``FusedConv``;
+- ``layout`` (ONNX Runtime >= 1.22) and ``all``: layout optimisation, e.g. the NCHWc blocked
+  layout for convolutions on x86 (``com.microsoft.nchwc`` ops, specific to this CPU).
+
+Also here: :func:`memory_steps`, the model's execution order and tensor sizes for
+:func:`labkit.graphs.plan_memory`.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import onnx
+import onnxruntime as ort
+
+from ..graphs import OpCounts, Step
+
+#: optimisation level names, lowest first, and ONNX Runtime's enum for each (those it has)
+_LEVEL_ENUM = {"disabled": "ORT_DISABLE_ALL", "basic": "ORT_ENABLE_BASIC",
+               "extended": "ORT_ENABLE_EXTENDED", "layout": "ORT_ENABLE_LAYOUT",
+               "all": "ORT_ENABLE_ALL"}
+LEVELS: tuple[str, ...] = tuple(k for k, v in _LEVEL_ENUM.items()
+                                if hasattr(ort.GraphOptimizationLevel, v))
+#: node kinds that do no arithmetic on tensors
+BOOKKEEPING: frozenset[str] = frozenset({"Constant", "Identity", "Shape"})
+
+
+def _level(level: str) -> ort.GraphOptimizationLevel:
+    if level not in LEVELS:
+        raise ValueError(f"unknown optimisation level {level!r}: valid levels are {', '.join(LEVELS)}")
+    return getattr(ort.GraphOptimizationLevel, _LEVEL_ENUM[level])
+
+
+def session_options(level: str = "all", threads: int | None = None,
+                    optimized_path: str | Path | None = None) -> ort.SessionOptions:
+    """Options for one CPU session; threads don't spin while idle (they would slow other work)."""
+    so = ort.SessionOptions()
+    so.graph_optimization_level = _level(level)
+    so.add_session_config_entry("session.intra_op.allow_spinning", "0")
+    if threads is not None:
+        so.intra_op_num_threads = threads
+    if optimized_path is not None:
+        so.optimized_model_filepath = str(optimized_path)
+    return so
+
+
+def session(model: str | Path | bytes, level: str = "all", threads: int | None = None,
+            optimized_path: str | Path | None = None) -> ort.InferenceSession:
+    """A CPU session on a model file (or a serialized model's bytes), optimised at ``level``."""
+    source = model if isinstance(model, bytes) else str(model)
+    return ort.InferenceSession(source, session_options(level, threads, optimized_path),
+                                providers=["CPUExecutionProvider"])
+
+
+def optimize(path: str | Path, level: str, out: str | Path) -> Path:
+    """Write the model as ONNX Runtime rewrites it at ``level`` to ``out``; returns ``out``."""
+    out = Path(out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    session(path, level, optimized_path=out)
+    return out
+
+
+def optimize_levels(path: str | Path, directory: str | Path,
+                    levels: tuple[str, ...] = LEVELS) -> dict[str, Path]:
+    """The model rewritten at each level, as files ``<directory>/<level>.onnx``."""
+    return {lv: optimize(path, lv, Path(directory) / f"{lv}.onnx") for lv in levels}
+
+
+def load(model: str | Path | onnx.ModelProto) -> onnx.ModelProto:
+    return model if isinstance(model, onnx.ModelProto) else onnx.load(str(model))
+
+
+def counts(model: str | Path | onnx.ModelProto) -> OpCounts:
+    """Node counts by operator; ORT's own operators carry their domain (``com.microsoft:FusedConv``)."""
+    m = load(model)
+    kinds = [f"{n.domain}:{n.op_type}" if n.domain not in ("", "ai.onnx") else n.op_type
+             for n in m.graph.node]
+    return OpCounts.of(kinds, lambda k: k in BOOKKEEPING)
+
+
+def run(model: str | Path | ort.InferenceSession, images: np.ndarray) -> np.ndarray:
+    """The first output for a host batch. A path is run exactly as stored (optimisation off)."""
+    sess = model if isinstance(model, ort.InferenceSession) else session(model, "disabled")
+    name = sess.get_inputs()[0].name
+    return sess.run(None, {name: np.ascontiguousarray(images, dtype=np.float32)})[0]
+
+
+def memory_steps(model: str | Path | onnx.ModelProto,
+                 batch: int) -> tuple[list[Step], dict[str, int], list[str]]:
+    """Execution order, bytes of every intermediate tensor at ``batch``, and the graph outputs.
+
+    Shapes come from ONNX shape inference with the batch dimension fixed; weights (initializers)
+    and graph inputs are not intermediate tensors and are left out.
+    """
+    m = onnx.ModelProto()
+    m.CopyFrom(load(model))
+    for inp in m.graph.input:
+        dims = inp.type.tensor_type.shape.dim
+        if dims and not dims[0].HasField("dim_value"):
+            dims[0].dim_value = batch
+    inferred = onnx.shape_inference.infer_shapes(m)
+    outside = {i.name for i in m.graph.initializer} | {i.name for i in m.graph.input}
+    sizes: dict[str, int] = {}
+    for vi in list(inferred.graph.value_info) + list(inferred.graph.output):
+        t = vi.type.tensor_type
+        dims = [d.dim_value for d in t.shape.dim]
+        if dims and all(d > 0 for d in dims):
+            itemsize = np.dtype(onnx.helper.tensor_dtype_to_np_dtype(t.elem_type)).itemsize
+            sizes[vi.name] = int(np.prod(dims)) * itemsize
+    steps = [Step(n.name or n.op_type, tuple(t for t in n.input if t and t not in outside),
+                  tuple(t for t in n.output if t)) for n in inferred.graph.node]
+    unknown = sorted({t for s in steps for t in s.writes} - set(sizes))
+    if unknown:
+        raise ValueError(f"shape inference left {len(unknown)} tensor(s) without a static shape "
+                         f"(e.g. {unknown[0]!r}); export the model with static shapes")
+    return steps, sizes, [o.name for o in m.graph.output]

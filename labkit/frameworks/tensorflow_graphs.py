@@ -1,0 +1,118 @@
+"""Inside TensorFlow's graphs: a tf.function's traced graph before and after Grappler.
+
+Every ``tf.function`` call runs Grappler, TensorFlow's graph optimiser, on the traced graph
+before executing it; the optimised graph is never shown. This module makes it visible:
+
+- :func:`trace`: the concrete function of a model or function for one input signature, whose
+  ``GraphDef`` is the graph as traced (variables read with ``ReadVariableOp``);
+- :func:`freeze`: the same graph with variables turned into constants, which is what lets
+  constant folding reach the weights (Keras' BatchNorm becomes a multiply and an add that fold
+  into the convolution weights);
+- :func:`grappler`: Grappler's meta-optimizer run on a ``GraphDef``, with its default optimisers or
+  a chosen list (``"constfold"``, ``"arithmetic"``, ``"pruning"``, ``"remapper"``, ...);
+- :func:`run`: executes any ``GraphDef`` (optimised ones included) in a session, to check that it
+  still computes the same outputs.
+
+The entry points used here (``tf_optimizer.OptimizeGraph`` and the variable-freezing internals of
+``convert_to_constants``) are what TensorFlow's own converters (TF Lite) call; they are internal
+APIs, checked by the tests against the pinned TensorFlow.
+"""
+from __future__ import annotations
+
+from typing import Callable, Sequence
+
+import numpy as np
+import tensorflow as tf
+from tensorflow.core.protobuf import config_pb2, meta_graph_pb2
+from tensorflow.python.framework import convert_to_constants
+from tensorflow.python.grappler import tf_optimizer
+
+from ..graphs import OpCounts
+
+#: node kinds that do no arithmetic on tensors
+BOOKKEEPING: frozenset[str] = frozenset({"Const", "Identity", "Placeholder", "ReadVariableOp",
+                                         "NoOp", "VarHandleOp"})
+#: a few of Grappler's optimisers, by the names ``RewriterConfig.optimizers`` accepts
+OPTIMIZERS: tuple[str, ...] = ("pruning", "function", "constfold", "shape", "arithmetic",
+                               "layout", "remapper", "memory", "loop", "dependency", "debug_stripper")
+
+
+def trace(fn: Callable, images: np.ndarray) -> tf.types.experimental.ConcreteFunction:
+    """The concrete function of ``fn`` (a Keras model is called with ``training=False``) traced
+    for ``images``' shape and dtype."""
+    if isinstance(fn, tf.keras.Model):
+        model = fn
+        fn = lambda x: model(x, training=False)  # noqa: E731
+    if not hasattr(fn, "get_concrete_function"):
+        fn = tf.function(fn)
+    spec = tf.TensorSpec(np.shape(images), tf.as_dtype(np.asarray(images).dtype))
+    return fn.get_concrete_function(spec)
+
+
+def io_names(cf) -> tuple[list[str], list[str]]:
+    """Tensor names of the concrete function's data inputs (not captured variables) and outputs."""
+    inputs = [t.name for t in cf.inputs if t.dtype != tf.resource]
+    return inputs, [t.name for t in cf.outputs]
+
+
+def graph_def(cf) -> tf.compat.v1.GraphDef:
+    """The graph as traced."""
+    return cf.graph.as_graph_def()
+
+
+def freeze(cf) -> tf.compat.v1.GraphDef:
+    """The traced graph with every variable read replaced by a constant holding its value."""
+    data = convert_to_constants._FunctionConverterDataInEager(  # noqa: SLF001 (see module doc)
+        func=cf, lower_control_flow=True, aggressive_inlining=False)
+    frozen, _ = convert_to_constants._replace_variables_by_constants(converter_data=data)  # noqa: SLF001
+    return frozen
+
+
+def grappler(gd: tf.compat.v1.GraphDef, inputs: Sequence[str], outputs: Sequence[str],
+             optimizers: Sequence[str] | None = None) -> tf.compat.v1.GraphDef:
+    """Run Grappler on ``gd``, keeping ``inputs`` and ``outputs`` (tensor names like ``"x:0"``).
+
+    ``optimizers=None`` runs the default meta-optimizer pipeline (what a tf.function call runs);
+    a list runs only those optimisers, in that order.
+    """
+    unknown = [o for o in optimizers or () if o not in OPTIMIZERS]
+    if unknown:
+        raise ValueError(f"unknown Grappler optimizer(s) {unknown}: valid names include "
+                         f"{', '.join(OPTIMIZERS)}")
+    with tf.Graph().as_default() as graph:
+        tf.compat.v1.import_graph_def(gd, name="")
+        meta = tf.compat.v1.train.export_meta_graph(graph_def=gd, graph=graph)
+    fetch = meta_graph_pb2.CollectionDef()
+    fetch.node_list.value.extend(list(inputs) + list(outputs))
+    meta.collection_def["train_op"].CopyFrom(fetch)  # Grappler keeps what this collection names
+    config = config_pb2.ConfigProto()
+    if optimizers is not None:
+        config.graph_options.rewrite_options.optimizers.extend(optimizers)
+    return tf_optimizer.OptimizeGraph(config, meta)
+
+
+def counts(gd: tf.compat.v1.GraphDef) -> OpCounts:
+    """Node counts by op type, including the nodes of functions in the graph's library."""
+    kinds = [n.op for n in gd.node] + [n.op for f in gd.library.function for n in f.node_def]
+    return OpCounts.of(kinds, lambda k: k in BOOKKEEPING)
+
+
+def run(gd: tf.compat.v1.GraphDef, inputs: Sequence[str], outputs: Sequence[str],
+        *values: np.ndarray) -> list[np.ndarray]:
+    """Execute a ``GraphDef`` in a fresh graph and session: ``outputs`` for the given inputs."""
+    if len(values) != len(inputs):
+        raise ValueError(f"the graph takes {len(inputs)} input(s) {list(inputs)}, got {len(values)}")
+    with tf.Graph().as_default() as graph:
+        tf.compat.v1.import_graph_def(gd, name="")
+        with tf.compat.v1.Session(graph=graph) as sess:
+            return sess.run(list(outputs), dict(zip(inputs, values)))
+
+
+def stages(model: tf.keras.Model, images_nhwc: np.ndarray) -> tuple[dict[str, tf.compat.v1.GraphDef],
+                                                                    list[str], list[str]]:
+    """ResNet-50's inference graph ``{"traced", "frozen", "grappler"}`` and its input/output names."""
+    cf = trace(model, images_nhwc)
+    inputs, outputs = io_names(cf)
+    frozen = freeze(cf)
+    return ({"traced": graph_def(cf), "frozen": frozen,
+             "grappler": grappler(frozen, inputs, outputs)}, inputs, outputs)

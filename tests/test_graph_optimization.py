@@ -1,0 +1,247 @@
+"""Graph optimisation made visible: node counts before and after, and the same outputs.
+
+Real frameworks on ResNet-50 at 32x32 (TorchScript freeze / optimize_for_inference, ONNX Runtime's
+optimisation levels on the PyTorch export, Grappler on TensorFlow's traced graph), plus the
+framework-free arithmetic (BatchNorm folding, memory planning) checked against the frameworks.
+"""
+import numpy as np
+import pytest
+
+from conftest import require
+from labkit import graphs, resnet
+
+SIZE, BATCH = 32, 2
+TOL = 1e-4  # of the logit scale
+
+
+def need(package):
+    """Skip unless ``package`` imports here (the framework itself, not its labkit adapter)."""
+    from labkit import frameworks
+
+    probe = frameworks.probe_all()[package]
+    if not probe.importable:
+        pytest.skip(f"{package} is not importable here: {probe.error}")
+
+
+def close(a, b):
+    scale = max(float(np.abs(a).max()), 1e-6)
+    return float(np.abs(a - b).max()) / scale < TOL
+
+
+@pytest.fixture(scope="module")
+def weights():
+    return resnet.init_weights(0)
+
+
+@pytest.fixture(scope="module")
+def images():
+    return resnet.random_batch(BATCH, SIZE, seed=3)[0]
+
+
+# ---------------------------------------------------------------------------------------------
+# framework-free
+
+
+def test_op_counts_separate_bookkeeping_from_compute():
+    c = graphs.OpCounts.of(["Const", "Conv", "Conv", "Relu", "Const", "Const"], lambda k: k == "Const")
+    assert (c.total, c.compute, c["Conv"], c["Missing"]) == (6, 3, 2, 0)
+    assert list(c.by_kind) == ["Const", "Conv", "Relu"]  # most common first
+    assert c.count("on") == 5 and c.top(1) == "Const x3"
+    rows = graphs.stage_rows({"before": c, "after": graphs.OpCounts.of(["Conv"], lambda k: False)},
+                             watch=("Relu",))
+    assert [(r["stage"], r["nodes"], r["compute nodes"], r["Relu"]) for r in rows] == [
+        ("before", 6, 3, 1), ("after", 1, 1, 0)]
+
+
+def test_plan_memory_liveness():
+    # a -> b -> c, with a also read by the last step (a residual connection)
+    steps = [graphs.Step("s0", ("x",), ("a",)), graphs.Step("s1", ("a",), ("b",)),
+             graphs.Step("s2", ("b",), ("c",)), graphs.Step("s3", ("c", "a"), ("y",))]
+    sizes = {"a": 100, "b": 10, "c": 20, "y": 1}
+    plan = graphs.plan_memory(steps, sizes, keep=["y"])
+    assert plan.naive_bytes == 131
+    # during a step its inputs and outputs are alive; a stays alive for the residual add
+    assert plan.live_bytes == [100, 110, 130, 121]
+    assert (plan.peak_bytes, plan.peak_step) == (130, "s2")
+    chain = [graphs.Step("s0", ("x",), ("a",)), graphs.Step("s1", ("a",), ("b",)),
+             graphs.Step("s2", ("b",), ("y",))]
+    plan = graphs.plan_memory(chain, {"a": 100, "b": 10, "y": 1}, keep=["y"])
+    assert plan.live_bytes == [100, 110, 11] and plan.saving == pytest.approx(1 - 110 / 111)
+    with pytest.raises(ValueError, match="no size for intermediate"):
+        graphs.plan_memory(chain, {"a": 1})
+
+
+def test_fold_batchnorm_matches_torch():
+    require("torch")
+    import torch
+
+    rng = np.random.default_rng(0)
+    conv = torch.nn.Conv2d(3, 4, 3, padding=1, bias=True).eval()
+    bn = torch.nn.BatchNorm2d(4).eval()
+    with torch.no_grad():
+        bn.weight.copy_(torch.from_numpy(rng.uniform(0.5, 2, 4).astype(np.float32)))
+        bn.bias.copy_(torch.from_numpy(rng.normal(size=4).astype(np.float32)))
+        bn.running_mean.copy_(torch.from_numpy(rng.normal(size=4).astype(np.float32)))
+        bn.running_var.copy_(torch.from_numpy(rng.uniform(0.5, 2, 4).astype(np.float32)))
+    w, b = graphs.fold_batchnorm(conv.weight.detach().numpy(), conv.bias.detach().numpy(),
+                                 bn.weight.detach().numpy(), bn.bias.detach().numpy(),
+                                 bn.running_mean.numpy(), bn.running_var.numpy(), bn.eps)
+    x = torch.from_numpy(rng.normal(size=(2, 3, 8, 8)).astype(np.float32))
+    with torch.no_grad():
+        want = bn(conv(x)).numpy()
+        got = torch.nn.functional.conv2d(x, torch.from_numpy(w), torch.from_numpy(b), padding=1).numpy()
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+    with pytest.raises(ValueError, match="one value per output channel"):
+        graphs.fold_batchnorm(np.ones((4, 3, 3, 3)), None, np.ones(3), np.ones(4), np.ones(4), np.ones(4))
+
+
+# ---------------------------------------------------------------------------------------------
+# TorchScript
+
+
+def test_torchscript_freeze_and_optimize_shrink_resnet50(weights, images):
+    lt = require("torch")
+    from labkit.frameworks import torch_graphs as tg
+
+    model = lt.build_resnet50(weights)
+    want = lt.predict(model, images)
+    stages = tg.stages(model, images)
+    c = {k: tg.counts(m) for k, m in stages.items()}
+    assert list(c) == list(tg.STAGES)
+    assert c["traced"].count("batch_norm") == 53 and c["traced"].count("convolution") == 53
+    assert c["traced"]["prim::GetAttr"] > 100  # every weight read from the module
+    for after in ("frozen", "optimized"):
+        assert c[after].total < c["traced"].total and c[after].compute < c["traced"].compute
+        assert c[after].count("batch_norm") == 0 and c[after]["prim::GetAttr"] == 0
+        assert close(tg.run(stages[after], images), want), after
+    assert c["frozen"].compute == 122  # 53 conv + 49 relu + 16 add + pools, flatten, linear
+    assert c["optimized"]["prim::mkldnn_convolution"] == 53
+
+
+# ---------------------------------------------------------------------------------------------
+# ONNX Runtime
+
+
+@pytest.fixture(scope="module")
+def onnx_files(weights, images, tmp_path_factory):
+    lt = require("torch")
+    need("onnxruntime")
+    from labkit.frameworks import onnxruntime_graphs as og
+    from labkit.frameworks import torch_graphs as tg
+
+    directory = tmp_path_factory.mktemp("onnx")
+    model = lt.build_resnet50(weights)
+    files = tg.export_onnx(model, images, directory)
+    files.update(og.optimize_levels(files["exported"], directory))
+    return files, lt.predict(model, images)
+
+
+def test_onnxruntime_levels_shrink_the_exported_graph(onnx_files, images):
+    from labkit.frameworks import onnxruntime_graphs as og
+
+    files, want = onnx_files
+    c = {k: og.counts(p) for k, p in files.items()}
+    assert c["translated"]["BatchNormalization"] == 53  # as translated, op by op
+    assert c["exported"]["BatchNormalization"] == 0 and c["exported"]["Conv"] == 53
+    assert c["exported"].total < c["translated"].total
+    assert c["disabled"].total == c["exported"].total
+    assert c["extended"]["com.microsoft:FusedConv"] > 0  # Conv+Relu fused
+    assert c["extended"].total < c["exported"].total
+    assert c["all"].total < c["extended"].total  # NCHWc convolutions absorb Add and Relu
+    assert c["all"].count("nchwc") >= 53
+    for name, path in files.items():
+        assert close(og.run(path, images), want), name
+
+
+def test_onnxruntime_fuses_a_small_conv_bn_relu():
+    """Conv+BatchNorm folds at 'basic', Conv+Relu fuses at 'extended', on a hand-built graph."""
+    need("onnxruntime")
+    import onnx
+    from onnx import helper, numpy_helper
+
+    from labkit.frameworks import onnxruntime_graphs as og
+
+    rng = np.random.default_rng(1)
+    init = [numpy_helper.from_array(rng.normal(size=s).astype(np.float32), n) for n, s in
+            (("w", (4, 3, 3, 3)), ("gamma", (4,)), ("beta", (4,)), ("mean", (4,)))]
+    init.append(numpy_helper.from_array(rng.uniform(0.5, 2, 4).astype(np.float32), "var"))
+    nodes = [helper.make_node("Conv", ["x", "w"], ["c"], pads=[1, 1, 1, 1]),
+             helper.make_node("BatchNormalization", ["c", "gamma", "beta", "mean", "var"], ["b"]),
+             helper.make_node("Relu", ["b"], ["y"])]
+    graph = helper.make_graph(nodes, "cbr", [helper.make_tensor_value_info("x", 1, [1, 3, 8, 8])],
+                              [helper.make_tensor_value_info("y", 1, [1, 4, 8, 8])], init)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    onnx.checker.check_model(model)
+    x = rng.normal(size=(1, 3, 8, 8)).astype(np.float32)
+    want = og.run(og.session(model.SerializeToString(), "disabled"), x)
+    import tempfile
+    with tempfile.TemporaryDirectory() as d:
+        src = f"{d}/cbr.onnx"
+        onnx.save(model, src)
+        files = og.optimize_levels(src, d, ("basic", "extended"))
+        assert og.counts(files["basic"]).by_kind == {"Conv": 1, "Relu": 1}
+        assert og.counts(files["extended"]).by_kind == {"com.microsoft:FusedConv": 1}
+        for p in files.values():
+            np.testing.assert_allclose(og.run(p, x), want, rtol=1e-4, atol=1e-5)
+    with pytest.raises(ValueError, match="valid levels are"):
+        og.session(src, "max")
+
+
+def test_memory_plan_of_the_exported_resnet50(onnx_files):
+    from labkit.frameworks import onnxruntime_graphs as og
+
+    files, _ = onnx_files
+    steps, sizes, outputs = og.memory_steps(files["exported"], BATCH)
+    assert len(steps) == 122 and outputs == ["logits"]
+    assert sizes["logits"] == BATCH * 1000 * 4
+    plan = graphs.plan_memory(steps, sizes, outputs)
+    assert 0 < plan.peak_bytes < plan.naive_bytes / 4  # buffer reuse saves most of the memory
+    assert plan.peak_bytes == max(plan.live_bytes)
+
+
+# ---------------------------------------------------------------------------------------------
+# TensorFlow / Grappler
+
+
+def test_grappler_folds_constants_and_removes_dead_code():
+    require("tensorflow")
+    import tensorflow as tf
+
+    from labkit.frameworks import tensorflow_graphs as tg
+
+    @tf.function
+    def f(x):
+        scale = tf.constant(2.0) * tf.constant(3.0)  # foldable
+        unused = tf.sin(x) * 100.0  # noqa: F841 - dead code
+        return x * scale
+
+    x = np.arange(4, dtype=np.float32)
+    cf = tg.trace(f, x)
+    ins, outs = tg.io_names(cf)
+    before = tg.graph_def(cf)
+    assert tg.counts(before)["Mul"] == 3 and tg.counts(before)["Sin"] == 1
+    pruned = tg.grappler(before, ins, outs, ["pruning"])
+    assert tg.counts(pruned)["Sin"] == 0 and tg.counts(pruned)["Mul"] == 2
+    full = tg.grappler(before, ins, outs)
+    assert tg.counts(full)["Mul"] == 1 and tg.counts(full).total < tg.counts(before).total
+    for g in (before, pruned, full):
+        np.testing.assert_allclose(tg.run(g, ins, outs, x)[0], x * 6)
+    with pytest.raises(ValueError, match="unknown Grappler optimizer"):
+        tg.grappler(before, ins, outs, ["fold-everything"])
+
+
+def test_grappler_shrinks_resnet50(weights, images):
+    ltf = require("tensorflow")
+    from labkit.frameworks import tensorflow_graphs as tg
+
+    model = ltf.build_resnet50(weights)
+    want = ltf.predict(model, images)
+    x = ltf.to_nhwc(images)
+    stages, ins, outs = tg.stages(model, x)
+    c = {k: tg.counts(g) for k, g in stages.items()}
+    assert c["traced"]["ReadVariableOp"] > 200 and c["frozen"]["ReadVariableOp"] == 0
+    assert c["traced"]["Conv2D"] == c["grappler"]["Conv2D"] == 53
+    assert c["grappler"]["Rsqrt"] == 0 < c["frozen"]["Rsqrt"]  # BatchNorm folded away
+    assert c["grappler"].total < c["frozen"].total and c["grappler"].compute < c["frozen"].compute
+    for name in ("frozen", "grappler"):
+        assert close(tg.run(stages[name], ins, outs, x)[0], want), name

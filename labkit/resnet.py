@@ -183,6 +183,19 @@ def check_image_size(image_size: int) -> int:
     return int(image_size)
 
 
+
+def check_images(images: np.ndarray) -> np.ndarray:
+    """A host batch as the adapters take it: NCHW, 3 channels, sizes ResNet-50 can take.
+
+    Returns it as C-contiguous float32; raises ``ValueError`` saying what is wrong.
+    """
+    shape = np.shape(images)
+    if len(shape) != 4 or shape[1] != 3:
+        raise ValueError(f"images must be NCHW with 3 channels, e.g. (8, 3, 224, 224); got shape {shape}")
+    check_image_size(int(shape[2]))
+    check_image_size(int(shape[3]))
+    return np.ascontiguousarray(images, dtype=np.float32)
+
 def _out(size: int, kernel: int, stride: int, padding: int) -> int:
     return (size + 2 * padding - kernel) // stride + 1
 

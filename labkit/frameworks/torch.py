@@ -13,6 +13,7 @@ Modes: ``eager`` (plain ``nn.Module`` calls), ``torchscript`` (``torch.jit.trace
 from __future__ import annotations
 
 import contextlib
+import logging
 import warnings
 from pathlib import Path
 from typing import Callable
@@ -128,19 +129,9 @@ def to_canonical(model: nn.Module) -> dict[str, np.ndarray]:
             for name in resnet.param_shapes(num_classes)}
 
 
-def check_images(images: np.ndarray) -> np.ndarray:
-    """Images must be an NCHW float array with 3 channels and a size ResNet-50 can take."""
-    shape = np.shape(images)
-    if len(shape) != 4 or shape[1] != 3:
-        raise ValueError(f"images must be NCHW with 3 channels, e.g. (8, 3, 224, 224); got shape {shape}")
-    resnet.check_image_size(int(shape[2]))
-    resnet.check_image_size(int(shape[3]))
-    return np.ascontiguousarray(images, dtype=np.float32)
-
-
 def predict(model: nn.Module, images: np.ndarray) -> np.ndarray:
     """Eval-mode logits for a host batch (NCHW float32)."""
-    x = torch.from_numpy(check_images(images))
+    x = torch.from_numpy(resnet.check_images(images))
     with torch.inference_mode():
         return model(x).float().numpy()
 
@@ -153,7 +144,7 @@ def train_step(weights: dict[str, np.ndarray], images: np.ndarray, labels: np.nd
     updated by PyTorch's convention: momentum 0.1, unbiased batch variance).
     """
     model = build_resnet50(weights).train()
-    x = torch.from_numpy(check_images(images))
+    x = torch.from_numpy(resnet.check_images(images))
     y = torch.from_numpy(np.asarray(labels, dtype=np.int64))
     opt = torch.optim.SGD(model.parameters(), lr=lr, momentum=momentum)
     loss = F.cross_entropy(model(x), y)
@@ -285,3 +276,69 @@ def prepare(weights: dict[str, np.ndarray], mode: str, task: str, batch_size: in
             return out
 
     return Prepared(step, int(batch_size), "; ".join([how, *notes]))
+
+
+# --------------------------------------------------------------------------------------------
+# Deployment: ONNX
+
+
+@contextlib.contextmanager
+def _quiet_onnx_export():
+    """The dynamo exporter logs skipped torchvision ops (torchvision is not needed here) and a
+    FutureWarning from PyTorch's own pytree code; neither concerns the learner."""
+    logger = logging.getLogger("torch.onnx._internal.exporter._registration")
+    level = logger.level
+    logger.setLevel(logging.ERROR)
+    try:
+        with warnings.catch_warnings():
+            warnings.filterwarnings("ignore", category=FutureWarning)
+            yield
+    finally:
+        logger.setLevel(level)
+
+
+def export(model: nn.Module, directory: str | Path) -> Path:
+    """Write ``directory/model.onnx``: the eval-mode model as ONNX, weights inside the file.
+
+    ``torch.onnx.export`` with its default exporter in PyTorch 2.9+ (``dynamo=True``: the model
+    is captured with ``torch.export``), dynamic batch, height and width, so any batch size and
+    image size works. The exporter's own optimiser is off (``optimize=False``) and only
+    constants are folded, so the file shows the model as written: Conv, BatchNormalization,
+    Relu nodes with the canonical weight names. Fusing BatchNorm into the convolutions is left
+    to ONNX Runtime's graph optimiser, which the course shows at work. Checked with
+    ``onnx.checker``.
+    """
+    import onnx
+    import onnxscript.optimizer
+
+    directory = Path(directory)
+    directory.mkdir(parents=True, exist_ok=True)
+    path = directory / "model.onnx"
+    device = next(model.parameters()).device
+    example = torch.from_numpy(resnet.random_batch(2, 64)[0]).to(device)
+    Dim = torch.export.Dim
+    dims = {"x": {0: Dim("batch", min=1), 2: Dim("height", min=resnet.MIN_IMAGE_SIZE),
+                  3: Dim("width", min=resnet.MIN_IMAGE_SIZE)}}
+    was_training = model.training
+    model.eval()
+    try:
+        with _quiet_onnx_export():
+            program = torch.onnx.export(model, (example,), input_names=["images"],
+                                        output_names=["logits"], dynamic_shapes=dims,
+                                        optimize=False, verbose=False)
+    finally:
+        model.train(was_training)
+    # the zero biases the exporter gives each Conv are computed from shapes: fold them
+    onnxscript.optimizer.fold_constants(program.model)
+    onnxscript.optimizer.remove_unused_nodes(program.model)
+    program.save(path, external_data=False)
+    onnx.checker.check_model(str(path))
+    return path
+
+
+def load_exported(path: str | Path) -> Callable[[np.ndarray], np.ndarray]:
+    """The exported ONNX model as a callable ``images -> logits``, run by ONNX Runtime."""
+    from . import onnxruntime as ort_adapter
+
+    session = ort_adapter.session_from_file(Path(path))
+    return lambda images: ort_adapter.predict(session, images)

@@ -1,0 +1,214 @@
+"""ONNX Runtime adapter: the PyTorch-exported ResNet-50, run by ONNX Runtime (inference only).
+
+Where the model comes from: :func:`labkit.frameworks.torch.export` writes the network as ONNX
+with the canonical weight names on its initializers (BatchNorm not yet fused). That export
+(tens of seconds) happens once per PyTorch version and class count and is cached in the temp
+directory; :func:`build_resnet50` then writes the requested canonical weights into the
+initializers by name and caches that file under a hash of the weights, so new weights never
+need a new export. The session runs with all graph optimisations on (``ORT_ENABLE_ALL``:
+constant folding, Conv+BatchNorm folding, Conv+Relu fusion, the blocked NCHWc layout on x86).
+
+Modes: ``ort`` only. Tasks: inference latency and throughput; training is not offered
+(that needs the separate onnxruntime-training package). Precision: fp32 only, because ONNX's
+``Conv`` operator has no bfloat16 type. Device ``gpu`` uses the CUDAExecutionProvider when the
+installed build has it (``pip install onnxruntime-gpu``).
+
+Threads: ONNX Runtime sizes its thread pools per session, so :func:`set_threads` applies to the
+sessions created after it. Its worker threads spin (busy-wait) for a while after each run by
+default: good for its own latency, but it takes cores from any other framework in the same
+process, which is one reason the benchmark runner gives every cell its own process.
+
+:func:`to_canonical` reads the weights back from the session's ONNX file (initializers carry the
+canonical names); it works for sessions made here (:func:`build_resnet50`,
+:func:`session_from_file`).
+"""
+from __future__ import annotations
+
+import hashlib
+import os
+import tempfile
+from pathlib import Path
+
+import numpy as np
+import onnx
+import onnxruntime as ort
+from onnx import numpy_helper
+
+from .. import resnet
+from ..bench import DEVICES, PRECISIONS, TASKS, Prepared, Unsupported
+from . import installed_version
+
+NAME = "onnxruntime"
+MODES: tuple[str, ...] = ("ort",)
+
+_threads: int | None = None  # None: ONNX Runtime's default (one thread per physical core)
+
+
+def version() -> str:
+    return ort.__version__
+
+
+def set_threads(n: int) -> None:
+    """Use ``n`` intra-op threads in every session created from now on."""
+    global _threads
+    if n < 1:
+        raise ValueError(f"thread count must be >= 1, got {n}")
+    _threads = int(n)
+
+
+class ResNetSession(ort.InferenceSession):
+    """An ``onnxruntime.InferenceSession`` that remembers the ONNX file it was made from."""
+
+    def __init__(self, path: Path, options: ort.SessionOptions, providers: list[str]):
+        super().__init__(str(path), sess_options=options, providers=providers)
+        self.model_path = Path(path)
+
+
+def _options() -> ort.SessionOptions:
+    options = ort.SessionOptions()
+    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+    if _threads is not None:
+        options.intra_op_num_threads = _threads
+        options.inter_op_num_threads = 1
+    return options
+
+
+def _providers(device: str) -> list[str]:
+    if device not in DEVICES:
+        raise ValueError(f"unknown device {device!r} for onnxruntime: valid devices are {', '.join(DEVICES)}")
+    if device == "cpu":
+        return ["CPUExecutionProvider"]
+    have = ort.get_available_providers()
+    if "CUDAExecutionProvider" not in have:
+        raise Unsupported(f"onnxruntime {ort.__version__} here has no CUDAExecutionProvider "
+                          f"(it has {', '.join(have)}); install onnxruntime-gpu for a CUDA GPU")
+    return ["CUDAExecutionProvider", "CPUExecutionProvider"]
+
+
+def session_from_file(path: Path, device: str = "cpu") -> ResNetSession:
+    """An optimised session (``ORT_ENABLE_ALL``) for an ONNX file."""
+    return ResNetSession(Path(path), _options(), _providers(device))
+
+
+# --------------------------------------------------------------------------------------------
+# Building from canonical weights
+
+
+def _cache_dir() -> Path:
+    path = Path(tempfile.gettempdir()) / "labkit-onnx-cache"
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+def _write_atomically(model: onnx.ModelProto, path: Path) -> None:
+    """Concurrent processes may build the same file: write aside, then rename into place."""
+    fd, tmp = tempfile.mkstemp(dir=path.parent, suffix=".onnx.part")
+    os.close(fd)
+    try:
+        onnx.save(model, tmp)
+        os.replace(tmp, path)
+    finally:
+        if os.path.exists(tmp):
+            os.remove(tmp)
+
+
+def _template(num_classes: int) -> Path:
+    """The exported graph for this class count, exported by PyTorch once and cached."""
+    path = _cache_dir() / f"resnet50-torch{installed_version('torch')}-c{num_classes}.onnx"
+    if not path.exists():
+        from . import torch as torch_adapter  # the exporter; imported only when needed
+
+        with tempfile.TemporaryDirectory(dir=path.parent) as tmp:
+            model = torch_adapter.build_resnet50(resnet.init_weights(0, num_classes))
+            exported = torch_adapter.export(model, tmp)
+            os.replace(exported, path)
+    return path
+
+
+def weights_digest(weights: dict[str, np.ndarray]) -> str:
+    h = hashlib.sha256()
+    for name in sorted(weights):
+        arr = np.ascontiguousarray(weights[name], dtype=np.float32)
+        h.update(f"{name}{arr.shape}".encode())
+        h.update(arr.tobytes())
+    return h.hexdigest()[:20]
+
+
+def model_file(weights: dict[str, np.ndarray]) -> Path:
+    """The ONNX file holding ``weights`` (written once per distinct weights, then reused)."""
+    num_classes = resnet.validate_weights(weights)
+    path = _cache_dir() / f"resnet50-{weights_digest(weights)}.onnx"
+    if not path.exists():
+        model = onnx.load(str(_template(num_classes)))
+        for init in model.graph.initializer:
+            if init.name in weights:
+                arr = np.asarray(weights[init.name], dtype=np.float32)
+                init.CopyFrom(numpy_helper.from_array(arr, init.name))
+        _write_atomically(model, path)
+    return path
+
+
+def build_resnet50(weights: dict[str, np.ndarray], device: str = "cpu") -> ResNetSession:
+    """An ONNX Runtime session of the exported ResNet-50 holding ``weights``.
+
+    A missing, unexpected or misshaped tensor raises ``ValueError`` naming it.
+    """
+    return session_from_file(model_file(weights), device)
+
+
+def to_canonical(session: ResNetSession) -> dict[str, np.ndarray]:
+    """The canonical weights stored in the session's ONNX file (exact copies)."""
+    if not isinstance(session, ResNetSession):
+        raise ValueError("to_canonical needs a session made by labkit (build_resnet50 or "
+                         "session_from_file): ONNX Runtime does not hand its weights back")
+    graph = onnx.load(str(session.model_path)).graph
+    stored = {init.name: init for init in graph.initializer}
+    num_classes = int(stored["fc.bias"].dims[0])
+    return {name: numpy_helper.to_array(stored[name]).astype(np.float32, copy=True)
+            for name in resnet.param_shapes(num_classes)}
+
+
+def predict(session: ort.InferenceSession, images: np.ndarray) -> np.ndarray:
+    """Logits for a host batch (NCHW float32)."""
+    name = session.get_inputs()[0].name
+    return session.run(None, {name: resnet.check_images(images)})[0]
+
+
+# --------------------------------------------------------------------------------------------
+# Benchmark
+
+
+def _choice(kind: str, value: str, valid: tuple[str, ...]) -> str:
+    if value not in valid:
+        raise ValueError(f"unknown {kind} {value!r} for onnxruntime: valid {kind}s are {', '.join(valid)}")
+    return value
+
+
+def prepare(weights: dict[str, np.ndarray], mode: str, task: str, batch_size: int,
+            precision: str = "fp32", image_size: int = 224, device: str = "cpu") -> Prepared:
+    """One inference batch through the optimised session (see :mod:`labkit.bench`).
+
+    ``session.run`` takes the host array and returns host logits, so a step is complete
+    (and, on a GPU, synchronised) when it returns.
+    """
+    _choice("mode", mode, MODES)
+    _choice("task", task, TASKS)
+    _choice("precision", precision, PRECISIONS)
+    if isinstance(batch_size, bool) or not isinstance(batch_size, (int, np.integer)) or batch_size < 1:
+        raise ValueError(f"batch_size must be an integer >= 1, got {batch_size!r}")
+    num_classes = resnet.validate_weights(weights)
+    images, _ = resnet.random_batch(int(batch_size), image_size, seed=0, num_classes=num_classes)
+    if task == "train":
+        raise Unsupported("ONNX Runtime here is an inference engine; training needs "
+                          "onnxruntime-training")
+    if precision == "bf16":
+        raise Unsupported("ONNX's Conv operator has no bfloat16 type, so this model runs in "
+                          "fp32 only in ONNX Runtime")
+    session = build_resnet50(weights, device)
+    name = session.get_inputs()[0].name
+    notes = f"torch.onnx.export (dynamo) + ORT_ENABLE_ALL on {session.get_providers()[0]}"
+
+    def step() -> np.ndarray:
+        return session.run(None, {name: images})[0]
+
+    return Prepared(step, int(batch_size), notes)

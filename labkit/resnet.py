@@ -238,3 +238,34 @@ def random_batch(batch: int, image_size: int, seed: int = 0, num_classes: int = 
     x = rng.standard_normal((batch, 3, image_size, image_size), dtype=np.float32)
     y = rng.integers(0, num_classes, size=batch, dtype=np.int64)
     return x, y
+
+
+def crosscheck(frameworks: list[str] | None = None, seed: int = 0, batch: int = 2,
+               image_size: int = 64) -> dict[str, float]:
+    """Run the same weights and batch through each framework and compare with PyTorch.
+
+    Returns, per framework (every available one if ``frameworks`` is None), the largest
+    absolute difference of its eval-mode logits from PyTorch's, divided by the largest absolute
+    PyTorch logit: 0.0 for PyTorch itself, around 1e-6 when two frameworks compute the same
+    float32 function, order 1 when a layout or weight is wrong. Needs PyTorch (the reference).
+    """
+    from . import frameworks as fw  # imported here: labkit.resnet stays framework-free
+
+    names = fw.available() if frameworks is None else [fw.check_name(n) for n in frameworks]
+    weights = init_weights(seed)
+    images, _ = random_batch(batch, image_size, seed)
+    reference = fw.get("torch")
+    ref = reference.predict(reference.build_resnet50(weights), images)
+    scale = float(np.abs(ref).max())
+    result: dict[str, float] = {}
+    for name in names:
+        if name == "torch":
+            result[name] = 0.0
+            continue
+        adapter = fw.get(name)
+        logits = np.asarray(adapter.predict(adapter.build_resnet50(weights), images))
+        if logits.shape != ref.shape:
+            raise RuntimeError(f"{name} returned logits of shape {logits.shape}, "
+                               f"PyTorch {ref.shape}")
+        result[name] = float(np.abs(logits.astype(np.float64) - ref).max()) / scale
+    return result

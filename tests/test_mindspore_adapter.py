@@ -162,13 +162,18 @@ def test_mindir_export_reloads_and_agrees(ms_adapter, net, tmp_path):
 
 
 def test_tensorflow_then_mindspore_in_one_process():
-    """labkit imported first sets protobuf's pure-Python mode, so TF may be imported first."""
+    """labkit imported first sets protobuf's pure-Python mode, so TF may be imported first.
+
+    The same fresh process checks that MindSpore's thread count can be set once only.
+    """
     require("tensorflow")
     code = (
         "import os, labkit, tensorflow as tf\n"
         "assert os.environ['PROTOCOL_BUFFERS_PYTHON_IMPLEMENTATION'] == 'python'\n"
         "from labkit import frameworks\n"
         "m = frameworks.get('mindspore')\n"
+        "m.set_threads(1); m.set_threads(1)\n"  # the same count again is a no-op
+        "try:\n    m.set_threads(2)\nexcept RuntimeError as e:\n    print('once:', e)\n"
         "import mindspore as ms, numpy as np\n"
         "a = ms.ops.add(ms.Tensor(np.ones(3, np.float32)), 1).asnumpy()\n"
         "b = tf.reduce_sum(tf.ones(3)).numpy()\n"
@@ -179,3 +184,4 @@ def test_tensorflow_then_mindspore_in_one_process():
                           timeout=300, env=env, cwd=ROOT)
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert "ok 9.0 True" in proc.stdout
+    assert "once: MindSpore's CPU thread count is already 1" in proc.stdout

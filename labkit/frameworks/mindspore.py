@@ -45,10 +45,13 @@ _threads: int | None = None
 def set_threads(n: int) -> None:
     """Use ``n`` threads for MindSpore's CPU kernels (intra-op parallelism).
 
-    Calls ``mindspore.device_context.cpu.op_tuning.threads_num(n)`` (MindSpore's default is 25
-    threads, whatever the core count). MindSpore accepts this once per process, before the
-    first kernel runs: call it first. Asking again for the same number is a no-op; asking for
-    a different one raises ``RuntimeError`` (start a new process, as the benchmark runner does).
+    Calls ``mindspore.device_context.cpu.op_tuning.threads_num(n)``, the MindSpore 2.8 API that
+    replaces ``set_context(runtime_num_threads=...)``. The value (default 25) is an upper bound:
+    MindSpore also sizes its CPU pool by the cores it sees, so on a 2-core machine it runs one
+    actor and one kernel thread sharing each convolution whatever ``n`` is (seen with
+    /proc/<pid>/task). MindSpore accepts the setting once per process and wants it before any
+    work: call this first. Asking again for the same number is a no-op; a different one raises
+    ``RuntimeError`` (start a new process, as the benchmark runner does).
     """
     global _threads
     if not isinstance(n, int) or isinstance(n, bool) or n < 1:

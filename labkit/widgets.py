@@ -100,7 +100,7 @@ class GuideForm:
                                       layout=W.Layout(width="9em"))
                         for t, text in guide.TARGETS.items()}
         self.profile = W.ToggleButtons(options=list(QUICK_PROFILES),
-                                       value=prof if prof in QUICK_PROFILES else "smoke",
+                                       value=prof if prof in QUICK_PROFILES else "standard",
                                        description="Profile", style={"description_width": "8em"})
         self.bench_button = W.Button(description="Run a quick benchmark of my candidates",
                                      button_style="primary", icon="play",

@@ -68,6 +68,8 @@ FIELDS: dict[str, tuple[tuple[type, ...], str]] = {
     "versions": ((dict,), "package versions in the cell's process"),
     "machine": ((dict,), "labkit.hardware.fingerprint()"),
     "wall_s": (_OPT_NUM, "seconds the whole cell subprocess took"),
+    "load_1min": (_OPT_NUM, "the machine's 1-minute load average when the cell started (busy "
+                            "machine: noisy timings); null where the OS does not report it"),
     "log": ((str,), "the tail of the cell's stderr when it failed, else ''"),
     "timestamp": ((str,), "when the cell finished, ISO 8601 UTC"),
 }

@@ -27,6 +27,7 @@ import tempfile
 import threading
 import time
 import traceback
+import warnings
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Iterable, Sequence
@@ -220,6 +221,12 @@ def _versions(framework: str, adapter) -> dict:
     return out
 
 
+def _load() -> float | None:
+    with contextlib.suppress(OSError, AttributeError):  # Windows has no load average
+        return os.getloadavg()[0]
+    return None
+
+
 def measure_cell(cell: Cell, threads: int, memory_limit_mb: float | None = None) -> dict:
     """Measure ``cell`` in this process and return the record's fields (run in a fresh process).
 
@@ -231,7 +238,7 @@ def measure_cell(cell: Cell, threads: int, memory_limit_mb: float | None = None)
         limit = int(memory_limit_mb * 2**20)
         resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
     prof = profiles.get(cell.profile)
-    out: dict = {"status": "failed", "versions": {}}
+    out: dict = {"status": "failed", "versions": {}, "load_1min": _load()}
     adapter = None
     try:
         for kind in _faults(cell):
@@ -420,6 +427,16 @@ def _sigterm_as_interrupt():
         signal.signal(signal.SIGTERM, old)
 
 
+def _warn_if_busy(threads: int) -> None:
+    load = _load()
+    if load is not None and load >= hardware.cores():
+        warnings.warn(
+            f"this machine is busy (1-minute load {load:.1f} on {hardware.cores()} cores): timings "
+            f"will be slower and noisier than on an idle machine, and runtimes whose {threads} "
+            "threads spin-wait (OpenMP in PyTorch) can slow down many-fold; close other work, or "
+            "try fewer threads (--threads 1) or OMP_WAIT_POLICY=PASSIVE", UserWarning, stacklevel=3)
+
+
 def done_keys(out: str | os.PathLike) -> set[tuple]:
     """Cells already in ``out`` that need no new measurement: measured, or unsupported here."""
     if not Path(out).exists():
@@ -444,6 +461,7 @@ def run(plan: Plan, out: str | os.PathLike, resume: bool = False, progress: bool
     timeout_s = timeout_s or plan.profile.cell_timeout_s
     if out.exists():
         results.load(out)  # refuse to append to a corrupt file (raises ValueError with the fix)
+    _warn_if_busy(threads)
     done = done_keys(out) if resume else set()
     todo = [c for c in plan if c.key() not in done]
     res = RunResult(out, skipped=[c for c in plan if c.key() in done])

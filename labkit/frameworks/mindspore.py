@@ -171,7 +171,7 @@ def check_images(images: np.ndarray) -> np.ndarray:
 
 
 def predict(net: nn.Cell, images: np.ndarray) -> np.ndarray:
-    """Eval-mode logits of an NCHW float32 batch, as numpy."""
+    """Eval-mode logits of an NCHW float32 batch, as numpy (the Cell is set to eval mode)."""
     images = check_images(images)
     net.set_train(False)
     return net(ms.Tensor(images)).asnumpy()
@@ -213,8 +213,8 @@ def train_step(weights: dict[str, np.ndarray], images: np.ndarray, labels: np.nd
     Returns the loss before the update and the new canonical weights (BatchNorm running
     statistics updated too).
     """
-    net = build_resnet50(weights)
     images = check_images(images)
+    net = build_resnet50(weights)
     step = _train_fn(net, lr, momentum, graph=False)
     loss = step(ms.Tensor(images), _labels(labels))
     return float(loss.asnumpy()), to_canonical(net)

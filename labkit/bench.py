@@ -1,9 +1,15 @@
-"""Framework-free timing of ResNet-50 steps (the benchmark engine builds on this).
+"""Framework-free timing of ResNet-50 steps: the core of the benchmark engine.
 
 An adapter's ``prepare(...)`` returns a :class:`Prepared`: a zero-argument ``step`` that runs one
 inference batch or one training step on a host batch prepared in advance and returns only when
-the work is done (results synchronised / copied to the host). Combinations that a framework
-does not offer raise :class:`Unsupported` with the reason.
+the work is done (results synchronised / copied to the host, the GPU synchronised). Combinations
+that a framework does not offer raise :class:`Unsupported` with the reason.
+
+:func:`measure` times a step the way ``torch.utils.benchmark`` does and returns a
+:class:`Measurement` (raw times, median, IQR, p90, images/s, and how it was taken); the first
+call (tracing, compilation) is timed apart. :func:`peak_rss_mb` and
+:func:`ceiling_images_per_s` give the memory high-water mark and the machine's compute ceiling.
+Statistics are plain Python (:func:`quantile` interpolates as numpy does).
 """
 from __future__ import annotations
 

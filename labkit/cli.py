@@ -110,8 +110,13 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _show_warning(message, category, filename, lineno, file=None, line=None) -> None:
+    print(f"warning: {message}", file=sys.stderr)
+
+
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    warnings.showwarning = _show_warning  # one plain line, not a source location
     try:
         return args.func(args)
     except ValueError as exc:  # bad input: one clear line, exit status 2

@@ -123,8 +123,8 @@ def break_even(records: Iterable[dict]) -> Figure:
 
 
 def ceiling(records: Iterable[dict]) -> Figure:
-    """Each cell's images/s as a share of the machine's compute ceiling (100% = peak FLOP/s)."""
-    rows = results.latest(results.ok(records))
+    """Each CPU cell's images/s as a share of the machine's compute ceiling (100% = peak FLOP/s)."""
+    rows = [r for r in results.latest(results.ok(records)) if r["ceiling_share"] is not None]
 
     def draw(ax, rs):
         ys = range(len(rs))

@@ -57,8 +57,8 @@ FIELDS: dict[str, tuple[tuple[type, ...], str]] = {
     "mean_s": (_OPT_NUM, "mean seconds per call"),
     "images_per_s": (_OPT_NUM, "batch_size / median_s"),
     "peak_rss_mb": (_OPT_NUM, "peak resident memory of the cell's process, MiB"),
-    "ceiling_share": (_OPT_NUM, "images_per_s / the machine's compute ceiling at this size"),
-    "ceiling_images_per_s": (_OPT_NUM, "the machine's compute ceiling at this size and task"),
+    "ceiling_share": (_OPT_NUM, "images_per_s / ceiling_images_per_s (CPU only; null on a GPU)"),
+    "ceiling_images_per_s": (_OPT_NUM, "the CPU's compute ceiling at this size, task, precision"),
     "repeats": (_OPT_NUM, "timed calls"),
     "warmup": (_OPT_NUM, "untimed calls after the first call"),
     "times_s": ((list, type(None)), "the raw seconds of every timed call"),
@@ -75,7 +75,9 @@ FIELDS: dict[str, tuple[tuple[type, ...], str]] = {
 }
 #: fields that must be numbers (not null) in an ``ok`` record
 MEASURED = ("first_call_s", "median_s", "iqr_s", "p90_s", "images_per_s", "peak_rss_mb",
-            "ceiling_share", "repeats")
+            "repeats")
+#: ... and in an ``ok`` record on the CPU (labkit estimates no GPU ceiling: null there)
+MEASURED_CPU = ("ceiling_share", "ceiling_images_per_s")
 #: the fields that identify a cell (two records with the same key measured the same thing)
 KEY = ("framework", "mode", "task", "batch_size", "precision", "image_size", "device", "profile")
 
@@ -97,7 +99,8 @@ def problems(record: object) -> list[str]:
             out.append(f"field {f!r} has type {type(v).__name__}")
     status = record.get("status")
     if status == "ok":
-        out += [f"ok record without a number in {f!r}" for f in MEASURED
+        needed = MEASURED + (MEASURED_CPU if record.get("device") == "cpu" else ())
+        out += [f"ok record without a number in {f!r}" for f in needed
                 if not isinstance(record.get(f), _NUM)]
     elif status == "failed":
         if not isinstance(record.get("error"), str) or not record["error"]:
@@ -326,7 +329,8 @@ def table(records: Iterable[dict]) -> str:
         if r["status"] == "ok":
             cells += [f"{r['images_per_s']:.2f}", f"{r['median_ms']:.1f}", f"{r['iqr_ms']:.1f}",
                       f"{r['p90_ms']:.1f}", f"{r['first_call_s']:.2f}",
-                      f"{r['ceiling_share']:.1%}", f"{r['peak_rss_mb']:.0f}"]
+                      "-" if r["ceiling_share"] is None else f"{r['ceiling_share']:.1%}",
+                      f"{r['peak_rss_mb']:.0f}"]
         else:
             err = r["error"] if len(r["error"]) <= 70 else r["error"][:67] + "..."
             cells += [f"FAILED: {err}"]

@@ -255,9 +255,10 @@ def measure_cell(cell: Cell, threads: int, memory_limit_mb: float | None = None)
         del weights
         m = bench.measure(prepared, prof.warmup, prof.min_repeats, prof.min_time_s,
                           prof.max_repeats, label=cell.label())
-        ceiling = bench.ceiling_images_per_s(cell.image_size, cell.task, cell.precision)
-        out.update(m.as_dict(), status="ok", prepare_s=prepare_s, notes=prepared.notes,
-                   ceiling_images_per_s=ceiling, ceiling_share=m.images_per_s / ceiling)
+        out.update(m.as_dict(), status="ok", prepare_s=prepare_s, notes=prepared.notes)
+        if cell.device == "cpu":  # labkit estimates the CPU's ceiling only
+            ceiling = bench.ceiling_images_per_s(cell.image_size, cell.task, cell.precision)
+            out.update(ceiling_images_per_s=ceiling, ceiling_share=m.images_per_s / ceiling)
     except bench.Unsupported as exc:
         out["error"] = f"unsupported: {exc}"
     except MemoryError:
@@ -437,12 +438,9 @@ def _warn_if_busy(threads: int) -> None:
             "try fewer threads (--threads 1) or OMP_WAIT_POLICY=PASSIVE", UserWarning, stacklevel=3)
 
 
-def done_keys(out: str | os.PathLike) -> set[tuple]:
-    """Cells already in ``out`` that need no new measurement: measured, or unsupported here."""
-    if not Path(out).exists():
-        return set()
-    return {results.key(r) for r in results.load(out)
-            if r["status"] == "ok" or r["unsupported"]}
+def done_keys(records: Iterable[dict]) -> set[tuple]:
+    """Cells that need no new measurement: measured, or unsupported here."""
+    return {results.key(r) for r in records if r["status"] == "ok" or r["unsupported"]}
 
 
 def run(plan: Plan, out: str | os.PathLike, resume: bool = False, progress: bool = True,
@@ -459,10 +457,10 @@ def run(plan: Plan, out: str | os.PathLike, resume: bool = False, progress: bool
     out = Path(out)
     threads = threads or hardware.cores()
     timeout_s = timeout_s or plan.profile.cell_timeout_s
-    if out.exists():
-        results.load(out)  # refuse to append to a corrupt file (raises ValueError with the fix)
+    # refuse to append to a corrupt file (ValueError with the fix) before anything runs
+    existing = results.load(out) if out.exists() else []
     _warn_if_busy(threads)
-    done = done_keys(out) if resume else set()
+    done = done_keys(existing) if resume else set()
     todo = [c for c in plan if c.key() not in done]
     res = RunResult(out, skipped=[c for c in plan if c.key() in done])
     machine = hardware.fingerprint()

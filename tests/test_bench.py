@@ -120,6 +120,10 @@ def test_records_follow_the_schema():
     assert any("missing" in p for p in results.problems({k: v for k, v in ok.items() if k != "machine"}))
     with pytest.raises(ValueError, match="invalid benchmark record"):
         results.make(**CELL, status="ok")  # no numbers
+    no_ceiling = {**ok, "ceiling_share": None, "ceiling_images_per_s": None}
+    assert results.problems({**no_ceiling, "device": "gpu"}) == []  # no GPU ceiling estimate
+    assert any("ceiling_share" in p for p in results.problems(no_ceiling))
+    assert "-" in results.table([{**no_ceiling, "device": "gpu"}])
 
 
 def test_append_and_load_round_trip(tmp_path):

@@ -89,7 +89,7 @@ class GuideForm:
         prof = profiles.get(profile).name
         self.results = Path(results) if results is not None else default_results(prof)
         self.export_path = Path(export_path or project_root() / "results" / "framework_choice.md")
-        self.scenario = _dropdown("Scenario", guide.SCENARIOS, scenario, optional=True)
+        self.scenario = _dropdown("Scenario", guide.SCENARIOS, None, optional=True)
         self.priority = _dropdown("Matters most", guide.PRIORITIES, None, optional=True)
         self.expertise = _dropdown("Team knows", guide.EXPERTISE, None, optional=True)
         self.hardware = _dropdown("Hardware", guide.HARDWARE, "cpu", optional=False)
@@ -107,6 +107,7 @@ class GuideForm:
                                      layout=W.Layout(width="24em"))
         self.progress = W.IntProgress(value=0, min=0, max=1, description="", bar_style="",
                                       layout=W.Layout(width="30em", visibility="hidden"))
+        self.bench_plan = W.HTML()
         self.bench_status = W.HTML()
         self.export_button = W.Button(description="Export as Markdown", icon="download",
                                       layout=W.Layout(width="16em"))
@@ -132,9 +133,8 @@ class GuideForm:
             w.observe(self.update, names="value")
         self.bench_button.on_click(lambda _: self.run_quick_benchmark())
         self.export_button.on_click(lambda _: self.export())
-        if answers:
-            self.set(**answers)
-        self.update()
+        self.profile.observe(self.update, names="value")
+        self.set(scenario=scenario, **answers)  # validates the answers, then shows the advice
 
     # -- layout -----------------------------------------------------------------------------
 
@@ -145,8 +145,8 @@ class GuideForm:
                 parts.append(W.HBox([W.Label("Targets", layout=W.Layout(width="8em")),
                                      *self.targets.values()]))
             elif name == "results":
-                parts += [W.HBox([self.profile]), W.HBox([self.bench_button, self.progress]),
-                          self.bench_status]
+                parts += [self.bench_plan, W.HBox([self.profile]),
+                          W.HBox([self.bench_button, self.progress]), self.bench_status]
             else:
                 parts.append(getattr(self, name))
         if index + 1 < len(guide.DECISION_FLOW):
@@ -193,7 +193,7 @@ class GuideForm:
 
     def update(self, change: Any = None) -> guide.Recommendation:
         """Recompute the recommendation from the answers and the results file; show it."""
-        if self._quiet and self.recommendation is not None:
+        if self._quiet:  # set() is changing several answers: it updates once at the end
             return self.recommendation
         self.error = ""
         try:
@@ -207,8 +207,12 @@ class GuideForm:
         if self.error:
             text = f"**Results file not used**: {self.error}\n\n" + text
         self.view.append_display_data(Markdown(text))
-        self.bench_button.tooltip = ("measures " + ", ".join(
-            guide.DISPLAY[f] for f in rec.candidates[:QUICK_CANDIDATES]))
+        plan = quick_plan(rec, self.profile.value)
+        names = ", ".join(dict.fromkeys("ONNX Runtime" if c.framework == "onnxruntime"
+                                        else guide.DISPLAY[c.framework] for c in plan))
+        self.bench_plan.value = html.escape(
+            f"The quick benchmark measures {names}: eager vs the first graph mode, "
+            f"{plan.cells[0].task} task, {len(plan)} cells under the {plan.profile.name} profile.")
         return rec
 
     # -- step 3: a quick live benchmark ------------------------------------------------------

@@ -120,6 +120,7 @@ def train(args, launched: bool, rank: int) -> None:
         optimizer(reducer(grads))  # the reducer averages the gradients across workers
         losses.append(float(loss.asnumpy()))  # asnumpy() waits for the step
         step_s.append(time.perf_counter() - start)
+        distributed.report_step(args.out, rank)
     weights = weights_of(net, args.model)
 
     params = int(sum(np.prod(p.shape) for p in net.trainable_params()))

@@ -138,6 +138,7 @@ def train(args, config, rank: int) -> None:
         loss = float(step(x, y).numpy())  # .numpy() waits for the step to finish
         step_s.append(time.perf_counter() - start)
         losses.append(loss)
+        distributed.report_step(args.out, rank)
     weights = weights_of(model, args.model)
 
     params = int(sum(np.prod(v.shape) for v in model.trainable_variables))

@@ -121,6 +121,7 @@ def train(args, launched: bool, rank: int) -> None:
             torch.cuda.synchronize()
         step_s.append(time.perf_counter() - start)
         losses.append(float(loss.item()))
+        distributed.report_step(args.out, rank)
     weights = weights_of(model, args.model)  # before the timing passes below touch BatchNorm
 
     params = sum(p.numel() for p in model.parameters())

@@ -96,31 +96,23 @@ def run(model: str | Path | ort.InferenceSession, images: np.ndarray) -> np.ndar
 
 
 def memory_steps(model: str | Path | onnx.ModelProto,
-                 batch: int) -> tuple[list[Step], dict[str, int], list[str]]:
-    """Execution order, bytes of every intermediate tensor at ``batch``, and the graph outputs.
+                 images: np.ndarray) -> tuple[list[Step], dict[str, int], list[str]]:
+    """Execution order, bytes of every intermediate tensor, and the graph outputs.
 
-    Shapes come from ONNX shape inference with the batch dimension fixed; weights (initializers)
-    and graph inputs are not intermediate tensors and are left out.
+    The sizes are measured, not inferred: the model runs once on ``images`` with every node's
+    output exposed as a graph output (so keep the batch small: all intermediates are held at
+    once). Weights (initializers) and graph inputs are not intermediate tensors: left out.
     """
     m = onnx.ModelProto()
     m.CopyFrom(load(model))
-    for inp in m.graph.input:
-        dims = inp.type.tensor_type.shape.dim
-        if dims and not dims[0].HasField("dim_value"):
-            dims[0].dim_value = batch
-    inferred = onnx.shape_inference.infer_shapes(m)
+    outputs = [o.name for o in m.graph.output]
     outside = {i.name for i in m.graph.initializer} | {i.name for i in m.graph.input}
-    sizes: dict[str, int] = {}
-    for vi in list(inferred.graph.value_info) + list(inferred.graph.output):
-        t = vi.type.tensor_type
-        dims = [d.dim_value for d in t.shape.dim]
-        if dims and all(d > 0 for d in dims):
-            itemsize = np.dtype(onnx.helper.tensor_dtype_to_np_dtype(t.elem_type)).itemsize
-            sizes[vi.name] = int(np.prod(dims)) * itemsize
     steps = [Step(n.name or n.op_type, tuple(t for t in n.input if t and t not in outside),
-                  tuple(t for t in n.output if t)) for n in inferred.graph.node]
-    unknown = sorted({t for s in steps for t in s.writes} - set(sizes))
-    if unknown:
-        raise ValueError(f"shape inference left {len(unknown)} tensor(s) without a static shape "
-                         f"(e.g. {unknown[0]!r}); export the model with static shapes")
-    return steps, sizes, [o.name for o in m.graph.output]
+                  tuple(t for t in n.output if t)) for n in m.graph.node]
+    inner = [t for s in steps for t in s.writes if t not in outputs]
+    m.graph.output.extend(onnx.helper.make_empty_tensor_value_info(t) for t in inner)
+    sess = session(m.SerializeToString(), "disabled")
+    values = sess.run(outputs + inner, {sess.get_inputs()[0].name:
+                                        np.ascontiguousarray(images, dtype=np.float32)})
+    sizes = {name: int(np.asarray(v).nbytes) for name, v in zip(outputs + inner, values)}
+    return steps, sizes, outputs

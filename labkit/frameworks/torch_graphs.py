@@ -11,15 +11,8 @@ Three stages of one model, each a runnable TorchScript module:
 
 TorchScript is deprecated in PyTorch 2.x (``torch.compile`` / ``torch.export`` replace it); the
 course shows it because it makes a graph compiler's passes easy to see, and older code uses it.
-Also here: :func:`export_onnx`, the PyTorch -> ONNX export, kept before and after the
-exporter's own graph optimisation.
 """
 from __future__ import annotations
-
-import contextlib
-import io
-import warnings
-from pathlib import Path
 
 import numpy as np
 import torch
@@ -74,25 +67,3 @@ def run(module: nn.Module, images: np.ndarray) -> np.ndarray:
     """Inference on a host batch: the logits as numpy."""
     with torch.inference_mode():
         return module(torch.from_numpy(np.ascontiguousarray(images, dtype=np.float32))).numpy()
-
-
-def export_onnx(model: nn.Module, images: np.ndarray, directory: str | Path) -> dict[str, Path]:
-    """Export to ONNX (dynamo exporter) and keep the graph both before and after the exporter's
-    own optimisation: ``{"translated": .../translated.onnx, "exported": .../exported.onnx}``.
-
-    ``translated`` is the graph as traced ops were translated one by one (``optimize=False``);
-    ``exported`` is what ``torch.onnx.export`` writes by default, after ONNX Script's optimiser
-    folded constants and BatchNorm and removed redundant nodes. Shapes are static (``images``').
-    """
-    directory = Path(directory)
-    directory.mkdir(parents=True, exist_ok=True)
-    example = torch.from_numpy(np.ascontiguousarray(images, dtype=np.float32))
-    paths = {"translated": directory / "translated.onnx", "exported": directory / "exported.onnx"}
-    with warnings.catch_warnings(), contextlib.redirect_stdout(io.StringIO()):
-        warnings.simplefilter("ignore")
-        program = torch.onnx.export(model.eval(), (example,), dynamo=True, optimize=False,
-                                    input_names=["images"], output_names=["logits"])
-        program.save(str(paths["translated"]), external_data=False)
-        program.optimize()
-        program.save(str(paths["exported"]), external_data=False)
-    return paths

@@ -37,6 +37,11 @@ test: install browser
 	LABKIT_PROFILE=smoke $(PY) -m pytest tests notebooks --nbval-lax --nbval-current-env \
 	    --nbval-cell-timeout=900 -p no:cacheprovider
 
+APP_PORT ?= 8866
+# The selection guide as a standalone web page (Voila): http://localhost:$(APP_PORT)/
+app: install
+	LABKIT_PROFILE=$(PROFILE) $(VENV)/bin/voila app/selection_guide.ipynb --port=$(APP_PORT) --no-browser $(VOILA_ARGS)
+
 bench: install
 	$(PY) -m labkit bench --profile $(PROFILE)
 

@@ -64,6 +64,8 @@ FIELDS: dict[str, tuple[tuple[type, ...], str]] = {
     "times_s": ((list, type(None)), "the raw seconds of every timed call"),
     "notes": ((str,), "how the adapter realised the mode and precision"),
     "threads": ((int,), "intra-op threads given to the framework (same for every framework)"),
+    "thread_env": ((dict,), "thread-related environment of the cell's process (OMP_NUM_THREADS, "
+                            "OMP_WAIT_POLICY, ...)"),
     "profile": ((str,), "smoke | standard | full"),
     "versions": ((dict,), "package versions in the cell's process"),
     "machine": ((dict,), "labkit.hardware.fingerprint()"),
@@ -295,7 +297,10 @@ def break_even(records: Iterable[dict]) -> list[dict]:
 
 def summary_rows(records: Iterable[dict]) -> list[dict]:
     """One flat row per cell (the latest record), in a stable order, for tables and widgets."""
-    order = {fw: i for i, fw in enumerate(("torch", "tensorflow", "mindspore", "onnxruntime"))}
+    from . import frameworks
+
+    order = {fw: i for i, fw in enumerate(frameworks.NAMES)}
+    modes = {(fw, m): i for fw, ms in frameworks.MODES.items() for i, m in enumerate(ms)}
     tasks = {t: i for i, t in enumerate(("latency", "throughput", "train"))}
     rows = []
     for r in latest(records):
@@ -314,7 +319,8 @@ def summary_rows(records: Iterable[dict]) -> list[dict]:
             "error": r["error"] or "",
         })
     rows.sort(key=lambda x: (order.get(x["framework"], 9), tasks.get(x["task"], 9),
-                             x["precision"], x["batch_size"], x["image_size"], x["device"]))
+                             x["precision"], x["batch_size"], x["image_size"], x["device"],
+                             modes.get((x["framework"], x["mode"]), 9)))
     return rows
 
 
@@ -353,7 +359,7 @@ def make(**fields) -> dict:
     """
     record: dict = {f: None for f in FIELDS}
     record.update(schema=SCHEMA_VERSION, notes="", log="", versions={}, machine={},
-                  unsupported=False)
+                  thread_env={}, unsupported=False)
     record.update(fields)
     if "unsupported" not in fields:
         record["unsupported"] = bool(record["error"]) and record["error"].startswith("unsupported:")

@@ -40,6 +40,9 @@ FAULTS = ("fail", "hang", "oom")
 #: environment variables that size the thread pools of every framework's math libraries
 THREAD_ENV = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS",
               "TF_NUM_INTRAOP_THREADS")
+#: thread-related variables a cell records (the user's own settings pass through unchanged)
+RECORDED_ENV = (*THREAD_ENV, "TF_NUM_INTEROP_THREADS", "OMP_WAIT_POLICY", "GOMP_SPINCOUNT",
+                "KMP_BLOCKTIME", "KMP_AFFINITY", "OMP_PROC_BIND")
 LOG_TAIL_CHARS = 2000
 
 
@@ -380,6 +383,7 @@ def run_cell(cell: Cell, threads: int, timeout_s: float, memory_limit_mb: float 
                "PROTOCOL_BUFFERS_PYTHON_IMPLEMENTATION": "python", "TF_CPP_MIN_LOG_LEVEL": "2",
                "PYTHONPATH": os.pathsep.join(filter(None, [str(Path(__file__).resolve().parents[1]),
                                                            os.environ.get("PYTHONPATH")]))}
+        recorded = {k: env[k] for k in RECORDED_ENV if k in env}
         t0 = time.perf_counter()
         with open(log, "wb") as logf:
             proc = subprocess.Popen(cmd, stdout=logf, stderr=subprocess.STDOUT, env=env,
@@ -394,6 +398,7 @@ def run_cell(cell: Cell, threads: int, timeout_s: float, memory_limit_mb: float 
                     if time.perf_counter() >= deadline:
                         _kill_group(proc)
                         return {"status": "failed", "wall_s": time.perf_counter() - t0,
+                                "thread_env": recorded,
                                 "error": (f"timed out after {timeout_s:g} s (the cell's process "
                                           "group was killed); raise the profile's cell_timeout_s "
                                           "or use a smaller profile"), "log": _tail(log)}
@@ -406,9 +411,10 @@ def run_cell(cell: Cell, threads: int, timeout_s: float, memory_limit_mb: float 
             fields = json.loads(result.read_text(encoding="utf-8"))
             if fields.get("status") != "ok" and not fields.get("log"):
                 fields["log"] = _tail(log)
-            return {**fields, "wall_s": wall}
+            return {**fields, "wall_s": wall, "thread_env": recorded}
         text = _tail(log)
-        return {"status": "failed", "error": _crash_reason(code, text), "log": text, "wall_s": wall}
+        return {"status": "failed", "error": _crash_reason(code, text), "log": text, "wall_s": wall,
+                "thread_env": recorded}
 
 
 @contextlib.contextmanager

@@ -117,6 +117,7 @@ def check_measured(records, plan, framework):
         assert r["versions"][framework] == version
         assert r["threads"] == hardware.cores() and r["machine"] == hardware.fingerprint()
         assert r["profile"] == "smoke" and r["image_size"] == SMOKE.image_size
+        assert r["thread_env"]["OMP_NUM_THREADS"] == str(r["threads"])
 
 
 def run_plan(tmp_path, framework, modes, tasks):

@@ -1,0 +1,365 @@
+"""TensorFlow adapter: a hand-written Keras 3 ResNet-50, its three execution modes, and export.
+
+Read this module alone if TensorFlow is the framework you care about. It follows the adapter
+contract of :mod:`labkit.frameworks` and is imported only through
+``labkit.frameworks.get("tensorflow")`` (after ``import labkit``, which sets the protobuf option
+that lets TensorFlow and MindSpore share a process).
+
+Layout: TensorFlow is channels-last, so images are NHWC inside this module while the contract's
+host batches are NCHW; ``predict``, ``load_exported`` and ``prepare`` transpose at the edge.
+Padding: Keras' ``padding="same"`` pads an even-sized input asymmetrically (nothing on the top
+and left, one row/column on the bottom and right for a stride-2 3x3), whereas PyTorch pads
+symmetrically. The model therefore uses explicit ``ZeroPadding2D`` layers and ``"valid"``
+convolutions, which makes it compute the same numbers as the PyTorch reference. The max-pool's
+zero padding equals PyTorch's ``-inf`` padding because its input comes out of a ReLU (>= 0).
+
+Execution modes (``MODES``):
+
+- ``eager``: plain Python calls, each op dispatched as it is reached;
+- ``function``: the same Python code traced once into a graph by ``tf.function`` (Grappler
+  optimises the graph);
+- ``xla``: ``tf.function(jit_compile=True)``: the graph is compiled by XLA, which fuses ops.
+"""
+from __future__ import annotations
+
+import functools
+import tempfile
+from pathlib import Path
+from typing import Callable
+
+import keras
+import numpy as np
+import tensorflow as tf
+
+from .. import bench, resnet
+
+NAME = "tensorflow"
+MODES: tuple[str, ...] = ("eager", "function", "xla")
+
+#: Keras dtype policy per labkit precision; bf16 computes in bfloat16 and keeps float32 variables
+POLICIES: dict[str, str] = {"fp32": "float32", "bf16": "mixed_bfloat16"}
+
+#: how each mode is realised (recorded with every benchmark result)
+MODE_NOTES: dict[str, str] = {"eager": "eager ops", "function": "tf.function (Grappler graph)",
+                              "xla": "tf.function(jit_compile=True)"}
+
+BN_MOMENTUM = 0.9  # Keras' momentum is 1 - PyTorch's (0.1): the same running-average update
+
+
+def version() -> str:
+    return tf.__version__
+
+
+def set_threads(n: int) -> None:
+    """Run TensorFlow ops on ``n`` threads (intra-op) with one op at a time (inter-op = 1).
+
+    TensorFlow fixes its thread pools when it first runs an op, so call this before anything else
+    touches TensorFlow (the benchmark runner does it first thing in each fresh subprocess). A
+    later call with a different count raises ``RuntimeError`` saying so.
+    """
+    if n < 1:
+        raise ValueError(f"thread count must be >= 1, got {n}")
+    threading = tf.config.threading
+    if (threading.get_intra_op_parallelism_threads(), threading.get_inter_op_parallelism_threads()) == (n, 1):
+        return
+    try:
+        threading.set_intra_op_parallelism_threads(n)
+        threading.set_inter_op_parallelism_threads(1)
+    except RuntimeError as exc:
+        raise RuntimeError(
+            f"TensorFlow's thread pools are already running ({exc}); call set_threads({n}) before "
+            "TensorFlow runs anything, e.g. at the top of a fresh process or kernel") from exc
+
+
+# --------------------------------------------------------------------------- the model
+
+def keras_name(canonical: str) -> str:
+    """The Keras layer name of a canonical module name: ``layer1.0.conv1`` -> ``layer1_0_conv1``."""
+    return canonical.replace(".", "_")
+
+
+def _conv_bn(x, conv: resnet.Conv, dtype: str, relu: bool):
+    """Convolution (explicit symmetric padding, no bias) -> BatchNorm -> optional ReLU."""
+    name = keras_name(conv.conv)
+    if conv.padding:
+        x = keras.layers.ZeroPadding2D(conv.padding, name=f"{name}_pad", dtype=dtype)(x)
+    x = keras.layers.Conv2D(conv.cout, conv.kernel, strides=conv.stride, padding="valid",
+                            use_bias=False, name=name, dtype=dtype)(x)
+    x = keras.layers.BatchNormalization(epsilon=resnet.BN_EPS, momentum=BN_MOMENTUM,
+                                        name=keras_name(conv.bn), dtype=dtype)(x)
+    if relu:
+        x = keras.layers.ReLU(name=f"{name}_relu", dtype=dtype)(x)
+    return x
+
+
+def _bottleneck(x, block: resnet.Block, dtype: str):
+    shortcut = x
+    for i, conv in enumerate(block.convs):
+        x = _conv_bn(x, conv, dtype, relu=i < 2)
+    if block.downsample is not None:
+        shortcut = _conv_bn(shortcut, block.downsample, dtype, relu=False)
+    name = keras_name(block.name)
+    x = keras.layers.Add(name=f"{name}_add", dtype=dtype)([x, shortcut])
+    return keras.layers.ReLU(name=f"{name}_relu", dtype=dtype)(x)
+
+
+def resnet50(num_classes: int = 1000, dtype: str = "float32") -> keras.Model:
+    """An uninitialised ResNet-50 v1.5 (NHWC, any image size that is a multiple of 32).
+
+    ``dtype`` is a Keras dtype policy for every layer ("float32" or "mixed_bfloat16"); passing it
+    per layer leaves Keras' global policy untouched. The logits are always float32.
+    """
+    images = keras.Input(shape=(None, None, 3), name="images")
+    x = _conv_bn(images, resnet.stem(), dtype, relu=True)
+    x = keras.layers.ZeroPadding2D(1, name="maxpool_pad", dtype=dtype)(x)
+    x = keras.layers.MaxPooling2D(3, strides=2, padding="valid", name="maxpool", dtype=dtype)(x)
+    for block in resnet.blocks():
+        x = _bottleneck(x, block, dtype)
+    x = keras.layers.GlobalAveragePooling2D(name="avgpool", dtype=dtype)(x)
+    x = keras.layers.Dense(num_classes, name="fc", dtype=dtype)(x)
+    logits = keras.layers.Activation("linear", name="logits", dtype="float32")(x)
+    return keras.Model(images, logits, name="resnet50")
+
+
+def load_weights(model: keras.Model, weights: dict[str, np.ndarray]) -> None:
+    """Copy canonical weights into ``model`` (OIHW -> HWIO kernels, (out, in) -> (in, out) fc)."""
+    resnet.validate_weights(weights, num_classes=model.get_layer("fc").units)
+    for conv in resnet.all_convs():
+        model.get_layer(keras_name(conv.conv)).set_weights(
+            [weights[f"{conv.conv}.weight"].transpose(2, 3, 1, 0)])
+        model.get_layer(keras_name(conv.bn)).set_weights(
+            [weights[f"{conv.bn}.{p}"] for p in ("weight", "bias", "running_mean", "running_var")])
+    model.get_layer("fc").set_weights([weights["fc.weight"].T, weights["fc.bias"]])
+
+
+def build_resnet50(weights: dict[str, np.ndarray], precision: str = "fp32") -> keras.Model:
+    """A Keras ResNet-50 holding ``weights``; a missing or misshaped tensor raises ``ValueError``.
+
+    Keras models have no eval mode of their own: call them with ``training=False`` (as
+    :func:`predict` does) to use the BatchNorm running statistics.
+    """
+    num_classes = resnet.validate_weights(weights)
+    model = resnet50(num_classes, _policy(precision))
+    load_weights(model, weights)
+    return model
+
+
+def to_canonical(model: keras.Model) -> dict[str, np.ndarray]:
+    """The model's weights in canonical names and layouts (the inverse of :func:`load_weights`)."""
+    out: dict[str, np.ndarray] = {}
+    for conv in resnet.all_convs():
+        (kernel,) = model.get_layer(keras_name(conv.conv)).get_weights()
+        out[f"{conv.conv}.weight"] = np.ascontiguousarray(kernel.transpose(3, 2, 0, 1))
+        gamma, beta, mean, var = model.get_layer(keras_name(conv.bn)).get_weights()
+        out.update({f"{conv.bn}.weight": gamma, f"{conv.bn}.bias": beta,
+                    f"{conv.bn}.running_mean": mean, f"{conv.bn}.running_var": var})
+    kernel, bias = model.get_layer("fc").get_weights()
+    out["fc.weight"] = np.ascontiguousarray(kernel.T)
+    out["fc.bias"] = bias
+    return {name: out[name] for name in resnet.param_shapes(len(out["fc.bias"]))}
+
+
+def to_nhwc(images: np.ndarray) -> np.ndarray:
+    """Check an NCHW host batch (its size must suit ResNet-50) and return it as NHWC float32."""
+    images = np.asarray(images, dtype=np.float32)
+    if images.ndim != 4 or images.shape[1] != 3:
+        raise ValueError(f"images must be NCHW with 3 channels, e.g. (8, 3, 224, 224); "
+                         f"got shape {images.shape}")
+    resnet.check_image_size(int(images.shape[2]))
+    resnet.check_image_size(int(images.shape[3]))
+    return np.ascontiguousarray(images.transpose(0, 2, 3, 1))
+
+
+def predict(model: keras.Model, images: np.ndarray) -> np.ndarray:
+    """Eval-mode logits (float32 numpy) of an NCHW host batch."""
+    return model(tf.constant(to_nhwc(images)), training=False).numpy()
+
+
+def loss_fn(labels: tf.Tensor, logits: tf.Tensor) -> tf.Tensor:
+    """Mean softmax cross-entropy over the batch (PyTorch's ``CrossEntropyLoss``)."""
+    return tf.reduce_mean(keras.losses.sparse_categorical_crossentropy(
+        labels, tf.cast(logits, tf.float32), from_logits=True))
+
+
+def _forward(model: keras.Model, images: tf.Tensor) -> tf.Tensor:
+    return model(images, training=False)
+
+
+def _sgd_step(model: keras.Model, optimizer: keras.optimizers.Optimizer, images: tf.Tensor,
+              labels: tf.Tensor) -> tf.Tensor:
+    """Forward in training mode, backward with a GradientTape, one optimizer update; -> loss."""
+    with tf.GradientTape() as tape:
+        loss = loss_fn(labels, model(images, training=True))
+    grads = tape.gradient(loss, model.trainable_variables)
+    optimizer.apply_gradients(zip(grads, model.trainable_variables))
+    return loss
+
+
+def check_mode(mode: str) -> str:
+    if mode not in MODES:
+        raise ValueError(f"unknown tensorflow mode {mode!r}: valid modes are {', '.join(MODES)}")
+    return mode
+
+
+def _wrap(fn: Callable, mode: str) -> Callable:
+    """``fn`` as the mode runs it: unchanged (eager), traced (function), XLA-compiled (xla)."""
+    check_mode(mode)
+    return fn if mode == "eager" else tf.function(fn, jit_compile=(mode == "xla"))
+
+
+def inference_fn(model: keras.Model, mode: str = "eager") -> Callable[[tf.Tensor], tf.Tensor]:
+    """A callable NHWC tensor -> logits tensor running ``model`` in eval mode, in ``mode``.
+
+    In ``function`` and ``xla`` mode the first call traces (and compiles); later calls with the
+    same input shape and dtype reuse that graph (``fn.experimental_get_tracing_count()``).
+    """
+    # a fresh partial per call: tf.function's retracing warning counts traces per Python code
+    # object, so a lambda here would warn when a process prepares several cells
+    return _wrap(functools.partial(_forward, model), mode)
+
+
+def train_fn(model: keras.Model, mode: str = "eager", lr: float = 0.1,
+             momentum: float = 0.9) -> Callable[[tf.Tensor, tf.Tensor], tf.Tensor]:
+    """A callable (NHWC images, labels) -> loss doing one SGD-with-momentum step on ``model``.
+
+    Keras' SGD update (v = momentum * v - lr * g; w += v) takes the same first step as PyTorch's
+    (w -= lr * g); there is no weight decay.
+    """
+    optimizer = keras.optimizers.SGD(learning_rate=lr, momentum=momentum)
+    optimizer.build(model.trainable_variables)  # create its slots now, not inside a traced graph
+    return _wrap(functools.partial(_sgd_step, model, optimizer), mode)
+
+
+def train_step(weights: dict[str, np.ndarray], images: np.ndarray, labels: np.ndarray,
+               lr: float = 0.1, momentum: float = 0.9) -> tuple[float, dict[str, np.ndarray]]:
+    """One eager SGD step from ``weights``; returns the loss and the updated canonical weights.
+
+    BatchNorm uses the batch statistics and updates its running averages, as PyTorch's train mode
+    does, with one difference: Keras folds the biased batch variance into ``running_var`` where
+    PyTorch uses the unbiased one, so those buffers differ slightly after a step (the trainable
+    weights do not).
+    """
+    model = build_resnet50(weights)
+    step = train_fn(model, "eager", lr, momentum)
+    loss = step(tf.constant(to_nhwc(images)), tf.constant(np.asarray(labels, dtype=np.int64)))
+    return float(loss.numpy()), to_canonical(model)
+
+
+# --------------------------------------------------------------------------- benchmarks
+
+def _policy(precision: str) -> str:
+    if precision not in POLICIES:
+        raise ValueError(f"unknown precision {precision!r}: valid precisions are "
+                         f"{', '.join(bench.PRECISIONS)}")
+    return POLICIES[precision]
+
+
+def _device_name(device: str) -> str:
+    if device not in bench.DEVICES:
+        raise ValueError(f"unknown device {device!r}: valid devices are {', '.join(bench.DEVICES)}")
+    if device == "cpu":
+        return "/CPU:0"
+    if not tf.config.list_physical_devices("GPU"):
+        raise bench.Unsupported(
+            "no GPU visible to TensorFlow; install the CUDA build: pip install 'tensorflow[and-cuda]' "
+            "(Linux, NVIDIA driver required) in place of tensorflow-cpu")
+    return "/GPU:0"
+
+
+def prepare(weights: dict[str, np.ndarray], mode: str, task: str, batch_size: int,
+            precision: str = "fp32", image_size: int = 224, device: str = "cpu") -> bench.Prepared:
+    """The benchmark callable for one cell; see :mod:`labkit.bench`.
+
+    The host batch (numpy, NHWC) is made here; each ``step()`` converts it to a tensor on the
+    device, runs one inference batch (``training=False``) or one training step, and copies the
+    logits or loss back to the host (``.numpy()``), which waits for the work to finish. The first
+    call of ``function`` and ``xla`` traces (and compiles) the step.
+    """
+    check_mode(mode)
+    if task not in bench.TASKS:
+        raise ValueError(f"unknown task {task!r}: valid tasks are {', '.join(bench.TASKS)}")
+    _policy(precision)
+    device_name = _device_name(device)
+    num_classes = resnet.validate_weights(weights)
+    images, labels = resnet.random_batch(batch_size, image_size, num_classes=num_classes)
+    images = to_nhwc(images)
+    notes = MODE_NOTES[mode]
+    if precision == "bf16":
+        notes += ", Keras mixed_bfloat16 policy"
+    with tf.device(device_name):
+        model = build_resnet50(weights, precision)
+        if task == "train":
+            fn = train_fn(model, mode)
+
+            def step() -> np.ndarray:
+                with tf.device(device_name):
+                    return fn(tf.constant(images), tf.constant(labels)).numpy()
+        else:
+            fn = inference_fn(model, mode)
+
+            def step() -> np.ndarray:
+                with tf.device(device_name):
+                    return fn(tf.constant(images)).numpy()
+
+    return bench.Prepared(step=step, batch_size=batch_size, notes=f"{notes} on {device_name}")
+
+
+# --------------------------------------------------------------------------- export
+
+def export(model: keras.Model, directory: str | Path) -> Path:
+    """Write ``model`` as a TensorFlow SavedModel (Keras 3 ``model.export``) under ``directory``.
+
+    Returns the SavedModel directory; it takes NHWC float32 images of any size (a multiple of 32)
+    through its ``serving_default`` signature.
+    """
+    path = Path(directory) / "resnet50_savedmodel"
+    model.export(str(path), format="tf_saved_model", verbose=False)
+    if not (path / "saved_model.pb").is_file():
+        raise RuntimeError(f"model.export did not write {path / 'saved_model.pb'}")
+    return path
+
+
+def load_exported(path: str | Path) -> Callable[[np.ndarray], np.ndarray]:
+    """Load a SavedModel written by :func:`export`: a callable NCHW images -> numpy logits."""
+    loaded = tf.saved_model.load(str(path))
+    serve = loaded.signatures["serving_default"]
+
+    def run(images: np.ndarray) -> np.ndarray:
+        (logits,) = serve(tf.constant(to_nhwc(images))).values()
+        return logits.numpy()
+
+    run.saved_model = loaded  # keep the loaded object (and its variables) alive
+    return run
+
+
+def to_tflite(source: keras.Model | str | Path) -> bytes:
+    """A float32 TF Lite flatbuffer of a Keras model or of a SavedModel written by :func:`export`.
+
+    The converter reads a SavedModel (a Keras model is exported to a temporary one first, the
+    same route ``TFLiteConverter.from_keras_model`` takes); it rewrites the whole graph, which
+    takes tens of seconds for ResNet-50 on a laptop CPU. (Converting a concrete function of the
+    Keras 3 model instead gives a flatbuffer that computes NaN with TF 2.21: its variables are
+    not frozen into it.)
+    """
+    if isinstance(source, keras.Model):
+        with tempfile.TemporaryDirectory() as tmp:
+            return to_tflite(export(source, tmp))
+    return tf.lite.TFLiteConverter.from_saved_model(str(source)).convert()
+
+
+def tflite_predict(tflite_model: bytes, images: np.ndarray) -> np.ndarray:
+    """Run a TF Lite flatbuffer from :func:`to_tflite` on an NCHW host batch; numpy logits.
+
+    Uses ``tf.lite.Interpreter``, which TensorFlow 2.21 still ships but marks as deprecated (it
+    warns once) in favour of ``ai_edge_litert.interpreter.Interpreter`` from the separate
+    ``ai-edge-litert`` package, the same interpreter under its new name.
+    """
+    x = to_nhwc(images)
+    interpreter = tf.lite.Interpreter(model_content=tflite_model)
+    (inp,) = interpreter.get_input_details()
+    interpreter.resize_tensor_input(inp["index"], x.shape)
+    interpreter.allocate_tensors()
+    interpreter.set_tensor(inp["index"], x)
+    interpreter.invoke()
+    (out,) = interpreter.get_output_details()
+    return interpreter.get_tensor(out["index"]).copy()

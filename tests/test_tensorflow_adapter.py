@@ -1,0 +1,208 @@
+"""The TensorFlow adapter: the Keras ResNet-50 against the spec and the PyTorch reference, its
+three execution modes as benchmark cells, and its exports (SavedModel, TF Lite).
+
+Small images (32/64 px) and 10 classes keep this file cheap; the architecture is the full one.
+"""
+import keras
+import numpy as np
+import pytest
+
+from conftest import require
+from labkit import bench, resnet
+
+pytestmark = pytest.mark.slow
+
+CLASSES = 10
+MODE_TASKS = [("latency", 1), ("throughput", 2), ("train", 4)]  # train batch = train_batch
+SIZE = 32
+
+
+@pytest.fixture(scope="module")
+def tfa():
+    return require("tensorflow")
+
+
+@pytest.fixture(scope="module")
+def weights():
+    return resnet.init_weights(seed=0, num_classes=CLASSES)
+
+
+@pytest.fixture(scope="module")
+def model(tfa, weights):
+    return tfa.build_resnet50(weights)
+
+
+@pytest.fixture(scope="module")
+def train_batch():
+    return resnet.random_batch(4, SIZE, num_classes=CLASSES)
+
+
+@pytest.fixture(scope="module")
+def stepped(tfa, weights, train_batch):
+    """The eager train_step on the training batch: (loss, new weights)."""
+    return tfa.train_step(weights, *train_batch)
+
+
+@pytest.fixture(scope="module")
+def exported(tfa, model, tmp_path_factory):
+    return tfa.export(model, tmp_path_factory.mktemp("tf_export"))
+
+
+def rel_err(got: np.ndarray, ref: np.ndarray) -> float:
+    """Max abs difference relative to the largest abs reference value (the logit scale)."""
+    return float(np.abs(got - ref).max() / np.abs(ref).max())
+
+
+# ----------------------------------------------------------------------------- the model
+
+def test_parameter_count_and_names_follow_the_spec(tfa):
+    net = tfa.resnet50(num_classes=1000)
+    assert sum(int(np.prod(v.shape)) for v in net.trainable_variables) == 25_557_032
+    assert len(net.trainable_variables) == len(resnet.trainable_names(1000))
+    for conv in resnet.all_convs():
+        layer = net.get_layer(tfa.keras_name(conv.conv))
+        assert tuple(layer.kernel.shape) == (conv.kernel, conv.kernel, conv.cin, conv.cout)
+        assert net.get_layer(tfa.keras_name(conv.bn)).epsilon == resnet.BN_EPS
+    assert tfa.keras_name("layer2.0.downsample.0") == "layer2_0_downsample_0"
+    assert tuple(net.get_layer("fc").kernel.shape) == (2048, 1000)
+
+
+def test_canonical_round_trip_is_exact(tfa, model, weights):
+    back = tfa.to_canonical(model)
+    assert list(back) == list(resnet.param_shapes(CLASSES))
+    for name, arr in weights.items():
+        assert back[name].dtype == np.float32
+        np.testing.assert_array_equal(back[name], arr, err_msg=name)
+
+
+def test_missing_tensor_is_named(tfa, weights):
+    broken = {k: v for k, v in weights.items() if k != "layer3.2.bn2.running_var"}
+    with pytest.raises(ValueError, match=r"missing tensor 'layer3\.2\.bn2\.running_var'"):
+        tfa.build_resnet50(broken)
+
+
+def test_misshaped_tensor_is_named(tfa, weights):
+    broken = dict(weights, **{"layer1.0.conv2.weight": weights["layer1.0.conv2.weight"].transpose(2, 3, 0, 1)})
+    with pytest.raises(ValueError, match=r"'layer1\.0\.conv2\.weight' has shape \(3, 3, 64, 64\)"):
+        tfa.build_resnet50(broken)
+
+
+def test_bad_image_size_and_layout_fail_clearly(tfa, model):
+    with pytest.raises(ValueError, match="cannot take 48x48 images.*multiple of 32"):
+        tfa.predict(model, np.zeros((1, 3, 48, 48), np.float32))
+    with pytest.raises(ValueError, match="NCHW"):
+        tfa.predict(model, np.zeros((1, 64, 64, 3), np.float32))
+
+
+@pytest.mark.parametrize("batch,size,seed", [(1, 32, 1), (3, 64, 2)])
+def test_logits_agree_with_torch(tfa, model, weights, batch, size, seed):
+    torch_adapter = require("torch")
+    images, _ = resnet.random_batch(batch, size, seed=seed)
+    ref = torch_adapter.predict(torch_adapter.build_resnet50(weights), images)
+    got = tfa.predict(model, images)
+    assert got.shape == (batch, CLASSES) and got.dtype == np.float32
+    assert rel_err(got, ref) < 1e-3
+
+
+def test_train_step_agrees_with_torch(weights, train_batch, stepped):
+    torch_adapter = require("torch")
+    loss, new = stepped
+    ref_loss, ref = torch_adapter.train_step(weights, *train_batch)
+    assert loss == pytest.approx(ref_loss, rel=1e-5)
+    for name in resnet.trainable_names(CLASSES):
+        step, ref_step = new[name] - weights[name], ref[name] - weights[name]
+        assert np.linalg.norm(ref_step) > 0, name
+        assert np.linalg.norm(step - ref_step) < 1e-2 * np.linalg.norm(ref_step), name
+    for name in weights:  # running means agree; running_var differs by design (biased variance)
+        if name.endswith("running_mean"):
+            np.testing.assert_allclose(new[name], ref[name], atol=1e-5, err_msg=name)
+
+
+# ----------------------------------------------------------------------------- benchmark cells
+
+@pytest.mark.parametrize("mode", ["eager", "function", "xla"])
+def test_every_task_runs_in_every_mode_and_agrees_with_eager(tfa, model, weights, stepped, mode):
+    for task, batch in MODE_TASKS:
+        prepared = tfa.prepare(weights, mode, task, batch, image_size=SIZE)
+        assert isinstance(prepared, bench.Prepared) and prepared.batch_size == batch
+        assert tfa.MODE_NOTES[mode] in prepared.notes
+        first, second = prepared.step(), prepared.step()
+        images, _ = resnet.random_batch(batch, SIZE, num_classes=CLASSES)
+        if task == "train":  # the same first step as the eager train_step, then a lower loss
+            assert float(first) == pytest.approx(stepped[0], rel=1e-4)
+            assert float(second) < float(first)
+        else:
+            assert first.shape == (batch, CLASSES)
+            assert rel_err(first, tfa.predict(model, images)) < 1e-4
+            np.testing.assert_array_equal(first, second)
+
+
+def test_function_mode_traces_once(tfa, model):
+    fn = tfa.inference_fn(model, "function")
+    for seed in range(3):
+        images, _ = resnet.random_batch(2, SIZE, seed=seed)
+        fn(tfa.to_nhwc(images))
+    assert fn.experimental_get_tracing_count() == 1
+
+
+def test_bf16_cell_is_close_and_leaves_the_global_policy_alone(tfa, model, weights):
+    prepared = tfa.prepare(weights, "eager", "latency", 1, precision="bf16", image_size=SIZE)
+    logits = prepared.step()
+    assert logits.dtype == np.float32 and "mixed_bfloat16" in prepared.notes
+    images, _ = resnet.random_batch(1, SIZE, num_classes=CLASSES)
+    err = rel_err(logits, tfa.predict(model, images))
+    assert 0 < err < 5e-2  # bfloat16 keeps 8 bits of mantissa: close, not equal
+    assert keras.config.dtype_policy().name == "float32"
+
+
+def test_gpu_cell_runs_or_says_how_to_get_one(tfa, weights):
+    import tensorflow as tf
+
+    if tf.config.list_physical_devices("GPU"):
+        prepared = tfa.prepare(weights, "eager", "latency", 1, image_size=SIZE, device="gpu")
+        assert prepared.step().shape == (1, CLASSES) and "GPU" in prepared.notes
+    else:
+        with pytest.raises(bench.Unsupported, match=r"tensorflow\[and-cuda\]"):
+            tfa.prepare(weights, "eager", "latency", 1, image_size=SIZE, device="gpu")
+
+
+@pytest.mark.parametrize("kwargs,message", [
+    ({"mode": "graph"}, "valid modes are eager, function, xla"),
+    ({"task": "serve"}, "valid tasks are latency, throughput, train"),
+    ({"precision": "fp16"}, "valid precisions are fp32, bf16"),
+    ({"device": "tpu"}, "valid devices are cpu, gpu"),
+    ({"image_size": 40}, "multiple of 32"),
+])
+def test_bad_cell_choices_list_the_valid_ones(tfa, weights, kwargs, message):
+    args = {"mode": "eager", "task": "latency", "batch_size": 1, "image_size": SIZE, **kwargs}
+    with pytest.raises(ValueError, match=message):
+        tfa.prepare(weights, **args)
+
+
+def test_threads_cannot_change_once_tensorflow_runs(tfa, model):
+    import tensorflow as tf
+
+    current = tf.config.threading.get_intra_op_parallelism_threads()
+    with pytest.raises(RuntimeError, match=r"call set_threads\(\d+\) before TensorFlow runs"):
+        tfa.set_threads(current + 1)
+    with pytest.raises(ValueError, match=">= 1"):
+        tfa.set_threads(0)
+
+
+# ----------------------------------------------------------------------------- exports
+
+def test_saved_model_reloads_and_agrees(tfa, model, exported):
+    assert (exported / "saved_model.pb").is_file()
+    run = tfa.load_exported(exported)
+    for batch, size in [(2, 64), (1, 32)]:  # one export serves every batch and image size
+        images, _ = resnet.random_batch(batch, size, seed=batch)
+        np.testing.assert_allclose(run(images), tfa.predict(model, images), rtol=0, atol=1e-5)
+
+
+def test_tflite_round_trip_agrees(tfa, model, exported):
+    flatbuffer = tfa.to_tflite(exported)
+    assert flatbuffer[4:8] == b"TFL3"  # the TF Lite file identifier
+    images, _ = resnet.random_batch(2, SIZE, seed=5)
+    with pytest.warns(UserWarning, match="ai_edge_litert"):
+        got = tfa.tflite_predict(flatbuffer, images)
+    assert rel_err(got, tfa.predict(model, images)) < 1e-4

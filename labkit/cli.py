@@ -46,8 +46,10 @@ def _bench(args: argparse.Namespace) -> int:
         print(f"resumed: {len(res.skipped)} cells already in {out} were skipped", file=sys.stderr)
     if res.records:
         print(results.table(res.records))
-    failed = len(res.failed)
-    print(f"\n{len(res.records)} cells measured in {res.wall_s:.0f} s ({failed} failed), "
+    unsupported = sum(r["unsupported"] for r in res.failed)
+    failed = len(res.failed) - unsupported
+    print(f"\n{len(res.records)} cells in {res.wall_s:.0f} s ({failed} failed, {unsupported} "
+          f"unsupported here), "
           f"appended to {out}; figures: python -m labkit report {out}", file=sys.stderr)
     if res.interrupted:
         print(f"interrupted: the {len(res.records)} results above are kept in {out}; continue "

@@ -149,6 +149,17 @@ def test_every_mode_of_each_framework_in_real_subprocesses(tmp_path, framework):
     check_measured(records, plan, framework)
 
 
+def test_gpu_cells_pass_the_device_through(tmp_path):
+    require("torch")
+    plan = runner.Plan.build(["torch"], ["eager"], ["latency"], device="gpu", profile=SMOKE)
+    (r,) = runner.run(plan, tmp_path / "r.jsonl", progress=False).records
+    assert r["device"] == "gpu" and r["machine"]["gpus"] == hardware.gpus()
+    if r["status"] == "ok":  # a CUDA build on a GPU machine: no CPU ceiling applies
+        assert r["ceiling_share"] is None and r["median_s"] > 0
+    else:
+        assert r["unsupported"] and "CUDA" in r["error"], r["error"]
+
+
 def test_failure_and_out_of_memory_are_recorded_while_other_cells_complete(tmp_path, monkeypatch):
     require("torch")
     monkeypatch.setenv(runner.FAULT_ENV, "fail:torch/eager/latency,oom:torch/eager/train")

@@ -437,11 +437,12 @@ def _sigterm_as_interrupt():
 def _warn_if_busy(threads: int) -> None:
     load = _load()
     if load is not None and load >= hardware.cores():
+        passive = "" if "OMP_WAIT_POLICY" in os.environ else " or OMP_WAIT_POLICY=PASSIVE"
         warnings.warn(
             f"this machine is busy (1-minute load {load:.1f} on {hardware.cores()} cores): timings "
             f"will be slower and noisier than on an idle machine, and runtimes whose {threads} "
             "threads spin-wait (OpenMP in PyTorch) can slow down many-fold; close other work, or "
-            "try fewer threads (--threads 1) or OMP_WAIT_POLICY=PASSIVE", UserWarning, stacklevel=3)
+            f"try fewer threads (--threads 1){passive}", UserWarning, stacklevel=3)
 
 
 def done_keys(records: Iterable[dict]) -> set[tuple]:

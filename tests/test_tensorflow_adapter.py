@@ -82,7 +82,8 @@ def test_missing_tensor_is_named(tfa, weights):
 
 
 def test_misshaped_tensor_is_named(tfa, weights):
-    broken = dict(weights, **{"layer1.0.conv2.weight": weights["layer1.0.conv2.weight"].transpose(2, 3, 0, 1)})
+    hwio = weights["layer1.0.conv2.weight"].transpose(2, 3, 1, 0)  # a TF layout passed by mistake
+    broken = {**weights, "layer1.0.conv2.weight": hwio}
     with pytest.raises(ValueError, match=r"'layer1\.0\.conv2\.weight' has shape \(3, 3, 64, 64\)"):
         tfa.build_resnet50(broken)
 

@@ -60,7 +60,9 @@ def set_threads(n: int) -> None:
     if n < 1:
         raise ValueError(f"thread count must be >= 1, got {n}")
     threading = tf.config.threading
-    if (threading.get_intra_op_parallelism_threads(), threading.get_inter_op_parallelism_threads()) == (n, 1):
+    current = (threading.get_intra_op_parallelism_threads(),
+               threading.get_inter_op_parallelism_threads())
+    if current == (n, 1):
         return
     try:
         threading.set_intra_op_parallelism_threads(n)
@@ -261,8 +263,9 @@ def _device_name(device: str) -> str:
         return "/CPU:0"
     if not tf.config.list_physical_devices("GPU"):
         raise bench.Unsupported(
-            "no GPU visible to TensorFlow; install the CUDA build: pip install 'tensorflow[and-cuda]' "
-            "(Linux, NVIDIA driver required) in place of tensorflow-cpu")
+            "no GPU visible to TensorFlow; install the CUDA build: "
+            "pip install 'tensorflow[and-cuda]' (Linux, NVIDIA driver required) in place of "
+            "tensorflow-cpu")
     return "/GPU:0"
 
 

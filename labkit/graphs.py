@@ -136,3 +136,17 @@ def plan_memory(steps: Sequence[Step], sizes: dict[str, int], keep: Iterable[str
             del live[t]  # its last reader has run (or nobody reads it): the buffer is free
     naive = sum(sizes[t] for s in steps for t in s.writes)
     return MemoryPlan(naive, peak, peak_step, profile)
+
+
+def markdown(rows: Sequence[dict]) -> str:
+    """Rows of equal keys as a Markdown table (``IPython.display.Markdown(markdown(rows))``)."""
+    if not rows:
+        return "_(no rows)_"
+    head = list(rows[0])
+
+    def cell(v) -> str:
+        return (f"{v:,.3g}" if isinstance(v, float) else str(v)).replace("|", "\\|")
+
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    lines += ["| " + " | ".join(cell(r.get(h, "")) for h in head) + " |" for r in rows]
+    return "\n".join(lines)

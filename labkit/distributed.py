@@ -57,6 +57,9 @@ HOST = "127.0.0.1"
 #: the worker module of each framework (run with ``python -m``)
 WORKER_MODULES: dict[str, str] = {f: f"labkit.frameworks.{f}_distributed" for f in FRAMEWORKS}
 _REPO = Path(__file__).resolve().parents[1]
+#: msrun runs a script file, not a module: this two-line script runs the MindSpore worker module
+MINDSPORE_ENTRY = (f"import runpy\nrunpy.run_module('{WORKER_MODULES['mindspore']}', "
+                   "run_name='__main__', alter_sys=True)\n")
 
 
 class DistributedError(RuntimeError):
@@ -143,13 +146,15 @@ class Job:
         return dataclasses.replace(self, workers=1, batch=self.global_batch, single=True,
                                    threads=threads, fault=None, fault_rank=0)
 
-    def worker_args(self, out_dir: Path | str, deadline_s: float) -> list[str]:
-        """The worker module's command-line arguments."""
+    def worker_args(self, out_dir: Path | str, deadline_s: float, threads: bool = True) -> list[str]:
+        """The worker module's command-line arguments (``threads=False``: leave the thread count
+        to the framework on the machine that runs the worker)."""
         args = ["--out", str(out_dir), "--model", self.model, "--steps", str(self.steps),
-                "--batch", str(self.batch), "--image-size", str(self.image_size),
-                "--threads", str(self.threads_per_worker), "--seed", str(self.seed),
-                "--lr", repr(self.lr), "--momentum", repr(self.momentum),
-                "--measure", str(self.measure), "--deadline", f"{deadline_s:.0f}"]
+                "--batch", str(self.batch), "--image-size", str(self.image_size)]
+        if threads:
+            args += ["--threads", str(self.threads_per_worker)]
+        args += ["--seed", str(self.seed), "--lr", repr(self.lr), "--momentum", repr(self.momentum),
+                 "--measure", str(self.measure), "--deadline", f"{deadline_s:.0f}"]
         if self.fault is not None:
             args += ["--fault", self.fault, "--fault-rank", str(self.fault_rank)]
         return args
@@ -230,31 +235,34 @@ def msrun_command(job: Job, port: int, entry: str, log_dir: str, nnodes: int = 1
 
 
 def cluster_commands(job: Job, hosts: Sequence[str], port: int = 29500,
-                     out_dir: str = "results/distributed") -> list[str]:
-    """Shell commands to run ``job`` on several machines: one line per host (``workers`` processes
-    on each), for copying into a terminal there. The first host coordinates (torchrun's
-    rendezvous, MindSpore's scheduler); TensorFlow workers listen on ``port`` on every host."""
+                     out_dir: str = "results/distributed", deadline_s: float = 86400.0
+                     ) -> list[tuple[str, str]]:
+    """Shell commands to run ``job`` on several machines, as ``(host, command)`` pairs to type
+    in a terminal on that host; each host runs ``job.workers`` workers. The first host
+    coordinates (torchrun's rendezvous, MindSpore's scheduler); TensorFlow needs one command per
+    worker process, listening on ``port``, ``port + 1``, ... Thread counts are left to each
+    machine's framework defaults."""
     if not hosts:
         raise ValueError("give at least one host name or address")
-    deadline = 3600.0
-    args = " ".join(job.worker_args(out_dir, deadline))
-    lines = []
+    args = " ".join(job.worker_args(out_dir, deadline_s, threads=False))
+    lines: list[tuple[str, str]] = []
     if job.framework == "torch":
-        for rank, _host in enumerate(hosts):
+        for rank, host in enumerate(hosts):
             cmd = torchrun_command(job, port, nnodes=len(hosts), node_rank=rank, master=hosts[0],
                                    python="python")
-            lines.append(" ".join(cmd) + " " + args)
+            lines.append((host, " ".join(cmd) + " " + args))
     elif job.framework == "tensorflow":
-        # one worker process per line; each machine runs the lines that name it
-        workers = [f"{h}:{port + i}" for h in hosts for i in range(job.workers)]
-        for index, _worker in enumerate(workers):
-            lines.append(f"TF_CONFIG='{tf_config(workers, index)}' python -m "
-                         f"{WORKER_MODULES['tensorflow']} {args}")
+        workers = [(h, f"{h}:{port + i}") for h in hosts for i in range(job.workers)]
+        cluster = [address for _, address in workers]
+        for index, (host, _address) in enumerate(workers):
+            lines.append((host, f"TF_CONFIG='{tf_config(cluster, index)}' python -m "
+                                f"{WORKER_MODULES['tensorflow']} {args}"))
     else:
-        for rank, _host in enumerate(hosts):
+        entry = MINDSPORE_ENTRY.replace("\n", "; ").strip("; ")
+        for rank, host in enumerate(hosts):
             cmd = msrun_command(job, port, "mindspore_entry.py", f"{out_dir}/msrun_logs",
                                 nnodes=len(hosts), node_rank=rank, master=hosts[0], python="python")
-            lines.append(" ".join(cmd) + " " + args)
+            lines.append((host, f'echo "{entry}" > mindspore_entry.py && ' + " ".join(cmd) + " " + args))
     return lines
 
 
@@ -478,8 +486,7 @@ def _commands(job: Job, out_dir: Path, ports: list[int], deadline_s: float) -> l
         hosts = [f"{HOST}:{p}" for p in ports]
         return [(module + args, {"TF_CONFIG": tf_config(hosts, i)}) for i in range(job.workers)]
     entry = out_dir / "mindspore_entry.py"  # msrun runs a script file, not a module
-    entry.write_text(f"import runpy\nrunpy.run_module({WORKER_MODULES['mindspore']!r}, "
-                     "run_name='__main__', alter_sys=True)\n")
+    entry.write_text(MINDSPORE_ENTRY)
     return [(msrun_command(job, ports[0], str(entry), str(out_dir / "msrun_logs")) + args, {})]
 
 
@@ -638,7 +645,7 @@ def worker_parser(framework: str) -> argparse.ArgumentParser:
     p.add_argument("--steps", type=int, default=3)
     p.add_argument("--batch", type=int, default=4, help="images per worker per step")
     p.add_argument("--image-size", type=int, default=32)
-    p.add_argument("--threads", type=int, default=1)
+    p.add_argument("--threads", type=int, default=0, help="threads per worker (0: the framework's default)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--lr", type=float, default=0.01)
     p.add_argument("--momentum", type=float, default=0.9)
@@ -684,19 +691,29 @@ def write_result(out: str | Path, rank: int, result: dict, weights: dict[str, np
     tmp.replace(out / f"rank{rank}.json")
 
 
-def run_worker(framework: str, rank: int, main: Callable[[], None], out: str | Path) -> None:
-    """Run a worker's ``main``; on an exception write the error for the launcher, then exit 1."""
+def run_worker(framework: str, rank: int, main: Callable[[], None], out: str | Path,
+               hard_exit: bool = True) -> None:
+    """Run a worker's ``main``; on an exception write the error for the launcher, then exit 1.
+
+    With ``hard_exit`` a successful worker also ends with ``os._exit(0)`` once its result is on
+    disk: gloo's C++ threads can abort the interpreter's teardown ("terminate called without an
+    active exception"), which would turn a finished job into a failed one. MindSpore needs the
+    normal teardown (its workers say goodbye to the scheduler there): ``hard_exit=False``.
+    """
     try:
         main()
     except BaseException as exc:  # the launcher must learn why, whatever it was
-        if isinstance(exc, SystemExit) and not exc.code:
-            raise
         write_result(out, rank, {"framework": framework, "rank": rank, "pid": os.getpid(),
                                  "error": f"{type(exc).__name__}: {exc}", "time": time.time(),
                                  "traceback": traceback.format_exc()}, None)
         traceback.print_exc()
+        sys.stdout.flush()
         sys.stderr.flush()
         os._exit(1)
+    if hard_exit:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(0)
 
 
 class WorkerFailure(RuntimeError):
@@ -749,7 +766,8 @@ def cli(args: argparse.Namespace) -> int:
               fault=args.fault, fault_rank=args.fault_rank)
     if args.hosts:
         hosts = [h.strip() for h in args.hosts.split(",") if h.strip()]
-        print("\n".join(cluster_commands(job, hosts, port=args.port or 29500)))
+        for host, command in cluster_commands(job, hosts, port=args.port or 29500):
+            print(f"# on {host}:\n{command}")
         return 0
     try:
         run = launch(job, port=args.port, timeout=args.timeout, out_dir=args.out)

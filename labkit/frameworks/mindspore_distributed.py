@@ -30,9 +30,15 @@ from .. import distributed, resnet
 def main() -> None:
     args = distributed.worker_parser("mindspore").parse_args()
     distributed.start_watchdog(args.deadline)
+    if os.environ.get("MS_ROLE") == "MS_SCHED":  # msrun runs this file as its scheduler too
+        from mindspore.communication import init
+
+        init()  # serves the cluster until the workers leave; errors go to msrun's scheduler.log
+        return
     launched = "MS_ROLE" in os.environ
     rank = int(os.environ.get("RANK_ID", 0))
-    distributed.run_worker("mindspore", rank, lambda: train(args, launched, rank), args.out)
+    distributed.run_worker("mindspore", rank, lambda: train(args, launched, rank), args.out,
+                           hard_exit=False)
 
 
 class Synthetic:
@@ -85,7 +91,8 @@ def weights_of(net, name: str) -> dict[str, np.ndarray]:
 def train(args, launched: bool, rank: int) -> None:
     from . import mindspore as adapter
 
-    adapter.set_threads(args.threads)
+    if args.threads:
+        adapter.set_threads(args.threads)
     import mindspore as ms
     import mindspore.dataset as mds
     from mindspore import nn
@@ -127,7 +134,7 @@ def train(args, launched: bool, rank: int) -> None:
     result = {"framework": "mindspore", "version": ms.__version__, "rank": rank, "world_size": world,
               "launcher": "msrun" if launched else "single process",
               "backend": "DATA_PARALLEL (CPU collectives)" if launched else "", "device": "cpu",
-              "threads": args.threads, "pid": os.getpid(), "model": args.model, "batch": args.batch,
+              "threads": args.threads or "default", "pid": os.getpid(), "model": args.model, "batch": args.batch,
               "image_size": args.image_size, "steps": args.steps, "losses": losses, "step_s": step_s, "data_sum": data_sum,
               "init_s": init_s, "parameters": params, "gradient_mb": params * 4 / 1e6}
     if args.measure and launched:

@@ -98,7 +98,8 @@ def dataset_fn(args, global_batch: int, num_classes: int):
 def train(args, config, rank: int) -> None:
     from . import tensorflow as adapter
 
-    adapter.set_threads(args.threads)  # thread pools are fixed once TensorFlow starts
+    if args.threads:
+        adapter.set_threads(args.threads)  # thread pools are fixed once TensorFlow starts
     t0 = time.perf_counter()
     strategy = make_strategy(config)  # before anything runs: it starts this worker's server
     import keras
@@ -145,7 +146,7 @@ def train(args, config, rank: int) -> None:
     result = {"framework": "tensorflow", "version": tf.__version__, "rank": rank, "world_size": world,
               "launcher": "TF_CONFIG" if config else "single process",
               "backend": "MultiWorkerMirroredStrategy (AUTO collectives)" if config else "",
-              "device": "cpu", "threads": args.threads, "pid": os.getpid(), "model": args.model,
+              "device": "cpu", "threads": args.threads or "default", "pid": os.getpid(), "model": args.model,
               "batch": args.batch, "image_size": args.image_size, "steps": args.steps,
               "losses": losses, "step_s": step_s, "data_sum": data_sum, "init_s": init_s, "parameters": params,
               "gradient_mb": params * 4 / 1e6}

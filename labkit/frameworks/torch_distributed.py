@@ -86,7 +86,8 @@ def main() -> None:
 
 
 def train(args, launched: bool, rank: int) -> None:
-    torch.set_num_threads(args.threads)
+    if args.threads:
+        torch.set_num_threads(args.threads)
     cuda = torch.cuda.is_available()
     device = torch.device(f"cuda:{int(os.environ.get('LOCAL_RANK', 0))}" if cuda else "cpu")
     backend = "nccl" if cuda else "gloo"

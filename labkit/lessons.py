@@ -1,0 +1,159 @@
+"""Small framework-free helpers for the mechanism notebooks (01-04).
+
+- :func:`timed`: time a zero-argument callable with :func:`labkit.bench.measure`, sized by the
+  run profile (``LABKIT_PROFILE``), so every notebook measures the same way;
+- :func:`us`: a measurement as "median ± IQR" in microseconds (or per operation);
+- :func:`break_even_calls`: how many calls pay back a graph mode's one-off compile cost;
+- :func:`recorded_warnings`: run a callable and keep the warnings it emits (category, first line),
+  for showing and asserting deprecation and tracer warnings in a notebook;
+- :func:`native_output`: run a callable and capture what native (C/C++) code writes to standard
+  output or error, such as MindSpore's graph-mode ``print``, which ``redirect_stdout`` cannot see;
+- :func:`break_even_figure`: cumulative time of eager vs compiled calls, with the break-even.
+"""
+from __future__ import annotations
+
+import ctypes
+import math
+import os
+import sys
+import tempfile
+import warnings
+from dataclasses import dataclass
+from typing import Callable, Sequence
+
+from . import bench, profiles
+
+
+def timed(fn: Callable[[], object], label: str = "",
+          profile: profiles.Profile | None = None) -> bench.Measurement:
+    """Time ``fn`` (which must return only when its work is done) as the profile says.
+
+    The first call is timed apart (tracing/compilation shows up there), then ``profile.warmup``
+    untimed calls, then at least ``min_repeats`` calls and ``min_time_s`` seconds of timed calls.
+    """
+    p = profile or profiles.current()
+    return bench.measure(fn, warmup=p.warmup, min_repeats=p.min_repeats, min_time_s=p.min_time_s,
+                         max_repeats=p.max_repeats, images_per_call=1, label=label)
+
+
+def us(m: bench.Measurement, per: int = 1) -> str:
+    """``"12.3 µs ± 0.4"``: median and interquartile range of ``m``, divided by ``per``."""
+    if per < 1:
+        raise ValueError(f"per must be a positive count of operations, got {per}")
+    return f"{m.median_s * 1e6 / per:,.1f} µs ± {m.iqr_s * 1e6 / per:,.1f}"
+
+
+def break_even_calls(first_call_s: float, eager_s: float, graph_s: float,
+                     eager_first_call_s: float = 0.0) -> float:
+    """Calls after which a graph mode has paid back its one-off cost (``inf``: never).
+
+    The extra one-off cost is the graph's first call (trace + compile + run) minus eager's first
+    call; each later call saves ``eager_s - graph_s`` (both steady-state medians). 0 when the
+    graph mode is not slower to start. The same definition as :func:`labkit.results.break_even`.
+    """
+    for name, value in (("first_call_s", first_call_s), ("eager_s", eager_s),
+                        ("graph_s", graph_s), ("eager_first_call_s", eager_first_call_s)):
+        if not (value >= 0 and math.isfinite(value)):
+            raise ValueError(f"{name} must be a finite time >= 0 seconds, got {value!r}")
+    extra = first_call_s - eager_first_call_s
+    if extra <= 0:
+        return 0.0
+    saving = eager_s - graph_s
+    return extra / saving if saving > 0 else math.inf
+
+
+@dataclass(frozen=True)
+class Caught:
+    """One warning: its category's name and the first line of its message."""
+
+    category: str
+    first_line: str
+
+    def __str__(self) -> str:
+        return f"{self.category}: {self.first_line}"
+
+
+def recorded_warnings(fn: Callable[[], object]) -> tuple[object, list[Caught]]:
+    """Run ``fn`` and return ``(its result, the warnings it emitted)``, each warning kept once.
+
+    Every warning is recorded, including those Python would show only once per place (so a
+    notebook cell that runs twice still sees them); duplicates (same category and first line)
+    are dropped, in order.
+    """
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        result = fn()
+    seen: list[Caught] = []
+    for w in caught:
+        lines = str(w.message).strip().splitlines()
+        item = Caught(w.category.__name__, lines[0] if lines else "")
+        if item not in seen:
+            seen.append(item)
+    return result, seen
+
+
+def _flush_c_stdio() -> None:
+    try:
+        ctypes.CDLL(None).fflush(None)  # C stdio buffers (C++ iostreams sync with them)
+    except (OSError, AttributeError, TypeError):  # no C runtime reachable this way (Windows)
+        pass
+
+
+def native_output(fn: Callable[[], object], fd: int = 1) -> tuple[object, str]:
+    """Run ``fn`` with file descriptor ``fd`` (1: stdout, 2: stderr) sent to a temporary file.
+
+    Returns ``(result, text written to fd)``. For output that native code writes straight to the
+    process's descriptors: a notebook kernel forwards it to the cell late and out of order, and a
+    flood of it (hundreds of KB of C++ logging) can even stall the kernel, whose pipe fills up.
+    Python's own ``print`` is captured too where ``sys.stdout`` writes to descriptor 1 (a script,
+    a terminal), not in a Jupyter kernel, whose ``sys.stdout`` is a separate stream.
+    """
+    if fd not in (1, 2):
+        raise ValueError(f"fd must be 1 (standard output) or 2 (standard error), got {fd!r}")
+    stream = sys.stdout if fd == 1 else sys.stderr
+    stream.flush()
+    _flush_c_stdio()
+    with tempfile.TemporaryFile() as tmp:
+        saved = os.dup(fd)
+        os.dup2(tmp.fileno(), fd)
+        try:
+            result = fn()
+        finally:
+            stream.flush()
+            _flush_c_stdio()
+            os.dup2(saved, fd)
+            os.close(saved)
+        tmp.seek(0)
+        return result, tmp.read().decode(errors="replace")
+
+
+def break_even_figure(first_call_s: float, eager_s: float, graph_s: float,
+                      eager_first_call_s: float | None = None,
+                      title: str = "Compile once, then run faster?",
+                      labels: Sequence[str] = ("eager", "compiled")):
+    """Cumulative time of ``n`` calls, eager vs compiled, with the break-even marked.
+
+    Each line starts at its first call and grows by its steady-state time per call
+    (``eager_first_call_s`` defaults to ``eager_s``). Returns a matplotlib ``Figure`` (no pyplot).
+    """
+    from matplotlib.figure import Figure
+
+    e0 = eager_s if eager_first_call_s is None else eager_first_call_s
+    n_even = break_even_calls(first_call_s, eager_s, graph_s, e0)
+    horizon = max(10, int(3 * n_even)) if math.isfinite(n_even) and n_even > 0 else 1000
+    ns = [1, horizon]
+    fig = Figure(figsize=(6.5, 3.8), layout="constrained")
+    ax = fig.add_subplot()
+    ax.plot(ns, [e0 + max(n - 1, 0) * eager_s for n in ns],
+            label=f"{labels[0]}: {eager_s * 1e3:.3g} ms/call")
+    ax.plot(ns, [first_call_s + max(n - 1, 0) * graph_s for n in ns],
+            label=f"{labels[1]}: first call {first_call_s:.3g} s, then {graph_s * 1e3:.3g} ms/call")
+    if math.isfinite(n_even) and n_even > 0:
+        ax.axvline(1 + n_even, color="grey", linestyle=":")  # the lines cross after the first call
+        ax.annotate(f"paid back after ≈ {n_even:,.0f} more calls", (1 + n_even, first_call_s),
+                    xytext=(6, 6), textcoords="offset points", fontsize=9)
+    ax.set_xlabel("number of calls")
+    ax.set_ylabel("total time, s")
+    ax.set_title(title)
+    ax.legend(loc="upper left", fontsize=8)
+    return fig

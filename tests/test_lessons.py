@@ -1,0 +1,152 @@
+"""labkit.lessons: the timing, warning and break-even helpers of notebooks 01-04."""
+import ctypes
+import math
+import os
+import time
+import warnings
+
+import pytest
+
+from labkit import bench, lessons, profiles
+
+
+def test_timed_follows_the_profile_and_times_the_first_call_apart():
+    p = profiles.get("smoke")
+    calls = []
+
+    def step():
+        calls.append(1)
+        time.sleep(0.05 if len(calls) == 1 else 0.001)  # a slow first call, like a compile
+
+    m = lessons.timed(step, "sleep", profile=p)
+    assert isinstance(m, bench.Measurement) and m.label == "sleep"
+    assert m.first_call_s >= 0.05 > m.median_s
+    assert p.min_repeats <= m.repeats <= p.max_repeats
+    assert len(calls) == 1 + p.warmup + m.repeats
+
+
+def test_us_formats_median_and_spread_per_operation():
+    m = bench.Measurement([1e-3, 2e-3, 3e-3], first_call_s=0.1, images_per_call=1, warmup=0)
+    assert lessons.us(m) == "2,000.0 µs ± 1,000.0"
+    assert lessons.us(m, per=1000) == "2.0 µs ± 1.0"
+    with pytest.raises(ValueError, match="positive count"):
+        lessons.us(m, per=0)
+
+
+def test_break_even_calls():
+    # 10 s extra one-off cost, 0.5 s saved per call: 20 calls
+    assert lessons.break_even_calls(10.5, 1.0, 0.5, eager_first_call_s=0.5) == pytest.approx(20)
+    assert lessons.break_even_calls(10.0, 1.0, 0.5) == pytest.approx(20)
+    assert lessons.break_even_calls(5.0, 1.0, 2.0) == math.inf  # compiled is slower: never
+    assert lessons.break_even_calls(0.5, 1.0, 0.5, eager_first_call_s=1.0) == 0.0  # no extra cost
+    with pytest.raises(ValueError, match="graph_s must be a finite time"):
+        lessons.break_even_calls(1.0, 1.0, float("nan"))
+    with pytest.raises(ValueError, match="first_call_s"):
+        lessons.break_even_calls(-1.0, 1.0, 0.5)
+
+
+def test_recorded_warnings_sees_every_warning_once_even_when_filtered():
+    def noisy():
+        for _ in range(3):
+            warnings.warn("old API.\nSecond line.", DeprecationWarning)
+        warnings.warn("a tracer warning", UserWarning)
+        return 42
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # recorded_warnings must still see them
+        result, caught = lessons.recorded_warnings(noisy)
+    assert result == 42
+    assert caught == [lessons.Caught("DeprecationWarning", "old API."),
+                      lessons.Caught("UserWarning", "a tracer warning")]
+    assert str(caught[0]) == "DeprecationWarning: old API."
+    assert lessons.recorded_warnings(lambda: None) == (None, [])
+
+
+def test_break_even_figure_draws_both_lines_and_the_crossing():
+    import numpy as np
+
+    fig = lessons.break_even_figure(first_call_s=10.0, eager_s=1.0, graph_s=0.5)
+    eager, compiled, crossing = fig.axes[0].lines
+    x_cross = crossing.get_xdata()[0]
+    assert x_cross == pytest.approx(1 + 18)  # the first call, then (10 - 1) / (1 - 0.5) more
+    y_eager = np.interp(x_cross, eager.get_xdata(), eager.get_ydata())
+    y_compiled = np.interp(x_cross, compiled.get_xdata(), compiled.get_ydata())
+    assert y_eager == pytest.approx(y_compiled)  # the cumulative lines meet at the mark
+    assert compiled.get_ydata()[0] == 10.0 and eager.get_ydata()[0] == 1.0
+    never = lessons.break_even_figure(first_call_s=10.0, eager_s=1.0, graph_s=2.0)
+    assert len(never.axes[0].lines) == 2  # no crossing to mark
+
+
+def test_native_output_captures_descriptor_1_and_restores_it(capfd):
+    def native_print():
+        os.write(1, b"from C, line 1\n")
+        libc = ctypes.CDLL(None)
+        libc.printf(b"from C stdio, line 2\n")  # buffered by C stdio: must be flushed
+        return "done"
+
+    result, text = lessons.native_output(native_print)
+    assert result == "done"
+    assert text.splitlines() == ["from C, line 1", "from C stdio, line 2"]
+    os.write(1, b"after\n")  # descriptor 1 is back where it was
+    assert "after" in capfd.readouterr().out
+
+
+def test_native_output_restores_the_descriptor_when_fn_raises(capfd):
+    def boom():
+        os.write(1, b"partial\n")
+        raise RuntimeError("boom")
+
+    with pytest.raises(RuntimeError, match="boom"):
+        lessons.native_output(boom)
+    os.write(1, b"still works\n")
+    assert "still works" in capfd.readouterr().out
+
+
+def test_native_output_captures_standard_error_and_rejects_other_descriptors(capfd):
+    _, text = lessons.native_output(lambda: os.write(2, b"a C++ log line\n" * 10_000), fd=2)
+    assert text.count("a C++ log line") == 10_000  # 150 kB: more than a pipe buffer holds
+    os.write(2, b"stderr is back\n")
+    assert "stderr is back" in capfd.readouterr().err
+    with pytest.raises(ValueError, match="fd must be 1"):
+        lessons.native_output(lambda: None, fd=3)
+
+
+# ---- notebooks 01-04: structure that nbval cannot check ------------------------------------
+
+LESSON_NOTEBOOKS = ["01_eager_execution", "02_tensorflow_graphs", "03_pytorch_graphs",
+                    "04_mindspore_graph_mode"]
+
+
+def _code_cells(name):
+    import json
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[1] / "notebooks" / f"{name}.ipynb"
+    return ["".join(c["source"]) for c in json.loads(path.read_text())["cells"]
+            if c["cell_type"] == "code"]
+
+
+@pytest.mark.parametrize("name", LESSON_NOTEBOOKS)
+def test_lesson_notebooks_have_graded_exercises_left_for_the_learner(name):
+    import re
+
+    cells = _code_cells(name)
+    questions = [m.group(1) for c in cells
+                 for m in re.finditer(r"^(q\d+) = exercises\.(?:Choice|Number|Text)\(", c, re.M)]
+    assert len(questions) >= 3, f"{name}: only {len(questions)} exercises"
+    for q in questions:  # each question has its own learner cell, answer left as None
+        assert f"{q}.check(None)" in cells, f"{name}: no `{q}.check(None)` cell"
+    assert not any(".solution()" in c for c in cells), f"{name}: a solution is revealed"
+
+
+@pytest.mark.parametrize("name", LESSON_NOTEBOOKS)
+def test_lesson_notebooks_never_stop_in_a_debugger(name):
+    import ast
+
+    for cell in _code_cells(name):
+        tree = ast.parse("\n".join(line for line in cell.splitlines() if not line.startswith("%")))
+        calls = [n for n in ast.walk(tree) if isinstance(n, ast.Call)
+                 and isinstance(n.func, ast.Name) and n.func.id == "breakpoint"]
+        if calls:
+            # a breakpoint() may only run while sys.breakpointhook is replaced by a recorder
+            assert "sys.breakpointhook = saved_hook" in cell and "finally:" in cell, cell[:200]

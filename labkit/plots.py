@@ -100,20 +100,24 @@ def speedup(records: Iterable[dict]) -> Figure:
 def break_even(records: Iterable[dict]) -> Figure:
     """Extra one-off cost of each graph mode vs the number of calls it needs to pay it back."""
     rows = [r for r in results.break_even(records) if r["extra_s"] > 0]
-    fig = Figure(figsize=(7.5, 5), layout="constrained")
+    fig = Figure(figsize=(10, 5), layout="constrained")
     if not rows:
         return _empty(fig, "graph modes slower to start than eager")
     ax = fig.add_subplot()
     finite = [r["break_even_calls"] for r in rows if math.isfinite(r["break_even_calls"])]
-    never = max(finite, default=1.0) * 3  # where "never pays off" is drawn
+    never = max(finite, default=1.0) * 3  # the row where "never pays back" is drawn
     for r in rows:
-        n = r["break_even_calls"]
-        y = n if math.isfinite(n) else never
-        ax.scatter(r["extra_s"], max(y, 1.0), color=COLORS.get(r["framework"], "grey"),
-                   marker="o" if math.isfinite(n) else "x", s=50)
-        tag = f"{r['framework']} {r['mode']} {r['task']}" + ("" if math.isfinite(n) else " (never)")
-        ax.annotate(tag, (r["extra_s"], max(y, 1.0)), fontsize=8, xytext=(4, 4),
-                    textcoords="offset points")
+        n, tag = r["break_even_calls"], f"{r['framework']} {r['mode']} {r['task']}"
+        color = COLORS.get(r["framework"], "grey")
+        if math.isfinite(n):
+            ax.scatter(r["extra_s"], max(n, 1.0), color=color, s=50)
+            ax.annotate(tag, (r["extra_s"], max(n, 1.0)), fontsize=8, xytext=(4, 4),
+                        textcoords="offset points")
+        else:  # named in the legend: labels on one row would overlap
+            ax.scatter(r["extra_s"], never, color=color, marker="x", s=50, label=tag)
+    if len(finite) < len(rows):
+        ax.legend(title="x: never pays back (not faster per call)", fontsize=7, title_fontsize=8,
+                  loc="upper left", bbox_to_anchor=(1.02, 1.0))
     ax.set_xscale("log")
     ax.set_yscale("log")
     ax.set_xlabel("extra one-off time over eager, s (build + trace/compile + first call)")

@@ -246,3 +246,31 @@ def test_grappler_shrinks_resnet50(weights, images):
     assert c["grappler"].total < c["frozen"].total and c["grappler"].compute < c["frozen"].compute
     for name in ("frozen", "grappler"):
         assert close(tg.run(stages[name], ins, outs, x)[0], want), name
+
+
+# ---------------------------------------------------------------------------------------------
+# int8 quantisation in ONNX Runtime
+
+
+def test_int8_quantisation_of_resnet50(onnx_files, images, tmp_path):
+    from labkit import deploy
+    from labkit.frameworks import onnxruntime_graphs as og
+
+    files, want = onnx_files
+    dyn = og.quantize_dynamic(files["exported"], tmp_path / "dynamic.onnx")
+    c = og.counts(dyn)
+    # ONNX Runtime's default dynamic quantisation covers the convolutions and the classifier
+    assert c["ConvInteger"] == 53 and c["MatMulInteger"] == 1 and c["DynamicQuantizeLinear"] > 0
+    assert c["BatchNormalization"] == 0  # folded before quantising
+    calib = [resnet.random_batch(2, SIZE, seed=50 + i)[0] for i in range(2)]
+    qdq = og.quantize_static(files["exported"], tmp_path / "static.onnx", calib)
+    assert og.counts(qdq)["QuantizeLinear"] > 0 and og.counts(qdq)["DequantizeLinear"] > 0
+    fused = og.counts(og.optimize(qdq, "all", tmp_path / "static_all.onnx"))
+    assert fused["com.microsoft:QLinearConv"] == 53  # Q/DQ pairs fused into integer kernels
+    fp32_bytes = deploy.size_bytes(files["exported"])
+    for path in (dyn, qdq):
+        assert deploy.size_bytes(path) < fp32_bytes / 3  # int8 weights: about a quarter
+        agree = deploy.agreement(want, og.run(og.session(path, "all"), images))
+        assert agree.max_rel_diff < 0.2 and agree.top1 >= 0.5, (path.name, agree)
+    with pytest.raises(ValueError, match="calibration batch"):
+        og.quantize_static(files["exported"], tmp_path / "x.onnx", [])

@@ -13,11 +13,16 @@ node counts before and after each level can be compared and the result run on it
   layout for convolutions on x86 (``com.microsoft.nchwc`` ops, specific to this CPU).
 
 Also here: :func:`memory_steps`, the model's execution order and tensor sizes for
-:func:`labkit.graphs.plan_memory`.
+:func:`labkit.graphs.plan_memory`, and int8 quantisation (:func:`quantize_dynamic`,
+:func:`quantize_static`) with ONNX Runtime's quantization tool.
 """
 from __future__ import annotations
 
+import contextlib
+import logging
+import tempfile
 from pathlib import Path
+from typing import Iterable
 
 import numpy as np
 import onnx
@@ -116,3 +121,74 @@ def memory_steps(model: str | Path | onnx.ModelProto,
                                         np.ascontiguousarray(images, dtype=np.float32)})
     sizes = {name: int(np.asarray(v).nbytes) for name, v in zip(outputs + inner, values)}
     return steps, sizes, outputs
+
+
+# --------------------------------------------------------------------------------------------
+# int8 quantisation
+
+
+@contextlib.contextmanager
+def _quiet_quantization():
+    """The quantization tool logs a reminder to pre-process on the root logger even when the
+    model was pre-processed (its check looks for another tool's marks); keep it out of the way."""
+    root = logging.getLogger()
+    level = root.level
+    root.setLevel(logging.ERROR)
+    try:
+        yield
+    finally:
+        root.setLevel(level)
+
+
+def _preprocessed(src: str | Path, directory: str) -> Path:
+    """ORT's ``basic`` rewrite (constant folding, Conv+BatchNorm folding): the pre-processing
+    ONNX Runtime recommends before quantising, so that BatchNorm is not quantised on its own."""
+    return optimize(src, "basic", Path(directory) / "preprocessed.onnx")
+
+
+def quantize_dynamic(src: str | Path, out: str | Path) -> Path:
+    """int8 *dynamic* quantisation: weights stored as int8, activations quantised on the fly.
+
+    ``onnxruntime.quantization.quantize_dynamic`` with int8 weights and its default operator
+    list, after BatchNorm folding. Needs no calibration data. Returns ``out``.
+    """
+    from onnxruntime import quantization
+
+    out = Path(out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory() as tmp, _quiet_quantization():
+        quantization.quantize_dynamic(str(_preprocessed(src, tmp)), str(out),
+                                      weight_type=quantization.QuantType.QInt8)
+    return out
+
+
+def quantize_static(src: str | Path, out: str | Path, calibration: Iterable[np.ndarray]) -> Path:
+    """int8 *static* quantisation in QDQ format, calibrated on ``calibration`` batches.
+
+    Activation ranges are measured once (min/max over the calibration batches) and fixed, so
+    ONNX Runtime can replace each QuantizeLinear/DequantizeLinear pair and the operator between
+    them by one integer kernel (``QLinearConv``). Weights int8, activations uint8. Returns ``out``.
+    """
+    from onnxruntime import quantization
+
+    batches = [np.ascontiguousarray(b, dtype=np.float32) for b in calibration]
+    if not batches:
+        raise ValueError("static quantisation needs at least one calibration batch of images")
+    out = Path(out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    name = load(src).graph.input[0].name
+
+    class Reader(quantization.CalibrationDataReader):
+        def __init__(self):
+            self._it = iter(batches)
+
+        def get_next(self):
+            batch = next(self._it, None)
+            return None if batch is None else {name: batch}
+
+    with tempfile.TemporaryDirectory() as tmp, _quiet_quantization():
+        quantization.quantize_static(str(_preprocessed(src, tmp)), str(out), Reader(),
+                                     quant_format=quantization.QuantFormat.QDQ,
+                                     weight_type=quantization.QuantType.QInt8,
+                                     activation_type=quantization.QuantType.QUInt8)
+    return out

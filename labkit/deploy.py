@@ -1,0 +1,89 @@
+"""Deploying a trained model: the formats and their targets as data, artefact sizes, agreement.
+
+Framework-free. The export and the runtimes live in the adapters (``labkit.frameworks.*``);
+this module holds what notebook 07 compares across them:
+
+- :data:`FORMATS`: each deployment format, what writes it, what runs it, and where (server,
+  mobile, embedded), with the documentation to read;
+- :func:`size_bytes`: the size of a model file or of a model directory (SavedModel);
+- :func:`agreement`: how closely a deployed model's logits follow the reference logits on the
+  same inputs (largest difference relative to the largest logit, and top-1 agreement).
+"""
+from __future__ import annotations
+
+import os
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import numpy as np
+
+
+@dataclass(frozen=True)
+class Format:
+    name: str
+    written_by: str
+    runtime: str
+    server: str  # "yes", "no" or a short qualification
+    mobile: str
+    embedded: str
+    url: str
+
+
+FORMATS: tuple[Format, ...] = (
+    Format("ONNX (.onnx)", "torch.onnx.export; converters from TF and others", "ONNX Runtime",
+           "yes (CPU, CUDA, other execution providers)", "yes (ONNX Runtime Mobile)",
+           "yes (embedded Linux builds)", "https://onnxruntime.ai/docs/"),
+    Format("TF SavedModel", "tf.saved_model.save, Keras model.export", "TensorFlow, TF Serving",
+           "yes (TF Serving)", "no (convert to .tflite)", "no (convert to .tflite)",
+           "https://www.tensorflow.org/guide/saved_model"),
+    Format("TF Lite / LiteRT (.tflite)", "tf.lite.TFLiteConverter", "LiteRT (formerly TF Lite)",
+           "possible, not its aim", "yes (Android, iOS)", "yes (microcontrollers: LiteRT for "
+           "Microcontrollers)", "https://ai.google.dev/edge/litert"),
+    Format("MindIR (.mindir)", "mindspore.export", "MindSpore, MindSpore Lite",
+           "yes (MindSpore Lite cloud inference: Ascend, x86/Arm CPUs)",
+           "yes after conversion to .ms (MindSpore Lite)", "yes after conversion to .ms",
+           "https://www.mindspore.cn/tutorials/en/stable/model_infer/lite_infer/overview.html"),
+    Format("TorchScript (.pt)", "torch.jit.trace / torch.jit.script (deprecated)",
+           "LibTorch (C++), PyTorch", "yes (LibTorch)",
+           "PyTorch Mobile (no longer actively supported)",
+           "no", "https://pytorch.org/docs/stable/jit.html"),
+    Format("ExecuTorch (.pte)", "torch.export, then ExecuTorch's lowering", "ExecuTorch",
+           "no (on-device runtime)", "yes (Android, iOS)", "yes (embedded, microcontrollers)",
+           "https://docs.pytorch.org/executorch"),
+)
+
+
+def format_rows() -> list[dict[str, str]]:
+    return [asdict(f) for f in FORMATS]
+
+
+def size_bytes(path: str | os.PathLike) -> int:
+    """Bytes of a model file, or of every file under a model directory (a SavedModel)."""
+    path = Path(path)
+    if path.is_file():
+        return path.stat().st_size
+    if path.is_dir():
+        return sum(p.stat().st_size for p in path.rglob("*") if p.is_file())
+    raise FileNotFoundError(f"no model file or directory at {path}")
+
+
+@dataclass(frozen=True)
+class Agreement:
+    max_rel_diff: float  # largest |difference| / largest |reference logit|
+    top1: float  # share of inputs whose highest logit is the same class
+    n: int  # inputs compared
+
+    def __str__(self) -> str:
+        return (f"max difference {self.max_rel_diff:.1e} of the largest logit, "
+                f"top-1 agreement {self.top1:.0%} on {self.n} inputs")
+
+
+def agreement(reference: np.ndarray, other: np.ndarray) -> Agreement:
+    """How closely ``other`` logits follow ``reference`` logits (both batch x classes)."""
+    reference, other = np.asarray(reference, np.float64), np.asarray(other, np.float64)
+    if reference.shape != other.shape or reference.ndim != 2:
+        raise ValueError(f"logits must be two arrays of the same (batch, classes) shape, got "
+                         f"{reference.shape} and {other.shape}")
+    scale = float(np.abs(reference).max()) or 1.0
+    return Agreement(float(np.abs(other - reference).max()) / scale,
+                     float(np.mean(reference.argmax(1) == other.argmax(1))), reference.shape[0])

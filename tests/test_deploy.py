@@ -1,0 +1,39 @@
+"""labkit.deploy: artefact sizes, logit agreement, the formats table (framework-free)."""
+import numpy as np
+import pytest
+
+from labkit import deploy
+
+
+def test_size_of_files_and_directories(tmp_path):
+    (tmp_path / "m.onnx").write_bytes(b"x" * 10)
+    d = tmp_path / "saved"
+    (d / "variables").mkdir(parents=True)
+    (d / "saved_model.pb").write_bytes(b"y" * 7)
+    (d / "variables" / "v.data").write_bytes(b"z" * 5)
+    assert deploy.size_bytes(tmp_path / "m.onnx") == 10
+    assert deploy.size_bytes(d) == 12
+    with pytest.raises(FileNotFoundError, match="no model file"):
+        deploy.size_bytes(tmp_path / "missing")
+
+
+def test_agreement():
+    ref = np.array([[1.0, 5.0, 2.0], [3.0, 0.0, -10.0]])
+    same = deploy.agreement(ref, ref.copy())
+    assert (same.max_rel_diff, same.top1, same.n) == (0.0, 1.0, 2)
+    other = ref + np.array([[0.0, 0.0, 4.0], [0.0, 0.0, 0.0]])  # row 0 now prefers class 2
+    a = deploy.agreement(ref, other)
+    assert a.max_rel_diff == pytest.approx(0.4) and a.top1 == 0.5
+    assert "top-1 agreement 50% on 2 inputs" in str(a)
+    with pytest.raises(ValueError, match="same"):
+        deploy.agreement(ref, ref[:1])
+
+
+def test_formats_table_is_complete():
+    rows = deploy.format_rows()
+    names = [r["name"] for r in rows]
+    assert any("ONNX" in n for n in names) and any("SavedModel" in n for n in names)
+    assert any("MindIR" in n for n in names) and any("tflite" in n for n in names)
+    for r in rows:
+        assert all(r[k] for k in ("written_by", "runtime", "server", "mobile", "embedded"))
+        assert r["url"].startswith("https://")

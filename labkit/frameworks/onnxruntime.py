@@ -112,12 +112,23 @@ def _write_atomically(model: onnx.ModelProto, path: Path) -> None:
             os.remove(tmp)
 
 
+def _exporter_key() -> str:
+    """What the exported graph depends on: the exporter's versions and the torch adapter's code."""
+    code = Path(__file__).with_name("torch.py").read_bytes()
+    versions = "-".join(f"{p}{installed_version(p)}" for p in ("torch", "onnxscript", "onnx"))
+    return hashlib.sha256(versions.encode() + code).hexdigest()[:16]
+
+
 def _template(num_classes: int) -> Path:
     """The exported graph for this class count, exported by PyTorch once and cached."""
-    path = _cache_dir() / f"resnet50-torch{installed_version('torch')}-c{num_classes}.onnx"
+    key = _exporter_key()
+    path = _cache_dir() / f"resnet50-{key}-c{num_classes}.onnx"
     if not path.exists():
         from . import torch as torch_adapter  # the exporter; imported only when needed
 
+        for stale in path.parent.glob("resnet50-*.onnx"):  # made by other code or versions
+            if key not in stale.name:
+                stale.unlink(missing_ok=True)
         with tempfile.TemporaryDirectory(dir=path.parent) as tmp:
             model = torch_adapter.build_resnet50(resnet.init_weights(0, num_classes))
             exported = torch_adapter.export(model, tmp)
@@ -135,11 +146,13 @@ def weights_digest(weights: dict[str, np.ndarray]) -> str:
 
 
 def model_file(weights: dict[str, np.ndarray]) -> Path:
-    """The ONNX file holding ``weights`` (written once per distinct weights, then reused)."""
+    """The exported ONNX file holding ``weights`` (written once per distinct weights and
+    exporter, then reused; files of other exporter versions are removed)."""
     num_classes = resnet.validate_weights(weights)
-    path = _cache_dir() / f"resnet50-{weights_digest(weights)}.onnx"
+    template = _template(num_classes)
+    path = _cache_dir() / f"resnet50-{_exporter_key()}-w{weights_digest(weights)}.onnx"
     if not path.exists():
-        model = onnx.load(str(_template(num_classes)))
+        model = onnx.load(str(template))
         for init in model.graph.initializer:
             if init.name in weights:
                 arr = np.asarray(weights[init.name], dtype=np.float32)

@@ -197,6 +197,12 @@ def _quiet_torchscript():
         yield
 
 
+def _compile(model: nn.Module) -> Callable:
+    # Inductor imports torch.utils.mkldnn, which is built on TorchScript and warns as it loads
+    with _quiet_torchscript():
+        return torch.compile(model)
+
+
 def _inference_net(model: nn.Module, mode: str, example: torch.Tensor,
                    autocast: Callable) -> tuple[Callable, str]:
     if mode == "eager":
@@ -206,7 +212,7 @@ def _inference_net(model: nn.Module, mode: str, example: torch.Tensor,
         with _quiet_torchscript(), torch.no_grad(), autocast():
             frozen = torch.jit.freeze(torch.jit.trace(model, example, check_trace=False))
         return frozen, "torch.jit.trace + torch.jit.freeze (conv-BN folded), inference_mode"
-    return torch.compile(model), "torch.compile (Inductor, default options), inference_mode"
+    return _compile(model), "torch.compile (Inductor, default options), inference_mode"
 
 
 def _train_net(model: nn.Module, mode: str, example: torch.Tensor,
@@ -217,7 +223,7 @@ def _train_net(model: nn.Module, mode: str, example: torch.Tensor,
         with _quiet_torchscript(), autocast():
             traced = torch.jit.trace(model, example, check_trace=False)
         return traced, "torch.jit.trace in train mode (not frozen: weights change)"
-    return torch.compile(model), "torch.compile (Inductor) of the model; backward via AOTAutograd"
+    return _compile(model), "torch.compile (Inductor) of the model; backward via AOTAutograd"
 
 
 #: learning rate of benchmark training steps: small, so that hundreds of repeats on one batch

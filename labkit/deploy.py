@@ -7,7 +7,10 @@ this module holds what notebook 07 compares across them:
   mobile, embedded), with the documentation to read;
 - :func:`size_bytes`: the size of a model file or of a model directory (SavedModel);
 - :func:`agreement`: how closely a deployed model's logits follow the reference logits on the
-  same inputs (largest difference relative to the largest logit, and top-1 agreement).
+  same inputs (largest difference relative to the largest logit, and top-1 agreement);
+- :func:`record`: a benchmark record (:mod:`labkit.results` schema) for a deployment path timed
+  in the notebook's own process, so that it can sit in the same tables and claim checks as the
+  runner's isolated cells (its ``notes`` say where it was measured).
 """
 from __future__ import annotations
 
@@ -87,3 +90,18 @@ def agreement(reference: np.ndarray, other: np.ndarray) -> Agreement:
     scale = float(np.abs(reference).max()) or 1.0
     return Agreement(float(np.abs(other - reference).max()) / scale,
                      float(np.mean(reference.argmax(1) == other.argmax(1))), reference.shape[0])
+
+
+def record(m, framework: str, mode: str, task: str, image_size: int, precision: str = "fp32",
+           notes: str = "", prepare_s: float | None = None) -> dict:
+    """A results record for a :class:`labkit.bench.Measurement` taken in this process."""
+    from . import bench, hardware, profiles, results
+
+    ceiling = bench.ceiling_images_per_s(image_size, task, "bf16" if precision == "bf16" else "fp32")
+    return results.make(
+        framework=framework, mode=mode, task=task, batch_size=m.images_per_call,
+        precision=precision, image_size=image_size, device="cpu", status="ok",
+        prepare_s=prepare_s, **m.as_dict(), peak_rss_mb=bench.peak_rss_mb(),
+        ceiling_share=m.images_per_s / ceiling, ceiling_images_per_s=ceiling,
+        notes=(notes + "; " if notes else "") + "timed in the notebook's process",
+        threads=hardware.cores(), profile=profiles.current().name, machine=hardware.fingerprint())

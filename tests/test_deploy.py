@@ -37,3 +37,15 @@ def test_formats_table_is_complete():
     for r in rows:
         assert all(r[k] for k in ("written_by", "runtime", "server", "mobile", "embedded"))
         assert r["url"].startswith("https://")
+
+
+def test_record_of_an_in_process_measurement_follows_the_schema():
+    from labkit import bench, results
+
+    m = bench.measure(lambda: sum(range(100)), warmup=0, min_repeats=3, min_time_s=0.0,
+                      max_repeats=3, images_per_call=4)
+    r = deploy.record(m, "tensorflow", "savedmodel", "throughput", 32, notes="SavedModel")
+    assert results.problems(r) == []
+    assert r["batch_size"] == 4 and r["median_s"] == m.median_s and r["repeats"] == 3
+    assert r["notes"] == "SavedModel; timed in the notebook's process"
+    assert 0 < r["ceiling_share"] == pytest.approx(m.images_per_s / r["ceiling_images_per_s"])

@@ -274,3 +274,25 @@ def test_int8_quantisation_of_resnet50(onnx_files, images, tmp_path):
         assert agree.max_rel_diff < 0.2 and agree.top1 >= 0.5, (path.name, agree)
     with pytest.raises(ValueError, match="calibration batch"):
         og.quantize_static(files["exported"], tmp_path / "x.onnx", [])
+
+
+def test_tflite_callable_runs_a_converted_graph():
+    require("tensorflow")
+    import tensorflow as tf
+
+    from labkit.frameworks import tensorflow_graphs as tg
+
+    rng = np.random.default_rng(4)
+    kernel = tf.constant(rng.normal(size=(3, 3, 3, 5)).astype(np.float32))
+
+    @tf.function(input_signature=[tf.TensorSpec([None, 8, 8, 3], tf.float32)])
+    def conv_relu(x):
+        return tf.nn.relu(tf.nn.conv2d(x, kernel, 1, "SAME"))
+
+    flat = tf.lite.TFLiteConverter.from_concrete_functions(
+        [conv_relu.get_concrete_function()], conv_relu).convert()
+    run = tg.tflite_callable(flat, threads=1)
+    for batch in (2, 3, 2):  # resized when the batch changes
+        x = rng.normal(size=(batch, 3, 8, 8)).astype(np.float32)  # NCHW, as every adapter takes
+        want = conv_relu(tf.constant(x.transpose(0, 2, 3, 1))).numpy()
+        np.testing.assert_allclose(run(x), want, rtol=1e-4, atol=1e-5)

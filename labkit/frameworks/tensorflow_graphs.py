@@ -11,7 +11,9 @@ before executing it; the optimised graph is never shown. This module makes it vi
 - :func:`grappler`: Grappler's meta-optimizer run on a ``GraphDef``, with its default optimisers or
   a chosen list (``"constfold"``, ``"arithmetic"``, ``"pruning"``, ``"remapper"``, ...);
 - :func:`run`: executes any ``GraphDef`` (optimised ones included) in a session, to check that it
-  still computes the same outputs.
+  still computes the same outputs;
+- :func:`tflite_callable`: a converted TF Lite (LiteRT) flatbuffer, the graph as a phone runs it,
+  kept loaded in one interpreter so that calls can be timed.
 
 The entry points used here (``tf_optimizer.OptimizeGraph`` and the variable-freezing internals of
 ``convert_to_constants``) are what TensorFlow's own converters (TF Lite) call; they are internal
@@ -19,6 +21,7 @@ APIs, checked by the tests against the pinned TensorFlow.
 """
 from __future__ import annotations
 
+import warnings
 from typing import Callable, Sequence
 
 import numpy as np
@@ -116,3 +119,30 @@ def stages(model: tf.keras.Model, images_nhwc: np.ndarray) -> tuple[dict[str, tf
     frozen = freeze(cf)
     return ({"traced": graph_def(cf), "frozen": frozen,
              "grappler": grappler(frozen, inputs, outputs)}, inputs, outputs)
+
+
+def tflite_callable(tflite_model: bytes, threads: int | None = None) -> Callable[[np.ndarray], np.ndarray]:
+    """A loaded TF Lite interpreter as a callable: NCHW float32 images -> logits (numpy).
+
+    The interpreter is created once and resized only when the batch shape changes, as an app
+    would hold it. ``tf.lite.Interpreter`` is deprecated in TensorFlow 2.21 in favour of the same
+    interpreter in the ``ai-edge-litert`` package (LiteRT); its warning is silenced here.
+    """
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        interpreter = tf.lite.Interpreter(model_content=tflite_model, num_threads=threads)
+    (inp,) = interpreter.get_input_details()
+    (out,) = interpreter.get_output_details()
+    shape: list[tuple[int, ...]] = [()]
+
+    def run(images: np.ndarray) -> np.ndarray:
+        x = np.ascontiguousarray(np.transpose(np.asarray(images, np.float32), (0, 2, 3, 1)))
+        if x.shape != shape[0]:
+            interpreter.resize_tensor_input(inp["index"], x.shape)
+            interpreter.allocate_tensors()
+            shape[0] = x.shape
+        interpreter.set_tensor(inp["index"], x)
+        interpreter.invoke()
+        return interpreter.get_tensor(out["index"]).copy()
+
+    return run

@@ -6,13 +6,24 @@ Only the latest record of each cell counts (see :func:`labkit.results.latest`).
 """
 from __future__ import annotations
 
+import io
 import math
 from pathlib import Path
 from typing import Callable, Iterable
 
-from matplotlib.figure import Figure
+from matplotlib.figure import Figure as _Figure
 
 from . import bench, results
+
+
+class Figure(_Figure):
+    """A matplotlib Figure that a notebook shows as a PNG even when pyplot was never imported."""
+
+    def _repr_png_(self) -> bytes:
+        buf = io.BytesIO()
+        self.savefig(buf, format="png", dpi=100)
+        return buf.getvalue()
+
 
 TASK_TITLES = {"latency": "latency (batch 1)", "throughput": "inference throughput",
                "train": "training step"}

@@ -327,6 +327,12 @@ class RunResult:
     def failed(self) -> list[dict]:
         return [r for r in self.records if r["status"] != "ok"]
 
+    def __repr__(self) -> str:
+        state = "interrupted (rerun with resume=True)" if self.interrupted else "complete"
+        return (f"<RunResult {state}: {len(self.records)} cells measured ({len(self.failed)} "
+                f"failed or unsupported), {len(self.skipped)} skipped, {self.wall_s:.0f} s, "
+                f"appended to {self.out}>")
+
 
 def thread_env(threads: int) -> dict[str, str]:
     """The environment that gives every framework's math libraries ``threads`` threads."""

@@ -222,3 +222,4 @@ def test_every_figure_draws_and_saves(tmp_path):
     assert sorted(p.name for p in paths) == sorted(f"{n}.png" for n in plots.FIGURES)
     assert all(p.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" for p in paths)
     assert plots.speedup([recs[0]]).axes[0].texts  # nothing to compare: says so
+    assert plots.ceiling(recs)._repr_png_()[:4] == b"\x89PNG"  # a notebook shows it, no pyplot

@@ -20,6 +20,7 @@ import argparse
 import contextlib
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -276,12 +277,14 @@ def measure_cell(cell: Cell, threads: int, memory_limit_mb: float | None = None)
     return out
 
 
-def _exit_with_parent(parent: int) -> None:
-    """End this cell if the runner ``parent`` dies (e.g. SIGKILL): no orphan keeps running."""
+def _exit_with_parent(parent: int, workdir: Path) -> None:
+    """End this cell if the runner ``parent`` dies (e.g. SIGKILL): no orphan keeps running, and
+    the cell's temporary folder, which the dead runner cannot remove any more, goes too."""
 
     def watch() -> None:
         while os.getppid() == parent:
             time.sleep(0.5)
+        shutil.rmtree(workdir, ignore_errors=True)
         os._exit(3)
 
     threading.Thread(target=watch, daemon=True, name="labkit-parent-watch").start()
@@ -297,7 +300,7 @@ def _cell_main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--parent", type=int, default=0, help="exit when this process is gone")
     args = parser.parse_args(argv)
     if args.parent:
-        _exit_with_parent(args.parent)
+        _exit_with_parent(args.parent, Path(args.result).parent)
     cell = Cell(**json.loads(args.cell))
     fields = measure_cell(cell, args.threads, args.memory_limit_mb)
     tmp = f"{args.result}.tmp"
@@ -392,7 +395,9 @@ def run_cell(cell: Cell, threads: int, timeout_s: float, memory_limit_mb: float 
         recorded = {k: env[k] for k in RECORDED_ENV if k in env}
         t0 = time.perf_counter()
         with open(log, "wb") as logf:
-            proc = subprocess.Popen(cmd, stdout=logf, stderr=subprocess.STDOUT, env=env,
+            # cwd: the temporary folder, so that files a framework drops there (MindSpore's
+            # graph dumps) go with it
+            proc = subprocess.Popen(cmd, stdout=logf, stderr=subprocess.STDOUT, env=env, cwd=tmp,
                                     stdin=subprocess.DEVNULL, start_new_session=True)
         try:
             deadline = t0 + timeout_s

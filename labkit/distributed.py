@@ -134,10 +134,6 @@ class Job:
         return self.workers * self.batch
 
     @property
-    def num_classes(self) -> int:
-        return 1000 if self.model == "resnet50" else TINY_CLASSES
-
-    @property
     def threads_per_worker(self) -> int:
         return self.threads or max(1, hardware.cores() // self.workers)
 

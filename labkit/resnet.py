@@ -191,7 +191,8 @@ def check_images(images: np.ndarray) -> np.ndarray:
     """
     shape = np.shape(images)
     if len(shape) != 4 or shape[1] != 3:
-        raise ValueError(f"images must be NCHW with 3 channels, e.g. (8, 3, 224, 224); got shape {shape}")
+        raise ValueError("images must be NCHW with 3 channels, e.g. (8, 3, 224, 224); "
+                         f"got shape {shape}")
     check_image_size(int(shape[2]))
     check_image_size(int(shape[3]))
     return np.ascontiguousarray(images, dtype=np.float32)

@@ -83,8 +83,9 @@ def test_missing_tensor_is_named(T, weights, name):
 
 
 def test_misshaped_and_unexpected_tensors_are_named(T, weights):
+    misshaped = {**weights, "layer2.0.conv2.weight": np.zeros((128, 128, 1, 1), np.float32)}
     with pytest.raises(ValueError, match=r"'layer2\.0\.conv2\.weight' has shape \(128, 128, 1, 1\)"):
-        T.build_resnet50({**weights, "layer2.0.conv2.weight": np.zeros((128, 128, 1, 1), np.float32)})
+        T.build_resnet50(misshaped)
     with pytest.raises(ValueError, match="unexpected tensor 'fc2.weight'"):
         T.build_resnet50({**weights, "fc2.weight": np.zeros((3, 3), np.float32)})
 

@@ -75,7 +75,8 @@ def _options() -> ort.SessionOptions:
 
 def _providers(device: str) -> list[str]:
     if device not in DEVICES:
-        raise ValueError(f"unknown device {device!r} for onnxruntime: valid devices are {', '.join(DEVICES)}")
+        raise ValueError(f"unknown device {device!r} for onnxruntime: "
+                         f"valid devices are {', '.join(DEVICES)}")
     if device == "cpu":
         return ["CPUExecutionProvider"]
     have = ort.get_available_providers()
@@ -193,7 +194,8 @@ def predict(session: ort.InferenceSession, images: np.ndarray) -> np.ndarray:
 
 def _choice(kind: str, value: str, valid: tuple[str, ...]) -> str:
     if value not in valid:
-        raise ValueError(f"unknown {kind} {value!r} for onnxruntime: valid {kind}s are {', '.join(valid)}")
+        raise ValueError(f"unknown {kind} {value!r} for onnxruntime: "
+                         f"valid {kind}s are {', '.join(valid)}")
     return value
 
 
@@ -207,7 +209,8 @@ def prepare(weights: dict[str, np.ndarray], mode: str, task: str, batch_size: in
     _choice("mode", mode, MODES)
     _choice("task", task, TASKS)
     _choice("precision", precision, PRECISIONS)
-    if isinstance(batch_size, bool) or not isinstance(batch_size, (int, np.integer)) or batch_size < 1:
+    if isinstance(batch_size, bool) or not isinstance(batch_size, (int, np.integer)) \
+            or batch_size < 1:
         raise ValueError(f"batch_size must be an integer >= 1, got {batch_size!r}")
     num_classes = resnet.validate_weights(weights)
     images, _ = resnet.random_batch(int(batch_size), image_size, seed=0, num_classes=num_classes)

@@ -133,7 +133,7 @@ def predict(model: nn.Module, images: np.ndarray) -> np.ndarray:
     """Eval-mode logits for a host batch (NCHW float32)."""
     x = torch.from_numpy(resnet.check_images(images))
     with torch.inference_mode():
-        return model(x).float().numpy()
+        return model(x.to(next(model.parameters()).device)).float().cpu().numpy()
 
 
 def train_step(weights: dict[str, np.ndarray], images: np.ndarray, labels: np.ndarray,
@@ -159,7 +159,8 @@ def train_step(weights: dict[str, np.ndarray], images: np.ndarray, labels: np.nd
 
 def _choice(kind: str, value: str, valid: tuple[str, ...]) -> str:
     if value not in valid:
-        raise ValueError(f"unknown {kind} {value!r} for torch: valid {kind}s are {', '.join(valid)}")
+        raise ValueError(f"unknown {kind} {value!r} for torch: "
+                         f"valid {kind}s are {', '.join(valid)}")
     return value
 
 
@@ -244,7 +245,8 @@ def prepare(weights: dict[str, np.ndarray], mode: str, task: str, batch_size: in
     _choice("mode", mode, MODES)
     _choice("task", task, TASKS)
     _choice("precision", precision, PRECISIONS)
-    if isinstance(batch_size, bool) or not isinstance(batch_size, (int, np.integer)) or batch_size < 1:
+    if isinstance(batch_size, bool) or not isinstance(batch_size, (int, np.integer)) \
+            or batch_size < 1:
         raise ValueError(f"batch_size must be an integer >= 1, got {batch_size!r}")
     dev = _torch_device(device)
     num_classes = resnet.validate_weights(weights)

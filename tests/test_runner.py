@@ -19,6 +19,8 @@ from conftest import ROOT, require
 from labkit import frameworks, hardware, profiles, results, runner
 
 SMOKE = profiles.get("smoke")
+#: CI machines are often busy; the runner's warning about it is expected there
+pytestmark = pytest.mark.filterwarnings("ignore:this machine is busy:UserWarning")
 
 
 # ----------------------------------------------------------------------------- plans

@@ -30,6 +30,7 @@ import argparse
 import dataclasses
 import json
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -38,6 +39,7 @@ import tempfile
 import threading
 import time
 import traceback
+import weakref
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Sequence
@@ -298,9 +300,9 @@ class ProcessTree:
         self.roots: list[subprocess.Popen] = []
         self.seen: dict[int, "psutil.Process"] = {}
 
-    def start(self, cmd: list[str], env: dict[str, str], log) -> subprocess.Popen:
+    def start(self, cmd: list[str], env: dict[str, str], log, cwd: Path) -> subprocess.Popen:
         proc = subprocess.Popen(cmd, env=env, stdout=log, stderr=subprocess.STDOUT,
-                                stdin=subprocess.DEVNULL, start_new_session=True, cwd=_REPO,
+                                stdin=subprocess.DEVNULL, start_new_session=True, cwd=cwd,
                                 preexec_fn=_die_with_parent if _PRCTL is not None else None)
         self.roots.append(proc)
         self.refresh()
@@ -494,14 +496,28 @@ def launch(job: Job, *, port: int | None = None, timeout: float = 300.0,
     None picks free ones. A port in use raises :class:`PortInUse` before anything starts.
     A worker that fails, a run longer than ``timeout`` seconds, or a KeyboardInterrupt stops
     every process of the job and raises :class:`DistributedError` (KeyboardInterrupt is
-    re-raised). ``out_dir`` (default: a new temporary folder) receives the workers' files.
-    ``progress=True`` shows a progress bar of the training steps done by all workers.
+    re-raised). ``out_dir`` receives the workers' files; by default a temporary folder that is
+    deleted with the returned :class:`Run` (ResNet-50 weights take 100 MB per worker), or at once
+    when the job fails. ``progress=True`` shows a progress bar of the workers' training steps.
     """
     if timeout <= 0:
         raise ValueError(f"timeout must be > 0 seconds, got {timeout}")
     ports = [] if job.single else pick_ports(job.workers if job.framework == "tensorflow" else 1, port)
-    out = Path(out_dir) if out_dir is not None else Path(tempfile.mkdtemp(prefix=f"labkit-{job.framework}-"))
-    out.mkdir(parents=True, exist_ok=True)
+    if out_dir is not None:
+        out = Path(out_dir).resolve()
+        out.mkdir(parents=True, exist_ok=True)
+        return _launch(job, out, ports, timeout, progress, poll_s)
+    out = Path(tempfile.mkdtemp(prefix=f"labkit-{job.framework}-"))
+    try:
+        run = _launch(job, out, ports, timeout, progress, poll_s)
+    except BaseException:
+        shutil.rmtree(out, ignore_errors=True)
+        raise
+    weakref.finalize(run, shutil.rmtree, str(out), True)
+    return run
+
+
+def _launch(job: Job, out: Path, ports: list[int], timeout: float, progress: bool, poll_s: float) -> Run:
     for stale in [*out.glob("rank*.json"), *out.glob("rank*.npz"), *out.glob("rank*.hang"),
                   *out.glob("rank*.steps")]:
         stale.unlink()
@@ -514,7 +530,7 @@ def launch(job: Job, *, port: int | None = None, timeout: float = 300.0,
     with open(log_path, "w") as log:
         try:
             for cmd, extra in commands:
-                tree.start(cmd, {**env, **extra}, log)
+                tree.start(cmd, {**env, **extra}, log, cwd=out)  # framework debris lands there too
             failed = _wait(tree, start, timeout, poll_s, _progress(job, out, what) if progress else None)
         except KeyboardInterrupt:
             n = tree.stop()

@@ -5,8 +5,11 @@ with the canonical weight names on its initializers (BatchNorm not yet fused). T
 (tens of seconds) happens once per PyTorch version and class count and is cached in the temp
 directory; :func:`build_resnet50` then writes the requested canonical weights into the
 initializers by name and caches that file under a hash of the weights, so new weights never
-need a new export. The session runs with all graph optimisations on (``ORT_ENABLE_ALL``:
-constant folding, Conv+BatchNorm folding, Conv+Relu fusion, the blocked NCHWc layout on x86).
+need a new export. Cache files are named by what they depend on (PyTorch, onnxscript and onnx
+versions, the torch adapter's code, the weights); the folder (``labkit-onnx-cache`` in the
+temp directory, about 100 MB a file) may be deleted whenever no session is in use. The session
+runs with all graph optimisations on (``ORT_ENABLE_ALL``: constant folding, Conv+BatchNorm
+folding, Conv+Relu fusion, the blocked NCHWc layout on x86).
 
 Modes: ``ort`` only. Tasks: inference latency and throughput; training is not offered
 (that needs the separate onnxruntime-training package). Precision: fp32 only, because ONNX's
@@ -122,14 +125,10 @@ def _exporter_key() -> str:
 
 def _template(num_classes: int) -> Path:
     """The exported graph for this class count, exported by PyTorch once and cached."""
-    key = _exporter_key()
-    path = _cache_dir() / f"resnet50-{key}-c{num_classes}.onnx"
+    path = _cache_dir() / f"resnet50-{_exporter_key()}-c{num_classes}.onnx"
     if not path.exists():
         from . import torch as torch_adapter  # the exporter; imported only when needed
 
-        for stale in path.parent.glob("resnet50-*.onnx"):  # made by other code or versions
-            if key not in stale.name:
-                stale.unlink(missing_ok=True)
         with tempfile.TemporaryDirectory(dir=path.parent) as tmp:
             model = torch_adapter.build_resnet50(resnet.init_weights(0, num_classes))
             exported = torch_adapter.export(model, tmp)
@@ -148,7 +147,7 @@ def weights_digest(weights: dict[str, np.ndarray]) -> str:
 
 def model_file(weights: dict[str, np.ndarray]) -> Path:
     """The exported ONNX file holding ``weights`` (written once per distinct weights and
-    exporter, then reused; files of other exporter versions are removed)."""
+    exporter, then reused)."""
     num_classes = resnet.validate_weights(weights)
     template = _template(num_classes)
     path = _cache_dir() / f"resnet50-{_exporter_key()}-w{weights_digest(weights)}.onnx"

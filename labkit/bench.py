@@ -142,7 +142,8 @@ class Measurement:
         return (f"<labkit.bench.Measurement> {self.label}\n"
                 f"  Median: {self.median_s * scale:.2f} {unit}   "
                 f"({self.images_per_s:.2f} images/s)\n"
-                f"  IQR:    {self.iqr_s * scale:.2f} {unit} ({q1 * scale:.2f} to {q3 * scale:.2f})\n"
+                f"  IQR:    {self.iqr_s * scale:.2f} {unit} "
+                f"({q1 * scale:.2f} to {q3 * scale:.2f})\n"
                 f"  p90:    {self.p90_s * scale:.2f} {unit}\n"
                 f"  first call: {self.first_call_s:.2f} s\n"
                 f"  {self.repeats} measurements, {self.images_per_call} images each")
@@ -157,7 +158,8 @@ def measure(prepared: Prepared | Callable[[], object], warmup: int, min_repeats:
     ``max_repeats``. ``prepared`` may be a bare callable (then give ``images_per_call``).
     """
     step = prepared.step if isinstance(prepared, Prepared) else prepared
-    images = images_per_call if images_per_call is not None else getattr(prepared, "batch_size", None)
+    images = images_per_call if images_per_call is not None else getattr(prepared, "batch_size",
+                                                                         None)
     if not images or images < 1:
         raise ValueError("images_per_call must be at least 1 (a Prepared carries its batch_size)")
     if min_repeats < 1 or max_repeats < min_repeats or warmup < 0 or min_time_s < 0:

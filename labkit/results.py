@@ -41,14 +41,15 @@ FIELDS: dict[str, tuple[tuple[type, ...], str]] = {
     "schema": ((int,), "version of this schema (1)"),
     "framework": ((str,), "torch | tensorflow | mindspore | onnxruntime"),
     "mode": ((str,), "execution mode, one of labkit.frameworks.MODES[framework]"),
-    "task": ((str,), "latency (batch 1, p50/p90) | throughput (larger batch) | train (one SGD step)"),
+    "task": ((str,), "latency (batch 1, p50/p90) | throughput (larger batch) | train (SGD step)"),
     "batch_size": ((int,), "images per call"),
     "precision": ((str,), "fp32 | bf16"),
     "image_size": ((int,), "input side in pixels (square RGB images)"),
     "device": ((str,), "cpu | gpu"),
     "status": ((str,), "ok | failed"),
     "error": (((str, type(None))), "why the cell failed (null when ok)"),
-    "unsupported": ((bool,), "true when the combination does not exist here (error 'unsupported: ...')"),
+    "unsupported": ((bool,), "true when the combination does not exist here "
+                             "(error 'unsupported: ...')"),
     "prepare_s": (_OPT_NUM, "seconds to build the model and prepare the step (export, trace, ...)"),
     "first_call_s": (_OPT_NUM, "seconds of the first call, timed apart (tracing / compilation)"),
     "median_s": (_OPT_NUM, "median seconds per call in the steady state"),
@@ -115,7 +116,7 @@ def problems(record: object) -> list[str]:
 
 
 def validate(record: dict) -> dict:
-    """Return ``record`` if it follows the schema, else raise ``ValueError`` listing the problems."""
+    """``record`` if it follows the schema, else ``ValueError`` listing the problems."""
     found = problems(record)
     if found:
         raise ValueError("invalid benchmark record: " + "; ".join(found))
@@ -133,8 +134,9 @@ def load(path: str | os.PathLike) -> list[dict]:
     try:
         data = path.read_bytes()
     except OSError as exc:
-        raise ValueError(f"cannot read results file {path}: {exc.strerror or exc}; fix: give the "
-                         f"path of a file written by `python -m labkit bench --out FILE.jsonl`") from exc
+        raise ValueError(f"cannot read results file {path}: {exc.strerror or exc}; fix: give "
+                         f"the path of a file written by `python -m labkit bench --out "
+                         f"FILE.jsonl`") from exc
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
@@ -179,7 +181,7 @@ def truncated_tail(path: str | os.PathLike) -> bytes:
 
 
 def repair_tail(path: str | os.PathLike) -> bytes:
-    """Move a truncated last line out of ``path`` (into ``path + '.partial'``) so appends stay valid.
+    """Move a truncated last line out of ``path`` (to ``path + '.partial'``): appends stay valid.
 
     Returns the bytes moved (b'' when the file ends cleanly). Nothing that parses is touched.
     """

@@ -166,8 +166,8 @@ class Plan:
         for fw in fws:
             for mode in resolve_modes(fw, modes):
                 for task in tks:
-                    bs = [prof.latency_batch] if task == "latency" else (sizes or [default_batch[task]])
-                    for b in bs:
+                    batched = sizes or [default_batch[task]]
+                    for b in [prof.latency_batch] if task == "latency" else batched:
                         for prec in precs:
                             cells.append(Cell(fw, mode, task, b, prec, prof.image_size, dev,
                                               prof.name))
@@ -445,6 +445,21 @@ def _sigterm_as_interrupt():
         signal.signal(signal.SIGTERM, old)
 
 
+@contextlib.contextmanager
+def _signals_held():
+    """Hold SIGINT and SIGTERM back while a record is written (POSIX main thread only)."""
+    held = {signal.SIGINT, signal.SIGTERM}
+    main = threading.current_thread() is threading.main_thread()
+    if not hasattr(signal, "pthread_sigmask") or not main:
+        yield
+        return
+    old = signal.pthread_sigmask(signal.SIG_BLOCK, held)
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, old)
+
+
 def _warn_if_busy(threads: int) -> None:
     load = _load()
     if load is not None and load >= hardware.cores():
@@ -491,10 +506,12 @@ def run(plan: Plan, out: str | os.PathLike, resume: bool = False, progress: bool
         with _sigterm_as_interrupt():
             for cell in todo:
                 bar.set_description_str(cell.label())
-                fields = run_cell(cell, threads, timeout_s, memory_limit_mb, tick=bar.refresh if live else None)
+                fields = run_cell(cell, threads, timeout_s, memory_limit_mb,
+                                  tick=bar.refresh if live else None)
                 record = results.make(**{**asdict(cell), **fields, "threads": threads,
                                          "machine": machine})
-                results.append(out, record)
+                with _signals_held():  # a Ctrl-C now waits until the line is whole
+                    results.append(out, record)
                 res.records.append(record)
                 bar.set_postfix_str(f"{record['images_per_s']:.2f} images/s"
                                     if record["status"] == "ok" else "failed")

@@ -197,6 +197,7 @@ def check_images(images: np.ndarray) -> np.ndarray:
     check_image_size(int(shape[3]))
     return np.ascontiguousarray(images, dtype=np.float32)
 
+
 def _out(size: int, kernel: int, stride: int, padding: int) -> int:
     return (size + 2 * padding - kernel) // stride + 1
 

@@ -160,19 +160,9 @@ def to_canonical(net: nn.Cell) -> dict[str, np.ndarray]:
             for name in resnet.param_shapes(num_classes)}
 
 
-def check_images(images: np.ndarray) -> np.ndarray:
-    """Images must be an NCHW float array with 3 channels and a size ResNet-50 can take."""
-    shape = np.shape(images)
-    if len(shape) != 4 or shape[1] != 3:
-        raise ValueError(f"images must be NCHW with 3 channels, e.g. (8, 3, 224, 224); got shape {shape}")
-    resnet.check_image_size(int(shape[2]))
-    resnet.check_image_size(int(shape[3]))
-    return np.ascontiguousarray(images, dtype=np.float32)
-
-
 def predict(net: nn.Cell, images: np.ndarray) -> np.ndarray:
     """Eval-mode logits of an NCHW float32 batch, as numpy (the Cell is set to eval mode)."""
-    images = check_images(images)
+    images = resnet.check_images(images)
     net.set_train(False)
     return net(ms.Tensor(images)).asnumpy()
 
@@ -213,7 +203,7 @@ def train_step(weights: dict[str, np.ndarray], images: np.ndarray, labels: np.nd
     Returns the loss before the update and the new canonical weights (BatchNorm running
     statistics updated too).
     """
-    images = check_images(images)
+    images = resnet.check_images(images)
     net = build_resnet50(weights)
     step = _train_fn(net, lr, momentum, graph=False)
     loss = step(ms.Tensor(images), _labels(labels))
@@ -347,7 +337,7 @@ def load_exported(path: str | Path) -> Callable[[np.ndarray], np.ndarray]:
     graph = nn.GraphCell(ms.load(str(path)))
 
     def run(images: np.ndarray) -> np.ndarray:
-        return graph(ms.Tensor(check_images(images))).asnumpy()
+        return graph(ms.Tensor(resnet.check_images(images))).asnumpy()
 
     run.graph_cell = graph  # the loaded graph, for learners who want to inspect it
     return run

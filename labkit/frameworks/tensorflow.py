@@ -163,12 +163,7 @@ def to_canonical(model: keras.Model) -> dict[str, np.ndarray]:
 
 def to_nhwc(images: np.ndarray) -> np.ndarray:
     """Check an NCHW host batch (its size must suit ResNet-50) and return it as NHWC float32."""
-    images = np.asarray(images, dtype=np.float32)
-    if images.ndim != 4 or images.shape[1] != 3:
-        raise ValueError(f"images must be NCHW with 3 channels, e.g. (8, 3, 224, 224); "
-                         f"got shape {images.shape}")
-    resnet.check_image_size(int(images.shape[2]))
-    resnet.check_image_size(int(images.shape[3]))
+    images = resnet.check_images(images)
     return np.ascontiguousarray(images.transpose(0, 2, 3, 1))
 
 

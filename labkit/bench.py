@@ -14,6 +14,7 @@ Statistics are plain Python (:func:`quantile` interpolates as numpy does).
 from __future__ import annotations
 
 import math
+import numbers
 import sys
 import time
 from dataclasses import dataclass
@@ -26,6 +27,26 @@ DEVICES: tuple[str, ...] = ("cpu", "gpu")
 
 class Unsupported(Exception):
     """This framework x mode x task x precision x device does not exist here; says why."""
+
+
+def check_choice(framework: str, kind: str, value: str, valid: Sequence[str]) -> str:
+    """``value`` if it is one of ``valid``, else a ``ValueError`` that lists the valid ones."""
+    if value not in valid:
+        raise ValueError(f"unknown {kind} {value!r} for {framework}: "
+                         f"valid {kind}s are {', '.join(valid)}")
+    return value
+
+
+def check_cell(framework: str, modes: Sequence[str], mode: str, task: str, batch_size: int,
+               precision: str, device: str) -> None:
+    """Validate the arguments of an adapter's ``prepare`` (one clear error per bad value)."""
+    check_choice(framework, "mode", mode, modes)
+    check_choice(framework, "task", task, TASKS)
+    check_choice(framework, "precision", precision, PRECISIONS)
+    check_choice(framework, "device", device, DEVICES)
+    if isinstance(batch_size, bool) or not isinstance(batch_size, numbers.Integral) \
+            or batch_size < 1:
+        raise ValueError(f"batch_size must be an integer >= 1, got {batch_size!r}")
 
 
 @dataclass

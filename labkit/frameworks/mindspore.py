@@ -22,7 +22,7 @@ import numpy as np
 from mindspore import nn, ops
 
 from .. import resnet
-from ..bench import DEVICES, PRECISIONS, TASKS, Prepared, Unsupported
+from ..bench import DEVICES, Prepared, Unsupported, check_cell, check_choice
 from . import MODES as _ALL_MODES
 
 NAME = "mindspore"
@@ -217,15 +217,9 @@ def train_step(weights: dict[str, np.ndarray], images: np.ndarray, labels: np.nd
 BENCH_LR = 1e-3
 
 
-def _choice(kind: str, value: str, valid: tuple[str, ...]) -> str:
-    if value not in valid:
-        raise ValueError(f"unknown {kind} {value!r} for mindspore: valid {kind}s are {', '.join(valid)}")
-    return value
-
-
 def _use_device(device: str) -> str:
     """Select the device MindSpore runs on; a GPU only where MindSpore's GPU plugin loads."""
-    _choice("device", device, DEVICES)
+    check_choice(NAME, "device", device, DEVICES)
     if device == "cpu":
         return "CPU"
     if not ms.device_context.gpu.is_available():
@@ -266,11 +260,7 @@ def prepare(weights: dict[str, np.ndarray], mode: str, task: str, batch_size: in
     bfloat16 convolution runs; MindSpore 2.8's CPU kernels have none, so on the CPU it raises
     :class:`Unsupported` with MindSpore's own reason.
     """
-    _choice("mode", mode, MODES)
-    _choice("task", task, TASKS)
-    _choice("precision", precision, PRECISIONS)
-    if isinstance(batch_size, bool) or not isinstance(batch_size, (int, np.integer)) or batch_size < 1:
-        raise ValueError(f"batch_size must be an integer >= 1, got {batch_size!r}")
+    check_cell(NAME, MODES, mode, task, batch_size, precision, device)
     target = _use_device(device)
     if precision == "bf16":
         failure = _bf16_failure()

@@ -38,7 +38,7 @@ import onnxruntime as ort
 from onnx import numpy_helper
 
 from .. import resnet
-from ..bench import DEVICES, PRECISIONS, TASKS, Prepared, Unsupported
+from ..bench import DEVICES, Prepared, Unsupported, check_cell, check_choice
 from . import installed_version
 
 NAME = "onnxruntime"
@@ -77,9 +77,7 @@ def _options() -> ort.SessionOptions:
 
 
 def _providers(device: str) -> list[str]:
-    if device not in DEVICES:
-        raise ValueError(f"unknown device {device!r} for onnxruntime: "
-                         f"valid devices are {', '.join(DEVICES)}")
+    check_choice(NAME, "device", device, DEVICES)
     if device == "cpu":
         return ["CPUExecutionProvider"]
     have = ort.get_available_providers()
@@ -191,13 +189,6 @@ def predict(session: ort.InferenceSession, images: np.ndarray) -> np.ndarray:
 # Benchmark
 
 
-def _choice(kind: str, value: str, valid: tuple[str, ...]) -> str:
-    if value not in valid:
-        raise ValueError(f"unknown {kind} {value!r} for onnxruntime: "
-                         f"valid {kind}s are {', '.join(valid)}")
-    return value
-
-
 def prepare(weights: dict[str, np.ndarray], mode: str, task: str, batch_size: int,
             precision: str = "fp32", image_size: int = 224, device: str = "cpu") -> Prepared:
     """One inference batch through the optimised session (see :mod:`labkit.bench`).
@@ -205,12 +196,7 @@ def prepare(weights: dict[str, np.ndarray], mode: str, task: str, batch_size: in
     ``session.run`` takes the host array and returns host logits, so a step is complete
     (and, on a GPU, synchronised) when it returns.
     """
-    _choice("mode", mode, MODES)
-    _choice("task", task, TASKS)
-    _choice("precision", precision, PRECISIONS)
-    if isinstance(batch_size, bool) or not isinstance(batch_size, (int, np.integer)) \
-            or batch_size < 1:
-        raise ValueError(f"batch_size must be an integer >= 1, got {batch_size!r}")
+    check_cell(NAME, MODES, mode, task, batch_size, precision, device)
     num_classes = resnet.validate_weights(weights)
     images, _ = resnet.random_batch(int(batch_size), image_size, seed=0, num_classes=num_classes)
     if task == "train":

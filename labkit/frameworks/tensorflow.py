@@ -193,9 +193,7 @@ def _sgd_step(model: keras.Model, optimizer: keras.optimizers.Optimizer, images:
 
 
 def check_mode(mode: str) -> str:
-    if mode not in MODES:
-        raise ValueError(f"unknown tensorflow mode {mode!r}: valid modes are {', '.join(MODES)}")
-    return mode
+    return bench.check_choice(NAME, "mode", mode, MODES)
 
 
 def _wrap(fn: Callable, mode: str) -> Callable:
@@ -245,15 +243,11 @@ def train_step(weights: dict[str, np.ndarray], images: np.ndarray, labels: np.nd
 # --------------------------------------------------------------------------- benchmarks
 
 def _policy(precision: str) -> str:
-    if precision not in POLICIES:
-        raise ValueError(f"unknown precision {precision!r}: valid precisions are "
-                         f"{', '.join(bench.PRECISIONS)}")
-    return POLICIES[precision]
+    return POLICIES[bench.check_choice(NAME, "precision", precision, bench.PRECISIONS)]
 
 
 def _device_name(device: str) -> str:
-    if device not in bench.DEVICES:
-        raise ValueError(f"unknown device {device!r}: valid devices are {', '.join(bench.DEVICES)}")
+    bench.check_choice(NAME, "device", device, bench.DEVICES)
     if device == "cpu":
         return "/CPU:0"
     if not tf.config.list_physical_devices("GPU"):
@@ -273,10 +267,7 @@ def prepare(weights: dict[str, np.ndarray], mode: str, task: str, batch_size: in
     logits or loss back to the host (``.numpy()``), which waits for the work to finish. The first
     call of ``function`` and ``xla`` traces (and compiles) the step.
     """
-    check_mode(mode)
-    if task not in bench.TASKS:
-        raise ValueError(f"unknown task {task!r}: valid tasks are {', '.join(bench.TASKS)}")
-    _policy(precision)
+    bench.check_cell(NAME, MODES, mode, task, batch_size, precision, device)
     device_name = _device_name(device)
     num_classes = resnet.validate_weights(weights)
     images, labels = resnet.random_batch(batch_size, image_size, num_classes=num_classes)

@@ -24,7 +24,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from .. import resnet
-from ..bench import DEVICES, PRECISIONS, TASKS, Prepared, Unsupported
+from ..bench import DEVICES, Prepared, Unsupported, check_cell, check_choice
 
 NAME = "torch"
 MODES: tuple[str, ...] = ("eager", "torchscript", "compile")
@@ -157,15 +157,8 @@ def train_step(weights: dict[str, np.ndarray], images: np.ndarray, labels: np.nd
 # Benchmark modes: one callable per mode x task, on a host batch made in advance
 
 
-def _choice(kind: str, value: str, valid: tuple[str, ...]) -> str:
-    if value not in valid:
-        raise ValueError(f"unknown {kind} {value!r} for torch: "
-                         f"valid {kind}s are {', '.join(valid)}")
-    return value
-
-
 def _torch_device(device: str) -> torch.device:
-    _choice("device", device, DEVICES)
+    check_choice(NAME, "device", device, DEVICES)
     if device == "cpu":
         return torch.device("cpu")
     if not torch.cuda.is_available():
@@ -242,12 +235,7 @@ def prepare(weights: dict[str, np.ndarray], mode: str, task: str, batch_size: in
     the GPU on ``device="gpu"``) and returns only when the work is done. With ``compile`` the
     first call includes compilation. ``bf16`` runs under ``torch.autocast(..., bfloat16)``.
     """
-    _choice("mode", mode, MODES)
-    _choice("task", task, TASKS)
-    _choice("precision", precision, PRECISIONS)
-    if isinstance(batch_size, bool) or not isinstance(batch_size, (int, np.integer)) \
-            or batch_size < 1:
-        raise ValueError(f"batch_size must be an integer >= 1, got {batch_size!r}")
+    check_cell(NAME, MODES, mode, task, batch_size, precision, device)
     dev = _torch_device(device)
     num_classes = resnet.validate_weights(weights)
     images, labels = resnet.random_batch(int(batch_size), image_size, seed=0,

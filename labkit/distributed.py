@@ -507,7 +507,7 @@ def launch(job: Job, *, port: int | None = None, timeout: float = 300.0,
         out = Path(out_dir).resolve()
         out.mkdir(parents=True, exist_ok=True)
         return _launch(job, out, ports, timeout, progress, poll_s)
-    out = Path(tempfile.mkdtemp(prefix=f"labkit-{job.framework}-"))
+    out = new_output_dir(job.framework)
     try:
         run = _launch(job, out, ports, timeout, progress, poll_s)
     except BaseException:
@@ -515,6 +515,35 @@ def launch(job: Job, *, port: int | None = None, timeout: float = 300.0,
         raise
     weakref.finalize(run, shutil.rmtree, str(out), True)
     return run
+
+
+#: temporary output folders start with this; each holds ``owner.pid``, the process that made it
+TMP_PREFIX = "labkit-dp-"
+
+
+def new_output_dir(framework: str) -> Path:
+    """A fresh temporary folder for a job's files, after deleting the folders of dead owners."""
+    sweep_orphaned_outputs()
+    out = Path(tempfile.mkdtemp(prefix=f"{TMP_PREFIX}{framework}-"))
+    (out / "owner.pid").write_text(str(os.getpid()))
+    return out
+
+
+def sweep_orphaned_outputs() -> list[Path]:
+    """Delete this user's temporary job folders whose owner process is gone (a kernel that was
+    killed, not shut down, never ran its clean-up); returns the folders deleted."""
+    import psutil
+
+    removed = []
+    for folder in Path(tempfile.gettempdir()).glob(f"{TMP_PREFIX}*"):
+        try:
+            owner = int((folder / "owner.pid").read_text())
+            if folder.stat().st_uid == os.getuid() and not psutil.pid_exists(owner):
+                shutil.rmtree(folder, ignore_errors=True)
+                removed.append(folder)
+        except (OSError, ValueError):
+            continue
+    return removed
 
 
 def _launch(job: Job, out: Path, ports: list[int], timeout: float, progress: bool, poll_s: float) -> Run:

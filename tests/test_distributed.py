@@ -5,6 +5,7 @@ fast. After each test no process that the job started may survive (checked with 
 """
 import json
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -80,6 +81,18 @@ def test_port_in_use_is_a_clear_error_and_nothing_starts():
         with pytest.raises(PortInUse, match=rf"port {port} "):  # TensorFlow: port, port+1, ...
             distributed.launch(Job("tensorflow", model="tiny"), port=port - 1, timeout=30)
     no_children_left()
+
+
+def test_temporary_folders_of_dead_owners_are_swept(tmp_path):
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    orphan = distributed.new_output_dir("torch")
+    (orphan / "owner.pid").write_text(str(dead.pid))  # as if a killed kernel had made it
+    (orphan / "rank0.npz").write_bytes(b"x" * 1000)
+    mine = distributed.new_output_dir("torch")  # sweeps first, then makes its own
+    assert not orphan.exists() and mine.exists()
+    assert distributed.sweep_orphaned_outputs() == [] and mine.exists()  # ours: kept
+    shutil.rmtree(mine)
 
 
 def test_cluster_commands_for_several_machines():

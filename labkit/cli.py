@@ -109,6 +109,11 @@ def build_parser() -> argparse.ArgumentParser:
     report.add_argument("file", help="a JSONL file written by `python -m labkit bench`")
     report.add_argument("--out", help="folder for the PNG figures (default: FILE without .jsonl)")
     report.set_defaults(func=_report)
+    from . import distributed  # framework-free: the workers import their framework
+
+    distributed.build_parser(sub.add_parser(
+        "distributed", help="data-parallel training with real worker processes "
+                            "(torchrun, TF_CONFIG, msrun)"))
     return parser
 
 

@@ -106,3 +106,10 @@ def test_bad_input_through_the_real_command_line(tmp_path):
     assert proc.returncode == 2
     assert proc.stderr.strip() == ("error: unknown framework 'caffe': valid frameworks are torch, "
                                    "tensorflow, mindspore, onnxruntime")
+
+
+def test_distributed_subcommand_prints_the_commands_for_several_machines():
+    proc = run_labkit("distributed", "--framework", "torch", "--hosts", "a,b", timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.count("--rdzv-endpoint a:29500") == 2
+    assert "# on b:" in proc.stdout

@@ -83,7 +83,19 @@ def iqr(values: Sequence[float]) -> float:
 
 
 def peak_rss_mb() -> float:
-    """Peak resident memory of this process so far, MiB (the high-water mark, not the current)."""
+    """Peak resident memory of this process so far, MiB (the high-water mark, not the current).
+
+    On Linux this is ``VmHWM`` from ``/proc/self/status``: ``getrusage``'s ``ru_maxrss`` is
+    carried over from the parent into a forked and exec'd child, so a benchmark cell started
+    from a large notebook kernel would report the kernel's peak instead of its own.
+    """
+    try:
+        with open("/proc/self/status", encoding="ascii") as f:
+            for line in f:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) / 2**10  # KiB
+    except OSError:
+        pass
     try:
         import resource
 

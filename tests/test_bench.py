@@ -4,6 +4,8 @@ No framework and no speed assertion here: known inputs, fake steps, synthetic re
 """
 import json
 import math
+import subprocess
+import sys
 import time
 import warnings
 
@@ -82,6 +84,17 @@ def test_peak_rss_is_a_high_water_mark():
     after = bench.peak_rss_mb()
     del block
     assert before > 10 and after >= before + 32
+
+
+def test_a_child_process_reports_its_own_peak_not_its_parents():
+    # getrusage's ru_maxrss survives fork+exec on Linux: a cell started from a big notebook
+    # kernel must not report the kernel's peak as its own
+    block = np.ones(512 * 2**20 // 8)  # 512 MiB in this (parent) process
+    code = "from labkit import bench; print(bench.peak_rss_mb())"
+    child = float(subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                                 check=True).stdout)
+    del block
+    assert child < 400, f"child reported {child:.0f} MiB: inherited the parent's high-water mark"
 
 
 def test_ceiling_scales_with_image_size_and_task():

@@ -20,7 +20,7 @@ import math
 import os
 import warnings
 from pathlib import Path
-from typing import Iterable
+from typing import Iterable, Iterator
 
 SCHEMA_VERSION = 1
 
@@ -247,6 +247,17 @@ def _baseline_for(r: dict, pool: dict[tuple, dict]) -> dict | None:
     return pool.get(tuple(k[f] for f in KEY))
 
 
+def _graph_and_baseline(records: Iterable[dict]) -> Iterator[tuple[dict, dict]]:
+    """Each measured graph-mode cell with the eager cell it is compared against."""
+    cells = latest(ok(records))
+    pool = {key(r): r for r in cells}
+    for r in cells:
+        if EAGER_MODES.get(r["framework"]) != r["mode"]:
+            base = _baseline_for(r, pool)
+            if base is not None:
+                yield r, base
+
+
 def speedups(records: Iterable[dict]) -> list[dict]:
     """Each graph mode against its eager baseline, same task, batch, precision, size and device.
 
@@ -255,15 +266,8 @@ def speedups(records: Iterable[dict]) -> list[dict]:
     ``speedup * sqrt((iqr_e/med_e)^2 + (iqr_g/med_g)^2)``: a speedup within it of 1 is noise.
     ONNX Runtime is compared with torch eager (see :data:`BASELINE`).
     """
-    cells = latest(ok(records))
-    pool = {key(r): r for r in cells}
     rows = []
-    for r in cells:
-        if EAGER_MODES.get(r["framework"]) == r["mode"]:
-            continue
-        base = _baseline_for(r, pool)
-        if base is None:
-            continue
+    for r, base in _graph_and_baseline(records):
         s = base["median_s"] / r["median_s"]
         rows.append({**{k: r[k] for k in KEY}, "baseline": f"{base['framework']} {base['mode']}",
                      "speedup": s, "speedup_iqr": s * math.hypot(_rel(r), _rel(base)),
@@ -279,15 +283,8 @@ def break_even(records: Iterable[dict]) -> list[dict]:
     ``eager median - graph median``. ``calls = extra / saving`` (``inf`` when it never pays off,
     0 when the graph mode is not even slower to start).
     """
-    cells = latest(ok(records))
-    pool = {key(r): r for r in cells}
     rows = []
-    for r in cells:
-        if EAGER_MODES.get(r["framework"]) == r["mode"]:
-            continue
-        base = _baseline_for(r, pool)
-        if base is None:
-            continue
+    for r, base in _graph_and_baseline(records):
         extra = ((r.get("prepare_s") or 0) + r["first_call_s"]
                  - (base.get("prepare_s") or 0) - base["first_call_s"])
         saving = base["median_s"] - r["median_s"]

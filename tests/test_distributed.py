@@ -28,13 +28,7 @@ def assert_all_gone(pids, within_s: float = 10.0):
     """None of ``pids`` is running (zombies count as gone) within ``within_s`` seconds."""
     deadline = time.monotonic() + within_s
     while True:
-        alive = []
-        for pid in pids:
-            try:
-                if psutil.Process(pid).status() != psutil.STATUS_ZOMBIE:
-                    alive.append(pid)
-            except psutil.NoSuchProcess:
-                pass
+        alive = distributed.still_running(pids)
         if not alive or time.monotonic() > deadline:
             break
         time.sleep(0.2)

@@ -5,6 +5,7 @@ through ``labkit.runner`` (exactly what ``python -m labkit bench`` does) and pri
 median images/s and within-run IQR/median, then the run-to-run spread: IQR / median of the run
 medians, and (max - min) / median. Run: ``python benchmarks/stability.py [--runs 5]``.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -38,12 +39,16 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"run {i + 1} failed: {rec['error']}", file=sys.stderr)
                 return 1
             medians.append(rec["images_per_s"])
-            print(f"run {i + 1}: {rec['images_per_s']:.2f} images/s, within-run IQR/median "
-                  f"{rec['iqr_s'] / rec['median_s']:.1%}, first call {rec['first_call_s']:.2f} s")
+            print(
+                f"run {i + 1}: {rec['images_per_s']:.2f} images/s, within-run IQR/median "
+                f"{rec['iqr_s'] / rec['median_s']:.1%}, first call {rec['first_call_s']:.2f} s"
+            )
     mid = bench.median(medians)
     print(f"{plan.cells[0].label()}, {args.runs} runs (fresh process each)")
-    print(f"run-to-run spread: IQR/median {bench.iqr(medians) / mid:.1%}, "
-          f"(max-min)/median {(max(medians) - min(medians)) / mid:.1%}, median {mid:.2f} images/s")
+    print(
+        f"run-to-run spread: IQR/median {bench.iqr(medians) / mid:.1%}, "
+        f"(max-min)/median {(max(medians) - min(medians)) / mid:.1%}, median {mid:.2f} images/s"
+    )
     return 0
 
 

@@ -8,6 +8,7 @@ generated protobuf code fails when TensorFlow was imported first ("Descriptors c
 created directly") unless protobuf's pure-Python implementation is selected before either
 framework loads, which is what the line below does (an explicit setting is kept).
 """
+
 import os as _os
 
 _os.environ.setdefault("PROTOCOL_BUFFERS_PYTHON_IMPLEMENTATION", "python")

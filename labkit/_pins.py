@@ -1,16 +1,10 @@
 """The stack's pins, read from labkit's own installed metadata (pyproject.toml is the source)."""
+
 from __future__ import annotations
 
 import functools
 import importlib.metadata
 import re
-
-#: import name -> distribution names that provide it, preferred first
-_DISTS = {"tensorflow": ("tensorflow-cpu", "tensorflow")}
-
-
-def distributions(package: str) -> tuple[str, ...]:
-    return _DISTS.get(package, (package,))
 
 
 @functools.lru_cache(maxsize=1)
@@ -39,10 +33,11 @@ def pins() -> dict[str, str]:
     return out
 
 
-def requirement(package: str) -> str:
-    """The pinned requirement for an import name, e.g. 'tensorflow-cpu==2.21.0'."""
+def requirement(*distributions: str) -> str:
+    """The pinned requirement of the first of ``distributions`` that labkit pins (the names of
+    one package's distributions, preferred first), e.g. 'tensorflow-cpu==2.21.0'."""
     table = pins()
-    for dist in distributions(package):
+    for dist in distributions:
         if dist in table:
             return table[dist]
-    return distributions(package)[0]
+    return distributions[0]

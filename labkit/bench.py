@@ -11,14 +11,15 @@ call (tracing, compilation) is timed apart. :func:`peak_rss_mb` and
 :func:`ceiling_images_per_s` give the memory high-water mark and the machine's compute ceiling.
 Statistics are plain Python (:func:`quantile` interpolates as numpy does).
 """
+
 from __future__ import annotations
 
 import math
 import numbers
 import sys
 import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Callable, Sequence
 
 TASKS: tuple[str, ...] = ("latency", "throughput", "train")
 PRECISIONS: tuple[str, ...] = ("fp32", "bf16")
@@ -32,21 +33,39 @@ class Unsupported(Exception):
 def check_choice(framework: str, kind: str, value: str, valid: Sequence[str]) -> str:
     """``value`` if it is one of ``valid``, else a ``ValueError`` that lists the valid ones."""
     if value not in valid:
-        raise ValueError(f"unknown {kind} {value!r} for {framework}: "
-                         f"valid {kind}s are {', '.join(valid)}")
+        raise ValueError(
+            f"unknown {kind} {value!r} for {framework}: valid {kind}s are {', '.join(valid)}"
+        )
     return value
 
 
-def check_cell(framework: str, modes: Sequence[str], mode: str, task: str, batch_size: int,
-               precision: str, device: str) -> None:
+def check_cell(
+    framework: str,
+    modes: Sequence[str],
+    mode: str,
+    task: str,
+    batch_size: int,
+    precision: str,
+    device: str,
+) -> None:
     """Validate the arguments of an adapter's ``prepare`` (one clear error per bad value)."""
     check_choice(framework, "mode", mode, modes)
     check_choice(framework, "task", task, TASKS)
     check_choice(framework, "precision", precision, PRECISIONS)
     check_choice(framework, "device", device, DEVICES)
-    if isinstance(batch_size, bool) or not isinstance(batch_size, numbers.Integral) \
-            or batch_size < 1:
+    if (
+        isinstance(batch_size, bool)
+        or not isinstance(batch_size, numbers.Integral)
+        or batch_size < 1
+    ):
         raise ValueError(f"batch_size must be an integer >= 1, got {batch_size!r}")
+
+
+def check_threads(n: object) -> int:
+    """``n`` if it is a usable thread count (a whole number >= 1), else ``ValueError``."""
+    if isinstance(n, bool) or not isinstance(n, numbers.Integral) or n < 1:
+        raise ValueError(f"thread count must be an integer >= 1, got {n!r}")
+    return int(n)
 
 
 @dataclass
@@ -165,40 +184,59 @@ class Measurement:
         return self.images_per_call / self.median_s
 
     def as_dict(self) -> dict:
-        return {"first_call_s": self.first_call_s, "median_s": self.median_s, "iqr_s": self.iqr_s,
-                "p90_s": self.p90_s, "mean_s": self.mean_s, "images_per_s": self.images_per_s,
-                "repeats": self.repeats, "warmup": self.warmup, "times_s": list(self.times_s)}
+        return {
+            "first_call_s": self.first_call_s,
+            "median_s": self.median_s,
+            "iqr_s": self.iqr_s,
+            "p90_s": self.p90_s,
+            "mean_s": self.mean_s,
+            "images_per_s": self.images_per_s,
+            "repeats": self.repeats,
+            "warmup": self.warmup,
+            "times_s": list(self.times_s),
+        }
 
     def __repr__(self) -> str:
         unit, scale = ("ms", 1e3) if self.median_s < 1 else ("s", 1.0)
         q1, q3 = quantile(self.times_s, 0.25), quantile(self.times_s, 0.75)
-        return (f"<labkit.bench.Measurement> {self.label}\n"
-                f"  Median: {self.median_s * scale:.2f} {unit}   "
-                f"({self.images_per_s:.2f} images/s)\n"
-                f"  IQR:    {self.iqr_s * scale:.2f} {unit} "
-                f"({q1 * scale:.2f} to {q3 * scale:.2f})\n"
-                f"  p90:    {self.p90_s * scale:.2f} {unit}\n"
-                f"  first call: {self.first_call_s:.2f} s\n"
-                f"  {self.repeats} measurements, {self.images_per_call} images each")
+        return (
+            f"<labkit.bench.Measurement> {self.label}\n"
+            f"  Median: {self.median_s * scale:.2f} {unit}   "
+            f"({self.images_per_s:.2f} images/s)\n"
+            f"  IQR:    {self.iqr_s * scale:.2f} {unit} "
+            f"({q1 * scale:.2f} to {q3 * scale:.2f})\n"
+            f"  p90:    {self.p90_s * scale:.2f} {unit}\n"
+            f"  first call: {self.first_call_s:.2f} s\n"
+            f"  {self.repeats} measurements, {self.images_per_call} images each"
+        )
 
 
-def measure(prepared: Prepared | Callable[[], object], warmup: int, min_repeats: int,
-            min_time_s: float, max_repeats: int, images_per_call: int | None = None,
-            label: str = "") -> Measurement:
+def measure(
+    prepared: Prepared | Callable[[], object],
+    warmup: int,
+    min_repeats: int,
+    min_time_s: float,
+    max_repeats: int,
+    images_per_call: int | None = None,
+    label: str = "",
+) -> Measurement:
     """Time ``prepared.step``: first call apart, ``warmup`` untimed calls, then timed repeats.
 
     Timing stops after ``max(min_repeats, calls within min_time_s)`` calls, never more than
     ``max_repeats``. ``prepared`` may be a bare callable (then give ``images_per_call``).
     """
     step = prepared.step if isinstance(prepared, Prepared) else prepared
-    images = images_per_call if images_per_call is not None else getattr(prepared, "batch_size",
-                                                                         None)
+    images = (
+        images_per_call if images_per_call is not None else getattr(prepared, "batch_size", None)
+    )
     if not images or images < 1:
         raise ValueError("images_per_call must be at least 1 (a Prepared carries its batch_size)")
     if min_repeats < 1 or max_repeats < min_repeats or warmup < 0 or min_time_s < 0:
-        raise ValueError(f"need 1 <= min_repeats <= max_repeats, warmup >= 0, min_time_s >= 0; got "
-                         f"min_repeats={min_repeats}, max_repeats={max_repeats}, warmup={warmup}, "
-                         f"min_time_s={min_time_s}")
+        raise ValueError(
+            f"need 1 <= min_repeats <= max_repeats, warmup >= 0, min_time_s >= 0; got "
+            f"min_repeats={min_repeats}, max_repeats={max_repeats}, warmup={warmup}, "
+            f"min_time_s={min_time_s}"
+        )
     clock = time.perf_counter
     t0 = clock()
     step()
@@ -213,7 +251,9 @@ def measure(prepared: Prepared | Callable[[], object], warmup: int, min_repeats:
         dt = clock() - t0
         times.append(dt)
         total += dt
-    how = (f"first call timed apart; {warmup} untimed warm-up calls; {len(times)} calls timed one "
-           f"by one with time.perf_counter (at least {min_repeats} calls and {min_time_s:g} s, "
-           f"at most {max_repeats} calls); each call returns when its work is done")
+    how = (
+        f"first call timed apart; {warmup} untimed warm-up calls; {len(times)} calls timed one "
+        f"by one with time.perf_counter (at least {min_repeats} calls and {min_time_s:g} s, "
+        f"at most {max_repeats} calls); each call returns when its work is done"
+    )
     return Measurement(times, first, int(images), warmup, label, how)

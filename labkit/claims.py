@@ -17,11 +17,12 @@ carries the uncertainty :func:`labkit.results.speedups` uses (the two relative I
 times, propagated); a median inside the range whose interval pokes out (or the reverse) is
 reported as "within noise".
 """
+
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Iterable
 
 from . import results
 from .results import EAGER_MODES
@@ -48,7 +49,11 @@ class Source:
     figure: str = ""
 
     def cite(self) -> str:
-        return f"{self.figure} ({self.title}, {self.url})" if self.figure else f"{self.title}, {self.url}"
+        return (
+            f"{self.figure} ({self.title}, {self.url})"
+            if self.figure
+            else f"{self.title}, {self.url}"
+        )
 
 
 @dataclass(frozen=True)
@@ -86,7 +91,9 @@ class Claim:
 
 
 def _per_framework(task: str, label: str) -> tuple[Ratio, ...]:
-    return tuple(Ratio(f"{fw} {label}", (fw, None), (fw, eager), task) for fw, eager in EAGER_MODES.items())
+    return tuple(
+        Ratio(f"{fw} {label}", (fw, None), (fw, eager), task) for fw, eager in EAGER_MODES.items()
+    )
 
 
 NV_PT = Source(
@@ -95,105 +102,202 @@ NV_PT = Source(
     "https://github.com/NVIDIA/DeepLearningExamples/blob/291f0d02e815b148fa5c2b81bf07aa3552142895/"
     "PyTorch/Classification/ConvNets/resnet50v1.5/README.md",
     "1 GPU: 938 img/s TF32, 2470 img/s mixed precision; 8 GPUs: 7248 img/s TF32, "
-    "16621 img/s mixed precision")
+    "16621 img/s mixed precision",
+)
 NV_TF = Source(
     "NVIDIA DeepLearningExamples, ResNet-50 v1.5 for TensorFlow, training performance on DGX A100 "
     "(8x A100 40GB), TensorFlow 20.06-tf1-py3 NGC container",
     "https://github.com/NVIDIA/DeepLearningExamples/blob/1d4211fe9d94550d7bc72bb9b0ac4f576533ca52/"
     "TensorFlow/Classification/ConvNets/resnet50v1.5/README.md",
-    "1 GPU: 909 img/s TF32 + XLA, 2375 img/s mixed precision + XLA; 8 GPUs: 7000 and 17400 img/s")
-NV_PERF = Source("NVIDIA Data Center Deep Learning Product Performance (current figures)",
-                 "https://developer.nvidia.com/deep-learning-performance-training-inference")
-MLPERF_TRAIN = Source("MLPerf Training results (MLCommons), ResNet-50 time to train",
-                      "https://mlcommons.org/benchmarks/training/")
+    "1 GPU: 909 img/s TF32 + XLA, 2375 img/s mixed precision + XLA; 8 GPUs: 7000 and 17400 img/s",
+)
+NV_PERF = Source(
+    "NVIDIA Data Center Deep Learning Product Performance (current figures)",
+    "https://developer.nvidia.com/deep-learning-performance-training-inference",
+)
+MLPERF_TRAIN = Source(
+    "MLPerf Training results (MLCommons), ResNet-50 time to train",
+    "https://mlcommons.org/benchmarks/training/",
+)
 NV_T4_PT = Source(
     "NVIDIA DeepLearningExamples, ResNet50 v1.5 for PyTorch, inference on one T4",
     NV_PT.url,
-    "FP32: 98 img/s at batch 1, 428 img/s at batch 64; mixed precision: 1198 img/s at batch 256")
+    "FP32: 98 img/s at batch 1, 428 img/s at batch 64; mixed precision: 1198 img/s at batch 256",
+)
 NV_T4_TF = Source(
     "NVIDIA DeepLearningExamples, ResNet-50 v1.5 for TensorFlow, inference on one T4",
     NV_TF.url,
     "FP32: 136.44 img/s at batch 1, 425.72 img/s at batch 256; mixed precision + XLA: "
-    "1193.74 img/s at batch 256")
+    "1193.74 img/s at batch 256",
+)
 MLPERF_T4 = Source(
     "MLPerf Inference v0.5, closed division, NVIDIA T4x8 (8 T4 GPUs, TensorRT), ResNet-50 Offline",
     "https://github.com/mlcommons/inference_results_v0.5/blob/master/closed/NVIDIA/results/"
     "T4x8/resnet/Offline/performance/run_1/mlperf_log_summary.txt",
-    "44977.8 samples/s for 8 GPUs, i.e. about 5600 per T4 (INT8)")
-MLPERF_INF = Source("MLPerf Inference results (MLCommons), datacenter and edge, ResNet-50",
-                    "https://mlcommons.org/benchmarks/inference-datacenter/")
-JETSON = Source("NVIDIA Jetson Nano deep learning inference benchmarks",
-                "https://developer.nvidia.com/embedded/jetson-nano-dl-inference-benchmarks")
+    "44977.8 samples/s for 8 GPUs, i.e. about 5600 per T4 (INT8)",
+)
+MLPERF_INF = Source(
+    "MLPerf Inference results (MLCommons), datacenter and edge, ResNet-50",
+    "https://mlcommons.org/benchmarks/inference-datacenter/",
+)
+JETSON = Source(
+    "NVIDIA Jetson Nano deep learning inference benchmarks",
+    "https://developer.nvidia.com/embedded/jetson-nano-dl-inference-benchmarks",
+)
 
-SCOPE = ("the seeds measured ImageNet on data-centre GPUs with mixed precision and large batches; "
-         "this lab measures synthetic data on this machine, small batches, fp32 unless stated")
+SCOPE = (
+    "the seeds measured ImageNet on data-centre GPUs with mixed precision and large batches; "
+    "this lab measures synthetic data on this machine, small batches, fp32 unless stated"
+)
 
 CLAIMS: tuple[Claim, ...] = (
     Claim(
         "graph_20_50",
         "Static graphs run 20-50% faster than eager execution in large-scale training and deployment.",
-        "1.2x to 1.5x", "seed 000, part 1.2 (static graph advantages)", 1.2, 1.5,
+        "1.2x to 1.5x",
+        "seed 000, part 1.2 (static graph advantages)",
+        1.2,
+        1.5,
         _per_framework("train", "training") + _per_framework("throughput", "inference"),
-        note=SCOPE),
+        note=SCOPE,
+    ),
     Claim(
         "train_5_10",
         "Static-graph training is 5-10% faster than dynamic (eager) training.",
-        "1.05x to 1.10x", "seed 000, part 2.1 (training conclusions)", 1.05, 1.10,
-        _per_framework("train", "training"), note=SCOPE),
+        "1.05x to 1.10x",
+        "seed 000, part 2.1 (training conclusions)",
+        1.05,
+        1.10,
+        _per_framework("train", "training"),
+        note=SCOPE,
+    ),
     Claim(
         "a100_training",
         "ResNet-50 training with AMP on one A100: PyTorch 2.0 eager 1280, TorchScript 1350, "
         "TF 2.10 tf.function+XLA 1320, MindSpore 2.0 graph 1380 samples/s "
         "(8x A100: 9800, 10200, 10000, 10500).",
-        "1280 / 1350 / 1320 / 1380 samples/s", "seed 000, part 2.1 (training table)", 0.9, 1.1,
-        (Ratio("TorchScript / torch eager (training)", ("torch", "torchscript"), ("torch", "eager"),
-               "train", 1350 / 1280),
-         Ratio("TF XLA / torch eager (training)", ("tensorflow", "xla"), ("torch", "eager"),
-               "train", 1320 / 1280),
-         Ratio("MindSpore graph / torch eager (training)", ("mindspore", "graph"),
-               ("torch", "eager"), "train", 1380 / 1280)),
-        needs="one and eight NVIDIA A100 GPUs", needs_gpu="A100",
-        published=(NV_PT, NV_TF, NV_PERF, MLPERF_TRAIN), note=SCOPE, relative=True),
+        "1280 / 1350 / 1320 / 1380 samples/s",
+        "seed 000, part 2.1 (training table)",
+        0.9,
+        1.1,
+        (
+            Ratio(
+                "TorchScript / torch eager (training)",
+                ("torch", "torchscript"),
+                ("torch", "eager"),
+                "train",
+                1350 / 1280,
+            ),
+            Ratio(
+                "TF XLA / torch eager (training)",
+                ("tensorflow", "xla"),
+                ("torch", "eager"),
+                "train",
+                1320 / 1280,
+            ),
+            Ratio(
+                "MindSpore graph / torch eager (training)",
+                ("mindspore", "graph"),
+                ("torch", "eager"),
+                "train",
+                1380 / 1280,
+            ),
+        ),
+        needs="one and eight NVIDIA A100 GPUs",
+        needs_gpu="A100",
+        published=(NV_PT, NV_TF, NV_PERF, MLPERF_TRAIN),
+        note=SCOPE,
+        relative=True,
+    ),
     Claim(
         "inference_fps",
         "ResNet-50 inference at 224x224, FPS on CPU (Xeon 8375C) / GPU (T4) / Jetson Nano: "
         "PyTorch 2.0 via ONNX Runtime 45/320/18, TF 2.10 via TF Serving 52/350/22, "
         "MindSpore 2.0 Lite 55/360/25.",
-        "45-55 / 320-360 / 18-25 FPS", "seed 000, part 2.2 (inference table)", 0.9, 1.1,
-        (Ratio("TF graph / ONNX Runtime (inference)", ("tensorflow", None), ("onnxruntime", None),
-               "throughput", 52 / 45),
-         Ratio("MindSpore graph / ONNX Runtime (inference)", ("mindspore", None),
-               ("onnxruntime", None), "throughput", 55 / 45)),
+        "45-55 / 320-360 / 18-25 FPS",
+        "seed 000, part 2.2 (inference table)",
+        0.9,
+        1.1,
+        (
+            Ratio(
+                "TF graph / ONNX Runtime (inference)",
+                ("tensorflow", None),
+                ("onnxruntime", None),
+                "throughput",
+                52 / 45,
+            ),
+            Ratio(
+                "MindSpore graph / ONNX Runtime (inference)",
+                ("mindspore", None),
+                ("onnxruntime", None),
+                "throughput",
+                55 / 45,
+            ),
+        ),
         needs="an Intel Xeon 8375C, an NVIDIA T4 and a Jetson Nano",
-        needs_gpu="T4", published=(NV_T4_PT, NV_T4_TF, MLPERF_T4, MLPERF_INF, JETSON),
+        needs_gpu="T4",
+        published=(NV_T4_PT, NV_T4_TF, MLPERF_T4, MLPERF_INF, JETSON),
         relative=True,
         note="MindSpore Lite and TF Serving are not installed here: the lab runs MindSpore's graph "
-             "mode (or its MindIR) and TensorFlow's graph (or its SavedModel) in-process"),
+        "mode (or its MindIR) and TensorFlow's graph (or its SavedModel) in-process",
+    ),
     Claim(
         "onnx_cost",
         "Converting a PyTorch model to ONNX costs about 5-10% of its performance.",
-        "0.90x to 0.95x of PyTorch", "seed 000, part 2.2 (inference conclusions)", 0.90, 0.95,
-        (Ratio("ONNX Runtime / torch eager (inference)", ("onnxruntime", None), ("torch", "eager"),
-               "throughput"),
-         Ratio("ONNX Runtime / best torch graph mode (inference)", ("onnxruntime", None),
-               ("torch", None), "throughput")),
-        note="the seeds do not say what the 5-10% is measured against; both readings are shown"),
+        "0.90x to 0.95x of PyTorch",
+        "seed 000, part 2.2 (inference conclusions)",
+        0.90,
+        0.95,
+        (
+            Ratio(
+                "ONNX Runtime / torch eager (inference)",
+                ("onnxruntime", None),
+                ("torch", "eager"),
+                "throughput",
+            ),
+            Ratio(
+                "ONNX Runtime / best torch graph mode (inference)",
+                ("onnxruntime", None),
+                ("torch", None),
+                "throughput",
+            ),
+        ),
+        note="the seeds do not say what the 5-10% is measured against; both readings are shown",
+    ),
     Claim(
         "cpu_graph_beats_onnx",
         "On CPU, the graph-optimised frameworks (TensorFlow, MindSpore) infer faster than "
         "PyTorch converted to ONNX.",
         "TF 52 and MindSpore 55 vs ONNX Runtime 45 FPS (1.16x, 1.22x)",
-        "seed 000, part 2.2 (inference conclusions)", 1.0, math.inf,
-        (Ratio("TF graph / ONNX Runtime (inference)", ("tensorflow", None), ("onnxruntime", None),
-               "throughput", 52 / 45),
-         Ratio("MindSpore graph / ONNX Runtime (inference)", ("mindspore", None),
-               ("onnxruntime", None), "throughput", 55 / 45))),
+        "seed 000, part 2.2 (inference conclusions)",
+        1.0,
+        math.inf,
+        (
+            Ratio(
+                "TF graph / ONNX Runtime (inference)",
+                ("tensorflow", None),
+                ("onnxruntime", None),
+                "throughput",
+                52 / 45,
+            ),
+            Ratio(
+                "MindSpore graph / ONNX Runtime (inference)",
+                ("mindspore", None),
+                ("onnxruntime", None),
+                "throughput",
+                55 / 45,
+            ),
+        ),
+    ),
 )
 
 #: the seeds' training table, for the epoch-time consistency check
 SEED_TRAINING: tuple[tuple[str, float, float], ...] = (
-    ("PyTorch 2.0 eager", 1280, 15.2), ("PyTorch 2.0 TorchScript", 1350, 14.5),
-    ("TF 2.10 tf.function+XLA", 1320, 14.8), ("MindSpore 2.0 graph", 1380, 14.1))
+    ("PyTorch 2.0 eager", 1280, 15.2),
+    ("PyTorch 2.0 TorchScript", 1350, 14.5),
+    ("TF 2.10 tf.function+XLA", 1320, 14.8),
+    ("MindSpore 2.0 graph", 1380, 14.1),
+)
 
 
 def claim(key: str) -> Claim:
@@ -215,7 +319,9 @@ class Estimate:
 
     def __post_init__(self):
         if not (self.low <= self.value <= self.high):
-            raise ValueError(f"estimate {self.value} lies outside its interval [{self.low}, {self.high}]")
+            raise ValueError(
+                f"estimate {self.value} lies outside its interval [{self.low}, {self.high}]"
+            )
 
     def __str__(self) -> str:
         return f"{self.value:.2f}x [{self.low:.2f}-{self.high:.2f}]"
@@ -246,30 +352,48 @@ def _describe(r: Record) -> str:
 
 def _context(r: Record) -> tuple:
     """What two records must share to be compared (everything but framework and mode)."""
-    return (r.get("task"), r.get("precision", "fp32"), r.get("device", "cpu"),
-            r.get("image_size"), r.get("batch_size"))
+    return (
+        r.get("task"),
+        r.get("precision", "fp32"),
+        r.get("device", "cpu"),
+        r.get("image_size"),
+        r.get("batch_size"),
+    )
 
 
-def candidates(records: Iterable[Record], framework: str, mode: str | None, task: str,
-               precision: str = "fp32", device: str = "cpu") -> list[Record]:
+def candidates(
+    records: Iterable[Record],
+    framework: str,
+    mode: str | None,
+    task: str,
+    precision: str = "fp32",
+    device: str = "cpu",
+) -> list[Record]:
     """Successful records (the latest of each cell) of framework x mode x task x precision.
 
     ``mode=None`` means any mode except the framework's eager one (its graph modes).
     """
     eager = EAGER_MODES.get(framework)
-    return [r for r in results.latest(records)
-            if r.get("status") == "ok" and float(r.get("median_s") or 0) > 0
-            and r.get("framework") == framework and r.get("task") == task
-            and r.get("precision", "fp32") == precision and r.get("device", "cpu") == device
-            and (r.get("mode") == mode if mode is not None else r.get("mode") != eager)]
+    return [
+        r
+        for r in results.latest(records)
+        if r.get("status") == "ok"
+        and float(r.get("median_s") or 0) > 0
+        and r.get("framework") == framework
+        and r.get("task") == task
+        and r.get("precision", "fp32") == precision
+        and r.get("device", "cpu") == device
+        and (r.get("mode") == mode if mode is not None else r.get("mode") != eager)
+    ]
 
 
 def _ips(r: Record) -> float:
     return r["batch_size"] / r["median_s"]
 
 
-def pair(records: list[Record], r: Ratio, precision: str = "fp32",
-         device: str = "cpu") -> tuple[Record, Record] | None:
+def pair(
+    records: list[Record], r: Ratio, precision: str = "fp32", device: str = "cpu"
+) -> tuple[Record, Record] | None:
     """The records to divide for ratio ``r``: same task, precision, device, image and batch size.
 
     Where several settings were measured for both sides, the largest image size (then batch)
@@ -281,8 +405,10 @@ def pair(records: list[Record], r: Ratio, precision: str = "fp32",
     if not shared:
         return None
     ctx = max(shared, key=lambda c: (c[3] or 0, c[4] or 0))
-    return (max((x for x in nums if _context(x) == ctx), key=_ips),
-            max((x for x in dens if _context(x) == ctx), key=_ips))
+    return (
+        max((x for x in nums if _context(x) == ctx), key=_ips),
+        max((x for x in dens if _context(x) == ctx), key=_ips),
+    )
 
 
 # --------------------------------------------------------------------------------------------
@@ -315,11 +441,18 @@ class Verdict:
     def row(self) -> dict[str, str]:
         """The claim-check table row: claim, seeds' figure, measured here, verdict, why, published."""
         shown = "; ".join(str(m) for m in self.measured) or "not measured"
-        published = "; ".join(f"{s.figure} [{s.title}]({s.url})" if s.figure else f"[{s.title}]({s.url})"
-                              for s in self.claim.published)
-        return {"claim": self.claim.statement, "seeds": self.claim.seed_figure,
-                "measured here": shown, "verdict": self.verdict, "why": self.why,
-                "published": published}
+        published = "; ".join(
+            f"{s.figure} [{s.title}]({s.url})" if s.figure else f"[{s.title}]({s.url})"
+            for s in self.claim.published
+        )
+        return {
+            "claim": self.claim.statement,
+            "seeds": self.claim.seed_figure,
+            "measured here": shown,
+            "verdict": self.verdict,
+            "why": self.why,
+            "published": published,
+        }
 
 
 def place(estimate: Estimate, low: float, high: float) -> tuple[str, bool]:
@@ -329,8 +462,9 @@ def place(estimate: Estimate, low: float, high: float) -> tuple[str, bool]:
     return where, crosses
 
 
-def measure(c: Claim, records: list[Record], precision: str = "fp32",
-            device: str = "cpu") -> list[Measured]:
+def measure(
+    c: Claim, records: list[Record], precision: str = "fp32", device: str = "cpu"
+) -> list[Measured]:
     """The claim's ratios that the records allow (a ratio with a side not measured is skipped)."""
     out = []
     for r in c.ratios:
@@ -352,11 +486,16 @@ def _range(c: Claim, r: Ratio) -> str:
 def judge(c: Claim, measured: list[Measured]) -> tuple[str, str]:
     """The verdict and its reason from the measured ratios of a testable claim."""
     if not measured:
-        return UNTESTABLE, ("nothing measured for it yet: run the benchmark cells this claim "
-                            "needs (see the 'measured here' ratios)")
+        return UNTESTABLE, (
+            "nothing measured for it yet: run the benchmark cells this claim "
+            "needs (see the 'measured here' ratios)"
+        )
     inside = [m for m in measured if m.place == "in"]
-    parts = [f"{m.ratio.label} {m.estimate.value:.2f}x is {m.place} {_range(c, m.ratio)}"
-             + (" (within noise)" if m.noisy else "") for m in measured]
+    parts = [
+        f"{m.ratio.label} {m.estimate.value:.2f}x is {m.place} {_range(c, m.ratio)}"
+        + (" (within noise)" if m.noisy else "")
+        for m in measured
+    ]
     verdict = HOLDS if len(inside) == len(measured) else FAILS if not inside else MIXED
     return verdict, "; ".join(parts)
 
@@ -375,8 +514,10 @@ def check(c: Claim, records: list[Record], precision: str = "fp32") -> Verdict:
     on_gpu = bool(c.needs_gpu) and gpu_present(records, c.needs_gpu)
     measured = measure(c, records, precision, "gpu" if on_gpu else "cpu")
     if c.needs and not on_gpu:
-        why = (f"needs {c.needs}, which this machine lacks; the ratios measured here stand beside "
-               f"the seeds' ratios, published figures beside the seeds' absolute ones")
+        why = (
+            f"needs {c.needs}, which this machine lacks; the ratios measured here stand beside "
+            f"the seeds' ratios, published figures beside the seeds' absolute ones"
+        )
         return Verdict(c, UNTESTABLE, measured, why)
     verdict, why = judge(c, measured)
     if c.note and measured:
@@ -396,7 +537,12 @@ EPOCH_CLAIM = Claim(
     "epoch_consistency",
     "The seeds' epoch times (15.2, 14.5, 14.8, 14.1 min) follow from their single-GPU throughputs "
     "and their 1.2 million training images.",
-    "15.2 / 14.5 / 14.8 / 14.1 min", "seed 000, part 2.1 (training table)", 1.0, math.inf, ())
+    "15.2 / 14.5 / 14.8 / 14.1 min",
+    "seed 000, part 2.1 (training table)",
+    1.0,
+    math.inf,
+    (),
+)
 
 
 def implied_epoch_minutes(samples_per_s: float, images: int = SEED_EPOCH_IMAGES) -> float:
@@ -411,14 +557,24 @@ def epoch_consistency(table: tuple[tuple[str, float, float], ...] = SEED_TRAININ
     measured, parts = [], []
     for name, sps, minutes in table:
         r = minutes / implied_epoch_minutes(sps)
-        m = Measured(Ratio(f"{name}: stated / implied epoch time", ("", ""), ("", ""), "train"),
-                     Estimate(r, r, r), "", "", place(Estimate(r, r, r), 1.0, math.inf)[0], False)
+        m = Measured(
+            Ratio(f"{name}: stated / implied epoch time", ("", ""), ("", ""), "train"),
+            Estimate(r, r, r),
+            "",
+            "",
+            place(Estimate(r, r, r), 1.0, math.inf)[0],
+            False,
+        )
         measured.append(m)
-        parts.append(f"{name}: {sps:g} samples/s needs at least "
-                     f"{implied_epoch_minutes(sps):.1f} min, the seeds state {minutes:g}")
+        parts.append(
+            f"{name}: {sps:g} samples/s needs at least "
+            f"{implied_epoch_minutes(sps):.1f} min, the seeds state {minutes:g}"
+        )
     verdict, _ = judge(EPOCH_CLAIM, measured)
-    why = ("computed from the seeds' own numbers (an epoch cannot be shorter than images / "
-           "throughput): " + "; ".join(parts))
+    why = (
+        "computed from the seeds' own numbers (an epoch cannot be shorter than images / "
+        "throughput): " + "; ".join(parts)
+    )
     return Verdict(EPOCH_CLAIM, verdict, measured, why)
 
 
@@ -432,6 +588,7 @@ def rows(verdicts: list[Verdict]) -> list[dict[str, str]]:
 
 def markdown(verdicts: list[Verdict]) -> str:
     """The claim-check table as Markdown (``IPython.display.Markdown(markdown(...))``)."""
+
     def cell(s: str) -> str:
         return s.replace("|", "\\|").replace("\n", " ")
 
@@ -449,4 +606,3 @@ def sources(verdicts: list[Verdict]) -> list[Source]:
         for s in v.claim.published:
             seen.setdefault(s.title, s)
     return list(seen.values())
-

@@ -1,4 +1,5 @@
 """Command line: ``python -m labkit doctor | bench | report``."""
+
 from __future__ import annotations
 
 import argparse
@@ -25,22 +26,33 @@ def _batch_sizes(text: str | None) -> list[int] | None:
     try:
         return [int(t) for t in items]
     except ValueError:
-        raise ValueError(f"--batch-sizes {text!r}: give whole numbers >= 1 separated by commas, "
-                         "e.g. --batch-sizes 1,8") from None
+        raise ValueError(
+            f"--batch-sizes {text!r}: give whole numbers >= 1 separated by commas, "
+            "e.g. --batch-sizes 1,8"
+        ) from None
 
 
 def _bench(args: argparse.Namespace) -> int:
     from . import profiles, results, runner
 
     profile = profiles.get(args.profile)  # None: LABKIT_PROFILE, else standard
-    plan = runner.Plan.build(_csv(args.frameworks), _csv(args.modes), _csv(args.tasks),
-                             _batch_sizes(args.batch_sizes), _csv(args.precision), args.device,
-                             profile)
+    plan = runner.Plan.build(
+        _csv(args.frameworks),
+        _csv(args.modes),
+        _csv(args.tasks),
+        _batch_sizes(args.batch_sizes),
+        _csv(args.precision),
+        args.device,
+        profile,
+    )
     if args.threads is not None and args.threads < 1:
         raise ValueError(f"--threads must be >= 1, got {args.threads}")
     out = Path(args.out or f"results/bench-{profile.name}.jsonl")
-    print(f"labkit bench: {len(plan)} cells, profile {profile.name} ({profile.image_size}x"
-          f"{profile.image_size} images), results -> {out}", file=sys.stderr)
+    print(
+        f"labkit bench: {len(plan)} cells, profile {profile.name} ({profile.image_size}x"
+        f"{profile.image_size} images), results -> {out}",
+        file=sys.stderr,
+    )
     res = runner.run(plan, out, resume=args.resume, threads=args.threads)
     if res.skipped:
         print(f"resumed: {len(res.skipped)} cells already in {out} were skipped", file=sys.stderr)
@@ -48,12 +60,18 @@ def _bench(args: argparse.Namespace) -> int:
         print(results.table(res.records))
     unsupported = sum(r["unsupported"] for r in res.failed)
     failed = len(res.failed) - unsupported
-    print(f"\n{len(res.records)} cells in {res.wall_s:.0f} s ({failed} failed, {unsupported} "
-          f"unsupported here), "
-          f"appended to {out}; figures: python -m labkit report {out}", file=sys.stderr)
+    print(
+        f"\n{len(res.records)} cells in {res.wall_s:.0f} s ({failed} failed, {unsupported} "
+        f"unsupported here), "
+        f"appended to {out}; figures: python -m labkit report {out}",
+        file=sys.stderr,
+    )
     if res.interrupted:
-        print(f"interrupted: the {len(res.records)} results above are kept in {out}; continue "
-              f"with the same command plus --resume", file=sys.stderr)
+        print(
+            f"interrupted: the {len(res.records)} results above are kept in {out}; continue "
+            f"with the same command plus --resume",
+            file=sys.stderr,
+        )
         return 130
     return 0
 
@@ -65,8 +83,10 @@ def _report(args: argparse.Namespace) -> int:
         warnings.simplefilter("always")
         records = results.load(args.file)
     if not records and not caught:
-        raise ValueError(f"{args.file} holds no results; fix: run "
-                         f"`python -m labkit bench --out {args.file}` first")
+        raise ValueError(
+            f"{args.file} holds no results; fix: run "
+            f"`python -m labkit bench --out {args.file}` first"
+        )
     print(results.table(records))
     out = Path(args.out) if args.out else Path(args.file).with_suffix("")
     if records:
@@ -78,32 +98,47 @@ def _report(args: argparse.Namespace) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="python -m labkit",
-                                     description="Graph Lab helper: machine report and benchmarks")
+    parser = argparse.ArgumentParser(
+        prog="python -m labkit", description="Graph Lab helper: machine report and benchmarks"
+    )
     sub = parser.add_subparsers(dest="command", required=True)
-    sub.add_parser("doctor", help="machine report, compute ceiling, framework versions").set_defaults(
-        func=_doctor)
+    sub.add_parser(
+        "doctor", help="machine report, compute ceiling, framework versions"
+    ).set_defaults(func=_doctor)
     bench = sub.add_parser(
-        "bench", help="run the ResNet-50 benchmark plan (each cell in its own process)",
+        "bench",
+        help="run the ResNet-50 benchmark plan (each cell in its own process)",
         description="Measure ResNet-50 on this machine: frameworks x modes x tasks x batch sizes x "
-                    "precisions, each cell in a fresh process, each result appended to a JSONL "
-                    "file as soon as it exists.")
-    bench.add_argument("--profile", help="smoke | standard | full (default: $LABKIT_PROFILE, "
-                                         "else standard)")
-    bench.add_argument("--frameworks", help="comma-separated, default all: "
-                                            "torch,tensorflow,mindspore,onnxruntime")
-    bench.add_argument("--modes", help="comma-separated, default all: eager, graph (every "
-                                       "non-eager mode) or a framework's own mode names")
+        "precisions, each cell in a fresh process, each result appended to a JSONL "
+        "file as soon as it exists.",
+    )
+    bench.add_argument(
+        "--profile", help="smoke | standard | full (default: $LABKIT_PROFILE, else standard)"
+    )
+    bench.add_argument(
+        "--frameworks", help="comma-separated, default all: torch,tensorflow,mindspore,onnxruntime"
+    )
+    bench.add_argument(
+        "--modes",
+        help="comma-separated, default all: eager, graph (every "
+        "non-eager mode) or a framework's own mode names",
+    )
     bench.add_argument("--tasks", help="comma-separated, default all: latency,throughput,train")
-    bench.add_argument("--batch-sizes", help="batch sizes of throughput and train, e.g. 1,8 "
-                                             "(default: the profile's; latency is always 1)")
+    bench.add_argument(
+        "--batch-sizes",
+        help="batch sizes of throughput and train, e.g. 1,8 "
+        "(default: the profile's; latency is always 1)",
+    )
     bench.add_argument("--precision", help="fp32 (default), bf16, or fp32,bf16")
     bench.add_argument("--device", default="cpu", help="cpu (default) or gpu")
     bench.add_argument("--threads", type=int, help="threads per framework (default: all cores)")
-    bench.add_argument("--out", help="results file (default: results/bench-<profile>.jsonl); "
-                                     "new results are appended")
-    bench.add_argument("--resume", action="store_true",
-                       help="skip the cells that --out already holds")
+    bench.add_argument(
+        "--out",
+        help="results file (default: results/bench-<profile>.jsonl); new results are appended",
+    )
+    bench.add_argument(
+        "--resume", action="store_true", help="skip the cells that --out already holds"
+    )
     bench.set_defaults(func=_bench)
     report = sub.add_parser("report", help="print a results file as a table and write its figures")
     report.add_argument("file", help="a JSONL file written by `python -m labkit bench`")
@@ -111,9 +146,12 @@ def build_parser() -> argparse.ArgumentParser:
     report.set_defaults(func=_report)
     from . import distributed  # framework-free: the workers import their framework
 
-    distributed.build_parser(sub.add_parser(
-        "distributed", help="data-parallel training with real worker processes "
-                            "(torchrun, TF_CONFIG, msrun)"))
+    distributed.build_parser(
+        sub.add_parser(
+            "distributed",
+            help="data-parallel training with real worker processes (torchrun, TF_CONFIG, msrun)",
+        )
+    )
     return parser
 
 

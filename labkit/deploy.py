@@ -12,6 +12,7 @@ this module holds what notebook 07 compares across them:
   in the notebook's own process, so that it can sit in the same tables and claim checks as the
   runner's isolated cells (its ``notes`` say where it was measured).
 """
+
 from __future__ import annotations
 
 import os
@@ -23,6 +24,7 @@ import numpy as np
 
 @dataclass(frozen=True)
 class Format:
+    key: str  # how a FrameworkSpec's ``formats`` names it
     name: str
     written_by: str
     runtime: str
@@ -33,27 +35,71 @@ class Format:
 
 
 FORMATS: tuple[Format, ...] = (
-    Format("ONNX (.onnx)", "torch.onnx.export; converters from TF and others", "ONNX Runtime",
-           "yes (CPU, CUDA, other execution providers)", "yes (ONNX Runtime Mobile)",
-           "yes (embedded Linux builds)", "https://onnxruntime.ai/docs/"),
-    Format("TF SavedModel", "tf.saved_model.save, Keras model.export", "TensorFlow, TF Serving",
-           "yes (TF Serving)", "no (convert to .tflite)", "no (convert to .tflite)",
-           "https://www.tensorflow.org/guide/saved_model"),
-    Format("TF Lite / LiteRT (.tflite)", "tf.lite.TFLiteConverter", "LiteRT (formerly TF Lite)",
-           "possible, not its aim", "yes (Android, iOS)", "yes (microcontrollers: LiteRT for "
-           "Microcontrollers)", "https://ai.google.dev/edge/litert"),
-    Format("MindIR (.mindir)", "mindspore.export", "MindSpore, MindSpore Lite",
-           "yes (MindSpore Lite cloud inference: Ascend, x86/Arm CPUs)",
-           "yes after conversion to .ms (MindSpore Lite)", "yes after conversion to .ms",
-           "https://www.mindspore.cn/tutorials/en/stable/model_infer/lite_infer/overview.html"),
-    Format("TorchScript (.pt)", "torch.jit.trace / torch.jit.script (deprecated)",
-           "LibTorch (C++), PyTorch", "yes (LibTorch)",
-           "PyTorch Mobile (no longer actively supported)",
-           "no", "https://pytorch.org/docs/stable/jit.html"),
-    Format("ExecuTorch (.pte)", "torch.export, then ExecuTorch's lowering", "ExecuTorch",
-           "no (on-device runtime)", "yes (Android, iOS)", "yes (embedded, microcontrollers)",
-           "https://docs.pytorch.org/executorch"),
+    Format(
+        "onnx",
+        "ONNX (.onnx)",
+        "torch.onnx.export; converters from TF and others",
+        "ONNX Runtime",
+        "yes (CPU, CUDA, other execution providers)",
+        "yes (ONNX Runtime Mobile)",
+        "yes (embedded Linux builds)",
+        "https://onnxruntime.ai/docs/",
+    ),
+    Format(
+        "savedmodel",
+        "TF SavedModel",
+        "tf.saved_model.save, Keras model.export",
+        "TensorFlow, TF Serving",
+        "yes (TF Serving)",
+        "no (convert to .tflite)",
+        "no (convert to .tflite)",
+        "https://www.tensorflow.org/guide/saved_model",
+    ),
+    Format(
+        "tflite",
+        "TF Lite / LiteRT (.tflite)",
+        "tf.lite.TFLiteConverter",
+        "LiteRT (formerly TF Lite)",
+        "possible, not its aim",
+        "yes (Android, iOS)",
+        "yes (microcontrollers: LiteRT for Microcontrollers)",
+        "https://ai.google.dev/edge/litert",
+    ),
+    Format(
+        "mindir",
+        "MindIR (.mindir)",
+        "mindspore.export",
+        "MindSpore, MindSpore Lite",
+        "yes (MindSpore Lite cloud inference: Ascend, x86/Arm CPUs)",
+        "yes after conversion to .ms (MindSpore Lite)",
+        "yes after conversion to .ms",
+        "https://www.mindspore.cn/tutorials/en/stable/model_infer/lite_infer/overview.html",
+    ),
+    Format(
+        "torchscript",
+        "TorchScript (.pt)",
+        "torch.jit.trace / torch.jit.script (deprecated)",
+        "LibTorch (C++), PyTorch",
+        "yes (LibTorch)",
+        "PyTorch Mobile (no longer actively supported)",
+        "no",
+        "https://pytorch.org/docs/stable/jit.html",
+    ),
+    Format(
+        "executorch",
+        "ExecuTorch (.pte)",
+        "torch.export, then ExecuTorch's lowering",
+        "ExecuTorch",
+        "no (on-device runtime)",
+        "yes (Android, iOS)",
+        "yes (embedded, microcontrollers)",
+        "https://docs.pytorch.org/executorch",
+    ),
 )
+
+
+def format_keys() -> tuple[str, ...]:
+    return tuple(f.key for f in FORMATS)
 
 
 def format_rows() -> list[dict[str, str]]:
@@ -77,31 +123,60 @@ class Agreement:
     n: int  # inputs compared
 
     def __str__(self) -> str:
-        return (f"max difference {self.max_rel_diff:.1e} of the largest logit, "
-                f"top-1 agreement {self.top1:.0%} on {self.n} inputs")
+        return (
+            f"max difference {self.max_rel_diff:.1e} of the largest logit, "
+            f"top-1 agreement {self.top1:.0%} on {self.n} inputs"
+        )
 
 
 def agreement(reference: np.ndarray, other: np.ndarray) -> Agreement:
     """How closely ``other`` logits follow ``reference`` logits (both batch x classes)."""
     reference, other = np.asarray(reference, np.float64), np.asarray(other, np.float64)
     if reference.shape != other.shape or reference.ndim != 2:
-        raise ValueError(f"logits must be two arrays of the same (batch, classes) shape, got "
-                         f"{reference.shape} and {other.shape}")
+        raise ValueError(
+            f"logits must be two arrays of the same (batch, classes) shape, got "
+            f"{reference.shape} and {other.shape}"
+        )
     scale = float(np.abs(reference).max()) or 1.0
-    return Agreement(float(np.abs(other - reference).max()) / scale,
-                     float(np.mean(reference.argmax(1) == other.argmax(1))), reference.shape[0])
+    return Agreement(
+        float(np.abs(other - reference).max()) / scale,
+        float(np.mean(reference.argmax(1) == other.argmax(1))),
+        reference.shape[0],
+    )
 
 
-def record(m, framework: str, mode: str, task: str, image_size: int, precision: str = "fp32",
-           notes: str = "", prepare_s: float | None = None) -> dict:
+def record(
+    m,
+    framework: str,
+    mode: str,
+    task: str,
+    image_size: int,
+    precision: str = "fp32",
+    notes: str = "",
+    prepare_s: float | None = None,
+) -> dict:
     """A results record for a :class:`labkit.bench.Measurement` taken in this process."""
     from . import bench, hardware, profiles, results
 
-    ceiling = bench.ceiling_images_per_s(image_size, task, "bf16" if precision == "bf16" else "fp32")
+    ceiling = bench.ceiling_images_per_s(
+        image_size, task, "bf16" if precision == "bf16" else "fp32"
+    )
     return results.make(
-        framework=framework, mode=mode, task=task, batch_size=m.images_per_call,
-        precision=precision, image_size=image_size, device="cpu", status="ok",
-        prepare_s=prepare_s, **m.as_dict(), peak_rss_mb=bench.peak_rss_mb(),
-        ceiling_share=m.images_per_s / ceiling, ceiling_images_per_s=ceiling,
+        framework=framework,
+        mode=mode,
+        task=task,
+        batch_size=m.images_per_call,
+        precision=precision,
+        image_size=image_size,
+        device="cpu",
+        status="ok",
+        prepare_s=prepare_s,
+        **m.as_dict(),
+        peak_rss_mb=bench.peak_rss_mb(),
+        ceiling_share=m.images_per_s / ceiling,
+        ceiling_images_per_s=ceiling,
         notes=(notes + "; " if notes else "") + "timed in the notebook's process",
-        threads=hardware.cores(), profile=profiles.current().name, machine=hardware.fingerprint())
+        threads=hardware.cores(),
+        profile=profiles.current().name,
+        machine=hardware.fingerprint(),
+    )

@@ -4,13 +4,13 @@ Framework-free (no framework is imported here). A :class:`Job` says what to trai
 starts its worker processes the way each framework expects and waits for them:
 
 - PyTorch: ``torchrun`` (``python -m torch.distributed.run``) starts ``workers`` processes that
-  meet at ``127.0.0.1:port`` and run :mod:`labkit.frameworks.torch_distributed` (DDP; gloo on CPU,
+  meet at ``127.0.0.1:port`` and run :mod:`labkit.frameworks.torch.distributed` (DDP; gloo on CPU,
   NCCL on GPUs);
 - TensorFlow: one plain process per worker, each told the whole cluster and its own index by the
-  ``TF_CONFIG`` environment variable, running :mod:`labkit.frameworks.tensorflow_distributed`
+  ``TF_CONFIG`` environment variable, running :mod:`labkit.frameworks.tensorflow.distributed`
   (``MultiWorkerMirroredStrategy``);
 - MindSpore: ``msrun`` starts a scheduler and the workers of
-  :mod:`labkit.frameworks.mindspore_distributed` (data-parallel mode, MindSpore's own collectives).
+  :mod:`labkit.frameworks.mindspore.distributed` (data-parallel mode, MindSpore's own collectives).
 
 Each worker writes ``rank<r>.json`` (losses, step times, the cost of its gradient all-reduce) and
 ``rank<r>.npz`` (its final weights) into the job's output folder; :class:`Run` reads them back.
@@ -24,6 +24,7 @@ no orphan for long.
 
 Command line: ``python -m labkit.distributed --framework torch --workers 2`` (``--help``).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -40,15 +41,17 @@ import threading
 import time
 import traceback
 import weakref
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Sequence
 
 import numpy as np
 
 from . import hardware, resnet
+from .frameworks import spec, specs
 
-FRAMEWORKS: tuple[str, ...] = ("torch", "tensorflow", "mindspore")
+#: the registered frameworks that have a data-parallel launcher
+FRAMEWORKS: tuple[str, ...] = tuple(s.name for s in specs() if s.launcher)
 #: resnet50: the course's model (BatchNorm: statistics per worker); tiny: a small CNN without
 #: BatchNorm, for which data-parallel training equals one process on the concatenated batch
 MODELS: tuple[str, ...] = ("resnet50", "tiny")
@@ -57,11 +60,13 @@ TINY_CLASSES = 10
 FAULTS: tuple[str, ...] = ("crash", "hang")
 HOST = "127.0.0.1"
 #: the worker module of each framework (run with ``python -m``)
-WORKER_MODULES: dict[str, str] = {f: f"labkit.frameworks.{f}_distributed" for f in FRAMEWORKS}
+WORKER_MODULES: dict[str, str] = {s.name: s.worker_module for s in specs() if s.launcher}
 _REPO = Path(__file__).resolve().parents[1]
 #: msrun runs a script file, not a module: this two-line script runs the MindSpore worker module
-MINDSPORE_ENTRY = (f"import runpy\nrunpy.run_module('{WORKER_MODULES['mindspore']}', "
-                   "run_name='__main__', alter_sys=True)\n")
+MINDSPORE_ENTRY = (
+    f"import runpy\nrunpy.run_module('{WORKER_MODULES['mindspore']}', "
+    "run_name='__main__', alter_sys=True)\n"
+)
 
 
 class DistributedError(RuntimeError):
@@ -109,8 +114,10 @@ class Job:
 
     def __post_init__(self):
         if self.framework not in FRAMEWORKS:
-            raise ValueError(f"unknown framework {self.framework!r} for data-parallel training: "
-                             f"valid choices are {', '.join(FRAMEWORKS)}")
+            raise ValueError(
+                f"unknown framework {self.framework!r} for data-parallel training: "
+                f"valid choices are {', '.join(FRAMEWORKS)}"
+            )
         if self.model not in MODELS:
             raise ValueError(f"unknown model {self.model!r}: valid choices are {', '.join(MODELS)}")
         for name in ("workers", "steps", "batch"):
@@ -118,17 +125,24 @@ class Job:
             if not isinstance(value, int) or value < 1:
                 raise ValueError(f"{name} must be a whole number >= 1, got {value!r}")
         if self.single and self.workers != 1:
-            raise ValueError("a single-process job has workers=1 (use Job.reference() to build one)")
+            raise ValueError(
+                "a single-process job has workers=1 (use Job.reference() to build one)"
+            )
         if self.threads is not None and self.threads < 1:
-            raise ValueError(f"threads must be >= 1 (or None for the cores shared out), got {self.threads}")
+            raise ValueError(
+                f"threads must be >= 1 (or None for the cores shared out), got {self.threads}"
+            )
         if self.measure < 0:
             raise ValueError(f"measure must be >= 0 repeats, got {self.measure}")
         if self.fault is not None:
             if self.fault not in FAULTS:
-                raise ValueError(f"unknown fault {self.fault!r}: valid choices are {', '.join(FAULTS)} "
-                                 "(or None)")
+                raise ValueError(
+                    f"unknown fault {self.fault!r}: valid choices are {', '.join(FAULTS)} (or None)"
+                )
             if not 0 <= self.fault_rank < self.workers:
-                raise ValueError(f"fault_rank must name a worker, 0..{self.workers - 1}; got {self.fault_rank}")
+                raise ValueError(
+                    f"fault_rank must name a worker, 0..{self.workers - 1}; got {self.fault_rank}"
+                )
         resnet.check_image_size(self.image_size)
 
     @property
@@ -139,20 +153,49 @@ class Job:
     def threads_per_worker(self) -> int:
         return self.threads or max(1, hardware.cores() // self.workers)
 
-    def reference(self, threads: int | None = None) -> "Job":
+    def reference(self, threads: int | None = None) -> Job:
         """The same training in one plain process on the concatenated batch (workers x batch)."""
-        return dataclasses.replace(self, workers=1, batch=self.global_batch, single=True,
-                                   threads=threads, fault=None, fault_rank=0)
+        return dataclasses.replace(
+            self,
+            workers=1,
+            batch=self.global_batch,
+            single=True,
+            threads=threads,
+            fault=None,
+            fault_rank=0,
+        )
 
-    def worker_args(self, out_dir: Path | str, deadline_s: float, threads: bool = True) -> list[str]:
+    def worker_args(
+        self, out_dir: Path | str, deadline_s: float, threads: bool = True
+    ) -> list[str]:
         """The worker module's command-line arguments (``threads=False``: leave the thread count
         to the framework on the machine that runs the worker)."""
-        args = ["--out", str(out_dir), "--model", self.model, "--steps", str(self.steps),
-                "--batch", str(self.batch), "--image-size", str(self.image_size)]
+        args = [
+            "--out",
+            str(out_dir),
+            "--model",
+            self.model,
+            "--steps",
+            str(self.steps),
+            "--batch",
+            str(self.batch),
+            "--image-size",
+            str(self.image_size),
+        ]
         if threads:
             args += ["--threads", str(self.threads_per_worker)]
-        args += ["--seed", str(self.seed), "--lr", repr(self.lr), "--momentum", repr(self.momentum),
-                 "--measure", str(self.measure), "--deadline", f"{deadline_s:.0f}"]
+        args += [
+            "--seed",
+            str(self.seed),
+            "--lr",
+            repr(self.lr),
+            "--momentum",
+            repr(self.momentum),
+            "--measure",
+            str(self.measure),
+            "--deadline",
+            f"{deadline_s:.0f}",
+        ]
         if self.fault is not None:
             args += ["--fault", self.fault, "--fault-rank", str(self.fault_rank)]
         return args
@@ -161,8 +204,10 @@ class Job:
 def worker_source(framework: str) -> Path:
     """The file of ``framework``'s worker module (to read it; importing it imports the framework)."""
     if framework not in FRAMEWORKS:
-        raise ValueError(f"unknown framework {framework!r}: valid choices are {', '.join(FRAMEWORKS)}")
-    return Path(__file__).resolve().parent / "frameworks" / f"{framework}_distributed.py"
+        raise ValueError(
+            f"unknown framework {framework!r}: valid choices are {', '.join(FRAMEWORKS)}"
+        )
+    return spec(framework).folder / "distributed.py"
 
 
 # --------------------------------------------------------------------------------------------
@@ -186,7 +231,8 @@ def check_port(port: int, host: str = HOST) -> int:
         except OSError as exc:
             raise PortInUse(
                 f"port {port} on {host} is already in use by another program ({exc.strerror}): "
-                "pass another port, or port=None to let labkit pick a free one") from None
+                "pass another port, or port=None to let labkit pick a free one"
+            ) from None
     return port
 
 
@@ -208,33 +254,83 @@ def pick_ports(count: int, port: int | None) -> list[int]:
 
 def tf_config(hosts: Sequence[str], index: int) -> str:
     """The ``TF_CONFIG`` of worker ``index`` in a cluster of ``host:port`` workers."""
-    return json.dumps({"cluster": {"worker": list(hosts)}, "task": {"type": "worker", "index": index}})
+    return json.dumps(
+        {"cluster": {"worker": list(hosts)}, "task": {"type": "worker", "index": index}}
+    )
 
 
-def torchrun_command(job: Job, port: int, nnodes: int = 1, node_rank: int = 0,
-                     master: str = HOST, python: str = sys.executable) -> list[str]:
+def torchrun_command(
+    job: Job,
+    port: int,
+    nnodes: int = 1,
+    node_rank: int = 0,
+    master: str = HOST,
+    python: str = sys.executable,
+) -> list[str]:
     """``torchrun`` starting ``job.workers`` processes on this node of ``nnodes``."""
-    cmd = [python, "-m", "torch.distributed.run", "--nnodes", str(nnodes),
-           "--nproc-per-node", str(job.workers)]
+    cmd = [
+        python,
+        "-m",
+        "torch.distributed.run",
+        "--nnodes",
+        str(nnodes),
+        "--nproc-per-node",
+        str(job.workers),
+    ]
     if nnodes == 1:
         cmd += ["--master-addr", master, "--master-port", str(port)]
     else:
-        cmd += ["--node-rank", str(node_rank), "--rdzv-backend", "c10d",
-                "--rdzv-endpoint", f"{master}:{port}"]
+        cmd += [
+            "--node-rank",
+            str(node_rank),
+            "--rdzv-backend",
+            "c10d",
+            "--rdzv-endpoint",
+            f"{master}:{port}",
+        ]
     return cmd + ["--max-restarts", "0", "-m", WORKER_MODULES["torch"]]
 
 
-def msrun_command(job: Job, port: int, entry: str, log_dir: str, nnodes: int = 1,
-                  node_rank: int = 0, master: str = HOST, python: str = sys.executable) -> list[str]:
+def msrun_command(
+    job: Job,
+    port: int,
+    entry: str,
+    log_dir: str,
+    nnodes: int = 1,
+    node_rank: int = 0,
+    master: str = HOST,
+    python: str = sys.executable,
+) -> list[str]:
     """``msrun`` starting ``job.workers`` MindSpore workers on this node of ``nnodes``."""
-    return [python, "-m", "mindspore.parallel.cluster.run", "--worker_num", str(job.workers * nnodes),
-            "--local_worker_num", str(job.workers), "--master_addr", master, "--master_port",
-            str(port), "--node_rank", str(node_rank), "--join", "True", "--log_dir", log_dir, entry]
+    return [
+        python,
+        "-m",
+        "mindspore.parallel.cluster.run",
+        "--worker_num",
+        str(job.workers * nnodes),
+        "--local_worker_num",
+        str(job.workers),
+        "--master_addr",
+        master,
+        "--master_port",
+        str(port),
+        "--node_rank",
+        str(node_rank),
+        "--join",
+        "True",
+        "--log_dir",
+        log_dir,
+        entry,
+    ]
 
 
-def cluster_commands(job: Job, hosts: Sequence[str], port: int = 29500,
-                     out_dir: str = "results/distributed", deadline_s: float = 86400.0
-                     ) -> list[tuple[str, str]]:
+def cluster_commands(
+    job: Job,
+    hosts: Sequence[str],
+    port: int = 29500,
+    out_dir: str = "results/distributed",
+    deadline_s: float = 86400.0,
+) -> list[tuple[str, str]]:
     """Shell commands to run ``job`` on several machines, as ``(host, command)`` pairs to type
     in a terminal on that host; each host runs ``job.workers`` workers. The first host
     coordinates (torchrun's rendezvous, MindSpore's scheduler); TensorFlow needs one command per
@@ -246,21 +342,39 @@ def cluster_commands(job: Job, hosts: Sequence[str], port: int = 29500,
     lines: list[tuple[str, str]] = []
     if job.framework == "torch":
         for rank, host in enumerate(hosts):
-            cmd = torchrun_command(job, port, nnodes=len(hosts), node_rank=rank, master=hosts[0],
-                                   python="python")
+            cmd = torchrun_command(
+                job, port, nnodes=len(hosts), node_rank=rank, master=hosts[0], python="python"
+            )
             lines.append((host, " ".join(cmd) + " " + args))
     elif job.framework == "tensorflow":
         workers = [(h, f"{h}:{port + i}") for h in hosts for i in range(job.workers)]
         cluster = [address for _, address in workers]
         for index, (host, _address) in enumerate(workers):
-            lines.append((host, f"TF_CONFIG='{tf_config(cluster, index)}' python -m "
-                                f"{WORKER_MODULES['tensorflow']} {args}"))
+            lines.append(
+                (
+                    host,
+                    (
+                        f"TF_CONFIG='{tf_config(cluster, index)}' python -m "
+                        f"{WORKER_MODULES['tensorflow']} {args}"
+                    ),
+                )
+            )
     else:
         entry = MINDSPORE_ENTRY.replace("\n", "; ").strip("; ")
         for rank, host in enumerate(hosts):
-            cmd = msrun_command(job, port, "mindspore_entry.py", f"{out_dir}/msrun_logs",
-                                nnodes=len(hosts), node_rank=rank, master=hosts[0], python="python")
-            lines.append((host, f'echo "{entry}" > mindspore_entry.py && ' + " ".join(cmd) + " " + args))
+            cmd = msrun_command(
+                job,
+                port,
+                "mindspore_entry.py",
+                f"{out_dir}/msrun_logs",
+                nnodes=len(hosts),
+                node_rank=rank,
+                master=hosts[0],
+                python="python",
+            )
+            lines.append(
+                (host, f'echo "{entry}" > mindspore_entry.py && ' + " ".join(cmd) + " " + args)
+            )
     return lines
 
 
@@ -298,12 +412,19 @@ class ProcessTree:
 
         self._psutil = psutil
         self.roots: list[subprocess.Popen] = []
-        self.seen: dict[int, "psutil.Process"] = {}
+        self.seen: dict[int, psutil.Process] = {}
 
     def start(self, cmd: list[str], env: dict[str, str], log, cwd: Path) -> subprocess.Popen:
-        proc = subprocess.Popen(cmd, env=env, stdout=log, stderr=subprocess.STDOUT,
-                                stdin=subprocess.DEVNULL, start_new_session=True, cwd=cwd,
-                                preexec_fn=_die_with_parent if _PRCTL is not None else None)
+        proc = subprocess.Popen(
+            cmd,
+            env=env,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            start_new_session=True,
+            cwd=cwd,
+            preexec_fn=_die_with_parent if _PRCTL is not None else None,  # noqa: PLW1509
+        )
         self.roots.append(proc)
         self.refresh()
         return proc
@@ -395,8 +516,10 @@ class Run:
     def max_difference_between_workers(self, names: Callable[[str], bool] | None = None) -> float:
         """Largest absolute difference of any weight between worker 0 and any other worker."""
         first = self.weights(0)
-        return max((max_difference(first, self.weights(r), names) for r in range(1, len(self.workers))),
-                   default=0.0)
+        return max(
+            (max_difference(first, self.weights(r), names) for r in range(1, len(self.workers))),
+            default=0.0,
+        )
 
     @property
     def step_s(self) -> float:
@@ -419,13 +542,21 @@ class Run:
 
     def summary(self) -> dict:
         w0 = self.workers[0]
-        return {"framework": self.job.framework, "workers": self.job.workers,
-                "launcher": w0.get("launcher", ""), "backend": w0.get("backend", ""),
-                "threads_per_worker": w0.get("threads"), "global_batch": self.job.global_batch,
-                "step_s": round(self.step_s, 4), "images_per_s": round(self.images_per_s, 2),
-                "compute_s": w0.get("compute_s"), "allreduce_s": w0.get("allreduce_s"),
-                "gradient_mb": w0.get("gradient_mb"), "final_loss": self.final_loss,
-                "wall_s": round(self.wall_s, 1)}
+        return {
+            "framework": self.job.framework,
+            "workers": self.job.workers,
+            "launcher": w0.get("launcher", ""),
+            "backend": w0.get("backend", ""),
+            "threads_per_worker": w0.get("threads"),
+            "global_batch": self.job.global_batch,
+            "step_s": round(self.step_s, 4),
+            "images_per_s": round(self.images_per_s, 2),
+            "compute_s": w0.get("compute_s"),
+            "allreduce_s": w0.get("allreduce_s"),
+            "gradient_mb": w0.get("gradient_mb"),
+            "final_loss": self.final_loss,
+            "wall_s": round(self.wall_s, 1),
+        }
 
 
 def steady(times: Sequence[float]) -> float:
@@ -434,8 +565,9 @@ def steady(times: Sequence[float]) -> float:
     return float(np.median(times[1:] if len(times) > 1 else times))
 
 
-def max_difference(a: dict[str, np.ndarray], b: dict[str, np.ndarray],
-                   names: Callable[[str], bool] | None = None) -> float:
+def max_difference(
+    a: dict[str, np.ndarray], b: dict[str, np.ndarray], names: Callable[[str], bool] | None = None
+) -> float:
     """Largest absolute elementwise difference over the tensors both dicts hold (optionally only
     the names for which ``names(name)`` is true)."""
     if set(a) != set(b):
@@ -461,18 +593,29 @@ def scaling_efficiency(multi: Run, single: Run) -> float:
 def _env(job: Job) -> dict[str, str]:
     env = dict(os.environ)
     threads = str(job.threads_per_worker)
-    env.update({"OMP_NUM_THREADS": threads, "MKL_NUM_THREADS": threads,
-                "PROTOCOL_BUFFERS_PYTHON_IMPLEMENTATION": "python", "TF_CPP_MIN_LOG_LEVEL": "2",
-                "PYTHONUNBUFFERED": "1", "GLOG_v": "3",  # MindSpore: errors only
-                "PYTHONPATH": os.pathsep.join([str(_REPO), env.get("PYTHONPATH", "")]).rstrip(os.pathsep),
-                # msrun calls `python` from PATH: make it this interpreter
-                "PATH": os.pathsep.join([str(Path(sys.executable).parent), env.get("PATH", "")])})
+    env.update(
+        {
+            "OMP_NUM_THREADS": threads,
+            "MKL_NUM_THREADS": threads,
+            "PROTOCOL_BUFFERS_PYTHON_IMPLEMENTATION": "python",
+            "TF_CPP_MIN_LOG_LEVEL": "2",
+            "PYTHONUNBUFFERED": "1",
+            "GLOG_v": "3",  # MindSpore: errors only
+            "PYTHONPATH": os.pathsep.join([str(_REPO), env.get("PYTHONPATH", "")]).rstrip(
+                os.pathsep
+            ),
+            # msrun calls `python` from PATH: make it this interpreter
+            "PATH": os.pathsep.join([str(Path(sys.executable).parent), env.get("PATH", "")]),
+        }
+    )
     for key in ("TF_CONFIG", "RANK", "WORLD_SIZE", "LOCAL_RANK", "MASTER_ADDR", "MASTER_PORT"):
         env.pop(key, None)  # a stale cluster description must not leak into the workers
     return env
 
 
-def _commands(job: Job, out_dir: Path, ports: list[int], deadline_s: float) -> list[tuple[list[str], dict]]:
+def _commands(
+    job: Job, out_dir: Path, ports: list[int], deadline_s: float
+) -> list[tuple[list[str], dict]]:
     """(command, extra environment) of each process to start."""
     args = job.worker_args(out_dir, deadline_s)
     module = [sys.executable, "-m", WORKER_MODULES[job.framework]]
@@ -488,8 +631,15 @@ def _commands(job: Job, out_dir: Path, ports: list[int], deadline_s: float) -> l
     return [(msrun_command(job, ports[0], str(entry), str(out_dir / "msrun_logs")) + args, {})]
 
 
-def launch(job: Job, *, port: int | None = None, timeout: float = 300.0,
-           out_dir: str | Path | None = None, progress: bool = False, poll_s: float = 0.1) -> Run:
+def launch(
+    job: Job,
+    *,
+    port: int | None = None,
+    timeout: float = 300.0,
+    out_dir: str | Path | None = None,
+    progress: bool = False,
+    poll_s: float = 0.1,
+) -> Run:
     """Start ``job``'s processes, wait for all of them, and return their results.
 
     ``port``: the rendezvous port (TensorFlow: the first of ``workers`` consecutive ports);
@@ -502,7 +652,9 @@ def launch(job: Job, *, port: int | None = None, timeout: float = 300.0,
     """
     if timeout <= 0:
         raise ValueError(f"timeout must be > 0 seconds, got {timeout}")
-    ports = [] if job.single else pick_ports(job.workers if job.framework == "tensorflow" else 1, port)
+    ports = (
+        [] if job.single else pick_ports(job.workers if job.framework == "tensorflow" else 1, port)
+    )
     if out_dir is not None:
         out = Path(out_dir).resolve()
         out.mkdir(parents=True, exist_ok=True)
@@ -546,9 +698,15 @@ def sweep_orphaned_outputs() -> list[Path]:
     return removed
 
 
-def _launch(job: Job, out: Path, ports: list[int], timeout: float, progress: bool, poll_s: float) -> Run:
-    for stale in [*out.glob("rank*.json"), *out.glob("rank*.npz"), *out.glob("rank*.hang"),
-                  *out.glob("rank*.steps")]:
+def _launch(
+    job: Job, out: Path, ports: list[int], timeout: float, progress: bool, poll_s: float
+) -> Run:
+    for stale in [
+        *out.glob("rank*.json"),
+        *out.glob("rank*.npz"),
+        *out.glob("rank*.hang"),
+        *out.glob("rank*.steps"),
+    ]:
         stale.unlink()
     commands = _commands(job, out, ports, deadline_s=timeout + 30)
     env = _env(job)
@@ -560,7 +718,9 @@ def _launch(job: Job, out: Path, ports: list[int], timeout: float, progress: boo
         try:
             for cmd, extra in commands:
                 tree.start(cmd, {**env, **extra}, log, cwd=out)  # framework debris lands there too
-            failed = _wait(tree, start, timeout, poll_s, _progress(job, out, what) if progress else None)
+            failed = _wait(
+                tree, start, timeout, poll_s, _progress(job, out, what) if progress else None
+            )
         except KeyboardInterrupt:
             n = tree.stop()
             print(f"interrupted: stopped the {n} processes of the {what}", file=sys.stderr)
@@ -575,13 +735,16 @@ def _launch(job: Job, out: Path, ports: list[int], timeout: float, progress: boo
     if failed == "timeout":
         raise DistributedError(
             f"the {what} did not finish within {timeout:.0f} s: stopped all {len(tree.pids)} of its "
-            f"processes. Raise timeout= if the machine is just slow.{_tail(text)}", text)
+            f"processes. Raise timeout= if the machine is just slow.{_tail(text)}",
+            text,
+        )
     results = _read_results(out, job.workers)
     errors = [r for r in results if r and "error" in r]
     if failed is not None or errors or len([r for r in results if r]) < job.workers:
         raise DistributedError(_failure_message(what, results, errors, failed, tree, text), text)
-    return Run(job, results, wall, [c for c, _ in commands], [e for _, e in commands], out, text,
-               tree.pids)
+    return Run(
+        job, results, wall, [c for c, _ in commands], [e for _, e in commands], out, text, tree.pids
+    )
 
 
 def _progress(job: Job, out: Path, what: str) -> Callable[[bool], None]:
@@ -602,8 +765,13 @@ def _progress(job: Job, out: Path, what: str) -> Callable[[bool], None]:
     return update
 
 
-def _wait(tree: ProcessTree, start: float, timeout: float, poll_s: float,
-          progress: Callable[[bool], None] | None = None) -> str | None:
+def _wait(
+    tree: ProcessTree,
+    start: float,
+    timeout: float,
+    poll_s: float,
+    progress: Callable[[bool], None] | None = None,
+) -> str | None:
     """None when every root exited 0; "timeout"; or a description of the first failure."""
     try:
         return _poll(tree, start, timeout, poll_s, progress)
@@ -650,15 +818,21 @@ def _failure_message(what, results, errors, failed, tree: ProcessTree, text: str
         first, *others = sorted(errors, key=lambda r: r.get("time", 0.0))
         why = f"worker {first['rank']} raised {first['error']}"
         if others:
-            why += f" (then worker{'s' * (len(others) > 1)} {', '.join(str(r['rank']) for r in others)} " \
-                   "lost contact and failed too)"
+            why += (
+                f" (then worker{'s' * (len(others) > 1)} {', '.join(str(r['rank']) for r in others)} "
+                "lost contact and failed too)"
+            )
     else:
         missing = [i for i, r in enumerate(results) if not r]
         why = f"worker(s) {missing} wrote no result" + (f"; {failed}" if failed else "")
-    detail = _tail(errors and sorted(errors, key=lambda r: r.get("time", 0.0))[0].get("traceback") or text,
-                   "its traceback" if errors else "the workers' output")
-    return (f"the {what} failed: {why}. All {len(tree.pids)} of its processes were stopped "
-            f"(pids {tree.pids}).{detail}")
+    detail = _tail(
+        errors and min(errors, key=lambda r: r.get("time", 0.0)).get("traceback") or text,
+        "its traceback" if errors else "the workers' output",
+    )
+    return (
+        f"the {what} failed: {why}. All {len(tree.pids)} of its processes were stopped "
+        f"(pids {tree.pids}).{detail}"
+    )
 
 
 def _tail(text: str, what: str = "the workers' output", lines: int = 8) -> str:
@@ -670,7 +844,9 @@ def _tail(text: str, what: str = "the workers' output", lines: int = 8) -> str:
 # Worker side: shared by the framework worker modules (still framework-free)
 
 
-def synthetic_sample(index: int, image_size: int, seed: int, num_classes: int) -> tuple[np.ndarray, int]:
+def synthetic_sample(
+    index: int, image_size: int, seed: int, num_classes: int
+) -> tuple[np.ndarray, int]:
     """Sample ``index`` of the synthetic data set: a CHW float32 image and a label. Any process
     computes the same sample from its index, so workers need to share nothing but indices."""
     rng = np.random.default_rng([seed, index])
@@ -679,20 +855,28 @@ def synthetic_sample(index: int, image_size: int, seed: int, num_classes: int) -
 
 
 def worker_parser(framework: str) -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog=f"python -m {WORKER_MODULES[framework]}",
-                                description=f"one {framework} data-parallel worker (see labkit.distributed)")
+    p = argparse.ArgumentParser(
+        prog=f"python -m {WORKER_MODULES[framework]}",
+        description=f"one {framework} data-parallel worker (see labkit.distributed)",
+    )
     p.add_argument("--out", required=True, help="folder for rank<r>.json and rank<r>.npz")
     p.add_argument("--model", choices=MODELS, default="resnet50")
     p.add_argument("--steps", type=int, default=3)
     p.add_argument("--batch", type=int, default=4, help="images per worker per step")
     p.add_argument("--image-size", type=int, default=32)
-    p.add_argument("--threads", type=int, default=0, help="threads per worker (0: the framework's default)")
+    p.add_argument(
+        "--threads", type=int, default=0, help="threads per worker (0: the framework's default)"
+    )
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--lr", type=float, default=0.01)
     p.add_argument("--momentum", type=float, default=0.9)
     p.add_argument("--measure", type=int, default=2)
-    p.add_argument("--deadline", type=float, default=600.0, help="seconds before the worker gives up")
-    p.add_argument("--fault", choices=FAULTS, default=None, help="go wrong on purpose (demos, tests)")
+    p.add_argument(
+        "--deadline", type=float, default=600.0, help="seconds before the worker gives up"
+    )
+    p.add_argument(
+        "--fault", choices=FAULTS, default=None, help="go wrong on purpose (demos, tests)"
+    )
     p.add_argument("--fault-rank", type=int, default=1)
     return p
 
@@ -708,8 +892,11 @@ def start_watchdog(deadline_s: float, poll_s: float = 0.5) -> None:
             if os.getppid() != parent:
                 os._exit(3)
             if time.monotonic() > until:
-                print(f"worker watchdog: deadline of {deadline_s:.0f} s passed, exiting", file=sys.stderr,
-                      flush=True)
+                print(
+                    f"worker watchdog: deadline of {deadline_s:.0f} s passed, exiting",
+                    file=sys.stderr,
+                    flush=True,
+                )
                 os._exit(4)
 
     threading.Thread(target=watch, daemon=True, name="labkit-watchdog").start()
@@ -721,7 +908,9 @@ def report_step(out: str | Path, rank: int) -> None:
         f.write(".")
 
 
-def write_result(out: str | Path, rank: int, result: dict, weights: dict[str, np.ndarray] | None) -> None:
+def write_result(
+    out: str | Path, rank: int, result: dict, weights: dict[str, np.ndarray] | None
+) -> None:
     """Write ``rank<r>.npz`` (weights) then ``rank<r>.json`` (the launcher reads the JSON)."""
     out = Path(out)
     if weights is not None:
@@ -732,8 +921,9 @@ def write_result(out: str | Path, rank: int, result: dict, weights: dict[str, np
     tmp.replace(out / f"rank{rank}.json")
 
 
-def run_worker(framework: str, rank: int, main: Callable[[], None], out: str | Path,
-               hard_exit: bool = True) -> None:
+def run_worker(
+    framework: str, rank: int, main: Callable[[], None], out: str | Path, hard_exit: bool = True
+) -> None:
     """Run a worker's ``main``; on an exception write the error for the launcher, then exit 1.
 
     With ``hard_exit`` a successful worker also ends with ``os._exit(0)`` once its result is on
@@ -743,10 +933,20 @@ def run_worker(framework: str, rank: int, main: Callable[[], None], out: str | P
     """
     try:
         main()
-    except BaseException as exc:  # the launcher must learn why, whatever it was
-        write_result(out, rank, {"framework": framework, "rank": rank, "pid": os.getpid(),
-                                 "error": f"{type(exc).__name__}: {exc}", "time": time.time(),
-                                 "traceback": traceback.format_exc()}, None)
+    except BaseException as exc:  # noqa: BLE001 - the launcher must learn why, whatever it was
+        write_result(
+            out,
+            rank,
+            {
+                "framework": framework,
+                "rank": rank,
+                "pid": os.getpid(),
+                "error": f"{type(exc).__name__}: {exc}",
+                "time": time.time(),
+                "traceback": traceback.format_exc(),
+            },
+            None,
+        )
         traceback.print_exc()
         sys.stdout.flush()
         sys.stderr.flush()
@@ -778,33 +978,59 @@ def maybe_fault(rank: int, args: argparse.Namespace) -> None:
 
 
 def build_parser(parser: argparse.ArgumentParser | None = None) -> argparse.ArgumentParser:
-    p = parser or argparse.ArgumentParser(prog="python -m labkit.distributed",
-                                          description="data-parallel training with real worker processes")
+    p = parser or argparse.ArgumentParser(
+        prog="python -m labkit.distributed",
+        description="data-parallel training with real worker processes",
+    )
     p.add_argument("--framework", choices=FRAMEWORKS, default="torch")
     p.add_argument("--workers", type=int, default=2)
     p.add_argument("--steps", type=int, default=3)
     p.add_argument("--batch", type=int, default=4, help="images per worker per step")
     p.add_argument("--image-size", type=int, default=32)
     p.add_argument("--model", choices=MODELS, default="resnet50")
-    p.add_argument("--threads", type=int, default=None, help="per worker (default: cores / workers)")
+    p.add_argument(
+        "--threads", type=int, default=None, help="per worker (default: cores / workers)"
+    )
     p.add_argument("--port", type=int, default=None, help="rendezvous port (default: a free one)")
-    p.add_argument("--timeout", type=float, default=300.0, help="seconds before everything is stopped")
-    p.add_argument("--out", default=None, help="folder for the workers' results (default: temporary)")
-    p.add_argument("--compare", action="store_true",
-                   help="also train one plain process on the concatenated batch and compare")
-    p.add_argument("--fault", choices=FAULTS, default=None,
-                   help="make one worker crash or hang on purpose (to see the clean-up)")
+    p.add_argument(
+        "--timeout", type=float, default=300.0, help="seconds before everything is stopped"
+    )
+    p.add_argument(
+        "--out", default=None, help="folder for the workers' results (default: temporary)"
+    )
+    p.add_argument(
+        "--compare",
+        action="store_true",
+        help="also train one plain process on the concatenated batch and compare",
+    )
+    p.add_argument(
+        "--fault",
+        choices=FAULTS,
+        default=None,
+        help="make one worker crash or hang on purpose (to see the clean-up)",
+    )
     p.add_argument("--fault-rank", type=int, default=1)
-    p.add_argument("--hosts", default=None,
-                   help="comma-separated machines: print the commands to run there instead")
+    p.add_argument(
+        "--hosts",
+        default=None,
+        help="comma-separated machines: print the commands to run there instead",
+    )
     p.set_defaults(func=cli)
     return p
 
 
 def cli(args: argparse.Namespace) -> int:
-    job = Job(args.framework, workers=args.workers, steps=args.steps, batch=args.batch,
-              image_size=args.image_size, model=args.model, threads=args.threads,
-              fault=args.fault, fault_rank=args.fault_rank)
+    job = Job(
+        args.framework,
+        workers=args.workers,
+        steps=args.steps,
+        batch=args.batch,
+        image_size=args.image_size,
+        model=args.model,
+        threads=args.threads,
+        fault=args.fault,
+        fault_rank=args.fault_rank,
+    )
     if args.hosts:
         hosts = [h.strip() for h in args.hosts.split(",") if h.strip()]
         for host, command in cluster_commands(job, hosts, port=args.port or 29500):
@@ -815,14 +1041,19 @@ def cli(args: argparse.Namespace) -> int:
     except DistributedError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
-    summary = {**run.summary(), "max_difference_between_workers":
-               run.max_difference_between_workers(lambda n: not is_running_statistic(n)),
-               "out_dir": str(run.out_dir)}
+    summary = {
+        **run.summary(),
+        "max_difference_between_workers": run.max_difference_between_workers(
+            lambda n: not is_running_statistic(n)
+        ),
+        "out_dir": str(run.out_dir),
+    }
     if args.compare:
         ref = launch(job.reference(), timeout=args.timeout)
         summary["single_process"] = ref.summary()
         summary["max_difference_vs_single_process"] = max_difference(
-            run.weights(0), ref.weights(0), lambda n: not is_running_statistic(n))
+            run.weights(0), ref.weights(0), lambda n: not is_running_statistic(n)
+        )
         summary["scaling_efficiency"] = round(scaling_efficiency(run, ref), 3)
     print(json.dumps(summary, indent=2))
     return 0

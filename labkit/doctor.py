@@ -1,4 +1,5 @@
 """The machine and installation report: ``python -m labkit doctor`` and notebook 00."""
+
 from __future__ import annotations
 
 from . import frameworks, hardware, profiles
@@ -8,9 +9,16 @@ def framework_rows() -> list[dict]:
     """One row per framework (and onnx): version, whether it imports, the error and the fix."""
     rows = []
     for package, p in frameworks.probe_all().items():
-        rows.append({"package": package, "version": p.version or "-", "status": p.status,
-                     "modes": ", ".join(frameworks.MODES.get(package, ())),
-                     "error": p.error, "fix": p.fix})
+        rows.append(
+            {
+                "package": package,
+                "version": p.version or "-",
+                "status": p.status,
+                "modes": ", ".join(frameworks.MODES.get(package, ())),
+                "error": p.error,
+                "fix": p.fix,
+            }
+        )
     return rows
 
 
@@ -25,9 +33,13 @@ def machine_rows() -> list[tuple[str, str]]:
         ("GPU", "; ".join(r.gpus) or "none (CPU only)"),
         ("OS / Python", f"{r.os} / Python {r.python}"),
         ("FP32 peak", f"{c.peak_gflops:.0f}-{c.peak_gflops_boost:.0f} GFLOP/s"),
-        ("ResNet-50 ceiling (224x224)",
-         f"inference {c.images_per_s:.1f}-{c.images_per_s_boost:.1f} images/s; "
-         f"training <= {c.train_images_per_s_boost:.1f} images/s"),
+        (
+            "ResNet-50 ceiling (224x224)",
+            (
+                f"inference {c.images_per_s:.1f}-{c.images_per_s_boost:.1f} images/s; "
+                f"training <= {c.train_images_per_s_boost:.1f} images/s"
+            ),
+        ),
         ("how the ceiling is estimated", c.method),
     ]
 
@@ -44,12 +56,19 @@ def markdown() -> str:
     """The whole report as Markdown tables (notebook 00 displays this)."""
     lines = ["| machine | |", "|---|---|"]
     lines += [f"| {k} | {v} |" for k, v in machine_rows()]
-    lines += ["", f"**Profile:** {_profile_line()}", "",
-              "| package | version | status | modes | problem and fix |", "|---|---|---|---|---|"]
+    lines += [
+        "",
+        f"**Profile:** {_profile_line()}",
+        "",
+        "| package | version | status | modes | problem and fix |",
+        "|---|---|---|---|---|",
+    ]
     for row in framework_rows():
         problem = f"{row['error']} -- fix: {row['fix']}" if row["error"] else ""
-        lines.append(f"| {row['package']} | {row['version']} | {row['status']} | {row['modes']} "
-                     f"| {problem} |")
+        lines.append(
+            f"| {row['package']} | {row['version']} | {row['status']} | {row['modes']} "
+            f"| {problem} |"
+        )
     return "\n".join(lines)
 
 
@@ -59,11 +78,17 @@ def text() -> str:
     out += [f"  {k:<30} {v}" for k, v in machine_rows()]
     out += ["", f"Profile: {_profile_line()}", "", "Frameworks"]
     for row in framework_rows():
-        out.append(f"  {row['package']:<12} {row['version']:<12} {row['status']:<14} {row['modes']}")
+        out.append(
+            f"  {row['package']:<12} {row['version']:<12} {row['status']:<14} {row['modes']}"
+        )
         if row["error"]:
             out.append(f"      problem: {row['error']}")
             out.append(f"      fix:     {row['fix']}")
     missing = [r["package"] for r in framework_rows() if r["status"] != "ok"]
-    out += ["", "All frameworks import." if not missing else
-            f"Missing or broken: {', '.join(missing)}. The lessons that need them will say so."]
+    out += [
+        "",
+        "All frameworks import."
+        if not missing
+        else f"Missing or broken: {', '.join(missing)}. The lessons that need them will say so.",
+    ]
     return "\n".join(out)

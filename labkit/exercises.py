@@ -13,6 +13,7 @@ In a notebook::
 ``check`` never raises on a learner's answer: a missing or malformed answer gets feedback that
 says what is expected. Malformed *exercises* (an author's mistake) raise ``ValueError``.
 """
+
 from __future__ import annotations
 
 import math
@@ -50,8 +51,11 @@ class Exercise:
     def check(self, response) -> Feedback:
         """Grade ``response``; a missing answer gets a reminder, never an exception."""
         if response is None or (isinstance(response, str) and not response.strip()):
-            return Feedback(False, f"{EMPTY} Replace `None` with your answer and run the cell again."
-                            + (f" Hint: {self.hint}" if self.hint else ""))
+            return Feedback(
+                False,
+                f"{EMPTY} Replace `None` with your answer and run the cell again."
+                + (f" Hint: {self.hint}" if self.hint else ""),
+            )
         self.attempts += 1
         return self._judge(response)
 
@@ -76,7 +80,9 @@ class Choice(Exercise):
 
     def __post_init__(self):
         if self.answer not in self.choices:
-            raise ValueError(f"exercise answer {self.answer!r} is not among the choices {list(self.choices)}")
+            raise ValueError(
+                f"exercise answer {self.answer!r} is not among the choices {list(self.choices)}"
+            )
         unknown = set(self.wrong) - set(self.choices)
         if unknown:
             raise ValueError(f"explanations for unknown choices: {sorted(unknown)}")
@@ -84,8 +90,11 @@ class Choice(Exercise):
     def _judge(self, response) -> Feedback:
         key = str(response).strip().lower()
         if key not in self.choices:
-            return Feedback(False, f"{response!r} is not one of the choices "
-                            f"({', '.join(self.choices)}): answer with the letter.")
+            return Feedback(
+                False,
+                f"{response!r} is not one of the choices "
+                f"({', '.join(self.choices)}): answer with the letter.",
+            )
         if key == self.answer:
             return Feedback(True, f"{RIGHT} {self.explanation}")
         why = self.wrong.get(key, "")
@@ -112,12 +121,18 @@ class Number(Exercise):
         try:
             value = float(response)
         except (TypeError, ValueError):
-            return Feedback(False, f"{response!r} is not a number: answer with a number"
-                            + (f" (in {self.unit})" if self.unit else "") + ".")
+            return Feedback(
+                False,
+                f"{response!r} is not a number: answer with a number"
+                + (f" (in {self.unit})" if self.unit else "")
+                + ".",
+            )
         if math.isclose(value, self.answer, rel_tol=self.rel_tol, abs_tol=self.abs_tol):
             return Feedback(True, f"{RIGHT} {self.explanation}")
         direction = "high" if value > self.answer else "low"
-        return Feedback(False, f"{WRONG} {value:g} is too {direction}. Try again, or call .solution().")
+        return Feedback(
+            False, f"{WRONG} {value:g} is too {direction}. Try again, or call .solution()."
+        )
 
     def _answer_text(self) -> str:
         return f"{self.answer:g}{(' ' + self.unit) if self.unit else ''}"

@@ -1,7 +1,7 @@
 """What a graph compiler does, framework-free: count a graph's nodes, fold BatchNorm, plan memory.
 
-The framework-specific helpers (``labkit.frameworks.torch_graphs``, ``tensorflow_graphs``,
-``onnxruntime_graphs``) turn a real graph into the plain data used here: a list of node kinds,
+The framework-specific helpers (``labkit.frameworks.torch.graphs``, ``tensorflow.graphs``,
+``onnxruntime.graphs``) turn a real graph into the plain data used here: a list of node kinds,
 or a list of steps with the tensors each one reads and writes.
 
 - :class:`OpCounts`: how many nodes of each kind a graph holds; *compute* nodes are the ones
@@ -11,11 +11,12 @@ or a list of steps with the tensors each one reads and writes.
   buffer, against the peak of the tensors alive at the same time (what a planner that reuses
   buffers needs at least).
 """
+
 from __future__ import annotations
 
 import collections
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Callable, Iterable, Sequence
 
 import numpy as np
 
@@ -28,7 +29,7 @@ class OpCounts:
     bookkeeping: frozenset[str] = frozenset()  # kinds that are not computation
 
     @classmethod
-    def of(cls, kinds: Iterable[str], is_bookkeeping: Callable[[str], bool]) -> "OpCounts":
+    def of(cls, kinds: Iterable[str], is_bookkeeping: Callable[[str], bool]) -> OpCounts:
         counts = collections.Counter(kinds)
         return cls(dict(counts.most_common()), frozenset(k for k in counts if is_bookkeeping(k)))
 
@@ -63,9 +64,15 @@ def stage_rows(stages: dict[str, OpCounts], watch: Sequence[str] = ()) -> list[d
     return rows
 
 
-def fold_batchnorm(weight: np.ndarray, bias: np.ndarray | None, gamma: np.ndarray,
-                   beta: np.ndarray, mean: np.ndarray, var: np.ndarray,
-                   eps: float = 1e-5) -> tuple[np.ndarray, np.ndarray]:
+def fold_batchnorm(
+    weight: np.ndarray,
+    bias: np.ndarray | None,
+    gamma: np.ndarray,
+    beta: np.ndarray,
+    mean: np.ndarray,
+    var: np.ndarray,
+    eps: float = 1e-5,
+) -> tuple[np.ndarray, np.ndarray]:
     """Fold an inference-mode BatchNorm into the convolution before it.
 
     BN(conv(x)) = gamma * (W*x + b - mean) / sqrt(var + eps) + beta, so with
@@ -76,8 +83,10 @@ def fold_batchnorm(weight: np.ndarray, bias: np.ndarray | None, gamma: np.ndarra
     cout = weight.shape[0]
     for name, a in (("gamma", gamma), ("beta", beta), ("mean", mean), ("var", var)):
         if np.shape(a) != (cout,):
-            raise ValueError(f"BatchNorm {name} must have one value per output channel ({cout},), "
-                             f"got shape {np.shape(a)}")
+            raise ValueError(
+                f"BatchNorm {name} must have one value per output channel ({cout},), "
+                f"got shape {np.shape(a)}"
+            )
     scale = np.asarray(gamma, np.float64) / np.sqrt(np.asarray(var, np.float64) + eps)
     b = np.zeros(cout) if bias is None else np.asarray(bias, np.float64)
     w = weight * scale.reshape((cout,) + (1,) * (weight.ndim - 1))
@@ -106,7 +115,9 @@ class MemoryPlan:
         return 1 - self.peak_bytes / self.naive_bytes if self.naive_bytes else 0.0
 
 
-def plan_memory(steps: Sequence[Step], sizes: dict[str, int], keep: Iterable[str] = ()) -> MemoryPlan:
+def plan_memory(
+    steps: Sequence[Step], sizes: dict[str, int], keep: Iterable[str] = ()
+) -> MemoryPlan:
     """Liveness analysis: a tensor lives from the step that writes it to the last step reading it.
 
     ``sizes`` gives the bytes of every intermediate tensor (graph inputs and weights are not
@@ -114,8 +125,10 @@ def plan_memory(steps: Sequence[Step], sizes: dict[str, int], keep: Iterable[str
     """
     missing = sorted({t for s in steps for t in s.writes} - set(sizes))
     if missing:
-        raise ValueError(f"no size for intermediate tensor(s) {missing[:5]}: give every tensor a "
-                         f"step writes a size in bytes")
+        raise ValueError(
+            f"no size for intermediate tensor(s) {missing[:5]}: give every tensor a "
+            f"step writes a size in bytes"
+        )
     last_read: dict[str, int] = {}
     for i, s in enumerate(steps):
         for t in s.reads:

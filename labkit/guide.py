@@ -11,16 +11,18 @@ The tables below are the whole policy. ``print(rules_markdown())`` shows them as
 reads them; changing a row changes the advice, and ``tests/test_guide.py`` pins the advice that the
 source article gives for each of its five scenarios.
 """
+
 from __future__ import annotations
 
-import datetime as _dt
 import os
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable, Mapping, NamedTuple
+from typing import Any, NamedTuple
 
 from . import claims as labkit_claims
 from . import results as labkit_results
+from .frameworks import spec, specs
 
 # ---- the inputs: every valid value with the words a learner sees ----------------------------
 
@@ -31,9 +33,14 @@ SCENARIOS: dict[str, str] = {
     "small_team": "a small team or a solo developer",
     "special_hardware": "special hardware (Ascend, domestic accelerators) or privacy needs",
 }
-EXPERTISE: dict[str, str] = {"torch": "PyTorch", "tensorflow": "TensorFlow", "mindspore": "MindSpore"}
-TARGETS: dict[str, str] = {"server": "server", "mobile": "mobile", "embedded": "embedded",
-                           "browser": "browser"}
+#: frameworks a team can know and develop in: the registered ones with an eager mode
+EXPERTISE: dict[str, str] = {s.name: s.display for s in specs() if s.eager is not None}
+TARGETS: dict[str, str] = {
+    "server": "server",
+    "mobile": "mobile",
+    "embedded": "embedded",
+    "browser": "browser",
+}
 HARDWARE: dict[str, str] = {
     "cpu": "CPU only",
     "gpu": "NVIDIA GPU",
@@ -53,17 +60,24 @@ PRIORITIES: dict[str, str] = {
 }
 DEFAULT_SCALE = "medium"
 
+#: candidates the guide knows but the lab does not install (no adapter, no measurements)
+OUTSIDE_LAB: dict[str, str] = {"paddlepaddle": "PaddlePaddle"}
 #: the frameworks the guide ranks, in the order that breaks a tie that remains after scenario points
-CANDIDATES: tuple[str, ...] = ("torch", "tensorflow", "mindspore", "paddlepaddle")
-DISPLAY: dict[str, str] = {**EXPERTISE, "paddlepaddle": "PaddlePaddle"}
+CANDIDATES: tuple[str, ...] = (*EXPERTISE, *OUTSIDE_LAB)
+DISPLAY: dict[str, str] = {**{s.name: s.display for s in specs()}, **OUTSIDE_LAB}
 #: candidates this lab cannot run or measure, and why
 NOT_IN_LAB: dict[str, str] = {
     "paddlepaddle": "PaddlePaddle is not installed in this lab, so the lab cannot run or measure it: "
-                    "install `paddlepaddle` in your own environment to benchmark it there",
+    "install `paddlepaddle` in your own environment to benchmark it there",
 }
 #: spellings accepted for a value (case and surrounding spaces are ignored as well)
-ALIASES: dict[str, str] = {"pytorch": "torch", "tf": "tensorflow", "paddle": "paddlepaddle",
-                           "none": "", "any": ""}
+ALIASES: dict[str, str] = {
+    "pytorch": "torch",
+    "tf": "tensorflow",
+    "paddle": "paddlepaddle",
+    "none": "",
+    "any": "",
+}
 
 # ---- the rules --------------------------------------------------------------------------------
 
@@ -85,85 +99,276 @@ class Rule(NamedTuple):
 
 RULES: tuple[Rule, ...] = (
     # Step 1 of the decision flow: the core need (the scenario).
-    Rule("scenario", "research", "torch", 4, "eager by default: print and a debugger see real values "
-         "while the model changes daily, and most new papers ship PyTorch code", SEED),
-    Rule("scenario", "research", "tensorflow", 2, "TF 2 also runs eagerly, and SavedModel is ready "
-         "for deployment later", SEED),
-    Rule("scenario", "large_scale_training", "tensorflow", 4, "tf.function + XLA compile the "
-         "training step, and tf.distribute spreads it over many devices", SEED),
-    Rule("scenario", "large_scale_training", "mindspore", 3, "graph mode optimises the whole "
-         "training step, and AutoParallel splits it over a cluster", SEED),
-    Rule("scenario", "large_scale_training", "torch", 2, "torch.compile closes much of the graph-"
-         "mode gap, and FSDP shards a model over many GPUs", SEED),
-    Rule("scenario", "deployment", "tensorflow", 4, "one exported SavedModel serves TF Serving, "
-         "TF Lite (LiteRT) and TensorFlow.js without another framework", SEED),
-    Rule("scenario", "deployment", "mindspore", 3, "MindIR goes to MindSpore Lite, which is built "
-         "for small devices", SEED),
-    Rule("scenario", "deployment", "torch", 2, "export to ONNX and ONNX Runtime runs it on servers, "
-         "phones and in browsers", SEED),
-    Rule("scenario", "small_team", "torch", 4, "the gentlest learning curve, abundant tutorials, "
-         "and a simple path to a small service (ONNX, FastAPI)", SEED),
-    Rule("scenario", "small_team", "tensorflow", 2, "one framework from notebook to production "
-         "avoids a migration if industrial deployment comes", SEED),
-    Rule("scenario", "special_hardware", "mindspore", 4, "first-class support for Ascend NPUs and "
-         "built-in federated learning (MindSpore Federated) for private data", SEED),
-    Rule("scenario", "special_hardware", "paddlepaddle", 3, "built for domestic hardware and "
-         "industry: toolkits for Chinese NLP and industrial inspection, PaddleFL for federated "
-         "learning", SEED),
+    Rule(
+        "scenario",
+        "research",
+        "torch",
+        4,
+        "eager by default: print and a debugger see real values "
+        "while the model changes daily, and most new papers ship PyTorch code",
+        SEED,
+    ),
+    Rule(
+        "scenario",
+        "research",
+        "tensorflow",
+        2,
+        "TF 2 also runs eagerly, and SavedModel is ready for deployment later",
+        SEED,
+    ),
+    Rule(
+        "scenario",
+        "large_scale_training",
+        "tensorflow",
+        4,
+        "tf.function + XLA compile the "
+        "training step, and tf.distribute spreads it over many devices",
+        SEED,
+    ),
+    Rule(
+        "scenario",
+        "large_scale_training",
+        "mindspore",
+        3,
+        "graph mode optimises the whole training step, and AutoParallel splits it over a cluster",
+        SEED,
+    ),
+    Rule(
+        "scenario",
+        "large_scale_training",
+        "torch",
+        2,
+        "torch.compile closes much of the graph-mode gap, and FSDP shards a model over many GPUs",
+        SEED,
+    ),
+    Rule(
+        "scenario",
+        "deployment",
+        "tensorflow",
+        4,
+        "one exported SavedModel serves TF Serving, "
+        "TF Lite (LiteRT) and TensorFlow.js without another framework",
+        SEED,
+    ),
+    Rule(
+        "scenario",
+        "deployment",
+        "mindspore",
+        3,
+        "MindIR goes to MindSpore Lite, which is built for small devices",
+        SEED,
+    ),
+    Rule(
+        "scenario",
+        "deployment",
+        "torch",
+        2,
+        "export to ONNX and ONNX Runtime runs it on servers, phones and in browsers",
+        SEED,
+    ),
+    Rule(
+        "scenario",
+        "small_team",
+        "torch",
+        4,
+        "the gentlest learning curve, abundant tutorials, "
+        "and a simple path to a small service (ONNX, FastAPI)",
+        SEED,
+    ),
+    Rule(
+        "scenario",
+        "small_team",
+        "tensorflow",
+        2,
+        "one framework from notebook to production "
+        "avoids a migration if industrial deployment comes",
+        SEED,
+    ),
+    Rule(
+        "scenario",
+        "special_hardware",
+        "mindspore",
+        4,
+        "first-class support for Ascend NPUs and "
+        "built-in federated learning (MindSpore Federated) for private data",
+        SEED,
+    ),
+    Rule(
+        "scenario",
+        "special_hardware",
+        "paddlepaddle",
+        3,
+        "built for domestic hardware and "
+        "industry: toolkits for Chinese NLP and industrial inspection, PaddleFL for federated "
+        "learning",
+        SEED,
+    ),
     # Step 2: the team's expertise.
-    Rule("expertise", "torch", "torch", 3, "the team already knows PyTorch: no learning cost", FLOW),
-    Rule("expertise", "tensorflow", "tensorflow", 3, "the team already knows TensorFlow: no learning "
-         "cost", FLOW),
-    Rule("expertise", "mindspore", "mindspore", 3, "the team already knows MindSpore: no learning "
-         "cost", FLOW),
+    Rule(
+        "expertise", "torch", "torch", 3, "the team already knows PyTorch: no learning cost", FLOW
+    ),
+    Rule(
+        "expertise",
+        "tensorflow",
+        "tensorflow",
+        3,
+        "the team already knows TensorFlow: no learning cost",
+        FLOW,
+    ),
+    Rule(
+        "expertise",
+        "mindspore",
+        "mindspore",
+        3,
+        "the team already knows MindSpore: no learning cost",
+        FLOW,
+    ),
     # The hardware.
     Rule("hardware", "gpu", "torch", 1, "mature CUDA builds and the largest GPU user base", LAB),
     Rule("hardware", "gpu", "tensorflow", 1, "mature CUDA builds, XLA on GPU", LAB),
-    Rule("hardware", "ascend", "mindspore", 4, "Ascend is MindSpore's home hardware: its graph "
-         "compiler targets the NPU directly", SEED),
+    Rule(
+        "hardware",
+        "ascend",
+        "mindspore",
+        4,
+        "Ascend is MindSpore's home hardware: its graph compiler targets the NPU directly",
+        SEED,
+    ),
     Rule("hardware", "ascend", "torch", 1, "runs on Ascend through the torch_npu extension", LAB),
-    Rule("hardware", "ascend", "paddlepaddle", 1, "runs on Ascend through its custom-device plugin",
-         LAB),
-    Rule("hardware", "other_accelerator", "paddlepaddle", 3, "deep adaptation to domestic GPUs "
-         "(e.g. Biren, MetaX)", SEED),
+    Rule(
+        "hardware",
+        "ascend",
+        "paddlepaddle",
+        1,
+        "runs on Ascend through its custom-device plugin",
+        LAB,
+    ),
+    Rule(
+        "hardware",
+        "other_accelerator",
+        "paddlepaddle",
+        3,
+        "deep adaptation to domestic GPUs (e.g. Biren, MetaX)",
+        SEED,
+    ),
     Rule("hardware", "other_accelerator", "mindspore", 1, "aimed at domestic AI chips", SEED),
     # The deployment targets.
-    Rule("targets", "server", "tensorflow", 1, "TF Serving: high-concurrency serving of a SavedModel",
-         SEED),
+    Rule(
+        "targets",
+        "server",
+        "tensorflow",
+        1,
+        "TF Serving: high-concurrency serving of a SavedModel",
+        SEED,
+    ),
     Rule("targets", "mobile", "tensorflow", 1, "TF Lite (LiteRT) on Android and iOS", SEED),
     Rule("targets", "mobile", "mindspore", 1, "MindSpore Lite on phones", SEED),
     Rule("targets", "mobile", "paddlepaddle", 1, "Paddle Lite on phones", LAB),
-    Rule("targets", "embedded", "mindspore", 2, "MindSpore Lite is tuned hardest for constrained "
-         "devices (the source claims 15-25% over TF Lite there)", SEED),
+    Rule(
+        "targets",
+        "embedded",
+        "mindspore",
+        2,
+        "MindSpore Lite is tuned hardest for constrained "
+        "devices (the source claims 15-25% over TF Lite there)",
+        SEED,
+    ),
     Rule("targets", "embedded", "tensorflow", 1, "TF Lite for microcontrollers", LAB),
     Rule("targets", "embedded", "paddlepaddle", 1, "Paddle Lite on edge devices", LAB),
     Rule("targets", "browser", "tensorflow", 2, "TensorFlow.js runs models in the browser", LAB),
     Rule("targets", "browser", "torch", 1, "ONNX Runtime Web runs the exported ONNX model", LAB),
     Rule("targets", "browser", "paddlepaddle", 1, "Paddle.js runs models in the browser", LAB),
-    Rule("targets", "browser", "mindspore", -2, "no browser runtime: you would export to ONNX and "
-         "run ONNX Runtime Web instead", LAB),
+    Rule(
+        "targets",
+        "browser",
+        "mindspore",
+        -2,
+        "no browser runtime: you would export to ONNX and run ONNX Runtime Web instead",
+        LAB,
+    ),
     # Data and model scale.
-    Rule("scale", "small", "torch", 1, "small experiments gain little from graph compilation, "
-         "which costs time on every change", SEED),
-    Rule("scale", "large", "tensorflow", 1, "graph optimisation and distributed strategies pay "
-         "off on large data and models", SEED),
-    Rule("scale", "large", "mindspore", 1, "graph optimisation and automatic parallelism pay off "
-         "on large data and models", SEED),
+    Rule(
+        "scale",
+        "small",
+        "torch",
+        1,
+        "small experiments gain little from graph compilation, which costs time on every change",
+        SEED,
+    ),
+    Rule(
+        "scale",
+        "large",
+        "tensorflow",
+        1,
+        "graph optimisation and distributed strategies pay off on large data and models",
+        SEED,
+    ),
+    Rule(
+        "scale",
+        "large",
+        "mindspore",
+        1,
+        "graph optimisation and automatic parallelism pay off on large data and models",
+        SEED,
+    ),
     # What matters most.
-    Rule("priority", "debugging", "torch", 2, "eager by default: Python's debugger and print work "
-         "everywhere", SEED),
-    Rule("priority", "debugging", "tensorflow", 1, "eager by default, but code inside tf.function "
-         "needs tf.print", LAB),
-    Rule("priority", "training_throughput", "tensorflow", 1, "tf.function + XLA compile the "
-         "training step", SEED),
-    Rule("priority", "training_throughput", "mindspore", 1, "graph mode optimises the training "
-         "step as a whole", SEED),
-    Rule("priority", "inference_latency", "tensorflow", 1, "serves its own SavedModel: no "
-         "conversion step", SEED),
-    Rule("priority", "inference_latency", "mindspore", 1, "MindSpore Lite serves its own MindIR: "
-         "no conversion step", SEED),
-    Rule("priority", "maintenance", "tensorflow", 3, "step 4, long-term growth: the most complete "
-         "deployment ecosystem avoids migrating frameworks later", FLOW),
+    Rule(
+        "priority",
+        "debugging",
+        "torch",
+        2,
+        "eager by default: Python's debugger and print work everywhere",
+        SEED,
+    ),
+    Rule(
+        "priority",
+        "debugging",
+        "tensorflow",
+        1,
+        "eager by default, but code inside tf.function needs tf.print",
+        LAB,
+    ),
+    Rule(
+        "priority",
+        "training_throughput",
+        "tensorflow",
+        1,
+        "tf.function + XLA compile the training step",
+        SEED,
+    ),
+    Rule(
+        "priority",
+        "training_throughput",
+        "mindspore",
+        1,
+        "graph mode optimises the training step as a whole",
+        SEED,
+    ),
+    Rule(
+        "priority",
+        "inference_latency",
+        "tensorflow",
+        1,
+        "serves its own SavedModel: no conversion step",
+        SEED,
+    ),
+    Rule(
+        "priority",
+        "inference_latency",
+        "mindspore",
+        1,
+        "MindSpore Lite serves its own MindIR: no conversion step",
+        SEED,
+    ),
+    Rule(
+        "priority",
+        "maintenance",
+        "tensorflow",
+        3,
+        "step 4, long-term growth: the most complete "
+        "deployment ecosystem avoids migrating frameworks later",
+        FLOW,
+    ),
 )
 
 #: points from the learner's own benchmark (step 3 of the decision flow): claims never vote
@@ -174,8 +379,12 @@ MEASURED_POINTS: dict[str, tuple[int, str]] = {
 }
 SLOW_FRACTION = 0.5
 #: which benchmark task answers a priority, or else a scenario
-EVIDENCE_TASK: dict[str, str] = {"training_throughput": "train", "inference_latency": "latency",
-                                 "large_scale_training": "train", "deployment": "throughput"}
+EVIDENCE_TASK: dict[str, str] = {
+    "training_throughput": "train",
+    "inference_latency": "latency",
+    "large_scale_training": "train",
+    "deployment": "throughput",
+}
 
 
 class Alternative(NamedTuple):
@@ -186,32 +395,52 @@ class Alternative(NamedTuple):
 #: per scenario, the alternatives in order: the first that is not the top recommendation is shown
 ALTERNATIVES: dict[str, tuple[Alternative, ...]] = {
     "research": (
-        Alternative("tensorflow", "the team already knows TensorFlow: TF 2 runs eagerly too, and "
-                    "the model is one export away from TF Serving or TF Lite"),
-        Alternative("torch", "the work stays exploratory: eager PyTorch is the quickest to change, "
-                    "and most papers' code is PyTorch"),
+        Alternative(
+            "tensorflow",
+            "the team already knows TensorFlow: TF 2 runs eagerly too, and "
+            "the model is one export away from TF Serving or TF Lite",
+        ),
+        Alternative(
+            "torch",
+            "the work stays exploratory: eager PyTorch is the quickest to change, "
+            "and most papers' code is PyTorch",
+        ),
     ),
     "large_scale_training": (
-        Alternative("torch", "the team knows PyTorch: torch.compile recovers graph-mode speed and "
-                    "FSDP shards the model over many GPUs"),
-        Alternative("tensorflow", "you train on NVIDIA GPUs, TPUs or CPUs: tf.function + XLA and "
-                    "tf.distribute"),
+        Alternative(
+            "torch",
+            "the team knows PyTorch: torch.compile recovers graph-mode speed and "
+            "FSDP shards the model over many GPUs",
+        ),
+        Alternative(
+            "tensorflow",
+            "you train on NVIDIA GPUs, TPUs or CPUs: tf.function + XLA and tf.distribute",
+        ),
         Alternative("mindspore", "you train on Ascend NPUs or want automatic parallelism"),
     ),
     "deployment": (
-        Alternative("torch", "the model already exists in PyTorch: export it to ONNX and run "
-                    "ONNX Runtime everywhere (the source claims a 5-10% conversion cost)"),
+        Alternative(
+            "torch",
+            "the model already exists in PyTorch: export it to ONNX and run "
+            "ONNX Runtime everywhere (the source claims a 5-10% conversion cost)",
+        ),
         Alternative("tensorflow", "you need servers, phones and browsers from one SavedModel"),
         Alternative("mindspore", "embedded devices or Ascend hardware dominate: MindSpore Lite"),
     ),
     "small_team": (
-        Alternative("tensorflow", "industrial deployment is coming: starting in TensorFlow avoids a "
-                    "framework migration later"),
+        Alternative(
+            "tensorflow",
+            "industrial deployment is coming: starting in TensorFlow avoids a "
+            "framework migration later",
+        ),
         Alternative("torch", "the team wants the gentlest learning curve and fastest iteration"),
     ),
     "special_hardware": (
-        Alternative("paddlepaddle", "your accelerator is a domestic GPU that PaddlePaddle supports, "
-                    "or you need its Chinese NLP or industrial-inspection toolkits"),
+        Alternative(
+            "paddlepaddle",
+            "your accelerator is a domestic GPU that PaddlePaddle supports, "
+            "or you need its Chinese NLP or industrial-inspection toolkits",
+        ),
         Alternative("mindspore", "the hardware is an Ascend NPU, or you need federated learning"),
     ),
 }
@@ -225,28 +454,42 @@ class Conflict(NamedTuple):
 
 
 CONFLICTS: tuple[Conflict, ...] = (
-    Conflict((("expertise", "mindspore"), ("targets", "browser")),
-             "MindSpore has no browser runtime: export the model to ONNX "
-             "(`mindspore.export(..., file_format='ONNX')`) and run it with ONNX Runtime Web, "
-             "or use TensorFlow.js; the browser rule lowers MindSpore's score."),
-    Conflict((("scenario", "special_hardware"), ("hardware", "cpu")),
-             "Special hardware was chosen with CPU-only hardware: the guide reads this as a privacy "
-             "need (federated learning: MindSpore Federated, PaddleFL)."),
-    Conflict((("scenario", "special_hardware"), ("hardware", "gpu")),
-             "Special hardware was chosen with an NVIDIA GPU: the guide reads this as a privacy "
-             "need (federated learning: MindSpore Federated, PaddleFL)."),
-    Conflict((("scenario", "large_scale_training"), ("priority", "debugging")),
-             "Debugging speed comes first but training is large: develop in eager mode (every "
-             "framework has one) and switch on graph mode for the long runs."),
-    Conflict((("scenario", "research"), ("scale", "large")),
-             "Research at large scale: prototype eagerly, then compile (torch.compile, tf.function, "
-             "MindSpore graph mode) for the long runs."),
-    Conflict((("scenario", "large_scale_training"), ("scale", "small")),
-             "Large-scale training with small data and models: the graph-mode gains the scenario "
-             "counts on shrink at this size; measure before you commit (step 3)."),
-    Conflict((("hardware", "ascend"), ("expertise", "tensorflow")),
-             "The team knows TensorFlow but the hardware is Ascend: MindSpore (or PyTorch with "
-             "torch_npu) is the supported route there, so budget time to learn it."),
+    Conflict(
+        (("expertise", "mindspore"), ("targets", "browser")),
+        "MindSpore has no browser runtime: export the model to ONNX "
+        "(`mindspore.export(..., file_format='ONNX')`) and run it with ONNX Runtime Web, "
+        "or use TensorFlow.js; the browser rule lowers MindSpore's score.",
+    ),
+    Conflict(
+        (("scenario", "special_hardware"), ("hardware", "cpu")),
+        "Special hardware was chosen with CPU-only hardware: the guide reads this as a privacy "
+        "need (federated learning: MindSpore Federated, PaddleFL).",
+    ),
+    Conflict(
+        (("scenario", "special_hardware"), ("hardware", "gpu")),
+        "Special hardware was chosen with an NVIDIA GPU: the guide reads this as a privacy "
+        "need (federated learning: MindSpore Federated, PaddleFL).",
+    ),
+    Conflict(
+        (("scenario", "large_scale_training"), ("priority", "debugging")),
+        "Debugging speed comes first but training is large: develop in eager mode (every "
+        "framework has one) and switch on graph mode for the long runs.",
+    ),
+    Conflict(
+        (("scenario", "research"), ("scale", "large")),
+        "Research at large scale: prototype eagerly, then compile (torch.compile, tf.function, "
+        "MindSpore graph mode) for the long runs.",
+    ),
+    Conflict(
+        (("scenario", "large_scale_training"), ("scale", "small")),
+        "Large-scale training with small data and models: the graph-mode gains the scenario "
+        "counts on shrink at this size; measure before you commit (step 3).",
+    ),
+    Conflict(
+        (("hardware", "ascend"), ("expertise", "tensorflow")),
+        "The team knows TensorFlow but the hardware is Ascend: MindSpore (or PyTorch with "
+        "torch_npu) is the supported route there, so budget time to learn it.",
+    ),
 )
 
 
@@ -258,47 +501,67 @@ class Step(NamedTuple):
 
 #: the source article's four-step decision flow, as the guide uses it
 DECISION_FLOW: tuple[Step, ...] = (
-    Step("Name the core need", "Which scenario describes the project, and what matters most?",
-         ("scenario", "priority")),
-    Step("Weigh the team's expertise", "Which framework does the team already know?",
-         ("expertise",)),
-    Step("Measure two or three candidates", "Run a small live benchmark of the candidates on your "
-         "own machine and drop any that clearly miss the need.", ("results",)),
-    Step("Think about long-term growth", "Where must the model run later, on what hardware, and "
-         "at what scale?", ("targets", "hardware", "scale")),
+    Step(
+        "Name the core need",
+        "Which scenario describes the project, and what matters most?",
+        ("scenario", "priority"),
+    ),
+    Step(
+        "Weigh the team's expertise", "Which framework does the team already know?", ("expertise",)
+    ),
+    Step(
+        "Measure two or three candidates",
+        "Run a small live benchmark of the candidates on your "
+        "own machine and drop any that clearly miss the need.",
+        ("results",),
+    ),
+    Step(
+        "Think about long-term growth",
+        "Where must the model run later, on what hardware, and at what scale?",
+        ("targets", "hardware", "scale"),
+    ),
 )
 
 #: the toolchain per framework: how to develop and train, then one route per deployment target
 DEVELOP: dict[str, str] = {
     "torch": "PyTorch eager to develop; torch.compile to train fast",
     "tensorflow": "TensorFlow 2 / Keras eagerly to develop; tf.function + XLA (jit_compile=True) "
-                  "to train fast",
+    "to train fast",
     "mindspore": "MindSpore PyNative to develop; GRAPH_MODE / jit to train fast",
     "paddlepaddle": "PaddlePaddle dynamic graph to develop; paddle.jit.to_static to train fast",
 }
 DEPLOY: dict[str, dict[str, str]] = {
-    "torch": {"server": "PyTorch -> ONNX (torch.onnx.export) -> ONNX Runtime",
-              "mobile": "PyTorch -> torch.export -> ExecuTorch, or ONNX -> ONNX Runtime Mobile",
-              "embedded": "PyTorch -> torch.export -> ExecuTorch, or ONNX -> ONNX Runtime",
-              "browser": "PyTorch -> ONNX -> ONNX Runtime Web"},
-    "tensorflow": {"server": "TensorFlow -> SavedModel -> TF Serving",
-                   "mobile": "TensorFlow -> SavedModel -> TF Lite (LiteRT)",
-                   "embedded": "TensorFlow -> TF Lite (LiteRT, LiteRT for Microcontrollers)",
-                   "browser": "TensorFlow -> SavedModel -> TensorFlow.js"},
-    "mindspore": {"server": "MindSpore -> MindIR -> MindSpore Serving / MindSpore Lite",
-                  "mobile": "MindSpore -> MindIR -> MindSpore Lite",
-                  "embedded": "MindSpore -> MindIR -> MindSpore Lite",
-                  "browser": "MindSpore -> ONNX -> ONNX Runtime Web (no native browser runtime)"},
-    "paddlepaddle": {"server": "PaddlePaddle -> Paddle Inference / Paddle Serving",
-                     "mobile": "PaddlePaddle -> Paddle Lite",
-                     "embedded": "PaddlePaddle -> Paddle Lite",
-                     "browser": "PaddlePaddle -> Paddle.js"},
+    "torch": {
+        "server": "PyTorch -> ONNX (torch.onnx.export) -> ONNX Runtime",
+        "mobile": "PyTorch -> torch.export -> ExecuTorch, or ONNX -> ONNX Runtime Mobile",
+        "embedded": "PyTorch -> torch.export -> ExecuTorch, or ONNX -> ONNX Runtime",
+        "browser": "PyTorch -> ONNX -> ONNX Runtime Web",
+    },
+    "tensorflow": {
+        "server": "TensorFlow -> SavedModel -> TF Serving",
+        "mobile": "TensorFlow -> SavedModel -> TF Lite (LiteRT)",
+        "embedded": "TensorFlow -> TF Lite (LiteRT, LiteRT for Microcontrollers)",
+        "browser": "TensorFlow -> SavedModel -> TensorFlow.js",
+    },
+    "mindspore": {
+        "server": "MindSpore -> MindIR -> MindSpore Serving / MindSpore Lite",
+        "mobile": "MindSpore -> MindIR -> MindSpore Lite",
+        "embedded": "MindSpore -> MindIR -> MindSpore Lite",
+        "browser": "MindSpore -> ONNX -> ONNX Runtime Web (no native browser runtime)",
+    },
+    "paddlepaddle": {
+        "server": "PaddlePaddle -> Paddle Inference / Paddle Serving",
+        "mobile": "PaddlePaddle -> Paddle Lite",
+        "embedded": "PaddlePaddle -> Paddle Lite",
+        "browser": "PaddlePaddle -> Paddle.js",
+    },
 }
 
-#: runtimes whose figures count for a candidate (ONNX Runtime is PyTorch's deployment route)
-RUNTIMES: dict[str, tuple[str, ...]] = {"torch": ("torch", "onnxruntime"),
-                                        "tensorflow": ("tensorflow",),
-                                        "mindspore": ("mindspore",), "paddlepaddle": ()}
+#: runtimes whose figures count for a candidate: its own, and the runtimes of its exports
+#: (ONNX Runtime is PyTorch's deployment route)
+RUNTIMES: dict[str, tuple[str, ...]] = {
+    fw: (fw, *(s.name for s in specs() if s.exported_from == fw)) for fw in EXPERTISE
+} | {fw: () for fw in OUTSIDE_LAB}
 CLAIMED = "claimed by the course's source article"
 PUBLISHED = "published"
 MEASURED = "measured on your machine"
@@ -360,13 +623,16 @@ class Recommendation:
 
 # ---- input checking ---------------------------------------------------------------------------
 
+
 def _one(name: str, value: Any, valid: Mapping[str, str]) -> str | None:
     """``value`` in canonical form, None when not given; unknown values raise ``ValueError``."""
     if value is None:
         return None
     if not isinstance(value, str):
-        raise ValueError(f"{name} must be a string, not {type(value).__name__}: valid values are "
-                         f"{', '.join(valid)}")
+        raise ValueError(
+            f"{name} must be a string, not {type(value).__name__}: valid values are "
+            f"{', '.join(valid)}"
+        )
     key = value.strip().lower().replace("-", "_").replace(" ", "_")
     key = ALIASES.get(key, key)
     if not key:
@@ -384,8 +650,14 @@ def _targets(value: Any) -> tuple[str, ...]:
     return tuple(t for t in TARGETS if t in out)  # canonical order, duplicates dropped
 
 
-def check_inputs(scenario: Any = None, expertise: Any = None, targets: Any = (),
-                 hardware: Any = "cpu", priority: Any = None, scale: Any = DEFAULT_SCALE) -> dict:
+def check_inputs(
+    scenario: Any = None,
+    expertise: Any = None,
+    targets: Any = (),
+    hardware: Any = "cpu",
+    priority: Any = None,
+    scale: Any = DEFAULT_SCALE,
+) -> dict:
     """The inputs in canonical form; an unknown value raises ``ValueError`` naming the valid ones.
 
     Missing answers are fine: scenario, expertise and priority may be None, targets empty;
@@ -407,6 +679,7 @@ def _holds(field_: str, value: str, inputs: Mapping[str, Any]) -> bool:
 
 
 # ---- evidence ---------------------------------------------------------------------------------
+
 
 def _when(records: list[dict]) -> str:
     stamps = [str(r["timestamp"]) for r in records if r.get("timestamp")]
@@ -438,8 +711,10 @@ def _ips(value: float) -> str:
 
 
 def _setting(rec: Mapping) -> str:
-    return (f"{rec['task']}, batch {rec['batch_size']}, {rec['image_size']} px, "
-            f"{rec['precision']}, {rec['device']}")
+    return (
+        f"{rec['task']}, batch {rec['batch_size']}, {rec['image_size']} px, "
+        f"{rec['precision']}, {rec['device']}"
+    )
 
 
 def best(records: list[dict], framework: str, task: str) -> dict | None:
@@ -450,19 +725,29 @@ def best(records: list[dict], framework: str, task: str) -> dict | None:
 
 def failures(records: list[dict], framework: str, task: str | None = None) -> list[str]:
     """The errors of a candidate's failed cells (unsupported combinations excluded)."""
-    return [str(r["error"]) for r in records
-            if r.get("framework") in RUNTIMES[framework] and r.get("status") != "ok"
-            and not r.get("unsupported") and (task is None or r.get("task") == task)]
+    return [
+        str(r["error"])
+        for r in records
+        if r.get("framework") in RUNTIMES[framework]
+        and r.get("status") != "ok"
+        and not r.get("unsupported")
+        and (task is None or r.get("task") == task)
+    ]
 
 
 def _run_by(rec: Mapping) -> str:
-    return "ONNX Runtime" if rec["framework"] == "onnxruntime" else str(rec["mode"])
+    """The mode that produced a record, or the runtime's name for a runtime of exported graphs."""
+    s = spec(rec["framework"])
+    return s.display if s.eager is None else str(rec["mode"])
 
 
 def _measured_evidence(fw: str, records: list[dict], label: str) -> list[Evidence]:
     out = []
-    tasks = [t for t in ("latency", "throughput", "train")
-             if any(r.get("task") == t and r.get("framework") in RUNTIMES[fw] for r in records)]
+    tasks = [
+        t
+        for t in ("latency", "throughput", "train")
+        if any(r.get("task") == t and r.get("framework") in RUNTIMES[fw] for r in records)
+    ]
     ups = [u for u in labkit_results.speedups(records) if u["framework"] in RUNTIMES[fw]]
     for task in tasks:
         top = best(records, fw, task)
@@ -472,8 +757,10 @@ def _measured_evidence(fw: str, records: list[dict], label: str) -> list[Evidenc
         mine = [u for u in ups if u["task"] == task]
         if mine:
             u = max(mine, key=lambda u: u["speedup"])
-            line += (f"; graph vs eager: {_run_by(u)} runs {u['speedup']:.2f}x "
-                     f"(+-{u['speedup_iqr']:.2f}) the speed of {u['baseline']}")
+            line += (
+                f"; graph vs eager: {_run_by(u)} runs {u['speedup']:.2f}x "
+                f"(+-{u['speedup_iqr']:.2f}) the speed of {u['baseline']}"
+            )
         out.append(Evidence((fw,), line, label, True))
     errors = failures(records, fw)
     if errors and not out:
@@ -505,16 +792,28 @@ def evidence(frameworks: Iterable[str], records: list[dict], label: str) -> list
     unmeasured = []
     for fw in frameworks:
         if fw in NOT_IN_LAB:
-            out.append(Evidence((fw,), "no figures: the source article does not benchmark it. "
-                                + NOT_IN_LAB[fw], LAB, False))
+            out.append(
+                Evidence(
+                    (fw,),
+                    "no figures: the source article does not benchmark it. " + NOT_IN_LAB[fw],
+                    LAB,
+                    False,
+                )
+            )
             continue
         mine = _measured_evidence(fw, records, label)
         out += mine
         if not mine:
             unmeasured.append(fw)
             if records:
-                out.append(Evidence((fw,), "not in your results file: the claims below stand in "
-                                    "for a measurement", LAB, False))
+                out.append(
+                    Evidence(
+                        (fw,),
+                        "not in your results file: the claims below stand in for a measurement",
+                        LAB,
+                        False,
+                    )
+                )
     return out + _claimed_evidence(unmeasured)
 
 
@@ -525,8 +824,9 @@ def comparable(records: list[dict], task: str) -> list[dict]:
     groups: dict[tuple, list[dict]] = {}
     for r in labkit_results.ok(records):
         if r.get("task") == task:
-            groups.setdefault((r["image_size"], r["batch_size"], r["precision"], r["device"]),
-                              []).append(r)
+            groups.setdefault(
+                (r["image_size"], r["batch_size"], r["precision"], r["device"]), []
+            ).append(r)
 
     def rank(item):
         (size, batch, precision, _), recs = item
@@ -536,9 +836,13 @@ def comparable(records: list[dict], task: str) -> list[dict]:
     return max(groups.items(), key=rank)[1] if groups else []
 
 
-def _measured_points(inputs: Mapping, records: list[dict]) -> tuple[str | None, dict[str, list[Reason]]]:
+def _measured_points(
+    inputs: Mapping, records: list[dict]
+) -> tuple[str | None, dict[str, list[Reason]]]:
     """Points from the learner's own benchmark for the task that answers their need."""
-    task = EVIDENCE_TASK.get(inputs["priority"] or "") or EVIDENCE_TASK.get(inputs["scenario"] or "")
+    task = EVIDENCE_TASK.get(inputs["priority"] or "") or EVIDENCE_TASK.get(
+        inputs["scenario"] or ""
+    )
     points: dict[str, list[Reason]] = {}
     if not records or not task:
         return task, points
@@ -555,17 +859,28 @@ def _measured_points(inputs: Mapping, records: list[dict]) -> tuple[str | None, 
             key = "fastest" if ips == top_ips else ("slow" if ips < SLOW_FRACTION * top_ips else "")
             if key:
                 pts, why = MEASURED_POINTS[key]
-                points.setdefault(fw, []).append(Reason(
-                    pts, f"{why}: {_ips(ips)} images/s with {_run_by(rec)} ({_setting(rec)})",
-                    MEASURED))
+                points.setdefault(fw, []).append(
+                    Reason(
+                        pts,
+                        f"{why}: {_ips(ips)} images/s with {_run_by(rec)} ({_setting(rec)})",
+                        MEASURED,
+                    )
+                )
     return task, points
 
 
 # ---- the recommendation ----------------------------------------------------------------------
 
-def recommend(scenario: Any, expertise: Any = None, targets: Any = (), hardware: Any = "cpu",
-              priority: Any = None, results: Any = None, scale: Any = DEFAULT_SCALE
-              ) -> Recommendation:
+
+def recommend(
+    scenario: Any,
+    expertise: Any = None,
+    targets: Any = (),
+    hardware: Any = "cpu",
+    priority: Any = None,
+    results: Any = None,
+    scale: Any = DEFAULT_SCALE,
+) -> Recommendation:
     """Rank the candidate frameworks for a project described by the answers.
 
     ``scenario``: one of :data:`SCENARIOS` (None: no core need given); ``expertise``: one of
@@ -587,66 +902,97 @@ def recommend(scenario: Any, expertise: Any = None, targets: Any = (), hardware:
         reasons[fw] += extra
 
     def scenario_points(fw: str) -> int:
-        return sum(r.points for r in RULES if r.field == "scenario" and r.framework == fw
-                   and r.value == inputs["scenario"])
+        return sum(
+            r.points
+            for r in RULES
+            if r.field == "scenario" and r.framework == fw and r.value == inputs["scenario"]
+        )
 
-    ranking = tuple(sorted(
-        (Ranked(fw, sum(r.points for r in rs), tuple(rs)) for fw, rs in reasons.items()),
-        key=lambda r: (-r.score, -scenario_points(r.framework), CANDIDATES.index(r.framework))))
+    ranking = tuple(
+        sorted(
+            (Ranked(fw, sum(r.points for r in rs), tuple(rs)) for fw, rs in reasons.items()),
+            key=lambda r: (-r.score, -scenario_points(r.framework), CANDIDATES.index(r.framework)),
+        )
+    )
     top = ranking[0].framework
 
-    alt = next((a for a in ALTERNATIVES.get(inputs["scenario"] or "", ()) if a.framework != top),
-               None)
+    alt = next(
+        (a for a in ALTERNATIVES.get(inputs["scenario"] or "", ()) if a.framework != top), None
+    )
     if alt is None:
         nxt = ranking[1]
         alt = Alternative(nxt.framework, f"it scores next ({nxt.score} points)")
 
     notes = _notes(inputs, ranking, alt.framework, records, task, label)
     if isinstance(results, (str, os.PathLike)) and not Path(results).exists():
-        notes.append(f"No results file at {results} yet: the evidence shows claimed and published "
-                     "figures until you run the benchmark.")
+        notes.append(
+            f"No results file at {results} yet: the evidence shows claimed and published "
+            "figures until you run the benchmark."
+        )
     shown = tuple(dict.fromkeys([top, alt.framework]))
     return Recommendation(
         inputs={**inputs, "results": label or None},
-        ranking=ranking, alternative=alt.framework, alternative_when=alt.when,
+        ranking=ranking,
+        alternative=alt.framework,
+        alternative_when=alt.when,
         toolchain=toolchain(top, inputs["targets"]),
         evidence=tuple(evidence(shown, records, label)),
-        notes=tuple(notes), measured=bool(records), task=task)
+        notes=tuple(notes),
+        measured=bool(records),
+        task=task,
+    )
 
 
 def toolchain(framework: str, targets: Iterable[str] = ()) -> tuple[str, ...]:
     """How to develop, train and deploy with ``framework``: one line per target (server if none)."""
     chosen = tuple(targets) or ("server",)
-    return (f"develop and train: {DEVELOP[framework]}",
-            *(f"{t}: {DEPLOY[framework][t]}" for t in chosen))
+    return (
+        f"develop and train: {DEVELOP[framework]}",
+        *(f"{t}: {DEPLOY[framework][t]}" for t in chosen),
+    )
 
 
-def _notes(inputs: Mapping, ranking: tuple[Ranked, ...], alternative: str, records: list[dict],
-           task: str | None, label: str) -> list[str]:
+def _notes(
+    inputs: Mapping,
+    ranking: tuple[Ranked, ...],
+    alternative: str,
+    records: list[dict],
+    task: str | None,
+    label: str,
+) -> list[str]:
     notes = [c.message for c in CONFLICTS if all(_holds(f, v, inputs) for f, v in c.when)]
     if inputs["scenario"] is None:
-        notes.append("No scenario chosen: the ranking uses your other answers only. Step 1 of "
-                     "the decision flow is to name the core need.")
+        notes.append(
+            "No scenario chosen: the ranking uses your other answers only. Step 1 of "
+            "the decision flow is to name the core need."
+        )
     if not inputs["targets"]:
         notes.append("No deployment target chosen: the toolchain shows the server route.")
     if all(r.score == 0 for r in ranking):
-        notes.append("No answer favours any framework yet: every candidate scores 0, and the "
-                     f"list follows the default order ({', '.join(DISPLAY[c] for c in CANDIDATES)}).")
+        notes.append(
+            "No answer favours any framework yet: every candidate scores 0, and the "
+            f"list follows the default order ({', '.join(DISPLAY[c] for c in CANDIDATES)})."
+        )
     elif ranking[0].score == ranking[1].score:
-        notes.append(f"{DISPLAY[ranking[0].framework]} and {DISPLAY[ranking[1].framework]} tie at "
-                     f"{ranking[0].score} points: the scenario's points, then the default order, "
-                     "break the tie; let your benchmark (step 3) decide.")
+        notes.append(
+            f"{DISPLAY[ranking[0].framework]} and {DISPLAY[ranking[1].framework]} tie at "
+            f"{ranking[0].score} points: the scenario's points, then the default order, "
+            "break the tie; let your benchmark (step 3) decide."
+        )
     for fw in dict.fromkeys([ranking[0].framework, alternative]):
         if fw in NOT_IN_LAB:
             notes.append(NOT_IN_LAB[fw] + ".")
     same = comparable(records, task) if records and task else []
     if records and task and sum(best(same, fw, task) is not None for fw in CANDIDATES) < 2:
-        notes.append(f"Your results ({label}) hold fewer than two frameworks measured alike for "
-                     f"the '{task}' task, so they inform the evidence but do not change the scores.")
+        notes.append(
+            f"Your results ({label}) hold fewer than two frameworks measured alike for "
+            f"the '{task}' task, so they inform the evidence but do not change the scores."
+        )
     return notes
 
 
 # ---- rendering --------------------------------------------------------------------------------
+
 
 def _label(table: Mapping[str, str], key: str | None, none: str = "not given") -> str:
     return table[key] if key else none
@@ -655,11 +1001,13 @@ def _label(table: Mapping[str, str], key: str | None, none: str = "not given") -
 def describe(inputs: Mapping[str, Any]) -> str:
     """The learner's answers, in words."""
     targets = ", ".join(inputs["targets"]) if inputs["targets"] else "not given"
-    return (f"scenario: {_label(SCENARIOS, inputs['scenario'])}; "
-            f"team knows: {_label(EXPERTISE, inputs['expertise'], 'no framework yet')}; "
-            f"targets: {targets}; hardware: {HARDWARE[inputs['hardware']]}; "
-            f"scale: {SCALES[inputs['scale']]}; "
-            f"priority: {_label(PRIORITIES, inputs['priority'])}")
+    return (
+        f"scenario: {_label(SCENARIOS, inputs['scenario'])}; "
+        f"team knows: {_label(EXPERTISE, inputs['expertise'], 'no framework yet')}; "
+        f"targets: {targets}; hardware: {HARDWARE[inputs['hardware']]}; "
+        f"scale: {SCALES[inputs['scale']]}; "
+        f"priority: {_label(PRIORITIES, inputs['priority'])}"
+    )
 
 
 def _cell(text: str) -> str:
@@ -677,8 +1025,10 @@ def _markdown(rec: Recommendation) -> str:
         "",
         *(f"- {step}" for step in rec.toolchain),
         "",
-        f"**Alternative: {DISPLAY[rec.alternative]}** ({rec.score(rec.alternative)} points), "
-        f"prefer it when {rec.alternative_when}.",
+        (
+            f"**Alternative: {DISPLAY[rec.alternative]}** ({rec.score(rec.alternative)} points), "
+            f"prefer it when {rec.alternative_when}."
+        ),
         "",
         "### Ranking",
         "",
@@ -691,39 +1041,78 @@ def _markdown(rec: Recommendation) -> str:
     if rec.notes:
         lines += ["", "### Notes", "", *(f"- {n}" for n in rec.notes)]
     lines += ["", "### Evidence", ""]
-    lines += [f"- **{', '.join(DISPLAY[f] for f in e.frameworks)}**: {_cell(e.statement)} "
-              f"- *{e.source}*" for e in rec.evidence]
+    lines += [
+        f"- **{', '.join(DISPLAY[f] for f in e.frameworks)}**: {_cell(e.statement)} - *{e.source}*"
+        for e in rec.evidence
+    ]
     if not rec.measured:
-        lines += ["", "No results file yet: run `python -m labkit bench` (or the quick benchmark) "
-                  f"for {', '.join(DISPLAY[c] for c in rec.candidates)} to replace the claims "
-                  "with your own measurements."]
+        lines += [
+            "",
+            (
+                "No results file yet: run `python -m labkit bench` (or the quick benchmark) "
+                f"for {', '.join(DISPLAY[c] for c in rec.candidates)} to replace the claims "
+                "with your own measurements."
+            ),
+        ]
     return "\n".join(lines) + "\n"
 
 
 def rules_markdown() -> str:
     """Every table of the guide as markdown: what an instructor reads before changing a rule."""
-    lines = ["### Rules: each row adds points to one framework when its condition holds", "",
-             "| input | value | framework | points | reason | source |", "|---|---|---|---:|---|---|"]
-    lines += [f"| {r.field} | {r.value} | {DISPLAY[r.framework]} | {r.points:+d} | {_cell(r.reason)} "
-              f"| {r.source} |" for r in RULES]
-    lines += ["", "### Alternatives: the first one that is not the top recommendation is shown", "",
-              "| scenario | alternative | prefer it when |", "|---|---|---|"]
-    lines += [f"| {s} | {DISPLAY[a.framework]} | {_cell(a.when)} |"
-              for s, alts in ALTERNATIVES.items() for a in alts]
-    lines += ["", "### Your own benchmark (step 3): measured figures vote, claims never do", "",
-              "| outcome | points | meaning |", "|---|---:|---|"]
+    lines = [
+        "### Rules: each row adds points to one framework when its condition holds",
+        "",
+        "| input | value | framework | points | reason | source |",
+        "|---|---|---|---:|---|---|",
+    ]
+    lines += [
+        f"| {r.field} | {r.value} | {DISPLAY[r.framework]} | {r.points:+d} | {_cell(r.reason)} "
+        f"| {r.source} |"
+        for r in RULES
+    ]
+    lines += [
+        "",
+        "### Alternatives: the first one that is not the top recommendation is shown",
+        "",
+        "| scenario | alternative | prefer it when |",
+        "|---|---|---|",
+    ]
+    lines += [
+        f"| {s} | {DISPLAY[a.framework]} | {_cell(a.when)} |"
+        for s, alts in ALTERNATIVES.items()
+        for a in alts
+    ]
+    lines += [
+        "",
+        "### Your own benchmark (step 3): measured figures vote, claims never do",
+        "",
+        "| outcome | points | meaning |",
+        "|---|---:|---|",
+    ]
     lines += [f"| {k} | {p:+d} | {_cell(w)} |" for k, (p, w) in MEASURED_POINTS.items()]
-    lines += ["", "The benchmark task that counts: "
-              + ", ".join(f"{k} -> {v}" for k, v in EVIDENCE_TASK.items())
-              + " (a priority before a scenario).", "",
-              "Ties: the framework with more scenario points wins, then the order "
-              + ", ".join(DISPLAY[c] for c in CANDIDATES) + ".", "",
-              "### Conflicting answers and what the guide says", "",
-              "| when | note |", "|---|---|"]
-    lines += [f"| {' and '.join(f'{f}={v}' for f, v in c.when)} | {_cell(c.message)} |"
-              for c in CONFLICTS]
+    lines += [
+        "",
+        "The benchmark task that counts: "
+        + ", ".join(f"{k} -> {v}" for k, v in EVIDENCE_TASK.items())
+        + " (a priority before a scenario).",
+        "",
+        "Ties: the framework with more scenario points wins, then the order "
+        + ", ".join(DISPLAY[c] for c in CANDIDATES)
+        + ".",
+        "",
+        "### Conflicting answers and what the guide says",
+        "",
+        "| when | note |",
+        "|---|---|",
+    ]
+    lines += [
+        f"| {' and '.join(f'{f}={v}' for f, v in c.when)} | {_cell(c.message)} |" for c in CONFLICTS
+    ]
     return "\n".join(lines) + "\n"
 
 
 def decision_flow_markdown() -> str:
-    return "\n".join(f"{i}. **{s.title}.** {s.question}" for i, s in enumerate(DECISION_FLOW, 1)) + "\n"
+    return (
+        "\n".join(f"{i}. **{s.title}.** {s.question}" for i, s in enumerate(DECISION_FLOW, 1))
+        + "\n"
+    )

@@ -6,6 +6,7 @@ package metadata for versions. The compute ceiling is the textbook estimate
 dividing it by ResNet-50's FLOPs per image gives the most images/s the machine could reach.
 A measurement above that ceiling is a timing bug, not a fast framework.
 """
+
 from __future__ import annotations
 
 import functools
@@ -19,8 +20,20 @@ from dataclasses import asdict, dataclass, field
 from . import resnet
 
 #: Vector ISA extensions the report looks for (x86 flag names, plus Arm's).
-VECTOR_FLAGS = ("sse4_2", "avx", "avx2", "fma", "avx512f", "avx512_bf16", "avx512_vnni",
-                "amx_bf16", "amx_tile", "asimd", "sve", "sve2")
+VECTOR_FLAGS = (
+    "sse4_2",
+    "avx",
+    "avx2",
+    "fma",
+    "avx512f",
+    "avx512_bf16",
+    "avx512_vnni",
+    "amx_bf16",
+    "amx_tile",
+    "asimd",
+    "sve",
+    "sve2",
+)
 #: Server CPUs boost above the clock that a VM reports; Zen 4 EPYC: 3.7 / 2.6 GHz.
 BOOST_HEADROOM = 1.43
 
@@ -125,15 +138,20 @@ def ceiling(info: dict[str, str] | None = None) -> Ceiling:
     peak = n * ghz * fpc
     gflop = resnet.flops(224) / 1e9
     return Ceiling(
-        flops_per_cycle_per_core=fpc, clock_ghz=round(ghz, 3), cores=n,
-        peak_gflops=round(peak, 1), peak_gflops_boost=round(peak * BOOST_HEADROOM, 1),
+        flops_per_cycle_per_core=fpc,
+        clock_ghz=round(ghz, 3),
+        cores=n,
+        peak_gflops=round(peak, 1),
+        peak_gflops_boost=round(peak * BOOST_HEADROOM, 1),
         gflop_per_image=round(gflop, 2),
         images_per_s=round(peak / gflop, 1),
         images_per_s_boost=round(peak * BOOST_HEADROOM / gflop, 1),
         train_images_per_s_boost=round(peak * BOOST_HEADROOM / (3 * gflop), 1),
-        method=(f"{n} cores x {ghz:.2f} GHz ({ghz_how}) x {fpc} FLOP/cycle ({fpc_how}); "
-                f"upper bound allows {BOOST_HEADROOM:.2f}x boost clock; "
-                f"ResNet-50 = {gflop:.2f} GFLOP per 224x224 image (2 x MACs)"),
+        method=(
+            f"{n} cores x {ghz:.2f} GHz ({ghz_how}) x {fpc} FLOP/cycle ({fpc_how}); "
+            f"upper bound allows {BOOST_HEADROOM:.2f}x boost clock; "
+            f"ResNet-50 = {gflop:.2f} GFLOP per 224x224 image (2 x MACs)"
+        ),
     )
 
 
@@ -143,8 +161,13 @@ def gpus() -> list[str]:
     if not exe:
         return []
     try:
-        out = subprocess.run([exe, "--query-gpu=name,memory.total", "--format=csv,noheader"],
-                             capture_output=True, text=True, timeout=10)
+        out = subprocess.run(
+            [exe, "--query-gpu=name,memory.total", "--format=csv,noheader"],
+            capture_output=True,
+            text=True,
+            timeout=10,
+            check=False,
+        )
     except (OSError, subprocess.SubprocessError):
         return []
     return [line.strip() for line in out.stdout.splitlines() if line.strip()]
@@ -181,7 +204,14 @@ def report() -> MachineReport:
 def fingerprint() -> dict:
     """A compact machine identity stored with every benchmark result."""
     r = report()
-    return {"cpu": r.cpu_model, "cores": r.cores, "arch": r.arch,
-            "vector_extensions": r.vector_extensions, "gpus": r.gpus,
-            "memory_gb": r.memory_gb, "os": r.os, "python": r.python,
-            "peak_gflops_boost": r.ceiling.peak_gflops_boost}
+    return {
+        "cpu": r.cpu_model,
+        "cores": r.cores,
+        "arch": r.arch,
+        "vector_extensions": r.vector_extensions,
+        "gpus": r.gpus,
+        "memory_gb": r.memory_gb,
+        "os": r.os,
+        "python": r.python,
+        "peak_gflops_boost": r.ceiling.peak_gflops_boost,
+    }

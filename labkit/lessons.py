@@ -10,6 +10,7 @@
   output or error, such as MindSpore's graph-mode ``print``, which ``redirect_stdout`` cannot see;
 - :func:`break_even_figure`: cumulative time of eager vs compiled calls, with the break-even.
 """
+
 from __future__ import annotations
 
 import ctypes
@@ -18,22 +19,30 @@ import os
 import sys
 import tempfile
 import warnings
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Callable, Sequence
 
 from . import bench, profiles
 
 
-def timed(fn: Callable[[], object], label: str = "",
-          profile: profiles.Profile | None = None) -> bench.Measurement:
+def timed(
+    fn: Callable[[], object], label: str = "", profile: profiles.Profile | None = None
+) -> bench.Measurement:
     """Time ``fn`` (which must return only when its work is done) as the profile says.
 
     The first call is timed apart (tracing/compilation shows up there), then ``profile.warmup``
     untimed calls, then at least ``min_repeats`` calls and ``min_time_s`` seconds of timed calls.
     """
     p = profile or profiles.current()
-    return bench.measure(fn, warmup=p.warmup, min_repeats=p.min_repeats, min_time_s=p.min_time_s,
-                         max_repeats=p.max_repeats, images_per_call=1, label=label)
+    return bench.measure(
+        fn,
+        warmup=p.warmup,
+        min_repeats=p.min_repeats,
+        min_time_s=p.min_time_s,
+        max_repeats=p.max_repeats,
+        images_per_call=1,
+        label=label,
+    )
 
 
 def us(m: bench.Measurement, per: int = 1) -> str:
@@ -43,16 +52,21 @@ def us(m: bench.Measurement, per: int = 1) -> str:
     return f"{m.median_s * 1e6 / per:,.1f} µs ± {m.iqr_s * 1e6 / per:,.1f}"
 
 
-def break_even_calls(first_call_s: float, eager_s: float, graph_s: float,
-                     eager_first_call_s: float = 0.0) -> float:
+def break_even_calls(
+    first_call_s: float, eager_s: float, graph_s: float, eager_first_call_s: float = 0.0
+) -> float:
     """Calls after which a graph mode has paid back its one-off cost (``inf``: never).
 
     The extra one-off cost is the graph's first call (trace + compile + run) minus eager's first
     call; each later call saves ``eager_s - graph_s`` (both steady-state medians). 0 when the
     graph mode is not slower to start. The same definition as :func:`labkit.results.break_even`.
     """
-    for name, value in (("first_call_s", first_call_s), ("eager_s", eager_s),
-                        ("graph_s", graph_s), ("eager_first_call_s", eager_first_call_s)):
+    for name, value in (
+        ("first_call_s", first_call_s),
+        ("eager_s", eager_s),
+        ("graph_s", graph_s),
+        ("eager_first_call_s", eager_first_call_s),
+    ):
         if not (value >= 0 and math.isfinite(value)):
             raise ValueError(f"{name} must be a finite time >= 0 seconds, got {value!r}")
     extra = first_call_s - eager_first_call_s
@@ -127,10 +141,14 @@ def native_output(fn: Callable[[], object], fd: int = 1) -> tuple[object, str]:
         return result, tmp.read().decode(errors="replace")
 
 
-def break_even_figure(first_call_s: float, eager_s: float, graph_s: float,
-                      eager_first_call_s: float | None = None,
-                      title: str = "Compile once, then run faster?",
-                      labels: Sequence[str] = ("eager", "compiled")):
+def break_even_figure(
+    first_call_s: float,
+    eager_s: float,
+    graph_s: float,
+    eager_first_call_s: float | None = None,
+    title: str = "Compile once, then run faster?",
+    labels: Sequence[str] = ("eager", "compiled"),
+):
     """Cumulative time of ``n`` calls, eager vs compiled, with the break-even marked.
 
     Each line starts at its first call and grows by its steady-state time per call
@@ -144,14 +162,25 @@ def break_even_figure(first_call_s: float, eager_s: float, graph_s: float,
     ns = [1, horizon]
     fig = Figure(figsize=(6.5, 3.8), layout="constrained")
     ax = fig.add_subplot()
-    ax.plot(ns, [e0 + max(n - 1, 0) * eager_s for n in ns],
-            label=f"{labels[0]}: {eager_s * 1e3:.3g} ms/call")
-    ax.plot(ns, [first_call_s + max(n - 1, 0) * graph_s for n in ns],
-            label=f"{labels[1]}: first call {first_call_s:.3g} s, then {graph_s * 1e3:.3g} ms/call")
+    ax.plot(
+        ns,
+        [e0 + max(n - 1, 0) * eager_s for n in ns],
+        label=f"{labels[0]}: {eager_s * 1e3:.3g} ms/call",
+    )
+    ax.plot(
+        ns,
+        [first_call_s + max(n - 1, 0) * graph_s for n in ns],
+        label=f"{labels[1]}: first call {first_call_s:.3g} s, then {graph_s * 1e3:.3g} ms/call",
+    )
     if math.isfinite(n_even) and n_even > 0:
         ax.axvline(1 + n_even, color="grey", linestyle=":")  # the lines cross after the first call
-        ax.annotate(f"paid back after ≈ {n_even:,.0f} more calls", (1 + n_even, first_call_s),
-                    xytext=(6, 6), textcoords="offset points", fontsize=9)
+        ax.annotate(
+            f"paid back after ≈ {n_even:,.0f} more calls",
+            (1 + n_even, first_call_s),
+            xytext=(6, 6),
+            textcoords="offset points",
+            fontsize=9,
+        )
     ax.set_xlabel("number of calls")
     ax.set_ylabel("total time, s")
     ax.set_title(title)

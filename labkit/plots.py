@@ -4,16 +4,18 @@ Each function takes records (from :func:`labkit.results.load` or :func:`labkit.r
 returns a ``matplotlib.figure.Figure``: a notebook displays it, :func:`save_all` writes PNGs.
 Only the latest record of each cell counts (see :func:`labkit.results.latest`).
 """
+
 from __future__ import annotations
 
 import io
 import math
+from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import Callable, Iterable
 
 from matplotlib.figure import Figure as _Figure
 
 from . import bench, results
+from .frameworks import specs
 
 
 class Figure(_Figure):
@@ -25,10 +27,13 @@ class Figure(_Figure):
         return buf.getvalue()
 
 
-TASK_TITLES = {"latency": "latency (batch 1)", "throughput": "inference throughput",
-               "train": "training step"}
-COLORS = {"torch": "#ee4c2c", "tensorflow": "#ff8f00", "mindspore": "#1f77b4",
-          "onnxruntime": "#5c5c5c"}
+TASK_TITLES = {
+    "latency": "latency (batch 1)",
+    "throughput": "inference throughput",
+    "train": "training step",
+}
+#: each framework's colour, from the registry
+COLORS: dict[str, str] = {s.name: s.color for s in specs()}
 
 
 def _label(r: dict) -> str:
@@ -47,13 +52,15 @@ def _empty(fig: Figure, what: str) -> Figure:
     return fig
 
 
-def _panels(rows: list[dict], title: str, what: str,
-            draw: Callable[[object, list[dict]], None]) -> Figure:
+def _panels(
+    rows: list[dict], title: str, what: str, draw: Callable[[object, list[dict]], None]
+) -> Figure:
     """One horizontal-bar panel per task; ``draw(ax, rows_of_that_task)`` fills a panel."""
     tasks = _tasks(rows)
     counts = [sum(r["task"] == t for r in rows) for t in tasks]
-    fig = Figure(figsize=(8, max(2.5, sum(0.3 * n + 0.9 for n in counts) + 0.5)),
-                 layout="constrained")
+    fig = Figure(
+        figsize=(8, max(2.5, sum(0.3 * n + 0.9 for n in counts) + 0.5)), layout="constrained"
+    )
     if not tasks:
         return _empty(fig, what)
     axes = fig.subplots(len(tasks), 1, squeeze=False, height_ratios=[n + 2 for n in counts])
@@ -83,8 +90,13 @@ def throughput(records: Iterable[dict]) -> Figure:
     def draw(ax, rs):
         ys = range(len(rs))
         err = list(zip(*[_ips_spread(r) for r in rs]))
-        ax.barh(ys, [r["images_per_s"] for r in rs], xerr=err, capsize=3,
-                color=[COLORS.get(r["framework"], "grey") for r in rs])
+        ax.barh(
+            ys,
+            [r["images_per_s"] for r in rs],
+            xerr=err,
+            capsize=3,
+            color=[COLORS.get(r["framework"], "grey") for r in rs],
+        )
         ax.set_yticks(list(ys), [_label(r) for r in rs])
         ax.invert_yaxis()
         ax.set_xlabel("images/s (median; bars: interquartile range)")
@@ -98,8 +110,13 @@ def speedup(records: Iterable[dict]) -> Figure:
 
     def draw(ax, rs):
         ys = range(len(rs))
-        ax.barh(ys, [r["speedup"] for r in rs], xerr=[r["speedup_iqr"] for r in rs], capsize=3,
-                color=[COLORS.get(r["framework"], "grey") for r in rs])
+        ax.barh(
+            ys,
+            [r["speedup"] for r in rs],
+            xerr=[r["speedup_iqr"] for r in rs],
+            capsize=3,
+            color=[COLORS.get(r["framework"], "grey") for r in rs],
+        )
         ax.axvline(1.0, color="black", lw=1, ls="--")
         ax.set_yticks(list(ys), [f"{_label(r)} vs {r['baseline']}" for r in rs])
         ax.invert_yaxis()
@@ -122,13 +139,23 @@ def break_even(records: Iterable[dict]) -> Figure:
         color = COLORS.get(r["framework"], "grey")
         if math.isfinite(n):
             ax.scatter(r["extra_s"], max(n, 1.0), color=color, s=50)
-            ax.annotate(tag, (r["extra_s"], max(n, 1.0)), fontsize=8, xytext=(4, 4),
-                        textcoords="offset points")
+            ax.annotate(
+                tag,
+                (r["extra_s"], max(n, 1.0)),
+                fontsize=8,
+                xytext=(4, 4),
+                textcoords="offset points",
+            )
         else:  # named in the legend: labels on one row would overlap
             ax.scatter(r["extra_s"], never, color=color, marker="x", s=50, label=tag)
     if len(finite) < len(rows):
-        ax.legend(title="x: never pays back (not faster per call)", fontsize=7, title_fontsize=8,
-                  loc="upper left", bbox_to_anchor=(1.02, 1.0))
+        ax.legend(
+            title="x: never pays back (not faster per call)",
+            fontsize=7,
+            title_fontsize=8,
+            loc="upper left",
+            bbox_to_anchor=(1.02, 1.0),
+        )
     ax.set_xscale("log")
     ax.set_yscale("log")
     ax.set_xlabel("extra one-off time over eager, s (build + trace/compile + first call)")
@@ -143,8 +170,11 @@ def ceiling(records: Iterable[dict]) -> Figure:
 
     def draw(ax, rs):
         ys = range(len(rs))
-        ax.barh(ys, [100 * r["ceiling_share"] for r in rs],
-                color=[COLORS.get(r["framework"], "grey") for r in rs])
+        ax.barh(
+            ys,
+            [100 * r["ceiling_share"] for r in rs],
+            color=[COLORS.get(r["framework"], "grey") for r in rs],
+        )
         ax.axvline(100, color="black", lw=1, ls="--")
         ax.set_yticks(list(ys), [_label(r) for r in rs])
         ax.invert_yaxis()
@@ -154,7 +184,11 @@ def ceiling(records: Iterable[dict]) -> Figure:
 
 
 FIGURES: dict[str, Callable[[Iterable[dict]], Figure]] = {
-    "throughput": throughput, "speedup": speedup, "break_even": break_even, "ceiling": ceiling}
+    "throughput": throughput,
+    "speedup": speedup,
+    "break_even": break_even,
+    "ceiling": ceiling,
+}
 
 
 def save_all(records: Iterable[dict], directory: str | Path) -> list[Path]:

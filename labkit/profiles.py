@@ -4,6 +4,7 @@
 ``full`` for proper statistics at 224x224. Choose with the ``LABKIT_PROFILE`` environment
 variable (default ``standard``) or pass a name to :func:`get`.
 """
+
 from __future__ import annotations
 
 import os
@@ -35,16 +36,48 @@ class Profile:
 PROFILES: dict[str, Profile] = {
     p.name: p
     for p in (
-        Profile("smoke", "CI and Binder: 32x32 images, a few calls; checks that everything runs",
-                image_size=32, latency_batch=1, throughput_batch=4, train_batch=4, warmup=1,
-                min_repeats=3, min_time_s=0.2, max_repeats=20, cell_timeout_s=240, demo_steps=3),
-        Profile("standard", "a laptop: 128x128 images, minutes; honest ratios between modes",
-                image_size=128, latency_batch=1, throughput_batch=8, train_batch=8, warmup=2,
-                min_repeats=5, min_time_s=2.0, max_repeats=200, cell_timeout_s=300, demo_steps=10),
-        Profile("full", "a real machine or GPU: 224x224 images, proper statistics",
-                image_size=224, latency_batch=1, throughput_batch=32, train_batch=32, warmup=3,
-                min_repeats=10, min_time_s=10.0, max_repeats=1000, cell_timeout_s=1800,
-                demo_steps=30),
+        Profile(
+            "smoke",
+            "CI and Binder: 32x32 images, a few calls; checks that everything runs",
+            image_size=32,
+            latency_batch=1,
+            throughput_batch=4,
+            train_batch=4,
+            warmup=1,
+            min_repeats=3,
+            min_time_s=0.2,
+            max_repeats=20,
+            cell_timeout_s=240,
+            demo_steps=3,
+        ),
+        Profile(
+            "standard",
+            "a laptop: 128x128 images, minutes; honest ratios between modes",
+            image_size=128,
+            latency_batch=1,
+            throughput_batch=8,
+            train_batch=8,
+            warmup=2,
+            min_repeats=5,
+            min_time_s=2.0,
+            max_repeats=200,
+            cell_timeout_s=300,
+            demo_steps=10,
+        ),
+        Profile(
+            "full",
+            "a real machine or GPU: 224x224 images, proper statistics",
+            image_size=224,
+            latency_batch=1,
+            throughput_batch=32,
+            train_batch=32,
+            warmup=3,
+            min_repeats=10,
+            min_time_s=10.0,
+            max_repeats=1000,
+            cell_timeout_s=1800,
+            demo_steps=30,
+        ),
     )
 }
 

@@ -7,6 +7,7 @@ from and to this layout, so all frameworks load the same numbers.
 
 Pure numpy: importing this module imports no framework.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -136,9 +137,7 @@ def init_weights(seed: int = 0, num_classes: int = 1000) -> dict[str, np.ndarray
             bn = name.rsplit(".", 1)[0]
             centre = 0.2 if bn in last_bns else 1.0
             arr = centre * (1.0 + 0.1 * rng.standard_normal(shape))
-        elif name.endswith(".bias"):
-            arr = 0.05 * rng.standard_normal(shape)
-        elif name.endswith("running_mean"):
+        elif name.endswith((".bias", "running_mean")):
             arr = 0.05 * rng.standard_normal(shape)
         elif name.endswith("running_var"):
             arr = rng.uniform(0.8, 1.25, shape)
@@ -166,8 +165,11 @@ def validate_weights(weights: dict[str, np.ndarray], num_classes: int | None = N
             raise ValueError(f"tensor {name!r} has shape {got}, the spec expects {shape}")
     extra = sorted(set(weights) - set(expected))
     if extra:
-        raise ValueError(f"weights carry unexpected tensor {extra[0]!r} (and {len(extra) - 1} more)"
-                         if len(extra) > 1 else f"weights carry unexpected tensor {extra[0]!r}")
+        raise ValueError(
+            f"weights carry unexpected tensor {extra[0]!r} (and {len(extra) - 1} more)"
+            if len(extra) > 1
+            else f"weights carry unexpected tensor {extra[0]!r}"
+        )
     return num_classes
 
 
@@ -183,7 +185,6 @@ def check_image_size(image_size: int) -> int:
     return int(image_size)
 
 
-
 def check_images(images: np.ndarray) -> np.ndarray:
     """A host batch as the adapters take it: NCHW, 3 channels, sizes ResNet-50 can take.
 
@@ -191,8 +192,9 @@ def check_images(images: np.ndarray) -> np.ndarray:
     """
     shape = np.shape(images)
     if len(shape) != 4 or shape[1] != 3:
-        raise ValueError("images must be NCHW with 3 channels, e.g. (8, 3, 224, 224); "
-                         f"got shape {shape}")
+        raise ValueError(
+            f"images must be NCHW with 3 channels, e.g. (8, 3, 224, 224); got shape {shape}"
+        )
     check_image_size(int(shape[2]))
     check_image_size(int(shape[3]))
     return np.ascontiguousarray(images, dtype=np.float32)
@@ -240,34 +242,3 @@ def random_batch(batch: int, image_size: int, seed: int = 0, num_classes: int = 
     x = rng.standard_normal((batch, 3, image_size, image_size), dtype=np.float32)
     y = rng.integers(0, num_classes, size=batch, dtype=np.int64)
     return x, y
-
-
-def crosscheck(frameworks: list[str] | None = None, seed: int = 0, batch: int = 2,
-               image_size: int = 64) -> dict[str, float]:
-    """Run the same weights and batch through each framework and compare with PyTorch.
-
-    Returns, per framework (every available one if ``frameworks`` is None), the largest
-    absolute difference of its eval-mode logits from PyTorch's, divided by the largest absolute
-    PyTorch logit: 0.0 for PyTorch itself, around 1e-6 when two frameworks compute the same
-    float32 function, order 1 when a layout or weight is wrong. Needs PyTorch (the reference).
-    """
-    from . import frameworks as fw  # imported here: labkit.resnet stays framework-free
-
-    names = fw.available() if frameworks is None else [fw.check_name(n) for n in frameworks]
-    weights = init_weights(seed)
-    images, _ = random_batch(batch, image_size, seed)
-    reference = fw.get("torch")
-    ref = reference.predict(reference.build_resnet50(weights), images)
-    scale = float(np.abs(ref).max())
-    result: dict[str, float] = {}
-    for name in names:
-        if name == "torch":
-            result[name] = 0.0
-            continue
-        adapter = fw.get(name)
-        logits = np.asarray(adapter.predict(adapter.build_resnet50(weights), images))
-        if logits.shape != ref.shape:
-            raise RuntimeError(f"{name} returned logits of shape {logits.shape}, "
-                               f"PyTorch {ref.shape}")
-        result[name] = float(np.abs(logits.astype(np.float64) - ref).max()) / scale
-    return result

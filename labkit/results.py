@@ -13,24 +13,30 @@ nothing already measured is lost.
 The query helpers (:func:`best`, :func:`speedups`, :func:`break_even`, :func:`summary_rows`,
 :func:`table`) are what notebooks, ``python -m labkit report`` and the selection guide use.
 """
+
 from __future__ import annotations
 
 import json
 import math
 import os
 import warnings
+from collections.abc import Iterable, Iterator
 from pathlib import Path
-from typing import Iterable, Iterator
+
+from .bench import TASKS
+from .frameworks import MODES, NAMES, specs
 
 SCHEMA_VERSION = 1
 
-#: the eager mode of each framework that has one; every other mode is a graph mode.
-#: ONNX Runtime runs an exported graph only, so its speedup is measured against torch eager,
-#: the model it was exported from (see :data:`BASELINE`).
-EAGER_MODES: dict[str, str] = {"torch": "eager", "tensorflow": "eager", "mindspore": "pynative"}
+#: the eager mode of each framework that has one (from the registry); every other mode is a
+#: graph mode. A runtime of exported graphs (ONNX Runtime) has none: its speedup is measured
+#: against the eager mode of the framework it runs exports of (see :data:`BASELINE`).
+EAGER_MODES: dict[str, str] = {s.name: s.eager for s in specs() if s.eager is not None}
 BASELINE: dict[str, tuple[str, str]] = {
-    **{fw: (fw, mode) for fw, mode in EAGER_MODES.items()},
-    "onnxruntime": ("torch", "eager"),
+    s.name: (s.name, s.eager)
+    if s.eager is not None
+    else (s.exported_from, EAGER_MODES[s.exported_from])
+    for s in specs()
 }
 
 _NUM = (int, float)
@@ -39,8 +45,8 @@ _OPT_NUM = (int, float, type(None))
 #: null in a failed record.
 FIELDS: dict[str, tuple[tuple[type, ...], str]] = {
     "schema": ((int,), "version of this schema (1)"),
-    "framework": ((str,), "torch | tensorflow | mindspore | onnxruntime"),
-    "mode": ((str,), "execution mode, one of labkit.frameworks.MODES[framework]"),
+    "framework": ((str,), "a registered framework: " + " | ".join(NAMES)),
+    "mode": ((str,), "execution mode, one of labkit.frameworks.spec(framework).modes"),
     "task": ((str,), "latency (batch 1, p50/p90) | throughput (larger batch) | train (SGD step)"),
     "batch_size": ((int,), "images per call"),
     "precision": ((str,), "fp32 | bf16"),
@@ -48,8 +54,10 @@ FIELDS: dict[str, tuple[tuple[type, ...], str]] = {
     "device": ((str,), "cpu | gpu"),
     "status": ((str,), "ok | failed"),
     "error": (((str, type(None))), "why the cell failed (null when ok)"),
-    "unsupported": ((bool,), "true when the combination does not exist here "
-                             "(error 'unsupported: ...')"),
+    "unsupported": (
+        (bool,),
+        "true when the combination does not exist here (error 'unsupported: ...')",
+    ),
     "prepare_s": (_OPT_NUM, "seconds to build the model and prepare the step (export, trace, ...)"),
     "first_call_s": (_OPT_NUM, "seconds of the first call, timed apart (tracing / compilation)"),
     "median_s": (_OPT_NUM, "median seconds per call in the steady state"),
@@ -65,20 +73,26 @@ FIELDS: dict[str, tuple[tuple[type, ...], str]] = {
     "times_s": ((list, type(None)), "the raw seconds of every timed call"),
     "notes": ((str,), "how the adapter realised the mode and precision"),
     "threads": ((int,), "intra-op threads given to the framework (same for every framework)"),
-    "thread_env": ((dict,), "thread-related environment of the cell's process (OMP_NUM_THREADS, "
-                            "OMP_WAIT_POLICY, ...)"),
+    "thread_env": (
+        (dict,),
+        "thread-related environment of the cell's process (OMP_NUM_THREADS, OMP_WAIT_POLICY, ...)",
+    ),
     "profile": ((str,), "smoke | standard | full"),
     "versions": ((dict,), "package versions in the cell's process"),
     "machine": ((dict,), "labkit.hardware.fingerprint()"),
     "wall_s": (_OPT_NUM, "seconds the whole cell subprocess took"),
-    "load_1min": (_OPT_NUM, "the machine's 1-minute load average when the cell started (busy "
-                            "machine: noisy timings); null where the OS does not report it"),
+    "load_1min": (
+        _OPT_NUM,
+        (
+            "the machine's 1-minute load average when the cell started (busy "
+            "machine: noisy timings); null where the OS does not report it"
+        ),
+    ),
     "log": ((str,), "the tail of the cell's stderr when it failed, else ''"),
     "timestamp": ((str,), "when the cell finished, ISO 8601 UTC"),
 }
 #: fields that must be numbers (not null) in an ``ok`` record
-MEASURED = ("first_call_s", "median_s", "iqr_s", "p90_s", "images_per_s", "peak_rss_mb",
-            "repeats")
+MEASURED = ("first_call_s", "median_s", "iqr_s", "p90_s", "images_per_s", "peak_rss_mb", "repeats")
 #: ... and in an ``ok`` record on the CPU (labkit estimates no GPU ceiling: null there)
 MEASURED_CPU = ("ceiling_share", "ceiling_images_per_s")
 #: the fields that identify a cell (two records with the same key measured the same thing)
@@ -103,8 +117,11 @@ def problems(record: object) -> list[str]:
     status = record.get("status")
     if status == "ok":
         needed = MEASURED + (MEASURED_CPU if record.get("device") == "cpu" else ())
-        out += [f"ok record without a number in {f!r}" for f in needed
-                if not isinstance(record.get(f), _NUM)]
+        out += [
+            f"ok record without a number in {f!r}"
+            for f in needed
+            if not isinstance(record.get(f), _NUM)
+        ]
     elif status == "failed":
         if not isinstance(record.get("error"), str) or not record["error"]:
             out.append("failed record without an 'error' message")
@@ -134,14 +151,18 @@ def load(path: str | os.PathLike) -> list[dict]:
     try:
         data = path.read_bytes()
     except OSError as exc:
-        raise ValueError(f"cannot read results file {path}: {exc.strerror or exc}; fix: give "
-                         f"the path of a file written by `python -m labkit bench --out "
-                         f"FILE.jsonl`") from exc
+        raise ValueError(
+            f"cannot read results file {path}: {exc.strerror or exc}; fix: give "
+            f"the path of a file written by `python -m labkit bench --out "
+            f"FILE.jsonl`"
+        ) from exc
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
-        raise ValueError(f"{path} is not a labkit results file (not UTF-8 text: {exc.reason}); "
-                         f"fix: give a .jsonl file written by `python -m labkit bench`") from exc
+        raise ValueError(
+            f"{path} is not a labkit results file (not UTF-8 text: {exc.reason}); "
+            f"fix: give a .jsonl file written by `python -m labkit bench`"
+        ) from exc
     lines = text.split("\n")
     complete = text.endswith("\n")
     records: list[dict] = []
@@ -153,20 +174,27 @@ def load(path: str | os.PathLike) -> list[dict]:
             record = json.loads(line)
         except json.JSONDecodeError as exc:
             if is_tail:
-                warnings.warn(f"{path} line {n} is truncated (an interrupted write) and was "
-                              f"skipped; the {len(records)} complete records are kept; "
-                              f"`{_BENCH_FIX.format(path=path)}` measures that cell again",
-                              UserWarning, stacklevel=2)
+                warnings.warn(
+                    f"{path} line {n} is truncated (an interrupted write) and was "
+                    f"skipped; the {len(records)} complete records are kept; "
+                    f"`{_BENCH_FIX.format(path=path)}` measures that cell again",
+                    UserWarning,
+                    stacklevel=2,
+                )
                 continue
-            raise ValueError(f"{path} line {n} is not valid JSON ({exc.msg}): not a labkit "
-                             f"results file, or a damaged one; fix: give a file written by "
-                             f"`python -m labkit bench`, or delete or repair that line (the "
-                             f"other lines are intact)") from exc
+            raise ValueError(
+                f"{path} line {n} is not valid JSON ({exc.msg}): not a labkit "
+                f"results file, or a damaged one; fix: give a file written by "
+                f"`python -m labkit bench`, or delete or repair that line (the "
+                f"other lines are intact)"
+            ) from exc
         found = problems(record)
         if found:
-            raise ValueError(f"{path} line {n} is not a labkit benchmark record: "
-                             f"{'; '.join(found[:4])}; fix: give a file written by "
-                             f"`python -m labkit bench`, or delete that line")
+            raise ValueError(
+                f"{path} line {n} is not a labkit benchmark record: "
+                f"{'; '.join(found[:4])}; fix: give a file written by "
+                f"`python -m labkit bench`, or delete that line"
+            )
         records.append(record)
     return records
 
@@ -177,7 +205,7 @@ def truncated_tail(path: str | os.PathLike) -> bytes:
         data = Path(path).read_bytes()
     except FileNotFoundError:
         return b""
-    return data[data.rfind(b"\n") + 1:]
+    return data[data.rfind(b"\n") + 1 :]
 
 
 def repair_tail(path: str | os.PathLike) -> bytes:
@@ -227,11 +255,19 @@ def _match(r: dict, **where) -> bool:
     return all(v is None or r.get(k) == v for k, v in where.items())
 
 
-def best(records: Iterable[dict], framework: str, task: str, precision: str | None = None,
-         device: str | None = None) -> dict | None:
+def best(
+    records: Iterable[dict],
+    framework: str,
+    task: str,
+    precision: str | None = None,
+    device: str | None = None,
+) -> dict | None:
     """The fastest measured record (highest images/s) of ``framework`` on ``task``, or None."""
-    found = [r for r in ok(records)
-             if _match(r, framework=framework, task=task, precision=precision, device=device)]
+    found = [
+        r
+        for r in ok(records)
+        if _match(r, framework=framework, task=task, precision=precision, device=device)
+    ]
     return max(found, key=lambda r: r["images_per_s"], default=None)
 
 
@@ -269,9 +305,16 @@ def speedups(records: Iterable[dict]) -> list[dict]:
     rows = []
     for r, base in _graph_and_baseline(records):
         s = base["median_s"] / r["median_s"]
-        rows.append({**{k: r[k] for k in KEY}, "baseline": f"{base['framework']} {base['mode']}",
-                     "speedup": s, "speedup_iqr": s * math.hypot(_rel(r), _rel(base)),
-                     "eager_median_s": base["median_s"], "graph_median_s": r["median_s"]})
+        rows.append(
+            {
+                **{k: r[k] for k in KEY},
+                "baseline": f"{base['framework']} {base['mode']}",
+                "speedup": s,
+                "speedup_iqr": s * math.hypot(_rel(r), _rel(base)),
+                "eager_median_s": base["median_s"],
+                "graph_median_s": r["median_s"],
+            }
+        )
     return rows
 
 
@@ -285,66 +328,118 @@ def break_even(records: Iterable[dict]) -> list[dict]:
     """
     rows = []
     for r, base in _graph_and_baseline(records):
-        extra = ((r.get("prepare_s") or 0) + r["first_call_s"]
-                 - (base.get("prepare_s") or 0) - base["first_call_s"])
+        extra = (
+            (r.get("prepare_s") or 0)
+            + r["first_call_s"]
+            - (base.get("prepare_s") or 0)
+            - base["first_call_s"]
+        )
         saving = base["median_s"] - r["median_s"]
         calls = 0.0 if extra <= 0 else (extra / saving if saving > 0 else math.inf)
-        rows.append({**{k: r[k] for k in KEY}, "baseline": f"{base['framework']} {base['mode']}",
-                     "extra_s": extra, "saving_per_call_s": saving, "break_even_calls": calls})
+        rows.append(
+            {
+                **{k: r[k] for k in KEY},
+                "baseline": f"{base['framework']} {base['mode']}",
+                "extra_s": extra,
+                "saving_per_call_s": saving,
+                "break_even_calls": calls,
+            }
+        )
     return rows
 
 
 def summary_rows(records: Iterable[dict]) -> list[dict]:
     """One flat row per cell (the latest record), in a stable order, for tables and widgets."""
-    from . import frameworks
-
-    order = {fw: i for i, fw in enumerate(frameworks.NAMES)}
-    modes = {(fw, m): i for fw, ms in frameworks.MODES.items() for i, m in enumerate(ms)}
-    tasks = {t: i for i, t in enumerate(("latency", "throughput", "train"))}
+    order = {fw: i for i, fw in enumerate(NAMES)}
+    modes = {(fw, m): i for fw, ms in MODES.items() for i, m in enumerate(ms)}
+    tasks = {t: i for i, t in enumerate(TASKS)}
     rows = []
     for r in latest(records):
         ok_ = r["status"] == "ok"
-        rows.append({
-            "framework": r["framework"], "mode": r["mode"], "task": r["task"],
-            "batch_size": r["batch_size"], "precision": r["precision"],
-            "image_size": r["image_size"], "device": r["device"], "status": r["status"],
-            "images_per_s": r["images_per_s"] if ok_ else None,
-            "median_ms": r["median_s"] * 1e3 if ok_ else None,
-            "iqr_ms": r["iqr_s"] * 1e3 if ok_ else None,
-            "p90_ms": r["p90_s"] * 1e3 if ok_ else None,
-            "first_call_s": r["first_call_s"] if ok_ else None,
-            "ceiling_share": r["ceiling_share"] if ok_ else None,
-            "peak_rss_mb": r["peak_rss_mb"] if ok_ else None,
-            "error": r["error"] or "",
-        })
-    rows.sort(key=lambda x: (order.get(x["framework"], 9), tasks.get(x["task"], 9),
-                             x["precision"], x["batch_size"], x["image_size"], x["device"],
-                             modes.get((x["framework"], x["mode"]), 9)))
+        rows.append(
+            {
+                "framework": r["framework"],
+                "mode": r["mode"],
+                "task": r["task"],
+                "batch_size": r["batch_size"],
+                "precision": r["precision"],
+                "image_size": r["image_size"],
+                "device": r["device"],
+                "status": r["status"],
+                "images_per_s": r["images_per_s"] if ok_ else None,
+                "median_ms": r["median_s"] * 1e3 if ok_ else None,
+                "iqr_ms": r["iqr_s"] * 1e3 if ok_ else None,
+                "p90_ms": r["p90_s"] * 1e3 if ok_ else None,
+                "first_call_s": r["first_call_s"] if ok_ else None,
+                "ceiling_share": r["ceiling_share"] if ok_ else None,
+                "peak_rss_mb": r["peak_rss_mb"] if ok_ else None,
+                "error": r["error"] or "",
+            }
+        )
+    rows.sort(
+        key=lambda x: (
+            order.get(x["framework"], 9),
+            tasks.get(x["task"], 9),
+            x["precision"],
+            x["batch_size"],
+            x["image_size"],
+            x["device"],
+            modes.get((x["framework"], x["mode"]), 9),
+        )
+    )
     return rows
 
 
 def table(records: Iterable[dict]) -> str:
     """A plain-text table of :func:`summary_rows` (what ``python -m labkit report`` prints)."""
-    head = ("framework", "mode", "task", "batch", "prec", "size", "dev", "images/s", "median ms",
-            "IQR ms", "p90 ms", "first s", "ceiling", "RSS MB")
+    head = (
+        "framework",
+        "mode",
+        "task",
+        "batch",
+        "prec",
+        "size",
+        "dev",
+        "images/s",
+        "median ms",
+        "IQR ms",
+        "p90 ms",
+        "first s",
+        "ceiling",
+        "RSS MB",
+    )
     lines = []
     for r in summary_rows(records):
-        cells = [r["framework"], r["mode"], r["task"], str(r["batch_size"]), r["precision"],
-                 str(r["image_size"]), r["device"]]
+        cells = [
+            r["framework"],
+            r["mode"],
+            r["task"],
+            str(r["batch_size"]),
+            r["precision"],
+            str(r["image_size"]),
+            r["device"],
+        ]
         if r["status"] == "ok":
-            cells += [f"{r['images_per_s']:.2f}", f"{r['median_ms']:.1f}", f"{r['iqr_ms']:.1f}",
-                      f"{r['p90_ms']:.1f}", f"{r['first_call_s']:.2f}",
-                      "-" if r["ceiling_share"] is None else f"{r['ceiling_share']:.1%}",
-                      f"{r['peak_rss_mb']:.0f}"]
+            cells += [
+                f"{r['images_per_s']:.2f}",
+                f"{r['median_ms']:.1f}",
+                f"{r['iqr_ms']:.1f}",
+                f"{r['p90_ms']:.1f}",
+                f"{r['first_call_s']:.2f}",
+                "-" if r["ceiling_share"] is None else f"{r['ceiling_share']:.1%}",
+                f"{r['peak_rss_mb']:.0f}",
+            ]
         else:
             err = r["error"] if len(r["error"]) <= 70 else r["error"][:67] + "..."
             cells += [f"FAILED: {err}"]
         lines.append(cells)
-    widths = [max([len(h)] + [len(c[i]) for c in lines if i < len(c) and
-                              not (len(c) == 8 and i == 7)])
-              for i, h in enumerate(head)]
-    fmt = lambda cs: "  ".join(c.ljust(w) if i < 7 else c.rjust(w)  # noqa: E731
-                               for i, (c, w) in enumerate(zip(cs, widths)))
+    widths = [
+        max([len(h)] + [len(c[i]) for c in lines if i < len(c) and not (len(c) == 8 and i == 7)])
+        for i, h in enumerate(head)
+    ]
+    fmt = lambda cs: "  ".join(
+        c.ljust(w) if i < 7 else c.rjust(w) for i, (c, w) in enumerate(zip(cs, widths))
+    )
     out = [fmt(head), fmt(["-" * w for w in widths])]
     for c in lines:
         out.append(fmt(c) if len(c) == len(head) else fmt(c[:7]) + "  " + c[7])
@@ -357,14 +452,20 @@ def make(**fields) -> dict:
     ``unsupported`` follows from ``error`` unless given; the result is validated.
     """
     record: dict = {f: None for f in FIELDS}
-    record.update(schema=SCHEMA_VERSION, notes="", log="", versions={}, machine={},
-                  thread_env={}, unsupported=False)
+    record.update(
+        schema=SCHEMA_VERSION,
+        notes="",
+        log="",
+        versions={},
+        machine={},
+        thread_env={},
+        unsupported=False,
+    )
     record.update(fields)
     if "unsupported" not in fields:
         record["unsupported"] = bool(record["error"]) and record["error"].startswith("unsupported:")
     if not record.get("timestamp"):
         import datetime
 
-        record["timestamp"] = datetime.datetime.now(datetime.timezone.utc).isoformat(
-            timespec="seconds")
+        record["timestamp"] = datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds")
     return validate(record)

@@ -14,6 +14,7 @@ cells when no selector is given) misbehave inside their subprocess before any fr
 whole process group is tested), ``oom`` allocates until ``MemoryError`` (only under a cell
 memory limit, ``run(..., memory_limit_mb=...)``, so that it can never hurt the machine).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -29,9 +30,9 @@ import threading
 import time
 import traceback
 import warnings
+from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Iterable, Sequence
 
 from . import bench, hardware, profiles, results
 from . import frameworks as fw_registry
@@ -39,11 +40,22 @@ from . import frameworks as fw_registry
 FAULT_ENV = "LABKIT_TEST_FAULT"
 FAULTS = ("fail", "hang", "oom")
 #: environment variables that size the thread pools of every framework's math libraries
-THREAD_ENV = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS",
-              "TF_NUM_INTRAOP_THREADS")
+THREAD_ENV = (
+    "OMP_NUM_THREADS",
+    "MKL_NUM_THREADS",
+    "OPENBLAS_NUM_THREADS",
+    "TF_NUM_INTRAOP_THREADS",
+)
 #: thread-related variables a cell records (the user's own settings pass through unchanged)
-RECORDED_ENV = (*THREAD_ENV, "TF_NUM_INTEROP_THREADS", "OMP_WAIT_POLICY", "GOMP_SPINCOUNT",
-                "KMP_BLOCKTIME", "KMP_AFFINITY", "OMP_PROC_BIND")
+RECORDED_ENV = (
+    *THREAD_ENV,
+    "TF_NUM_INTEROP_THREADS",
+    "OMP_WAIT_POLICY",
+    "GOMP_SPINCOUNT",
+    "KMP_BLOCKTIME",
+    "KMP_AFFINITY",
+    "OMP_PROC_BIND",
+)
 LOG_TAIL_CHARS = 2000
 
 
@@ -61,8 +73,10 @@ class Cell:
     profile: str
 
     def label(self) -> str:
-        return (f"{self.framework} {self.mode} {self.task} b{self.batch_size} {self.precision} "
-                f"{self.image_size}px {self.device}")
+        return (
+            f"{self.framework} {self.mode} {self.task} b{self.batch_size} {self.precision} "
+            f"{self.image_size}px {self.device}"
+        )
 
     def key(self) -> tuple:
         return tuple(getattr(self, k) for k in results.KEY)
@@ -73,8 +87,9 @@ class Cell:
 
 
 def _unknown(kind: str, bad: Sequence[str], valid: Iterable[str]) -> ValueError:
-    return ValueError(f"unknown {kind} {', '.join(map(repr, bad))}: valid {kind}s are "
-                      f"{', '.join(valid)}")
+    return ValueError(
+        f"unknown {kind} {', '.join(map(repr, bad))}: valid {kind}s are {', '.join(valid)}"
+    )
 
 
 def _pick(kind: str, given: Sequence[str] | None, valid: Sequence[str]) -> list[str]:
@@ -101,19 +116,18 @@ def resolve_modes(framework: str, modes: Sequence[str] | None) -> list[str]:
     ``eager`` is the framework's eager mode (MindSpore: pynative), ``graph`` every other mode
     (ONNX Runtime's only mode is a graph), and a mode's own name selects it.
     """
-    own = fw_registry.MODES[framework]
+    spec = fw_registry.spec(framework)
     if modes is None:
-        return list(own)
-    eager = results.EAGER_MODES.get(framework)
+        return list(spec.modes)
     out: list[str] = []
     for m in modes:
         if m == "eager":
-            out += [eager] if eager else []
+            out += [spec.eager] if spec.eager else []
         elif m == "graph":
-            out += [x for x in own if x != eager]
-        elif m in own:
+            out += spec.graph_modes
+        elif m in spec.modes:
             out.append(m)
-    return list(dict.fromkeys(x for x in own if x in out))  # the framework's order
+    return list(dict.fromkeys(x for x in spec.modes if x in out))  # the framework's order
 
 
 def _batches(sizes: Sequence[int] | None) -> list[int] | None:
@@ -121,8 +135,9 @@ def _batches(sizes: Sequence[int] | None) -> list[int] | None:
         return None
     bad = [b for b in sizes if isinstance(b, bool) or not isinstance(b, int) or b < 1]
     if bad or not sizes:
-        raise ValueError(f"batch sizes must be whole numbers >= 1, got {list(sizes)}: "
-                         f"e.g. --batch-sizes 1,8")
+        raise ValueError(
+            f"batch sizes must be whole numbers >= 1, got {list(sizes)}: e.g. --batch-sizes 1,8"
+        )
     return list(dict.fromkeys(sizes))
 
 
@@ -140,10 +155,16 @@ class Plan:
         return iter(self.cells)
 
     @classmethod
-    def build(cls, frameworks: Sequence[str] | None = None, modes: Sequence[str] | None = None,
-              tasks: Sequence[str] | None = None, batch_sizes: Sequence[int] | None = None,
-              precisions: Sequence[str] | None = None, device: str = "cpu",
-              profile: str | profiles.Profile | None = None) -> "Plan":
+    def build(
+        cls,
+        frameworks: Sequence[str] | None = None,
+        modes: Sequence[str] | None = None,
+        tasks: Sequence[str] | None = None,
+        batch_sizes: Sequence[int] | None = None,
+        precisions: Sequence[str] | None = None,
+        device: str = "cpu",
+        profile: str | profiles.Profile | None = None,
+    ) -> Plan:
         """Validate every choice (``ValueError`` names the valid ones) and list the cells.
 
         Defaults: every framework, every mode, every task, fp32, the CPU, the current profile.
@@ -156,12 +177,16 @@ class Plan:
             _pick("mode", modes, mode_names())
             modes = [m.strip() for m in modes if m.strip()]
         tks = _pick("task", tasks, bench.TASKS)
-        precs = _pick("precision", precisions if precisions is not None else ["fp32"],
-                      bench.PRECISIONS)
+        precs = _pick(
+            "precision", precisions if precisions is not None else ["fp32"], bench.PRECISIONS
+        )
         (dev,) = _pick("device", [device], bench.DEVICES)
         sizes = _batches(batch_sizes)
-        default_batch = {"latency": prof.latency_batch, "throughput": prof.throughput_batch,
-                         "train": prof.train_batch}
+        default_batch = {
+            "latency": prof.latency_batch,
+            "throughput": prof.throughput_batch,
+            "train": prof.train_batch,
+        }
         cells = []
         for fw in fws:
             for mode in resolve_modes(fw, modes):
@@ -169,13 +194,16 @@ class Plan:
                     batched = sizes or [default_batch[task]]
                     for b in [prof.latency_batch] if task == "latency" else batched:
                         for prec in precs:
-                            cells.append(Cell(fw, mode, task, b, prec, prof.image_size, dev,
-                                              prof.name))
+                            cells.append(
+                                Cell(fw, mode, task, b, prec, prof.image_size, dev, prof.name)
+                            )
         if not cells:
             offered = "; ".join(f"{fw}: {', '.join(fw_registry.MODES[fw])}" for fw in fws)
-            raise ValueError(f"the plan is empty: none of the modes {', '.join(modes or [])} "
-                             f"belongs to {', '.join(fws)} (their modes: {offered}; "
-                             f"eager and graph work for every framework)")
+            raise ValueError(
+                f"the plan is empty: none of the modes {', '.join(modes or [])} "
+                f"belongs to {', '.join(fws)} (their modes: {offered}; "
+                f"eager and graph work for every framework)"
+            )
         return cls(list(dict.fromkeys(cells)), prof)
 
 
@@ -190,8 +218,10 @@ def _faults(cell: Cell) -> list[str]:
     for item in filter(None, (s.strip() for s in spec.split(","))):
         kind, _, where = item.partition(":")
         if kind not in FAULTS:
-            raise ValueError(f"{FAULT_ENV}: unknown fault {kind!r}: valid faults are "
-                             f"{', '.join(FAULTS)} (format KIND[:FRAMEWORK/MODE/TASK])")
+            raise ValueError(
+                f"{FAULT_ENV}: unknown fault {kind!r}: valid faults are "
+                f"{', '.join(FAULTS)} (format KIND[:FRAMEWORK/MODE/TASK])"
+            )
         if not where or where == f"{cell.framework}/{cell.mode}/{cell.task}":
             found.append(kind)
     return found
@@ -206,22 +236,27 @@ def _inject(kind: str, memory_limited: bool) -> None:
         time.sleep(3600)
     if kind == "oom":
         if not memory_limited:
-            raise RuntimeError(f"{FAULT_ENV}=oom needs a cell memory limit (memory_limit_mb) "
-                               "so that it cannot exhaust the machine")
+            raise RuntimeError(
+                f"{FAULT_ENV}=oom needs a cell memory limit (memory_limit_mb) "
+                "so that it cannot exhaust the machine"
+            )
         hog = []
         while True:  # calloc'd zero pages: address space runs out, resident memory does not grow
             hog.append(bytes(64 * 2**20))
 
 
 def _versions(framework: str, adapter) -> dict:
-    import numpy
-
     import labkit
 
-    out = {framework: adapter.version() if adapter is not None else None,
-           "numpy": numpy.__version__, "labkit": labkit.__version__}
-    if framework == "onnxruntime":  # the model is exported from torch via onnx
-        out.update({p: fw_registry.installed_version(p) for p in ("torch", "onnx")})
+    import numpy
+
+    out = {
+        framework: adapter.version() if adapter is not None else None,
+        "numpy": numpy.__version__,
+        "labkit": labkit.__version__,
+    }
+    extra = fw_registry.spec(framework).extra_packages  # e.g. the exporter of ONNX Runtime's model
+    out.update({p: fw_registry.installed_version(p) for p in extra})
     return out
 
 
@@ -253,12 +288,25 @@ def measure_cell(cell: Cell, threads: int, memory_limit_mb: float | None = None)
 
         weights = resnet.init_weights(0)
         t0 = time.perf_counter()
-        prepared = adapter.prepare(weights, cell.mode, cell.task, cell.batch_size, cell.precision,
-                                   cell.image_size, cell.device)
+        prepared = adapter.prepare(
+            weights,
+            cell.mode,
+            cell.task,
+            cell.batch_size,
+            cell.precision,
+            cell.image_size,
+            cell.device,
+        )
         prepare_s = time.perf_counter() - t0
         del weights
-        m = bench.measure(prepared, prof.warmup, prof.min_repeats, prof.min_time_s,
-                          prof.max_repeats, label=cell.label())
+        m = bench.measure(
+            prepared,
+            prof.warmup,
+            prof.min_repeats,
+            prof.min_time_s,
+            prof.max_repeats,
+            label=cell.label(),
+        )
         out.update(m.as_dict(), status="ok", prepare_s=prepare_s, notes=prepared.notes)
         if cell.device == "cpu":  # labkit estimates the CPU's ceiling only
             ceiling = bench.ceiling_images_per_s(cell.image_size, cell.task, cell.precision)
@@ -266,9 +314,11 @@ def measure_cell(cell: Cell, threads: int, memory_limit_mb: float | None = None)
     except bench.Unsupported as exc:
         out["error"] = f"unsupported: {exc}"
     except MemoryError:
-        out["error"] = ("out of memory: MemoryError while measuring (the cell needs more memory "
-                        "than it may use here: try a smaller batch size or the smoke profile)")
-    except Exception as exc:  # a framework error is a result, not a crash
+        out["error"] = (
+            "out of memory: MemoryError while measuring (the cell needs more memory "
+            "than it may use here: try a smaller batch size or the smoke profile)"
+        )
+    except Exception as exc:  # noqa: BLE001 - a framework error is a result, not a crash
         out["error"] = f"{type(exc).__name__}: {exc}".strip()
         out["log"] = traceback.format_exc()[-LOG_TAIL_CHARS:]
     out["peak_rss_mb"] = bench.peak_rss_mb()
@@ -291,8 +341,9 @@ def _exit_with_parent(parent: int, workdir: Path) -> None:
 
 
 def _cell_main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m labkit.runner",
-                                     description="measure one benchmark cell (used by run())")
+    parser = argparse.ArgumentParser(
+        prog="python -m labkit.runner", description="measure one benchmark cell (used by run())"
+    )
     parser.add_argument("--cell", required=True, help="the Cell as JSON")
     parser.add_argument("--result", required=True, help="write the record's fields here (JSON)")
     parser.add_argument("--threads", type=int, required=True)
@@ -332,9 +383,11 @@ class RunResult:
 
     def __repr__(self) -> str:
         state = "interrupted (rerun with resume=True)" if self.interrupted else "complete"
-        return (f"<RunResult {state}: {len(self.records)} cells measured ({len(self.failed)} "
-                f"failed or unsupported), {len(self.skipped)} skipped, {self.wall_s:.0f} s, "
-                f"appended to {self.out}>")
+        return (
+            f"<RunResult {state}: {len(self.records)} cells measured ({len(self.failed)} "
+            f"failed or unsupported), {len(self.skipped)} skipped, {self.wall_s:.0f} s, "
+            f"appended to {self.out}>"
+        )
 
 
 def thread_env(threads: int) -> dict[str, str]:
@@ -352,11 +405,15 @@ def _signal_name(code: int) -> str:
 
 def _crash_reason(code: int, log: str) -> str:
     if "MemoryError" in log or "std::bad_alloc" in log or "out of memory" in log.lower():
-        return (f"out of memory: the cell's process died (exit status {code}) running out of "
-                "memory; try a smaller batch size or the smoke profile")
+        return (
+            f"out of memory: the cell's process died (exit status {code}) running out of "
+            "memory; try a smaller batch size or the smoke profile"
+        )
     if code == -signal.SIGKILL:
-        return ("killed by SIGKILL: most likely the out-of-memory killer (the machine ran out "
-                "of memory); try a smaller batch size or the smoke profile")
+        return (
+            "killed by SIGKILL: most likely the out-of-memory killer (the machine ran out "
+            "of memory); try a smaller batch size or the smoke profile"
+        )
     if code < 0:
         return f"the cell's process crashed ({_signal_name(code)})"
     return f"the cell's process exited with status {code} without a result"
@@ -376,29 +433,56 @@ def _tail(path: Path) -> str:
     return ""
 
 
-def run_cell(cell: Cell, threads: int, timeout_s: float, memory_limit_mb: float | None = None,
-             tick=None) -> dict:
+def run_cell(
+    cell: Cell, threads: int, timeout_s: float, memory_limit_mb: float | None = None, tick=None
+) -> dict:
     """Measure ``cell`` in a fresh subprocess; return the record's fields (a failure is a result).
 
     ``tick()`` is called about once a second while waiting (it refreshes the progress bar).
     """
     with tempfile.TemporaryDirectory(prefix="labkit-cell-") as tmp:
         result, log = Path(tmp) / "result.json", Path(tmp) / "log.txt"
-        cmd = [sys.executable, "-m", "labkit.runner", "--cell", json.dumps(asdict(cell)),
-               "--result", str(result), "--threads", str(threads), "--parent", str(os.getpid())]
+        cmd = [
+            sys.executable,
+            "-m",
+            "labkit.runner",
+            "--cell",
+            json.dumps(asdict(cell)),
+            "--result",
+            str(result),
+            "--threads",
+            str(threads),
+            "--parent",
+            str(os.getpid()),
+        ]
         if memory_limit_mb:
             cmd += ["--memory-limit-mb", str(memory_limit_mb)]
-        env = {**os.environ, **thread_env(threads), "LABKIT_PROFILE": cell.profile,
-               "PROTOCOL_BUFFERS_PYTHON_IMPLEMENTATION": "python", "TF_CPP_MIN_LOG_LEVEL": "2",
-               "PYTHONPATH": os.pathsep.join(filter(None, [str(Path(__file__).resolve().parents[1]),
-                                                           os.environ.get("PYTHONPATH")]))}
+        env = {
+            **os.environ,
+            **thread_env(threads),
+            "LABKIT_PROFILE": cell.profile,
+            "PROTOCOL_BUFFERS_PYTHON_IMPLEMENTATION": "python",
+            "TF_CPP_MIN_LOG_LEVEL": "2",
+            "PYTHONPATH": os.pathsep.join(
+                filter(
+                    None, [str(Path(__file__).resolve().parents[1]), os.environ.get("PYTHONPATH")]
+                )
+            ),
+        }
         recorded = {k: env[k] for k in RECORDED_ENV if k in env}
         t0 = time.perf_counter()
         with open(log, "wb") as logf:
             # cwd: the temporary folder, so that files a framework drops there (MindSpore's
             # graph dumps) go with it
-            proc = subprocess.Popen(cmd, stdout=logf, stderr=subprocess.STDOUT, env=env, cwd=tmp,
-                                    stdin=subprocess.DEVNULL, start_new_session=True)
+            proc = subprocess.Popen(
+                cmd,
+                stdout=logf,
+                stderr=subprocess.STDOUT,
+                env=env,
+                cwd=tmp,
+                stdin=subprocess.DEVNULL,
+                start_new_session=True,
+            )
         try:
             deadline = t0 + timeout_s
             while True:
@@ -408,11 +492,17 @@ def run_cell(cell: Cell, threads: int, timeout_s: float, memory_limit_mb: float 
                 except subprocess.TimeoutExpired:
                     if time.perf_counter() >= deadline:
                         _kill_group(proc)
-                        return {"status": "failed", "wall_s": time.perf_counter() - t0,
-                                "thread_env": recorded,
-                                "error": (f"timed out after {timeout_s:g} s (the cell's process "
-                                          "group was killed); raise the profile's cell_timeout_s "
-                                          "or use a smaller profile"), "log": _tail(log)}
+                        return {
+                            "status": "failed",
+                            "wall_s": time.perf_counter() - t0,
+                            "thread_env": recorded,
+                            "error": (
+                                f"timed out after {timeout_s:g} s (the cell's process "
+                                "group was killed); raise the profile's cell_timeout_s "
+                                "or use a smaller profile"
+                            ),
+                            "log": _tail(log),
+                        }
                     if tick is not None:
                         tick()
         finally:
@@ -424,8 +514,13 @@ def run_cell(cell: Cell, threads: int, timeout_s: float, memory_limit_mb: float 
                 fields["log"] = _tail(log)
             return {**fields, "wall_s": wall, "thread_env": recorded}
         text = _tail(log)
-        return {"status": "failed", "error": _crash_reason(code, text), "log": text, "wall_s": wall,
-                "thread_env": recorded}
+        return {
+            "status": "failed",
+            "error": _crash_reason(code, text),
+            "log": text,
+            "wall_s": wall,
+            "thread_env": recorded,
+        }
 
 
 @contextlib.contextmanager
@@ -468,7 +563,10 @@ def _warn_if_busy(threads: int) -> None:
             f"this machine is busy (1-minute load {load:.1f} on {hardware.cores()} cores): timings "
             f"will be slower and noisier than on an idle machine, and runtimes whose {threads} "
             "threads spin-wait (OpenMP in PyTorch) can slow down many-fold; close other work, or "
-            f"try fewer threads (--threads 1){passive}", UserWarning, stacklevel=3)
+            f"try fewer threads (--threads 1){passive}",
+            UserWarning,
+            stacklevel=3,
+        )
 
 
 def done_keys(records: Iterable[dict]) -> set[tuple]:
@@ -476,9 +574,15 @@ def done_keys(records: Iterable[dict]) -> set[tuple]:
     return {results.key(r) for r in records if r["status"] == "ok" or r["unsupported"]}
 
 
-def run(plan: Plan, out: str | os.PathLike, resume: bool = False, progress: bool = True,
-        threads: int | None = None, timeout_s: float | None = None,
-        memory_limit_mb: float | None = None) -> RunResult:
+def run(
+    plan: Plan,
+    out: str | os.PathLike,
+    resume: bool = False,
+    progress: bool = True,
+    threads: int | None = None,
+    timeout_s: float | None = None,
+    memory_limit_mb: float | None = None,
+) -> RunResult:
     """Measure every cell of ``plan`` and append each record to ``out`` as soon as it exists.
 
     ``resume=True`` skips cells that ``out`` already holds (measured, or unsupported here).
@@ -506,15 +610,20 @@ def run(plan: Plan, out: str | os.PathLike, resume: bool = False, progress: bool
         with _sigterm_as_interrupt():
             for cell in todo:
                 bar.set_description_str(cell.label())
-                fields = run_cell(cell, threads, timeout_s, memory_limit_mb,
-                                  tick=bar.refresh if live else None)
-                record = results.make(**{**asdict(cell), **fields, "threads": threads,
-                                         "machine": machine})
+                fields = run_cell(
+                    cell, threads, timeout_s, memory_limit_mb, tick=bar.refresh if live else None
+                )
+                record = results.make(
+                    **{**asdict(cell), **fields, "threads": threads, "machine": machine}
+                )
                 with _signals_held():  # a Ctrl-C now waits until the line is whole
                     results.append(out, record)
                 res.records.append(record)
-                bar.set_postfix_str(f"{record['images_per_s']:.2f} images/s"
-                                    if record["status"] == "ok" else "failed")
+                bar.set_postfix_str(
+                    f"{record['images_per_s']:.2f} images/s"
+                    if record["status"] == "ok"
+                    else "failed"
+                )
                 bar.update(1)
     except KeyboardInterrupt:
         res.interrupted = True

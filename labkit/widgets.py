@@ -9,6 +9,7 @@ recommendation. "Export" writes the recommendation as a Markdown file.
 The form holds no rules: it only turns widget values into :func:`labkit.guide.recommend`
 arguments. The same object serves notebook 09 and the standalone app (``make app``).
 """
+
 from __future__ import annotations
 
 import base64
@@ -51,41 +52,55 @@ def default_results(profile: str | None = None) -> Path:
 
 def quick_modes(framework: str) -> tuple[str, ...]:
     """The eager mode and the first graph mode of a framework (ONNX Runtime: its one mode)."""
-    return frameworks.MODES[framework][:2]
+    return frameworks.spec(framework).modes[:2]
 
 
-def quick_plan(rec: guide.Recommendation, profile: str | profiles.Profile | None = None,
-               how_many: int = QUICK_CANDIDATES) -> runner.Plan:
+def quick_plan(
+    rec: guide.Recommendation,
+    profile: str | profiles.Profile | None = None,
+    how_many: int = QUICK_CANDIDATES,
+) -> runner.Plan:
     """Step 3 as a benchmark plan: eager vs first graph mode of the top candidates.
 
     The task is the one that answers the learner's need (``rec.task``; throughput when no
-    answer points to one). For an inference task PyTorch's deployment route, ONNX Runtime, is
-    measured too. Candidates this lab cannot run (PaddlePaddle) are left out.
+    answer points to one). A runtime that serves a candidate's exports (PyTorch's deployment
+    route, ONNX Runtime) is measured too where it offers the task. Candidates this lab cannot
+    run (PaddlePaddle) are left out.
     """
     prof = profile if isinstance(profile, profiles.Profile) else profiles.get(profile)
     task = rec.task or "throughput"
     chosen = [fw for fw in rec.candidates if fw in frameworks.NAMES][:how_many]
-    if "torch" in chosen and task != "train":
-        chosen.append("onnxruntime")
+    chosen += [s.name for s in frameworks.specs() if s.exported_from in chosen and task in s.tasks]
     cells: list[runner.Cell] = []
     for fw in chosen:
         cells += runner.Plan.build([fw], list(quick_modes(fw)), [task], profile=prof).cells
     return runner.Plan(cells, prof)
 
 
-def _dropdown(description: str, table: dict[str, str], value: str | None,
-              optional: bool) -> W.Dropdown:
+def _dropdown(
+    description: str, table: dict[str, str], value: str | None, optional: bool
+) -> W.Dropdown:
     options = ([(NOT_GIVEN, "")] if optional else []) + [(text, key) for key, text in table.items()]
-    return W.Dropdown(options=options, value=value or "", description=description,
-                      style={"description_width": "8em"}, layout=W.Layout(width="38em"))
+    return W.Dropdown(
+        options=options,
+        value=value or "",
+        description=description,
+        style={"description_width": "8em"},
+        layout=W.Layout(width="38em"),
+    )
 
 
 class GuideForm:
     """The guide as a form. Display it (last expression of a cell); read ``.recommendation``."""
 
-    def __init__(self, results: str | os.PathLike | None = None, profile: str | None = None,
-                 export_path: str | os.PathLike | None = None,
-                 scenario: str | None = "research", **answers: Any):
+    def __init__(
+        self,
+        results: str | os.PathLike | None = None,
+        profile: str | None = None,
+        export_path: str | os.PathLike | None = None,
+        scenario: str | None = "research",
+        **answers: Any,
+    ):
         prof = profiles.get(profile).name
         self.results = Path(results) if results is not None else default_results(prof)
         self.export_path = Path(export_path or project_root() / "results" / "framework_choice.md")
@@ -93,24 +108,42 @@ class GuideForm:
         self.priority = _dropdown("Matters most", guide.PRIORITIES, None, optional=True)
         self.expertise = _dropdown("Team knows", guide.EXPERTISE, None, optional=True)
         self.hardware = _dropdown("Hardware", guide.HARDWARE, "cpu", optional=False)
-        self.scale = W.ToggleButtons(options=[(k, k) for k in guide.SCALES], value=guide.DEFAULT_SCALE,
-                                     description="Data/model", style={"description_width": "8em"},
-                                     tooltips=list(guide.SCALES.values()))
-        self.targets = {t: W.Checkbox(value=False, description=text, indent=False,
-                                      layout=W.Layout(width="9em"))
-                        for t, text in guide.TARGETS.items()}
-        self.profile = W.ToggleButtons(options=list(QUICK_PROFILES),
-                                       value=prof if prof in QUICK_PROFILES else "standard",
-                                       description="Profile", style={"description_width": "8em"})
-        self.bench_button = W.Button(description="Run a quick benchmark of my candidates",
-                                     button_style="primary", icon="play",
-                                     layout=W.Layout(width="24em"))
-        self.progress = W.IntProgress(value=0, min=0, max=1, description="", bar_style="",
-                                      layout=W.Layout(width="30em", visibility="hidden"))
+        self.scale = W.ToggleButtons(
+            options=[(k, k) for k in guide.SCALES],
+            value=guide.DEFAULT_SCALE,
+            description="Data/model",
+            style={"description_width": "8em"},
+            tooltips=list(guide.SCALES.values()),
+        )
+        self.targets = {
+            t: W.Checkbox(value=False, description=text, indent=False, layout=W.Layout(width="9em"))
+            for t, text in guide.TARGETS.items()
+        }
+        self.profile = W.ToggleButtons(
+            options=list(QUICK_PROFILES),
+            value=prof if prof in QUICK_PROFILES else "standard",
+            description="Profile",
+            style={"description_width": "8em"},
+        )
+        self.bench_button = W.Button(
+            description="Run a quick benchmark of my candidates",
+            button_style="primary",
+            icon="play",
+            layout=W.Layout(width="24em"),
+        )
+        self.progress = W.IntProgress(
+            value=0,
+            min=0,
+            max=1,
+            description="",
+            bar_style="",
+            layout=W.Layout(width="30em", visibility="hidden"),
+        )
         self.bench_plan = W.HTML()
         self.bench_status = W.HTML()
-        self.export_button = W.Button(description="Export as Markdown", icon="download",
-                                      layout=W.Layout(width="16em"))
+        self.export_button = W.Button(
+            description="Export as Markdown", icon="download", layout=W.Layout(width="16em")
+        )
         self.export_status = W.HTML()
         self.view = W.Output(layout=W.Layout(border="1px solid #ccc", padding="0 1em"))
         self.view.add_class("labkit-guide-recommendation")
@@ -118,17 +151,22 @@ class GuideForm:
         self.error = ""
         self._quiet = False
 
-        self.steps = W.Accordion(children=[self._step(i, s) for i, s in enumerate(guide.DECISION_FLOW)],
-                                 titles=tuple(f"Step {i}: {s.title}"
-                                              for i, s in enumerate(guide.DECISION_FLOW, 1)),
-                                 selected_index=0)
-        self.widget = W.VBox([
-            W.HTML("<b>Describe your project</b>: walk through the four steps; the recommendation "
-                   "below follows every change."),
-            self.steps,
-            W.HBox([self.export_button, self.export_status]),
-            self.view,
-        ])
+        self.steps = W.Accordion(
+            children=[self._step(i, s) for i, s in enumerate(guide.DECISION_FLOW)],
+            titles=tuple(f"Step {i}: {s.title}" for i, s in enumerate(guide.DECISION_FLOW, 1)),
+            selected_index=0,
+        )
+        self.widget = W.VBox(
+            [
+                W.HTML(
+                    "<b>Describe your project</b>: walk through the four steps; the recommendation "
+                    "below follows every change."
+                ),
+                self.steps,
+                W.HBox([self.export_button, self.export_status]),
+                self.view,
+            ]
+        )
         for w in self._inputs():
             w.observe(self.update, names="value")
         self.bench_button.on_click(lambda _: self.run_quick_benchmark())
@@ -142,11 +180,18 @@ class GuideForm:
         parts: list[W.Widget] = [W.HTML(f"<p>{html.escape(step.question)}</p>")]
         for name in step.inputs:
             if name == "targets":
-                parts.append(W.HBox([W.Label("Targets", layout=W.Layout(width="8em")),
-                                     *self.targets.values()]))
+                parts.append(
+                    W.HBox(
+                        [W.Label("Targets", layout=W.Layout(width="8em")), *self.targets.values()]
+                    )
+                )
             elif name == "results":
-                parts += [self.bench_plan, W.HBox([self.profile]),
-                          W.HBox([self.bench_button, self.progress]), self.bench_status]
+                parts += [
+                    self.bench_plan,
+                    W.HBox([self.profile]),
+                    W.HBox([self.bench_button, self.progress]),
+                    self.bench_status,
+                ]
             else:
                 parts.append(getattr(self, name))
         if index + 1 < len(guide.DECISION_FLOW):
@@ -156,8 +201,14 @@ class GuideForm:
         return W.VBox(parts)
 
     def _inputs(self) -> list[W.Widget]:
-        return [self.scenario, self.priority, self.expertise, self.hardware, self.scale,
-                *self.targets.values()]
+        return [
+            self.scenario,
+            self.priority,
+            self.expertise,
+            self.hardware,
+            self.scale,
+            *self.targets.values(),
+        ]
 
     def _repr_mimebundle_(self, **kwargs):
         return self.widget._repr_mimebundle_(**kwargs)
@@ -166,18 +217,23 @@ class GuideForm:
 
     def answers(self) -> dict[str, Any]:
         """The form's answers as :func:`labkit.guide.recommend` keywords."""
-        return {"scenario": self.scenario.value or None, "expertise": self.expertise.value or None,
-                "targets": tuple(t for t, box in self.targets.items() if box.value),
-                "hardware": self.hardware.value, "priority": self.priority.value or None,
-                "scale": self.scale.value}
+        return {
+            "scenario": self.scenario.value or None,
+            "expertise": self.expertise.value or None,
+            "targets": tuple(t for t, box in self.targets.items() if box.value),
+            "hardware": self.hardware.value,
+            "priority": self.priority.value or None,
+            "scale": self.scale.value,
+        }
 
     def set(self, **answers: Any) -> guide.Recommendation:
         """Change answers as a learner would (validated by the guide); returns the new advice."""
         known = self.answers()
         unknown = set(answers) - set(known)
         if unknown:
-            raise ValueError(f"unknown answer {', '.join(sorted(unknown))}: valid answers are "
-                             f"{', '.join(known)}")
+            raise ValueError(
+                f"unknown answer {', '.join(sorted(unknown))}: valid answers are {', '.join(known)}"
+            )
         checked = guide.check_inputs(**{**known, **answers})
         self._quiet = True  # one update for all the changes, not one per widget
         try:
@@ -208,17 +264,18 @@ class GuideForm:
             text = f"**Results file not used**: {self.error}\n\n" + text
         self.view.append_display_data(Markdown(text))
         plan = quick_plan(rec, self.profile.value)
-        names = ", ".join(dict.fromkeys("ONNX Runtime" if c.framework == "onnxruntime"
-                                        else guide.DISPLAY[c.framework] for c in plan))
+        names = ", ".join(dict.fromkeys(frameworks.spec(c.framework).display for c in plan))
         self.bench_plan.value = html.escape(
             f"The quick benchmark measures {names}: eager vs the first graph mode, "
-            f"{plan.cells[0].task} task, {len(plan)} cells under the {plan.profile.name} profile.")
+            f"{plan.cells[0].task} task, {len(plan)} cells under the {plan.profile.name} profile."
+        )
         return rec
 
     # -- step 3: a quick live benchmark ------------------------------------------------------
 
-    def run_quick_benchmark(self, profile: str | None = None,
-                            plan: runner.Plan | None = None) -> list[dict]:
+    def run_quick_benchmark(
+        self, profile: str | None = None, plan: runner.Plan | None = None
+    ) -> list[dict]:
         """Measure the candidates (``quick_plan``) cell by cell, appending to the results file.
 
         Cells already in the file are not measured again. The progress bar shows the cell being
@@ -234,10 +291,13 @@ class GuideForm:
         t0 = time.perf_counter()
         try:
             for cell in plan:
-                self.bench_status.value = (f"measuring <code>{html.escape(cell.label())}</code> "
-                                           f"({self.progress.value + 1}/{len(plan)}) ...")
-                res = runner.run(runner.Plan([cell], plan.profile), self.results, resume=True,
-                                 progress=False)
+                self.bench_status.value = (
+                    f"measuring <code>{html.escape(cell.label())}</code> "
+                    f"({self.progress.value + 1}/{len(plan)}) ..."
+                )
+                res = runner.run(
+                    runner.Plan([cell], plan.profile), self.results, resume=True, progress=False
+                )
                 records += res.records
                 self.progress.value += 1
                 if res.interrupted:
@@ -253,7 +313,8 @@ class GuideForm:
         self.bench_status.value = html.escape(
             f"{len(records)} cells measured in {time.perf_counter() - t0:.0f} s"
             f" ({len(failed)} failed), {len(plan) - len(records)} already measured; "
-            f"appended to {self.results}. The recommendation below now uses them.")
+            f"appended to {self.results}. The recommendation below now uses them."
+        )
         self.update()
         return records
 
@@ -267,25 +328,32 @@ class GuideForm:
         """
         target = Path(path or self.export_path).resolve()
         rec = self.recommendation or self.update()
-        text = ("# Framework choice\n\n" + rec.to_markdown() + "\n## The decision flow\n\n"
-                + guide.decision_flow_markdown())
+        text = (
+            "# Framework choice\n\n"
+            + rec.to_markdown()
+            + "\n## The decision flow\n\n"
+            + guide.decision_flow_markdown()
+        )
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_text(text, encoding="utf-8")
         data = base64.b64encode(text.encode("utf-8")).decode("ascii")
         self.export_status.value = (
             f"Saved to <code>{html.escape(str(target))}</code> &middot; "
             f'<a download="{html.escape(target.name)}" style="text-decoration: underline" '
-            f'href="data:text/markdown;charset=utf-8;base64,{data}">download {html.escape(target.name)}</a>')
+            f'href="data:text/markdown;charset=utf-8;base64,{data}">download {html.escape(target.name)}</a>'
+        )
         return target
 
 
 def guide_app(**kwargs: Any) -> W.Widget:
     """The standalone app: a title, the form, and where the advice comes from."""
     form = GuideForm(**kwargs)
-    head = W.HTML("<h2>Graph Lab: which deep learning framework fits your project?</h2>"
-                  "<p>Answer the four steps. The ranking follows rules written from the course's "
-                  "source articles (see notebook 09 for the full table); the evidence is your own "
-                  "benchmark once you run one, otherwise the article's claims, labelled as such.</p>")
+    head = W.HTML(
+        "<h2>Graph Lab: which deep learning framework fits your project?</h2>"
+        "<p>Answer the four steps. The ranking follows rules written from the course's "
+        "source articles (see notebook 09 for the full table); the evidence is your own "
+        "benchmark once you run one, otherwise the article's claims, labelled as such.</p>"
+    )
     box = W.VBox([head, form.widget])
     box.form = form  # type: ignore[attr-defined]  # reachable for tests and scripts
     return box

@@ -2,6 +2,7 @@
 
 No framework and no speed assertion here: known inputs, fake steps, synthetic records.
 """
+
 import json
 import math
 import subprocess
@@ -9,15 +10,17 @@ import sys
 import time
 import warnings
 
+from labkit import bench, plots, results
+
 import numpy as np
 import pytest
 
-from labkit import bench, plots, results
-
-
 # ----------------------------------------------------------------------------- statistics
 
-@pytest.mark.parametrize("values", [[3, 1, 4, 1, 5, 9, 2, 6], [7.5], [2, 2, 2, 10], list(range(11))])
+
+@pytest.mark.parametrize(
+    "values", [[3, 1, 4, 1, 5, 9, 2, 6], [7.5], [2, 2, 2, 10], list(range(11))]
+)
 def test_quantiles_match_numpy_linear_interpolation(values):
     for q in (0.0, 0.25, 0.5, 0.75, 0.9, 1.0):
         assert bench.quantile(values, q) == pytest.approx(np.percentile(values, 100 * q))
@@ -49,8 +52,14 @@ class Counter:
 
 def test_measure_times_the_first_call_apart_and_counts_calls():
     step = Counter()
-    m = bench.measure(bench.Prepared(step, batch_size=4), warmup=2, min_repeats=5, min_time_s=0.0,
-                      max_repeats=100, label="fake")
+    m = bench.measure(
+        bench.Prepared(step, batch_size=4),
+        warmup=2,
+        min_repeats=5,
+        min_time_s=0.0,
+        max_repeats=100,
+        label="fake",
+    )
     assert step.calls == 1 + 2 + 5  # first + warm-up + timed
     assert m.repeats == 5 and m.warmup == 2 and len(m.times_s) == 5
     assert m.first_call_s >= 0.15 > max(m.times_s)  # the slow first call is not in the times
@@ -63,11 +72,23 @@ def test_measure_times_the_first_call_apart_and_counts_calls():
 
 
 def test_measure_repeats_until_min_time_but_not_past_max_repeats():
-    m = bench.measure(Counter(first=0, dt=0.01), warmup=0, min_repeats=2, min_time_s=0.1,
-                      max_repeats=1000, images_per_call=1)
+    m = bench.measure(
+        Counter(first=0, dt=0.01),
+        warmup=0,
+        min_repeats=2,
+        min_time_s=0.1,
+        max_repeats=1000,
+        images_per_call=1,
+    )
     assert sum(m.times_s) >= 0.1 and m.repeats >= 2
-    m = bench.measure(Counter(first=0, dt=0.01), warmup=0, min_repeats=2, min_time_s=100,
-                      max_repeats=4, images_per_call=1)
+    m = bench.measure(
+        Counter(first=0, dt=0.01),
+        warmup=0,
+        min_repeats=2,
+        min_time_s=100,
+        max_repeats=4,
+        images_per_call=1,
+    )
     assert m.repeats == 4
 
 
@@ -91,8 +112,11 @@ def test_a_child_process_reports_its_own_peak_not_its_parents():
     # kernel must not report the kernel's peak as its own
     block = np.ones(512 * 2**20 // 8)  # 512 MiB in this (parent) process
     code = "from labkit import bench; print(bench.peak_rss_mb())"
-    child = float(subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                                 check=True).stdout)
+    child = float(
+        subprocess.run(
+            [sys.executable, "-c", code], capture_output=True, text=True, check=True
+        ).stdout
+    )
     del block
     assert child < 400, f"child reported {child:.0f} MiB: inherited the parent's high-water mark"
 
@@ -106,18 +130,40 @@ def test_ceiling_scales_with_image_size_and_task():
 
 # ----------------------------------------------------------------------------- results
 
-CELL = dict(framework="torch", mode="eager", task="throughput", batch_size=8, precision="fp32",
-            image_size=32, device="cpu", threads=2, profile="smoke")
+CELL = {
+    "framework": "torch",
+    "mode": "eager",
+    "task": "throughput",
+    "batch_size": 8,
+    "precision": "fp32",
+    "image_size": 32,
+    "device": "cpu",
+    "threads": 2,
+    "profile": "smoke",
+}
 
 
 def measured(median, iqr=0.0, first=1.0, prepare=1.0, **cell):
     times = [median - iqr / 2, median, median, median + iqr / 2]
     fields = {**CELL, **cell}
     ips = fields["batch_size"] / median
-    return results.make(**fields, status="ok", first_call_s=first, prepare_s=prepare,
-                        median_s=median, iqr_s=iqr, p90_s=median + iqr / 2, mean_s=median,
-                        images_per_s=ips, peak_rss_mb=500.0, ceiling_share=ips / 1000,
-                        ceiling_images_per_s=1000.0, repeats=len(times), warmup=1, times_s=times)
+    return results.make(
+        **fields,
+        status="ok",
+        first_call_s=first,
+        prepare_s=prepare,
+        median_s=median,
+        iqr_s=iqr,
+        p90_s=median + iqr / 2,
+        mean_s=median,
+        images_per_s=ips,
+        peak_rss_mb=500.0,
+        ceiling_share=ips / 1000,
+        ceiling_images_per_s=1000.0,
+        repeats=len(times),
+        warmup=1,
+        times_s=times,
+    )
 
 
 def test_records_follow_the_schema():
@@ -130,7 +176,9 @@ def test_records_follow_the_schema():
     assert any("error" in p for p in results.problems({**bad, "error": ""}))
     assert any("status" in p for p in results.problems({**ok, "status": "done"}))
     assert any("batch_size" in p for p in results.problems({**ok, "batch_size": "8"}))
-    assert any("missing" in p for p in results.problems({k: v for k, v in ok.items() if k != "machine"}))
+    assert any(
+        "missing" in p for p in results.problems({k: v for k, v in ok.items() if k != "machine"})
+    )
     with pytest.raises(ValueError, match="invalid benchmark record"):
         results.make(**CELL, status="ok")  # no numbers
     no_ceiling = {**ok, "ceiling_share": None, "ceiling_images_per_s": None}
@@ -198,7 +246,7 @@ def test_latest_best_and_summary():
 
 
 def test_speedups_propagate_the_relative_iqrs():
-    eager = measured(0.2, iqr=0.02)   # 10 % relative IQR
+    eager = measured(0.2, iqr=0.02)  # 10 % relative IQR
     graph = measured(0.1, iqr=0.02, mode="compile")  # 20 %
     ort = measured(0.08, iqr=0.0, framework="onnxruntime", mode="ort")
     other = measured(0.1, iqr=0.01, mode="compile", precision="bf16")  # no bf16 eager: skipped
@@ -222,11 +270,16 @@ def test_break_even_calls():
 
 # ----------------------------------------------------------------------------- plots
 
+
 def test_every_figure_draws_and_saves(tmp_path):
-    recs = [measured(0.2, iqr=0.02), measured(0.1, iqr=0.01, mode="compile", first=20),
-            measured(0.3, iqr=0.01, task="train"), measured(0.25, mode="torchscript", task="train"),
-            measured(0.5, task="latency", batch_size=1),
-            measured(0.1, framework="onnxruntime", mode="ort")]
+    recs = [
+        measured(0.2, iqr=0.02),
+        measured(0.1, iqr=0.01, mode="compile", first=20),
+        measured(0.3, iqr=0.01, task="train"),
+        measured(0.25, mode="torchscript", task="train"),
+        measured(0.5, task="latency", batch_size=1),
+        measured(0.1, framework="onnxruntime", mode="ort"),
+    ]
     for name, make in plots.FIGURES.items():
         fig = make(recs)
         assert fig.axes, name

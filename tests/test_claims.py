@@ -1,26 +1,54 @@
 """The claim check: verdicts computed from records (framework-free, so these tests are fast)."""
+
 import math
+
+from labkit import claims
+from labkit.frameworks import MODES, NAMES
 
 import pytest
 
-from labkit import claims
-from labkit.frameworks import NAMES, MODES
 
-
-def rec(framework, mode, task, images_per_s, *, iqr_frac=0.02, batch=8, precision="fp32",
-        status="ok", device="cpu", gpus=(), image_size=32):
+def rec(
+    framework,
+    mode,
+    task,
+    images_per_s,
+    *,
+    iqr_frac=0.02,
+    batch=8,
+    precision="fp32",
+    status="ok",
+    device="cpu",
+    gpus=(),
+    image_size=32,
+):
     median = batch / images_per_s
-    return {"framework": framework, "mode": mode, "task": task, "batch_size": batch,
-            "precision": precision, "status": status, "median_s": median, "image_size": image_size,
-            "iqr_s": median * iqr_frac, "device": device, "machine": {"gpus": list(gpus)},
-            "profile": "smoke"}
+    return {
+        "framework": framework,
+        "mode": mode,
+        "task": task,
+        "batch_size": batch,
+        "precision": precision,
+        "status": status,
+        "median_s": median,
+        "image_size": image_size,
+        "iqr_s": median * iqr_frac,
+        "device": device,
+        "machine": {"gpus": list(gpus)},
+        "profile": "smoke",
+    }
 
 
 def speedups(task, torch=1.0, tf=1.0, ms=1.0, base=10.0, **kw):
     """Eager at ``base`` images/s and the best graph mode ``factor`` times faster, per framework."""
-    return [rec("torch", "eager", task, base, **kw), rec("torch", "compile", task, base * torch, **kw),
-            rec("tensorflow", "eager", task, base, **kw), rec("tensorflow", "xla", task, base * tf, **kw),
-            rec("mindspore", "pynative", task, base, **kw), rec("mindspore", "graph", task, base * ms, **kw)]
+    return [
+        rec("torch", "eager", task, base, **kw),
+        rec("torch", "compile", task, base * torch, **kw),
+        rec("tensorflow", "eager", task, base, **kw),
+        rec("tensorflow", "xla", task, base * tf, **kw),
+        rec("mindspore", "pynative", task, base, **kw),
+        rec("mindspore", "graph", task, base * ms, **kw),
+    ]
 
 
 def test_ratio_and_its_uncertainty():
@@ -37,17 +65,27 @@ def test_ratio_and_its_uncertainty():
 
 def test_pair_compares_like_with_like_and_takes_the_best_mode():
     r = claims.Ratio("t", ("torch", None), ("torch", "eager"), "train")
-    records = [rec("torch", "eager", "train", 5), rec("torch", "torchscript", "train", 7),
-               rec("torch", "compile", "train", 9), rec("torch", "xla", "train", 50, status="failed"),
-               rec("torch", "compile", "train", 30, precision="bf16"),
-               rec("torch", "compile", "train", 40, device="gpu"),
-               rec("torch", "compile", "train", 60, image_size=64),  # no eager at 64: not compared
-               rec("torch", "compile", "throughput", 60)]
+    records = [
+        rec("torch", "eager", "train", 5),
+        rec("torch", "torchscript", "train", 7),
+        rec("torch", "compile", "train", 9),
+        rec("torch", "xla", "train", 50, status="failed"),
+        rec("torch", "compile", "train", 30, precision="bf16"),
+        rec("torch", "compile", "train", 40, device="gpu"),
+        rec("torch", "compile", "train", 60, image_size=64),  # no eager at 64: not compared
+        rec("torch", "compile", "throughput", 60),
+    ]
     num, den = claims.pair(records, r)
-    assert (num["mode"], den["mode"]) == ("compile", "eager") and claims._ips(num) == pytest.approx(9)
+    assert (num["mode"], den["mode"]) == ("compile", "eager") and claims._ips(num) == pytest.approx(
+        9
+    )
     assert claims.pair(records, r, "bf16") is None  # no bf16 eager
-    assert claims.pair(records + [rec("torch", "eager", "train", 20, image_size=64)], r)[0][
-        "image_size"] == 64  # the largest image size measured on both sides wins
+    assert (
+        claims.pair(records + [rec("torch", "eager", "train", 20, image_size=64)], r)[0][
+            "image_size"
+        ]
+        == 64
+    )  # the largest image size measured on both sides wins
     # the graph side never falls back to eager
     assert claims.pair([rec("torch", "eager", "train", 5)], r) is None
     # a re-measured cell counts once: its latest record, even a failure
@@ -91,8 +129,11 @@ def test_nothing_measured_is_untestable_not_a_verdict():
 
 
 def test_onnx_cost_against_eager_and_best_graph():
-    records = [rec("torch", "eager", "throughput", 10), rec("torch", "compile", "throughput", 20),
-               rec("onnxruntime", "ort", "throughput", 9.2)]
+    records = [
+        rec("torch", "eager", "throughput", 10),
+        rec("torch", "compile", "throughput", 20),
+        rec("onnxruntime", "ort", "throughput", 9.2),
+    ]
     v = claims.check(claims.claim("onnx_cost"), records)
     assert [round(m.estimate.value, 2) for m in v.measured] == [0.92, 0.46]
     assert v.verdict == claims.MIXED
@@ -101,8 +142,12 @@ def test_onnx_cost_against_eager_and_best_graph():
 def test_cpu_graph_beats_onnx_has_an_open_range():
     c = claims.claim("cpu_graph_beats_onnx")
     assert math.isinf(c.high)
-    records = [rec("onnxruntime", "ort", "throughput", 10), rec("tensorflow", "function", "throughput", 12),
-               rec("mindspore", "graph", "throughput", 8), rec("mindspore", "pynative", "throughput", 30)]
+    records = [
+        rec("onnxruntime", "ort", "throughput", 10),
+        rec("tensorflow", "function", "throughput", 12),
+        rec("mindspore", "graph", "throughput", 8),
+        rec("mindspore", "pynative", "throughput", 30),
+    ]
     v = claims.check(c, records)
     assert v.verdict == claims.MIXED  # TF beats ORT, MindSpore's graph mode does not
     assert [m.num_mode for m in v.measured] == ["function", "graph"]  # pynative is not a graph
@@ -110,8 +155,12 @@ def test_cpu_graph_beats_onnx_has_an_open_range():
 
 def test_hardware_claims_need_their_hardware():
     c = claims.claim("a100_training")
-    cpu = [rec("torch", "eager", "train", 10), rec("torch", "torchscript", "train", 10.5),
-           rec("tensorflow", "xla", "train", 10.3), rec("mindspore", "graph", "train", 10.8)]
+    cpu = [
+        rec("torch", "eager", "train", 10),
+        rec("torch", "torchscript", "train", 10.5),
+        rec("tensorflow", "xla", "train", 10.3),
+        rec("mindspore", "graph", "train", 10.8),
+    ]
     v = claims.check(c, cpu)
     assert v.verdict == claims.UNTESTABLE and "A100" in v.why
     assert len(v.measured) == 3  # the ratios measurable here are still shown ...
@@ -144,7 +193,8 @@ def test_check_all_and_markdown_table():
     md = claims.markdown(vs)
     assert md.count("\n") == len(vs) + 1 and md.startswith("| claim | seeds |")
     assert "\\|" not in claims.markdown([]) and "a\\|b" in claims.markdown(
-        [claims.Verdict(claims.Claim("k", "a|b", "", "", 1, 2, ()), claims.HOLDS)])
+        [claims.Verdict(claims.Claim("k", "a|b", "", "", 1, 2, ()), claims.HOLDS)]
+    )
     assert {s.url for s in claims.sources(vs)} >= {claims.NV_PT.url, claims.MLPERF_T4.url}
 
 

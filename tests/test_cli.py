@@ -1,48 +1,93 @@
 """``python -m labkit bench | report``: bad input gets one clear message and exit status 2, no
 results file is ever damaged, and report prints a table and writes the figures."""
+
 import json
 
-import pytest
-
-from conftest import run_labkit
 from labkit import cli, plots, results
 
-CELL = dict(framework="torch", mode="eager", task="throughput", batch_size=4, precision="fp32",
-            image_size=32, device="cpu", threads=2, profile="smoke")
+import pytest
+from conftest import run_labkit
+
+CELL = {
+    "framework": "torch",
+    "mode": "eager",
+    "task": "throughput",
+    "batch_size": 4,
+    "precision": "fp32",
+    "image_size": 32,
+    "device": "cpu",
+    "threads": 2,
+    "profile": "smoke",
+}
 
 
 def record(mode="eager", median=0.1, first=1.0, **cell):
     fields = {**CELL, "mode": mode, **cell}
     ips = fields["batch_size"] / median
-    return results.make(**fields, status="ok", first_call_s=first, prepare_s=1.0, median_s=median,
-                        iqr_s=median / 10, p90_s=median * 1.1, mean_s=median, images_per_s=ips,
-                        peak_rss_mb=400.0, ceiling_share=ips / 1400, ceiling_images_per_s=1400.0,
-                        repeats=5, warmup=1, times_s=[median] * 5)
+    return results.make(
+        **fields,
+        status="ok",
+        first_call_s=first,
+        prepare_s=1.0,
+        median_s=median,
+        iqr_s=median / 10,
+        p90_s=median * 1.1,
+        mean_s=median,
+        images_per_s=ips,
+        peak_rss_mb=400.0,
+        ceiling_share=ips / 1400,
+        ceiling_images_per_s=1400.0,
+        repeats=5,
+        warmup=1,
+        times_s=[median] * 5,
+    )
 
 
 @pytest.fixture
 def results_file(tmp_path):
     path = tmp_path / "bench.jsonl"
-    for r in (record(), record("compile", 0.05, first=30.0),
-              results.make(**{**CELL, "framework": "onnxruntime", "mode": "ort", "task": "train"},
-                           status="failed", error="unsupported: ONNX Runtime does not train here")):
+    for r in (
+        record(),
+        record("compile", 0.05, first=30.0),
+        results.make(
+            **{**CELL, "framework": "onnxruntime", "mode": "ort", "task": "train"},
+            status="failed",
+            error="unsupported: ONNX Runtime does not train here",
+        ),
+    ):
         results.append(path, r)
     return path
 
 
-@pytest.mark.parametrize("args, message", [
-    (["--frameworks", "torch,jax"], "unknown framework 'jax': valid frameworks are torch, tensorflow, "
-                                    "mindspore, onnxruntime"),
-    (["--modes", "eager,turbo"], "unknown mode 'turbo': valid modes are eager, graph, torchscript, "
-                                 "compile, function, xla, pynative, ort"),
-    (["--tasks", "inference"], "unknown task 'inference': valid tasks are latency, throughput, train"),
-    (["--precision", "int8"], "unknown precision 'int8': valid precisions are fp32, bf16"),
-    (["--batch-sizes", "8,0"], "batch sizes must be whole numbers >= 1"),
-    (["--batch-sizes", "eight"], "give whole numbers >= 1 separated by commas"),
-    (["--profile", "tiny"], "valid profiles are smoke, standard, full"),
-    (["--device", "tpu"], "valid devices are cpu, gpu"),
-    (["--threads", "0"], "--threads must be >= 1"),
-])
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (
+            ["--frameworks", "torch,jax"],
+            (
+                "unknown framework 'jax': valid frameworks are torch, tensorflow, "
+                "mindspore, onnxruntime"
+            ),
+        ),
+        (
+            ["--modes", "eager,turbo"],
+            (
+                "unknown mode 'turbo': valid modes are eager, graph, torchscript, "
+                "compile, function, xla, pynative, ort"
+            ),
+        ),
+        (
+            ["--tasks", "inference"],
+            "unknown task 'inference': valid tasks are latency, throughput, train",
+        ),
+        (["--precision", "int8"], "unknown precision 'int8': valid precisions are fp32, bf16"),
+        (["--batch-sizes", "8,0"], "batch sizes must be whole numbers >= 1"),
+        (["--batch-sizes", "eight"], "give whole numbers >= 1 separated by commas"),
+        (["--profile", "tiny"], "valid profiles are smoke, standard, full"),
+        (["--device", "tpu"], "valid devices are cpu, gpu"),
+        (["--threads", "0"], "--threads must be >= 1"),
+    ],
+)
 def test_bench_bad_input_exits_2_naming_the_valid_choices(args, message, capsys, tmp_path):
     out = tmp_path / "never.jsonl"
     assert cli.main(["bench", "--out", str(out), *args]) == 2
@@ -56,8 +101,24 @@ def test_bench_refuses_to_append_to_a_corrupt_file(tmp_path, capsys, results_fil
     lines = text.splitlines(keepends=True)
     results_file.write_text(lines[0] + "{oops\n" + "".join(lines[1:]))
     before = results_file.read_bytes()
-    assert cli.main(["bench", "--profile", "smoke", "--frameworks", "torch", "--modes", "eager",
-                     "--tasks", "latency", "--out", str(results_file)]) == 2
+    assert (
+        cli.main(
+            [
+                "bench",
+                "--profile",
+                "smoke",
+                "--frameworks",
+                "torch",
+                "--modes",
+                "eager",
+                "--tasks",
+                "latency",
+                "--out",
+                str(results_file),
+            ]
+        )
+        == 2
+    )
     assert "line 2 is not valid JSON" in capsys.readouterr().err
     assert results_file.read_bytes() == before  # untouched
 
@@ -72,8 +133,9 @@ def test_report_prints_the_table_and_writes_every_figure(tmp_path, results_file)
         assert (out / f"{name}.png").read_bytes()[:4] == b"\x89PNG"
 
 
-def test_report_on_a_truncated_file_reports_what_is_complete_and_exits_2(tmp_path, capsys,
-                                                                         results_file):
+def test_report_on_a_truncated_file_reports_what_is_complete_and_exits_2(
+    tmp_path, capsys, results_file
+):
     with open(results_file, "a") as f:
         f.write(json.dumps(record("torchscript"))[:50])
     before = results_file.read_bytes()
@@ -85,12 +147,15 @@ def test_report_on_a_truncated_file_reports_what_is_complete_and_exits_2(tmp_pat
     assert (tmp_path / "figs" / "throughput.png").exists()
 
 
-@pytest.mark.parametrize("content, message", [
-    (None, "cannot read results file"),
-    (b"", "holds no results"),
-    (b"\x00\xff binary", "not UTF-8"),
-    (b'{"framework": "torch"}\n', "line 1 is not a labkit benchmark record"),
-])
+@pytest.mark.parametrize(
+    "content, message",
+    [
+        (None, "cannot read results file"),
+        (b"", "holds no results"),
+        (b"\x00\xff binary", "not UTF-8"),
+        (b'{"framework": "torch"}\n', "line 1 is not a labkit benchmark record"),
+    ],
+)
 def test_report_bad_files_exit_2(tmp_path, capsys, content, message):
     path = tmp_path / "r.jsonl"
     if content is not None:
@@ -101,11 +166,14 @@ def test_report_bad_files_exit_2(tmp_path, capsys, content, message):
 
 
 def test_bad_input_through_the_real_command_line(tmp_path):
-    proc = run_labkit("bench", "--frameworks", "caffe", "--out", str(tmp_path / "x.jsonl"),
-                      timeout=120)
+    proc = run_labkit(
+        "bench", "--frameworks", "caffe", "--out", str(tmp_path / "x.jsonl"), timeout=120
+    )
     assert proc.returncode == 2
-    assert proc.stderr.strip() == ("error: unknown framework 'caffe': valid frameworks are torch, "
-                                   "tensorflow, mindspore, onnxruntime")
+    assert proc.stderr.strip() == (
+        "error: unknown framework 'caffe': valid frameworks are torch, "
+        "tensorflow, mindspore, onnxruntime"
+    )
 
 
 def test_distributed_subcommand_prints_the_commands_for_several_machines():

@@ -1,8 +1,9 @@
 """labkit.deploy: artefact sizes, logit agreement, the formats table (framework-free)."""
-import numpy as np
-import pytest
 
 from labkit import deploy
+
+import numpy as np
+import pytest
 
 
 def test_size_of_files_and_directories(tmp_path):
@@ -42,8 +43,14 @@ def test_formats_table_is_complete():
 def test_record_of_an_in_process_measurement_follows_the_schema():
     from labkit import bench, results
 
-    m = bench.measure(lambda: sum(range(100)), warmup=0, min_repeats=3, min_time_s=0.0,
-                      max_repeats=3, images_per_call=4)
+    m = bench.measure(
+        lambda: sum(range(100)),
+        warmup=0,
+        min_repeats=3,
+        min_time_s=0.0,
+        max_repeats=3,
+        images_per_call=4,
+    )
     r = deploy.record(m, "tensorflow", "savedmodel", "throughput", 32, notes="SavedModel")
     assert results.problems(r) == []
     assert r["batch_size"] == 4 and r["median_s"] == m.median_s and r["repeats"] == 3

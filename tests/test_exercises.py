@@ -1,13 +1,17 @@
-import pytest
-
 from labkit import exercises
+
+import pytest
 
 
 def choice():
-    return exercises.Choice("How often does a Python print run in a tf.function called 3 times?",
-                            explanation="It runs while tracing only.", hint="Think tracing.",
-                            choices={"a": "once", "b": "3 times"}, answer="a",
-                            wrong={"b": "That is tf.print."})
+    return exercises.Choice(
+        "How often does a Python print run in a tf.function called 3 times?",
+        explanation="It runs while tracing only.",
+        hint="Think tracing.",
+        choices={"a": "once", "b": "3 times"},
+        answer="a",
+        wrong={"b": "That is tf.print."},
+    )
 
 
 def test_choice_right_wrong_and_bad_input():

@@ -1,4 +1,5 @@
 """The foundation: install metadata, fast import, profiles, doctor, notebook conventions, make lab."""
+
 import json
 import os
 import re
@@ -10,16 +11,17 @@ import tomllib
 import urllib.request
 
 import pytest
-
 from conftest import NOTEBOOKS, ROOT, free_port, run_labkit
 
 FRAMEWORK_MODULES = ("torch", "tensorflow", "mindspore", "onnxruntime", "onnx", "keras", "jax")
 
 
 def test_import_labkit_is_fast_and_imports_no_framework():
-    code = ("import sys, time; t = time.perf_counter(); import labkit, labkit.profiles, "
-            "labkit.hardware, labkit.resnet, labkit.frameworks; dt = time.perf_counter() - t; "
-            f"bad = [m for m in {FRAMEWORK_MODULES!r} if m in sys.modules]; print(dt, bad)")
+    code = (
+        "import sys, time; t = time.perf_counter(); import labkit, labkit.profiles, "
+        "labkit.hardware, labkit.resnet, labkit.frameworks; dt = time.perf_counter() - t; "
+        f"bad = [m for m in {FRAMEWORK_MODULES!r} if m in sys.modules]; print(dt, bad)"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     dt, bad = out.stdout.split(" ", 1)
     assert bad.strip() == "[]", f"import labkit pulled in frameworks: {bad}"
@@ -47,8 +49,13 @@ def test_bad_profile_names_the_valid_ones(monkeypatch):
 
 
 def test_bad_profile_in_a_subprocess_is_a_clear_error():
-    proc = subprocess.run([sys.executable, "-c", "import labkit.profiles as p; p.current()"],
-                          capture_output=True, text=True, env={**os.environ, "LABKIT_PROFILE": "huge"})
+    proc = subprocess.run(
+        [sys.executable, "-c", "import labkit.profiles as p; p.current()"],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "LABKIT_PROFILE": "huge"},
+        check=False,
+    )
     assert proc.returncode != 0
     assert "LABKIT_PROFILE='huge'" in proc.stderr and "smoke, standard, full" in proc.stderr
 
@@ -56,8 +63,12 @@ def test_bad_profile_in_a_subprocess_is_a_clear_error():
 def test_ceiling_matches_the_hand_calculation():
     from labkit import hardware, resnet
 
-    info = {"vendor_id": "AuthenticAMD", "cpu MHz": "2600.0", "model name": "AMD EPYC",
-            "flags": "fma avx avx2 avx512f avx512_bf16"}
+    info = {
+        "vendor_id": "AuthenticAMD",
+        "cpu MHz": "2600.0",
+        "model name": "AMD EPYC",
+        "flags": "fma avx avx2 avx512f avx512_bf16",
+    }
     c = hardware.ceiling(info)
     peak = c.cores * 2.6 * 32
     assert c.peak_gflops == pytest.approx(peak, abs=0.1)
@@ -73,14 +84,18 @@ def test_doctor_lists_every_framework_with_versions_and_the_ceiling():
     assert proc.returncode == 0, proc.stderr
     out = proc.stdout
     for pkg in ("torch", "tensorflow", "mindspore", "onnx", "onnxruntime"):
-        assert re.search(rf"^\s+{pkg}\s+\d+\.\d+", out, re.M), f"{pkg} missing from doctor:\n{out}"
+        assert re.search(rf"^\s+{pkg}\s+\d+\.\d+", out, re.MULTILINE), (
+            f"{pkg} missing from doctor:\n{out}"
+        )
     assert "ResNet-50 ceiling" in out and "GFLOP/s" in out
 
 
 def test_doctor_names_a_framework_that_fails_to_import(tmp_path):
     # A package shadowing mindspore that raises on import: doctor reports it and does not crash.
     (tmp_path / "mindspore").mkdir()
-    (tmp_path / "mindspore" / "__init__.py").write_text("raise ImportError('libmindspore.so: cannot open shared object')\n")
+    (tmp_path / "mindspore" / "__init__.py").write_text(
+        "raise ImportError('libmindspore.so: cannot open shared object')\n"
+    )
     env = {"PYTHONPATH": f"{tmp_path}{os.pathsep}{ROOT}"}
     proc = run_labkit("doctor", env=env, timeout=300)
     assert proc.returncode == 0, proc.stderr
@@ -89,7 +104,9 @@ def test_doctor_names_a_framework_that_fails_to_import(tmp_path):
 
 
 def _requirements(lines):
-    return sorted(r.strip().strip('"') for r in lines if re.match(r'^"?[A-Za-z0-9_.-]+==', r.strip()))
+    return sorted(
+        r.strip().strip('"') for r in lines if re.match(r'^"?[A-Za-z0-9_.-]+==', r.strip())
+    )
 
 
 def _yml_pins(path):
@@ -109,10 +126,10 @@ def test_environment_files_carry_the_pyproject_pins():
 
 
 def test_installed_versions_are_the_pins():
-    from labkit import _pins, frameworks
+    from labkit import frameworks
 
-    for package in ("torch", "tensorflow", "mindspore", "onnxruntime", "numpy"):
-        pinned = _pins.requirement(package).split("==")[1]
+    for package in (*frameworks.PACKAGES.values(), *frameworks.EXTRA_PACKAGES, "numpy"):
+        pinned = frameworks.requirement(package).split("==")[1]
         installed = frameworks.installed_version(package)
         assert installed and installed.split("+")[0] == pinned, (package, installed, pinned)
 
@@ -124,6 +141,7 @@ def test_ci_runs_the_readme_test_command():
 
 
 # ---- notebook conventions --------------------------------------------------------------------
+
 
 def test_notebook_names_are_numbered_in_course_order():
     assert NOTEBOOKS, "no notebooks found"
@@ -142,8 +160,9 @@ def test_notebook_conventions(nb):
     cells = data["cells"]
     for cell in cells:
         if cell["cell_type"] == "code":
-            assert not cell.get("outputs") and cell.get("execution_count") is None, \
+            assert not cell.get("outputs") and cell.get("execution_count") is None, (
                 f"{nb.name}: outputs must be stripped before committing"
+            )
     first = "".join(cells[0]["source"])
     assert cells[0]["cell_type"] == "markdown" and first.lstrip().startswith("# ")
     for needed in ("learn", "Prerequisites", "Estimated time"):
@@ -156,20 +175,31 @@ def test_notebook_conventions(nb):
 
 # ---- make lab --------------------------------------------------------------------------------
 
+
 @pytest.mark.slow
 def test_make_lab_serves_jupyterlab():
     port = free_port()
     token = "graphlabtest"
     proc = subprocess.Popen(
-        ["make", "lab", f"PORT={port}",
-         f"LAB_ARGS=--no-browser --ServerApp.token={token} --ServerApp.ip=127.0.0.1"],
-        cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True)
+        [
+            "make",
+            "lab",
+            f"PORT={port}",
+            f"LAB_ARGS=--no-browser --ServerApp.token={token} --ServerApp.ip=127.0.0.1",
+        ],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+    )
     try:
         deadline = time.time() + 180
         body = ""
         while time.time() < deadline:
             try:
-                with urllib.request.urlopen(f"http://127.0.0.1:{port}/lab?token={token}", timeout=5) as r:
+                with urllib.request.urlopen(
+                    f"http://127.0.0.1:{port}/lab?token={token}", timeout=5
+                ) as r:
                     body = r.read().decode()
                     break
             except OSError:

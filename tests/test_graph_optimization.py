@@ -4,11 +4,12 @@ Real frameworks on ResNet-50 at 32x32 (TorchScript freeze / optimize_for_inferen
 optimisation levels on the PyTorch export, Grappler on TensorFlow's traced graph), plus the
 framework-free arithmetic (BatchNorm folding, memory planning) checked against the frameworks.
 """
+
+from labkit import graphs, resnet
+
 import numpy as np
 import pytest
-
-from conftest import require
-from labkit import graphs, resnet
+from conftest import require, skip_or_fail
 
 SIZE, BATCH = 32, 2
 TOL = 1e-4  # of the logit scale
@@ -20,7 +21,7 @@ def need(package):
 
     probe = frameworks.probe_all()[package]
     if not probe.importable:
-        pytest.skip(f"{package} is not importable here: {probe.error}")
+        skip_or_fail(f"{package} is not importable here: {probe.error}")
 
 
 def close(a, b):
@@ -43,28 +44,40 @@ def images():
 
 
 def test_op_counts_separate_bookkeeping_from_compute():
-    c = graphs.OpCounts.of(["Const", "Conv", "Conv", "Relu", "Const", "Const"], lambda k: k == "Const")
+    c = graphs.OpCounts.of(
+        ["Const", "Conv", "Conv", "Relu", "Const", "Const"], lambda k: k == "Const"
+    )
     assert (c.total, c.compute, c["Conv"], c["Missing"]) == (6, 3, 2, 0)
     assert list(c.by_kind) == ["Const", "Conv", "Relu"]  # most common first
     assert c.count("on") == 5 and c.top(1) == "Const x3"
-    rows = graphs.stage_rows({"before": c, "after": graphs.OpCounts.of(["Conv"], lambda k: False)},
-                             watch=("Relu",))
+    rows = graphs.stage_rows(
+        {"before": c, "after": graphs.OpCounts.of(["Conv"], lambda k: False)}, watch=("Relu",)
+    )
     assert [(r["stage"], r["nodes"], r["compute nodes"], r["Relu"]) for r in rows] == [
-        ("before", 6, 3, 1), ("after", 1, 1, 0)]
+        ("before", 6, 3, 1),
+        ("after", 1, 1, 0),
+    ]
 
 
 def test_plan_memory_liveness():
     # a -> b -> c, with a also read by the last step (a residual connection)
-    steps = [graphs.Step("s0", ("x",), ("a",)), graphs.Step("s1", ("a",), ("b",)),
-             graphs.Step("s2", ("b",), ("c",)), graphs.Step("s3", ("c", "a"), ("y",))]
+    steps = [
+        graphs.Step("s0", ("x",), ("a",)),
+        graphs.Step("s1", ("a",), ("b",)),
+        graphs.Step("s2", ("b",), ("c",)),
+        graphs.Step("s3", ("c", "a"), ("y",)),
+    ]
     sizes = {"a": 100, "b": 10, "c": 20, "y": 1}
     plan = graphs.plan_memory(steps, sizes, keep=["y"])
     assert plan.naive_bytes == 131
     # during a step its inputs and outputs are alive; a stays alive for the residual add
     assert plan.live_bytes == [100, 110, 130, 121]
     assert (plan.peak_bytes, plan.peak_step) == (130, "s2")
-    chain = [graphs.Step("s0", ("x",), ("a",)), graphs.Step("s1", ("a",), ("b",)),
-             graphs.Step("s2", ("b",), ("y",))]
+    chain = [
+        graphs.Step("s0", ("x",), ("a",)),
+        graphs.Step("s1", ("a",), ("b",)),
+        graphs.Step("s2", ("b",), ("y",)),
+    ]
     plan = graphs.plan_memory(chain, {"a": 100, "b": 10, "y": 1}, keep=["y"])
     assert plan.live_bytes == [100, 110, 11] and plan.saving == pytest.approx(1 - 110 / 111)
     with pytest.raises(ValueError, match="no size for intermediate"):
@@ -83,16 +96,26 @@ def test_fold_batchnorm_matches_torch():
         bn.bias.copy_(torch.from_numpy(rng.normal(size=4).astype(np.float32)))
         bn.running_mean.copy_(torch.from_numpy(rng.normal(size=4).astype(np.float32)))
         bn.running_var.copy_(torch.from_numpy(rng.uniform(0.5, 2, 4).astype(np.float32)))
-    w, b = graphs.fold_batchnorm(conv.weight.detach().numpy(), conv.bias.detach().numpy(),
-                                 bn.weight.detach().numpy(), bn.bias.detach().numpy(),
-                                 bn.running_mean.numpy(), bn.running_var.numpy(), bn.eps)
+    w, b = graphs.fold_batchnorm(
+        conv.weight.detach().numpy(),
+        conv.bias.detach().numpy(),
+        bn.weight.detach().numpy(),
+        bn.bias.detach().numpy(),
+        bn.running_mean.numpy(),
+        bn.running_var.numpy(),
+        bn.eps,
+    )
     x = torch.from_numpy(rng.normal(size=(2, 3, 8, 8)).astype(np.float32))
     with torch.no_grad():
         want = bn(conv(x)).numpy()
-        got = torch.nn.functional.conv2d(x, torch.from_numpy(w), torch.from_numpy(b), padding=1).numpy()
+        got = torch.nn.functional.conv2d(
+            x, torch.from_numpy(w), torch.from_numpy(b), padding=1
+        ).numpy()
     np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
     with pytest.raises(ValueError, match="one value per output channel"):
-        graphs.fold_batchnorm(np.ones((4, 3, 3, 3)), None, np.ones(3), np.ones(4), np.ones(4), np.ones(4))
+        graphs.fold_batchnorm(
+            np.ones((4, 3, 3, 3)), None, np.ones(3), np.ones(4), np.ones(4), np.ones(4)
+        )
 
 
 # ---------------------------------------------------------------------------------------------
@@ -101,7 +124,7 @@ def test_fold_batchnorm_matches_torch():
 
 def test_torchscript_freeze_and_optimize_shrink_resnet50(weights, images):
     lt = require("torch")
-    from labkit.frameworks import torch_graphs as tg
+    from labkit.frameworks.torch import graphs as tg
 
     model = lt.build_resnet50(weights)
     want = lt.predict(model, images)
@@ -127,7 +150,7 @@ def onnx_files(weights, images, tmp_path_factory):
     """The PyTorch export that the onnxruntime adapter runs, and ORT's rewrite at each level."""
     require("torch")
     lo = require("onnxruntime")
-    from labkit.frameworks import onnxruntime_graphs as og
+    from labkit.frameworks.onnxruntime import graphs as og
 
     directory = tmp_path_factory.mktemp("onnx")
     files = {"exported": lo.model_file(weights)}
@@ -136,7 +159,7 @@ def onnx_files(weights, images, tmp_path_factory):
 
 
 def test_onnxruntime_levels_shrink_the_exported_graph(onnx_files, images):
-    from labkit.frameworks import onnxruntime_graphs as og
+    from labkit.frameworks.onnxruntime import graphs as og
 
     files, want = onnx_files
     c = {k: og.counts(p) for k, p in files.items()}
@@ -155,25 +178,35 @@ def test_onnxruntime_levels_shrink_the_exported_graph(onnx_files, images):
 def test_onnxruntime_fuses_a_small_conv_bn_relu():
     """Conv+BatchNorm folds at 'basic', Conv+Relu fuses at 'extended', on a hand-built graph."""
     need("onnxruntime")
+    from labkit.frameworks.onnxruntime import graphs as og
+
     import onnx
     from onnx import helper, numpy_helper
 
-    from labkit.frameworks import onnxruntime_graphs as og
-
     rng = np.random.default_rng(1)
-    init = [numpy_helper.from_array(rng.normal(size=s).astype(np.float32), n) for n, s in
-            (("w", (4, 3, 3, 3)), ("gamma", (4,)), ("beta", (4,)), ("mean", (4,)))]
+    init = [
+        numpy_helper.from_array(rng.normal(size=s).astype(np.float32), n)
+        for n, s in (("w", (4, 3, 3, 3)), ("gamma", (4,)), ("beta", (4,)), ("mean", (4,)))
+    ]
     init.append(numpy_helper.from_array(rng.uniform(0.5, 2, 4).astype(np.float32), "var"))
-    nodes = [helper.make_node("Conv", ["x", "w"], ["c"], pads=[1, 1, 1, 1]),
-             helper.make_node("BatchNormalization", ["c", "gamma", "beta", "mean", "var"], ["b"]),
-             helper.make_node("Relu", ["b"], ["y"])]
-    graph = helper.make_graph(nodes, "cbr", [helper.make_tensor_value_info("x", 1, [1, 3, 8, 8])],
-                              [helper.make_tensor_value_info("y", 1, [1, 4, 8, 8])], init)
+    nodes = [
+        helper.make_node("Conv", ["x", "w"], ["c"], pads=[1, 1, 1, 1]),
+        helper.make_node("BatchNormalization", ["c", "gamma", "beta", "mean", "var"], ["b"]),
+        helper.make_node("Relu", ["b"], ["y"]),
+    ]
+    graph = helper.make_graph(
+        nodes,
+        "cbr",
+        [helper.make_tensor_value_info("x", 1, [1, 3, 8, 8])],
+        [helper.make_tensor_value_info("y", 1, [1, 4, 8, 8])],
+        init,
+    )
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
     onnx.checker.check_model(model)
     x = rng.normal(size=(1, 3, 8, 8)).astype(np.float32)
     want = og.run(og.session(model.SerializeToString(), "disabled"), x)
     import tempfile
+
     with tempfile.TemporaryDirectory() as d:
         src = f"{d}/cbr.onnx"
         onnx.save(model, src)
@@ -187,7 +220,7 @@ def test_onnxruntime_fuses_a_small_conv_bn_relu():
 
 
 def test_memory_plan_of_the_exported_resnet50(onnx_files, images):
-    from labkit.frameworks import onnxruntime_graphs as og
+    from labkit.frameworks.onnxruntime import graphs as og
 
     files, _ = onnx_files
     steps, sizes, outputs = og.memory_steps(files["basic"], images)
@@ -206,9 +239,9 @@ def test_memory_plan_of_the_exported_resnet50(onnx_files, images):
 
 def test_grappler_folds_constants_and_removes_dead_code():
     require("tensorflow")
-    import tensorflow as tf
+    from labkit.frameworks.tensorflow import graphs as tg
 
-    from labkit.frameworks import tensorflow_graphs as tg
+    import tensorflow as tf
 
     @tf.function
     def f(x):
@@ -233,7 +266,7 @@ def test_grappler_folds_constants_and_removes_dead_code():
 
 def test_grappler_shrinks_resnet50(weights, images):
     ltf = require("tensorflow")
-    from labkit.frameworks import tensorflow_graphs as tg
+    from labkit.frameworks.tensorflow import graphs as tg
 
     model = ltf.build_resnet50(weights)
     want = ltf.predict(model, images)
@@ -254,7 +287,7 @@ def test_grappler_shrinks_resnet50(weights, images):
 
 def test_int8_quantisation_of_resnet50(onnx_files, images, tmp_path):
     from labkit import deploy
-    from labkit.frameworks import onnxruntime_graphs as og
+    from labkit.frameworks.onnxruntime import graphs as og
 
     files, want = onnx_files
     dyn = og.quantize_dynamic(files["exported"], tmp_path / "dynamic.onnx")
@@ -278,9 +311,9 @@ def test_int8_quantisation_of_resnet50(onnx_files, images, tmp_path):
 
 def test_tflite_callable_runs_a_converted_graph():
     require("tensorflow")
-    import tensorflow as tf
+    from labkit.frameworks.tensorflow import graphs as tg
 
-    from labkit.frameworks import tensorflow_graphs as tg
+    import tensorflow as tf
 
     rng = np.random.default_rng(4)
     kernel = tf.constant(rng.normal(size=(3, 3, 3, 5)).astype(np.float32))
@@ -290,7 +323,8 @@ def test_tflite_callable_runs_a_converted_graph():
         return tf.nn.relu(tf.nn.conv2d(x, kernel, 1, "SAME"))
 
     flat = tf.lite.TFLiteConverter.from_concrete_functions(
-        [conv_relu.get_concrete_function()], conv_relu).convert()
+        [conv_relu.get_concrete_function()], conv_relu
+    ).convert()
     run = tg.tflite_callable(flat, threads=1)
     for batch in (2, 3, 2):  # resized when the batch changes
         x = rng.normal(size=(batch, 3, 8, 8)).astype(np.float32)  # NCHW, as every adapter takes

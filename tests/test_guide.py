@@ -1,12 +1,13 @@
 """labkit.guide: the source article's advice as table-driven rules, evidence from results files,
 and the widget form over it (including a real quick benchmark through labkit.runner)."""
+
 import itertools
 import subprocess
 import sys
 
-import pytest
-
 from labkit import guide, results
+
+import pytest
 
 # ---- the source article's five scenarios --------------------------------------------------------
 
@@ -23,31 +24,45 @@ SEED_ADVICE = [
     ("deployment", {"targets": ("server", "mobile", "embedded")}, "tensorflow", "torch"),
     ("deployment", {"targets": ("mobile", "embedded"), "hardware": "ascend"}, "mindspore", "torch"),
     ("small_team", {}, "torch", "tensorflow"),
-    ("small_team", {"priority": "maintenance"}, "tensorflow", "torch"),  # "industrial deployment coming"
+    (
+        "small_team",
+        {"priority": "maintenance"},
+        "tensorflow",
+        "torch",
+    ),  # "industrial deployment coming"
     ("special_hardware", {"hardware": "ascend"}, "mindspore", "paddlepaddle"),
     ("special_hardware", {"hardware": "other_accelerator"}, "paddlepaddle", "mindspore"),
     ("special_hardware", {}, "mindspore", "paddlepaddle"),  # privacy needs on ordinary hardware
 ]
 
 
-@pytest.mark.parametrize("scenario,answers,top,alternative", SEED_ADVICE,
-                         ids=[f"{s}-{'-'.join(map(str, a.values())) or 'defaults'}"
-                              for s, a, _, _ in SEED_ADVICE])
-def test_seed_scenarios_give_their_recommendation_and_alternative(scenario, answers, top,
-                                                                  alternative):
+@pytest.mark.parametrize(
+    "scenario,answers,top,alternative",
+    SEED_ADVICE,
+    ids=[f"{s}-{'-'.join(map(str, a.values())) or 'defaults'}" for s, a, _, _ in SEED_ADVICE],
+)
+def test_seed_scenarios_give_their_recommendation_and_alternative(
+    scenario, answers, top, alternative
+):
     rec = guide.recommend(scenario, **answers)
     assert (rec.top, rec.alternative) == (top, alternative), rec.to_markdown()
     assert rec.alternative_when
     assert rec.ranking[0].score >= rec.ranking[1].score
 
 
-@pytest.mark.parametrize("scenario,primary", [
-    ("research", {"torch"}), ("large_scale_training", {"tensorflow", "mindspore"}),
-    ("deployment", {"tensorflow", "mindspore"}), ("small_team", {"torch"}),
-    ("special_hardware", {"mindspore", "paddlepaddle"})])
+@pytest.mark.parametrize(
+    "scenario,primary",
+    [
+        ("research", {"torch"}),
+        ("large_scale_training", {"tensorflow", "mindspore"}),
+        ("deployment", {"tensorflow", "mindspore"}),
+        ("small_team", {"torch"}),
+        ("special_hardware", {"mindspore", "paddlepaddle"}),
+    ],
+)
 def test_the_scenarios_recommended_frameworks_lead_with_default_answers(scenario, primary):
     ranking = [r.framework for r in guide.recommend(scenario).ranking]
-    assert set(ranking[:len(primary)]) == primary
+    assert set(ranking[: len(primary)]) == primary
 
 
 def test_toolchains_follow_the_seeds():
@@ -65,7 +80,9 @@ def test_paddlepaddle_is_ranked_and_flagged_as_not_in_the_lab():
     assert rec.top == "paddlepaddle"
     assert any("not installed in this lab" in n for n in rec.notes)
     assert "paddlepaddle" not in rec.candidates  # the lab cannot benchmark it
-    assert any("paddlepaddle" in e.frameworks and "not installed" in e.statement for e in rec.evidence)
+    assert any(
+        "paddlepaddle" in e.frameworks and "not installed" in e.statement for e in rec.evidence
+    )
 
 
 def test_every_score_is_the_sum_of_its_reasons_and_every_reason_is_a_rule():
@@ -77,19 +94,31 @@ def test_every_score_is_the_sum_of_its_reasons_and_every_reason_is_a_rule():
 
 
 def test_changing_a_rule_row_changes_the_advice(monkeypatch):
-    rows = [r._replace(points=0) if (r.field, r.value, r.framework) == ("scenario", "research", "torch")
-            else r for r in guide.RULES]
+    rows = [
+        r._replace(points=0)
+        if (r.field, r.value, r.framework) == ("scenario", "research", "torch")
+        else r
+        for r in guide.RULES
+    ]
     monkeypatch.setattr(guide, "RULES", tuple(rows))
     assert guide.recommend("research").top == "tensorflow"
 
 
 # ---- bad, empty and contradictory answers -------------------------------------------------------
 
-@pytest.mark.parametrize("field,value,valid", [
-    ("scenario", "gaming", guide.SCENARIOS), ("expertise", "jax", guide.EXPERTISE),
-    ("targets", ["server", "fridge"], guide.TARGETS), ("hardware", "tpu", guide.HARDWARE),
-    ("priority", "price", guide.PRIORITIES), ("scale", "huge", guide.SCALES),
-    ("hardware", 3, guide.HARDWARE)])
+
+@pytest.mark.parametrize(
+    "field,value,valid",
+    [
+        ("scenario", "gaming", guide.SCENARIOS),
+        ("expertise", "jax", guide.EXPERTISE),
+        ("targets", ["server", "fridge"], guide.TARGETS),
+        ("hardware", "tpu", guide.HARDWARE),
+        ("priority", "price", guide.PRIORITIES),
+        ("scale", "huge", guide.SCALES),
+        ("hardware", 3, guide.HARDWARE),
+    ],
+)
 def test_unknown_values_raise_naming_the_valid_ones(field, value, valid):
     args = {"scenario": "research", field: value}
     with pytest.raises(ValueError) as err:
@@ -98,23 +127,36 @@ def test_unknown_values_raise_naming_the_valid_ones(field, value, valid):
 
 
 def test_spellings_are_forgiven():
-    rec = guide.recommend(" Large-Scale Training ", expertise="PyTorch", targets="Mobile",
-                          hardware="GPU", priority="none")
+    rec = guide.recommend(
+        " Large-Scale Training ",
+        expertise="PyTorch",
+        targets="Mobile",
+        hardware="GPU",
+        priority="none",
+    )
     assert rec.inputs["scenario"] == "large_scale_training" and rec.inputs["expertise"] == "torch"
     assert rec.inputs["targets"] == ("mobile",) and rec.inputs["priority"] is None
 
 
-@pytest.mark.parametrize("kwargs,note", [
-    ({"scenario": None}, "No scenario chosen"),
-    ({"scenario": "", "expertise": "", "targets": None, "priority": ""}, "every candidate scores 0"),
-    ({"scenario": "deployment", "expertise": "mindspore", "targets": ["browser"]},
-     "MindSpore has no browser runtime"),
-    ({"scenario": "large_scale_training", "priority": "debugging"}, "develop in eager mode"),
-    ({"scenario": "special_hardware", "hardware": "cpu"}, "privacy"),
-    ({"scenario": "research", "scale": "large"}, "prototype eagerly"),
-    ({"scenario": "research", "targets": ["server", "mobile"]}, "tie at"),
-    ({"scenario": "research", "results": "does/not/exist.jsonl"}, "No results file at"),
-])
+@pytest.mark.parametrize(
+    "kwargs,note",
+    [
+        ({"scenario": None}, "No scenario chosen"),
+        (
+            {"scenario": "", "expertise": "", "targets": None, "priority": ""},
+            "every candidate scores 0",
+        ),
+        (
+            {"scenario": "deployment", "expertise": "mindspore", "targets": ["browser"]},
+            "MindSpore has no browser runtime",
+        ),
+        ({"scenario": "large_scale_training", "priority": "debugging"}, "develop in eager mode"),
+        ({"scenario": "special_hardware", "hardware": "cpu"}, "privacy"),
+        ({"scenario": "research", "scale": "large"}, "prototype eagerly"),
+        ({"scenario": "research", "targets": ["server", "mobile"]}, "tie at"),
+        ({"scenario": "research", "results": "does/not/exist.jsonl"}, "No results file at"),
+    ],
+)
 def test_empty_or_contradictory_answers_get_a_clear_answer(kwargs, note):
     rec = guide.recommend(**kwargs)
     assert rec.top in guide.CANDIDATES and rec.alternative in guide.CANDIDATES
@@ -131,12 +173,17 @@ def test_browser_target_lowers_mindspore_even_for_a_mindspore_team():
 
 
 def test_no_combination_of_answers_raises():
-    target_sets = [c for n in range(len(guide.TARGETS) + 1)
-                   for c in itertools.combinations(guide.TARGETS, n)]
+    target_sets = [
+        c for n in range(len(guide.TARGETS) + 1) for c in itertools.combinations(guide.TARGETS, n)
+    ]
     count = 0
     for scenario, expertise, hardware, priority, scale in itertools.product(
-            [None, *guide.SCENARIOS], [None, *guide.EXPERTISE], guide.HARDWARE,
-            [None, *guide.PRIORITIES], guide.SCALES):
+        [None, *guide.SCENARIOS],
+        [None, *guide.EXPERTISE],
+        guide.HARDWARE,
+        [None, *guide.PRIORITIES],
+        guide.SCALES,
+    ):
         for targets in target_sets[::3]:
             rec = guide.recommend(scenario, expertise, targets, hardware, priority, scale=scale)
             assert rec.top != rec.alternative and rec.toolchain and rec.evidence
@@ -146,20 +193,49 @@ def test_no_combination_of_answers_raises():
 
 # ---- evidence -------------------------------------------------------------------------------
 
+
 def _ok(fw, mode, task, ips, batch=4, size=32):
     median = batch / ips
-    return results.make(framework=fw, mode=mode, task=task, batch_size=batch, precision="fp32",
-                        image_size=size, device="cpu", status="ok", error=None, first_call_s=0.5,
-                        median_s=median, iqr_s=0.02 * median, p90_s=1.1 * median,
-                        images_per_s=ips, peak_rss_mb=400.0, ceiling_share=0.1,
-                        ceiling_images_per_s=10 * ips, repeats=5, threads=2, profile="smoke",
-                        timestamp="2031-05-04T10:00:00+00:00")
+    return results.make(
+        framework=fw,
+        mode=mode,
+        task=task,
+        batch_size=batch,
+        precision="fp32",
+        image_size=size,
+        device="cpu",
+        status="ok",
+        error=None,
+        first_call_s=0.5,
+        median_s=median,
+        iqr_s=0.02 * median,
+        p90_s=1.1 * median,
+        images_per_s=ips,
+        peak_rss_mb=400.0,
+        ceiling_share=0.1,
+        ceiling_images_per_s=10 * ips,
+        repeats=5,
+        threads=2,
+        profile="smoke",
+        timestamp="2031-05-04T10:00:00+00:00",
+    )
 
 
 def _failed(fw, mode, task, error="RuntimeError: out of luck"):
-    return results.make(framework=fw, mode=mode, task=task, batch_size=4, precision="fp32",
-                        image_size=32, device="cpu", status="failed", error=error, threads=2,
-                        profile="smoke", timestamp="2031-05-04T10:00:00+00:00")
+    return results.make(
+        framework=fw,
+        mode=mode,
+        task=task,
+        batch_size=4,
+        precision="fp32",
+        image_size=32,
+        device="cpu",
+        status="failed",
+        error=error,
+        threads=2,
+        profile="smoke",
+        timestamp="2031-05-04T10:00:00+00:00",
+    )
 
 
 def _write(path, records):
@@ -179,10 +255,17 @@ def test_without_results_the_evidence_is_claimed_and_published_and_says_so():
 
 
 def test_measured_results_become_evidence_and_vote(tmp_path):
-    path = _write(tmp_path / "r.jsonl", [
-        _ok("torch", "eager", "train", 10), _ok("torch", "torchscript", "train", 14),
-        _ok("tensorflow", "eager", "train", 9), _ok("tensorflow", "function", "train", 18),
-        _ok("mindspore", "pynative", "train", 2), _ok("mindspore", "graph", "train", 6)])
+    path = _write(
+        tmp_path / "r.jsonl",
+        [
+            _ok("torch", "eager", "train", 10),
+            _ok("torch", "torchscript", "train", 14),
+            _ok("tensorflow", "eager", "train", 9),
+            _ok("tensorflow", "function", "train", 18),
+            _ok("mindspore", "pynative", "train", 2),
+            _ok("mindspore", "graph", "train", 6),
+        ],
+    )
     base = guide.recommend("large_scale_training")
     rec = guide.recommend("large_scale_training", results=path)
     assert rec.measured
@@ -199,8 +282,10 @@ def test_measured_results_become_evidence_and_vote(tmp_path):
 
 
 def test_a_results_file_with_missing_frameworks_is_used_for_what_it_has(tmp_path):
-    path = _write(tmp_path / "r.jsonl", [_ok("tensorflow", "eager", "throughput", 5),
-                                         _ok("tensorflow", "xla", "throughput", 9)])
+    path = _write(
+        tmp_path / "r.jsonl",
+        [_ok("tensorflow", "eager", "throughput", 5), _ok("tensorflow", "xla", "throughput", 9)],
+    )
     rec = guide.recommend("deployment", results=path)
     assert (rec.top, rec.alternative) == ("tensorflow", "torch")
     by_fw = {fw: [e for e in rec.evidence if fw in e.frameworks] for fw in ("tensorflow", "torch")}
@@ -208,13 +293,19 @@ def test_a_results_file_with_missing_frameworks_is_used_for_what_it_has(tmp_path
     assert any("not in your results file" in e.statement for e in by_fw["torch"])
     assert any(e.source.startswith(guide.CLAIMED) for e in by_fw["torch"])
     assert any("fewer than two frameworks measured alike" in n for n in rec.notes)
-    assert [r.score for r in rec.ranking] == [r.score for r in guide.recommend("deployment").ranking]
+    assert [r.score for r in rec.ranking] == [
+        r.score for r in guide.recommend("deployment").ranking
+    ]
 
 
 def test_onnx_runtime_counts_for_pytorch_and_failures_cost_a_point(tmp_path):
-    records = [_ok("torch", "eager", "latency", 20, batch=1), _ok("onnxruntime", "ort", "latency", 60, batch=1),
-               _ok("tensorflow", "eager", "latency", 25, batch=1),
-               _failed("mindspore", "pynative", "latency"), _failed("mindspore", "graph", "latency")]
+    records = [
+        _ok("torch", "eager", "latency", 20, batch=1),
+        _ok("onnxruntime", "ort", "latency", 60, batch=1),
+        _ok("tensorflow", "eager", "latency", 25, batch=1),
+        _failed("mindspore", "pynative", "latency"),
+        _failed("mindspore", "graph", "latency"),
+    ]
     rec = guide.recommend("deployment", priority="inference_latency", results=records)  # loaded
     torch = next(r for r in rec.ranking if r.framework == "torch")
     assert any("fastest" in t and "ONNX Runtime" in t for _, t, _ in torch.reasons)
@@ -226,10 +317,16 @@ def test_onnx_runtime_counts_for_pytorch_and_failures_cost_a_point(tmp_path):
 
 def test_only_like_is_compared_with_like(tmp_path):
     # torch at 32 px is "faster" than TensorFlow at 128 px: not a fair race, so no points.
-    records = [_ok("torch", "eager", "train", 40, size=32), _ok("torch", "compile", "train", 60, size=32),
-               _ok("tensorflow", "eager", "train", 3, size=128), _ok("tensorflow", "xla", "train", 5, size=128)]
+    records = [
+        _ok("torch", "eager", "train", 40, size=32),
+        _ok("torch", "compile", "train", 60, size=32),
+        _ok("tensorflow", "eager", "train", 3, size=128),
+        _ok("tensorflow", "xla", "train", 5, size=128),
+    ]
     rec = guide.recommend("large_scale_training", results=records)
-    assert [r.score for r in rec.ranking] == [r.score for r in guide.recommend("large_scale_training").ranking]
+    assert [r.score for r in rec.ranking] == [
+        r.score for r in guide.recommend("large_scale_training").ranking
+    ]
     assert any("measured alike" in n for n in rec.notes)
     both = records + [_ok("tensorflow", "xla", "train", 30, size=32)]
     rec = guide.recommend("large_scale_training", results=both)
@@ -246,10 +343,13 @@ def test_a_corrupt_results_file_is_the_loaders_clear_error(tmp_path):
 
 # ---- rendering --------------------------------------------------------------------------------
 
+
 def test_markdown_shows_the_recommendation_the_alternative_and_every_reason():
     rec = guide.recommend("small_team", targets=["mobile"], priority="maintenance")
     md = rec.to_markdown()
-    assert md.startswith(f"## Recommended: {guide.DISPLAY[rec.top]} ({rec.ranking[0].score} points)")
+    assert md.startswith(
+        f"## Recommended: {guide.DISPLAY[rec.top]} ({rec.ranking[0].score} points)"
+    )
     assert f"**Alternative: {guide.DISPLAY[rec.alternative]}**" in md
     for r in rec.ranking:
         for points, text, _ in r.reasons:
@@ -269,13 +369,16 @@ def test_the_rule_table_lists_every_rule_alternative_and_conflict():
 
 
 def test_the_guide_imports_no_framework_and_no_ui():
-    code = ("import sys, labkit.guide; bad = [m for m in ('torch', 'tensorflow', 'mindspore', "
-            "'onnxruntime', 'ipywidgets') if m in sys.modules]; print(bad)")
+    code = (
+        "import sys, labkit.guide; bad = [m for m in ('torch', 'tensorflow', 'mindspore', "
+        "'onnxruntime', 'ipywidgets') if m in sys.modules]; print(bad)"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
 
 
 # ---- the widget form -------------------------------------------------------------------------
+
 
 def _shown(form):
     return form.view.outputs[0]["data"]["text/markdown"]
@@ -324,11 +427,18 @@ def test_quick_plan_measures_eager_and_a_graph_mode_of_the_candidates():
 
     plan = widgets.quick_plan(guide.recommend("deployment"), "smoke")
     cells = {(c.framework, c.mode) for c in plan}
-    assert cells == {("tensorflow", "eager"), ("tensorflow", "function"), ("torch", "eager"),
-                     ("torch", "torchscript"), ("onnxruntime", "ort")}
+    assert cells == {
+        ("tensorflow", "eager"),
+        ("tensorflow", "function"),
+        ("torch", "eager"),
+        ("torch", "torchscript"),
+        ("onnxruntime", "ort"),
+    }
     assert {c.task for c in plan} == {"throughput"} and {c.image_size for c in plan} == {32}
     train = widgets.quick_plan(guide.recommend("large_scale_training", hardware="ascend"), "smoke")
-    assert {c.framework for c in train} == {"mindspore", "torch"} and {c.task for c in train} == {"train"}
+    assert {c.framework for c in train} == {"mindspore", "torch"} and {c.task for c in train} == {
+        "train"
+    }
 
 
 @pytest.mark.slow
@@ -336,8 +446,9 @@ def test_quick_benchmark_runs_real_cells_and_feeds_the_recommendation(tmp_path):
     """The button's code path: real subprocess cells through labkit.runner, then new advice."""
     from labkit import runner, widgets
 
-    form = widgets.GuideForm(results=tmp_path / "quick.jsonl", scenario="deployment",
-                             priority="inference_latency")
+    form = widgets.GuideForm(
+        results=tmp_path / "quick.jsonl", scenario="deployment", priority="inference_latency"
+    )
     assert not form.recommendation.measured
     plan = runner.Plan.build(["torch", "tensorflow"], ["eager"], ["latency"], profile="smoke")
     records = form.run_quick_benchmark(plan=plan)

@@ -6,6 +6,7 @@ server extension, the standalone app at /voila/render/app/selection_guide.ipynb 
 ``make app`` serves on its own). Screenshots go to ``$LABKIT_ARTEFACTS`` (default: the system
 temporary folder) under ``graphlab-browser/``; the test prints their paths.
 """
+
 import json
 import os
 import shutil
@@ -19,14 +20,23 @@ import urllib.request
 from pathlib import Path
 
 import pytest
-
-from conftest import ROOT, free_port
+from conftest import ROOT, free_port, skip_or_fail
 
 pytestmark = pytest.mark.browser
 
-CHROMIUM = shutil.which("chromium") or ("/usr/bin/chromium" if Path("/usr/bin/chromium").exists() else None)
-CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-                 "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+CHROMIUM = shutil.which("chromium") or (
+    "/usr/bin/chromium" if Path("/usr/bin/chromium").exists() else None
+)
+CHROMIUM_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
 TOKEN = "graphlab-guide-test"
 NOTEBOOK = "notebooks/09_selection_guide.ipynb"
 APP = "app/selection_guide.ipynb"
@@ -67,37 +77,59 @@ def _stop(proc: subprocess.Popen) -> None:
 def lab(tmp_path_factory):
     """A JupyterLab server on a free port, with its own settings, workspaces and runtime dirs."""
     if CHROMIUM is None:
-        pytest.skip("no Chromium here: install Debian's `chromium` package (make browser)")
+        skip_or_fail("no Chromium here: install Debian's `chromium` package (make browser)")
     home = tmp_path_factory.mktemp("lab")
     # Every cell in the DOM (no windowing), no news prompt over the page, and no autosave: the
     # executed notebook must never be written back over the committed (stripped) one.
-    for plugin, settings in {"notebook-extension/tracker": {"windowingMode": "none"},
-                             "apputils-extension/notification": {"fetchNews": "false"},
-                             "docmanager-extension/plugin": {"autosave": False}}.items():
+    for plugin, settings in {
+        "notebook-extension/tracker": {"windowingMode": "none"},
+        "apputils-extension/notification": {"fetchNews": "false"},
+        "docmanager-extension/plugin": {"autosave": False},
+    }.items():
         path = home / "settings" / "@jupyterlab" / f"{plugin}.jupyterlab-settings"
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(json.dumps(settings))
     port = free_port()
-    env = {**os.environ, "LABKIT_PROFILE": "smoke", "PROTOCOL_BUFFERS_PYTHON_IMPLEMENTATION": "python",
-           "JUPYTER_RUNTIME_DIR": str(home / "runtime"), "JUPYTER_CONFIG_DIR": str(home / "config")}
-    cmd = [sys.executable, "-m", "jupyterlab", "--no-browser", f"--port={port}",
-           "--allow-root", "--ServerApp.ip=127.0.0.1", f"--IdentityProvider.token={TOKEN}",
-           f"--ServerApp.root_dir={ROOT}",
-           "--ServerApp.port_retries=0", f"--LabApp.user_settings_dir={home / 'settings'}",
-           f"--LabApp.workspaces_dir={home / 'workspaces'}"]
-    log = open(home / "server.log", "wb")
-    proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT,
-                            stdin=subprocess.DEVNULL, start_new_session=True)
-    try:
-        _wait_http(f"http://127.0.0.1:{port}/api/status?token={TOKEN}", proc, timeout=120)
-        yield f"http://127.0.0.1:{port}"
-    except Exception:
-        log.flush()
-        print((home / "server.log").read_text(errors="replace")[-3000:])
-        raise
-    finally:
-        _stop(proc)
-        log.close()
+    env = {
+        **os.environ,
+        "LABKIT_PROFILE": "smoke",
+        "PROTOCOL_BUFFERS_PYTHON_IMPLEMENTATION": "python",
+        "JUPYTER_RUNTIME_DIR": str(home / "runtime"),
+        "JUPYTER_CONFIG_DIR": str(home / "config"),
+    }
+    cmd = [
+        sys.executable,
+        "-m",
+        "jupyterlab",
+        "--no-browser",
+        f"--port={port}",
+        "--allow-root",
+        "--ServerApp.ip=127.0.0.1",
+        f"--IdentityProvider.token={TOKEN}",
+        f"--ServerApp.root_dir={ROOT}",
+        "--ServerApp.port_retries=0",
+        f"--LabApp.user_settings_dir={home / 'settings'}",
+        f"--LabApp.workspaces_dir={home / 'workspaces'}",
+    ]
+    with open(home / "server.log", "wb") as log:
+        proc = subprocess.Popen(
+            cmd,
+            cwd=ROOT,
+            env=env,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            start_new_session=True,
+        )
+        try:
+            _wait_http(f"http://127.0.0.1:{port}/api/status?token={TOKEN}", proc, timeout=120)
+            yield f"http://127.0.0.1:{port}"
+        except Exception:
+            log.flush()
+            print((home / "server.log").read_text(errors="replace")[-3000:])
+            raise
+        finally:
+            _stop(proc)
 
 
 @pytest.fixture
@@ -107,8 +139,12 @@ def page(request, tmp_path):
 
     with sync_playwright() as pw:
         context = pw.chromium.launch_persistent_context(
-            str(tmp_path / "chromium-profile"), executable_path=CHROMIUM, headless=True,
-            args=CHROMIUM_ARGS, viewport={"width": 1400, "height": 1100})
+            str(tmp_path / "chromium-profile"),
+            executable_path=CHROMIUM,
+            headless=True,
+            args=CHROMIUM_ARGS,
+            viewport={"width": 1400, "height": 1100},
+        )
         failed_before = request.session.testsfailed
         try:
             pg = context.new_page()
@@ -122,11 +158,15 @@ def page(request, tmp_path):
 def _heading_contains(page, text: str, timeout_ms: float) -> None:
     page.wait_for_function(
         "([sel, text]) => [...document.querySelectorAll(sel)].some(h => h.innerText.includes(text))",
-        arg=[HEADING, text], timeout=timeout_ms)
+        arg=[HEADING, text],
+        timeout=timeout_ms,
+    )
 
 
 def _scenario_select(page):
-    return page.locator(".widget-dropdown", has=page.locator("label", has_text="Scenario")).locator("select")
+    return page.locator(".widget-dropdown", has=page.locator("label", has_text="Scenario")).locator(
+        "select"
+    )
 
 
 def _screenshot(page, name: str) -> Path:
@@ -149,11 +189,17 @@ def test_notebook_09_runs_in_jupyterlab_and_the_recommendation_follows_the_scena
 
     # The notebook ends on the exercises: the last one's feedback appears once every cell has run.
     page.locator(".jp-OutputArea-output", has_text="Hint: It is what the button").wait_for(
-        timeout=90_000)
+        timeout=90_000
+    )
     prompts = page.locator(".jp-CodeCell .jp-InputArea-prompt").all_inner_texts()
     assert prompts and all(p.strip() not in ("[ ]:", "[*]:", "") for p in prompts), prompts
-    assert page.locator(".jp-OutputArea-output[data-mime-type='application/vnd.jupyter.stderr']",
-                        has_text="Error").count() == 0
+    assert (
+        page.locator(
+            ".jp-OutputArea-output[data-mime-type='application/vnd.jupyter.stderr']",
+            has_text="Error",
+        ).count()
+        == 0
+    )
     # A cell of the notebook set the scenario to deployment: the form shows TensorFlow.
     _heading_contains(page, f"Recommended: {guide.DISPLAY['tensorflow']}", 30_000)
     before = page.locator(HEADING).first.inner_text()
@@ -176,7 +222,9 @@ def test_the_standalone_app_recommends_and_exports(lab, page):
 
     page.set_default_timeout(60_000)
     page.goto(f"{lab}/voila/render/{APP}?token={TOKEN}")
-    _heading_contains(page, f"Recommended: {guide.DISPLAY['torch']}", 90_000)  # research, by default
+    _heading_contains(
+        page, f"Recommended: {guide.DISPLAY['torch']}", 90_000
+    )  # research, by default
     _scenario_select(page).first.select_option(label=guide.SCENARIOS["deployment"])
     _heading_contains(page, f"Recommended: {guide.DISPLAY['tensorflow']}", 30_000)
 

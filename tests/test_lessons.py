@@ -1,13 +1,14 @@
 """labkit.lessons: the timing, warning and break-even helpers of notebooks 01-04."""
+
 import ctypes
 import math
 import os
 import time
 import warnings
 
-import pytest
-
 from labkit import bench, lessons, profiles
+
+import pytest
 
 
 def test_timed_follows_the_profile_and_times_the_first_call_apart():
@@ -56,8 +57,10 @@ def test_recorded_warnings_sees_every_warning_once_even_when_filtered():
         warnings.simplefilter("ignore")  # recorded_warnings must still see them
         result, caught = lessons.recorded_warnings(noisy)
     assert result == 42
-    assert caught == [lessons.Caught("DeprecationWarning", "old API."),
-                      lessons.Caught("UserWarning", "a tracer warning")]
+    assert caught == [
+        lessons.Caught("DeprecationWarning", "old API."),
+        lessons.Caught("UserWarning", "a tracer warning"),
+    ]
     assert str(caught[0]) == "DeprecationWarning: old API."
     assert lessons.recorded_warnings(lambda: None) == (None, [])
 
@@ -113,8 +116,12 @@ def test_native_output_captures_standard_error_and_rejects_other_descriptors(cap
 
 # ---- notebooks 01-04: structure that nbval cannot check ------------------------------------
 
-LESSON_NOTEBOOKS = ["01_eager_execution", "02_tensorflow_graphs", "03_pytorch_graphs",
-                    "04_mindspore_graph_mode"]
+LESSON_NOTEBOOKS = [
+    "01_eager_execution",
+    "02_tensorflow_graphs",
+    "03_pytorch_graphs",
+    "04_mindspore_graph_mode",
+]
 
 
 def _code_cells(name):
@@ -122,8 +129,11 @@ def _code_cells(name):
     from pathlib import Path
 
     path = Path(__file__).resolve().parents[1] / "notebooks" / f"{name}.ipynb"
-    return ["".join(c["source"]) for c in json.loads(path.read_text())["cells"]
-            if c["cell_type"] == "code"]
+    return [
+        "".join(c["source"])
+        for c in json.loads(path.read_text())["cells"]
+        if c["cell_type"] == "code"
+    ]
 
 
 @pytest.mark.parametrize("name", LESSON_NOTEBOOKS)
@@ -131,8 +141,11 @@ def test_lesson_notebooks_have_graded_exercises_left_for_the_learner(name):
     import re
 
     cells = _code_cells(name)
-    questions = [m.group(1) for c in cells
-                 for m in re.finditer(r"^(q\d+) = exercises\.(?:Choice|Number|Text)\(", c, re.M)]
+    questions = [
+        m.group(1)
+        for c in cells
+        for m in re.finditer(r"^(q\d+) = exercises\.(?:Choice|Number|Text)\(", c, re.MULTILINE)
+    ]
     assert len(questions) >= 3, f"{name}: only {len(questions)} exercises"
     for q in questions:  # each question has its own learner cell, answer left as None
         assert f"{q}.check(None)" in cells, f"{name}: no `{q}.check(None)` cell"
@@ -145,8 +158,13 @@ def test_lesson_notebooks_never_stop_in_a_debugger(name):
 
     for cell in _code_cells(name):
         tree = ast.parse("\n".join(line for line in cell.splitlines() if not line.startswith("%")))
-        calls = [n for n in ast.walk(tree) if isinstance(n, ast.Call)
-                 and isinstance(n.func, ast.Name) and n.func.id == "breakpoint"]
+        calls = [
+            n
+            for n in ast.walk(tree)
+            if isinstance(n, ast.Call)
+            and isinstance(n.func, ast.Name)
+            and n.func.id == "breakpoint"
+        ]
         if calls:
             # a breakpoint() may only run while sys.breakpointhook is replaced by a recorder
             assert "sys.breakpointhook = saved_hook" in cell and "finally:" in cell, cell[:200]

@@ -4,11 +4,13 @@ MindSpore and ONNX Runtime (eval logits, one training step, exported models).
 A framework that does not import here is skipped by name (conftest.require).
 All four run in this one process: labkit sets protobuf's pure-Python implementation first.
 """
+
+from labkit import frameworks, profiles, resnet
+from labkit.crosscheck import crosscheck
+
 import numpy as np
 import pytest
-
 from conftest import require
-from labkit import frameworks, profiles, resnet
 
 pytestmark = pytest.mark.slow
 
@@ -19,7 +21,8 @@ TRAINING = ("tensorflow", "mindspore")
 # here (about 25 s on 2 cores) is left to the standard and full profiles.
 COSTLY_IN_SMOKE = pytest.mark.skipif(
     profiles.current().name == "smoke",
-    reason="exported again in the adapter's own tests under smoke; runs under standard/full")
+    reason="exported again in the adapter's own tests under smoke; runs under standard/full",
+)
 EXPORTERS = [
     "torch",  # ONNX, run by ONNX Runtime
     pytest.param("tensorflow", marks=COSTLY_IN_SMOKE),  # SavedModel
@@ -34,26 +37,28 @@ def T():
 
 # ----------------------------------------------------------------------------- eval logits
 
+
 @pytest.mark.parametrize("seed,batch,size", [(0, 2, 64), (1, 1, 32), (2, 3, 32)])
 @pytest.mark.parametrize("name", OTHERS)
 def test_eval_logits_agree_with_torch(T, name, seed, batch, size):
     require(name)
-    result = resnet.crosscheck([name, "torch"], seed=seed, batch=batch, image_size=size)
+    result = crosscheck([name, "torch"], seed=seed, batch=batch, image_size=size)
     assert result["torch"] == 0.0
     assert 0.0 <= result[name] < 1e-3, result
 
 
 def test_crosscheck_rejects_unknown_frameworks():
     with pytest.raises(ValueError, match="unknown framework 'jax'.*torch, tensorflow"):
-        resnet.crosscheck(["jax"])
+        crosscheck(["jax"])
 
 
 def test_crosscheck_defaults_to_every_available_framework(T, monkeypatch):
     monkeypatch.setattr(frameworks, "available", lambda: ["torch"])
-    assert resnet.crosscheck(batch=1, image_size=32) == {"torch": 0.0}
+    assert crosscheck(batch=1, image_size=32) == {"torch": 0.0}
 
 
 # ----------------------------------------------------------------------------- one training step
+
 
 @pytest.fixture(scope="module")
 def train_case():
@@ -84,6 +89,7 @@ def test_one_training_step_agrees_with_torch(name, train_case, torch_step):
 
 
 # ----------------------------------------------------------------------------- exported models
+
 
 @pytest.mark.parametrize("name", EXPORTERS)
 def test_exported_model_reloads_and_agrees_with_torch(T, name, tmp_path):

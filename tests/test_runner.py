@@ -5,7 +5,7 @@ out-of-memory and a killed runner are provoked with the test hook ``LABKIT_TEST_
 cell memory limit, and must become recorded failures while the other cells complete.
 No speed is asserted; a figure above the machine's ceiling would be a timing bug and fails.
 """
-import json
+
 import os
 import re
 import signal
@@ -13,10 +13,10 @@ import subprocess
 import sys
 import time
 
-import pytest
-
-from conftest import ROOT, require
 from labkit import frameworks, hardware, profiles, results, runner
+
+import pytest
+from conftest import ROOT, require
 
 SMOKE = profiles.get("smoke")
 #: CI machines are often busy; the runner's warning about it is expected there
@@ -24,6 +24,7 @@ pytestmark = pytest.mark.filterwarnings("ignore:this machine is busy:UserWarning
 
 
 # ----------------------------------------------------------------------------- plans
+
 
 def labels(plan):
     return [(c.framework, c.mode, c.task, c.batch_size) for c in plan]
@@ -42,34 +43,57 @@ def test_default_plan_is_every_framework_mode_and_task_in_fp32():
 def test_graph_selects_every_non_eager_mode_and_own_names_work():
     plan = runner.Plan.build(modes=["graph"], tasks=["latency"], profile=SMOKE)
     assert {(c.framework, c.mode) for c in plan} == {
-        ("torch", "torchscript"), ("torch", "compile"), ("tensorflow", "function"),
-        ("tensorflow", "xla"), ("mindspore", "graph"), ("onnxruntime", "ort")}
+        ("torch", "torchscript"),
+        ("torch", "compile"),
+        ("tensorflow", "function"),
+        ("tensorflow", "xla"),
+        ("mindspore", "graph"),
+        ("onnxruntime", "ort"),
+    }
     plan = runner.Plan.build(modes=["eager"], tasks=["latency"], profile=SMOKE)
     assert {(c.framework, c.mode) for c in plan} == {
-        ("torch", "eager"), ("tensorflow", "eager"), ("mindspore", "pynative")}
+        ("torch", "eager"),
+        ("tensorflow", "eager"),
+        ("mindspore", "pynative"),
+    }
     plan = runner.Plan.build(modes=["xla", "compile"], tasks=["train"], profile=SMOKE)
     assert labels(plan) == [("torch", "compile", "train", 4), ("tensorflow", "xla", "train", 4)]
 
 
 def test_batch_sizes_apply_to_batched_tasks_latency_stays_one():
-    plan = runner.Plan.build(["torch"], ["eager"], batch_sizes=[2, 16], precisions=["fp32", "bf16"],
-                             profile=SMOKE)
+    plan = runner.Plan.build(
+        ["torch"], ["eager"], batch_sizes=[2, 16], precisions=["fp32", "bf16"], profile=SMOKE
+    )
     assert labels(plan)[:1] == [("torch", "eager", "latency", 1)]
     assert sorted({(c.task, c.batch_size) for c in plan}) == [
-        ("latency", 1), ("throughput", 2), ("throughput", 16), ("train", 2), ("train", 16)]
+        ("latency", 1),
+        ("throughput", 2),
+        ("throughput", 16),
+        ("train", 2),
+        ("train", 16),
+    ]
     assert len(plan) == 5 * 2
 
 
-@pytest.mark.parametrize("kwargs, message", [
-    ({"frameworks": ["torch", "jax"]}, "unknown framework 'jax': valid frameworks are torch, tensorflow"),
-    ({"modes": ["fast"]}, "unknown mode 'fast': valid modes are eager, graph, torchscript"),
-    ({"tasks": ["infer"]}, "unknown task 'infer': valid tasks are latency, throughput, train"),
-    ({"precisions": ["fp16"]}, "unknown precision 'fp16': valid precisions are fp32, bf16"),
-    ({"device": "tpu"}, "unknown device 'tpu': valid devices are cpu, gpu"),
-    ({"batch_sizes": [8, 0]}, "batch sizes must be whole numbers >= 1"),
-    ({"profile": "huge"}, "valid profiles are smoke, standard, full"),
-    ({"frameworks": ["mindspore"], "modes": ["xla"]}, "the plan is empty.*mindspore: pynative, graph"),
-])
+@pytest.mark.parametrize(
+    "kwargs, message",
+    [
+        (
+            {"frameworks": ["torch", "jax"]},
+            "unknown framework 'jax': valid frameworks are torch, tensorflow",
+        ),
+        ({"modes": ["fast"]}, "unknown mode 'fast': valid modes are eager, graph, torchscript"),
+        ({"tasks": ["infer"]}, "unknown task 'infer': valid tasks are latency, throughput, train"),
+        ({"precisions": ["fp16"]}, "unknown precision 'fp16': valid precisions are fp32, bf16"),
+        ({"device": "tpu"}, "unknown device 'tpu': valid devices are cpu, gpu"),
+        ({"batch_sizes": [8, 0]}, "batch sizes must be whole numbers >= 1"),
+        ({"profile": "huge"}, "valid profiles are smoke, standard, full"),
+        (
+            {"frameworks": ["mindspore"], "modes": ["xla"]},
+            "the plan is empty.*mindspore: pynative, graph",
+        ),
+    ],
+)
 def test_bad_choices_name_the_valid_ones(kwargs, message):
     with pytest.raises(ValueError, match=message):
         runner.Plan.build(**kwargs)
@@ -82,6 +106,7 @@ def test_crash_reasons_name_the_cause():
 
 
 # ----------------------------------------------------------------------------- real cells
+
 
 def children(pid):
     """Process ids whose parent is ``pid`` (Linux /proc)."""
@@ -104,7 +129,6 @@ def alive(pid):
             return f.read().rsplit(")", 1)[1].split()[0] != "Z"
     except OSError:
         return False
-
 
 
 def check_measured(records, plan, framework):
@@ -134,14 +158,20 @@ def run_plan(tmp_path, framework, modes, tasks):
 
 def test_torch_every_mode_and_every_task_in_real_subprocesses(tmp_path):
     plan = runner.Plan.build(["torch"], None, ["latency"], profile=SMOKE)
-    plan.cells += runner.Plan.build(["torch"], ["eager"], ["throughput", "train"], profile=SMOKE).cells
+    plan.cells += runner.Plan.build(
+        ["torch"], ["eager"], ["throughput", "train"], profile=SMOKE
+    ).cells
     out = tmp_path / "r.jsonl"
     require("torch")
     res = runner.run(plan, out, progress=False)
     check_measured(res.records, plan, "torch")
     assert {(r["mode"], r["task"]) for r in res.records} >= {
-        ("eager", "latency"), ("eager", "throughput"), ("eager", "train"),
-        ("torchscript", "latency"), ("compile", "latency")}
+        ("eager", "latency"),
+        ("eager", "throughput"),
+        ("eager", "train"),
+        ("torchscript", "latency"),
+        ("compile", "latency"),
+    }
 
 
 @pytest.mark.parametrize("framework", ["tensorflow", "mindspore", "onnxruntime"])
@@ -165,7 +195,9 @@ def test_gpu_cells_pass_the_device_through(tmp_path):
 def test_failure_and_out_of_memory_are_recorded_while_other_cells_complete(tmp_path, monkeypatch):
     require("torch")
     monkeypatch.setenv(runner.FAULT_ENV, "fail:torch/eager/latency,oom:torch/eager/train")
-    plan = runner.Plan.build(["torch"], ["eager"], ["latency", "throughput", "train"], profile=SMOKE)
+    plan = runner.Plan.build(
+        ["torch"], ["eager"], ["latency", "throughput", "train"], profile=SMOKE
+    )
     out = tmp_path / "r.jsonl"
     res = runner.run(plan, out, progress=False, memory_limit_mb=4000)  # address space: safe
     by_task = {r["task"]: r for r in results.load(out)}
@@ -197,12 +229,27 @@ def test_a_killed_run_resumes_without_duplicates_or_losses(tmp_path):
     """SIGTERM (like Ctrl-C) after the first result, then SIGKILL mid-cell; --resume completes."""
     require("torch")
     out = tmp_path / "r.jsonl"
-    cmd = [sys.executable, "-m", "labkit", "bench", "--profile", "smoke", "--frameworks", "torch",
-           "--modes", "eager", "--tasks", "latency,throughput,train", "--out", str(out)]
+    cmd = [
+        sys.executable,
+        "-m",
+        "labkit",
+        "bench",
+        "--profile",
+        "smoke",
+        "--frameworks",
+        "torch",
+        "--modes",
+        "eager",
+        "--tasks",
+        "latency,throughput,train",
+        "--out",
+        str(out),
+    ]
 
     def start(extra):
-        return subprocess.Popen(cmd + extra, cwd=ROOT, stdout=subprocess.PIPE,
-                                stderr=subprocess.PIPE, text=True)
+        return subprocess.Popen(
+            cmd + extra, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+        )
 
     def wait_for(proc, condition):
         deadline = time.time() + 300
@@ -229,14 +276,16 @@ def test_a_killed_run_resumes_without_duplicates_or_losses(tmp_path):
     while time.time() < deadline and any(alive(p) for p in cells):
         time.sleep(0.2)
     assert not any(alive(p) for p in cells), "a cell outlived its killed runner"
-    assert out.read_text().splitlines()[:len(first)] == first
+    assert out.read_text().splitlines()[: len(first)] == first
 
     # 3. resume to the end: each cell exactly once, earlier lines untouched
     kept = out.read_text().splitlines()
-    done = subprocess.run(cmd + ["--resume"], cwd=ROOT, capture_output=True, text=True, timeout=300)
+    done = subprocess.run(
+        cmd + ["--resume"], cwd=ROOT, capture_output=True, text=True, timeout=300, check=False
+    )
     assert done.returncode == 0, done.stderr
     assert "were skipped" in done.stderr
-    assert out.read_text().splitlines()[:len(kept)] == kept
+    assert out.read_text().splitlines()[: len(kept)] == kept
     records = results.load(out)
     assert sorted(r["task"] for r in records) == ["latency", "throughput", "train"]
     assert all(r["status"] == "ok" for r in records)

@@ -3,12 +3,13 @@ three execution modes as benchmark cells, and its exports (SavedModel, TF Lite).
 
 Small images (32/64 px) and 10 classes keep this file cheap; the architecture is the full one.
 """
+
+from labkit import bench, resnet
+
 import keras
 import numpy as np
 import pytest
-
 from conftest import require
-from labkit import bench, resnet
 
 pytestmark = pytest.mark.slow
 
@@ -54,6 +55,7 @@ def rel_err(got: np.ndarray, ref: np.ndarray) -> float:
 
 
 # ----------------------------------------------------------------------------- the model
+
 
 def test_parameter_count_and_names_follow_the_spec(tfa):
     net = tfa.resnet50(num_classes=1000)
@@ -101,6 +103,7 @@ def test_train_step_agrees_with_torch(weights, train_batch, stepped):
 
 # ----------------------------------------------------------------------------- benchmark cells
 
+
 @pytest.mark.parametrize("mode", ["eager", "function", "xla"])
 def test_every_task_runs_in_every_mode_and_agrees_with_eager(tfa, model, weights, stepped, mode):
     for task, batch in MODE_TASKS:
@@ -147,13 +150,16 @@ def test_gpu_cell_runs_or_says_how_to_get_one(tfa, weights):
             tfa.prepare(weights, "eager", "latency", 1, image_size=SIZE, device="gpu")
 
 
-@pytest.mark.parametrize("kwargs,message", [
-    ({"mode": "graph"}, "valid modes are eager, function, xla"),
-    ({"task": "serve"}, "valid tasks are latency, throughput, train"),
-    ({"precision": "fp16"}, "valid precisions are fp32, bf16"),
-    ({"device": "tpu"}, "valid devices are cpu, gpu"),
-    ({"image_size": 40}, "multiple of 32"),
-])
+@pytest.mark.parametrize(
+    "kwargs,message",
+    [
+        ({"mode": "graph"}, "valid modes are eager, function, xla"),
+        ({"task": "serve"}, "valid tasks are latency, throughput, train"),
+        ({"precision": "fp16"}, "valid precisions are fp32, bf16"),
+        ({"device": "tpu"}, "valid devices are cpu, gpu"),
+        ({"image_size": 40}, "multiple of 32"),
+    ],
+)
 def test_bad_cell_choices_list_the_valid_ones(tfa, weights, kwargs, message):
     args = {"mode": "eager", "task": "latency", "batch_size": 1, "image_size": SIZE, **kwargs}
     with pytest.raises(ValueError, match=message):
@@ -171,6 +177,7 @@ def test_threads_cannot_change_once_tensorflow_runs(tfa, model):
 
 
 # ----------------------------------------------------------------------------- exports
+
 
 def test_saved_model_reloads_and_agrees(tfa, model, exported):
     assert (exported / "saved_model.pb").is_file()

@@ -9,12 +9,13 @@ combinations run under the standard and full profiles. The smoke compile cell is
 benchmark runner's smoke cells build (seed-0 weights, batch 1, 32 px), so Inductor's on-disk
 cache can serve it.
 """
+
+from labkit import bench, profiles, resnet
+
 import numpy as np
 import onnx
 import pytest
-
 from conftest import require
-from labkit import bench, profiles, resnet
 
 pytestmark = pytest.mark.slow
 
@@ -23,7 +24,8 @@ SIZE = 32
 COSTLY_IN_SMOKE = pytest.mark.skipif(
     profiles.current().name == "smoke",
     reason="another compiled graph costs too much for the smoke profile; "
-           "runs under LABKIT_PROFILE=standard or full")
+    "runs under LABKIT_PROFILE=standard or full",
+)
 
 
 @pytest.fixture(scope="module")
@@ -44,14 +46,16 @@ def rel_err(got, ref) -> float:
 
 # ----------------------------------------------------------------------------- the model
 
+
 def test_parameters_follow_the_spec(T):
     model = T.ResNet50(1000)
     spec = resnet.param_shapes(1000)
     trainable = {n: tuple(p.shape) for n, p in model.named_parameters() if p.requires_grad}
     assert sum(p.numel() for p in model.parameters() if p.requires_grad) == 25_557_032
     assert trainable == {n: s for n, s in spec.items() if resnet.is_trainable(n)}
-    buffers = {n: tuple(b.shape) for n, b in model.named_buffers()
-               if not n.endswith("num_batches_tracked")}
+    buffers = {
+        n: tuple(b.shape) for n, b in model.named_buffers() if not n.endswith("num_batches_tracked")
+    }
     assert buffers == {n: s for n, s in spec.items() if not resnet.is_trainable(n)}
     assert all(m.eps == resnet.BN_EPS for m in model.modules() if isinstance(m, T.nn.BatchNorm2d))
 
@@ -77,12 +81,22 @@ def test_eval_logits_have_a_sensible_scale(T, weights):
 
 # ----------------------------------------------------------------------------- benchmark modes
 
+
 def test_prepare_rejects_unknown_choices(T, weights):
-    good = dict(mode="eager", task="latency", batch_size=1, precision="fp32", image_size=SIZE,
-                device="cpu")
-    for key, bad, valid in [("mode", "jit", "eager, torchscript, compile"),
-                            ("task", "infer", "latency, throughput, train"),
-                            ("precision", "fp16", "fp32, bf16"), ("device", "tpu", "cpu, gpu")]:
+    good = {
+        "mode": "eager",
+        "task": "latency",
+        "batch_size": 1,
+        "precision": "fp32",
+        "image_size": SIZE,
+        "device": "cpu",
+    }
+    for key, bad, valid in [
+        ("mode", "jit", "eager, torchscript, compile"),
+        ("task", "infer", "latency, throughput, train"),
+        ("precision", "fp16", "fp32, bf16"),
+        ("device", "tpu", "cpu, gpu"),
+    ]:
         with pytest.raises(ValueError, match=f"unknown {key} '{bad}'.*{valid}"):
             T.prepare(weights, **{**good, key: bad})
     with pytest.raises(ValueError, match="batch_size must be an integer >= 1"):
@@ -99,9 +113,11 @@ def test_gpu_without_cuda_is_unsupported_with_the_reason(T, weights):
 
 
 INFERENCE = [
-    ("eager", "latency", 1, "fp32"), ("eager", "throughput", 2, "fp32"),
+    ("eager", "latency", 1, "fp32"),
+    ("eager", "throughput", 2, "fp32"),
     ("eager", "latency", 1, "bf16"),
-    ("torchscript", "latency", 1, "fp32"), ("torchscript", "latency", 1, "bf16"),
+    ("torchscript", "latency", 1, "fp32"),
+    ("torchscript", "latency", 1, "bf16"),
     pytest.param("torchscript", "throughput", 2, "fp32", marks=COSTLY_IN_SMOKE),
     ("compile", "latency", 1, "fp32"),
     pytest.param("compile", "throughput", 2, "fp32", marks=COSTLY_IN_SMOKE),
@@ -126,7 +142,9 @@ def test_inference_modes_agree_with_eager(T, weights, mode, task, batch, precisi
 
 
 TRAIN = [
-    ("eager", "fp32"), ("torchscript", "fp32"), ("eager", "bf16"),
+    ("eager", "fp32"),
+    ("torchscript", "fp32"),
+    ("eager", "bf16"),
     pytest.param("torchscript", "bf16", marks=COSTLY_IN_SMOKE),
     pytest.param("compile", "fp32", marks=COSTLY_IN_SMOKE),
     pytest.param("compile", "bf16", marks=COSTLY_IN_SMOKE),
@@ -144,8 +162,9 @@ def reference_loss(T, weights):
 
 
 @pytest.mark.parametrize("mode,precision", TRAIN)
-def test_training_steps_learn_and_start_from_the_same_loss(T, weights, reference_loss, mode,
-                                                           precision):
+def test_training_steps_learn_and_start_from_the_same_loss(
+    T, weights, reference_loss, mode, precision
+):
     prepared = T.prepare(weights, mode, "train", TRAIN_BATCH, precision, image_size=SIZE)
     first, second = prepared.step(), prepared.step()
     assert isinstance(first, float)
@@ -165,6 +184,7 @@ def test_train_step_updates_weights_and_running_stats(T, weights):
 
 # ----------------------------------------------------------------------------- ONNX
 
+
 def test_onnx_export_checks_and_runs_in_onnxruntime(T):
     ort_adapter = require("onnxruntime")
     weights = resnet.init_weights(seed=1)
@@ -175,8 +195,12 @@ def test_onnx_export_checks_and_runs_in_onnxruntime(T):
     proto = onnx.load(str(path))
     onnx.checker.check_model(proto, full_check=True)
     (images_input,) = proto.graph.input
-    assert [d.dim_param for d in images_input.type.tensor_type.shape.dim] == \
-        ["batch", "", "height", "width"]
+    assert [d.dim_param for d in images_input.type.tensor_type.shape.dim] == [
+        "batch",
+        "",
+        "height",
+        "width",
+    ]
     # the file keeps the canonical weight names: BatchNorm is fused later, by ONNX Runtime
     assert set(resnet.param_shapes()) <= {t.name for t in proto.graph.initializer}
     assert {n.op_type for n in proto.graph.node} >= {"Conv", "BatchNormalization", "Gemm"}
@@ -201,6 +225,6 @@ def test_export_writes_model_onnx_and_keeps_the_mode(T, tmp_path, monkeypatch):
     model = T.build_resnet50(resnet.init_weights(seed=0)).train()
     with pytest.raises(RuntimeError, match="stop here"):
         T.export(model, tmp_path / "out")
-    (training, dims, optimize), = calls
+    ((training, dims, optimize),) = calls
     assert not training and model.training  # exported in eval mode, mode restored
     assert optimize is False and set(dims["x"]) == {0, 2, 3}

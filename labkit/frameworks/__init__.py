@@ -1,23 +1,17 @@
-"""One adapter per framework behind one small interface (d2l-style: read only the one you use).
+"""The framework registry: one entry per framework, one adapter behind one small interface.
 
-``labkit.frameworks.get(name)`` imports and returns the adapter module for ``name``; the
-framework itself is imported then, never by ``import labkit``. Static facts (modes, packages)
-live here so that the command line can validate choices without importing any framework.
+Each framework lives in its own package, ``labkit/frameworks/<name>/`` (d2l-style: read only the
+one you use): ``__init__.py`` declares its :class:`~labkit.frameworks.spec.FrameworkSpec`
+(framework-free), ``adapter.py`` imports the framework and implements
+:class:`~labkit.frameworks.spec.Adapter`, and optional ``graphs.py`` / ``distributed.py`` serve
+the optimisation and distributed notebooks.
 
-The adapter contract, which every module ``labkit/frameworks/<name>.py`` fulfils
-(images are host numpy arrays, NCHW float32; labels int64; weights are canonical
-``labkit.resnet`` dicts):
-
-- ``NAME``, ``MODES`` (tuple, the eager mode first)
-- ``version() -> str``
-- ``build_resnet50(weights) -> native eval-mode model``
-- ``to_canonical(model) -> dict[str, np.ndarray]``  (the weights written back out)
-- ``predict(model, images) -> np.ndarray`` logits
-- ``train_step(weights, images, labels, lr=0.1, momentum=0.9) -> (loss, new_weights)``
-- ``export(model, directory) -> Path`` and ``load_exported(path)`` (a callable: images -> logits)
-- ``prepare(weights, mode, task, batch_size, precision, image_size, device)``: the benchmark
-  callable (see :mod:`labkit.bench`)
+:func:`specs` reads the registered specs without importing any framework, so the command line,
+the runner, the plots and the guide can validate and label choices cheaply; :func:`get` imports
+a framework's adapter when it is needed. Adding a framework: write its package, add its name to
+:data:`REGISTRY`, run ``tests/test_registry.py`` (README, "Add a framework").
 """
+
 from __future__ import annotations
 
 import concurrent.futures
@@ -30,23 +24,60 @@ from dataclasses import dataclass
 from types import ModuleType
 
 from .. import _pins
+from .contract import Adapter, Exporter, FrameworkSpec, Trainer
 
-NAMES: tuple[str, ...] = ("torch", "tensorflow", "mindspore", "onnxruntime")
+__all__ = [
+    "MODES",
+    "NAMES",
+    "PACKAGES",
+    "REGISTRY",
+    "Adapter",
+    "Exporter",
+    "FrameworkSpec",
+    "FrameworkUnavailable",
+    "Trainer",
+    "available",
+    "get",
+    "probe_all",
+    "spec",
+    "specs",
+]
 
-#: the import name of each framework
-PACKAGES: dict[str, str] = {"torch": "torch", "tensorflow": "tensorflow",
-                            "mindspore": "mindspore", "onnxruntime": "onnxruntime"}
+#: the registered frameworks, in the order tables and figures list them: each is a package
+#: ``labkit.frameworks.<name>`` whose ``SPEC`` describes it
+REGISTRY: tuple[str, ...] = ("torch", "tensorflow", "mindspore", "onnxruntime")
+#: the framework every other one's logits are compared with (labkit.crosscheck)
+REFERENCE = "torch"
 
-#: the execution modes of each framework, eager (or the only mode) first
-MODES: dict[str, tuple[str, ...]] = {
-    "torch": ("eager", "torchscript", "compile"),
-    "tensorflow": ("eager", "function", "xla"),
-    "mindspore": ("pynative", "graph"),
-    "onnxruntime": ("ort",),
-}
 
-#: packages the doctor reports besides the frameworks
-EXTRA_PACKAGES: tuple[str, ...] = ("onnx",)
+@functools.cache
+def specs() -> tuple[FrameworkSpec, ...]:
+    """Every registered framework's spec, in registry order (imports no framework)."""
+    found = []
+    for name in REGISTRY:
+        declared = importlib.import_module(f"{__name__}.{name}").SPEC
+        if declared.name != name:
+            raise ValueError(f"labkit.frameworks.{name} declares a spec named {declared.name!r}")
+        found.append(declared)
+    return tuple(found)
+
+
+def spec(name: str) -> FrameworkSpec:
+    """The spec of ``name``; an unknown name raises ``ValueError`` listing the valid ones."""
+    for s in specs():
+        if s.name == name:
+            return s
+    raise ValueError(f"unknown framework {name!r}: valid frameworks are {', '.join(NAMES)}")
+
+
+#: derived views of the specs, for the many places that need only one field
+NAMES: tuple[str, ...] = tuple(s.name for s in specs())
+PACKAGES: dict[str, str] = {s.name: s.import_name for s in specs()}
+MODES: dict[str, tuple[str, ...]] = {s.name: s.modes for s in specs()}
+#: packages the doctor reports besides the frameworks (e.g. onnx, which ONNX Runtime's model needs)
+EXTRA_PACKAGES: tuple[str, ...] = tuple(
+    dict.fromkeys(p for s in specs() for p in s.extra_packages if p not in PACKAGES.values())
+)
 
 
 class FrameworkUnavailable(RuntimeError):
@@ -54,13 +85,22 @@ class FrameworkUnavailable(RuntimeError):
 
 
 def check_name(name: str) -> str:
-    if name not in NAMES:
-        raise ValueError(f"unknown framework {name!r}: valid frameworks are {', '.join(NAMES)}")
-    return name
+    return spec(name).name
+
+
+def distributions(package: str) -> tuple[str, ...]:
+    """The pip distributions that provide the import name ``package``, preferred first."""
+    declared = next((s.distributions for s in specs() if s.import_name == package), ())
+    return declared or (package,)
+
+
+def requirement(package: str) -> str:
+    """The pinned requirement that installs ``package``, e.g. 'tensorflow-cpu==2.21.0'."""
+    return _pins.requirement(*distributions(package))
 
 
 def install_hint(package: str) -> str:
-    return f"run `make install` (or: pip install {_pins.requirement(package)!r}) and restart the kernel"
+    return f"run `make install` (or: pip install {requirement(package)!r}) and restart the kernel"
 
 
 @dataclass(frozen=True)
@@ -75,11 +115,15 @@ class Probe:
 
     @property
     def status(self) -> str:
-        return "ok" if self.importable else ("not installed" if self.version is None else "import fails")
+        return (
+            "ok"
+            if self.importable
+            else ("not installed" if self.version is None else "import fails")
+        )
 
 
 def installed_version(package: str) -> str | None:
-    for dist in _pins.distributions(package):
+    for dist in distributions(package):
         try:
             return importlib.metadata.version(dist)
         except importlib.metadata.PackageNotFoundError:
@@ -91,13 +135,18 @@ def _probe(package: str, timeout: float = 120.0) -> Probe:
     version = installed_version(package)
     code = f"import labkit, {package}"
     try:
-        proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                              timeout=timeout)
+        proc = subprocess.run(
+            [sys.executable, "-c", code],
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            check=False,
+        )
         ok, err = proc.returncode == 0, proc.stderr
     except subprocess.TimeoutExpired:
         ok, err = False, f"import did not finish within {timeout:.0f} s"
     lines = [ln.strip() for ln in err.splitlines() if ln.strip()]
-    error = "" if ok else (lines[-1] if lines else f"the interpreter exited abnormally")
+    error = "" if ok else (lines[-1] if lines else "the interpreter exited abnormally")
     return Probe(package, version, ok, error, "" if ok else install_hint(package))
 
 
@@ -117,12 +166,12 @@ def available() -> list[str]:
 
 def get(name: str) -> ModuleType:
     """The adapter module for ``name``; raises ``FrameworkUnavailable`` with the fix if missing."""
-    check_name(name)
-    package = PACKAGES[name]
+    s = spec(name)
     try:
-        importlib.import_module(package)
+        importlib.import_module(s.import_name)
     except Exception as exc:  # ImportError, or a broken binary's RuntimeError
         raise FrameworkUnavailable(
-            f"{name} is not available here ({type(exc).__name__}: {exc}); {install_hint(package)}"
+            f"{name} is not available here ({type(exc).__name__}: {exc}); "
+            f"{install_hint(s.import_name)}"
         ) from exc
-    return importlib.import_module(f"{__name__}.{name}")
+    return importlib.import_module(s.adapter_module)

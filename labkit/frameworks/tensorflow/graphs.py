@@ -19,10 +19,11 @@ The entry points used here (``tf_optimizer.OptimizeGraph`` and the variable-free
 ``convert_to_constants``) are what TensorFlow's own converters (TF Lite) call; they are internal
 APIs, checked by the tests against the pinned TensorFlow.
 """
+
 from __future__ import annotations
 
 import warnings
-from typing import Callable, Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
 import tensorflow as tf
@@ -30,14 +31,26 @@ from tensorflow.core.protobuf import config_pb2, meta_graph_pb2
 from tensorflow.python.framework import convert_to_constants
 from tensorflow.python.grappler import tf_optimizer
 
-from ..graphs import OpCounts
+from ...graphs import OpCounts
 
 #: node kinds that do no arithmetic on tensors
-BOOKKEEPING: frozenset[str] = frozenset({"Const", "Identity", "Placeholder", "ReadVariableOp",
-                                         "NoOp", "VarHandleOp"})
+BOOKKEEPING: frozenset[str] = frozenset(
+    {"Const", "Identity", "Placeholder", "ReadVariableOp", "NoOp", "VarHandleOp"}
+)
 #: a few of Grappler's optimisers, by the names ``RewriterConfig.optimizers`` accepts
-OPTIMIZERS: tuple[str, ...] = ("pruning", "function", "constfold", "shape", "arithmetic",
-                               "layout", "remapper", "memory", "loop", "dependency", "debug_stripper")
+OPTIMIZERS: tuple[str, ...] = (
+    "pruning",
+    "function",
+    "constfold",
+    "shape",
+    "arithmetic",
+    "layout",
+    "remapper",
+    "memory",
+    "loop",
+    "dependency",
+    "debug_stripper",
+)
 
 
 def trace(fn: Callable, images: np.ndarray) -> tf.types.experimental.ConcreteFunction:
@@ -45,7 +58,7 @@ def trace(fn: Callable, images: np.ndarray) -> tf.types.experimental.ConcreteFun
     for ``images``' shape and dtype."""
     if isinstance(fn, tf.keras.Model):
         model = fn
-        fn = lambda x: model(x, training=False)  # noqa: E731
+        fn = lambda x: model(x, training=False)
     if not hasattr(fn, "get_concrete_function"):
         fn = tf.function(fn)
     spec = tf.TensorSpec(np.shape(images), tf.as_dtype(np.asarray(images).dtype))
@@ -65,14 +78,19 @@ def graph_def(cf) -> tf.compat.v1.GraphDef:
 
 def freeze(cf) -> tf.compat.v1.GraphDef:
     """The traced graph with every variable read replaced by a constant holding its value."""
-    data = convert_to_constants._FunctionConverterDataInEager(  # noqa: SLF001 (see module doc)
-        func=cf, lower_control_flow=True, aggressive_inlining=False)
-    frozen, _ = convert_to_constants._replace_variables_by_constants(converter_data=data)  # noqa: SLF001
+    data = convert_to_constants._FunctionConverterDataInEager(
+        func=cf, lower_control_flow=True, aggressive_inlining=False
+    )
+    frozen, _ = convert_to_constants._replace_variables_by_constants(converter_data=data)
     return frozen
 
 
-def grappler(gd: tf.compat.v1.GraphDef, inputs: Sequence[str], outputs: Sequence[str],
-             optimizers: Sequence[str] | None = None) -> tf.compat.v1.GraphDef:
+def grappler(
+    gd: tf.compat.v1.GraphDef,
+    inputs: Sequence[str],
+    outputs: Sequence[str],
+    optimizers: Sequence[str] | None = None,
+) -> tf.compat.v1.GraphDef:
     """Run Grappler on ``gd``, keeping ``inputs`` and ``outputs`` (tensor names like ``"x:0"``).
 
     ``optimizers=None`` runs the default meta-optimizer pipeline (what a tf.function call runs);
@@ -80,8 +98,9 @@ def grappler(gd: tf.compat.v1.GraphDef, inputs: Sequence[str], outputs: Sequence
     """
     unknown = [o for o in optimizers or () if o not in OPTIMIZERS]
     if unknown:
-        raise ValueError(f"unknown Grappler optimizer(s) {unknown}: valid names include "
-                         f"{', '.join(OPTIMIZERS)}")
+        raise ValueError(
+            f"unknown Grappler optimizer(s) {unknown}: valid names include {', '.join(OPTIMIZERS)}"
+        )
     with tf.Graph().as_default() as graph:
         tf.compat.v1.import_graph_def(gd, name="")
         meta = tf.compat.v1.train.export_meta_graph(graph_def=gd, graph=graph)
@@ -100,28 +119,37 @@ def counts(gd: tf.compat.v1.GraphDef) -> OpCounts:
     return OpCounts.of(kinds, lambda k: k in BOOKKEEPING)
 
 
-def run(gd: tf.compat.v1.GraphDef, inputs: Sequence[str], outputs: Sequence[str],
-        *values: np.ndarray) -> list[np.ndarray]:
+def run(
+    gd: tf.compat.v1.GraphDef, inputs: Sequence[str], outputs: Sequence[str], *values: np.ndarray
+) -> list[np.ndarray]:
     """Execute a ``GraphDef`` in a fresh graph and session: ``outputs`` for the given inputs."""
     if len(values) != len(inputs):
-        raise ValueError(f"the graph takes {len(inputs)} input(s) {list(inputs)}, got {len(values)}")
+        raise ValueError(
+            f"the graph takes {len(inputs)} input(s) {list(inputs)}, got {len(values)}"
+        )
     with tf.Graph().as_default() as graph:
         tf.compat.v1.import_graph_def(gd, name="")
         with tf.compat.v1.Session(graph=graph) as sess:
             return sess.run(list(outputs), dict(zip(inputs, values)))
 
 
-def stages(model: tf.keras.Model, images_nhwc: np.ndarray) -> tuple[dict[str, tf.compat.v1.GraphDef],
-                                                                    list[str], list[str]]:
+def stages(
+    model: tf.keras.Model, images_nhwc: np.ndarray
+) -> tuple[dict[str, tf.compat.v1.GraphDef], list[str], list[str]]:
     """ResNet-50's inference graph ``{"traced", "frozen", "grappler"}`` and its input/output names."""
     cf = trace(model, images_nhwc)
     inputs, outputs = io_names(cf)
     frozen = freeze(cf)
-    return ({"traced": graph_def(cf), "frozen": frozen,
-             "grappler": grappler(frozen, inputs, outputs)}, inputs, outputs)
+    return (
+        {"traced": graph_def(cf), "frozen": frozen, "grappler": grappler(frozen, inputs, outputs)},
+        inputs,
+        outputs,
+    )
 
 
-def tflite_callable(tflite_model: bytes, threads: int | None = None) -> Callable[[np.ndarray], np.ndarray]:
+def tflite_callable(
+    tflite_model: bytes, threads: int | None = None
+) -> Callable[[np.ndarray], np.ndarray]:
     """A loaded TF Lite interpreter as a callable: NCHW float32 images -> logits (numpy).
 
     The interpreter is created once and resized only when the batch shape changes, as an app

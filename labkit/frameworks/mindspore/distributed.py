@@ -16,6 +16,7 @@ What MindSpore asks you to write, in order:
 PyNative mode (MindSpore 2.x's default, eager) throughout. Run through :mod:`labkit.distributed`;
 ``msrun`` runs a script file, so the launcher writes a two-line entry script that runs this module.
 """
+
 from __future__ import annotations
 
 import os
@@ -24,7 +25,7 @@ import time
 
 import numpy as np
 
-from .. import distributed, resnet
+from ... import distributed, resnet
 
 
 def main() -> None:
@@ -36,16 +37,22 @@ def main() -> None:
         init()  # serves the cluster until the workers leave; errors go to msrun's scheduler.log
         return
     launched = "MS_ROLE" in os.environ
-    rank = int(os.environ.get("RANK_ID", 0))
-    distributed.run_worker("mindspore", rank, lambda: train(args, launched, rank), args.out,
-                           hard_exit=False)
+    rank = int(os.environ.get("RANK_ID", "0"))
+    distributed.run_worker(
+        "mindspore", rank, lambda: train(args, launched, rank), args.out, hard_exit=False
+    )
 
 
 class Synthetic:
     """Random-access source for ``GeneratorDataset``: sample i is the same in every process."""
 
     def __init__(self, length: int, image_size: int, seed: int, num_classes: int):
-        self.length, self.image_size, self.seed, self.num_classes = length, image_size, seed, num_classes
+        self.length, self.image_size, self.seed, self.num_classes = (
+            length,
+            image_size,
+            seed,
+            num_classes,
+        )
 
     def __len__(self) -> int:
         return self.length
@@ -60,7 +67,7 @@ def build_model(name: str, seed: int):
     from mindspore import nn
 
     if name == "resnet50":
-        from . import mindspore as adapter
+        from . import adapter
 
         return adapter.build_resnet50(resnet.init_weights(seed))
     ms.set_seed(seed)
@@ -82,14 +89,14 @@ def build_model(name: str, seed: int):
 
 def weights_of(net, name: str) -> dict[str, np.ndarray]:
     if name == "resnet50":
-        from . import mindspore as adapter
+        from . import adapter
 
         return adapter.to_canonical(net)
     return {n: np.array(p.asnumpy(), copy=True) for n, p in net.parameters_and_names()}
 
 
 def train(args, launched: bool, rank: int) -> None:
-    from . import mindspore as adapter
+    from . import adapter
 
     if args.threads:
         adapter.set_threads(args.threads)
@@ -101,7 +108,9 @@ def train(args, launched: bool, rank: int) -> None:
     t0 = time.perf_counter()
     if launched:
         init()  # joins the cluster that msrun described in the environment
-        ms.set_auto_parallel_context(parallel_mode=ms.ParallelMode.DATA_PARALLEL, gradients_mean=True)
+        ms.set_auto_parallel_context(
+            parallel_mode=ms.ParallelMode.DATA_PARALLEL, gradients_mean=True
+        )
     world = get_group_size() if launched else 1
     init_s = time.perf_counter() - t0
 
@@ -110,7 +119,9 @@ def train(args, launched: bool, rank: int) -> None:
     num_classes = int(dict(net.parameters_and_names())["fc.bias"].shape[0])
     source = Synthetic(args.steps * args.batch * world, args.image_size, args.seed, num_classes)
     shards = {"num_shards": world, "shard_id": rank} if launched else {}
-    data = mds.GeneratorDataset(source, ["image", "label"], shuffle=False, **shards).batch(args.batch)
+    data = mds.GeneratorDataset(source, ["image", "label"], shuffle=False, **shards).batch(
+        args.batch
+    )
 
     loss_fn = nn.CrossEntropyLoss()
     optimizer = nn.Momentum(net.trainable_params(), learning_rate=args.lr, momentum=args.momentum)
@@ -131,12 +142,27 @@ def train(args, launched: bool, rank: int) -> None:
     weights = weights_of(net, args.model)
 
     params = int(sum(np.prod(p.shape) for p in net.trainable_params()))
-    result = {"framework": "mindspore", "version": ms.__version__, "rank": rank, "world_size": world,
-              "launcher": "msrun" if launched else "single process",
-              "backend": "DATA_PARALLEL (CPU collectives)" if launched else "", "device": "cpu",
-              "threads": args.threads or "default", "pid": os.getpid(), "model": args.model, "batch": args.batch,
-              "image_size": args.image_size, "steps": args.steps, "losses": losses, "step_s": step_s, "data_sum": data_sum,
-              "init_s": init_s, "parameters": params, "gradient_mb": params * 4 / 1e6}
+    result = {
+        "framework": "mindspore",
+        "version": ms.__version__,
+        "rank": rank,
+        "world_size": world,
+        "launcher": "msrun" if launched else "single process",
+        "backend": "DATA_PARALLEL (CPU collectives)" if launched else "",
+        "device": "cpu",
+        "threads": args.threads or "default",
+        "pid": os.getpid(),
+        "model": args.model,
+        "batch": args.batch,
+        "image_size": args.image_size,
+        "steps": args.steps,
+        "losses": losses,
+        "step_s": step_s,
+        "data_sum": data_sum,
+        "init_s": init_s,
+        "parameters": params,
+        "gradient_mb": params * 4 / 1e6,
+    }
     if args.measure and launched:
         result.update(measure_allreduce(params, args.measure))
     distributed.write_result(args.out, rank, result, weights)

@@ -12,25 +12,30 @@ the BatchNorm names differ (``gamma``, ``beta``, ``moving_mean``, ``moving_varia
 MindSpore's BatchNorm ``momentum=0.9`` is PyTorch's ``momentum=0.1`` (the weight of the old
 running statistic, not of the new batch).
 """
+
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 import mindspore as ms
 import numpy as np
 from mindspore import nn, ops
 
-from .. import resnet
-from ..bench import DEVICES, Prepared, Unsupported, check_cell, check_choice
-from . import MODES as _ALL_MODES
+from ... import resnet
+from ...bench import DEVICES, Prepared, Unsupported, check_cell, check_choice, check_threads
+from . import SPEC
 
-NAME = "mindspore"
-MODES: tuple[str, ...] = _ALL_MODES[NAME]  # ("pynative", "graph")
+NAME = SPEC.name
+MODES = SPEC.modes
 
 #: canonical (torchvision) BatchNorm tensor name -> MindSpore's
-BN_NAMES: dict[str, str] = {"weight": "gamma", "bias": "beta",
-                            "running_mean": "moving_mean", "running_var": "moving_variance"}
+BN_NAMES: dict[str, str] = {
+    "weight": "gamma",
+    "bias": "beta",
+    "running_mean": "moving_mean",
+    "running_var": "moving_variance",
+}
 _BN_MODULES: frozenset[str] = frozenset(c.bn for c in resnet.all_convs())
 _BN_MOMENTUM = 0.9  # = torch's 0.1
 
@@ -54,23 +59,33 @@ def set_threads(n: int) -> None:
     ``RuntimeError`` (start a new process, as the benchmark runner does).
     """
     global _threads
-    if not isinstance(n, int) or isinstance(n, bool) or n < 1:
-        raise ValueError(f"thread count must be an integer >= 1, got {n!r}")
+    n = check_threads(n)
     if _threads == n:
         return
     if _threads is not None:
-        raise RuntimeError(f"MindSpore's CPU thread count is already {_threads} in this process and "
-                           f"can be set only once; start a new Python process to use {n}")
+        raise RuntimeError(
+            f"MindSpore's CPU thread count is already {_threads} in this process and "
+            f"can be set only once; start a new Python process to use {n}"
+        )
     ms.device_context.cpu.op_tuning.threads_num(n)
     _threads = n
 
 
 # --- the network -----------------------------------------------------------------------------
 
+
 def _conv(c: resnet.Conv) -> nn.Conv2d:
     # explicit symmetric padding ("pad"), as PyTorch; "same" would pad asymmetrically at stride 2
-    return nn.Conv2d(c.cin, c.cout, c.kernel, stride=c.stride, pad_mode="pad", padding=c.padding,
-                     has_bias=False, weight_init="zeros")
+    return nn.Conv2d(
+        c.cin,
+        c.cout,
+        c.kernel,
+        stride=c.stride,
+        pad_mode="pad",
+        padding=c.padding,
+        has_bias=False,
+        weight_init="zeros",
+    )
 
 
 def _bn(c: resnet.Conv) -> nn.BatchNorm2d:
@@ -156,8 +171,10 @@ def to_canonical(net: nn.Cell) -> dict[str, np.ndarray]:
     """The Cell's weights under canonical names, as float32 numpy arrays (copies)."""
     params = dict(net.parameters_and_names())
     num_classes = int(params["fc.bias"].shape[0])
-    return {name: np.array(params[native_name(name)].asnumpy(), dtype=np.float32, copy=True)
-            for name in resnet.param_shapes(num_classes)}
+    return {
+        name: np.array(params[native_name(name)].asnumpy(), dtype=np.float32, copy=True)
+        for name in resnet.param_shapes(num_classes)
+    }
 
 
 def predict(net: nn.Cell, images: np.ndarray) -> np.ndarray:
@@ -168,6 +185,7 @@ def predict(net: nn.Cell, images: np.ndarray) -> np.ndarray:
 
 
 # --- training --------------------------------------------------------------------------------
+
 
 def _train_fn(net: nn.Cell, lr: float, momentum: float, graph: bool) -> Callable:
     """One step (forward, backward, momentum-SGD update) as ``fn(images, labels) -> loss``.
@@ -196,8 +214,13 @@ def _labels(labels: np.ndarray) -> ms.Tensor:
     return ms.Tensor(np.asarray(labels, dtype=np.int32))
 
 
-def train_step(weights: dict[str, np.ndarray], images: np.ndarray, labels: np.ndarray,
-               lr: float = 0.1, momentum: float = 0.9) -> tuple[float, dict[str, np.ndarray]]:
+def train_step(
+    weights: dict[str, np.ndarray],
+    images: np.ndarray,
+    labels: np.ndarray,
+    lr: float = 0.1,
+    momentum: float = 0.9,
+) -> tuple[float, dict[str, np.ndarray]]:
     """One SGD-with-momentum step in train mode (batch statistics) from ``weights``.
 
     Returns the loss before the update and the new canonical weights (BatchNorm running
@@ -226,7 +249,8 @@ def _use_device(device: str) -> str:
         raise Unsupported(
             f"MindSpore {ms.__version__} found no usable CUDA GPU. The mindspore wheel carries its "
             "GPU plugin (CUDA 11.1 and 11.6 builds); it loads when an NVIDIA driver, CUDA 11.6 "
-            "and cuDNN 8 are installed and on LD_LIBRARY_PATH (see https://www.mindspore.cn/install)")
+            "and cuDNN 8 are installed and on LD_LIBRARY_PATH (see https://www.mindspore.cn/install)"
+        )
     ms.set_device("GPU")
     return "GPU"
 
@@ -248,8 +272,15 @@ def _bf16_failure() -> str | None:
     return None
 
 
-def prepare(weights: dict[str, np.ndarray], mode: str, task: str, batch_size: int,
-            precision: str = "fp32", image_size: int = 224, device: str = "cpu") -> Prepared:
+def prepare(
+    weights: dict[str, np.ndarray],
+    mode: str,
+    task: str,
+    batch_size: int,
+    precision: str = "fp32",
+    image_size: int = 224,
+    device: str = "cpu",
+) -> Prepared:
     """The benchmark callable for one mode x task x precision x device (see :mod:`labkit.bench`).
 
     ``pynative`` calls the Cell (or the training step) as plain Python; ``graph`` wraps the same
@@ -265,10 +296,14 @@ def prepare(weights: dict[str, np.ndarray], mode: str, task: str, batch_size: in
     if precision == "bf16":
         failure = _bf16_failure()
         if failure is not None:
-            raise Unsupported(f"MindSpore {ms.__version__} cannot run bfloat16 convolutions on "
-                              f"the {target}: {failure}")
+            raise Unsupported(
+                f"MindSpore {ms.__version__} cannot run bfloat16 convolutions on "
+                f"the {target}: {failure}"
+            )
     num_classes = resnet.validate_weights(weights)
-    images, labels = resnet.random_batch(int(batch_size), image_size, seed=0, num_classes=num_classes)
+    images, labels = resnet.random_batch(
+        int(batch_size), image_size, seed=0, num_classes=num_classes
+    )
     net: nn.Cell = build_resnet50(weights)
     notes = [target]
     if precision == "bf16":
@@ -279,8 +314,11 @@ def prepare(weights: dict[str, np.ndarray], mode: str, task: str, batch_size: in
     if task == "train":
         run = _train_fn(net, BENCH_LR, 0.9, graph=graph)
         y = _labels(labels)
-        how = ("mindspore.jit of the whole step (forward, value_and_grad, nn.Momentum)" if graph
-               else "PyNative: forward, value_and_grad, nn.Momentum")
+        how = (
+            "mindspore.jit of the whole step (forward, value_and_grad, nn.Momentum)"
+            if graph
+            else "PyNative: forward, value_and_grad, nn.Momentum"
+        )
 
         def step() -> np.ndarray:
             return run(ms.Tensor(images), y).asnumpy()
@@ -292,8 +330,11 @@ def prepare(weights: dict[str, np.ndarray], mode: str, task: str, batch_size: in
             return logits if precision == "fp32" else ops.cast(logits, ms.float32)
 
         run = ms.jit(forward) if graph else forward
-        how = ("mindspore.jit(capture_mode='ast') of the forward pass" if graph
-               else "PyNative: plain Cell calls")
+        how = (
+            "mindspore.jit(capture_mode='ast') of the forward pass"
+            if graph
+            else "PyNative: plain Cell calls"
+        )
 
         def step() -> np.ndarray:
             return run(ms.Tensor(images)).asnumpy()
@@ -302,6 +343,7 @@ def prepare(weights: dict[str, np.ndarray], mode: str, task: str, batch_size: in
 
 
 # --- export ----------------------------------------------------------------------------------
+
 
 def export(net: nn.Cell, directory: str | Path) -> Path:
     """Write ``net`` as MindIR (``mindspore.export``) under ``directory``; returns the file.

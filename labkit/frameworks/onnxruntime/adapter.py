@@ -25,6 +25,7 @@ process, which is one reason the benchmark runner gives every cell its own proce
 canonical names); it works for sessions made here (:func:`build_resnet50`,
 :func:`session_from_file`).
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -37,12 +38,13 @@ import onnx
 import onnxruntime as ort
 from onnx import numpy_helper
 
-from .. import resnet
-from ..bench import DEVICES, Prepared, Unsupported, check_cell, check_choice
-from . import installed_version
+from ... import resnet
+from ...bench import DEVICES, Prepared, Unsupported, check_cell, check_choice, check_threads
+from .. import get, installed_version, spec
+from . import SPEC
 
-NAME = "onnxruntime"
-MODES: tuple[str, ...] = ("ort",)
+NAME = SPEC.name
+MODES = SPEC.modes
 
 _threads: int | None = None  # None: ONNX Runtime's default (one thread per physical core)
 
@@ -54,9 +56,7 @@ def version() -> str:
 def set_threads(n: int) -> None:
     """Use ``n`` intra-op threads in every session created from now on."""
     global _threads
-    if n < 1:
-        raise ValueError(f"thread count must be >= 1, got {n}")
-    _threads = int(n)
+    _threads = check_threads(n)
 
 
 class ResNetSession(ort.InferenceSession):
@@ -82,8 +82,10 @@ def _providers(device: str) -> list[str]:
         return ["CPUExecutionProvider"]
     have = ort.get_available_providers()
     if "CUDAExecutionProvider" not in have:
-        raise Unsupported(f"onnxruntime {ort.__version__} here has no CUDAExecutionProvider "
-                          f"(it has {', '.join(have)}); install onnxruntime-gpu for a CUDA GPU")
+        raise Unsupported(
+            f"onnxruntime {ort.__version__} here has no CUDAExecutionProvider "
+            f"(it has {', '.join(have)}); install onnxruntime-gpu for a CUDA GPU"
+        )
     return ["CUDAExecutionProvider", "CPUExecutionProvider"]
 
 
@@ -116,7 +118,7 @@ def _write_atomically(model: onnx.ModelProto, path: Path) -> None:
 
 def _exporter_key() -> str:
     """What the exported graph depends on: the exporter's versions and the torch adapter's code."""
-    code = Path(__file__).with_name("torch.py").read_bytes()
+    code = (spec(SPEC.exported_from).folder / "adapter.py").read_bytes()
     versions = "-".join(f"{p}{installed_version(p)}" for p in ("torch", "onnxscript", "onnx"))
     return hashlib.sha256(versions.encode() + code).hexdigest()[:16]
 
@@ -125,7 +127,7 @@ def _template(num_classes: int) -> Path:
     """The exported graph for this class count, exported by PyTorch once and cached."""
     path = _cache_dir() / f"resnet50-{_exporter_key()}-c{num_classes}.onnx"
     if not path.exists():
-        from . import torch as torch_adapter  # the exporter; imported only when needed
+        torch_adapter = get(SPEC.exported_from)  # the exporter; imported only when needed
 
         with tempfile.TemporaryDirectory(dir=path.parent) as tmp:
             model = torch_adapter.build_resnet50(resnet.init_weights(0, num_classes))
@@ -170,13 +172,17 @@ def build_resnet50(weights: dict[str, np.ndarray], device: str = "cpu") -> ResNe
 def to_canonical(session: ResNetSession) -> dict[str, np.ndarray]:
     """The canonical weights stored in the session's ONNX file (exact copies)."""
     if not isinstance(session, ResNetSession):
-        raise ValueError("to_canonical needs a session made by labkit (build_resnet50 or "
-                         "session_from_file): ONNX Runtime does not hand its weights back")
+        raise ValueError(
+            "to_canonical needs a session made by labkit (build_resnet50 or "
+            "session_from_file): ONNX Runtime does not hand its weights back"
+        )
     graph = onnx.load(str(session.model_path)).graph
     stored = {init.name: init for init in graph.initializer}
     num_classes = int(stored["fc.bias"].dims[0])
-    return {name: numpy_helper.to_array(stored[name]).astype(np.float32, copy=True)
-            for name in resnet.param_shapes(num_classes)}
+    return {
+        name: numpy_helper.to_array(stored[name]).astype(np.float32, copy=True)
+        for name in resnet.param_shapes(num_classes)
+    }
 
 
 def predict(session: ort.InferenceSession, images: np.ndarray) -> np.ndarray:
@@ -189,8 +195,15 @@ def predict(session: ort.InferenceSession, images: np.ndarray) -> np.ndarray:
 # Benchmark
 
 
-def prepare(weights: dict[str, np.ndarray], mode: str, task: str, batch_size: int,
-            precision: str = "fp32", image_size: int = 224, device: str = "cpu") -> Prepared:
+def prepare(
+    weights: dict[str, np.ndarray],
+    mode: str,
+    task: str,
+    batch_size: int,
+    precision: str = "fp32",
+    image_size: int = 224,
+    device: str = "cpu",
+) -> Prepared:
     """One inference batch through the optimised session (see :mod:`labkit.bench`).
 
     ``session.run`` takes the host array and returns host logits, so a step is complete
@@ -200,11 +213,14 @@ def prepare(weights: dict[str, np.ndarray], mode: str, task: str, batch_size: in
     num_classes = resnet.validate_weights(weights)
     images, _ = resnet.random_batch(int(batch_size), image_size, seed=0, num_classes=num_classes)
     if task == "train":
-        raise Unsupported("ONNX Runtime here is an inference engine; training needs "
-                          "onnxruntime-training")
+        raise Unsupported(
+            "ONNX Runtime here is an inference engine; training needs onnxruntime-training"
+        )
     if precision == "bf16":
-        raise Unsupported("ONNX's Conv operator has no bfloat16 type, so this model runs in "
-                          "fp32 only in ONNX Runtime")
+        raise Unsupported(
+            "ONNX's Conv operator has no bfloat16 type, so this model runs in "
+            "fp32 only in ONNX Runtime"
+        )
     session = build_resnet50(weights, device)
     name = session.get_inputs()[0].name
     notes = f"torch.onnx.export (dynamo) + ORT_ENABLE_ALL on {session.get_providers()[0]}"

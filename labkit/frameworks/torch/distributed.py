@@ -13,6 +13,7 @@ What PyTorch asks you to write, in order:
 
 Run as ``python -m labkit.frameworks.torch_distributed --out DIR ...`` (``--help``).
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -28,14 +29,19 @@ from torch import nn
 from torch.nn.parallel import DistributedDataParallel as DDP
 from torch.utils.data import DataLoader, Dataset, DistributedSampler
 
-from .. import distributed, resnet
+from ... import distributed, resnet
 
 
 class SyntheticImages(Dataset):
     """``length`` synthetic samples; sample i is the same in every process."""
 
     def __init__(self, length: int, image_size: int, seed: int, num_classes: int):
-        self.length, self.image_size, self.seed, self.num_classes = length, image_size, seed, num_classes
+        self.length, self.image_size, self.seed, self.num_classes = (
+            length,
+            image_size,
+            seed,
+            num_classes,
+        )
 
     def __len__(self) -> int:
         return self.length
@@ -62,7 +68,7 @@ class TinyNet(nn.Module):
 def build_model(name: str, seed: int) -> nn.Module:
     """ResNet-50 from the canonical weights (labkit.frameworks.torch) or the seeded TinyNet."""
     if name == "resnet50":
-        from . import torch as adapter
+        from . import adapter
 
         return adapter.build_resnet50(resnet.init_weights(seed)).train()
     torch.manual_seed(seed)
@@ -71,7 +77,7 @@ def build_model(name: str, seed: int) -> nn.Module:
 
 def weights_of(model: nn.Module, name: str) -> dict[str, np.ndarray]:
     if name == "resnet50":
-        from . import torch as adapter
+        from . import adapter
 
         return adapter.to_canonical(model)
     return {k: v.detach().cpu().numpy().copy() for k, v in model.state_dict().items()}
@@ -81,7 +87,7 @@ def main() -> None:
     args = distributed.worker_parser("torch").parse_args()
     distributed.start_watchdog(args.deadline)
     launched = "RANK" in os.environ
-    rank = int(os.environ.get("RANK", 0))
+    rank = int(os.environ.get("RANK", "0"))
     distributed.run_worker("torch", rank, lambda: train(args, launched, rank), args.out)
 
 
@@ -89,7 +95,7 @@ def train(args, launched: bool, rank: int) -> None:
     if args.threads:
         torch.set_num_threads(args.threads)
     cuda = torch.cuda.is_available()
-    device = torch.device(f"cuda:{int(os.environ.get('LOCAL_RANK', 0))}" if cuda else "cpu")
+    device = torch.device(f"cuda:{int(os.environ.get('LOCAL_RANK', '0'))}" if cuda else "cpu")
     backend = "nccl" if cuda else "gloo"
     if cuda:
         torch.cuda.set_device(device)
@@ -126,12 +132,27 @@ def train(args, launched: bool, rank: int) -> None:
     weights = weights_of(model, args.model)  # before the timing passes below touch BatchNorm
 
     params = sum(p.numel() for p in model.parameters())
-    result = {"framework": "torch", "version": torch.__version__, "rank": rank, "world_size": world,
-              "launcher": "torchrun" if launched else "single process", "backend": backend if launched else "",
-              "device": str(device), "threads": torch.get_num_threads(), "pid": os.getpid(),
-              "model": args.model, "batch": args.batch, "image_size": args.image_size, "steps": args.steps,
-              "losses": losses, "step_s": step_s, "data_sum": data_sum, "init_s": init_s, "parameters": params,
-              "gradient_mb": params * 4 / 1e6}
+    result = {
+        "framework": "torch",
+        "version": torch.__version__,
+        "rank": rank,
+        "world_size": world,
+        "launcher": "torchrun" if launched else "single process",
+        "backend": backend if launched else "",
+        "device": str(device),
+        "threads": torch.get_num_threads(),
+        "pid": os.getpid(),
+        "model": args.model,
+        "batch": args.batch,
+        "image_size": args.image_size,
+        "steps": args.steps,
+        "losses": losses,
+        "step_s": step_s,
+        "data_sum": data_sum,
+        "init_s": init_s,
+        "parameters": params,
+        "gradient_mb": params * 4 / 1e6,
+    }
     if args.measure:
         result.update(measure(net, model, loader, device, args.measure, launched, cuda))
     if launched:

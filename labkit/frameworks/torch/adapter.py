@@ -10,24 +10,26 @@ Modes: ``eager`` (plain ``nn.Module`` calls), ``torchscript`` (``torch.jit.trace
 ``torch.export``, kept because older code and the course's sources use it) and ``compile``
 (``torch.compile`` with the default Inductor backend).
 """
+
 from __future__ import annotations
 
 import contextlib
 import logging
 import warnings
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 import numpy as np
 import torch
 import torch.nn.functional as F
 from torch import nn
 
-from .. import resnet
-from ..bench import DEVICES, Prepared, Unsupported, check_cell, check_choice
+from ... import resnet
+from ...bench import DEVICES, Prepared, Unsupported, check_cell, check_choice, check_threads
+from . import SPEC
 
-NAME = "torch"
-MODES: tuple[str, ...] = ("eager", "torchscript", "compile")
+NAME = SPEC.name
+MODES = SPEC.modes
 
 
 def version() -> str:
@@ -36,9 +38,7 @@ def version() -> str:
 
 def set_threads(n: int) -> None:
     """Use ``n`` threads inside each operator (PyTorch's intra-op pool)."""
-    if n < 1:
-        raise ValueError(f"thread count must be >= 1, got {n}")
-    torch.set_num_threads(n)
+    torch.set_num_threads(check_threads(n))
 
 
 # --------------------------------------------------------------------------------------------
@@ -125,8 +125,10 @@ def to_canonical(model: nn.Module) -> dict[str, np.ndarray]:
     """The model's weights as canonical float32 numpy arrays (exact copies)."""
     state = model.state_dict()
     num_classes = state["fc.bias"].shape[0]
-    return {name: state[name].detach().cpu().float().numpy().copy()
-            for name in resnet.param_shapes(num_classes)}
+    return {
+        name: state[name].detach().cpu().float().numpy().copy()
+        for name in resnet.param_shapes(num_classes)
+    }
 
 
 def predict(model: nn.Module, images: np.ndarray) -> np.ndarray:
@@ -136,8 +138,13 @@ def predict(model: nn.Module, images: np.ndarray) -> np.ndarray:
         return model(x.to(next(model.parameters()).device)).float().cpu().numpy()
 
 
-def train_step(weights: dict[str, np.ndarray], images: np.ndarray, labels: np.ndarray,
-               lr: float = 0.1, momentum: float = 0.9) -> tuple[float, dict[str, np.ndarray]]:
+def train_step(
+    weights: dict[str, np.ndarray],
+    images: np.ndarray,
+    labels: np.ndarray,
+    lr: float = 0.1,
+    momentum: float = 0.9,
+) -> tuple[float, dict[str, np.ndarray]]:
     """One SGD-with-momentum step on mean cross-entropy, in train mode (batch statistics).
 
     Returns the loss before the update and the updated canonical weights (running statistics
@@ -162,8 +169,10 @@ def _torch_device(device: str) -> torch.device:
     if device == "cpu":
         return torch.device("cpu")
     if not torch.cuda.is_available():
-        raise Unsupported(f"no CUDA GPU visible to PyTorch {torch.__version__} "
-                          "(torch.cuda.is_available() is False; a CPU-only build or no GPU)")
+        raise Unsupported(
+            f"no CUDA GPU visible to PyTorch {torch.__version__} "
+            "(torch.cuda.is_available() is False; a CPU-only build or no GPU)"
+        )
     return torch.device("cuda")
 
 
@@ -197,8 +206,9 @@ def _compile(model: nn.Module) -> Callable:
         return torch.compile(model)
 
 
-def _inference_net(model: nn.Module, mode: str, example: torch.Tensor,
-                   autocast: Callable) -> tuple[Callable, str]:
+def _inference_net(
+    model: nn.Module, mode: str, example: torch.Tensor, autocast: Callable
+) -> tuple[Callable, str]:
     if mode == "eager":
         return model, "eager nn.Module, torch.inference_mode"
     if mode == "torchscript":
@@ -209,8 +219,9 @@ def _inference_net(model: nn.Module, mode: str, example: torch.Tensor,
     return _compile(model), "torch.compile (Inductor, default options), inference_mode"
 
 
-def _train_net(model: nn.Module, mode: str, example: torch.Tensor,
-               autocast: Callable) -> tuple[nn.Module, str]:
+def _train_net(
+    model: nn.Module, mode: str, example: torch.Tensor, autocast: Callable
+) -> tuple[nn.Module, str]:
     if mode == "eager":
         return model, "eager nn.Module"
     if mode == "torchscript":
@@ -225,8 +236,15 @@ def _train_net(model: nn.Module, mode: str, example: torch.Tensor,
 BENCH_LR = 1e-3
 
 
-def prepare(weights: dict[str, np.ndarray], mode: str, task: str, batch_size: int,
-            precision: str = "fp32", image_size: int = 224, device: str = "cpu") -> Prepared:
+def prepare(
+    weights: dict[str, np.ndarray],
+    mode: str,
+    task: str,
+    batch_size: int,
+    precision: str = "fp32",
+    image_size: int = 224,
+    device: str = "cpu",
+) -> Prepared:
     """The benchmark callable for one mode x task x precision x device (see :mod:`labkit.bench`).
 
     Inference (``latency``/``throughput``) runs the eval-mode model under
@@ -238,8 +256,9 @@ def prepare(weights: dict[str, np.ndarray], mode: str, task: str, batch_size: in
     check_cell(NAME, MODES, mode, task, batch_size, precision, device)
     dev = _torch_device(device)
     num_classes = resnet.validate_weights(weights)
-    images, labels = resnet.random_batch(int(batch_size), image_size, seed=0,
-                                         num_classes=num_classes)
+    images, labels = resnet.random_batch(
+        int(batch_size), image_size, seed=0, num_classes=num_classes
+    )
     model = build_resnet50(weights).to(dev)
     autocast = _autocast(precision, dev)
     example = torch.from_numpy(images).to(dev)
@@ -313,15 +332,26 @@ def export(model: nn.Module, directory: str | Path) -> Path:
     device = next(model.parameters()).device
     example = torch.from_numpy(resnet.random_batch(2, 64)[0]).to(device)
     Dim = torch.export.Dim
-    dims = {"x": {0: Dim("batch", min=1), 2: Dim("height", min=resnet.MIN_IMAGE_SIZE),
-                  3: Dim("width", min=resnet.MIN_IMAGE_SIZE)}}
+    dims = {
+        "x": {
+            0: Dim("batch", min=1),
+            2: Dim("height", min=resnet.MIN_IMAGE_SIZE),
+            3: Dim("width", min=resnet.MIN_IMAGE_SIZE),
+        }
+    }
     was_training = model.training
     model.eval()
     try:
         with _quiet_onnx_export():
-            program = torch.onnx.export(model, (example,), input_names=["images"],
-                                        output_names=["logits"], dynamic_shapes=dims,
-                                        optimize=False, verbose=False)
+            program = torch.onnx.export(
+                model,
+                (example,),
+                input_names=["images"],
+                output_names=["logits"],
+                dynamic_shapes=dims,
+                optimize=False,
+                verbose=False,
+            )
     finally:
         model.train(was_training)
     # the zero biases the exporter gives each Conv are computed from shapes: fold them
@@ -334,7 +364,9 @@ def export(model: nn.Module, directory: str | Path) -> Path:
 
 def load_exported(path: str | Path) -> Callable[[np.ndarray], np.ndarray]:
     """The exported ONNX model as a callable ``images -> logits``, run by ONNX Runtime."""
-    from . import onnxruntime as ort_adapter
+    from .. import get  # ONNX Runtime runs the ONNX file (through the registry: no import cycle)
+
+    ort_adapter = get("onnxruntime")
 
     session = ort_adapter.session_from_file(Path(path))
     return lambda images: ort_adapter.predict(session, images)

@@ -20,28 +20,33 @@ Execution modes (``MODES``):
   optimises the graph);
 - ``xla``: ``tf.function(jit_compile=True)``: the graph is compiled by XLA, which fuses ops.
 """
+
 from __future__ import annotations
 
 import functools
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 import keras
 import numpy as np
 import tensorflow as tf
 
-from .. import bench, resnet
+from ... import bench, resnet
+from . import SPEC
 
-NAME = "tensorflow"
-MODES: tuple[str, ...] = ("eager", "function", "xla")
+NAME = SPEC.name
+MODES = SPEC.modes
 
 #: Keras dtype policy per labkit precision; bf16 computes in bfloat16 and keeps float32 variables
 POLICIES: dict[str, str] = {"fp32": "float32", "bf16": "mixed_bfloat16"}
 
 #: how each mode is realised (recorded with every benchmark result)
-MODE_NOTES: dict[str, str] = {"eager": "eager ops", "function": "tf.function (Grappler graph)",
-                              "xla": "tf.function(jit_compile=True)"}
+MODE_NOTES: dict[str, str] = {
+    "eager": "eager ops",
+    "function": "tf.function (Grappler graph)",
+    "xla": "tf.function(jit_compile=True)",
+}
 
 BN_MOMENTUM = 0.9  # Keras' momentum is 1 - PyTorch's (0.1): the same running-average update
 
@@ -57,11 +62,12 @@ def set_threads(n: int) -> None:
     touches TensorFlow (the benchmark runner does it first thing in each fresh subprocess). A
     later call with a different count raises ``RuntimeError`` saying so.
     """
-    if n < 1:
-        raise ValueError(f"thread count must be >= 1, got {n}")
+    n = bench.check_threads(n)
     threading = tf.config.threading
-    current = (threading.get_intra_op_parallelism_threads(),
-               threading.get_inter_op_parallelism_threads())
+    current = (
+        threading.get_intra_op_parallelism_threads(),
+        threading.get_inter_op_parallelism_threads(),
+    )
     if current == (n, 1):
         return
     try:
@@ -70,10 +76,12 @@ def set_threads(n: int) -> None:
     except RuntimeError as exc:
         raise RuntimeError(
             f"TensorFlow's thread pools are already running ({exc}); call set_threads({n}) before "
-            "TensorFlow runs anything, e.g. at the top of a fresh process or kernel") from exc
+            "TensorFlow runs anything, e.g. at the top of a fresh process or kernel"
+        ) from exc
 
 
 # --------------------------------------------------------------------------- the model
+
 
 def keras_name(canonical: str) -> str:
     """The Keras layer name of a canonical module name: ``layer1.0.conv1`` -> ``layer1_0_conv1``."""
@@ -85,10 +93,18 @@ def _conv_bn(x, conv: resnet.Conv, dtype: str, relu: bool):
     name = keras_name(conv.conv)
     if conv.padding:
         x = keras.layers.ZeroPadding2D(conv.padding, name=f"{name}_pad", dtype=dtype)(x)
-    x = keras.layers.Conv2D(conv.cout, conv.kernel, strides=conv.stride, padding="valid",
-                            use_bias=False, name=name, dtype=dtype)(x)
-    x = keras.layers.BatchNormalization(epsilon=resnet.BN_EPS, momentum=BN_MOMENTUM,
-                                        name=keras_name(conv.bn), dtype=dtype)(x)
+    x = keras.layers.Conv2D(
+        conv.cout,
+        conv.kernel,
+        strides=conv.stride,
+        padding="valid",
+        use_bias=False,
+        name=name,
+        dtype=dtype,
+    )(x)
+    x = keras.layers.BatchNormalization(
+        epsilon=resnet.BN_EPS, momentum=BN_MOMENTUM, name=keras_name(conv.bn), dtype=dtype
+    )(x)
     if relu:
         x = keras.layers.ReLU(name=f"{name}_relu", dtype=dtype)(x)
     return x
@@ -128,9 +144,11 @@ def load_weights(model: keras.Model, weights: dict[str, np.ndarray]) -> None:
     resnet.validate_weights(weights, num_classes=model.get_layer("fc").units)
     for conv in resnet.all_convs():
         model.get_layer(keras_name(conv.conv)).set_weights(
-            [weights[f"{conv.conv}.weight"].transpose(2, 3, 1, 0)])
+            [weights[f"{conv.conv}.weight"].transpose(2, 3, 1, 0)]
+        )
         model.get_layer(keras_name(conv.bn)).set_weights(
-            [weights[f"{conv.bn}.{p}"] for p in ("weight", "bias", "running_mean", "running_var")])
+            [weights[f"{conv.bn}.{p}"] for p in ("weight", "bias", "running_mean", "running_var")]
+        )
     model.get_layer("fc").set_weights([weights["fc.weight"].T, weights["fc.bias"]])
 
 
@@ -153,8 +171,14 @@ def to_canonical(model: keras.Model) -> dict[str, np.ndarray]:
         (kernel,) = model.get_layer(keras_name(conv.conv)).get_weights()
         out[f"{conv.conv}.weight"] = np.ascontiguousarray(kernel.transpose(3, 2, 0, 1))
         gamma, beta, mean, var = model.get_layer(keras_name(conv.bn)).get_weights()
-        out.update({f"{conv.bn}.weight": gamma, f"{conv.bn}.bias": beta,
-                    f"{conv.bn}.running_mean": mean, f"{conv.bn}.running_var": var})
+        out.update(
+            {
+                f"{conv.bn}.weight": gamma,
+                f"{conv.bn}.bias": beta,
+                f"{conv.bn}.running_mean": mean,
+                f"{conv.bn}.running_var": var,
+            }
+        )
     kernel, bias = model.get_layer("fc").get_weights()
     out["fc.weight"] = np.ascontiguousarray(kernel.T)
     out["fc.bias"] = bias
@@ -174,16 +198,20 @@ def predict(model: keras.Model, images: np.ndarray) -> np.ndarray:
 
 def loss_fn(labels: tf.Tensor, logits: tf.Tensor) -> tf.Tensor:
     """Mean softmax cross-entropy over the batch (PyTorch's ``CrossEntropyLoss``)."""
-    return tf.reduce_mean(keras.losses.sparse_categorical_crossentropy(
-        labels, tf.cast(logits, tf.float32), from_logits=True))
+    return tf.reduce_mean(
+        keras.losses.sparse_categorical_crossentropy(
+            labels, tf.cast(logits, tf.float32), from_logits=True
+        )
+    )
 
 
 def _forward(model: keras.Model, images: tf.Tensor) -> tf.Tensor:
     return model(images, training=False)
 
 
-def _sgd_step(model: keras.Model, optimizer: keras.optimizers.Optimizer, images: tf.Tensor,
-              labels: tf.Tensor) -> tf.Tensor:
+def _sgd_step(
+    model: keras.Model, optimizer: keras.optimizers.Optimizer, images: tf.Tensor, labels: tf.Tensor
+) -> tf.Tensor:
     """Forward in training mode, backward with a GradientTape, one optimizer update; -> loss."""
     with tf.GradientTape() as tape:
         loss = loss_fn(labels, model(images, training=True))
@@ -213,8 +241,9 @@ def inference_fn(model: keras.Model, mode: str = "eager") -> Callable[[tf.Tensor
     return _wrap(functools.partial(_forward, model), mode)
 
 
-def train_fn(model: keras.Model, mode: str = "eager", lr: float = 0.1,
-             momentum: float = 0.9) -> Callable[[tf.Tensor, tf.Tensor], tf.Tensor]:
+def train_fn(
+    model: keras.Model, mode: str = "eager", lr: float = 0.1, momentum: float = 0.9
+) -> Callable[[tf.Tensor, tf.Tensor], tf.Tensor]:
     """A callable (NHWC images, labels) -> loss doing one SGD-with-momentum step on ``model``.
 
     Keras' SGD update (v = momentum * v - lr * g; w += v) takes the same first step as PyTorch's
@@ -225,8 +254,13 @@ def train_fn(model: keras.Model, mode: str = "eager", lr: float = 0.1,
     return _wrap(functools.partial(_sgd_step, model, optimizer), mode)
 
 
-def train_step(weights: dict[str, np.ndarray], images: np.ndarray, labels: np.ndarray,
-               lr: float = 0.1, momentum: float = 0.9) -> tuple[float, dict[str, np.ndarray]]:
+def train_step(
+    weights: dict[str, np.ndarray],
+    images: np.ndarray,
+    labels: np.ndarray,
+    lr: float = 0.1,
+    momentum: float = 0.9,
+) -> tuple[float, dict[str, np.ndarray]]:
     """One eager SGD step from ``weights``; returns the loss and the updated canonical weights.
 
     BatchNorm uses the batch statistics and updates its running averages, as PyTorch's train mode
@@ -242,6 +276,7 @@ def train_step(weights: dict[str, np.ndarray], images: np.ndarray, labels: np.nd
 
 # --------------------------------------------------------------------------- benchmarks
 
+
 def _policy(precision: str) -> str:
     return POLICIES[bench.check_choice(NAME, "precision", precision, bench.PRECISIONS)]
 
@@ -254,12 +289,20 @@ def _device_name(device: str) -> str:
         raise bench.Unsupported(
             "no GPU visible to TensorFlow; install the CUDA build: "
             "pip install 'tensorflow[and-cuda]' (Linux, NVIDIA driver required) in place of "
-            "tensorflow-cpu")
+            "tensorflow-cpu"
+        )
     return "/GPU:0"
 
 
-def prepare(weights: dict[str, np.ndarray], mode: str, task: str, batch_size: int,
-            precision: str = "fp32", image_size: int = 224, device: str = "cpu") -> bench.Prepared:
+def prepare(
+    weights: dict[str, np.ndarray],
+    mode: str,
+    task: str,
+    batch_size: int,
+    precision: str = "fp32",
+    image_size: int = 224,
+    device: str = "cpu",
+) -> bench.Prepared:
     """The benchmark callable for one cell; see :mod:`labkit.bench`.
 
     The host batch (numpy, NHWC) is made here; each ``step()`` converts it to a tensor on the
@@ -294,6 +337,7 @@ def prepare(weights: dict[str, np.ndarray], mode: str, task: str, batch_size: in
 
 
 # --------------------------------------------------------------------------- export
+
 
 def export(model: keras.Model, directory: str | Path) -> Path:
     """Write ``model`` as a TensorFlow SavedModel (Keras 3 ``model.export``) under ``directory``.

@@ -12,20 +12,30 @@ Three stages of one model, each a runnable TorchScript module:
 TorchScript is deprecated in PyTorch 2.x (``torch.compile`` / ``torch.export`` replace it); the
 course shows it because it makes a graph compiler's passes easy to see, and older code uses it.
 """
+
 from __future__ import annotations
 
 import numpy as np
 import torch
 from torch import nn
 
-from ..graphs import OpCounts
-from .torch import _quiet_torchscript
+from ...graphs import OpCounts
+from .adapter import _quiet_torchscript
 
 STAGES: tuple[str, ...] = ("traced", "frozen", "optimized")
 #: node kinds that do no arithmetic on tensors
-BOOKKEEPING: frozenset[str] = frozenset({
-    "prim::Constant", "prim::ConstantMKLDNNTensor", "prim::GetAttr", "prim::ListConstruct",
-    "prim::TupleConstruct", "prim::ListUnpack", "prim::TupleUnpack", "prim::NumToTensor"})
+BOOKKEEPING: frozenset[str] = frozenset(
+    {
+        "prim::Constant",
+        "prim::ConstantMKLDNNTensor",
+        "prim::GetAttr",
+        "prim::ListConstruct",
+        "prim::TupleConstruct",
+        "prim::ListUnpack",
+        "prim::TupleUnpack",
+        "prim::NumToTensor",
+    }
+)
 
 
 def graph_of(module: torch.jit.ScriptModule) -> torch.Graph:
@@ -48,7 +58,9 @@ def kinds(graph: torch.Graph) -> list[str]:
 
 
 def counts(module_or_graph: torch.jit.ScriptModule | torch.Graph) -> OpCounts:
-    graph = module_or_graph if isinstance(module_or_graph, torch.Graph) else graph_of(module_or_graph)
+    graph = (
+        module_or_graph if isinstance(module_or_graph, torch.Graph) else graph_of(module_or_graph)
+    )
     return OpCounts.of(kinds(graph), lambda k: k in BOOKKEEPING)
 
 

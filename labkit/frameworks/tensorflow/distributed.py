@@ -20,6 +20,7 @@ workers ("unsupported type PerReplica"), while the custom loop below works.
 
 Run as ``TF_CONFIG=... python -m labkit.frameworks.tensorflow_distributed --out DIR ...``.
 """
+
 from __future__ import annotations
 
 import json
@@ -29,7 +30,7 @@ import time
 
 import numpy as np
 
-from .. import distributed, resnet
+from ... import distributed, resnet
 
 
 def main() -> None:
@@ -46,7 +47,8 @@ def make_strategy(config):
     if not config:
         return tf.distribute.get_strategy()  # the default strategy: one plain process
     options = tf.distribute.experimental.CommunicationOptions(
-        implementation=tf.distribute.experimental.CommunicationImplementation.AUTO)
+        implementation=tf.distribute.experimental.CommunicationImplementation.AUTO
+    )
     return tf.distribute.MultiWorkerMirroredStrategy(communication_options=options)
 
 
@@ -54,22 +56,26 @@ def build_model(name: str, seed: int):
     import keras
 
     if name == "resnet50":
-        from . import tensorflow as adapter
+        from . import adapter
 
         return adapter.build_resnet50(resnet.init_weights(seed))
     keras.utils.set_random_seed(seed)
-    return keras.Sequential([  # TinyNet, as in torch_distributed: no BatchNorm
-        keras.Input((None, None, 3)),
-        keras.layers.Conv2D(16, 3, padding="same", activation="relu", name="conv1"),
-        keras.layers.ZeroPadding2D(1),
-        keras.layers.Conv2D(32, 3, strides=2, activation="relu", name="conv2"),
-        keras.layers.GlobalAveragePooling2D(),
-        keras.layers.Dense(distributed.TINY_CLASSES, name="fc")], name="tiny")
+    return keras.Sequential(
+        [  # TinyNet, as in torch_distributed: no BatchNorm
+            keras.Input((None, None, 3)),
+            keras.layers.Conv2D(16, 3, padding="same", activation="relu", name="conv1"),
+            keras.layers.ZeroPadding2D(1),
+            keras.layers.Conv2D(32, 3, strides=2, activation="relu", name="conv2"),
+            keras.layers.GlobalAveragePooling2D(),
+            keras.layers.Dense(distributed.TINY_CLASSES, name="fc"),
+        ],
+        name="tiny",
+    )
 
 
 def weights_of(model, name: str) -> dict[str, np.ndarray]:
     if name == "resnet50":
-        from . import tensorflow as adapter
+        from . import adapter
 
         return adapter.to_canonical(model)
     return {v.path: np.asarray(v.numpy()) for v in model.weights}
@@ -96,7 +102,7 @@ def dataset_fn(args, global_batch: int, num_classes: int):
 
 
 def train(args, config, rank: int) -> None:
-    from . import tensorflow as adapter
+    from . import adapter
 
     if args.threads:
         adapter.set_threads(args.threads)  # thread pools are fixed once TensorFlow starts
@@ -134,7 +140,10 @@ def train(args, config, rank: int) -> None:
     for i, (x, y) in enumerate(data):
         if i == 0:
             distributed.maybe_fault(rank, args)
-        data_sum += sum(float(tf.reduce_sum(tf.cast(v, tf.float64))) for v in strategy.experimental_local_results(x))
+        data_sum += sum(
+            float(tf.reduce_sum(tf.cast(v, tf.float64)))
+            for v in strategy.experimental_local_results(x)
+        )
         start = time.perf_counter()
         loss = float(step(x, y).numpy())  # .numpy() waits for the step to finish
         step_s.append(time.perf_counter() - start)
@@ -143,13 +152,27 @@ def train(args, config, rank: int) -> None:
     weights = weights_of(model, args.model)
 
     params = int(sum(np.prod(v.shape) for v in model.trainable_variables))
-    result = {"framework": "tensorflow", "version": tf.__version__, "rank": rank, "world_size": world,
-              "launcher": "TF_CONFIG" if config else "single process",
-              "backend": "MultiWorkerMirroredStrategy (AUTO collectives)" if config else "",
-              "device": "cpu", "threads": args.threads or "default", "pid": os.getpid(), "model": args.model,
-              "batch": args.batch, "image_size": args.image_size, "steps": args.steps,
-              "losses": losses, "step_s": step_s, "data_sum": data_sum, "init_s": init_s, "parameters": params,
-              "gradient_mb": params * 4 / 1e6}
+    result = {
+        "framework": "tensorflow",
+        "version": tf.__version__,
+        "rank": rank,
+        "world_size": world,
+        "launcher": "TF_CONFIG" if config else "single process",
+        "backend": "MultiWorkerMirroredStrategy (AUTO collectives)" if config else "",
+        "device": "cpu",
+        "threads": args.threads or "default",
+        "pid": os.getpid(),
+        "model": args.model,
+        "batch": args.batch,
+        "image_size": args.image_size,
+        "steps": args.steps,
+        "losses": losses,
+        "step_s": step_s,
+        "data_sum": data_sum,
+        "init_s": init_s,
+        "parameters": params,
+        "gradient_mb": params * 4 / 1e6,
+    }
     if args.measure and config:
         result.update(measure_allreduce(strategy, params, args.measure))
     distributed.write_result(args.out, rank, result, weights)
@@ -164,9 +187,13 @@ def measure_allreduce(strategy, params: int, repeats: int) -> dict:
     @tf.function
     def reduce():
         ctx = tf.distribute.get_replica_context
-        return strategy.run(lambda: tf.reduce_sum(ctx().all_reduce(tf.distribute.ReduceOp.SUM, flat)))
+        return strategy.run(
+            lambda: tf.reduce_sum(ctx().all_reduce(tf.distribute.ReduceOp.SUM, flat))
+        )
 
-    float(strategy.reduce(tf.distribute.ReduceOp.SUM, reduce(), axis=None).numpy())  # trace + warm up
+    float(
+        strategy.reduce(tf.distribute.ReduceOp.SUM, reduce(), axis=None).numpy()
+    )  # trace + warm up
     times = []
     for _ in range(repeats):
         start = time.perf_counter()

@@ -16,38 +16,47 @@ Also here: :func:`memory_steps`, the model's execution order and tensor sizes fo
 :func:`labkit.graphs.plan_memory`, and int8 quantisation (:func:`quantize_dynamic`,
 :func:`quantize_static`) with ONNX Runtime's quantization tool.
 """
+
 from __future__ import annotations
 
 import contextlib
 import logging
 import tempfile
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Iterable
 
 import numpy as np
 import onnx
 import onnxruntime as ort
 
-from ..graphs import OpCounts, Step
+from ...graphs import OpCounts, Step
 
 #: optimisation level names, lowest first, and ONNX Runtime's enum for each (those it has)
-_LEVEL_ENUM = {"disabled": "ORT_DISABLE_ALL", "basic": "ORT_ENABLE_BASIC",
-               "extended": "ORT_ENABLE_EXTENDED", "layout": "ORT_ENABLE_LAYOUT",
-               "all": "ORT_ENABLE_ALL"}
-LEVELS: tuple[str, ...] = tuple(k for k, v in _LEVEL_ENUM.items()
-                                if hasattr(ort.GraphOptimizationLevel, v))
+_LEVEL_ENUM = {
+    "disabled": "ORT_DISABLE_ALL",
+    "basic": "ORT_ENABLE_BASIC",
+    "extended": "ORT_ENABLE_EXTENDED",
+    "layout": "ORT_ENABLE_LAYOUT",
+    "all": "ORT_ENABLE_ALL",
+}
+LEVELS: tuple[str, ...] = tuple(
+    k for k, v in _LEVEL_ENUM.items() if hasattr(ort.GraphOptimizationLevel, v)
+)
 #: node kinds that do no arithmetic on tensors
 BOOKKEEPING: frozenset[str] = frozenset({"Constant", "Identity", "Shape"})
 
 
 def _level(level: str) -> ort.GraphOptimizationLevel:
     if level not in LEVELS:
-        raise ValueError(f"unknown optimisation level {level!r}: valid levels are {', '.join(LEVELS)}")
+        raise ValueError(
+            f"unknown optimisation level {level!r}: valid levels are {', '.join(LEVELS)}"
+        )
     return getattr(ort.GraphOptimizationLevel, _LEVEL_ENUM[level])
 
 
-def session_options(level: str = "all", threads: int | None = None,
-                    optimized_path: str | Path | None = None) -> ort.SessionOptions:
+def session_options(
+    level: str = "all", threads: int | None = None, optimized_path: str | Path | None = None
+) -> ort.SessionOptions:
     """Options for one CPU session; threads don't spin while idle (they would slow other work)."""
     so = ort.SessionOptions()
     so.graph_optimization_level = _level(level)
@@ -59,12 +68,17 @@ def session_options(level: str = "all", threads: int | None = None,
     return so
 
 
-def session(model: str | Path | bytes, level: str = "all", threads: int | None = None,
-            optimized_path: str | Path | None = None) -> ort.InferenceSession:
+def session(
+    model: str | Path | bytes,
+    level: str = "all",
+    threads: int | None = None,
+    optimized_path: str | Path | None = None,
+) -> ort.InferenceSession:
     """A CPU session on a model file (or a serialized model's bytes), optimised at ``level``."""
     source = model if isinstance(model, bytes) else str(model)
-    return ort.InferenceSession(source, session_options(level, threads, optimized_path),
-                                providers=["CPUExecutionProvider"])
+    return ort.InferenceSession(
+        source, session_options(level, threads, optimized_path), providers=["CPUExecutionProvider"]
+    )
 
 
 def optimize(path: str | Path, level: str, out: str | Path) -> Path:
@@ -75,8 +89,9 @@ def optimize(path: str | Path, level: str, out: str | Path) -> Path:
     return out
 
 
-def optimize_levels(path: str | Path, directory: str | Path,
-                    levels: tuple[str, ...] = LEVELS) -> dict[str, Path]:
+def optimize_levels(
+    path: str | Path, directory: str | Path, levels: tuple[str, ...] = LEVELS
+) -> dict[str, Path]:
     """The model rewritten at each level, as files ``<directory>/<level>.onnx``."""
     return {lv: optimize(path, lv, Path(directory) / f"{lv}.onnx") for lv in levels}
 
@@ -88,8 +103,10 @@ def load(model: str | Path | onnx.ModelProto) -> onnx.ModelProto:
 def counts(model: str | Path | onnx.ModelProto) -> OpCounts:
     """Node counts by operator; ORT's own operators carry their domain (``com.microsoft:FusedConv``)."""
     m = load(model)
-    kinds = [f"{n.domain}:{n.op_type}" if n.domain not in ("", "ai.onnx") else n.op_type
-             for n in m.graph.node]
+    kinds = [
+        f"{n.domain}:{n.op_type}" if n.domain not in ("", "ai.onnx") else n.op_type
+        for n in m.graph.node
+    ]
     return OpCounts.of(kinds, lambda k: k in BOOKKEEPING)
 
 
@@ -100,8 +117,9 @@ def run(model: str | Path | ort.InferenceSession, images: np.ndarray) -> np.ndar
     return sess.run(None, {name: np.ascontiguousarray(images, dtype=np.float32)})[0]
 
 
-def memory_steps(model: str | Path | onnx.ModelProto,
-                 images: np.ndarray) -> tuple[list[Step], dict[str, int], list[str]]:
+def memory_steps(
+    model: str | Path | onnx.ModelProto, images: np.ndarray
+) -> tuple[list[Step], dict[str, int], list[str]]:
     """Execution order, bytes of every intermediate tensor, and the graph outputs.
 
     The sizes are measured, not inferred: the model runs once on ``images`` with every node's
@@ -112,13 +130,20 @@ def memory_steps(model: str | Path | onnx.ModelProto,
     m.CopyFrom(load(model))
     outputs = [o.name for o in m.graph.output]
     outside = {i.name for i in m.graph.initializer} | {i.name for i in m.graph.input}
-    steps = [Step(n.name or n.op_type, tuple(t for t in n.input if t and t not in outside),
-                  tuple(t for t in n.output if t)) for n in m.graph.node]
+    steps = [
+        Step(
+            n.name or n.op_type,
+            tuple(t for t in n.input if t and t not in outside),
+            tuple(t for t in n.output if t),
+        )
+        for n in m.graph.node
+    ]
     inner = [t for s in steps for t in s.writes if t not in outputs]
     m.graph.output.extend(onnx.helper.make_empty_tensor_value_info(t) for t in inner)
     sess = session(m.SerializeToString(), "disabled")
-    values = sess.run(outputs + inner, {sess.get_inputs()[0].name:
-                                        np.ascontiguousarray(images, dtype=np.float32)})
+    values = sess.run(
+        outputs + inner, {sess.get_inputs()[0].name: np.ascontiguousarray(images, dtype=np.float32)}
+    )
     sizes = {name: int(np.asarray(v).nbytes) for name, v in zip(outputs + inner, values)}
     return steps, sizes, outputs
 
@@ -157,8 +182,9 @@ def quantize_dynamic(src: str | Path, out: str | Path) -> Path:
     out = Path(out)
     out.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory() as tmp, _quiet_quantization():
-        quantization.quantize_dynamic(str(_preprocessed(src, tmp)), str(out),
-                                      weight_type=quantization.QuantType.QInt8)
+        quantization.quantize_dynamic(
+            str(_preprocessed(src, tmp)), str(out), weight_type=quantization.QuantType.QInt8
+        )
     return out
 
 
@@ -187,8 +213,12 @@ def quantize_static(src: str | Path, out: str | Path, calibration: Iterable[np.n
             return None if batch is None else {name: batch}
 
     with tempfile.TemporaryDirectory() as tmp, _quiet_quantization():
-        quantization.quantize_static(str(_preprocessed(src, tmp)), str(out), Reader(),
-                                     quant_format=quantization.QuantFormat.QDQ,
-                                     weight_type=quantization.QuantType.QInt8,
-                                     activation_type=quantization.QuantType.QUInt8)
+        quantization.quantize_static(
+            str(_preprocessed(src, tmp)),
+            str(out),
+            Reader(),
+            quant_format=quantization.QuantFormat.QDQ,
+            weight_type=quantization.QuantType.QInt8,
+            activation_type=quantization.QuantType.QUInt8,
+        )
     return out

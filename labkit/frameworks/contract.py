@@ -1,0 +1,144 @@
+"""What the lab knows about a framework, and what its adapter must offer.
+
+Framework-free. Each framework package (``labkit/frameworks/<name>/__init__.py``) declares one
+:class:`FrameworkSpec` as ``SPEC``; the registry (:func:`labkit.frameworks.specs`) collects them,
+and every table of the lab (the runner's modes, the speedup baselines, the plots' colours, the
+selection guide's names, the distributed launchers) reads these fields instead of naming
+frameworks itself.
+
+:class:`Adapter` is the interface of ``labkit/frameworks/<name>/adapter.py``, the one module
+that imports the framework. ``tests/test_registry.py`` checks every registered adapter against
+it (and against its spec): a new framework that misses a piece fails there, by name.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+
+if TYPE_CHECKING:
+    import numpy as np
+
+from ..bench import TASKS as ALL_TASKS
+
+
+@dataclass(frozen=True)
+class FrameworkSpec:
+    """One framework, as data: reading it imports nothing but this module."""
+
+    name: str  #: registry key and the ``framework`` field of every result record
+    display: str  #: the name a learner reads ("PyTorch")
+    import_name: str  #: the package imported to use it, probed by ``labkit doctor``
+    modes: tuple[str, ...]  #: execution modes, the eager mode first where there is one
+    eager: str | None  #: the eager mode; None for a runtime of exported graphs only
+    color: str  #: its colour in every figure
+    tasks: tuple[str, ...] = ALL_TASKS  #: the benchmark tasks its adapter offers
+    #: deployment formats the lab writes with it (keys of labkit.deploy.FORMATS), the one that
+    #: ``adapter.export`` writes first
+    formats: tuple[str, ...] = ()
+    exported_from: str | None = None  #: the framework whose export it runs (ONNX Runtime: torch)
+    launcher: str | None = None  #: its data-parallel launcher, None when the lab has none
+    extra_packages: tuple[str, ...] = ()  #: packages whose versions its records also carry
+    #: the pip distributions that provide ``import_name``, preferred first (default: that name)
+    distributions: tuple[str, ...] = ()
+    summary: str = ""  #: one line: what it is and how the lab uses it
+
+    def __post_init__(self) -> None:
+        if not self.modes:
+            raise ValueError(f"framework spec {self.name!r} declares no modes")
+        if self.eager is not None and self.modes[0] != self.eager:
+            raise ValueError(
+                f"framework spec {self.name!r}: the eager mode {self.eager!r} must come first "
+                f"in modes {self.modes}"
+            )
+        if self.eager is None and self.exported_from is None:
+            raise ValueError(
+                f"framework spec {self.name!r} has no eager mode: name the framework it runs "
+                "exports of (exported_from), whose eager mode is its speedup baseline"
+            )
+        unknown = [t for t in self.tasks if t not in ALL_TASKS]
+        if unknown:
+            raise ValueError(f"framework spec {self.name!r}: unknown tasks {unknown}")
+
+    @property
+    def graph_modes(self) -> tuple[str, ...]:
+        """Every mode but the eager one (a runtime of exported graphs: all of its modes)."""
+        return tuple(m for m in self.modes if m != self.eager)
+
+    @property
+    def adapter_module(self) -> str:
+        return f"labkit.frameworks.{self.name}.adapter"
+
+    @property
+    def worker_module(self) -> str | None:
+        """The data-parallel worker module (run with ``python -m``), None without a launcher."""
+        return f"labkit.frameworks.{self.name}.distributed" if self.launcher else None
+
+    @property
+    def folder(self) -> Path:
+        """This framework's package folder (its files can be read without importing them)."""
+        return Path(__file__).resolve().parent / self.name
+
+
+@runtime_checkable
+class Adapter(Protocol):
+    """The module ``labkit/frameworks/<name>/adapter.py``: the only place that imports a framework.
+
+    Images are host numpy arrays, NCHW float32; labels int64; weights are canonical
+    :mod:`labkit.resnet` dicts. A framework whose spec lists ``train`` among its tasks also
+    provides ``train_step``; one whose spec lists ``formats`` also provides ``export`` and
+    ``load_exported`` (see :class:`Trainer`, :class:`Exporter`).
+    """
+
+    SPEC: FrameworkSpec
+
+    def version(self) -> str:
+        """The installed framework's version string."""
+
+    def set_threads(self, n: int) -> None:
+        """Use ``n`` intra-op threads (and one inter-op thread) from now on; idempotent."""
+
+    def build_resnet50(self, weights: dict[str, np.ndarray]) -> Any:
+        """The native eval-mode model holding ``weights`` (ValueError names a bad tensor)."""
+
+    def to_canonical(self, model: Any) -> dict[str, np.ndarray]:
+        """The model's weights written back out as canonical float32 arrays."""
+
+    def predict(self, model: Any, images: np.ndarray) -> np.ndarray:
+        """Eval-mode logits for a host batch."""
+
+    def prepare(
+        self,
+        weights: dict[str, np.ndarray],
+        mode: str,
+        task: str,
+        batch_size: int,
+        precision: str = "fp32",
+        image_size: int = 224,
+        device: str = "cpu",
+    ) -> Any:
+        """The benchmark step (a :class:`labkit.bench.Prepared`); ``Unsupported`` says why not."""
+
+
+@runtime_checkable
+class Trainer(Protocol):
+    def train_step(
+        self,
+        weights: dict[str, np.ndarray],
+        images: np.ndarray,
+        labels: np.ndarray,
+        lr: float = ...,
+        momentum: float = ...,
+    ) -> tuple[float, dict[str, np.ndarray]]:
+        """One SGD-with-momentum step: the loss before it and the updated canonical weights."""
+
+
+@runtime_checkable
+class Exporter(Protocol):
+    def export(self, model: Any, directory: str | Path) -> Path:
+        """Write the model in the framework's deployment format; return the file."""
+
+    def load_exported(self, path: str | Path) -> Callable[[np.ndarray], np.ndarray]:
+        """The exported model as a callable ``images -> logits``."""

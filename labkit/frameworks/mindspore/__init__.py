@@ -1,0 +1,19 @@
+"""MindSpore in the lab: ``adapter`` (the ``nn.Cell`` ResNet-50, PyNative and graph mode, MindIR)
+and ``distributed`` (the data-parallel worker that ``msrun`` starts).
+
+This file is framework-free: it declares what the lab knows about MindSpore and imports nothing.
+"""
+
+from ..contract import FrameworkSpec
+
+SPEC = FrameworkSpec(
+    name="mindspore",
+    display="MindSpore",
+    import_name="mindspore",
+    modes=("pynative", "graph"),
+    eager="pynative",
+    color="#1f77b4",
+    formats=("mindir",),
+    launcher="msrun",
+    summary="PyNative (eager, the default in 2.x); GRAPH_MODE / mindspore.jit (parsed source)",
+)

@@ -1,0 +1,21 @@
+"""ONNX Runtime in the lab: ``adapter`` (runs the ResNet-50 that PyTorch exports to ONNX) and
+``graphs`` (optimisation levels, node counts and int8 quantisation for notebooks 05 and 07).
+
+This file is framework-free: it declares what the lab knows about ONNX Runtime and imports
+nothing.
+"""
+
+from ..contract import FrameworkSpec
+
+SPEC = FrameworkSpec(
+    name="onnxruntime",
+    display="ONNX Runtime",
+    import_name="onnxruntime",
+    modes=("ort",),
+    eager=None,
+    color="#5c5c5c",
+    tasks=("latency", "throughput"),
+    exported_from="torch",
+    extra_packages=("torch", "onnx"),
+    summary="an inference engine for exported ONNX graphs (ORT_ENABLE_ALL optimisations)",
+)

@@ -1,0 +1,22 @@
+"""TensorFlow in the lab: ``adapter`` (the Keras 3 ResNet-50, its modes, SavedModel and TF Lite),
+``graphs`` (GraphDefs and Grappler for the optimisation notebook), ``distributed`` (the
+``MultiWorkerMirroredStrategy`` worker, one process per ``TF_CONFIG`` entry).
+
+This file is framework-free: it declares what the lab knows about TensorFlow and imports nothing.
+"""
+
+from ..contract import FrameworkSpec
+
+SPEC = FrameworkSpec(
+    name="tensorflow",
+    display="TensorFlow",
+    import_name="tensorflow",
+    modes=("eager", "function", "xla"),
+    eager="eager",
+    color="#ff8f00",
+    formats=("savedmodel", "tflite"),
+    launcher="TF_CONFIG",
+    distributions=("tensorflow-cpu", "tensorflow"),
+    summary="eager Keras calls; tf.function (a traced graph, Grappler-optimised); "
+    "tf.function(jit_compile=True) (XLA)",
+)

@@ -1,0 +1,295 @@
+"""The framework registry and the adapter contract, checked once for every registered framework.
+
+A contributor who adds a framework (its package under ``labkit/frameworks/`` and one line in
+``REGISTRY``) learns here, by name, what is missing: the spec's fields, the adapter's functions,
+the behaviour every adapter shares (threads, modes, tasks, bad weights, bad images). The
+architecture rules live here too: framework-free modules import no framework, the import graph
+has no cycles, and no module outside the registry and the adapters names a framework.
+"""
+
+import ast
+import inspect
+import subprocess
+import sys
+from pathlib import Path
+
+from labkit import bench, deploy, frameworks, resnet
+from labkit.frameworks import contract
+
+import numpy as np
+import pytest
+from conftest import ROOT, require
+
+LABKIT = ROOT / "labkit"
+SPECS = frameworks.specs()
+NAMES = [s.name for s in SPECS]
+CLASSES = 10  # the full architecture, a small classifier: cheap to build
+
+
+# --------------------------------------------------------------------------------------------
+# the specs
+
+
+def test_specs_are_read_without_importing_any_framework():
+    code = (
+        "import sys, labkit.frameworks as f; specs = f.specs(); "
+        f"print([m for m in {[s.import_name for s in SPECS] + ['keras', 'onnx']!r} "
+        "if m in sys.modules], len(specs))"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT
+    )
+    assert out.stdout.split() == ["[]", str(len(SPECS))], out.stdout
+
+
+@pytest.mark.parametrize("spec", SPECS, ids=NAMES)
+def test_every_spec_is_complete_and_consistent(spec):
+    assert spec.name in frameworks.REGISTRY and frameworks.spec(spec.name) is spec
+    assert spec.display and spec.import_name and spec.color.startswith("#") and spec.summary
+    assert spec.modes and len(set(spec.modes)) == len(spec.modes)
+    assert set(spec.tasks) <= set(bench.TASKS) and spec.tasks
+    assert set(spec.formats) <= set(deploy.format_keys()), "formats must be keys of deploy.FORMATS"
+    if spec.eager is None:  # a runtime of exported graphs: measured against its source's eager
+        assert frameworks.spec(spec.exported_from).eager is not None
+    assert spec.folder.is_dir() and (spec.folder / "adapter.py").is_file()
+    if spec.launcher:  # a data-parallel launcher needs a worker module in the package
+        assert (spec.folder / "distributed.py").is_file()
+    assert frameworks.REFERENCE in frameworks.NAMES
+
+
+def test_a_bad_spec_says_what_is_wrong():
+    with pytest.raises(ValueError, match="eager mode 'eager' must come first"):
+        contract.FrameworkSpec("x", "X", "x", ("graph", "eager"), "eager", "#000000")
+    with pytest.raises(ValueError, match="exported_from"):
+        contract.FrameworkSpec("x", "X", "x", ("run",), None, "#000000")
+    with pytest.raises(ValueError, match="unknown framework 'jax': valid frameworks are torch"):
+        frameworks.spec("jax")
+
+
+# --------------------------------------------------------------------------------------------
+# the adapters, against the Protocol and their spec
+
+
+@pytest.fixture(scope="module", params=NAMES)
+def adapter(request):
+    return require(request.param)
+
+
+@pytest.fixture(scope="module")
+def weights():
+    return resnet.init_weights(seed=0, num_classes=CLASSES)
+
+
+def _parameters(fn) -> list[str]:
+    return list(inspect.signature(fn).parameters)
+
+
+def test_adapter_implements_the_protocol_its_spec_promises(adapter):
+    spec = adapter.SPEC
+    assert spec is frameworks.spec(spec.name), "the adapter's SPEC is the registered one"
+    missing = [
+        name
+        for name in (
+            "version",
+            "set_threads",
+            "build_resnet50",
+            "to_canonical",
+            "predict",
+            "prepare",
+        )
+        if not callable(getattr(adapter, name, None))
+    ]
+    assert not missing, f"{spec.name} adapter lacks {missing}"
+    assert isinstance(adapter, frameworks.Adapter)
+    assert _parameters(adapter.prepare)[:7] == [
+        "weights",
+        "mode",
+        "task",
+        "batch_size",
+        "precision",
+        "image_size",
+        "device",
+    ]
+    if "train" in spec.tasks:
+        assert isinstance(adapter, frameworks.Trainer), f"{spec.name} trains: needs train_step"
+    if spec.formats:
+        assert isinstance(adapter, frameworks.Exporter), f"{spec.name} exports: needs export"
+    assert isinstance(adapter.version(), str) and adapter.version()
+
+
+def test_set_threads_is_idempotent_and_checks_its_argument(adapter):
+    adapter.set_threads(1)
+    adapter.set_threads(1)  # a notebook run twice in one kernel sets it again
+    with pytest.raises(ValueError, match="thread count must be an integer >= 1, got 0"):
+        adapter.set_threads(0)
+
+
+def test_prepare_names_unknown_modes_and_refuses_tasks_the_spec_leaves_out(adapter, weights):
+    spec = adapter.SPEC
+    with pytest.raises(ValueError, match=f"unknown mode 'turbo' for {spec.name}: valid modes are"):
+        adapter.prepare(weights, "turbo", "latency", 1, image_size=32)
+    for task in set(bench.TASKS) - set(spec.tasks):
+        with pytest.raises(bench.Unsupported):
+            adapter.prepare(weights, spec.modes[0], task, 1, image_size=32)
+
+
+# the bad-input contract: weights that do not fit the spec and images the network cannot take
+# fail with an error naming the problem
+
+
+@pytest.fixture(scope="module")
+def model(adapter, weights):
+    return adapter.build_resnet50(weights)
+
+
+@pytest.mark.parametrize(
+    "name", ["conv1.weight", "layer3.2.bn2.running_mean", "layer3.2.bn2.running_var", "fc.weight"]
+)
+def test_missing_tensor_is_named(adapter, weights, name):
+    broken = {k: v for k, v in weights.items() if k != name}
+    with pytest.raises(ValueError, match=rf"missing tensor '{name}'".replace(".", r"\.")):
+        adapter.build_resnet50(broken)
+
+
+def test_misshaped_and_unexpected_tensors_are_named(adapter, weights):
+    misshaped = {**weights, "layer2.0.conv2.weight": np.zeros((128, 128, 1, 1), np.float32)}
+    with pytest.raises(
+        ValueError, match=r"'layer2\.0\.conv2\.weight' has shape \(128, 128, 1, 1\)"
+    ):
+        adapter.build_resnet50(misshaped)
+    hwio = weights["layer1.0.conv2.weight"].transpose(2, 3, 1, 0)  # a TF layout passed by mistake
+    with pytest.raises(
+        ValueError,
+        match=r"'layer1\.0\.conv2\.weight' has shape \(3, 3, 64, 64\), "
+        r"the spec expects \(64, 64, 3, 3\)",
+    ):
+        adapter.build_resnet50({**weights, "layer1.0.conv2.weight": hwio})
+    with pytest.raises(ValueError, match="unexpected tensor 'fc2.weight'"):
+        adapter.build_resnet50({**weights, "fc2.weight": np.zeros((3, 3), np.float32)})
+
+
+def test_bad_images_fail_clearly(adapter, model, weights):
+    for size in (40, 48):
+        with pytest.raises(ValueError, match=rf"cannot take {size}x{size} images.*multiple of 32"):
+            adapter.predict(model, np.zeros((1, 3, size, size), np.float32))
+    with pytest.raises(ValueError, match="NCHW with 3 channels"):
+        adapter.predict(model, np.zeros((1, 64, 64, 3), np.float32))
+    with pytest.raises(ValueError, match="cannot take 48x48"):
+        adapter.prepare(weights, adapter.SPEC.modes[0], "latency", 1, image_size=48)
+
+
+def test_weights_round_trip_through_every_adapter(adapter, model, weights):
+    back = adapter.to_canonical(model)
+    assert set(back) == set(weights)
+    assert all(np.array_equal(back[k], weights[k]) for k in weights)
+
+
+# --------------------------------------------------------------------------------------------
+# the architecture: framework-free modules, no import cycles, framework names in one place
+
+#: the modules that may import a framework: each framework package's adapter and helpers
+FRAMEWORK_MODULES = {
+    f"labkit.frameworks.{s.name}.{part}"
+    for s in SPECS
+    for part in ("adapter", "graphs", "distributed")
+}
+#: modules that are data about named frameworks by nature, and why
+NAMES_ALLOWED = {
+    "labkit.frameworks": "the registry",
+    "labkit.claims": "the source articles' claims compare named frameworks",
+    "labkit.guide": "the selection guide's rule tables name the frameworks they score",
+    "labkit.distributed": "the launch commands of torchrun, TF_CONFIG and msrun",
+}
+
+
+def _module_name(path: Path) -> str:
+    parts = path.relative_to(ROOT).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def _modules() -> dict[str, ast.Module]:
+    return {_module_name(p): ast.parse(p.read_text()) for p in sorted(LABKIT.rglob("*.py"))}
+
+
+def _imports(name: str, tree: ast.Module, package: bool) -> set[str]:
+    """Every module ``name`` imports, anywhere in it (function-level imports count too)."""
+    base = name.split(".") if package else name.split(".")[:-1]
+    out = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            out.update(a.name for a in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            root = base[: len(base) - node.level + 1] if node.level else []
+            module = ".".join([*root, *(node.module.split(".") if node.module else [])])
+            out.add(module)
+            out.update(f"{module}.{a.name}" for a in node.names)
+    return out
+
+
+def _graph() -> dict[str, set[str]]:
+    modules = _modules()
+    packages = {_module_name(p) for p in LABKIT.rglob("__init__.py")}
+    return {
+        name: {m for m in _imports(name, tree, name in packages) if m in modules and m != name}
+        for name, tree in modules.items()
+    }
+
+
+def test_the_import_graph_has_no_cycles():
+    graph = _graph()
+    state: dict[str, int] = {}
+
+    def visit(node: str, path: list[str]) -> None:
+        state[node] = 1
+        for nxt in sorted(graph[node]):
+            if state.get(nxt) == 1:
+                cycle = [*path[path.index(nxt) :], nxt] if nxt in path else [node, nxt]
+                pytest.fail("import cycle: " + " -> ".join(cycle))
+            if nxt not in state:
+                visit(nxt, [*path, nxt])
+        state[node] = 2
+
+    for node in sorted(graph):
+        if node not in state:
+            visit(node, [node])
+
+
+def test_framework_free_modules_import_no_framework():
+    frameworks_imported = {s.import_name for s in SPECS} | {"keras", "onnx", "onnxscript"}
+    offenders = []
+    for name, tree in _modules().items():
+        if name in FRAMEWORK_MODULES:
+            continue
+        for imported in _imports(name, tree, True):
+            if imported.split(".")[0] in frameworks_imported:
+                offenders.append(f"{name} imports {imported}")
+    assert not offenders, offenders
+
+
+def test_import_labkit_and_every_framework_free_module_loads_no_framework():
+    free = sorted(
+        n for n in _modules() if n not in FRAMEWORK_MODULES and not n.endswith("__main__")
+    )
+    code = (
+        "import importlib, sys\n"
+        f"for m in {free!r}: importlib.import_module(m)\n"
+        f"print([m for m in {[s.import_name for s in SPECS] + ['keras', 'onnx']!r} "
+        "if m in sys.modules])"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT
+    )
+    assert out.stdout.strip() == "[]", out.stdout
+
+
+def test_no_framework_name_is_hard_coded_outside_the_registry_and_the_adapters():
+    """Tables of the lab read the registry: a literal "torch" elsewhere is a table to move."""
+    names = {s.name for s in SPECS} | {s.import_name for s in SPECS}
+    found = []
+    for name, tree in _modules().items():
+        if name.startswith("labkit.frameworks") or name in NAMES_ALLOWED:
+            continue
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Constant) and node.value in names:
+                found.append(f"{name} line {node.lineno}: {node.value!r}")
+    assert not found, found

@@ -98,7 +98,15 @@ class Adapter(Protocol):
         """The installed framework's version string."""
 
     def set_threads(self, n: int) -> None:
-        """Use ``n`` intra-op threads (and one inter-op thread) from now on; idempotent."""
+        """Use ``n`` intra-op threads and one inter-op thread from now on; idempotent.
+
+        The lab's one thread policy, the same in every framework; the runner calls it first
+        thing in each cell's fresh process, where every framework can still size its pools.
+        """
+
+    def threads(self) -> dict[str, int | None]:
+        """The thread counts in effect, read back from the framework where it can tell:
+        ``{"intra": N, "inter": M}`` (stored with every benchmark record)."""
 
     def build_resnet50(self, weights: dict[str, np.ndarray]) -> Any:
         """The native eval-mode model holding ``weights`` (ValueError names a bad tensor)."""
@@ -119,7 +127,12 @@ class Adapter(Protocol):
         image_size: int = 224,
         device: str = "cpu",
     ) -> Any:
-        """The benchmark step (a :class:`labkit.bench.Prepared`); ``Unsupported`` says why not."""
+        """The benchmark step (a :class:`labkit.bench.Prepared`); ``Unsupported`` says why not.
+
+        A training step follows :data:`labkit.recipe.TRAIN` and reports the hyper-parameters
+        it applied, read back from its optimizer and loss objects, in ``Prepared.recipe``; an
+        export before the step is timed apart in ``Prepared.export_s``.
+        """
 
 
 @runtime_checkable
@@ -132,7 +145,9 @@ class Trainer(Protocol):
         lr: float = ...,
         momentum: float = ...,
     ) -> tuple[float, dict[str, np.ndarray]]:
-        """One SGD-with-momentum step: the loss before it and the updated canonical weights."""
+        """One SGD-with-momentum step: the loss before it and the updated canonical weights.
+
+        ``lr`` and ``momentum`` default to :data:`labkit.recipe.TRAIN`'s."""
 
 
 @runtime_checkable

@@ -7,7 +7,9 @@ directory; :func:`build_resnet50` then writes the requested canonical weights in
 initializers by name and caches that file under a hash of the weights, so new weights never
 need a new export. Cache files are named by what they depend on (PyTorch, onnxscript and onnx
 versions, the torch adapter's code, the weights); the folder (``labkit-onnx-cache`` in the
-temp directory, about 100 MB a file) may be deleted whenever no session is in use. The session
+temp directory, about 100 MB a file) may be deleted whenever no session is in use. The benchmark
+runner gives each cell a temporary directory of its own, so a cell's export is always cold, and
+:func:`prepare` times it apart (``Prepared.export_s``). The session
 runs with all graph optimisations on (``ORT_ENABLE_ALL``: constant folding, Conv+BatchNorm
 folding, Conv+Relu fusion, the blocked NCHWc layout on x86).
 
@@ -31,6 +33,7 @@ from __future__ import annotations
 import hashlib
 import os
 import tempfile
+import time
 from pathlib import Path
 
 import numpy as np
@@ -47,6 +50,7 @@ NAME = SPEC.name
 MODES = SPEC.modes
 
 _threads: int | None = None  # None: ONNX Runtime's default (one thread per physical core)
+_last: ort.SessionOptions | None = None  # the options of the last session made here
 
 
 def version() -> str:
@@ -54,9 +58,18 @@ def version() -> str:
 
 
 def set_threads(n: int) -> None:
-    """Use ``n`` intra-op threads in every session created from now on."""
+    """Use ``n`` intra-op threads and one inter-op thread in every session created from now on."""
     global _threads
     _threads = check_threads(n)
+
+
+def threads() -> dict[str, int | None]:
+    """The thread counts of the last session made here, read back from it
+    (``session.get_session_options()``): ``{"intra": N, "inter": M}``; before any session, the
+    values the next one will get (None: ONNX Runtime's default)."""
+    if _last is not None:
+        return {"intra": _last.intra_op_num_threads, "inter": _last.inter_op_num_threads}
+    return {"intra": _threads, "inter": 1 if _threads is not None else None}
 
 
 class ResNetSession(ort.InferenceSession):
@@ -91,7 +104,10 @@ def _providers(device: str) -> list[str]:
 
 def session_from_file(path: Path, device: str = "cpu") -> ResNetSession:
     """An optimised session (``ORT_ENABLE_ALL``) for an ONNX file."""
-    return ResNetSession(Path(path), _options(), _providers(device))
+    global _last
+    session = ResNetSession(Path(path), _options(), _providers(device))
+    _last = session.get_session_options()
+    return session
 
 
 # --------------------------------------------------------------------------------------------
@@ -207,7 +223,8 @@ def prepare(
     """One inference batch through the optimised session (see :mod:`labkit.bench`).
 
     ``session.run`` takes the host array and returns host logits, so a step is complete
-    (and, on a GPU, synchronised) when it returns.
+    (and, on a GPU, synchronised) when it returns. The export to ONNX (or finding it in the
+    cache, :func:`model_file`) is timed apart: ``Prepared.export_s``.
     """
     check_cell(NAME, MODES, mode, task, batch_size, precision, device)
     num_classes = resnet.validate_weights(weights)
@@ -221,11 +238,14 @@ def prepare(
             "ONNX's Conv operator has no bfloat16 type, so this model runs in "
             "fp32 only in ONNX Runtime"
         )
-    session = build_resnet50(weights, device)
+    t0 = time.perf_counter()
+    path = model_file(weights)
+    export_s = time.perf_counter() - t0
+    session = session_from_file(path, device)
     name = session.get_inputs()[0].name
     notes = f"torch.onnx.export (dynamo) + ORT_ENABLE_ALL on {session.get_providers()[0]}"
 
     def step() -> np.ndarray:
         return session.run(None, {name: images})[0]
 
-    return Prepared(step, int(batch_size), notes)
+    return Prepared(step, int(batch_size), notes, export_s=export_s)

@@ -21,10 +21,9 @@ from pathlib import Path
 
 import numpy as np
 import torch
-import torch.nn.functional as F
 from torch import nn
 
-from ... import resnet
+from ... import recipe, resnet
 from ...bench import DEVICES, Prepared, Unsupported, check_cell, check_choice, check_threads
 from . import SPEC
 
@@ -37,8 +36,30 @@ def version() -> str:
 
 
 def set_threads(n: int) -> None:
-    """Use ``n`` threads inside each operator (PyTorch's intra-op pool)."""
+    """Use ``n`` threads inside each operator (intra-op) and one inter-op thread.
+
+    PyTorch fixes its inter-op pool when it first runs parallel work, so the inter-op setting
+    only takes where this is called first in a process (the benchmark runner does so in every
+    cell's fresh process); later, a ``RuntimeWarning`` says that it kept its pool, and
+    :func:`threads` reports what is in effect.
+    """
     torch.set_num_threads(check_threads(n))
+    if torch.get_num_interop_threads() != 1:
+        try:
+            torch.set_num_interop_threads(1)
+        except RuntimeError:
+            warnings.warn(
+                f"PyTorch's inter-op pool already runs with {torch.get_num_interop_threads()} "
+                "threads in this process (it can be set only before any parallel work): call "
+                "set_threads first thing in a fresh process to get one",
+                RuntimeWarning,
+                stacklevel=2,
+            )
+
+
+def threads() -> dict[str, int]:
+    """The thread counts in effect, read back from PyTorch: ``{"intra": N, "inter": M}``."""
+    return {"intra": torch.get_num_threads(), "inter": torch.get_num_interop_threads()}
 
 
 # --------------------------------------------------------------------------------------------
@@ -138,12 +159,37 @@ def predict(model: nn.Module, images: np.ndarray) -> np.ndarray:
         return model(x.to(next(model.parameters()).device)).float().cpu().numpy()
 
 
+def _optimizer(params, lr: float, momentum: float) -> torch.optim.SGD:
+    """The recipe's optimizer (:data:`labkit.recipe.TRAIN`) over ``params``."""
+    r = recipe.TRAIN
+    return torch.optim.SGD(
+        params, lr=lr, momentum=momentum, nesterov=r.nesterov, weight_decay=r.weight_decay
+    )
+
+
+#: the recipe's loss: softmax cross-entropy of logits against integer labels, batch mean
+LOSS = nn.CrossEntropyLoss()
+
+
+def applied_recipe(opt: torch.optim.SGD, loss: nn.CrossEntropyLoss = LOSS) -> dict:
+    """The hyper-parameters ``opt`` and ``loss`` really use (compare with the recipe)."""
+    group = opt.param_groups[0]
+    return recipe.applied(
+        group["lr"],
+        group["momentum"],
+        group["nesterov"],
+        group["weight_decay"],
+        loss.reduction == "mean",
+        loss.label_smoothing,
+    )
+
+
 def train_step(
     weights: dict[str, np.ndarray],
     images: np.ndarray,
     labels: np.ndarray,
-    lr: float = 0.1,
-    momentum: float = 0.9,
+    lr: float = recipe.TRAIN.lr,
+    momentum: float = recipe.TRAIN.momentum,
 ) -> tuple[float, dict[str, np.ndarray]]:
     """One SGD-with-momentum step on mean cross-entropy, in train mode (batch statistics).
 
@@ -153,8 +199,8 @@ def train_step(
     model = build_resnet50(weights).train()
     x = torch.from_numpy(resnet.check_images(images))
     y = torch.from_numpy(np.asarray(labels, dtype=np.int64))
-    opt = torch.optim.SGD(model.parameters(), lr=lr, momentum=momentum)
-    loss = F.cross_entropy(model(x), y)
+    opt = _optimizer(model.parameters(), lr, momentum)
+    loss = LOSS(model(x), y)
     loss.backward()
     opt.step()
     return float(loss.item()), to_canonical(model)
@@ -231,11 +277,6 @@ def _train_net(
     return _compile(model), "torch.compile (Inductor) of the model; backward via AOTAutograd"
 
 
-#: learning rate of benchmark training steps: small, so that hundreds of repeats on one batch
-#: neither diverge nor drift into denormals (which would change the speed, not just the numbers)
-BENCH_LR = 1e-3
-
-
 def prepare(
     weights: dict[str, np.ndarray],
     mode: str,
@@ -249,7 +290,7 @@ def prepare(
 
     Inference (``latency``/``throughput``) runs the eval-mode model under
     ``torch.inference_mode``; ``train`` runs forward, mean cross-entropy, backward and one
-    SGD-with-momentum update. Each step copies the host batch in (``torch.from_numpy``, and to
+    SGD-with-momentum update with the lab's recipe (:data:`labkit.recipe.TRAIN`). Each step copies the host batch in (``torch.from_numpy``, and to
     the GPU on ``device="gpu"``) and returns only when the work is done. With ``compile`` the
     first call includes compilation. ``bf16`` runs under ``torch.autocast(..., bfloat16)``.
     """
@@ -268,27 +309,28 @@ def prepare(
 
     if task == "train":
         net, how = _train_net(model.train(), mode, example, autocast)
-        opt = torch.optim.SGD(net.parameters(), lr=BENCH_LR, momentum=0.9)
+        opt = _optimizer(net.parameters(), recipe.TRAIN.lr, recipe.TRAIN.momentum)
         y = torch.from_numpy(labels).to(dev)
 
         def step() -> float:
             x = torch.from_numpy(images).to(dev)
             opt.zero_grad(set_to_none=True)
             with autocast():
-                loss = F.cross_entropy(net(x), y)
+                loss = LOSS(net(x), y)
             loss.backward()
             opt.step()
             _sync(dev)
             return float(loss.detach())
-    else:
-        net, how = _inference_net(model, mode, example, autocast)
 
-        def step() -> torch.Tensor:
-            x = torch.from_numpy(images).to(dev)
-            with torch.inference_mode(), autocast():
-                out = net(x)
-            _sync(dev)
-            return out
+        return Prepared(step, int(batch_size), "; ".join([how, *notes]), recipe=applied_recipe(opt))
+    net, how = _inference_net(model, mode, example, autocast)
+
+    def step() -> torch.Tensor:
+        x = torch.from_numpy(images).to(dev)
+        with torch.inference_mode(), autocast():
+            out = net(x)
+        _sync(dev)
+        return out
 
     return Prepared(step, int(batch_size), "; ".join([how, *notes]))
 

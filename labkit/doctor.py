@@ -45,8 +45,10 @@ def machine_rows() -> list[tuple[str, str]]:
         rows.append(
             (
                 f"{precision} peak",
-                f"{ce.peak_gflops:,.0f} GFLOP/s: ResNet-50 ceiling (224x224) "
-                f"{ce.images_per_s_at(224):,.1f} images/s inference, {train:,.1f} training",
+                (
+                    f"{ce.peak_gflops:,.0f} GFLOP/s: ResNet-50 ceiling (224x224) "
+                    f"{ce.images_per_s_at(224):,.1f} images/s inference, {train:,.1f} training"
+                ),
             )
         )
     rows.append(("how the ceiling is estimated", c.method))

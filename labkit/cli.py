@@ -53,16 +53,17 @@ def _bench(args: argparse.Namespace) -> int:
         f"{profile.image_size} images), results -> {out}",
         file=sys.stderr,
     )
-    res = runner.run(plan, out, resume=args.resume, threads=args.threads)
+    res = runner.run(plan, out, resume=args.resume, threads=args.threads, cache=args.cache)
     if res.skipped:
         print(f"resumed: {len(res.skipped)} cells already in {out} were skipped", file=sys.stderr)
     if res.records:
         print(results.table(res.records))
     unsupported = sum(r["unsupported"] for r in res.failed)
     failed = len(res.failed) - unsupported
+    invalid = len(results.invalid(res.records))
     print(
         f"\n{len(res.records)} cells in {res.wall_s:.0f} s ({failed} failed, {unsupported} "
-        f"unsupported here), "
+        f"unsupported here, {invalid} measured but invalid), "
         f"appended to {out}; figures: python -m labkit report {out}",
         file=sys.stderr,
     )
@@ -98,6 +99,9 @@ def _report(args: argparse.Namespace) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
+    from .bench import TASKS
+    from .frameworks import NAMES
+
     parser = argparse.ArgumentParser(
         prog="python -m labkit", description="Graph Lab helper: machine report and benchmarks"
     )
@@ -115,15 +119,13 @@ def build_parser() -> argparse.ArgumentParser:
     bench.add_argument(
         "--profile", help="smoke | standard | full (default: $LABKIT_PROFILE, else standard)"
     )
-    bench.add_argument(
-        "--frameworks", help="comma-separated, default all: torch,tensorflow,mindspore,onnxruntime"
-    )
+    bench.add_argument("--frameworks", help=f"comma-separated, default all: {','.join(NAMES)}")
     bench.add_argument(
         "--modes",
         help="comma-separated, default all: eager, graph (every "
         "non-eager mode) or a framework's own mode names",
     )
-    bench.add_argument("--tasks", help="comma-separated, default all: latency,throughput,train")
+    bench.add_argument("--tasks", help=f"comma-separated, default all: {','.join(TASKS)}")
     bench.add_argument(
         "--batch-sizes",
         help="batch sizes of throughput and train, e.g. 1,8 "
@@ -131,7 +133,19 @@ def build_parser() -> argparse.ArgumentParser:
     )
     bench.add_argument("--precision", help="fp32 (default), bf16, or fp32,bf16")
     bench.add_argument("--device", default="cpu", help="cpu (default) or gpu")
-    bench.add_argument("--threads", type=int, help="threads per framework (default: all cores)")
+    bench.add_argument(
+        "--threads",
+        type=int,
+        help="intra-op threads per framework, one inter-op thread (default: the physical cores "
+        "this process may use, within its CPU quota)",
+    )
+    bench.add_argument(
+        "--cache",
+        choices=("cold", "warm"),
+        default="cold",
+        help="cold (default): every compile cache starts empty for each cell, so first calls "
+        "include the whole compilation; warm: caches are shared with earlier runs",
+    )
     bench.add_argument(
         "--out",
         help="results file (default: results/bench-<profile>.jsonl); new results are appended",

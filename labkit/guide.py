@@ -22,6 +22,7 @@ from typing import Any, NamedTuple
 
 from . import claims as labkit_claims
 from . import results as labkit_results
+from .bench import TASKS
 from .frameworks import spec, specs
 
 # ---- the inputs: every valid value with the words a learner sees ----------------------------
@@ -745,7 +746,7 @@ def _measured_evidence(fw: str, records: list[dict], label: str) -> list[Evidenc
     out = []
     tasks = [
         t
-        for t in ("latency", "throughput", "train")
+        for t in TASKS
         if any(r.get("task") == t and r.get("framework") in RUNTIMES[fw] for r in records)
     ]
     ups = [u for u in labkit_results.speedups(records) if u["framework"] in RUNTIMES[fw]]
@@ -759,7 +760,8 @@ def _measured_evidence(fw: str, records: list[dict], label: str) -> list[Evidenc
             u = max(mine, key=lambda u: u["speedup"])
             line += (
                 f"; graph vs eager: {_run_by(u)} runs {u['speedup']:.2f}x "
-                f"(+-{u['speedup_iqr']:.2f}) the speed of {u['baseline']}"
+                f"(95% interval {u['speedup_low']:.2f}-{u['speedup_high']:.2f}) the speed of "
+                f"{u['baseline']}"
             )
         out.append(Evidence((fw,), line, label, True))
     errors = failures(records, fw)

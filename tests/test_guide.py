@@ -214,7 +214,7 @@ def _ok(fw, mode, task, ips, batch=4, size=32):
         peak_rss_mb=400.0,
         ceiling_share=0.1,
         ceiling_images_per_s=10 * ips,
-        repeats=5,
+        repeats=30,  # at least the smoke profile's 0.2 s of timed calls: a valid record
         threads=2,
         profile="smoke",
         timestamp="2031-05-04T10:00:00+00:00",

@@ -25,6 +25,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from . import results
+from .frameworks import specs
 from .results import EAGER_MODES
 
 HOLDS, FAILS, MIXED, UNTESTABLE = "holds", "does not hold", "mixed", "cannot be tested here"
@@ -58,11 +59,15 @@ class Source:
 
 @dataclass(frozen=True)
 class Ratio:
-    """One ratio the claim is judged on: framework/mode ``num`` over framework/mode ``den``."""
+    """One ratio the claim is judged on: framework/mode ``num`` over framework/mode ``den``.
+
+    Both modes are declared up front: a claim is never judged on whichever mode happened to be
+    fastest (picking the best of several biases a ratio upwards).
+    """
 
     label: str
-    num: tuple[str, str | None]  # (framework, mode); mode None = the fastest non-eager mode
-    den: tuple[str, str | None]
+    num: tuple[str, str]  # (framework, mode)
+    den: tuple[str, str]
     task: str  # "train", "throughput" or "latency"
     seed_value: float | None = None  # the ratio implied by the seeds' own table, if any
 
@@ -91,8 +96,12 @@ class Claim:
 
 
 def _per_framework(task: str, label: str) -> tuple[Ratio, ...]:
+    """Every graph mode of every framework with an eager mode, each against that eager mode."""
     return tuple(
-        Ratio(f"{fw} {label}", (fw, None), (fw, eager), task) for fw, eager in EAGER_MODES.items()
+        Ratio(f"{s.name} {mode} {label}", (s.name, mode), (s.name, s.eager), task)
+        for s in specs()
+        if s.eager is not None
+        for mode in s.graph_modes
     )
 
 
@@ -221,15 +230,15 @@ CLAIMS: tuple[Claim, ...] = (
         (
             Ratio(
                 "TF graph / ONNX Runtime (inference)",
-                ("tensorflow", None),
-                ("onnxruntime", None),
+                ("tensorflow", "function"),
+                ("onnxruntime", "ort"),
                 "throughput",
                 52 / 45,
             ),
             Ratio(
                 "MindSpore graph / ONNX Runtime (inference)",
-                ("mindspore", None),
-                ("onnxruntime", None),
+                ("mindspore", "graph"),
+                ("onnxruntime", "ort"),
                 "throughput",
                 55 / 45,
             ),
@@ -251,18 +260,19 @@ CLAIMS: tuple[Claim, ...] = (
         (
             Ratio(
                 "ONNX Runtime / torch eager (inference)",
-                ("onnxruntime", None),
+                ("onnxruntime", "ort"),
                 ("torch", "eager"),
                 "throughput",
             ),
             Ratio(
-                "ONNX Runtime / best torch graph mode (inference)",
-                ("onnxruntime", None),
-                ("torch", None),
+                "ONNX Runtime / torch.compile (inference)",
+                ("onnxruntime", "ort"),
+                ("torch", "compile"),
                 "throughput",
             ),
         ),
-        note="the seeds do not say what the 5-10% is measured against; both readings are shown",
+        note="the seeds do not say what the 5-10% is measured against; PyTorch eager and its "
+        "current graph compiler (torch.compile) are both shown",
     ),
     Claim(
         "cpu_graph_beats_onnx",
@@ -275,15 +285,15 @@ CLAIMS: tuple[Claim, ...] = (
         (
             Ratio(
                 "TF graph / ONNX Runtime (inference)",
-                ("tensorflow", None),
-                ("onnxruntime", None),
+                ("tensorflow", "function"),
+                ("onnxruntime", "ort"),
                 "throughput",
                 52 / 45,
             ),
             Ratio(
                 "MindSpore graph / ONNX Runtime (inference)",
-                ("mindspore", None),
-                ("onnxruntime", None),
+                ("mindspore", "graph"),
+                ("onnxruntime", "ort"),
                 "throughput",
                 55 / 45,
             ),

@@ -12,10 +12,11 @@ be measured on this machine (a throughput ratio) and the range the seeds give fo
 - ``cannot be tested here``: the figure needs hardware this machine lacks (the row still shows the
   ratio measurable here, next to published figures), or nothing was measured.
 
-Only records of the same task, precision, device, image size and batch size are divided. A ratio
-carries the uncertainty :func:`labkit.results.speedups` uses (the two relative IQRs of the step
-times, propagated); a median inside the range whose interval pokes out (or the reverse) is
-reported as "within noise".
+Only records of the same task, precision, device, image size and batch size are divided, and
+only the two modes each ratio declares (:func:`labkit.results.pair`, the lab's one pairing). A
+ratio carries the interval of :func:`labkit.results.ratio` (a bootstrap from the raw step times,
+as :func:`labkit.results.speedups` reports); a median inside the range whose interval pokes out
+(or the reverse) is reported as "within noise".
 """
 
 from __future__ import annotations
@@ -26,7 +27,6 @@ from dataclasses import dataclass, field
 
 from . import results
 from .frameworks import specs
-from .results import EAGER_MODES
 
 HOLDS, FAILS, MIXED, UNTESTABLE = "holds", "does not hold", "mixed", "cannot be tested here"
 VERDICTS: tuple[str, ...] = (HOLDS, FAILS, MIXED, UNTESTABLE)
@@ -321,104 +321,20 @@ def claim(key: str) -> Claim:
 # Measurements with an interval
 
 
-@dataclass(frozen=True)
-class Estimate:
-    value: float
-    low: float
-    high: float
-
-    def __post_init__(self):
-        if not (self.low <= self.value <= self.high):
-            raise ValueError(
-                f"estimate {self.value} lies outside its interval [{self.low}, {self.high}]"
-            )
-
-    def __str__(self) -> str:
-        return f"{self.value:.2f}x [{self.low:.2f}-{self.high:.2f}]"
-
-
-def _rel_iqr(r: Record) -> float:
-    median = float(r["median_s"])
-    if median <= 0:
-        raise ValueError(f"record has a non-positive median time {median}: {_describe(r)}")
-    return float(r.get("iqr_s") or 0.0) / median
-
-
-def ratio(num: Record, den: Record) -> Estimate:
-    """Throughput of ``num`` over ``den`` (images/s), +- the propagated relative IQRs.
-
-    The same uncertainty as :func:`labkit.results.speedups`:
-    ``ratio * sqrt((iqr_n/med_n)^2 + (iqr_d/med_d)^2)``.
-    """
-    rel = math.hypot(_rel_iqr(num), _rel_iqr(den))
-    value = (num["batch_size"] / num["median_s"]) / (den["batch_size"] / den["median_s"])
-    spread = value * rel
-    return Estimate(value, max(value - spread, 0.0), value + spread)
-
-
-def _describe(r: Record) -> str:
-    return f"{r.get('framework')}/{r.get('mode')}/{r.get('task')}/{r.get('precision')}"
-
-
-def _context(r: Record) -> tuple:
-    """What two records must share to be compared (everything but framework and mode)."""
-    return (
-        r.get("task"),
-        r.get("precision", "fp32"),
-        r.get("device", "cpu"),
-        r.get("image_size"),
-        r.get("batch_size"),
-    )
-
-
-def candidates(
-    records: Iterable[Record],
-    framework: str,
-    mode: str | None,
-    task: str,
-    precision: str = "fp32",
-    device: str = "cpu",
-) -> list[Record]:
-    """Successful records (the latest of each cell) of framework x mode x task x precision.
-
-    ``mode=None`` means any mode except the framework's eager one (its graph modes).
-    """
-    eager = EAGER_MODES.get(framework)
-    return [
-        r
-        for r in results.latest(records)
-        if r.get("status") == "ok"
-        and float(r.get("median_s") or 0) > 0
-        and r.get("framework") == framework
-        and r.get("task") == task
-        and r.get("precision", "fp32") == precision
-        and r.get("device", "cpu") == device
-        and (r.get("mode") == mode if mode is not None else r.get("mode") != eager)
-    ]
-
-
-def _ips(r: Record) -> float:
-    return r["batch_size"] / r["median_s"]
+#: a ratio with its confidence interval, and the one function that computes it (from the
+#: records' raw times: a bootstrap; see :func:`labkit.results.ratio`)
+Estimate = results.Estimate
+ratio = results.ratio
 
 
 def pair(
     records: list[Record], r: Ratio, precision: str = "fp32", device: str = "cpu"
 ) -> tuple[Record, Record] | None:
-    """The records to divide for ratio ``r``: same task, precision, device, image and batch size.
-
-    Where several settings were measured for both sides, the largest image size (then batch)
-    wins, as closest to the seeds' 224x224; within it each side's fastest mode is taken.
-    """
-    nums = candidates(records, r.num[0], r.num[1], r.task, precision, device)
-    dens = candidates(records, r.den[0], r.den[1], r.task, precision, device)
-    shared = {_context(x) for x in nums} & {_context(x) for x in dens}
-    if not shared:
-        return None
-    ctx = max(shared, key=lambda c: (c[3] or 0, c[4] or 0))
-    return (
-        max((x for x in nums if _context(x) == ctx), key=_ips),
-        max((x for x in dens if _context(x) == ctx), key=_ips),
-    )
+    """The records to divide for ratio ``r``: the lab's one pairing (:func:`labkit.results.pair`)
+    of the two declared modes, same task, precision, device, model, image and batch size; where
+    several settings were measured for both, the largest image size (then batch) wins, as
+    closest to the seeds' 224x224."""
+    return results.pair(records, r.num, r.den, r.task, precision, device, include_invalid=True)
 
 
 # --------------------------------------------------------------------------------------------

@@ -328,13 +328,18 @@ ratio = results.ratio
 
 
 def pair(
-    records: list[Record], r: Ratio, precision: str = "fp32", device: str = "cpu"
+    records: list[Record],
+    r: Ratio,
+    precision: str = "fp32",
+    device: str = "cpu",
+    include_invalid: bool = False,
 ) -> tuple[Record, Record] | None:
     """The records to divide for ratio ``r``: the lab's one pairing (:func:`labkit.results.pair`)
     of the two declared modes, same task, precision, device, model, image and batch size; where
     several settings were measured for both, the largest image size (then batch) wins, as
-    closest to the seeds' 224x224."""
-    return results.pair(records, r.num, r.den, r.task, precision, device, include_invalid=True)
+    closest to the seeds' 224x224. Records that failed their validity verdict are no evidence:
+    left out unless ``include_invalid``."""
+    return results.pair(records, r.num, r.den, r.task, precision, device, include_invalid)
 
 
 # --------------------------------------------------------------------------------------------
@@ -389,12 +394,17 @@ def place(estimate: Estimate, low: float, high: float) -> tuple[str, bool]:
 
 
 def measure(
-    c: Claim, records: list[Record], precision: str = "fp32", device: str = "cpu"
+    c: Claim,
+    records: list[Record],
+    precision: str = "fp32",
+    device: str = "cpu",
+    include_invalid: bool = False,
 ) -> list[Measured]:
-    """The claim's ratios that the records allow (a ratio with a side not measured is skipped)."""
+    """The claim's ratios that the records allow (a ratio with a side not measured, or measured
+    only invalidly unless ``include_invalid``, is skipped)."""
     out = []
     for r in c.ratios:
-        found = pair(records, r, precision, device)
+        found = pair(records, r, precision, device, include_invalid)
         if found is None:
             continue
         num, den = found
@@ -435,10 +445,15 @@ def gpu_present(records: Iterable[Record], name: str) -> bool:
     return False
 
 
-def check(c: Claim, records: list[Record], precision: str = "fp32") -> Verdict:
-    """The verdict on one claim from the records of this machine."""
+def check(
+    c: Claim, records: list[Record], precision: str = "fp32", include_invalid: bool = False
+) -> Verdict:
+    """The verdict on one claim from the records of this machine.
+
+    Only valid records count (see :func:`labkit.results.valid`) unless ``include_invalid``.
+    """
     on_gpu = bool(c.needs_gpu) and gpu_present(records, c.needs_gpu)
-    measured = measure(c, records, precision, "gpu" if on_gpu else "cpu")
+    measured = measure(c, records, precision, "gpu" if on_gpu else "cpu", include_invalid)
     if c.needs and not on_gpu:
         why = (
             f"needs {c.needs}, which this machine lacks; the ratios measured here stand beside "
@@ -451,9 +466,12 @@ def check(c: Claim, records: list[Record], precision: str = "fp32") -> Verdict:
     return Verdict(c, verdict, measured, why)
 
 
-def check_all(records: list[Record], precision: str = "fp32") -> list[Verdict]:
-    """A verdict for every claim, plus the seeds' epoch-time consistency check."""
-    return [check(c, records, precision) for c in CLAIMS] + [epoch_consistency()]
+def check_all(
+    records: list[Record], precision: str = "fp32", include_invalid: bool = False
+) -> list[Verdict]:
+    """A verdict for every claim (valid records only unless ``include_invalid``), plus the
+    seeds' epoch-time consistency check."""
+    return [check(c, records, precision, include_invalid) for c in CLAIMS] + [epoch_consistency()]
 
 
 # --------------------------------------------------------------------------------------------

@@ -78,6 +78,17 @@ def test_claims_compare_the_modes_they_declare_never_the_fastest():
     assert by["compile"].place == "in" and by["torchscript"].place == "above"
 
 
+def test_invalid_records_are_no_evidence_unless_asked_for():
+    c = claims.claim("train_5_10")
+    records = speedups("train", 1.07, 1.08, 1.06)
+    records[1] = {**records[1], "valid": False, "invalid_reasons": ["busy machine"]}
+    v = claims.check(c, records)
+    assert [m.ratio.num for m in v.measured] == [("tensorflow", "xla"), ("mindspore", "graph")]
+    v = claims.check(c, records, include_invalid=True)
+    assert ("torch", "compile") in [m.ratio.num for m in v.measured]
+    assert claims.check_all(records)[1].measured == claims.check(c, records).measured
+
+
 def test_pair_compares_like_with_like():
     r = claims.Ratio("t", ("torch", "compile"), ("torch", "eager"), "train")
     records = [

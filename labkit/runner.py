@@ -2,11 +2,23 @@
 
 A :class:`Plan` is frameworks x modes x tasks x batch sizes x precisions on one device, sized
 by a profile. :func:`run` measures each :class:`Cell` in its own Python process (``python -m
-labkit.runner --cell ...``) with the same thread settings for every framework and a timeout;
-a cell that fails, hangs (killed with its whole process group) or runs out of memory becomes a
-recorded failure and the plan goes on. Each record is appended to the JSONL results file
+labkit.runner --cell ...``), the path every figure of the lab takes (``benchmarks/overhead.py``
+checks it against a bare loop):
+
+- one thread policy: ``threads`` intra-op threads (default :func:`labkit.hardware.
+  default_threads`) and one inter-op thread in every framework, set first thing in the fresh
+  process and read back into the record;
+- cold compile caches: each cell's caches start empty in its own folder (:func:`cache_env`),
+  so a first call includes the whole compilation unless the record says ``cache: "warm"``;
+- a timeout, after which the cell's whole process group is killed; a cell whose runner dies
+  (even by SIGKILL) ends its own process group.
+
+A cell that fails, hangs or runs out of memory, or whose result makes no valid record, becomes
+a recorded failure and the plan goes on. Each record is appended to the JSONL results file
 (:mod:`labkit.results`) the moment it exists, so an interrupted run (Ctrl-C, SIGTERM, a crash)
-keeps everything measured, and ``resume=True`` measures only what is missing.
+keeps everything measured (a Ctrl-C during a write waits for it), and ``resume=True`` measures
+only what is missing. Before it starts, a run says how long it should take (:func:`forecast`);
+``on_record`` shows each result as it arrives (:class:`labkit.live.LiveTable`).
 
 Test hook: ``LABKIT_TEST_FAULT=KIND[:FRAMEWORK/MODE/TASK][,...]`` makes matching cells (all
 cells when no selector is given) misbehave inside their subprocess before any framework loads:
@@ -856,7 +868,7 @@ def run(
     todo = [c for c in plan if c.key() not in done]
     res = RunResult(out, skipped=[c for c in plan if c.key() in done])
     res.forecast = forecast(Plan(todo, plan.profile), existing if history is None else history)
-    if progress and todo:
+    if progress and todo and on_record is None:  # a live table shows it itself
         print(f"labkit: {res.forecast}", file=sys.stderr, flush=True)
     machine = hardware.fingerprint()
     from tqdm.auto import tqdm

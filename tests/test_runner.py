@@ -428,3 +428,23 @@ def test_a_plan_says_how_long_it_should_take_before_it_starts():
     assert runner.forecast(plan, history=[other]).cells[0][2] == "estimate"
     # halfway, the rest is scaled by how the done cells compared with their forecast
     assert known.remaining_s(1, 84.0) == pytest.approx(2 * known.cells[1][1])
+
+
+def test_a_live_table_fills_in_as_records_arrive(tmp_path, monkeypatch, capsys):
+    from labkit import live
+
+    plan = runner.Plan.build(["torch"], ["eager"], ["latency", "throughput"], profile=SMOKE)
+    answers = iter([fake_fields(), fake_fields(others_cpus=1e6)])
+    monkeypatch.setattr(runner, "run_cell", lambda *a, **k: next(answers))
+    table = live.LiveTable(plan, runner.forecast(plan, history=[]), title="training")
+    text = table.markdown()
+    assert "0 of 2 cells" in text and text.count("waiting (about") == 2
+    table.show()  # not in a notebook: a line instead of a display handle
+    assert "0 of 2 cells" in capsys.readouterr().out
+    runner.run(plan, tmp_path / "r.jsonl", progress=False, on_record=table)
+    printed = capsys.readouterr().out.splitlines()
+    assert len(printed) == 2 and "torch eager latency b1" in printed[0]
+    text = table.markdown()
+    assert "2 of 2 cells" in text and "waiting" not in text and "; done" in text
+    assert table.rows()[0][4] == "valid"
+    assert table.rows()[1][4].startswith("invalid: busy machine")

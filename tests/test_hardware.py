@@ -115,7 +115,10 @@ def test_the_affinity_mask_narrows_the_cores(tmp_path):
 
 
 def test_quota_from_cgroup_v2_and_v1():
-    assert hardware.cpu_quota(machine("container_quota")) == (1.5, "cgroup v2 sys/fs/cgroup/cpu.max")
+    assert hardware.cpu_quota(machine("container_quota")) == (
+        1.5,
+        "cgroup v2 sys/fs/cgroup/cpu.max",
+    )
     quota, where = hardware.cpu_quota(machine("container_v1_unknown_clock"))
     assert quota == 2.0 and "cgroup v1" in where and "cfs_quota_us" in where
     assert hardware.cpu_quota(machine("amd_zen4")) == (None, "no cgroup CPU quota")

@@ -20,8 +20,8 @@ What this process may use:
 The compute **ceiling** is the textbook estimate ``cores x maximum clock x FLOPs per cycle per
 core``, per precision: FLOPs per cycle follow from the instruction set (fp32 FMA units; bf16
 through AVX-512 BF16, AMX or Arm's BF16 instructions; int8 through VNNI, AMX or Arm's dot
-products). The clock is the *maximum* one: cpufreq's ``cpuinfo_max_freq``, else the GHz in the
-CPU's model name, else ``LABKIT_CPU_MAX_GHZ`` if you set it; otherwise it is unknown and so is the
+products). The clock is the *maximum* one: ``LABKIT_CPU_MAX_GHZ`` if you set it, else cpufreq's
+``cpuinfo_max_freq``, else the GHz in the CPU's model name; otherwise it is unknown and so is the
 ceiling (``peak_gflops`` is None), because the current clock in ``/proc/cpuinfo`` says nothing
 about the maximum (an idle laptop reports a fraction of it). The ceiling stays an *estimate*: a
 measurement above it is flagged with its likely cause (:meth:`Ceiling.explain_above`), never

@@ -157,11 +157,12 @@ def build_parser() -> argparse.ArgumentParser:
     )
     report.set_defaults(func=_report)
     from . import distributed  # framework-free: the workers import their framework
+    from .frameworks import specs
 
+    launchers = ", ".join(s.launcher for s in specs() if s.launcher)
     distributed.build_parser(
         sub.add_parser(
-            "distributed",
-            help="data-parallel training with real worker processes (torchrun, TF_CONFIG, msrun)",
+            "distributed", help=f"data-parallel training with real worker processes ({launchers})"
         )
     )
     return parser

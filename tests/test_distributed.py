@@ -324,8 +324,12 @@ def test_a_successful_run_stops_what_its_workers_left_running(tmp_path):
     job = Job("torch", workers=2, steps=2, batch=2, model="tiny", measure=0, fault="straggler")
     run = distributed.launch(job, timeout=TIMEOUT, out_dir=tmp_path)
     straggler = int((tmp_path / "rank1.straggler").read_text())
-    assert straggler in run.pids and len(run.workers) == 2
-    assert_all_gone(run.pids)
+    try:
+        assert straggler in run.pids and len(run.workers) == 2
+        assert_all_gone(run.pids)
+    finally:  # a failing test must not leave it behind either
+        if distributed.still_running([straggler]):
+            os.kill(straggler, signal.SIGKILL)
     no_children_left()
 
 

@@ -73,7 +73,7 @@ def _short_path(match: re.Match) -> str:
     path = match.group(0)
     site = list(_SITE.finditer(path))
     if site:
-        return "…/" + path[site[-1].start() :].replace("\\", "/")
+        return ".../" + path[site[-1].start() :].replace("\\", "/")
     last = re.split(r"[/\\]", path.rstrip("/\\"))[-1]
     return f"<path>/{last}" if last else "<path>"
 

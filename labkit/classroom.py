@@ -856,7 +856,7 @@ def spread_figure(spread_rows: list[dict]):
 # the report
 
 
-def _table(head: Sequence[str], body: Iterable[Sequence]) -> str:
+def html_table(head: Sequence[str], body: Iterable[Sequence]) -> str:
     esc = lambda v: html.escape("" if v is None else str(v))
     out = [
         "<table><thead><tr>" + "".join(f"<th>{esc(h)}</th>" for h in head) + "</tr></thead><tbody>"
@@ -952,7 +952,7 @@ def _html(con) -> str:
     summary = speedup_summary(ratio_rows)
     parts.append("<h2>Speedups across machine types (unflagged)</h2>")
     parts.append(
-        _table(
+        html_table(
             (
                 "task",
                 "graph cell",
@@ -986,7 +986,7 @@ def _html(con) -> str:
     )
     parts.append("<h2>Spread between machines and within one</h2>")
     parts.append(
-        _table(
+        html_table(
             (
                 "task",
                 "cell",
@@ -1010,7 +1010,7 @@ def _html(con) -> str:
     )
     parts.append("<h2>Machine types</h2>")
     parts.append(
-        _table(
+        html_table(
             ("machine type", "CPU", "architecture", "cores", "memory GB", "cards", "records"),
             [
                 (
@@ -1028,7 +1028,7 @@ def _html(con) -> str:
     )
     parts.append(f"<h2>Flagged records ({len(flagged)}): kept, shown, not counted</h2>")
     parts.append(
-        _table(
+        html_table(
             (
                 "machine type",
                 "framework",
@@ -1058,7 +1058,7 @@ def _html(con) -> str:
     )
     parts.append(f"<h2>Failed or unsupported cells ({len(failed)})</h2>")
     parts.append(
-        _table(
+        html_table(
             ("machine type", "framework", "mode", "task", "error"),
             [
                 (f["label"], f["framework"], f["mode"], f["task"], (f["error"] or "")[:160])
@@ -1068,7 +1068,7 @@ def _html(con) -> str:
     )
     parts.append(f"<h2>Files collected ({len(files)})</h2>")
     parts.append(
-        _table(
+        html_table(
             ("file", "kind", "records", "new records", "note"),
             [
                 (Path(f["name"]).name, f["kind"], f["records"], f["new_records"], f["note"] or "")
@@ -1078,3 +1078,104 @@ def _html(con) -> str:
     )
     parts.append("<p>Written by <code>python -m labkit class report</code>.</p></body></html>")
     return "\n".join(parts)
+
+
+# ---------------------------------------------------------------------------------------------
+# fixtures and the notebook's explorer
+
+FIXTURES = Path(__file__).resolve().parent / "data" / "class_fixtures"
+
+
+def fixture_cards(profile: str | None = None) -> list[Path]:
+    """The synthetic fixture cards for ``profile`` (default: the current one). NOT measurements:
+    each says so in its ``fixture`` field, and the report labels their machines 'fixture'."""
+    from . import profiles
+
+    name = profiles.get(profile).name
+    found = sorted((FIXTURES / name).glob("*.json"))
+    if not found:
+        raise ValueError(f"no fixture cards for profile {name!r} in {FIXTURES}")
+    return found
+
+
+def choices(con) -> dict[str, list]:
+    """The values each explorer filter offers (framework, task, precision, machine)."""
+    col = lambda c: [
+        r[0] for r in con.execute(f"SELECT DISTINCT {c} FROM records ORDER BY 1").fetchall()
+    ]
+    return {
+        "framework": col("framework"),
+        "task": col("task"),
+        "precision": col("precision"),
+        "machine": [(m["label"], m["machine_id"]) for m in machines(con)],
+    }
+
+
+def explorer(db: str | os.PathLike = "class.duckdb"):
+    """Widgets over the class database: filter by framework, task, precision and machine; the
+    speedup figure and the summary table follow. Returns the widget box (``.filters`` holds the
+    dropdowns by name, so a notebook cell can set them)."""
+    import ipywidgets as w
+    from IPython.display import HTML, display
+
+    con = connect(db, read_only=True)
+    try:
+        opts = choices(con)
+        all_ratios = ratios(con)
+    finally:
+        con.close()
+    any_ = [("any", None)]
+    filters = {
+        "framework": w.Dropdown(
+            options=any_ + [(v, v) for v in opts["framework"]], description="Framework"
+        ),
+        "task": w.Dropdown(options=any_ + [(v, v) for v in opts["task"]], description="Task"),
+        "precision": w.Dropdown(
+            options=any_ + [(v, v) for v in opts["precision"]], description="Precision"
+        ),
+        "machine": w.Dropdown(options=any_ + opts["machine"], description="Machine"),
+    }
+    out = w.Output()
+
+    def show(_=None) -> None:
+        sel = [
+            r
+            for r in all_ratios
+            if all(
+                v.value is None or r[k if k != "machine" else "machine_id"] == v.value
+                for k, v in filters.items()
+            )
+        ]
+        out.clear_output(wait=True)
+        with out:
+            if not sel:
+                print("no graph-vs-eager ratio matches these filters")
+                return
+            display(speedup_figure(sel))
+            summary = speedup_summary(sel)
+            display(
+                HTML(
+                    html_table(
+                        ("task", "graph cell", "machines", "median", "min", "max", "flagged"),
+                        [
+                            (
+                                s["task"],
+                                s["cell"],
+                                s["machines"],
+                                _f(s.get("median")),
+                                _f(s.get("min")),
+                                _f(s.get("max")),
+                                s["flagged"],
+                            )
+                            for s in summary
+                        ],
+                    )
+                )
+            )
+
+    for f in filters.values():
+        f.observe(show, names="value")
+    box = w.VBox([w.HBox(list(filters.values())[:2]), w.HBox(list(filters.values())[2:]), out])
+    box.filters = filters
+    show()
+    return box

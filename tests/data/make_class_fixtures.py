@@ -10,7 +10,7 @@ reaches on large images and ``overhead`` its fixed cost per call (Python dispatc
 both are round figures chosen to look like CPUs and to make graph modes gain more on small images,
 with a seeded per-machine jitter. The call times are drawn around that median.
 
-    python labkit/data/class_fixtures/generate.py     # rewrites smoke/, standard/, full/
+    python tests/data/make_class_fixtures.py     # rewrites smoke/, standard/, full/
 """
 
 from __future__ import annotations
@@ -22,9 +22,9 @@ from pathlib import Path
 import labkit
 from labkit import bench, cards, profiles, resnet, results
 
-HERE = Path(__file__).resolve().parent
+HERE = Path(__file__).resolve().parents[2] / "labkit" / "data" / "class_fixtures"
 NOTE = (
-    "FIXTURE: a synthetic card made by labkit/data/class_fixtures/generate.py to show the class "
+    "FIXTURE: a synthetic card made by tests/data/make_class_fixtures.py to show the class "
     "report with machine types the class may not have. Its numbers are NOT measurements."
 )
 #: (framework, mode) -> (share of peak on large images, fixed overhead per call in s)

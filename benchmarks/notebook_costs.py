@@ -54,14 +54,9 @@ MIB = 2**20
 # executing a notebook in this environment
 
 
-def source_hash(nb: dict) -> str:
-    """sha256 of a notebook's cells (type and source): what its executed copy was made from."""
-    h = hashlib.sha256()
-    for cell in nb["cells"]:
-        src = cell["source"]
-        h.update(cell["cell_type"].encode() + b"\0")
-        h.update(("".join(src) if isinstance(src, list) else src).encode() + b"\0")
-    return h.hexdigest()
+def source_hash(path: Path) -> str:
+    """sha256 of a notebook file as committed (outputs stripped): what an executed copy came from."""
+    return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
 def _kernel_manager():
@@ -163,7 +158,7 @@ def run_notebook(
     from nbclient.exceptions import CellExecutionError
 
     nb = nbformat.read(path, as_version=4)
-    digest = source_hash(nb)
+    digest = source_hash(path)
     os.environ["LABKIT_PROFILE"] = profile  # the kernel inherits this environment
     os.environ.setdefault("PROTOCOL_BUFFERS_PYTHON_IMPLEMENTATION", "python")
     km = _kernel_manager()
@@ -195,7 +190,7 @@ def run_notebook(
         nb.metadata["labkit"] = {
             "profile": profile,
             "source_sha256": digest,
-            "executed_by": "notebook_costs",
+            "executed_by": "benchmarks/notebook_costs.py",
         }
         executed_dir.mkdir(parents=True, exist_ok=True)
         nbformat.write(nb, executed_dir / path.name)
@@ -285,9 +280,18 @@ def table(results: list[dict]) -> str:
     notes = []
     for r in results:
         m = r["machine"]
+        loads = [
+            n["load_1min_before"] for n in r["notebooks"] if n.get("load_1min_before") is not None
+        ]
+        busy = ""
+        if loads and max(loads) >= (m.get("cores") or 1):
+            busy = (
+                f", a busy machine (1-minute load {min(loads):.1f}-{max(loads):.1f}): "
+                "times are longer than on an idle one"
+            )
         notes.append(
             f"`{r['profile']}`: measured {r['measured'][:10]} on {m.get('cpu', '?')} "
-            f"({m.get('cores', '?')} cores, {m.get('memory_gb', '?')} GB)"
+            f"({m.get('cores', '?')} cores, {m.get('memory_gb', '?')} GB){busy}"
         )
     foot = (
         "\n\nPeak memory: the kernel with every process it starts (benchmark cells, workers), "

@@ -112,7 +112,9 @@ def test_a_card_carries_records_and_ratios_and_never_the_host_user_or_paths(tmp_
             rf"(?<![A-Za-z0-9]){re.escape(name)}(?![A-Za-z0-9])", text, re.IGNORECASE
         ), name
     assert FAKE_USER not in text.lower() and str(tmp_path) not in text and "/home/" not in text
-    assert ".../site-packages/torch/_inductor/codecache.py" in text  # the useful part of a path stays
+    assert (
+        ".../site-packages/torch/_inductor/codecache.py" in text
+    )  # the useful part of a path stays
     assert "<host>" in text and "<user>" in text
     named = run_labkit(
         "card", str(src), "--out", str(tmp_path / "n.json"), "--name", "Team 7", env=env

@@ -184,7 +184,9 @@ def read(path: Path) -> tuple[str, dict, str]:
 
 def _check_card(card: dict) -> dict:
     fmt = card.get("format")
-    if not isinstance(fmt, int) or fmt > cards.FORMAT:
+    if not isinstance(fmt, int) or isinstance(fmt, bool):
+        raise Skip("wrong schema: a card without a format number")
+    if fmt > cards.FORMAT:
         raise Skip(
             f"card format {fmt!r} is newer than this labkit reads ({cards.FORMAT}): "
             "update labkit (pip install -U labkit, or git pull) and collect again"

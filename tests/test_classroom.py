@@ -177,6 +177,9 @@ def handed_in(tmp_path):
     text = good[1].read_text()
     (folder / "truncated.json").write_text(text[: len(text) // 3])
     (folder / "package.json").write_text(json.dumps({"name": "app", "dependencies": {}}))
+    card = json.loads(good[0].read_text())
+    (folder / "future-card.json").write_text(json.dumps({**card, "format": 99}))
+    (folder / "bad-records.json").write_text(json.dumps({**card, "records": [{"framework": "torch"}]}))
     (folder / "notes.txt").write_text("not collected: not .json")
     (folder / ".ipynb_checkpoints").mkdir()
     shutil.copy(good[1], folder / ".ipynb_checkpoints" / "copy.json")
@@ -192,6 +195,8 @@ def test_collect_stores_good_files_once_and_names_the_bad_ones(handed_in, tmp_pa
     out = proc.stdout
     assert re.search(r"SKIPPED\s+\S*truncated\.json: truncated or damaged JSON", out), out
     assert re.search(r"SKIPPED\s+\S*package\.json: foreign file", out), out
+    assert re.search(r"SKIPPED\s+\S*future-card\.json: card format 99 is newer", out), out
+    assert re.search(r"SKIPPED\s+\S*bad-records\.json: wrong schema: record 1 .*'mode'", out), out
     assert re.search(r"already\s+\S*same-card-again\.json", out) or re.search(
         r"already\s+\S*" + re.escape(classroom.fixture_cards("smoke")[0].name), out
     ), out

@@ -150,6 +150,7 @@ def test_tables_are_rewritten_between_the_markers_only(tmp_path):
     assert "| `00_a.ipynb` | 30 s | 0.9 GB | 30 s | 0.9 GB |" in text
     assert "| `05_b.ipynb` | 3.3 min | 3.4 GB (over 2 GB) | not measured | not measured |" in text
     assert "busy" not in text  # the load stayed under the core count
+    assert "`smoke`: largest `05_b.ipynb`, 3.4 GB -> about 4.9 GB per user" in text
     assert mod.write_tables([smoke, standard], docs=[doc]) == []  # idempotent
     bare = tmp_path / "BARE.md"
     bare.write_text("no markers")

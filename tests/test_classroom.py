@@ -179,7 +179,9 @@ def handed_in(tmp_path):
     (folder / "package.json").write_text(json.dumps({"name": "app", "dependencies": {}}))
     card = json.loads(good[0].read_text())
     (folder / "future-card.json").write_text(json.dumps({**card, "format": 99}))
-    (folder / "bad-records.json").write_text(json.dumps({**card, "records": [{"framework": "torch"}]}))
+    (folder / "bad-records.json").write_text(
+        json.dumps({**card, "records": [{"framework": "torch"}]})
+    )
     (folder / "notes.txt").write_text("not collected: not .json")
     (folder / ".ipynb_checkpoints").mkdir()
     shutil.copy(good[1], folder / ".ipynb_checkpoints" / "copy.json")

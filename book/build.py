@@ -127,7 +127,9 @@ def main(argv: list[str] | None = None) -> int:
         print("error: jupyter-book failed (see above)", file=sys.stderr)
         return 1
     html = out / "_build" / "html"
-    missing = [nb.name for nb in notebooks() if not (html / "notebooks" / f"{nb.stem}.html").exists()]
+    missing = [
+        nb.name for nb in notebooks() if not (html / "notebooks" / f"{nb.stem}.html").exists()
+    ]
     if missing:
         print(f"error: no page for {', '.join(missing)}", file=sys.stderr)
         return 1

@@ -1177,7 +1177,12 @@ def explorer(db: str | os.PathLike = "class.duckdb"):
 
     for f in filters.values():
         f.observe(show, names="value")
-    box = w.VBox([w.HBox(list(filters.values())[:2]), w.HBox(list(filters.values())[2:]), out])
+
+    class Explorer(w.VBox):
+        def __repr__(self) -> str:  # what a page without a kernel (the course site) shows
+            return "[the class explorer: filters and a figure; run the notebook to use them]"
+
+    box = Explorer([w.HBox(list(filters.values())[:2]), w.HBox(list(filters.values())[2:]), out])
     box.filters = filters
     show()
     return box

@@ -78,6 +78,31 @@ def _short_path(match: re.Match) -> str:
     return f"<path>/{last}" if last else "<path>"
 
 
+#: fields whose values are names the lab itself chose (never free text): left as they are, so
+#: that a host or user name that happens to be such a word cannot damage the card
+STRUCTURAL = frozenset(
+    {
+        "kind",
+        "format",
+        "card_id",
+        "created",
+        "labkit",
+        "schema",
+        "framework",
+        "mode",
+        "task",
+        "precision",
+        "device",
+        "profile",
+        "profiles",
+        "status",
+        "baseline",
+        "timestamp",
+        "cache",
+    }
+)
+
+
 class Scrubber:
     """Removes host names, user names and paths from every string of a JSON-like value."""
 
@@ -106,7 +131,12 @@ class Scrubber:
         if isinstance(value, str):
             return self.text(value)
         if isinstance(value, dict):
-            return {self.text(k) if isinstance(k, str) else k: self(v) for k, v in value.items()}
+            return {
+                k: v if k in STRUCTURAL else self(v)
+                for k, v in (
+                    (self.text(k) if isinstance(k, str) else k, v) for k, v in value.items()
+                )
+            }
         if isinstance(value, list | tuple):
             return [self(v) for v in value]
         return value

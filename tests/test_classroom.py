@@ -305,3 +305,18 @@ def test_import_classroom_does_not_import_duckdb():
         [sys.executable, "-c", code], capture_output=True, text=True, check=True, env={**os.environ}
     )
     assert out.stdout.strip() == "False"
+
+
+def test_scrubbing_leaves_the_labs_own_names_alone():
+    scrub = cards.Scrubber(users=["torch"], hosts=["labkit"])
+    card = scrub(
+        {
+            "kind": cards.KIND,
+            "records": [
+                {"framework": "torch", "notes": "torch on labkit", "log": 'File "/x/y.py"'}
+            ],
+        }
+    )
+    assert card["kind"] == cards.KIND and card["records"][0]["framework"] == "torch"
+    assert card["records"][0]["notes"] == "<user> on <host>"
+    assert card["records"][0]["log"] == 'File "<path>/y.py"'

@@ -143,6 +143,7 @@ MACHINES = {
     ),
 }
 BOOST = 1.43
+CREATED = "2026-01-01T00:00:00+00:00"
 REPEATS = 12
 
 
@@ -175,6 +176,7 @@ def _records(name: str, profile: profiles.Profile, rng: random.Random, learner: 
                 "threads": fp["cores"],
                 "log": "",
                 "versions": {"labkit": "0.1.0" if old else labkit.__version__},
+                "timestamp": CREATED,  # fixed: the generator writes the same files every time
             }
             if name == "laptop-apple-m2" and fw == "mindspore":
                 out.append(
@@ -248,7 +250,7 @@ def main() -> None:
                     scrubber=cards.Scrubber(users=[], hosts=[]),  # nothing personal in it
                 )
                 card["card_id"] = f"fixture-{name}-{prof.name}-{learner}"
-                card["created"] = "2026-01-01T00:00:00+00:00"
+                card["created"] = CREATED
                 card["fixture"] = NOTE + (f" Shows: {special}." if special else "")
                 stem = f"{name}-{learner}" if count > 1 else name
                 (folder / f"{stem}.json").write_text(

@@ -8,9 +8,9 @@ condition holds for the learner's answers, once per voice:
   and the decision flow's shared judgement; measurements never move it;
 - the **course's** ranking (``.ranking``, ``.top``) uses the course's dated rules and the same
   shared judgement, and then step 3: a *valid* measurement of the task that answers the need in
-  which the fastest candidate beats another by more than ``labkit.guide.rules.EVIDENCE_MARGIN`` costs the
-  slower one ``labkit.guide.rules.EVIDENCE_POINTS``. ``.moved_by`` names the measurements when they changed
-  the course's order. A record counts only when its ``valid`` field is ``True``: invalid
+  which the fastest candidate beats another by more than ``EVIDENCE_MARGIN`` (a rule parameter
+  in :mod:`labkit.guide.rules`) costs the slower one ``EVIDENCE_POINTS``. ``.moved_by`` names
+  the measurements when they changed the course's order. A record counts only when its ``valid`` field is ``True``: invalid
   records, records of the older schema without the field, and missing measurements change
   nothing (the notes say which).
 

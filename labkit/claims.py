@@ -717,7 +717,7 @@ def _precision_for(c: Claim, records: list[Record], precision: str) -> str:
     if c.regime.precision != "mixed" or precision in MIXED_PRECISIONS:
         return precision
     mixed = [p for p in MIXED_PRECISIONS if any(r.get("precision") == p for r in records)]
-    return sorted(mixed)[0] if mixed else precision
+    return min(mixed) if mixed else precision
 
 
 def check(c: Claim, records: list[Record], precision: str = "fp32") -> Verdict:

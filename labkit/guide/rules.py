@@ -154,7 +154,7 @@ SOURCES: dict[str, Source] = {
     ),
     "tf_serving": Source(
         "Serving Models: TensorFlow Serving for production environments (TFX guide)",
-        "https://www.tensorflow.org/tfx/guide/serving",
+        "https://tensorflow.org/serving",
         "2021-01-28",
         "'Last updated' on the page",
     ),

@@ -179,7 +179,7 @@ def ratios(records: Iterable[dict]) -> list[dict]:
     records = list(records)
     cells = {results.key(r): r for r in results.latest(results.ok(records))}
     out = []
-    for row in results.speedups(records):
+    for row in results.speedups(records, include_invalid=True):
         graph = cells[_cell(row)]
         fw, mode = results.BASELINE[row["framework"]]
         base = cells[_cell(row, framework=fw, mode=mode)]

@@ -621,7 +621,7 @@ def speedups(records: Iterable[dict], include_invalid: bool = False) -> list[dic
         est = ratio(r, base)
         rows.append(
             {
-                **{k: r.get(k) for k in KEY},
+                **dict(zip(KEY, key(r))),
                 "baseline": f"{base['framework']} {base['mode']}",
                 "speedup": est.value,
                 "speedup_low": est.low,
@@ -683,7 +683,7 @@ def break_even_rows(records: Iterable[dict], include_invalid: bool = False) -> l
         b = break_even(r, base)
         rows.append(
             {
-                **{k: r.get(k) for k in KEY},
+                **dict(zip(KEY, key(r))),
                 "baseline": f"{base['framework']} {base['mode']}",
                 "extra_s": b.extra_s,
                 "saving_per_call_s": b.saving_s,

@@ -136,30 +136,36 @@ def sysctl(root: str | os.PathLike = ROOT) -> dict[str, str]:
     """
     text = _read(root, "sysctl")
     if text is None and str(root) == ROOT and sys.platform == "darwin":
-        keys = (
-            "machdep.cpu.brand_string",
-            "hw.physicalcpu",
-            "hw.logicalcpu",
-            "hw.perflevel0.physicalcpu",
-            "hw.cpufrequency_max",
-            "hw.memsize",
-            "hw.optional.arm.FEAT_BF16",
-            "hw.optional.arm.FEAT_I8MM",
-            "hw.optional.arm.FEAT_DotProd",
-        )
-        exe = shutil.which("sysctl") or "/usr/sbin/sysctl"
-        try:
-            text = subprocess.run(
-                [exe, "-i", *keys], capture_output=True, text=True, timeout=10, check=False
-            ).stdout
-        except (OSError, subprocess.SubprocessError):
-            text = ""
+        text = _macos_sysctl()
     out = {}
     for line in (text or "").splitlines():
         k, sep, v = line.partition(":")
         if sep:
             out[k.strip()] = v.strip()
     return out
+
+
+@functools.lru_cache(maxsize=1)
+def _macos_sysctl() -> str:
+    """What this Mac's ``sysctl`` says about the keys the report reads (asked once)."""
+    keys = (
+        "machdep.cpu.brand_string",
+        "hw.physicalcpu",
+        "hw.logicalcpu",
+        "hw.perflevel0.physicalcpu",
+        "hw.cpufrequency_max",
+        "hw.memsize",
+        "hw.optional.arm.FEAT_BF16",
+        "hw.optional.arm.FEAT_I8MM",
+        "hw.optional.arm.FEAT_DotProd",
+    )
+    exe = shutil.which("sysctl") or "/usr/sbin/sysctl"
+    try:
+        return subprocess.run(
+            [exe, "-i", *keys], capture_output=True, text=True, timeout=10, check=False
+        ).stdout
+    except (OSError, subprocess.SubprocessError):
+        return ""
 
 
 # ---------------------------------------------------------------------------------------------

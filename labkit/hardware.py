@@ -147,22 +147,11 @@ def sysctl(root: str | os.PathLike = ROOT) -> dict[str, str]:
 
 @functools.lru_cache(maxsize=1)
 def _macos_sysctl() -> str:
-    """What this Mac's ``sysctl`` says about the keys the report reads (asked once)."""
-    keys = (
-        "machdep.cpu.brand_string",
-        "hw.physicalcpu",
-        "hw.logicalcpu",
-        "hw.perflevel0.physicalcpu",
-        "hw.cpufrequency_max",
-        "hw.memsize",
-        "hw.optional.arm.FEAT_BF16",
-        "hw.optional.arm.FEAT_I8MM",
-        "hw.optional.arm.FEAT_DotProd",
-    )
+    """Everything this Mac's ``sysctl -a`` reports, asked once ("key: value" lines)."""
     exe = shutil.which("sysctl") or "/usr/sbin/sysctl"
     try:
         return subprocess.run(
-            [exe, "-i", *keys], capture_output=True, text=True, timeout=10, check=False
+            [exe, "-a"], capture_output=True, text=True, timeout=20, check=False
         ).stdout
     except (OSError, subprocess.SubprocessError):
         return ""

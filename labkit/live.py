@@ -90,8 +90,9 @@ class LiveTable:
                 wait = expected.get(cell.key())
                 eta = f"waiting (about {_minutes(wait)})" if wait else "waiting"
                 out.append([_cell(cell), "", "", "", eta, ""])
-            elif r["status"] != "ok":
-                out.append([_cell(cell), "", "", "", _verdict(r) + ": " + (r["error"] or ""), ""])
+            elif r["status"] != "ok":  # an unsupported cell's error already says so
+                why = r["error"] if r["unsupported"] else f"failed: {r['error']}"
+                out.append([_cell(cell), "", "", "", why, ""])
             else:
                 out.append(
                     [

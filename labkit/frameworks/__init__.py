@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from types import ModuleType
 
 from .. import _pins
-from .contract import Adapter, Exporter, FrameworkSpec, Trainer
+from .contract import Adapter, Checks, Exporter, FrameworkSpec, Trainer
 
 __all__ = [
     "MODES",
@@ -32,11 +32,13 @@ __all__ = [
     "PACKAGES",
     "REGISTRY",
     "Adapter",
+    "Checks",
     "Exporter",
     "FrameworkSpec",
     "FrameworkUnavailable",
     "Trainer",
     "available",
+    "checks",
     "get",
     "probe_all",
     "spec",
@@ -175,3 +177,19 @@ def get(name: str) -> ModuleType:
             f"{install_hint(s.import_name)}"
         ) from exc
     return importlib.import_module(s.adapter_module)
+
+
+def checks(name: str) -> ModuleType:
+    """The module that checks code exercises for ``name`` (``labkit.frameworks.<name>.checks``).
+
+    Raises ``ValueError`` for a framework without code checks and ``FrameworkUnavailable``
+    (with the fix) when the framework does not import here.
+    """
+    s = spec(name)
+    if s.checks_module is None:
+        with_checks = [x.name for x in specs() if x.code_checks]
+        raise ValueError(
+            f"{name} has no code-exercise checks; frameworks with checks: {', '.join(with_checks)}"
+        )
+    get(name)
+    return importlib.import_module(s.checks_module)

@@ -338,3 +338,20 @@ def test_importing_the_mindspore_adapter_redirects_its_reports_by_default(tmp_pa
     assert out.returncode == 0, out.stderr[-2000:]
     folder = out.stdout.strip().splitlines()[-1]
     assert "graphlab-" in folder and not folder.startswith(str(ROOT))
+
+
+def test_every_data_file_of_the_package_is_declared_package_data():
+    """A wheel carries the exercise bank only if pyproject.toml lists it as package data."""
+    import tomllib
+
+    declared = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"][
+        "package-data"
+    ]["labkit"]
+    data = [
+        p.relative_to(ROOT / "labkit")
+        for p in (ROOT / "labkit").rglob("*")
+        if p.is_file() and p.suffix not in (".py", ".pyc")
+    ]
+    assert data, "the bank's files"
+    missing = [str(p) for p in data if not any(p.match(pattern) for pattern in declared)]
+    assert not missing, f"add to [tool.setuptools.package-data] in pyproject.toml: {missing}"

@@ -25,7 +25,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
-from . import store
+from .store import record
 
 
 @dataclass(frozen=True)
@@ -78,7 +78,7 @@ class Exercise:
 
     def _record(self, feedback: Feedback) -> None:
         if self.id:
-            store.record(self.id, feedback.correct)
+            record(self.id, feedback.correct)
 
     def solution(self) -> Feedback:
         """Reveal the answer and its explanation."""

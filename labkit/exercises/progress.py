@@ -9,7 +9,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from . import bank, store
+from .bank import notebook_entries, notebooks, title
+from .store import ENV, path, read
 
 MARKS = {"right": "✓", "tried": "✗", "open": "·"}
 
@@ -110,15 +111,15 @@ class Progress:
 
 def progress() -> Progress:
     """Which exercises of which notebook this learner has answered, and got right."""
-    recorded = store.read()
+    recorded = read()
     rows = []
-    for notebook in bank.notebooks():
+    for notebook in notebooks():
         status = {}
-        for name in bank.notebook_entries(notebook):
+        for name in notebook_entries(notebook):
             entry = recorded.get(f"{notebook}.{name}", {})
             status[name] = (
                 "right" if entry.get("right") else "tried" if entry.get("attempts") else "open"
             )
-        rows.append(Row(notebook, bank.title(notebook), status))
-    where = store.path()
-    return Progress(tuple(rows), str(where) if where else f"not recorded ({store.ENV}=off)")
+        rows.append(Row(notebook, title(notebook), status))
+    where = path()
+    return Progress(tuple(rows), str(where) if where else f"not recorded ({ENV}=off)")

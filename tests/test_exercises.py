@@ -230,6 +230,14 @@ def test_progress_is_kept_in_the_home_folder_by_default(monkeypatch, tmp_path):
 # code exercises, checked by each framework's own checker
 
 
+def _framework(name):
+    """The framework, with one thread as every notebook's setup sets it. TensorFlow fixes its
+    thread pools at its first operation, and later tests in this process set 1 thread too."""
+    adapter = require(name)
+    adapter.set_threads(1)
+    return adapter
+
+
 def _function(q, which):
     source = {"starter": q.starter, "solution": q.solution_code}[which]
     namespace = frameworks.checks(q.check_spec.framework).namespace()
@@ -242,7 +250,7 @@ def test_code_exercise_solution_passes_and_starter_fails_naming_the_property(
     exercise_id, progress_file
 ):
     q = exercises.load(exercise_id)
-    require(q.check_spec.framework)
+    _framework(q.check_spec.framework)
     solved = q.check(_function(q, "solution"))
     assert solved.correct and solved.failed is None, solved.message
     assert all(q.check_spec.describe(p) in solved.message for p in q.check_spec.properties)
@@ -256,7 +264,7 @@ def test_code_exercise_solution_passes_and_starter_fails_naming_the_property(
 
 
 def test_code_feedback_for_a_wrong_edit_a_crash_and_a_non_function(progress_file):
-    require("torch")
+    _framework("torch")
     q = exercises.load("03.branch_in_graph")
     scope = frameworks.checks("torch").namespace()
     wrong = function_from_source("def gate(x):\n    return x * 2\n", "gate", scope, "wrong")

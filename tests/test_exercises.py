@@ -280,6 +280,41 @@ def test_code_feedback_for_a_wrong_edit_a_crash_and_a_non_function(progress_file
     assert "Hint:" in fb.message and q.hints[1] in fb.message  # the second hint, second failure
 
 
+def test_a_code_exercise_built_by_hand(progress_file):
+    _framework("torch")
+    q = exercises.Code(
+        "Count at most one operation.",
+        check={
+            "framework": "torch",
+            "properties": ["max_ops"],
+            "inputs": "[(np.ones(3, np.float32),)]",
+            "limit": 1,
+        },
+        starter="def f(x):\n    return (x + 1) * 2\n",
+        solution="def f(x):\n    return x.add(1)\n",
+        hints=["One operation only."],
+    )
+    assert q.check_spec.options == {"limit": 1} and q.entry == "f"
+    assert q.check(lambda x: x.add(1)).correct and not q.id
+    fb = q.check(lambda x: (x + 1) * 2)
+    assert fb.failed == "max_ops" and "2 operations in one call" in fb.message
+    assert not progress_file.exists()  # an exercise without an id is not recorded
+    with pytest.raises(ValueError, match="unknown properties \\['fast'\\]"):
+        exercises.Code(
+            "?",
+            check={"framework": "torch", "properties": ["fast"], "inputs": "[]"},
+            starter="def f(x):\n    return x\n",
+            solution="def f(x):\n    return x\n",
+        )
+    with pytest.raises(ValueError, match="the solution must define 'f'"):
+        exercises.Code(
+            "?",
+            check=q.check_spec,
+            starter="def f(x):\n    return x\n",
+            solution="def g(x):\n    return x\n",
+        )
+
+
 def test_a_code_exercise_for_an_unavailable_framework_says_so_instead_of_raising(monkeypatch):
     q = exercises.load("03.no_breaks")
 

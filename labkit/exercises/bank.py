@@ -142,13 +142,9 @@ def build(exercise_id: str, measured: float | None = None) -> Exercise:
     elif kind == "text":
         ex = Text(**common, hint=raw.get("hint", ""), accepted=tuple(raw.get("accepted", ())))
     else:
-        check = dict(raw["check"])
-        known = {"framework", "properties", "inputs", "reference", "rtol", "atol"}
-        options = {k: check.pop(k) for k in list(check) if k not in known}
-        check["properties"] = tuple(check["properties"])
         ex = Code(
             raw["prompt"],
-            check=Check(**check, options=options),
+            check=Check.from_dict(raw["check"]),
             starter=raw["starter"],
             solution=raw["solution"],
             hints=tuple(raw.get("hints", ())),

@@ -63,7 +63,20 @@ class Check:
     atol: float = 1e-6
     options: dict[str, Any] = field(default_factory=dict)
 
+    @classmethod
+    def from_dict(cls, spec: dict[str, Any]) -> Check:
+        """A check from a mapping (a bank entry's ``check`` table): keys that are not fields of
+        :class:`Check` are the framework checker's options."""
+        known = {"framework", "properties", "inputs", "reference", "rtol", "atol"}
+        fields = {k: v for k, v in spec.items() if k in known}
+        options = {k: v for k, v in spec.items() if k not in known}
+        missing = {"framework", "properties", "inputs"} - set(fields)
+        if missing:
+            raise ValueError(f"a code check needs {sorted(missing)}")
+        return cls(**fields, options={**fields.pop("options", {}), **options})
+
     def __post_init__(self) -> None:
+        object.__setattr__(self, "properties", tuple(self.properties))
         declared = dict(frameworks.spec(self.framework).code_checks)  # ValueError if unknown
         unknown = [p for p in self.properties if p not in declared]
         if not self.properties or unknown:
@@ -230,7 +243,7 @@ class Code(Exercise):
         entry: str = "",
     ):
         super().__init__(prompt, explanation)
-        self.check_spec = check if isinstance(check, Check) else Check(**check)
+        self.check_spec = check if isinstance(check, Check) else Check.from_dict(check)
         self.starter = textwrap.dedent(starter).strip() + "\n"
         self.solution_code = textwrap.dedent(solution).strip() + "\n"
         self.hints = tuple(hints)

@@ -278,6 +278,10 @@ def test_code_feedback_for_a_wrong_edit_a_crash_and_a_non_function(progress_file
     assert "not a function" in q.check(wrong(scope["torch"].ones(3))).message
     assert "No answer yet" in q.check(None).message and q.attempts == 2
     assert "Hint:" in fb.message and q.hints[1] in fb.message  # the second hint, second failure
+    fold = exercises.load("05.fold_bn")
+    unfolded = function_from_source(fold.check_spec.reference, fold.entry, scope, "unfolded")
+    fb = fold.check(unfolded)  # right outputs, but the BatchNorm is still there
+    assert fb.failed == "avoids_ops" and "it still calls `batch_norm`" in fb.message
 
 
 def test_a_code_exercise_built_by_hand(progress_file):

@@ -186,7 +186,7 @@ def operations(fn: Callable, case: tuple) -> collections.Counter[str]:
 
 
 def _top(calls: collections.Counter[str]) -> str:
-    return ", ".join(f"{name} x{n}" for name, n in calls.most_common(4))
+    return ", ".join(f"`{name}` x{n}" for name, n in calls.most_common(4))
 
 
 def max_ops(fn: Callable, cases: list[tuple], limit: int) -> tuple[bool, str]:
@@ -202,7 +202,7 @@ def avoids_ops(fn: Callable, cases: list[tuple], avoid: list[str]) -> tuple[bool
         calls = operations(fn, case)
         found = sorted(name for name in calls if any(a in name for a in avoid))
         if found:
-            return False, f"it still calls {', '.join(found)}"
+            return False, "it still calls " + ", ".join(f"`{name}`" for name in found)
     return True, f"no {', '.join(avoid)} among the operations it calls"
 
 

@@ -395,3 +395,11 @@ def test_tflite_callable_runs_a_converted_graph():
         x = rng.normal(size=(batch, 3, 8, 8)).astype(np.float32)  # NCHW, as every adapter takes
         want = conv_relu(tf.constant(x.transpose(0, 2, 3, 1))).numpy()
         np.testing.assert_allclose(run(x), want, rtol=1e-4, atol=1e-5)
+
+
+def test_grappler_runs_when_a_graph_is_first_instantiated_not_on_every_call():
+    require("tensorflow")
+    from labkit.frameworks.tensorflow import graphs as tg
+
+    runs = dict(tg.grappler_runs())
+    assert list(runs.values()) == [0, 1, 0, 0, 1, 0], runs  # first call per traced shape only

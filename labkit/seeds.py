@@ -24,6 +24,21 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from .frameworks import NAMES, spec
+
+#: frameworks the articles recommend that the lab does not install, with their display names
+OUTSIDE_LAB: dict[str, str] = {"paddlepaddle": "PaddlePaddle"}
+
+
+def display(name: str) -> str:
+    """A framework's display name: the registry's, or :data:`OUTSIDE_LAB`'s."""
+    if name in NAMES:
+        return spec(name).display
+    if name in OUTSIDE_LAB:
+        return OUTSIDE_LAB[name]
+    raise ValueError(f"unknown framework {name!r}: known are {', '.join([*NAMES, *OUTSIDE_LAB])}")
+
+
 # --------------------------------------------------------------------------------------------
 # Percentages the articles state in their prose
 
@@ -617,6 +632,25 @@ DECISION_FLOW: tuple[FlowStep, ...] = (
 )
 
 
+def scenarios_markdown() -> str:
+    """The five scenarios: what marks each, what the article recommends and why."""
+    lines = [
+        "| scenario | what marks it | the article recommends | its reasons | alternative |",
+        "|---|---|---|---|---|",
+    ]
+    for s in SCENARIOS:
+        alt = f"{display(s.alternative)}, if {s.alternative_when}" if s.alternative else "none"
+        lines.append(
+            f"| {s.title} | {_cell(s.traits)} | {' or '.join(map(display, s.recommended))} "
+            f"| {_cell('; '.join(s.reasons))} | {_cell(alt)} |"
+        )
+    return "\n".join(lines)
+
+
+def decision_flow_markdown() -> str:
+    return "\n".join(f"{i}. **{s.title}**: {s.what}." for i, s in enumerate(DECISION_FLOW, 1))
+
+
 #: the article's closing advice, one line per framework
 SUMMARY: dict[str, str] = {
     "torch": "flexible debugging and research efficiency",
@@ -670,21 +704,20 @@ MOBILE: tuple[Capability, ...] = (
         "TorchScript (`trace` or `script`) with back ends such as TVM",
         "serialises the model with TorchScript, then relies on compilers like TVM for other "
         "platforms",
-        "notebooks 03 and 07: TorchScript is deprecated in PyTorch 2.13; `torch.export` (and "
-        "ONNX) replace it",
+        "notebook 03 shows TorchScript's deprecation warning and its successor `torch.export`; "
+        "notebook 07 exports to ONNX",
     ),
 )
 
 
-def capability_markdown(rows: tuple[Capability, ...], names: dict[str, str]) -> str:
-    """A comparison of article 003 as Markdown; ``names`` maps a framework to its display name."""
+def capability_markdown(rows: tuple[Capability, ...]) -> str:
+    """One of article 003's comparisons (:data:`DISTRIBUTED`, :data:`MOBILE`) as Markdown."""
     lines = [
         "| framework | what the article names | what it says | checked in |",
         "|---|---|---|---|",
     ]
     for c in rows:
         lines.append(
-            f"| {names.get(c.framework, c.framework)} | {_cell(c.api)} | {_cell(c.says)} "
-            f"| {_cell(c.checked)} |"
+            f"| {display(c.framework)} | {_cell(c.api)} | {_cell(c.says)} | {_cell(c.checked)} |"
         )
     return "\n".join(lines)

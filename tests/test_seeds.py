@@ -147,3 +147,17 @@ def test_published_values_are_typed_once_and_fill_the_figure():
     assert "16621 img/s mixed precision" in claims.NV_PT.figure
     with pytest.raises(ValueError, match="gives no value 'gpu4'.*gpu1_tf32"):
         claims.NV_TF.value("gpu4")
+
+
+def test_scenarios_flow_and_comparisons_render_with_display_names():
+    md = seeds.scenarios_markdown()
+    assert md.count("\n") == len(seeds.SCENARIOS) + 1
+    assert "| TensorFlow or MindSpore |" in md and "| MindSpore or PaddlePaddle |" in md
+    assert "PyTorch, if the team already" not in md  # research's alternative is TensorFlow
+    assert seeds.decision_flow_markdown().startswith("1. **Name the core need**")
+    for rows in (seeds.DISTRIBUTED, seeds.MOBILE):
+        out = seeds.capability_markdown(rows)
+        assert "| TensorFlow |" in out and "| PyTorch |" in out
+    assert seeds.display("paddlepaddle") == "PaddlePaddle" and seeds.display("torch") == "PyTorch"
+    with pytest.raises(ValueError, match="unknown framework 'jax': known are torch"):
+        seeds.display("jax")

@@ -1,4 +1,4 @@
-"""Command line: ``python -m labkit doctor | bench | report``."""
+"""Command line: ``python -m labkit doctor | bench | report | card | class | distributed``."""
 
 from __future__ import annotations
 
@@ -97,6 +97,61 @@ def _report(args: argparse.Namespace) -> int:
     return 2 if caught else 0
 
 
+def _default_results() -> list[Path]:
+    """The results files a learner has by default: the benchmark's and the notebooks' own."""
+    found = sorted(Path("results").glob("*.jsonl")) + sorted(
+        Path("notebooks/results").glob("*.jsonl")
+    )
+    if not found:
+        raise ValueError(
+            "no results files in results/ or notebooks/results/; fix: name one "
+            "(python -m labkit card FILE.jsonl), or measure first: run notebook 06, or "
+            "`python -m labkit bench --profile smoke`"
+        )
+    return found
+
+
+def _card(args: argparse.Namespace) -> int:
+    from . import cards, results
+
+    files = [Path(f) for f in args.results] if args.results else _default_results()
+    records: list[dict] = []
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        for f in files:
+            records += results.load(f)
+    for w in caught:  # a truncated last line: the complete records are on the card
+        print(f"warning: {w.message}", file=sys.stderr)
+    source = files[0].name if len(files) == 1 else f"{len(files)} results files"
+    card = cards.build(records, name=args.name, source=source)
+    out = Path(args.out or f"results/card-{card['profile']}.json")
+    cards.save(card, out)
+    print(cards.summary(card))
+    print(
+        f"\nwrote {out} ({out.stat().st_size / 1024:.0f} KiB; "
+        + ("named " + repr(args.name) if args.name else "anonymous: no host, user name or path")
+        + "): hand this file in",
+        file=sys.stderr,
+    )
+    return 0
+
+
+def _class_collect(args: argparse.Namespace) -> int:
+    from . import classroom
+
+    report = classroom.collect(args.paths, args.db)
+    print(report.text())
+    return report.exit_status
+
+
+def _class_report(args: argparse.Namespace) -> int:
+    from . import classroom
+
+    page = classroom.report(args.db, args.out)
+    print(f"class report: {page} (figures beside it)")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="python -m labkit", description="Graph Lab helper: machine report and benchmarks"
@@ -144,6 +199,47 @@ def build_parser() -> argparse.ArgumentParser:
     report.add_argument("file", help="a JSONL file written by `python -m labkit bench`")
     report.add_argument("--out", help="folder for the PNG figures (default: FILE without .jsonl)")
     report.set_defaults(func=_report)
+    card = sub.add_parser(
+        "card",
+        help="write your result card: one small anonymous JSON file to hand in",
+        description="Put your benchmark results on a result card: machine fingerprint, versions, "
+        "profile, every record with its validity, and the graph-vs-eager ratios. Anonymous: no host "
+        "name, user name or path (give --name to add a name of your choice).",
+    )
+    card.add_argument(
+        "results",
+        nargs="*",
+        help="JSONL results files (default: every results/*.jsonl and notebooks/results/*.jsonl)",
+    )
+    card.add_argument("--out", help="the card (default: results/card-<profile>.json)")
+    card.add_argument("--name", help="a name to show on the card (default: anonymous)")
+    card.set_defaults(func=_card)
+    klass = sub.add_parser(
+        "class",
+        help="instructor: collect result cards into one database and report on the class",
+    )
+    class_sub = klass.add_subparsers(dest="class_command", required=True)
+    collect = class_sub.add_parser(
+        "collect",
+        help="add cards and results files (files or folders) to the class database",
+        description="Add result cards and JSONL results files to the class database (DuckDB). "
+        "A file already collected (same content) adds nothing; a damaged, foreign or wrong-schema "
+        "file is named with the reason and skipped. Exit status: 0 every file went in, 1 some "
+        "were skipped, 2 bad usage.",
+    )
+    collect.add_argument("paths", nargs="+", help="card/results files, or folders to search")
+    collect.add_argument(
+        "--db", default="class.duckdb", help="database file (default class.duckdb)"
+    )
+    collect.set_defaults(func=_class_collect)
+    class_report = class_sub.add_parser(
+        "report", help="write the class report: figures and an HTML page"
+    )
+    class_report.add_argument(
+        "--db", default="class.duckdb", help="database file (default class.duckdb)"
+    )
+    class_report.add_argument("--out", required=True, help="folder for index.html and figures")
+    class_report.set_defaults(func=_class_report)
     from . import distributed  # framework-free: the workers import their framework
 
     distributed.build_parser(

@@ -57,3 +57,78 @@ def require(name: str):
     if not probe.importable:
         skip_or_fail(f"{name} is not importable here: {probe.error}")
     return frameworks.get(name)
+
+
+# ---- executed notebooks for the course site (make book) ----------------------------------------
+
+
+def pytest_addoption(parser):
+    parser.addoption(
+        "--save-executed",
+        metavar="DIR",
+        help="write every notebook that nbval ran without a failure, outputs included, into DIR "
+        "(`make book` builds the course site from them instead of executing them again)",
+    )
+
+
+class ExecutedNotebooks:
+    """Collects the outputs nbval received for each cell and writes each fully passed notebook,
+    with its outputs, the profile and the sha256 of the source file in its metadata."""
+
+    def __init__(self, folder: Path):
+        self.folder = folder
+        self.outputs: dict[Path, dict[int, list]] = {}
+        self.failed: set[Path] = set()
+        self.files: dict[Path, object] = {}
+
+    @pytest.hookimpl(hookwrapper=True)
+    def pytest_runtest_makereport(self, item, call):
+        outcome = yield
+        if not hasattr(item, "cell_num") or not hasattr(item, "test_outputs"):
+            return  # not an nbval cell
+        report = outcome.get_result()
+        path = Path(str(item.parent.fspath))
+        self.files[path] = item.parent
+        if report.failed or report.skipped:
+            self.failed.add(path)
+        elif call.when == "call":
+            self.outputs.setdefault(path, {})[item.cell_num] = item.test_outputs or []
+
+    def pytest_sessionfinish(self, session):
+        import copy
+        import hashlib
+
+        import nbformat
+
+        for path, collector in self.files.items():
+            target = self.folder / path.name
+            if path in self.failed:
+                target.unlink(missing_ok=True)  # never publish a notebook that did not pass
+                continue
+            nb = copy.deepcopy(collector.nb)
+            outs = self.outputs.get(path, {})
+            code_cells = [c for c in nb.cells if c.cell_type == "code"]
+            if len(outs) != len(code_cells):
+                target.unlink(missing_ok=True)
+                continue
+            for n, cell in enumerate(code_cells):
+                cell.outputs = [nbformat.from_dict(dict(o)) for o in outs[n]]
+                cell.execution_count = n + 1
+                for o in cell.outputs:
+                    if o.get("output_type") == "execute_result":
+                        o["execution_count"] = n + 1
+            nb.metadata["labkit"] = {
+                "profile": os.environ.get("LABKIT_PROFILE", ""),
+                "source_sha256": hashlib.sha256(path.read_bytes()).hexdigest(),
+                "executed_by": "nbval",
+            }
+            self.folder.mkdir(parents=True, exist_ok=True)
+            nbformat.write(nb, target)
+
+
+def pytest_configure(config):
+    folder = config.getoption("--save-executed", default=None)
+    if folder:
+        config.pluginmanager.register(
+            ExecutedNotebooks(Path(folder).resolve()), "executed-notebooks"
+        )

@@ -68,12 +68,40 @@ def execute(paths: list[Path], profile: str, executed: Path) -> None:
         raise SystemExit("error: a notebook failed to execute (see above); the site was not built")
 
 
+def public_remote() -> str | None:
+    """The checkout's ``origin`` as a public https URL, or None (no remote, or a local path)."""
+    try:
+        url = subprocess.run(
+            ["git", "-C", str(ROOT), "remote", "get-url", "origin"],
+            capture_output=True,
+            text=True,
+            check=False,
+        ).stdout.strip()
+    except OSError:  # no git
+        return None
+    if url.startswith("git@") and ":" in url:  # git@github.com:owner/repo.git
+        host, path = url[len("git@") :].split(":", 1)
+        url = f"https://{host}/{path}"
+    if not url.startswith("https://"):
+        return None
+    return url.removesuffix(".git")
+
+
 def _config(repo: str | None, branch: str | None, hub: str | None) -> str:
     import yaml
 
     config = yaml.safe_load((BOOK / "_config.yml").read_text(encoding="utf-8"))
+    repo = repo or public_remote()
     if repo:
         config["repository"]["url"] = repo
+    else:
+        print(
+            "note: no public repository known, so the pages carry no launch buttons; fix: "
+            "`make book BOOK_REPO=https://github.com/you/graph-lab` (Binder), plus "
+            "BOOK_HUB=https://your-hub for a JupyterHub via nbgitpuller"
+        )
+        config["html"]["use_repository_button"] = False
+        config["launch_buttons"] = {"notebook_interface": "jupyterlab"}
     if branch:
         config["repository"]["branch"] = branch
     if hub:

@@ -9,6 +9,8 @@ import functools
 import http.server
 import json
 import re
+import subprocess
+import sys
 import threading
 from html.parser import HTMLParser
 from pathlib import Path
@@ -69,7 +71,11 @@ def _png_outputs(nb: Path) -> int:
     )
 
 
-def test_every_notebook_has_a_page_with_its_figures_and_a_launch_button(site):
+def _launch_links(page: Path, nb: Path) -> list[str]:
+    return [h for h in _refs(page).links if "urlpath=" in h and f"notebooks/{nb.name}" in h]
+
+
+def test_every_notebook_has_a_page_with_its_figures(site):
     with_figures = 0
     for nb in NOTEBOOKS:
         page = site / "notebooks" / f"{nb.stem}.html"
@@ -84,9 +90,44 @@ def test_every_notebook_has_a_page_with_its_figures_and_a_launch_button(site):
         for src in figures:
             assert (page.parent / src).resolve().is_file(), f"{nb.name}: missing {src}"
         with_figures += pngs > 0
-        launch = [h for h in refs.links if "urlpath=" in h and f"notebooks/{nb.name}" in h]
-        assert launch, f"{nb.name}: no launch button that opens notebooks/{nb.name}"
     assert with_figures >= 5, "the course's benchmark notebooks draw figures: most pages show some"
+
+
+def test_launch_buttons_open_each_notebook_from_the_configured_repository(site, tmp_path):
+    """With a public repository (BOOK_REPO, or a public origin remote) every page launches its own
+    notebook on Binder and, with BOOK_HUB, on a JupyterHub through nbgitpuller; without one the
+    pages carry no launch button rather than a made-up address. The repository below is a test
+    input, rebuilt from the same executed copies (nothing runs again)."""
+    repo, hub = "https://github.com/learner/graph-lab", "https://hub.example.edu"
+    build = subprocess.run(
+        [
+            sys.executable,
+            str(ROOT / "book" / "build.py"),
+            "--execute",
+            "never",
+            "--out",
+            str(tmp_path),
+            "--repo",
+            repo,
+            "--hub",
+            hub,
+        ],
+        capture_output=True,
+        text=True,
+        check=False,
+        cwd=ROOT,
+    )
+    assert build.returncode == 0, build.stdout[-2000:] + build.stderr[-2000:]
+    for nb in NOTEBOOKS:
+        links = _launch_links(tmp_path / "_build" / "html" / "notebooks" / f"{nb.stem}.html", nb)
+        assert any(h.startswith("https://mybinder.org/v2/gh/learner/graph-lab/") for h in links), nb
+        assert any(
+            h.startswith(hub) and "nbgitpuller" in h.replace("git-pull", "nbgitpuller")
+            for h in links
+        ), (nb, links)
+    configured = "url: ''" not in (SITE / "src" / "_config.yml").read_text()
+    for nb in NOTEBOOKS:  # the site make test built: launch buttons exactly when a repo is known
+        assert bool(_launch_links(site / "notebooks" / f"{nb.stem}.html", nb)) == configured, nb
 
 
 def test_the_site_loads_nothing_from_the_network(site):

@@ -198,7 +198,7 @@ NAMES_ALLOWED = {
     "labkit.frameworks": "the registry",
     "labkit.claims": "the source articles' claims compare named frameworks",
     "labkit.seeds": "the source articles' tables and advice name the frameworks they compare",
-    "labkit.guide": "the selection guide's rule tables name the frameworks they score",
+    "labkit.guide.rules": "the selection guide's rule tables name the frameworks they score",
     "labkit.distributed": "the launch commands of torchrun, TF_CONFIG and msrun",
 }
 

@@ -161,3 +161,11 @@ def test_scenarios_flow_and_comparisons_render_with_display_names():
     assert seeds.display("paddlepaddle") == "PaddlePaddle" and seeds.display("torch") == "PyTorch"
     with pytest.raises(ValueError, match="unknown framework 'jax': known are torch"):
         seeds.display("jax")
+
+
+def test_the_guides_article_voice_agrees_with_the_articles_scenarios():
+    for s in seeds.SCENARIOS:
+        rec = guide.recommend(s.key)
+        assert rec.article_top == s.recommended[0], s.key
+        ranked = tuple(r.framework for r in rec.article_ranking)
+        assert ranked[: len(s.recommended)] == s.recommended, s.key

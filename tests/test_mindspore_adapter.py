@@ -216,3 +216,18 @@ def test_jit_capture_modes_of_the_installed_mindspore(ms_adapter):
     from labkit.frameworks.mindspore import graphs as msg
 
     assert msg.capture_modes() == ("ast", "bytecode", "trace")
+
+
+def test_capture_mode_demo_runs_each_mode_in_a_fresh_process(ms_adapter):
+    from labkit.frameworks.mindspore import graphs as msg
+
+    rows = msg.capture_mode_demo()
+    assert list(rows) == list(msg.capture_modes())
+    ast, trace = rows["ast"], rows["trace"]
+    # ast parses the source: the Python never runs, print is a graph op, the `if` stays an `if`
+    assert (ast["python_runs"], ast["prints"], ast["error"]) == (0, 3, "")
+    assert ast["outputs"] == list(msg.DEMO_EAGER)
+    # trace runs the Python once and records the branch of the first input only
+    assert (trace["python_runs"], trace["prints"], trace["error"]) == (1, 1, "")
+    assert trace["outputs"][:2] == list(msg.DEMO_EAGER)[:2]
+    assert trace["outputs"][2] != msg.DEMO_EAGER[2]

@@ -1,6 +1,6 @@
 """One TensorFlow data-parallel worker: MultiWorkerMirroredStrategy and a custom training loop.
 
-Started once per worker by :func:`labkit.distributed.launch`, each process with its own
+Started once per worker (:mod:`labkit.frameworks.tensorflow.launch`), each process with its own
 ``TF_CONFIG`` (the whole cluster's ``host:port`` list and this worker's index). Without
 ``TF_CONFIG`` (``Job.single``) it trains as one plain process under the default strategy.
 
@@ -20,7 +20,7 @@ What TensorFlow asks you to write, in order:
 ``model.fit`` is not used: with TF 2.21 and Keras 3.15 it fails under this strategy with two
 workers ("unsupported type PerReplica"), while the custom loop below works.
 
-Run as ``TF_CONFIG=... python -m labkit.frameworks.tensorflow_distributed --out DIR ...``.
+Run as ``TF_CONFIG=... python -m labkit.frameworks.tensorflow.distributed --out DIR ...``.
 """
 
 from __future__ import annotations
@@ -63,7 +63,7 @@ def build_model(name: str, seed: int):
         return adapter.build_resnet50(resnet.init_weights(seed))
     keras.utils.set_random_seed(seed)
     return keras.Sequential(
-        [  # TinyNet, as in torch_distributed: no BatchNorm
+        [  # TinyNet, as in the torch worker: no BatchNorm
             keras.Input((None, None, 3)),
             keras.layers.Conv2D(16, 3, padding="same", activation="relu", name="conv1"),
             keras.layers.ZeroPadding2D(1),

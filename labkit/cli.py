@@ -76,6 +76,13 @@ def _bench(args: argparse.Namespace) -> int:
     return 0
 
 
+def figure_folder(results_file: str | Path) -> Path:
+    """Where ``report`` writes the figures by default: the results file's path without its
+    suffix (``bench.jsonl`` -> ``bench/``), or with ``-figures`` added when it has none."""
+    path = Path(results_file)
+    return path.with_suffix("") if path.suffix else path.with_name(f"{path.name}-figures")
+
+
 def _report(args: argparse.Namespace) -> int:
     from . import plots, results
 
@@ -87,8 +94,10 @@ def _report(args: argparse.Namespace) -> int:
             f"{args.file} holds no results; fix: run "
             f"`python -m labkit bench --out {args.file}` first"
         )
+    out = Path(args.out) if args.out else figure_folder(args.file)
+    if out.exists() and not out.is_dir():
+        raise ValueError(f"--out {out} is a file, not a folder: name a folder for the figures")
     print(results.table(records))
-    out = Path(args.out) if args.out else Path(args.file).with_suffix("")
     if records:
         paths = plots.save_all(records, out)
         print(f"\nfigures: {', '.join(str(p) for p in paths)}")
@@ -197,7 +206,10 @@ def build_parser() -> argparse.ArgumentParser:
     bench.set_defaults(func=_bench)
     report = sub.add_parser("report", help="print a results file as a table and write its figures")
     report.add_argument("file", help="a JSONL file written by `python -m labkit bench`")
-    report.add_argument("--out", help="folder for the PNG figures (default: FILE without .jsonl)")
+    report.add_argument(
+        "--out",
+        help="folder for the PNG figures (default: FILE without its suffix, or FILE-figures)",
+    )
     report.set_defaults(func=_report)
     card = sub.add_parser(
         "card",
@@ -241,11 +253,12 @@ def build_parser() -> argparse.ArgumentParser:
     class_report.add_argument("--out", required=True, help="folder for index.html and figures")
     class_report.set_defaults(func=_class_report)
     from . import distributed  # framework-free: the workers import their framework
+    from .frameworks import specs
 
+    launchers = ", ".join(s.launcher for s in specs() if s.launcher)
     distributed.build_parser(
         sub.add_parser(
-            "distributed",
-            help="data-parallel training with real worker processes (torchrun, TF_CONFIG, msrun)",
+            "distributed", help=f"data-parallel training with real worker processes ({launchers})"
         )
     )
     return parser

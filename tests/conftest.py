@@ -64,6 +64,20 @@ def require(name: str):
     return frameworks.get(name)
 
 
+def pytest_collection_modifyitems(config, items):
+    """Tests marked ``costly`` (another compiled graph, another export) are skipped under the
+    smoke profile (``make test``, CI) and run by ``make test-standard`` (LABKIT_PROFILE=standard,
+    ``-m costly``): the release check."""
+    from labkit import profiles
+
+    if profiles.current().name != "smoke":
+        return
+    skip = pytest.mark.skip(reason="costly under the smoke profile: `make test-standard` runs it")
+    for item in items:
+        if item.get_closest_marker("costly") is not None:
+            item.add_marker(skip)
+
+
 # ---- executed notebooks for the course site (make book) ----------------------------------------
 
 

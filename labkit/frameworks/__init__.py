@@ -1,10 +1,11 @@
 """The framework registry: one entry per framework, one adapter behind one small interface.
 
 Each framework lives in its own package, ``labkit/frameworks/<name>/`` (d2l-style: read only the
-one you use): ``__init__.py`` declares its :class:`~labkit.frameworks.spec.FrameworkSpec`
+one you use): ``__init__.py`` declares its :class:`~labkit.frameworks.contract.FrameworkSpec`
 (framework-free), ``adapter.py`` imports the framework and implements
-:class:`~labkit.frameworks.spec.Adapter`, and optional ``graphs.py`` / ``distributed.py`` serve
-the optimisation and distributed notebooks.
+:class:`~labkit.frameworks.contract.Adapter`, and optional ``graphs.py`` serves the optimisation
+notebook. A framework with a data-parallel launcher adds ``distributed.py`` (the worker) and
+``launch.py`` (its framework-free command lines, a :class:`~labkit.frameworks.contract.Launch`).
 
 :func:`specs` reads the registered specs without importing any framework, so the command line,
 the runner, the plots and the guide can validate and label choices cheaply; :func:`get` imports
@@ -24,7 +25,7 @@ from dataclasses import dataclass
 from types import ModuleType
 
 from .. import _pins
-from .contract import Adapter, Checks, Exporter, FrameworkSpec, Trainer
+from .contract import Adapter, Checks, Exporter, FrameworkSpec, Launch, Trainer
 
 __all__ = [
     "MODES",
@@ -36,10 +37,12 @@ __all__ = [
     "Exporter",
     "FrameworkSpec",
     "FrameworkUnavailable",
+    "Launch",
     "Trainer",
     "available",
     "checks",
     "get",
+    "launch_module",
     "probe_all",
     "spec",
     "specs",
@@ -177,6 +180,19 @@ def get(name: str) -> ModuleType:
             f"{install_hint(s.import_name)}"
         ) from exc
     return importlib.import_module(s.adapter_module)
+
+
+def launch_module(name: str) -> ModuleType:
+    """The framework-free launch module of ``name`` (how its workers are started; imports no
+    framework); ``ValueError`` for a framework without a data-parallel launcher."""
+    s = spec(name)
+    if s.launch_module is None:
+        with_launcher = ", ".join(x.name for x in specs() if x.launcher)
+        raise ValueError(
+            f"{name} has no data-parallel launcher in the lab: frameworks with one are "
+            f"{with_launcher}"
+        )
+    return importlib.import_module(s.launch_module)
 
 
 def checks(name: str) -> ModuleType:

@@ -167,6 +167,8 @@ def test_the_selection_guide_agrees_with_the_answers_of_notebook_09():
     assert tf_team.choices[tf_team.answer].startswith(guide.DISPLAY[top])
     points = guide.recommend("deployment", expertise="mindspore", targets=["browser"])
     assert exercises.load("09.browser_points").answer == points.score("mindspore")
+    margin = f"more than {guide.EVIDENCE_MARGIN:.0%}"
+    assert margin in exercises.load("09.what_votes").explanation
 
 
 # --------------------------------------------------------------------------------------------

@@ -31,7 +31,7 @@ import math
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from . import results
+from . import results, seeds
 from .frameworks import specs
 
 HOLDS, FAILS, MIXED = "holds here", "does not hold here", "mixed here"
@@ -41,7 +41,7 @@ UNTESTABLE = REGIME
 VERDICTS: tuple[str, ...] = (HOLDS, FAILS, MIXED, REGIME, NOT_MEASURED)
 
 #: ImageNet's training set as the seed states it ("1.2 million images")
-SEED_EPOCH_IMAGES = 1_200_000
+SEED_EPOCH_IMAGES = seeds.EPOCH_IMAGES
 
 Record = dict
 
@@ -52,11 +52,28 @@ Record = dict
 
 @dataclass(frozen=True)
 class Source:
-    """A published figure (quoted exactly as the source gives it) or, figure "", just the page."""
+    """A published figure (quoted exactly as the source gives it) or, figure "", just the page.
+
+    ``values`` names the numbers a notebook computes with; ``figure`` then holds ``{name}``
+    fields and is filled from them, so that each number is typed once.
+    """
 
     title: str
     url: str
     figure: str = ""
+    values: tuple[tuple[str, float], ...] = ()
+
+    def __post_init__(self):
+        if self.values:
+            object.__setattr__(self, "figure", self.figure.format(**dict(self.values)))
+
+    def value(self, name: str) -> float:
+        found = dict(self.values)
+        if name not in found:
+            raise ValueError(
+                f"{self.title} gives no value {name!r}: it gives {', '.join(found) or 'none'}"
+            )
+        return found[name]
 
     def cite(self) -> str:
         return (
@@ -230,15 +247,18 @@ NV_PT = Source(
     "(8x A100 80GB), pytorch-21.03 NGC container",
     "https://github.com/NVIDIA/DeepLearningExamples/blob/291f0d02e815b148fa5c2b81bf07aa3552142895/"
     "PyTorch/Classification/ConvNets/resnet50v1.5/README.md",
-    "1 GPU: 938 img/s TF32, 2470 img/s mixed precision; 8 GPUs: 7248 img/s TF32, "
-    "16621 img/s mixed precision",
+    "1 GPU: {gpu1_tf32:g} img/s TF32, {gpu1_amp:g} img/s mixed precision; 8 GPUs: "
+    "{gpu8_tf32:g} img/s TF32, {gpu8_amp:g} img/s mixed precision",
+    (("gpu1_tf32", 938), ("gpu1_amp", 2470), ("gpu8_tf32", 7248), ("gpu8_amp", 16621)),
 )
 NV_TF = Source(
     "NVIDIA DeepLearningExamples, ResNet-50 v1.5 for TensorFlow, training performance on DGX A100 "
     "(8x A100 40GB), TensorFlow 20.06-tf1-py3 NGC container",
     "https://github.com/NVIDIA/DeepLearningExamples/blob/1d4211fe9d94550d7bc72bb9b0ac4f576533ca52/"
     "TensorFlow/Classification/ConvNets/resnet50v1.5/README.md",
-    "1 GPU: 909 img/s TF32 + XLA, 2375 img/s mixed precision + XLA; 8 GPUs: 7000 and 17400 img/s",
+    "1 GPU: {gpu1_tf32:g} img/s TF32 + XLA, {gpu1_amp:g} img/s mixed precision + XLA; 8 GPUs: "
+    "{gpu8_tf32:g} and {gpu8_amp:g} img/s",
+    (("gpu1_tf32", 909), ("gpu1_amp", 2375), ("gpu8_tf32", 7000), ("gpu8_amp", 17400)),
 )
 NV_PERF = Source(
     "NVIDIA Data Center Deep Learning Product Performance (current figures)",
@@ -305,14 +325,46 @@ NOT_RUN_HERE = (
     "not installed here"
 )
 
+_STATIC = seeds.figure("static_speedup")
+_TRAIN = seeds.figure("training_speedup")
+_ONNX = seeds.figure("onnx_kept")
+_EAGER = ("torch", "eager")  # the training table's baseline row
+
+
+def _training_ratio(label: str, side: tuple[str, str]) -> Ratio:
+    return Ratio(label, side, _EAGER, "train", seeds.training_ratio(side, _EAGER))
+
+
+def _inference_ratio(label: str, framework: str) -> Ratio:
+    """Framework's graph over ONNX Runtime, as the inference table's CPU column implies: the
+    graph each serving runtime runs, declared (a SavedModel's tf.function graph, no XLA;
+    MindSpore's graph mode)."""
+    mode = {"tensorflow": "function", "mindspore": "graph"}[framework]
+    return Ratio(
+        label,
+        (framework, mode),
+        ("onnxruntime", "ort"),
+        "throughput",
+        seeds.inference_ratio(framework, "torch"),
+    )
+
+
+def _list(values, unit: str = "") -> str:
+    return " / ".join(f"{v:g}" for v in values) + (f" {unit}" if unit else "")
+
+
+_T, _I = seeds.TRAINING, seeds.INFERENCE
+_DEV = seeds.INFERENCE_DEVICES
+
 CLAIMS: tuple[Claim, ...] = (
     Claim(
         "graph_20_50",
-        "Static graphs run 20-50% faster than eager execution in large-scale training and deployment.",
-        "1.2x to 1.5x",
-        "seed 000, part 1.2 (static graph advantages)",
-        1.2,
-        1.5,
+        f"Static graphs run {_STATIC.percent} faster than eager execution in large-scale training "
+        "and deployment.",
+        _STATIC.range,
+        _STATIC.where,
+        _STATIC.low,
+        _STATIC.high,
         _per_framework("train", "training") + _per_framework("throughput", "inference"),
         regime=Regime(
             metric="graph vs eager speed 'in large-scale training and deployment' (the seeds "
@@ -322,46 +374,28 @@ CLAIMS: tuple[Claim, ...] = (
     ),
     Claim(
         "train_5_10",
-        "Static-graph training is 5-10% faster than dynamic (eager) training.",
-        "1.05x to 1.10x",
-        "seed 000, part 2.1 (training conclusions)",
-        1.05,
-        1.10,
+        f"Static-graph training is {_TRAIN.percent} faster than dynamic (eager) training.",
+        _TRAIN.range,
+        _TRAIN.where,
+        _TRAIN.low,
+        _TRAIN.high,
         _per_framework("train", "training"),
         regime=A100_TRAINING,  # the conclusion the seeds draw from their A100 table
         note=SCOPE,
     ),
     Claim(
         "a100_training",
-        "ResNet-50 training with AMP on one A100: PyTorch 2.0 eager 1280, TorchScript 1350, "
-        "TF 2.10 tf.function+XLA 1320, MindSpore 2.0 graph 1380 samples/s "
-        "(8x A100: 9800, 10200, 10000, 10500).",
-        "1280 / 1350 / 1320 / 1380 samples/s",
+        "ResNet-50 training with AMP on one A100: "
+        + ", ".join(f"{r.label} {r.one_gpu:g}" for r in _T)
+        + f" samples/s (8x A100: {', '.join(f'{r.eight_gpus:g}' for r in _T)}).",
+        _list((r.one_gpu for r in _T), "samples/s"),
         "seed 000, part 2.1 (training table)",
         0.9,
         1.1,
         (
-            Ratio(
-                "TorchScript / torch eager (training)",
-                ("torch", "torchscript"),
-                ("torch", "eager"),
-                "train",
-                1350 / 1280,
-            ),
-            Ratio(
-                "TF XLA / torch eager (training)",
-                ("tensorflow", "xla"),
-                ("torch", "eager"),
-                "train",
-                1320 / 1280,
-            ),
-            Ratio(
-                "MindSpore graph / torch eager (training)",
-                ("mindspore", "graph"),
-                ("torch", "eager"),
-                "train",
-                1380 / 1280,
-            ),
+            _training_ratio("TorchScript / torch eager (training)", ("torch", "torchscript")),
+            _training_ratio("TF XLA / torch eager (training)", ("tensorflow", "xla")),
+            _training_ratio("MindSpore graph / torch eager (training)", ("mindspore", "graph")),
         ),
         regime=A100_TRAINING,
         published=(NV_PT, NV_TF, NV_PERF, MLPERF_TRAIN),
@@ -370,28 +404,19 @@ CLAIMS: tuple[Claim, ...] = (
     ),
     Claim(
         "inference_fps",
-        "ResNet-50 inference at 224x224, FPS on CPU (Xeon 8375C) / GPU (T4) / Jetson Nano: "
-        "PyTorch 2.0 via ONNX Runtime 45/320/18, TF 2.10 via TF Serving 52/350/22, "
-        "MindSpore 2.0 Lite 55/360/25.",
-        "45-55 / 320-360 / 18-25 FPS",
+        f"ResNet-50 inference at 224x224, FPS on {' / '.join(_DEV.values())}: "
+        + ", ".join(f"{r.label} {'/'.join(f'{getattr(r, d):g}' for d in _DEV)}" for r in _I)
+        + ".",
+        " / ".join(
+            f"{min(getattr(r, d) for r in _I):g}-{max(getattr(r, d) for r in _I):g}" for d in _DEV
+        )
+        + " FPS",
         "seed 000, part 2.2 (inference table)",
         0.9,
         1.1,
         (
-            Ratio(
-                "TF graph / ONNX Runtime (inference)",
-                ("tensorflow", "function"),
-                ("onnxruntime", "ort"),
-                "throughput",
-                52 / 45,
-            ),
-            Ratio(
-                "MindSpore graph / ONNX Runtime (inference)",
-                ("mindspore", "graph"),
-                ("onnxruntime", "ort"),
-                "throughput",
-                55 / 45,
-            ),
+            _inference_ratio("TF graph / ONNX Runtime (inference)", "tensorflow"),
+            _inference_ratio("MindSpore graph / ONNX Runtime (inference)", "mindspore"),
         ),
         regime=INFERENCE_TABLE,
         published=(NV_T4_PT, NV_T4_TF, MLPERF_T4, MLPERF_INF, JETSON),
@@ -400,11 +425,11 @@ CLAIMS: tuple[Claim, ...] = (
     ),
     Claim(
         "onnx_cost",
-        "Converting a PyTorch model to ONNX costs about 5-10% of its performance.",
-        "0.90x to 0.95x of PyTorch",
-        "seed 000, part 2.2 (inference conclusions)",
-        0.90,
-        0.95,
+        f"Converting a PyTorch model to ONNX costs about {_ONNX.percent} of its performance.",
+        f"{_ONNX.range} of PyTorch",
+        _ONNX.where,
+        _ONNX.low,
+        _ONNX.high,
         (
             Ratio(
                 "ONNX Runtime / torch eager (inference)",
@@ -427,32 +452,24 @@ CLAIMS: tuple[Claim, ...] = (
             runtime=IN_PROCESS,
             metric="inference throughput, ONNX Runtime against PyTorch",
         ),
-        note="the seeds do not say what the 5-10% is measured against; PyTorch eager and its "
-        "current graph compiler (torch.compile) are both shown",
+        note=f"the seeds do not say what the {_ONNX.percent} is measured against; PyTorch eager "
+        "and its current graph compiler (torch.compile) are both shown",
     ),
     Claim(
         "cpu_graph_beats_onnx",
         "On CPU, the graph-optimised frameworks (TensorFlow, MindSpore) infer faster than "
         "PyTorch converted to ONNX.",
-        "TF 52 and MindSpore 55 vs ONNX Runtime 45 FPS (1.16x, 1.22x)",
+        f"TF {seeds.inference('tensorflow').cpu_fps:g} and MindSpore "
+        f"{seeds.inference('mindspore').cpu_fps:g} vs ONNX Runtime "
+        f"{seeds.inference('torch').cpu_fps:g} FPS "
+        f"({seeds.inference_ratio('tensorflow', 'torch'):.2f}x, "
+        f"{seeds.inference_ratio('mindspore', 'torch'):.2f}x)",
         "seed 000, part 2.2 (inference conclusions)",
         1.0,
         math.inf,
         (
-            Ratio(
-                "TF graph in-process / ONNX Runtime (inference)",
-                ("tensorflow", "function"),
-                ("onnxruntime", "ort"),
-                "throughput",
-                52 / 45,
-            ),
-            Ratio(
-                "MindSpore graph in-process / ONNX Runtime (inference)",
-                ("mindspore", "graph"),
-                ("onnxruntime", "ort"),
-                "throughput",
-                55 / 45,
-            ),
+            _inference_ratio("TF graph in-process / ONNX Runtime (inference)", "tensorflow"),
+            _inference_ratio("MindSpore graph in-process / ONNX Runtime (inference)", "mindspore"),
         ),
         regime=Regime(
             hardware=("cpu",),
@@ -466,12 +483,9 @@ CLAIMS: tuple[Claim, ...] = (
     ),
 )
 
-#: the seeds' training table, for the epoch-time consistency check
-SEED_TRAINING: tuple[tuple[str, float, float], ...] = (
-    ("PyTorch 2.0 eager", 1280, 15.2),
-    ("PyTorch 2.0 TorchScript", 1350, 14.5),
-    ("TF 2.10 tf.function+XLA", 1320, 14.8),
-    ("MindSpore 2.0 graph", 1380, 14.1),
+#: the seeds' training table, for the epoch-time consistency check: (label, samples/s, minutes)
+SEED_TRAINING: tuple[tuple[str, float, float], ...] = tuple(
+    (r.label, r.one_gpu, r.epoch_min) for r in seeds.TRAINING
 )
 
 
@@ -735,9 +749,9 @@ def check_all(
 
 EPOCH_CLAIM = Claim(
     "epoch_consistency",
-    "The seeds' epoch times (15.2, 14.5, 14.8, 14.1 min) follow from their single-GPU throughputs "
-    "and their 1.2 million training images.",
-    "15.2 / 14.5 / 14.8 / 14.1 min",
+    f"The seeds' epoch times ({', '.join(f'{m:g}' for _, _, m in SEED_TRAINING)} min) follow from "
+    f"their single-GPU throughputs and their {SEED_EPOCH_IMAGES / 1e6:g} million training images.",
+    _list((m for _, _, m in SEED_TRAINING), "min"),
     "seed 000, part 2.1 (training table)",
     1.0,
     math.inf,

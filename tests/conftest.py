@@ -4,10 +4,15 @@ import os
 import socket
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 os.environ.setdefault("PROTOCOL_BUFFERS_PYTHON_IMPLEMENTATION", "python")
 os.environ.setdefault("LABKIT_PROFILE", "smoke")
+# exercise progress of test runs (and of the notebooks nbval runs in this session) goes to a
+# temporary file, never the home folder of whoever runs the tests
+_PROGRESS_DIR = tempfile.TemporaryDirectory(prefix="graphlab-test-progress-")
+os.environ.setdefault("LABKIT_PROGRESS", os.path.join(_PROGRESS_DIR.name, "progress.json"))
 
 import pytest
 

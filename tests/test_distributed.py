@@ -231,6 +231,12 @@ def test_workers_identical_and_equal_to_one_process_on_the_concatenated_batch(fr
     assert distributed.max_difference(run.weights(0), ref.weights(0)) < 1e-5
     assert run.final_loss == pytest.approx(ref.final_loss, abs=1e-5)
     assert run.workers[0]["allreduce_s"] > 0 and len(run.workers[0]["step_s"]) == 3
+    if framework == "tensorflow":  # experimental_distribute_dataset shards without being told
+        from labkit.frameworks.tensorflow.distributed import AUTO_SHARD_SAMPLES
+
+        ids = [w["auto_shard_ids"] for w in run.workers]
+        assert ids[0] and ids[1] and not set(ids[0]) & set(ids[1]), ids
+        assert sorted(ids[0] + ids[1]) == list(range(AUTO_SHARD_SAMPLES))
     assert_all_gone(run.pids + ref.pids)
     no_children_left()
 

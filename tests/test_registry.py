@@ -142,6 +142,24 @@ def test_adapter_implements_the_protocol_its_spec_promises(adapter):
     assert isinstance(adapter.version(), str) and adapter.version()
 
 
+@pytest.mark.parametrize("spec", SPECS, ids=NAMES)
+def test_code_checks_module_verifies_every_property_its_spec_declares(spec):
+    if not spec.code_checks:
+        with pytest.raises(ValueError, match="has no code-exercise checks"):
+            frameworks.checks(spec.name)
+        return
+    assert (spec.folder / "checks.py").exists(), f"{spec.name} declares code_checks: add checks.py"
+    require(spec.name)
+    checks = frameworks.checks(spec.name)
+    assert isinstance(checks, frameworks.Checks)
+    source = (spec.folder / "checks.py").read_text()
+    for prop, meaning in spec.code_checks:
+        assert meaning, prop
+        assert f'prop == "{prop}"' in source, f"{spec.name} checks.verify does not handle {prop!r}"
+    with pytest.raises(ValueError, match="unknown"):
+        checks.verify("turbo", lambda x: x, [(1,)], reference=lambda x: x, rtol=0, atol=0)
+
+
 def test_set_threads_is_idempotent_and_checks_its_argument(adapter):
     with warnings.catch_warnings():  # a pool fixed by earlier tests in this process may warn
         warnings.simplefilter("ignore", RuntimeWarning)
@@ -257,12 +275,13 @@ def test_weights_round_trip_through_every_adapter(adapter, model, weights):
 FRAMEWORK_MODULES = {
     f"labkit.frameworks.{s.name}.{part}"
     for s in SPECS
-    for part in ("adapter", "graphs", "distributed")
+    for part in ("adapter", "graphs", "distributed", "checks")
 }
 #: modules that are data about named frameworks by nature, and why
 NAMES_ALLOWED = {
     "labkit.frameworks": "the registry",
     "labkit.claims": "the source articles' claims compare named frameworks",
+    "labkit.seeds": "the source articles' tables and advice name the frameworks they compare",
     "labkit.guide.rules": "the selection guide's rule tables name the frameworks they score",
 }
 

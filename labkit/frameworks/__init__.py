@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from types import ModuleType
 
 from .. import _pins
-from .contract import Adapter, Exporter, FrameworkSpec, Launch, Trainer
+from .contract import Adapter, Checks, Exporter, FrameworkSpec, Launch, Trainer
 
 __all__ = [
     "MODES",
@@ -33,12 +33,14 @@ __all__ = [
     "PACKAGES",
     "REGISTRY",
     "Adapter",
+    "Checks",
     "Exporter",
     "FrameworkSpec",
     "FrameworkUnavailable",
     "Launch",
     "Trainer",
     "available",
+    "checks",
     "get",
     "launch_module",
     "probe_all",
@@ -191,3 +193,19 @@ def launch_module(name: str) -> ModuleType:
             f"{with_launcher}"
         )
     return importlib.import_module(s.launch_module)
+
+
+def checks(name: str) -> ModuleType:
+    """The module that checks code exercises for ``name`` (``labkit.frameworks.<name>.checks``).
+
+    Raises ``ValueError`` for a framework without code checks and ``FrameworkUnavailable``
+    (with the fix) when the framework does not import here.
+    """
+    s = spec(name)
+    if s.checks_module is None:
+        with_checks = [x.name for x in specs() if x.code_checks]
+        raise ValueError(
+            f"{name} has no code-exercise checks; frameworks with checks: {', '.join(with_checks)}"
+        )
+    get(name)
+    return importlib.import_module(s.checks_module)

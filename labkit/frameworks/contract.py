@@ -46,6 +46,9 @@ class FrameworkSpec:
     #: the pip distributions that provide ``import_name``, preferred first (default: that name)
     distributions: tuple[str, ...] = ()
     summary: str = ""  #: one line: what it is and how the lab uses it
+    #: the properties its ``checks`` module verifies in code exercises (labkit.exercises.Code),
+    #: as (name, what it means to the learner) pairs; empty when it has no checks module
+    code_checks: tuple[tuple[str, str], ...] = ()
 
     def __post_init__(self) -> None:
         if not self.modes:
@@ -72,6 +75,11 @@ class FrameworkSpec:
     @property
     def adapter_module(self) -> str:
         return f"labkit.frameworks.{self.name}.adapter"
+
+    @property
+    def checks_module(self) -> str | None:
+        """The module that verifies code exercises' properties, None without ``code_checks``."""
+        return f"labkit.frameworks.{self.name}.checks" if self.code_checks else None
 
     @property
     def worker_module(self) -> str | None:
@@ -141,6 +149,30 @@ class Adapter(Protocol):
         it applied, read back from its optimizer and loss objects, in ``Prepared.recipe``; an
         export before the step is timed apart in ``Prepared.export_s``.
         """
+
+
+@runtime_checkable
+class Checks(Protocol):
+    """The module ``labkit/frameworks/<name>/checks.py`` of a framework with ``code_checks``."""
+
+    def namespace(self) -> dict[str, Any]:
+        """The names an exercise's starter and solution code may use (the framework's modules)."""
+
+    def verify(
+        self,
+        prop: str,
+        fn: Callable,
+        cases: list[tuple],
+        *,
+        reference: Callable,
+        rtol: float,
+        atol: float,
+        **options: Any,
+    ) -> tuple[bool, str]:
+        """Whether ``fn`` has the property ``prop`` over ``cases`` (argument tuples of NumPy
+        arrays and Python values), and a one-line detail: what held, or what broke (the
+        framework's message, condensed). ``reference`` is the function whose eager outputs
+        "matches eager" compares with."""
 
 
 @runtime_checkable

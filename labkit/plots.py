@@ -40,7 +40,7 @@ COLORS: dict[str, str] = {s.name: s.color for s in specs()}
 
 def _label(r: dict) -> str:
     extra = "" if r["precision"] == "fp32" else f" {r['precision']}"
-    flag = "" if r.get("valid", True) else " [invalid]"
+    flag = "" if results.is_valid(r) else " [invalid]"
     return f"{r['framework']} {r['mode']}{extra} (b{r['batch_size']}){flag}"
 
 
@@ -48,7 +48,7 @@ def _bars(ax, ys, widths, rows: list[dict], **kw) -> None:
     """Horizontal bars in each framework's colour; invalid rows hatched and pale."""
     bars = ax.barh(ys, widths, color=[COLORS.get(r["framework"], "grey") for r in rows], **kw)
     for bar, r in zip(bars, rows):
-        if not r.get("valid", True):
+        if not results.is_valid(r):
             bar.set_alpha(0.35)
             bar.set_hatch("//")
 

@@ -424,17 +424,23 @@ def ok(records: Iterable[dict]) -> list[dict]:
     return [r for r in records if r.get("status") == "ok"]
 
 
-def valid(records: Iterable[dict]) -> list[dict]:
-    """The measured records that passed their validity verdict: what counts as evidence.
+def is_valid(record: dict) -> bool:
+    """Whether a record counts as evidence: measured, and its validity verdict is ``True``.
 
-    A record without a verdict (a hand-made dict) counts as valid.
+    Every record that :func:`load` or :func:`make` returns carries a verdict (version-1 lines
+    are judged on loading); a hand-made dict without one is not evidence.
     """
-    return [r for r in ok(records) if r.get("valid", True)]
+    return record.get("status") == "ok" and record.get("valid") is True
+
+
+def valid(records: Iterable[dict]) -> list[dict]:
+    """The measured records that passed their validity verdict: what counts as evidence."""
+    return [r for r in records if is_valid(r)]
 
 
 def invalid(records: Iterable[dict]) -> list[dict]:
-    """The measured records that failed their validity verdict (kept, shown flagged)."""
-    return [r for r in ok(records) if not r.get("valid", True)]
+    """The measured records that did not pass their validity verdict (kept, shown flagged)."""
+    return [r for r in ok(records) if not is_valid(r)]
 
 
 def latest(records: Iterable[dict]) -> list[dict]:
@@ -628,7 +634,7 @@ def speedups(records: Iterable[dict], include_invalid: bool = False) -> list[dic
                 "speedup_high": est.high,
                 "significant": est.significant,
                 "interval": est.method,
-                "valid": bool(r.get("valid", True) and base.get("valid", True)),
+                "valid": is_valid(r) and is_valid(base),
                 "eager_median_s": base["median_s"],
                 "graph_median_s": r["median_s"],
             }
@@ -689,7 +695,7 @@ def break_even_rows(records: Iterable[dict], include_invalid: bool = False) -> l
                 "saving_per_call_s": b.saving_s,
                 "break_even_calls": b.calls,
                 "cache": r.get("cache", "unknown"),
-                "valid": bool(r.get("valid", True) and base.get("valid", True)),
+                "valid": is_valid(r) and is_valid(base),
             }
         )
     return rows
@@ -702,10 +708,14 @@ def break_even_rows(records: Iterable[dict], include_invalid: bool = False) -> l
 def flags(record: dict) -> list[str]:
     """What a reader must know before trusting a record: why it is invalid, and the
     above-ceiling note (empty for a valid record within its ceiling)."""
-    out = [] if record.get("valid", True) else list(record.get("invalid_reasons") or [])
-    if record.get("above_ceiling"):
+    out = [] if is_valid(record) else list(record.get("invalid_reasons") or ["no validity verdict"])
+    above = record.get("above_ceiling")
+    if above is None:  # a record that predates the flag: its recorded share says it
+        share = record.get("ceiling_share")
+        above = isinstance(share, int | float) and share > 1.0
+    if above:
         out.append(record.get("ceiling_note") or "above the estimated compute ceiling")
-    return out
+    return list(dict.fromkeys(out))
 
 
 def summary_rows(records: Iterable[dict]) -> list[dict]:
@@ -727,7 +737,7 @@ def summary_rows(records: Iterable[dict]) -> list[dict]:
                 "image_size": r["image_size"],
                 "device": r["device"],
                 "status": r["status"],
-                "valid": bool(ok_ and r.get("valid", True)),
+                "valid": is_valid(r),
                 "flags": flags(r) if ok_ else [],
                 "images_per_s": r["images_per_s"] if ok_ else None,
                 "median_ms": r["median_s"] * 1e3 if ok_ else None,

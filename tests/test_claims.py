@@ -36,6 +36,7 @@ def rec(
         "device": device,
         "machine": {"gpus": list(gpus), "cpu": "AMD EPYC 9R14", "cores": 2},
         "profile": "smoke",
+        "valid": status == "ok",  # judged valid: only valid records are evidence
     }
 
 

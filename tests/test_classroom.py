@@ -147,9 +147,13 @@ def test_flags_use_the_records_verdict_and_cope_with_old_records():
         "threads": {"intra": 2, "inter": 1},
     }
     new_good = {**old_ok, "valid": True, "invalid_reasons": [], "above_ceiling": False}
-    assert cards.flags(old_ok) == [] and cards.flags(new_good) == []
-    assert cards.flags(old_above) == ["above the machine's estimated ceiling"]
-    assert cards.flags(new_bad) == ["spread 31% above 10%"]
+    # a record from before verdicts existed is not evidence, and says why
+    assert results.flags(old_ok) == ["no validity verdict"] and results.flags(new_good) == []
+    assert results.flags(old_above) == [
+        "no validity verdict",
+        "above the estimated compute ceiling",
+    ]
+    assert results.flags(new_bad) == ["spread 31% above 10%"]
     graph = {**_record("torch", "torchscript", 0.02), "valid": True, "invalid_reasons": []}
     (r,) = cards.ratios([new_bad, graph])
     assert r["flagged"] and r["valid"] is False and "eager (baseline): spread" in r["flags"][0]

@@ -90,7 +90,16 @@ FIELDS: dict[str, tuple[tuple[type, ...], str]] = {
     ),
     "log": ((str,), "the tail of the cell's stderr when it failed, else ''"),
     "timestamp": ((str,), "when the cell finished, ISO 8601 UTC"),
+    "model": (
+        (str,),
+        (
+            "the model measured: resnet50 (labkit.resnet), or the spec of a learner's model "
+            "('module:function' or 'path/file.py:function', labkit.explore.bench)"
+        ),
+    ),
 }
+#: fields a record may lack (written before the field existed): it reads as this default
+OPTIONAL: dict[str, object] = {"model": "resnet50"}
 #: fields that must be numbers (not null) in an ``ok`` record
 MEASURED = ("first_call_s", "median_s", "iqr_s", "p90_s", "images_per_s", "peak_rss_mb", "repeats")
 #: ... and in an ``ok`` record on the CPU (labkit estimates no GPU ceiling: null there)
@@ -109,7 +118,7 @@ def problems(record: object) -> list[str]:
     """What is wrong with one record (empty when it follows the schema)."""
     if not isinstance(record, dict):
         return [f"expected a JSON object, got {type(record).__name__}"]
-    out = [f"missing field {f!r}" for f in FIELDS if f not in record]
+    out = [f"missing field {f!r}" for f in FIELDS if f not in record and f not in OPTIONAL]
     for f, (types, _) in FIELDS.items():
         v = record.get(f)
         if f in record and not isinstance(v, types) or (isinstance(v, bool) and bool not in types):
@@ -195,7 +204,7 @@ def load(path: str | os.PathLike) -> list[dict]:
                 f"{'; '.join(found[:4])}; fix: give a file written by "
                 f"`python -m labkit bench`, or delete that line"
             )
-        records.append(record)
+        records.append({**OPTIONAL, **record})
     return records
 
 
@@ -452,6 +461,7 @@ def make(**fields) -> dict:
     ``unsupported`` follows from ``error`` unless given; the result is validated.
     """
     record: dict = {f: None for f in FIELDS}
+    record.update(OPTIONAL)
     record.update(
         schema=SCHEMA_VERSION,
         notes="",

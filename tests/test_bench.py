@@ -196,6 +196,16 @@ def test_append_and_load_round_trip(tmp_path):
     assert all(json.loads(line) for line in path.read_text().splitlines())
 
 
+def test_a_record_written_before_the_model_field_reads_as_resnet50(tmp_path):
+    path = tmp_path / "old.jsonl"
+    old = {k: v for k, v in measured(0.1).items() if k != "model"}
+    assert results.problems(old) == []
+    path.write_text(json.dumps(old) + "\n")
+    (loaded,) = results.load(path)
+    assert loaded["model"] == "resnet50" and measured(0.1)["model"] == "resnet50"
+    assert any("'model' has type" in p for p in results.problems({**old, "model": 7}))
+
+
 def test_load_names_the_file_line_and_fix(tmp_path):
     path = tmp_path / "r.jsonl"
     with pytest.raises(ValueError, match="cannot read results file .*r.jsonl.*fix"):

@@ -16,4 +16,5 @@ SPEC = FrameworkSpec(
     formats=("mindir",),
     launcher="msrun",
     summary="PyNative (eager, the default in 2.x); GRAPH_MODE / mindspore.jit (parsed source)",
+    model_packages=("mindspore",),
 )

@@ -19,4 +19,5 @@ SPEC = FrameworkSpec(
     distributions=("tensorflow-cpu", "tensorflow"),
     summary="eager Keras calls; tf.function (a traced graph, Grappler-optimised); "
     "tf.function(jit_compile=True) (XLA)",
+    model_packages=("keras", "tensorflow"),
 )

@@ -17,4 +17,5 @@ SPEC = FrameworkSpec(
     launcher="torchrun",
     summary="eager nn.Module; TorchScript trace+freeze (deprecated, still met in older code); "
     "torch.compile (Inductor)",
+    model_packages=("torch",),
 )

@@ -38,7 +38,14 @@ COLORS: dict[str, str] = {s.name: s.color for s in specs()}
 
 def _label(r: dict) -> str:
     extra = "" if r["precision"] == "fp32" else f" {r['precision']}"
+    if results.custom(r):
+        return f"{results.model_name(r['model'])}: {r['framework']} {r['mode']}{extra} ({r['input_shape']})"
     return f"{r['framework']} {r['mode']}{extra} (b{r['batch_size']})"
+
+
+def _title(rows: list[dict], what: str) -> str:
+    """``ResNet-50 throughput`` or, with a learner's model among the rows, ``Throughput``."""
+    return f"ResNet-50 {what}" if not any(results.custom(r) for r in rows) else what.capitalize()
 
 
 def _tasks(rows: list[dict]) -> list[str]:
@@ -99,9 +106,10 @@ def throughput(records: Iterable[dict]) -> Figure:
         )
         ax.set_yticks(list(ys), [_label(r) for r in rs])
         ax.invert_yaxis()
-        ax.set_xlabel("images/s (median; bars: interquartile range)")
+        unit = "samples/s" if any(results.custom(r) for r in rs) else "images/s"
+        ax.set_xlabel(f"{unit} (median; bars: interquartile range)")
 
-    return _panels(rows, "ResNet-50 throughput", "measured cells", draw)
+    return _panels(rows, _title(rows, "throughput"), "measured cells", draw)
 
 
 def speedup(records: Iterable[dict]) -> Figure:

@@ -50,7 +50,10 @@ FIELDS: dict[str, tuple[tuple[type, ...], str]] = {
     "task": ((str,), "latency (batch 1, p50/p90) | throughput (larger batch) | train (SGD step)"),
     "batch_size": ((int,), "images per call"),
     "precision": ((str,), "fp32 | bf16"),
-    "image_size": ((int,), "input side in pixels (square RGB images)"),
+    "image_size": (
+        (int,),
+        "input side in pixels (square RGB images); 0 for another model (see input_shape)",
+    ),
     "device": ((str,), "cpu | gpu"),
     "status": ((str,), "ok | failed"),
     "error": (((str, type(None))), "why the cell failed (null when ok)"),
@@ -64,7 +67,7 @@ FIELDS: dict[str, tuple[tuple[type, ...], str]] = {
     "iqr_s": (_OPT_NUM, "interquartile range of the seconds per call"),
     "p90_s": (_OPT_NUM, "90th percentile of the seconds per call"),
     "mean_s": (_OPT_NUM, "mean seconds per call"),
-    "images_per_s": (_OPT_NUM, "batch_size / median_s"),
+    "images_per_s": (_OPT_NUM, "batch_size / median_s (another model: samples per second)"),
     "peak_rss_mb": (_OPT_NUM, "peak resident memory of the cell's process, MiB"),
     "ceiling_share": (_OPT_NUM, "images_per_s / ceiling_images_per_s (CPU only; null on a GPU)"),
     "ceiling_images_per_s": (_OPT_NUM, "the CPU's compute ceiling at this size, task, precision"),
@@ -98,20 +101,50 @@ FIELDS: dict[str, tuple[tuple[type, ...], str]] = {
         ),
     ),
 }
+FIELDS["input_shape"] = (
+    (str,),
+    (
+        "another model's input shapes, batch first ('8x16x32', several separated by commas); "
+        "'' for ResNet-50 (batch_size x 3 x image_size x image_size)"
+    ),
+)
 #: fields a record may lack (written before the field existed): it reads as this default
-OPTIONAL: dict[str, object] = {"model": "resnet50"}
+OPTIONAL: dict[str, object] = {"model": "resnet50", "input_shape": ""}
 #: fields that must be numbers (not null) in an ``ok`` record
 MEASURED = ("first_call_s", "median_s", "iqr_s", "p90_s", "images_per_s", "peak_rss_mb", "repeats")
 #: ... and in an ``ok`` record on the CPU (labkit estimates no GPU ceiling: null there)
 MEASURED_CPU = ("ceiling_share", "ceiling_images_per_s")
 #: the fields that identify a cell (two records with the same key measured the same thing)
-KEY = ("framework", "mode", "task", "batch_size", "precision", "image_size", "device", "profile")
+KEY = (
+    "framework",
+    "mode",
+    "task",
+    "batch_size",
+    "precision",
+    "image_size",
+    "device",
+    "profile",
+    "model",
+    "input_shape",
+)
 
 _BENCH_FIX = "python -m labkit bench --resume --out {path}"
 
 
 def key(record: dict) -> tuple:
-    return tuple(record.get(k) for k in KEY)
+    return tuple(record.get(k, OPTIONAL.get(k)) for k in KEY)
+
+
+def model_name(model: str) -> str:
+    """A short name of a record's model: ``resnet50``, or the builder (``build_model``) or file
+    name of a spec."""
+    where, _, function = model.rpartition(":")
+    return function if where and function.isidentifier() else Path(model).name
+
+
+def custom(record: dict) -> bool:
+    """Whether the record measured a learner's model rather than the ResNet-50."""
+    return record.get("model", OPTIONAL["model"]) != OPTIONAL["model"]
 
 
 def problems(record: object) -> list[str]:
@@ -125,7 +158,8 @@ def problems(record: object) -> list[str]:
             out.append(f"field {f!r} has type {type(v).__name__}")
     status = record.get("status")
     if status == "ok":
-        needed = MEASURED + (MEASURED_CPU if record.get("device") == "cpu" else ())
+        cpu_resnet = record.get("device") == "cpu" and not custom(record)
+        needed = MEASURED + (MEASURED_CPU if cpu_resnet else ())
         out += [
             f"ok record without a number in {f!r}"
             for f in needed
@@ -367,6 +401,8 @@ def summary_rows(records: Iterable[dict]) -> list[dict]:
         ok_ = r["status"] == "ok"
         rows.append(
             {
+                "model": r.get("model", OPTIONAL["model"]),
+                "input_shape": r.get("input_shape", ""),
                 "framework": r["framework"],
                 "mode": r["mode"],
                 "task": r["task"],
@@ -387,11 +423,14 @@ def summary_rows(records: Iterable[dict]) -> list[dict]:
         )
     rows.sort(
         key=lambda x: (
+            x["model"] != OPTIONAL["model"],
+            x["model"],
             order.get(x["framework"], 9),
             tasks.get(x["task"], 9),
             x["precision"],
             x["batch_size"],
             x["image_size"],
+            x["input_shape"],
             x["device"],
             modes.get((x["framework"], x["mode"]), 9),
         )
@@ -400,15 +439,15 @@ def summary_rows(records: Iterable[dict]) -> list[dict]:
 
 
 def table(records: Iterable[dict]) -> str:
-    """A plain-text table of :func:`summary_rows` (what ``python -m labkit report`` prints)."""
-    head = (
-        "framework",
-        "mode",
-        "task",
-        "batch",
-        "prec",
-        "size",
-        "dev",
+    """A plain-text table of :func:`summary_rows` (what ``python -m labkit report`` prints).
+
+    Records of a learner's model (``labkit.explore.bench``) add a ``model`` column, and their
+    ``size`` is the input shape.
+    """
+    rows = summary_rows(records)
+    models = any(r["model"] != OPTIONAL["model"] for r in rows)
+    lead = ("model",) * models + ("framework", "mode", "task", "batch", "prec", "size", "dev")
+    head = lead + (
         "images/s",
         "median ms",
         "IQR ms",
@@ -417,15 +456,16 @@ def table(records: Iterable[dict]) -> str:
         "ceiling",
         "RSS MB",
     )
+    n = len(lead)
     lines = []
-    for r in summary_rows(records):
-        cells = [
+    for r in rows:
+        cells = [model_name(r["model"])] * models + [
             r["framework"],
             r["mode"],
             r["task"],
             str(r["batch_size"]),
             r["precision"],
-            str(r["image_size"]),
+            r["input_shape"] or str(r["image_size"]),
             r["device"],
         ]
         if r["status"] == "ok":
@@ -443,15 +483,17 @@ def table(records: Iterable[dict]) -> str:
             cells += [f"FAILED: {err}"]
         lines.append(cells)
     widths = [
-        max([len(h)] + [len(c[i]) for c in lines if i < len(c) and not (len(c) == 8 and i == 7)])
+        max(
+            [len(h)] + [len(c[i]) for c in lines if i < len(c) and not (len(c) == n + 1 and i == n)]
+        )
         for i, h in enumerate(head)
     ]
     fmt = lambda cs: "  ".join(
-        c.ljust(w) if i < 7 else c.rjust(w) for i, (c, w) in enumerate(zip(cs, widths))
+        c.ljust(w) if i < n else c.rjust(w) for i, (c, w) in enumerate(zip(cs, widths))
     )
     out = [fmt(head), fmt(["-" * w for w in widths])]
     for c in lines:
-        out.append(fmt(c) if len(c) == len(head) else fmt(c[:7]) + "  " + c[7])
+        out.append(fmt(c) if len(c) == len(head) else fmt(c[:n]) + "  " + c[n])
     return "\n".join(out)
 
 

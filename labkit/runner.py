@@ -71,8 +71,20 @@ class Cell:
     image_size: int
     device: str
     profile: str
+    #: the model: ResNet-50, or a learner's spec (labkit.explore.bench) with its input shapes
+    model: str = results.OPTIONAL["model"]
+    input_shape: str = ""
+
+    @property
+    def custom(self) -> bool:
+        return self.model != results.OPTIONAL["model"]
 
     def label(self) -> str:
+        if self.custom:
+            return (
+                f"{results.model_name(self.model)} {self.framework} {self.mode} {self.task} "
+                f"{self.input_shape} {self.precision} {self.device}"
+            )
         return (
             f"{self.framework} {self.mode} {self.task} b{self.batch_size} {self.precision} "
             f"{self.image_size}px {self.device}"
@@ -284,21 +296,24 @@ def measure_cell(cell: Cell, threads: int, memory_limit_mb: float | None = None)
             _inject(kind, bool(memory_limit_mb))
         adapter = fw_registry.get(cell.framework)
         adapter.set_threads(threads)
-        from . import resnet
-
-        weights = resnet.init_weights(0)
         t0 = time.perf_counter()
-        prepared = adapter.prepare(
-            weights,
-            cell.mode,
-            cell.task,
-            cell.batch_size,
-            cell.precision,
-            cell.image_size,
-            cell.device,
-        )
+        if cell.custom:
+            prepared = _prepare_model(adapter, cell)
+        else:
+            from . import resnet
+
+            weights = resnet.init_weights(0)
+            prepared = adapter.prepare(
+                weights,
+                cell.mode,
+                cell.task,
+                cell.batch_size,
+                cell.precision,
+                cell.image_size,
+                cell.device,
+            )
+            del weights
         prepare_s = time.perf_counter() - t0
-        del weights
         m = bench.measure(
             prepared,
             prof.warmup,
@@ -308,7 +323,7 @@ def measure_cell(cell: Cell, threads: int, memory_limit_mb: float | None = None)
             label=cell.label(),
         )
         out.update(m.as_dict(), status="ok", prepare_s=prepare_s, notes=prepared.notes)
-        if cell.device == "cpu":  # labkit estimates the CPU's ceiling only
+        if cell.device == "cpu" and not cell.custom:  # the CPU's ceiling, for ResNet-50 only
             ceiling = bench.ceiling_images_per_s(cell.image_size, cell.task, cell.precision)
             out.update(ceiling_images_per_s=ceiling, ceiling_share=m.images_per_s / ceiling)
     except bench.Unsupported as exc:
@@ -325,6 +340,17 @@ def measure_cell(cell: Cell, threads: int, memory_limit_mb: float | None = None)
     with contextlib.suppress(Exception):
         out["versions"] = _versions(cell.framework, adapter)
     return out
+
+
+def _prepare_model(adapter, cell: Cell) -> bench.Prepared:
+    """Build a learner's model from its spec and prepare its step (labkit.explore.bench)."""
+    from . import models
+
+    if not isinstance(adapter, fw_registry.ModelBencher):
+        raise bench.Unsupported(f"labkit cannot benchmark other models with {cell.framework}")
+    model = models.build(cell.model)
+    inputs = models.example_arrays(models.parse_inputs(cell.input_shape))
+    return adapter.prepare_model(model, inputs, cell.mode, cell.task, cell.precision, cell.device)
 
 
 def _exit_with_parent(parent: int, workdir: Path) -> None:
@@ -469,6 +495,10 @@ def run_cell(
                 )
             ),
         }
+        if cell.custom:  # the learner's module must import there as it does here
+            from . import models
+
+            env["PYTHONPATH"] = models.child_pythonpath()
         recorded = {k: env[k] for k in RECORDED_ENV if k in env}
         t0 = time.perf_counter()
         with open(log, "wb") as logf:

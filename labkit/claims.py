@@ -353,6 +353,7 @@ def _describe(r: Record) -> str:
 def _context(r: Record) -> tuple:
     """What two records must share to be compared (everything but framework and mode)."""
     return (
+        r.get("model", results.OPTIONAL["model"]),
         r.get("task"),
         r.get("precision", "fp32"),
         r.get("device", "cpu"),

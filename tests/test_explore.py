@@ -142,6 +142,61 @@ def test_report_reads_as_markdown_and_plain_data():
     assert explore.condense("\x1b[96mstep 1\x1b[0m\n\nstep 2\nstep 3") == "step 1 / step 2"
 
 
+def _record(mode, median, **cell):
+    fields = {
+        "framework": "torch",
+        "mode": mode,
+        "task": "throughput",
+        "batch_size": 2,
+        "precision": "fp32",
+        "image_size": 32,
+        "device": "cpu",
+        "threads": 2,
+        "profile": "smoke",
+        **cell,
+    }
+    extra = {} if results.custom(fields) else {"ceiling_share": 0.1, "ceiling_images_per_s": 1e3}
+    return results.make(
+        **fields,
+        status="ok",
+        first_call_s=1.0,
+        median_s=median,
+        iqr_s=median / 10,
+        p90_s=median,
+        mean_s=median,
+        images_per_s=2 / median,
+        peak_rss_mb=100.0,
+        repeats=3,
+        warmup=1,
+        times_s=[median] * 3,
+        **extra,
+    )
+
+
+def test_records_of_a_learners_model_never_mix_with_resnet50s():
+    from labkit import claims, guide
+
+    mine = {"model": "/m/block.py:build", "image_size": 0}
+    recs = [
+        _record("eager", 0.2),
+        _record("compile", 0.1),
+        _record("eager", 0.04, **mine, input_shape="2x8x64"),
+        _record("eager", 0.08, **mine, input_shape="2x16x64"),
+        _record("compile", 0.02, **mine, input_shape="2x8x64"),
+    ]
+    assert results.problems(recs[2]) == []  # no ResNet ceiling for another model
+    assert len(results.latest(recs)) == 5  # another shape is another cell
+    pairs = {(s["model"], s["input_shape"]): s["speedup"] for s in results.speedups(recs)}
+    assert pairs == {("resnet50", ""): pytest.approx(2.0), (mine["model"], "2x8x64"): 2.0}
+    table = results.table(recs)
+    assert table.splitlines()[0].startswith("model") and "build" in table and "2x16x64" in table
+    assert claims._context(recs[0]) != claims._context(recs[2])
+    assert {r.get("model") for r in guide.comparable(recs, "throughput")} in (
+        {"resnet50"},
+        {mine["model"]},
+    )
+
+
 def test_bad_arguments_to_check_name_the_fix():
     with pytest.raises(ValueError, match="cannot tell which framework"):
         explore.check(object(), "2x3", progress=False)

@@ -215,8 +215,9 @@ def parse(spec: str | os.PathLike) -> Spec:
 
 
 def _module_of_file(path: Path):
-    """Import a Python file as a module of its own (a stable name, so it is imported once)."""
-    digest = hashlib.sha256(str(path).encode()).hexdigest()[:10]
+    """Import a Python file as a module of its own, named after its path and content: imported
+    once, and again after the file changes (a notebook cell rewrote it)."""
+    digest = hashlib.sha256(str(path).encode() + path.read_bytes()).hexdigest()[:10]
     name = f"labkit_user_{re.sub(r'[^0-9a-zA-Z_]', '_', path.stem)}_{digest}"
     if name in sys.modules:
         return sys.modules[name]

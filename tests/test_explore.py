@@ -82,6 +82,10 @@ def test_bad_specs_name_the_problem(tmp_path):
     (tmp_path / "none.py").write_text("def build():\n    pass\n")
     with pytest.raises(ValueError, match=r"returned None; it must return the model"):
         models.build(f"{tmp_path / 'none.py'}:build")
+    (tmp_path / "edited.py").write_text("def build():\n    return 1\n")
+    assert models.build(f"{tmp_path / 'edited.py'}:build") == 1
+    (tmp_path / "edited.py").write_text("def build():\n    return 2\n")  # a cell rewrote it
+    assert models.build(f"{tmp_path / 'edited.py'}:build") == 2
     (tmp_path / "broken.py").write_text("import no_such_package_here\n")
     with pytest.raises(ValueError, match="importing it failed: ModuleNotFoundError"):
         models.build(f"{tmp_path / 'broken.py'}:build")

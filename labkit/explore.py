@@ -557,7 +557,7 @@ def _run_workers(
                     start_new_session=True,
                 )
             current, started, seen, code = None, time.perf_counter(), 0, None
-            stop = False
+            stop, progressed = False, False
             try:
                 while True:
                     code = proc.poll()
@@ -569,10 +569,11 @@ def _run_workers(
                             current, started = ev["check"], time.perf_counter()
                             tick(current, False)
                         elif ev["event"] == "done":
+                            progressed = True
                             answers[ev["check"]] = ev["result"]
                             remaining.remove(ev["check"])
                             tick(ev["check"], True)
-                            current = None
+                            current, started = None, time.perf_counter()
                             if ev["check"] == gate and ev["result"]["path"]["status"] == "fails":
                                 stop = True
                     if info.get("event") == "unpack_failed":
@@ -596,7 +597,7 @@ def _run_workers(
                 answers[current] = _crashed(current, code, _log_tail(log))
                 remaining.remove(current)
                 tick(current, True)
-            elif remaining and code is not None:
+            elif remaining and code is not None and not progressed:
                 # died before its first check (loading the framework or the model): a fresh
                 # process would die the same way, so every remaining check is reported
                 for name in list(remaining):

@@ -176,8 +176,12 @@ class Spec:
 
     @property
     def name(self) -> str:
-        """A short name for titles: the function, or the file's name."""
-        return self.function or (self.file.name if self.file else self.text)
+        """A short name for titles: ``file:build_model`` (the file's or the module's last
+        name), or a saved model's file name."""
+        if self.saved_model:
+            return self.file.name
+        stem = self.file.stem if self.file else self.module.rpartition(".")[2]
+        return f"{stem}:{self.function}"
 
 
 _FIX = (

@@ -136,10 +136,13 @@ def key(record: dict) -> tuple:
 
 
 def model_name(model: str) -> str:
-    """A short name of a record's model: ``resnet50``, or the builder (``build_model``) or file
-    name of a spec."""
+    """A short name of a record's model: ``resnet50``; ``file:build_model`` for a spec (the
+    file's or the module's last name, then the builder); a saved model's file name."""
     where, _, function = model.rpartition(":")
-    return function if where and function.isidentifier() else Path(model).name
+    if not where or not function.isidentifier():
+        return Path(model).name
+    stem = Path(where).stem if where.endswith(".py") else where.rpartition(".")[2]
+    return f"{stem}:{function}"
 
 
 def custom(record: dict) -> bool:

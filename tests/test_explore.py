@@ -193,7 +193,9 @@ def test_records_of_a_learners_model_never_mix_with_resnet50s():
     pairs = {(s["model"], s["input_shape"]): s["speedup"] for s in results.speedups(recs)}
     assert pairs == {("resnet50", ""): pytest.approx(2.0), (mine["model"], "2x8x64"): 2.0}
     table = results.table(recs)
-    assert table.splitlines()[0].startswith("model") and "build" in table and "2x16x64" in table
+    assert (
+        table.splitlines()[0].startswith("model") and "block:build" in table and "2x16x64" in table
+    )
     assert claims._context(recs[0]) != claims._context(recs[2])
     assert {r.get("model") for r in guide.comparable(recs, "throughput")} in (
         {"resnet50"},
@@ -450,7 +452,7 @@ def test_explore_command_writes_the_report_and_benchmark_records_that_report_rea
     )
     assert proc.returncode == 0, proc.stderr[-3000:]
     text = md.read_text()
-    assert "### Graph readiness of `transformer_block`" in text
+    assert "### Graph readiness of `explore_models:transformer_block`" in text
     assert "| torch.compile | works |" in text and "| torch.export | works |" in text
     records = results.load(jsonl)
     assert {(r["framework"], r["mode"]) for r in records} == {
@@ -466,5 +468,5 @@ def test_explore_command_writes_the_report_and_benchmark_records_that_report_rea
     assert {s["mode"] for s in results.speedups(records)} == {"torchscript", "compile", "ort"}
     report = run_labkit("report", str(jsonl), "--out", str(tmp_path / "figs"), timeout=300)
     assert report.returncode == 0, report.stderr
-    assert "transformer_block" in report.stdout and "2x8x64" in report.stdout
+    assert "explore_models:transformer_block" in report.stdout and "2x8x64" in report.stdout
     assert (tmp_path / "figs").is_dir()

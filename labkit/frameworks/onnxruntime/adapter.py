@@ -286,7 +286,15 @@ def prepare_model(
                     f"ONNX Runtime runs ONNX files and {spec(SPEC.exported_from).display} "
                     f"models exported to ONNX, not a {type(model).__name__}"
                 )
-            path = get(SPEC.exported_from).export_model(model, inputs, tmp)
+            try:
+                path = get(SPEC.exported_from).export_model(model, inputs, tmp)
+            except Exception as exc:
+                cause = exc.__cause__ or exc  # the exporter wraps what torch.export raised
+                first = next((ln for ln in str(cause).splitlines() if ln.strip()), "")
+                raise RuntimeError(
+                    f"torch.onnx.export could not export the model: {type(cause).__name__}: "
+                    f"{first.strip()} (labkit.explore.check names the line)"
+                ) from exc
             how = f"{spec(SPEC.exported_from).display} model exported by torch.onnx.export (dynamo)"
         session = ort.InferenceSession(str(path), sess_options=_options(), providers=providers)
     data = feed(session, inputs)

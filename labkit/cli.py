@@ -133,6 +133,7 @@ def _explore(args: argparse.Namespace) -> int:
         modes=_csv(args.modes),
         tasks=_csv(args.tasks),
         frameworks=_csv(args.frameworks),
+        framework=report.framework,
         out=args.results,
         profile=args.profile,
         resume=args.resume,

@@ -385,41 +385,68 @@ def variations(arrays: Sequence[np.ndarray]) -> list[Variation]:
 # running the checks: worker processes, crash and timeout handling
 
 
+class _WorkerError(Exception):
+    """The worker found the input bad (a spec it cannot build, a model no framework takes)."""
+
+
 @dataclass
 class _Source:
-    """Where the worker gets the model: a spec to rebuild, a saved file, or a packed object."""
+    """Where the worker gets the model: a spec it builds, a saved file, or a packed object."""
 
     kind: str  # "spec" | "file" | "object"
     value: str | None
-    framework: str
+    framework: str | None  # None: the worker finds it from what the spec builds
     name: str
     obj: object = None
 
 
+def _offered() -> str:
+    return ", ".join(s.name for s in fw_registry.specs() if s.explores)
+
+
 def _resolve(model: object, framework: str | None) -> _Source:
+    """Where the model comes from, without building it here: a spec is built by the worker (so
+    this process never imports the learner's framework, nor runs the builder)."""
+    if framework is not None:
+        fw_registry.spec(framework)  # ValueError naming the valid ones
     if isinstance(model, str | os.PathLike):
         spec = models.parse(model)
         if spec.saved_model:
             fw = framework or fw_registry.framework_of(spec.file)
             return _Source("file", str(spec.file), fw, spec.name, spec.file)
-        built = models.build(spec)
-        fw = framework or fw_registry.framework_of(built)
-        if fw is None:
-            raise ValueError(
-                f"model {spec.text!r}: its builder returned a {type(built).__name__}, which no "
-                f"registered framework claims; pass framework= (one of "
-                f"{', '.join(s.name for s in fw_registry.specs() if s.explores)})"
-            )
-        return _Source("spec", spec.canonical(), fw, spec.name, built)
+        return _Source("spec", spec.canonical(), framework, spec.name)
     fw = framework or fw_registry.framework_of(model)
     if fw is None:
         raise ValueError(
             f"cannot tell which framework a {type(model).__module__}.{type(model).__name__} "
-            "belongs to: pass framework= (one of "
-            f"{', '.join(s.name for s in fw_registry.specs() if s.explores)}), or give the "
-            "model as 'file.py:build_model'"
+            f"belongs to: pass framework= (one of {_offered()}), or give the model as "
+            "'file.py:build_model'"
         )
     return _Source("object", None, fw, "", model)
+
+
+def _choose(
+    explorer, model: object, requested: Sequence[str] | None, exact: bool = False
+) -> list[str]:
+    """The checks to run, in the framework's order, the first one (the gate) always, unless
+    ``exact`` (a restarted worker runs just what is left)."""
+    if not explorer.accepts(model):
+        raise ValueError(
+            f"{explorer.SPEC.display}'s checks do not take a {type(model).__name__}: "
+            f"{explorer.ACCEPTS}"
+        )
+    gate = explorer.CHECKS[0]
+    if requested is None:
+        return list(explorer.CHECKS)
+    bad = [c for c in requested if c not in explorer.CHECKS]
+    if bad:
+        raise ValueError(
+            f"unknown check {', '.join(map(repr, bad))} for {explorer.SPEC.display}: valid "
+            f"checks are {', '.join(explorer.CHECKS)}"
+        )
+    if exact:
+        return [c for c in explorer.CHECKS if c in requested]
+    return [gate] + [c for c in explorer.CHECKS if c in requested and c != gate]
 
 
 def _is_shape_like(x: object) -> bool:
@@ -432,7 +459,18 @@ def _is_shape_like(x: object) -> bool:
     )
 
 
-def _example(example_inputs: object, explorer) -> list[np.ndarray]:
+def _to_numpy(x: object) -> np.ndarray:
+    """A tensor of any framework (or an array) as a host array: ``.detach()``, ``.cpu()`` and
+    ``.numpy()`` where the object has them."""
+    for step in ("detach", "cpu"):
+        if callable(getattr(x, step, None)) and not isinstance(x, np.ndarray):
+            x = getattr(x, step)()
+    if callable(getattr(x, "numpy", None)) and not isinstance(x, np.ndarray):
+        x = x.numpy()
+    return np.ascontiguousarray(np.asarray(x))
+
+
+def _example(example_inputs: object) -> list[np.ndarray]:
     if example_inputs is None:
         raise ValueError(
             "give example inputs: a shape such as '8x3x224x224' (batch first; several inputs "
@@ -443,7 +481,7 @@ def _example(example_inputs: object, explorer) -> list[np.ndarray]:
     items = list(example_inputs) if isinstance(example_inputs, tuple | list) else [example_inputs]
     if items and all(_is_shape_like(x) for x in items):
         return models.example_arrays(models.parse_inputs(items))
-    return [np.ascontiguousarray(a) for a in explorer.to_arrays(items)]
+    return [_to_numpy(x) for x in items]
 
 
 def _child_env() -> dict[str, str]:
@@ -509,53 +547,73 @@ def _timed_out(name: str, timeout_s: float) -> dict:
     )
 
 
+@dataclass
+class _Run:
+    """What the workers found: the framework and checks (from the first worker), the answers."""
+
+    framework: str | None
+    checks: list[str] | None  # None until a worker has chosen them (a spec's framework)
+    answers: dict[str, dict] = field(default_factory=dict)
+    info: dict = field(default_factory=dict)
+    unpack_failed: bool = False
+
+
+def _start(work: Path, attempt: int, job: dict) -> tuple[subprocess.Popen, Path, Path]:
+    events, log = work / f"events-{attempt}.jsonl", work / f"log-{attempt}.txt"
+    job = {**job, "events": str(events)}
+    (work / "job.json").write_text(json.dumps(job))
+    cmd = [sys.executable, "-m", "labkit.explore", "--job", str(work / "job.json")]
+    cmd += ["--parent", str(os.getpid())]
+    with open(log, "wb") as logf:
+        proc = subprocess.Popen(
+            cmd,
+            stdout=logf,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            env=_child_env(),
+            cwd=work,
+            start_new_session=True,
+        )
+    return proc, events, log
+
+
 def _run_workers(
     source: _Source,
     packed: Path | None,
     arrays: list[np.ndarray],
-    checks: list[str],
-    gate: str,
+    requested: list[str] | None,
     timeout_s: float,
     tick: Callable[[str, bool], None],
-) -> tuple[dict[str, dict], dict] | None:
-    """Run ``checks`` in worker processes; restart after a crash or a timeout.
+    probe: bool = False,
+) -> _Run:
+    """Run the checks in worker processes; restart after a crash or a timeout.
 
-    Returns the answers by check and what the worker reported about itself (versions), or
-    None when the worker could not unpack the model (the caller then checks it here).
+    The first worker builds (or unpacks) the model, finds its framework and the checks to run,
+    and reports them (``ready``); a bad spec comes back as an ``error`` and raises
+    ``ValueError`` here. ``probe``: stop after ``ready`` (what :func:`bench` needs to know).
     """
-    answers: dict[str, dict] = {}
-    info: dict = {}
-    remaining = list(checks)
+    run = _Run(source.framework, None)
     with tempfile.TemporaryDirectory(prefix="labkit-explore-") as tmp:
         work = Path(tmp)
         np.savez(work / "inputs.npz", *arrays)
-        for attempt in range(len(checks) + 1):
-            if not remaining:
-                break
-            events, log = work / f"events-{attempt}.jsonl", work / f"log-{attempt}.txt"
+        base = {
+            "kind": "packed" if packed else source.kind,
+            "value": str(packed) if packed else source.value,
+            "inputs": str(work / "inputs.npz"),
+            "count": len(arrays),
+            "probe": probe,
+        }
+        remaining: list[str] = []
+        attempt = 0
+        while attempt == 0 or remaining:
             job = {
-                "framework": source.framework,
-                "kind": "packed" if packed else source.kind,
-                "value": str(packed) if packed else source.value,
-                "inputs": str(work / "inputs.npz"),
-                "count": len(arrays),
-                "checks": remaining,
-                "gate": gate,
-                "events": str(events),
+                **base,
+                "framework": run.framework,
+                "checks": requested if run.checks is None else remaining,
+                "exact": run.checks is not None,
             }
-            (work / "job.json").write_text(json.dumps(job))
-            cmd = [sys.executable, "-m", "labkit.explore", "--job", str(work / "job.json")]
-            cmd += ["--parent", str(os.getpid())]
-            with open(log, "wb") as logf:
-                proc = subprocess.Popen(
-                    cmd,
-                    stdout=logf,
-                    stderr=subprocess.STDOUT,
-                    stdin=subprocess.DEVNULL,
-                    env=_child_env(),
-                    cwd=tmp,
-                    start_new_session=True,
-                )
+            proc, events, log = _start(work, attempt, job)
+            attempt += 1
             current, started, seen, code = None, time.perf_counter(), 0, None
             stop, progressed = False, False
             try:
@@ -563,52 +621,72 @@ def _run_workers(
                     code = proc.poll()
                     new, seen = _read_events(events, seen)
                     for ev in new:
-                        if ev["event"] == "ready" or ev["event"] == "unpack_failed":
-                            info = ev
-                        elif ev["event"] == "start":
+                        kind = ev["event"]
+                        if kind == "error":
+                            raise _WorkerError(ev["message"])
+                        if kind == "unpack_failed":
+                            run.unpack_failed, run.info = True, ev
+                            return run
+                        if kind == "ready":
+                            run.info, run.framework = ev, ev["framework"]
+                            if run.checks is None:
+                                run.checks = list(ev["checks"])
+                                remaining = list(run.checks)
+                                tick("", False)
+                            if probe:
+                                return run
+                        elif kind == "start":
                             current, started = ev["check"], time.perf_counter()
                             tick(current, False)
-                        elif ev["event"] == "done":
-                            progressed = True
-                            answers[ev["check"]] = ev["result"]
-                            remaining.remove(ev["check"])
-                            tick(ev["check"], True)
-                            current, started = None, time.perf_counter()
-                            if ev["check"] == gate and ev["result"]["path"]["status"] == "fails":
+                        elif kind == "done":
+                            name, answer = ev["check"], ev["result"]
+                            run.answers[name] = answer
+                            remaining.remove(name)
+                            tick(name, True)
+                            current, started, progressed = None, time.perf_counter(), True
+                            if name == run.checks[0] and answer["path"]["status"] == "fails":
                                 stop = True
-                    if info.get("event") == "unpack_failed":
-                        return None
                     if code is not None or stop:
                         break
-                    if time.perf_counter() - started > timeout_s:
+                    if time.perf_counter() - started > timeout_s and run.checks is not None:
                         runner._kill_group(proc)
                         name = current or remaining[0]
-                        answers[name] = _timed_out(name, timeout_s)
+                        run.answers[name] = _timed_out(name, timeout_s)
                         remaining.remove(name)
                         tick(name, True)
                         current = None
                         break
+                    if time.perf_counter() - started > timeout_s:  # could not even start
+                        runner._kill_group(proc)
+                        raise _WorkerError(
+                            f"loading the model took longer than {timeout_s:g} s: "
+                            f"{condense(_log_tail(log), lines=LOG_TAIL_LINES, limit=800)}"
+                        )
                     time.sleep(0.05)
             finally:
                 runner._kill_group(proc)
             if stop:
                 break
+            if run.checks is None:  # died before it chose the checks: it cannot load the model
+                raise _WorkerError(
+                    f"the check process died ({_died(code)}) while it loaded the framework or "
+                    f"built the model: {condense(_log_tail(log), lines=LOG_TAIL_LINES, limit=800)}"
+                )
             if current is not None:  # died in the middle of a check
-                answers[current] = _crashed(current, code, _log_tail(log))
+                run.answers[current] = _crashed(current, code, _log_tail(log))
                 remaining.remove(current)
                 tick(current, True)
             elif remaining and code is not None and not progressed:
-                # died before its first check (loading the framework or the model): a fresh
-                # process would die the same way, so every remaining check is reported
+                # died before its first check: a fresh process would die the same way
                 for name in list(remaining):
-                    answers[name] = _crashed(name, code, _log_tail(log))
-                    answers[name]["path"]["reason"] = (
+                    run.answers[name] = _crashed(name, code, _log_tail(log))
+                    run.answers[name]["path"]["reason"] = (
                         f"the check process died ({_died(code)}) before its first check, "
                         "while it loaded the framework or the model"
                     )
                     remaining.remove(name)
                     tick(name, True)
-    return answers, info
+    return run
 
 
 def _safe_check(explorer, name: str, session) -> dict:
@@ -627,14 +705,14 @@ def _safe_check(explorer, name: str, session) -> dict:
     return answer
 
 
-def _run_here(explorer, model, arrays, checks, gate, tick) -> dict[str, dict]:
+def _run_here(explorer, model, arrays, checks, tick) -> dict[str, dict]:
     session = explorer.session(model, arrays)
     answers = {}
     for name in checks:
         tick(name, False)
         answers[name] = _safe_check(explorer, name, session)
         tick(name, True)
-        if name == gate and answers[name]["path"]["status"] == "fails":
+        if name == checks[0] and answers[name]["path"]["status"] == "fails":
             break
     return answers
 
@@ -651,54 +729,46 @@ def check(
 
     ``model``: a ``torch.nn.Module`` (or a function of tensors), a Keras model or layer, a
     ``tf.function``, an ONNX file (path or ``onnx.ModelProto``), or a spec ``"file.py:build"`` /
-    ``"module:build"`` whose builder returns one of these. ``example_inputs``: a shape text such
-    as ``"8x3x224x224"`` (several inputs separated by commas), a tuple of ints, or the tensors
-    (arrays) themselves; the first dimension is the batch. ``framework`` overrides the
-    framework found from the model's type. ``timeout_s`` bounds each check. ``checks`` picks a
-    subset of the framework's paths (in their order); the first path (eager, or for a saved
-    model its loading) always runs, because nothing else can work when it does not.
+    ``"module:build"`` whose builder returns one of these (it is built in the worker process
+    only). ``example_inputs``: a shape text such as ``"8x3x224x224"`` (several inputs separated
+    by commas), a tuple of ints, or the tensors (arrays) themselves; the first dimension is the
+    batch. ``framework`` overrides the framework found from the model's type. ``timeout_s``
+    bounds each check. ``checks`` picks a subset of the framework's paths (in their order); the
+    first path (eager, or for a saved model its loading) always runs, because nothing else can
+    work when it does not.
 
-    Bad input (an unknown spec, a builder that raises, a model no framework claims, unknown
-    checks) raises ``ValueError`` with the fix. The model not running on the inputs is not an
-    error: the report says so on its first path and checks nothing else.
+    Bad input (an unknown spec or function, a builder that raises, a model no framework
+    claims, unknown checks) raises ``ValueError`` with the fix. The model not running on the
+    inputs is not an error: the report says so on its first path and checks nothing else.
     """
     if not (isinstance(timeout_s, int | float) and timeout_s > 0):
         raise ValueError(f"timeout_s must be a number of seconds > 0, got {timeout_s!r}")
     source = _resolve(model, framework)
-    explorer = fw_registry.explorer(source.framework)
-    if not explorer.accepts(source.obj):
-        raise ValueError(
-            f"{explorer.SPEC.display}'s checks do not take a {type(source.obj).__name__}: "
-            f"{explorer.ACCEPTS}"
-        )
-    gate = explorer.CHECKS[0]
-    if checks is None:
-        chosen = list(explorer.CHECKS)
-    else:
-        chosen = [c.strip() for c in checks]
-        bad = [c for c in chosen if c not in explorer.CHECKS]
-        if bad:
-            raise ValueError(
-                f"unknown check {', '.join(map(repr, bad))} for {explorer.SPEC.display}: valid "
-                f"checks are {', '.join(explorer.CHECKS)}"
-            )
-        chosen = [gate] + [c for c in explorer.CHECKS if c in chosen and c != gate]
-    arrays = _example(example_inputs, explorer)
-    name = source.name or explorer.describe(source.obj)
-    report = Report(name, source.framework, models.describe_arrays(arrays))
+    arrays = _example(example_inputs)
+    requested = None if checks is None else [c.strip() for c in checks]
+    explorer, chosen = None, None
+    if source.kind == "object":  # the framework is loaded here already: choose here
+        explorer = fw_registry.explorer(source.framework)
+        chosen = _choose(explorer, source.obj, requested)
+        source.name = explorer.describe(source.obj)
+    name = source.name
+    report = Report(name, source.framework or "", models.describe_arrays(arrays))
 
     from tqdm.auto import tqdm
 
-    bar = tqdm(total=len(chosen), unit="check", disable=not progress, dynamic_ncols=True)
+    bar = tqdm(total=len(chosen or []), unit="check", disable=not progress, dynamic_ncols=True)
+    run = _Run(source.framework, chosen)
 
     def tick(check_name: str, done: bool) -> None:
+        if bar.total != len(run.checks or []):
+            bar.reset(total=len(run.checks or []))
         bar.set_description_str(f"{name}: {check_name}")
         if done:
             bar.update(1)
 
-    packed, answers, info = None, None, {}
     try:
         with tempfile.TemporaryDirectory(prefix="labkit-pack-") as tmp:
+            packed = None
             if source.kind == "object":
                 try:
                     packed = Path(tmp) / "model.pkl"
@@ -711,37 +781,55 @@ def check(
                     )
                     packed = None
             if source.kind != "object" or packed is not None:
-                ran = _run_workers(source, packed, arrays, chosen, gate, timeout_s, tick)
-                if ran is None:
+                try:
+                    ran = _run_workers(source, packed, arrays, chosen or requested, timeout_s, tick)
+                except _WorkerError as exc:
+                    raise ValueError(str(exc)) from None
+                if ran.unpack_failed:
                     report.notes.append(
-                        "the separate process could not load the pickled model, so the checks "
-                        "ran in this one: a check that crashes would end it. Give check() a "
-                        "spec ('file.py:build_model') to isolate them."
+                        "the separate process could not load the pickled model "
+                        f"({ran.info.get('error', '')}), so the checks ran in this one: a check "
+                        "that crashes would end it. Give check() a spec ('file.py:build_model') "
+                        "to isolate them."
                     )
                 else:
-                    answers, info = ran
-            if answers is None:
+                    run = ran
+            if source.kind == "object" and not run.answers:
                 report.isolated = False
-                bar.reset(total=len(chosen))
-                answers = _run_here(explorer, source.obj, arrays, chosen, gate, tick)
-                info = {"versions": explorer.versions()}
+                run.checks = chosen
+                run.answers = _run_here(explorer, source.obj, arrays, chosen, tick)
+                run.info = {"versions": explorer.versions(), "framework": source.framework}
     finally:
         bar.close()
-    report.versions = info.get("versions", {})
-    for check_name in chosen:
-        if check_name not in answers:
+    report.framework = run.info.get("framework", report.framework)
+    report.versions = run.info.get("versions", {})
+    for check_name in run.checks or []:
+        if check_name not in run.answers:
             continue
-        answer = answers[check_name]
+        answer = run.answers[check_name]
         report.paths.append(PathResult(**answer["path"]))
         report.graph_breaks += [GraphBreak(**b) for b in answer["graph_breaks"]]
         report.recompiles += [Recompile(**r) for r in answer["recompiles"]]
     first = report.paths[0] if report.paths else None
-    if first is not None and first.status == "fails" and len(chosen) > 1:
+    if first is not None and first.status == "fails" and len(run.checks) > 1:
         report.notes.append(
-            f"the other paths were not checked: the model does not get through {gate} "
+            f"the other paths were not checked: the model does not get through {first.path} "
             "with these inputs"
         )
     return report
+
+
+def framework_of_spec(spec: str | os.PathLike, timeout_s: float = DEFAULT_TIMEOUT_S) -> str:
+    """The framework of the model a spec builds, found in a worker process (this one imports
+    nothing); ``ValueError`` when the spec cannot be built or no framework takes the model."""
+    source = _resolve(spec, None)
+    if source.framework is not None:
+        return source.framework
+    try:
+        ran = _run_workers(source, None, [], None, timeout_s, lambda *_: None, probe=True)
+    except _WorkerError as exc:
+        raise ValueError(str(exc)) from None
+    return ran.framework
 
 
 # ---------------------------------------------------------------------------------------------
@@ -755,6 +843,26 @@ def _emit(path: Path, event: dict) -> None:
         os.fsync(f.fileno())
 
 
+def _load(job: dict) -> tuple[object, str, object, list[str]]:
+    """Build or unpack the model; its framework, explorer and checks (``ValueError`` if bad)."""
+    fw = job["framework"]
+    if job["kind"] == "packed":
+        model = fw_registry.explorer(fw).unpack(Path(job["value"]))
+    elif job["kind"] == "file":
+        model = Path(job["value"])
+    else:
+        model = models.build(job["value"])
+    if fw is None:
+        fw = fw_registry.framework_of(model)
+        if fw is None:
+            raise ValueError(
+                f"model {job['value']!r}: its builder returned a {type(model).__name__}, which "
+                f"no registered framework takes; pass framework= (one of {_offered()})"
+            )
+    explorer = fw_registry.explorer(fw)
+    return model, fw, explorer, _choose(explorer, model, job["checks"], job["exact"])
+
+
 def _worker_main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m labkit.explore", description="run explore checks (used by check())"
@@ -766,27 +874,28 @@ def _worker_main(argv: Sequence[str] | None = None) -> int:
     events = Path(job["events"])
     if args.parent:
         runner._exit_with_parent(args.parent, Path(args.job).parent)
-    explorer = fw_registry.explorer(job["framework"])
     try:
-        if job["kind"] == "packed":
-            model = explorer.unpack(Path(job["value"]))
-        elif job["kind"] == "file":
-            model = Path(job["value"])
+        model, fw, explorer, checks = _load(job)
+    except Exception as exc:  # noqa: BLE001 - reported to the parent, whatever it was
+        if job["kind"] == "packed":  # the parent checks it in its own process instead
+            _emit(events, {"event": "unpack_failed", "error": condense(exc)})
         else:
-            model = models.build(job["value"])
-    except Exception as exc:  # noqa: BLE001 - reported in the report, never a crash of check()
-        _emit(events, {"event": "unpack_failed", "error": condense(exc)})
-        return 0
+            message = str(exc) if isinstance(exc, ValueError) else condense(exc, lines=4)
+            _emit(events, {"event": "error", "message": message})
+        os._exit(0)
     with np.load(job["inputs"]) as data:
         arrays = [data[f"arr_{i}"] for i in range(job["count"])]
+    versions = explorer.versions()
+    _emit(events, {"event": "ready", "framework": fw, "checks": checks, "versions": versions})
+    if job["probe"]:
+        os._exit(0)
     session = explorer.session(model, arrays)
-    _emit(events, {"event": "ready", "versions": explorer.versions()})
-    for name in job["checks"]:
+    for name in checks:
         print(f"{MARK}{name} ===", file=sys.stderr, flush=True)
         _emit(events, {"event": "start", "check": name})
         answer = _safe_check(explorer, name, session)
         _emit(events, {"event": "done", "check": name, "result": answer})
-        if name == job["gate"] and answer["path"]["status"] == "fails":
+        if name == explorer.CHECKS[0] and answer["path"]["status"] == "fails":
             break
     sys.stdout.flush()
     sys.stderr.flush()
@@ -803,6 +912,7 @@ def bench(
     modes: Sequence[str] | None = None,
     tasks: Sequence[str] | None = None,
     frameworks: Sequence[str] | None = None,
+    framework: str | None = None,
     precisions: Sequence[str] | None = None,
     device: str = "cpu",
     out: str | os.PathLike | None = None,
@@ -821,24 +931,16 @@ def bench(
     ``input_shape`` = the shapes of that cell (``latency``: batch 1; ``throughput`` and
     ``train``: the batch of ``example_input_shapes``). ``images_per_s`` counts samples.
 
-    ``frameworks`` defaults to the model's own framework and the runtimes of its exports (a
-    PyTorch model: also ONNX Runtime). ``modes`` and ``tasks`` take what ``python -m labkit
+    ``frameworks`` defaults to the model's own framework (``framework``, else found by building
+    the model in a worker process) and the runtimes of its exports (a PyTorch model: also ONNX
+    Runtime). ``modes`` and ``tasks`` take what ``python -m labkit
     bench`` takes (``eager``, ``graph``, a mode's own name; ``latency``, ``throughput``,
     ``train``: a synthetic loss, the mean of the squared outputs). Bad input raises
     ``ValueError``; a model that fails in one cell is a recorded failure.
     """
     s = models.parse(spec)
     inputs = models.parse_inputs(example_input_shapes)
-    if s.saved_model:
-        own = fw_registry.framework_of(s.file)
-    else:
-        built = models.build(s)
-        own = fw_registry.framework_of(built)
-        if own is None:
-            raise ValueError(
-                f"model {s.text!r}: its builder returned a {type(built).__name__}, which no "
-                "registered framework claims"
-            )
+    own = framework or framework_of_spec(s.canonical())
     if frameworks is None:
         fws = [own] + [x.name for x in fw_registry.specs() if x.exported_from == own]
     else:

@@ -202,9 +202,6 @@ class Explorer(Protocol):
     def describe(self, model: Any) -> str:
         """A short name of the model for the report's title."""
 
-    def to_arrays(self, inputs: list[Any]) -> list[np.ndarray]:
-        """Example inputs (the framework's tensors, or arrays) as host numpy arrays."""
-
     def pack(self, model: Any, path: Path) -> None:
         """Write ``model`` to ``path`` so that another process can :func:`unpack` it;
         ``ValueError`` says why it cannot."""

@@ -53,10 +53,6 @@ def describe(model: object) -> str:
     return Path(model).name
 
 
-def to_arrays(inputs: Sequence) -> list[np.ndarray]:
-    return [np.asarray(x) for x in inputs]
-
-
 def pack(model: object, path: Path) -> None:
     if isinstance(model, onnx.ModelProto):
         onnx.save(model, str(path))

@@ -67,10 +67,6 @@ def describe(model: object) -> str:
     return getattr(fn, "__name__", type(model).__name__)
 
 
-def to_arrays(inputs: Sequence) -> list[np.ndarray]:
-    return [x.numpy() if hasattr(x, "numpy") else np.asarray(x) for x in inputs]
-
-
 def _options(fn: object) -> dict:
     """The options a ``tf.function`` was made with (what its checks keep)."""
     if not is_tf_function(fn):

@@ -73,12 +73,6 @@ def describe(model: object) -> str:
     return getattr(model, "__name__", type(model).__name__)
 
 
-def to_arrays(inputs: Sequence) -> list[np.ndarray]:
-    return [
-        x.detach().cpu().numpy() if isinstance(x, torch.Tensor) else np.asarray(x) for x in inputs
-    ]
-
-
 def pack(model: object, path: Path) -> None:
     """Pickle the model with cloudpickle: classes and functions defined in a notebook travel by
     value, those of importable modules by reference."""

@@ -11,7 +11,7 @@ ROOT_FLAG := $(if $(filter 0,$(shell id -u)),--allow-root)
 # MindSpore 2.8 + TensorFlow in one process need protobuf's pure-Python implementation.
 export PROTOCOL_BUFFERS_PYTHON_IMPLEMENTATION := python
 
-.PHONY: install lab test lint lint-fix bench doctor app browser clean
+.PHONY: install lab test test-standard lint lint-fix bench doctor app browser book clean
 
 # Re-installs only when pyproject.toml changed since the last install (idempotent, fast otherwise).
 $(STAMP): pyproject.toml
@@ -45,9 +45,37 @@ lint-fix: install
 	$(VENV)/bin/ruff check --fix .
 	$(VENV)/bin/ruff format .
 
+# Every notebook runs once, under nbval, which saves the executed copies; the course site is then
+# built from them without executing anything again (book/build.py --execute never), and the
+# site's own tests (-m book) run last.
 test: install browser lint
-	LABKIT_PROFILE=smoke $(PY) -m pytest tests notebooks --nbval-lax --nbval-current-env \
-	    --nbval-cell-timeout=900 -p no:cacheprovider
+	LABKIT_PROFILE=smoke $(PY) -m pytest tests notebooks -m "not book" --nbval-lax --nbval-current-env \
+	    --nbval-cell-timeout=900 -p no:cacheprovider --save-executed build/executed/smoke
+	$(PY) book/build.py --profile smoke --execute never $(BOOK_LINKS)
+	LABKIT_PROFILE=smoke $(PY) -m pytest tests -m book -p no:cacheprovider
+
+# The course site (Jupyter Book): every notebook with its outputs, executed under smoke unless
+# PROFILE is given (make book PROFILE=standard for a release). Notebooks that make test already
+# executed under that profile are reused; the others run now (with their time and memory
+# recorded in build/notebook-costs-PROFILE.json). Launch buttons: BOOK_REPO (the public
+# repository), BOOK_BRANCH, BOOK_HUB (a JupyterHub with nbgitpuller). Site: build/book/_build/html.
+BOOK_PROFILE := $(if $(filter command line environment,$(origin PROFILE)),$(PROFILE),smoke)
+BOOK_EXECUTE ?= auto
+BOOK_LINKS = $(if $(BOOK_REPO),--repo $(BOOK_REPO)) $(if $(BOOK_BRANCH),--branch $(BOOK_BRANCH)) \
+    $(if $(BOOK_HUB),--hub $(BOOK_HUB))
+book: install
+	$(PY) book/build.py --profile $(BOOK_PROFILE) --execute $(BOOK_EXECUTE) $(BOOK_LINKS)
+
+# The release check: under the standard profile, what `make test` (smoke) leaves out: the tests
+# marked costly (torch.compile training and inference graphs, the export cross-checks, a real
+# ONNX export) and the notebooks whose cells skip work under smoke (06: every training mode,
+# torch.compile and XLA included; 07: the isolated inference cells; 09: the quick benchmark).
+STANDARD_NOTEBOOKS := notebooks/06_resnet50_training_benchmark.ipynb \
+    notebooks/07_inference_and_deployment.ipynb notebooks/09_selection_guide.ipynb
+test-standard: install
+	LABKIT_PROFILE=standard $(PY) -m pytest tests -m costly -p no:cacheprovider
+	LABKIT_PROFILE=standard $(PY) -m pytest $(STANDARD_NOTEBOOKS) --nbval-lax --nbval-current-env \
+	    --nbval-cell-timeout=3600 -p no:cacheprovider
 
 APP_PORT ?= 8866
 # The selection guide as a standalone web page (Voila): http://localhost:$(APP_PORT)/
@@ -61,4 +89,4 @@ doctor: install
 	$(PY) -m labkit doctor
 
 clean:
-	rm -rf $(VENV) .pytest_cache results
+	rm -rf $(VENV) .pytest_cache results build

@@ -3,14 +3,19 @@
 Framework-free. A *record* is one benchmark result as the runner writes it (a dict with at least
 ``framework``, ``mode``, ``task``, ``precision``, ``status``, ``batch_size``, ``median_s``,
 ``iqr_s``; ``device`` and ``machine`` when known). Each :class:`Claim` names the quantity that can
-be measured on this machine (a throughput ratio) and the range the seeds give for it;
-:func:`check` turns records into a :class:`Verdict`:
+be measured on this machine (a throughput ratio), the range the seeds give for it, and the
+:class:`Regime` it was made in (hardware class, model, image size, batch, precision, runtime,
+metric). :func:`check` turns records into a :class:`Verdict` that never claims more than the
+measurement's regime:
 
-- ``holds``: every measured ratio's median lies in the claimed range;
-- ``does not hold``: none does;
-- ``mixed``: some do (the row says which);
-- ``cannot be tested here``: the figure needs hardware this machine lacks (the row still shows the
-  ratio measurable here, next to published figures), or nothing was measured.
+- ``holds here`` / ``does not hold here``: the measurement is in the claim's regime and every /
+  no measured ratio's median lies in the claimed range; ``mixed here``: some do (the row says
+  which);
+- ``different regime``: the measurement differs from the claim's regime in something the claim
+  states (a 2-core CPU at 32 px cannot confirm or refute a claim made on A100 GPUs at 224 px, nor
+  one about TF Serving or MindSpore Lite, which this lab does not run); the row reports the ratio
+  measured here beside the seeds' and names every difference;
+- ``not measured here``: nothing measured for it yet.
 
 Only records of the same task, precision, device, image size and batch size are divided. A ratio
 carries the uncertainty :func:`labkit.results.speedups` uses (the two relative IQRs of the step
@@ -24,14 +29,17 @@ import math
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from . import results
+from . import results, seeds
 from .results import EAGER_MODES
 
-HOLDS, FAILS, MIXED, UNTESTABLE = "holds", "does not hold", "mixed", "cannot be tested here"
-VERDICTS: tuple[str, ...] = (HOLDS, FAILS, MIXED, UNTESTABLE)
+HOLDS, FAILS, MIXED = "holds here", "does not hold here", "mixed here"
+REGIME, NOT_MEASURED = "different regime", "not measured here"
+#: the name notebooks use for a claim this machine cannot judge (it needs other hardware)
+UNTESTABLE = REGIME
+VERDICTS: tuple[str, ...] = (HOLDS, FAILS, MIXED, REGIME, NOT_MEASURED)
 
 #: ImageNet's training set as the seed states it ("1.2 million images")
-SEED_EPOCH_IMAGES = 1_200_000
+SEED_EPOCH_IMAGES = seeds.EPOCH_IMAGES
 
 Record = dict
 
@@ -42,11 +50,28 @@ Record = dict
 
 @dataclass(frozen=True)
 class Source:
-    """A published figure (quoted exactly as the source gives it) or, figure "", just the page."""
+    """A published figure (quoted exactly as the source gives it) or, figure "", just the page.
+
+    ``values`` names the numbers a notebook computes with; ``figure`` then holds ``{name}``
+    fields and is filled from them, so that each number is typed once.
+    """
 
     title: str
     url: str
     figure: str = ""
+    values: tuple[tuple[str, float], ...] = ()
+
+    def __post_init__(self):
+        if self.values:
+            object.__setattr__(self, "figure", self.figure.format(**dict(self.values)))
+
+    def value(self, name: str) -> float:
+        found = dict(self.values)
+        if name not in found:
+            raise ValueError(
+                f"{self.title} gives no value {name!r}: it gives {', '.join(found) or 'none'}"
+            )
+        return found[name]
 
     def cite(self) -> str:
         return (
@@ -67,6 +92,112 @@ class Ratio:
     seed_value: float | None = None  # the ratio implied by the seeds' own table, if any
 
 
+#: precisions that count as mixed precision (the seeds' "AMP")
+MIXED_PRECISIONS = frozenset({"bf16", "fp16", "amp", "mixed"})
+#: the runtime of every measurement in this lab: the framework (or ONNX Runtime's Python API)
+#: inside the benchmark's own process, no serving system in front of it
+IN_PROCESS = "in-process"
+
+
+@dataclass(frozen=True)
+class Regime:
+    """The conditions a figure holds in: a claim's (None: the claim does not say) or a
+    measurement's. ``hardware`` lists the hardware classes the claim covers: ``"cpu"``,
+    ``"gpu:<name part>"`` (e.g. ``"gpu:A100"``) or ``"jetson"``; ``runtime`` is
+    :data:`IN_PROCESS` or the serving runtimes the claim's figures came from."""
+
+    hardware: tuple[str, ...] | None = None
+    hardware_text: str = "not stated"
+    model: str | None = None
+    image_size: int | None = None
+    batch: int | None = None
+    precision: str | None = None  # "fp32", "mixed" (AMP) or a record's precision
+    runtime: str | None = None
+    metric: str = ""
+
+    def describe(self) -> str:
+        parts = [f"hardware: {self.hardware_text}"]
+        parts.append(f"model: {self.model or 'not stated'}")
+        parts.append(f"images: {f'{self.image_size} px' if self.image_size else 'not stated'}")
+        parts.append(f"batch: {self.batch if self.batch else 'not stated'}")
+        parts.append(f"precision: {_precision(self.precision) if self.precision else 'not stated'}")
+        parts.append(f"runtime: {self.runtime or 'not stated'}")
+        if self.metric:
+            parts.append(f"metric: {self.metric}")
+        return "; ".join(parts)
+
+    def differences(self, here: Regime) -> list[tuple[str, str]]:
+        """What a measurement in regime ``here`` lacks of this (a claim's) regime: (name,
+        "here vs the claim") for every condition the claim states and ``here`` does not meet."""
+        out = []
+        if self.hardware is not None and not any(_hardware_in(h, here) for h in self.hardware):
+            out.append(
+                ("hardware", f"{here.hardware_text} here, {self.hardware_text} in the claim")
+            )
+        if self.model and here.model and self.model != here.model:
+            out.append(("model", f"{here.model} here, {self.model} in the claim"))
+        if self.image_size and here.image_size != self.image_size:
+            out.append(
+                ("image size", f"{here.image_size} px here, {self.image_size} px in the claim")
+            )
+        if self.batch and here.batch != self.batch:
+            out.append(("batch", f"batch {here.batch} here, {self.batch} in the claim"))
+        if self.precision and not _same_precision(self.precision, here.precision):
+            out.append(
+                (
+                    "precision",
+                    f"{_precision(here.precision)} here, {_precision(self.precision)} in the claim",
+                )
+            )
+        if self.runtime and self.runtime != here.runtime:
+            out.append(("runtime", f"{here.runtime} here, {self.runtime} in the claim"))
+        return out
+
+
+def _precision(p: str | None) -> str:
+    return "mixed precision (AMP)" if p == "mixed" else str(p)
+
+
+def _same_precision(claimed: str, here: str | None) -> bool:
+    if claimed == "mixed":
+        return here in MIXED_PRECISIONS
+    return claimed == here
+
+
+def _hardware_in(cls: str, here: Regime) -> bool:
+    """Whether a measurement's regime ``here`` is of hardware class ``cls``."""
+    kinds = here.hardware or ()
+    if cls.startswith("gpu:"):
+        return any(k.startswith("gpu:") and cls[4:] in k for k in kinds)
+    if cls == "jetson":
+        return any("jetson" in k.lower() or "tegra" in k.lower() for k in kinds)
+    return cls in kinds
+
+
+def regime_of(rec: Record) -> Regime:
+    """The regime a record was measured in (every record here runs in-process)."""
+    machine = rec.get("machine") or {}
+    if rec.get("device") == "gpu":
+        gpus = list(machine.get("gpus") or [])
+        hardware = tuple(f"gpu:{g}" for g in gpus) or ("gpu:",)
+        text = ", ".join(gpus) or "a GPU"
+    else:
+        hardware = ("cpu",)
+        cores = machine.get("cores")
+        cpu = machine.get("cpu") or "CPU"
+        text = f"{cores}-core {cpu}" if cores else str(cpu)
+    return Regime(
+        hardware=hardware,
+        hardware_text=text,
+        model="ResNet-50",
+        image_size=rec.get("image_size"),
+        batch=rec.get("batch_size"),
+        precision=rec.get("precision", "fp32"),
+        runtime=IN_PROCESS,
+        metric=f"{rec.get('task')} images/s",
+    )
+
+
 @dataclass(frozen=True)
 class Claim:
     key: str
@@ -76,11 +207,16 @@ class Claim:
     low: float  # the claimed range of the measured ratio (relative: factors on seed_value)
     high: float
     ratios: tuple[Ratio, ...]  # what is measured here
-    needs: str = ""  # hardware the seeds' absolute figures need ("" = testable anywhere)
-    needs_gpu: str = ""  # a substring of the GPU name that would make it testable
+    regime: Regime = Regime()  # where the claim was made (nothing stated: any regime)
     published: tuple[Source, ...] = ()
     note: str = ""  # what differs between the seeds' setting and this lab
     relative: bool = False  # the range is [low, high] x each ratio's seed_value
+
+    @property
+    def needs(self) -> str:
+        """The hardware the claim needs when no CPU can meet its regime ("" otherwise)."""
+        hw = self.regime.hardware
+        return self.regime.hardware_text if hw is not None and "cpu" not in hw else ""
 
     def bounds(self, r: Ratio) -> tuple[float, float]:
         if self.relative:
@@ -101,15 +237,18 @@ NV_PT = Source(
     "(8x A100 80GB), pytorch-21.03 NGC container",
     "https://github.com/NVIDIA/DeepLearningExamples/blob/291f0d02e815b148fa5c2b81bf07aa3552142895/"
     "PyTorch/Classification/ConvNets/resnet50v1.5/README.md",
-    "1 GPU: 938 img/s TF32, 2470 img/s mixed precision; 8 GPUs: 7248 img/s TF32, "
-    "16621 img/s mixed precision",
+    "1 GPU: {gpu1_tf32:g} img/s TF32, {gpu1_amp:g} img/s mixed precision; 8 GPUs: "
+    "{gpu8_tf32:g} img/s TF32, {gpu8_amp:g} img/s mixed precision",
+    (("gpu1_tf32", 938), ("gpu1_amp", 2470), ("gpu8_tf32", 7248), ("gpu8_amp", 16621)),
 )
 NV_TF = Source(
     "NVIDIA DeepLearningExamples, ResNet-50 v1.5 for TensorFlow, training performance on DGX A100 "
     "(8x A100 40GB), TensorFlow 20.06-tf1-py3 NGC container",
     "https://github.com/NVIDIA/DeepLearningExamples/blob/1d4211fe9d94550d7bc72bb9b0ac4f576533ca52/"
     "TensorFlow/Classification/ConvNets/resnet50v1.5/README.md",
-    "1 GPU: 909 img/s TF32 + XLA, 2375 img/s mixed precision + XLA; 8 GPUs: 7000 and 17400 img/s",
+    "1 GPU: {gpu1_tf32:g} img/s TF32 + XLA, {gpu1_amp:g} img/s mixed precision + XLA; 8 GPUs: "
+    "{gpu8_tf32:g} and {gpu8_amp:g} img/s",
+    (("gpu1_tf32", 909), ("gpu1_amp", 2375), ("gpu8_tf32", 7000), ("gpu8_amp", 17400)),
 )
 NV_PERF = Source(
     "NVIDIA Data Center Deep Learning Product Performance (current figures)",
@@ -150,104 +289,134 @@ SCOPE = (
     "this lab measures synthetic data on this machine, small batches, fp32 unless stated"
 )
 
+#: the seeds' training benchmark (part 2.1): ResNet-50 on ImageNet, one and eight A100s, AMP
+A100_TRAINING = Regime(
+    hardware=("gpu:A100",),
+    hardware_text="one and eight NVIDIA A100 GPUs",
+    model="ResNet-50",
+    image_size=224,
+    precision="mixed",
+    runtime=IN_PROCESS,
+    metric="training samples/s on ImageNet",
+)
+#: the seeds' inference benchmark (part 2.2): ResNet-50 at 224x224 through deployment runtimes
+INFERENCE_TABLE = Regime(
+    hardware=("cpu", "gpu:T4", "jetson"),
+    hardware_text="an Intel Xeon 8375C CPU, an NVIDIA T4 GPU and a Jetson Nano",
+    model="ResNet-50",
+    image_size=224,
+    runtime="ONNX Runtime, TF Serving and MindSpore Lite",
+    metric="inference FPS",
+)
+#: the serving runtimes this lab does not run, and what it runs in their place
+NOT_RUN_HERE = (
+    "compared here: TensorFlow's and MindSpore's graph modes and ONNX Runtime, each in the "
+    "benchmark's own process; TF Serving and MindSpore Lite, which gave the seeds' figures, are "
+    "not installed here"
+)
+
+_STATIC = seeds.figure("static_speedup")
+_TRAIN = seeds.figure("training_speedup")
+_ONNX = seeds.figure("onnx_kept")
+_EAGER = ("torch", "eager")  # the training table's baseline row
+
+
+def _training_ratio(label: str, side: tuple[str, str]) -> Ratio:
+    return Ratio(label, side, _EAGER, "train", seeds.training_ratio(side, _EAGER))
+
+
+def _inference_ratio(label: str, framework: str) -> Ratio:
+    """Framework's graph over ONNX Runtime, as the inference table's CPU column implies."""
+    return Ratio(
+        label,
+        (framework, None),
+        ("onnxruntime", None),
+        "throughput",
+        seeds.inference_ratio(framework, "torch"),
+    )
+
+
+def _list(values, unit: str = "") -> str:
+    return " / ".join(f"{v:g}" for v in values) + (f" {unit}" if unit else "")
+
+
+_T, _I = seeds.TRAINING, seeds.INFERENCE
+_DEV = seeds.INFERENCE_DEVICES
+
 CLAIMS: tuple[Claim, ...] = (
     Claim(
         "graph_20_50",
-        "Static graphs run 20-50% faster than eager execution in large-scale training and deployment.",
-        "1.2x to 1.5x",
-        "seed 000, part 1.2 (static graph advantages)",
-        1.2,
-        1.5,
+        f"Static graphs run {_STATIC.percent} faster than eager execution in large-scale training "
+        "and deployment.",
+        _STATIC.range,
+        _STATIC.where,
+        _STATIC.low,
+        _STATIC.high,
         _per_framework("train", "training") + _per_framework("throughput", "inference"),
+        regime=Regime(
+            metric="graph vs eager speed 'in large-scale training and deployment' (the seeds "
+            "name no hardware, model, size or precision: any run can test it, within its regime)"
+        ),
         note=SCOPE,
     ),
     Claim(
         "train_5_10",
-        "Static-graph training is 5-10% faster than dynamic (eager) training.",
-        "1.05x to 1.10x",
-        "seed 000, part 2.1 (training conclusions)",
-        1.05,
-        1.10,
+        f"Static-graph training is {_TRAIN.percent} faster than dynamic (eager) training.",
+        _TRAIN.range,
+        _TRAIN.where,
+        _TRAIN.low,
+        _TRAIN.high,
         _per_framework("train", "training"),
+        regime=A100_TRAINING,  # the conclusion the seeds draw from their A100 table
         note=SCOPE,
     ),
     Claim(
         "a100_training",
-        "ResNet-50 training with AMP on one A100: PyTorch 2.0 eager 1280, TorchScript 1350, "
-        "TF 2.10 tf.function+XLA 1320, MindSpore 2.0 graph 1380 samples/s "
-        "(8x A100: 9800, 10200, 10000, 10500).",
-        "1280 / 1350 / 1320 / 1380 samples/s",
+        "ResNet-50 training with AMP on one A100: "
+        + ", ".join(f"{r.label} {r.one_gpu:g}" for r in _T)
+        + f" samples/s (8x A100: {', '.join(f'{r.eight_gpus:g}' for r in _T)}).",
+        _list((r.one_gpu for r in _T), "samples/s"),
         "seed 000, part 2.1 (training table)",
         0.9,
         1.1,
         (
-            Ratio(
-                "TorchScript / torch eager (training)",
-                ("torch", "torchscript"),
-                ("torch", "eager"),
-                "train",
-                1350 / 1280,
-            ),
-            Ratio(
-                "TF XLA / torch eager (training)",
-                ("tensorflow", "xla"),
-                ("torch", "eager"),
-                "train",
-                1320 / 1280,
-            ),
-            Ratio(
-                "MindSpore graph / torch eager (training)",
-                ("mindspore", "graph"),
-                ("torch", "eager"),
-                "train",
-                1380 / 1280,
-            ),
+            _training_ratio("TorchScript / torch eager (training)", ("torch", "torchscript")),
+            _training_ratio("TF XLA / torch eager (training)", ("tensorflow", "xla")),
+            _training_ratio("MindSpore graph / torch eager (training)", ("mindspore", "graph")),
         ),
-        needs="one and eight NVIDIA A100 GPUs",
-        needs_gpu="A100",
+        regime=A100_TRAINING,
         published=(NV_PT, NV_TF, NV_PERF, MLPERF_TRAIN),
         note=SCOPE,
         relative=True,
     ),
     Claim(
         "inference_fps",
-        "ResNet-50 inference at 224x224, FPS on CPU (Xeon 8375C) / GPU (T4) / Jetson Nano: "
-        "PyTorch 2.0 via ONNX Runtime 45/320/18, TF 2.10 via TF Serving 52/350/22, "
-        "MindSpore 2.0 Lite 55/360/25.",
-        "45-55 / 320-360 / 18-25 FPS",
+        f"ResNet-50 inference at 224x224, FPS on {' / '.join(_DEV.values())}: "
+        + ", ".join(f"{r.label} {'/'.join(f'{getattr(r, d):g}' for d in _DEV)}" for r in _I)
+        + ".",
+        " / ".join(
+            f"{min(getattr(r, d) for r in _I):g}-{max(getattr(r, d) for r in _I):g}" for d in _DEV
+        )
+        + " FPS",
         "seed 000, part 2.2 (inference table)",
         0.9,
         1.1,
         (
-            Ratio(
-                "TF graph / ONNX Runtime (inference)",
-                ("tensorflow", None),
-                ("onnxruntime", None),
-                "throughput",
-                52 / 45,
-            ),
-            Ratio(
-                "MindSpore graph / ONNX Runtime (inference)",
-                ("mindspore", None),
-                ("onnxruntime", None),
-                "throughput",
-                55 / 45,
-            ),
+            _inference_ratio("TF graph / ONNX Runtime (inference)", "tensorflow"),
+            _inference_ratio("MindSpore graph / ONNX Runtime (inference)", "mindspore"),
         ),
-        needs="an Intel Xeon 8375C, an NVIDIA T4 and a Jetson Nano",
-        needs_gpu="T4",
+        regime=INFERENCE_TABLE,
         published=(NV_T4_PT, NV_T4_TF, MLPERF_T4, MLPERF_INF, JETSON),
         relative=True,
-        note="MindSpore Lite and TF Serving are not installed here: the lab runs MindSpore's graph "
-        "mode (or its MindIR) and TensorFlow's graph (or its SavedModel) in-process",
+        note=NOT_RUN_HERE,
     ),
     Claim(
         "onnx_cost",
-        "Converting a PyTorch model to ONNX costs about 5-10% of its performance.",
-        "0.90x to 0.95x of PyTorch",
-        "seed 000, part 2.2 (inference conclusions)",
-        0.90,
-        0.95,
+        f"Converting a PyTorch model to ONNX costs about {_ONNX.percent} of its performance.",
+        f"{_ONNX.range} of PyTorch",
+        _ONNX.where,
+        _ONNX.low,
+        _ONNX.high,
         (
             Ratio(
                 "ONNX Runtime / torch eager (inference)",
@@ -262,41 +431,48 @@ CLAIMS: tuple[Claim, ...] = (
                 "throughput",
             ),
         ),
-        note="the seeds do not say what the 5-10% is measured against; both readings are shown",
+        regime=Regime(
+            hardware=INFERENCE_TABLE.hardware,
+            hardware_text=INFERENCE_TABLE.hardware_text,
+            model="ResNet-50",
+            image_size=224,
+            runtime=IN_PROCESS,
+            metric="inference throughput, ONNX Runtime against PyTorch",
+        ),
+        note=f"the seeds do not say what the {_ONNX.percent} is measured against; both readings "
+        "are shown",
     ),
     Claim(
         "cpu_graph_beats_onnx",
         "On CPU, the graph-optimised frameworks (TensorFlow, MindSpore) infer faster than "
         "PyTorch converted to ONNX.",
-        "TF 52 and MindSpore 55 vs ONNX Runtime 45 FPS (1.16x, 1.22x)",
+        f"TF {seeds.inference('tensorflow').cpu_fps:g} and MindSpore "
+        f"{seeds.inference('mindspore').cpu_fps:g} vs ONNX Runtime "
+        f"{seeds.inference('torch').cpu_fps:g} FPS "
+        f"({seeds.inference_ratio('tensorflow', 'torch'):.2f}x, "
+        f"{seeds.inference_ratio('mindspore', 'torch'):.2f}x)",
         "seed 000, part 2.2 (inference conclusions)",
         1.0,
         math.inf,
         (
-            Ratio(
-                "TF graph / ONNX Runtime (inference)",
-                ("tensorflow", None),
-                ("onnxruntime", None),
-                "throughput",
-                52 / 45,
-            ),
-            Ratio(
-                "MindSpore graph / ONNX Runtime (inference)",
-                ("mindspore", None),
-                ("onnxruntime", None),
-                "throughput",
-                55 / 45,
-            ),
+            _inference_ratio("TF graph in-process / ONNX Runtime (inference)", "tensorflow"),
+            _inference_ratio("MindSpore graph in-process / ONNX Runtime (inference)", "mindspore"),
         ),
+        regime=Regime(
+            hardware=("cpu",),
+            hardware_text="an Intel Xeon 8375C CPU",
+            model="ResNet-50",
+            image_size=224,
+            runtime="TF Serving and MindSpore Lite against ONNX Runtime",
+            metric="CPU inference FPS",
+        ),
+        note=NOT_RUN_HERE,
     ),
 )
 
-#: the seeds' training table, for the epoch-time consistency check
-SEED_TRAINING: tuple[tuple[str, float, float], ...] = (
-    ("PyTorch 2.0 eager", 1280, 15.2),
-    ("PyTorch 2.0 TorchScript", 1350, 14.5),
-    ("TF 2.10 tf.function+XLA", 1320, 14.8),
-    ("MindSpore 2.0 graph", 1380, 14.1),
+#: the seeds' training table, for the epoch-time consistency check: (label, samples/s, minutes)
+SEED_TRAINING: tuple[tuple[str, float, float], ...] = tuple(
+    (r.label, r.one_gpu, r.epoch_min) for r in seeds.TRAINING
 )
 
 
@@ -424,6 +600,7 @@ class Measured:
     den_mode: str
     place: str  # "in", "below" or "above" the claimed range (by the median)
     noisy: bool  # the interval crosses a boundary of the range
+    here: Regime | None = None  # the regime the two records were measured in
 
     def __str__(self) -> str:
         s = f"{self.ratio.label}: {self.estimate}"
@@ -432,16 +609,42 @@ class Measured:
         return s
 
 
+def _short(here: Regime) -> str:
+    return (
+        f"{here.hardware_text}, {here.image_size} px, batch {here.batch}, "
+        f"{_precision(here.precision)}, {here.runtime}"
+    )
+
+
 @dataclass
 class Verdict:
     claim: Claim
     verdict: str
     measured: list[Measured] = field(default_factory=list)
     why: str = ""
+    differences: tuple[str, ...] = ()  # what the measurement lacks of the claim's regime
+
+    def label(self) -> str:
+        """The verdict as the table shows it: scoped, with the ratio and the differences for a
+        different regime."""
+        if self.verdict != REGIME:
+            if not self.claim.ratios:  # arithmetic on the seeds' own numbers: no machine
+                return self.verdict.removesuffix(" here") + " (the seeds' own numbers)"
+            return self.verdict
+        names = ", ".join(dict.fromkeys(d.split(":")[0] for d in self.differences))
+        if not self.measured:
+            return f"{REGIME} ({names}): nothing measured here yet"
+        values = ", ".join(f"{m.estimate.value:.2f}x" for m in self.measured)
+        plural = "ratios" if len(self.measured) > 1 else "ratio"
+        return f"{REGIME} ({names}): {plural} {values} measured here"
 
     def row(self) -> dict[str, str]:
-        """The claim-check table row: claim, seeds' figure, measured here, verdict, why, published."""
+        """The claim-check table row: claim, seeds' figure, the claim's regime, measured here
+        (with the regime it was measured in), the scoped verdict, why, published figures."""
         shown = "; ".join(str(m) for m in self.measured) or "not measured"
+        heres = list(dict.fromkeys(_short(m.here) for m in self.measured if m.here))
+        if heres:
+            shown += " (measured on " + "; ".join(heres) + ")"
         published = "; ".join(
             f"{s.figure} [{s.title}]({s.url})" if s.figure else f"[{s.title}]({s.url})"
             for s in self.claim.published
@@ -449,8 +652,9 @@ class Verdict:
         return {
             "claim": self.claim.statement,
             "seeds": self.claim.seed_figure,
+            "regime": self.claim.regime.describe(),
             "measured here": shown,
-            "verdict": self.verdict,
+            "verdict": self.label(),
             "why": self.why,
             "published": published,
         }
@@ -475,7 +679,9 @@ def measure(
         num, den = found
         est = ratio(num, den)
         where, noisy = place(est, *c.bounds(r))
-        out.append(Measured(r, est, str(num["mode"]), str(den["mode"]), where, noisy))
+        out.append(
+            Measured(r, est, str(num["mode"]), str(den["mode"]), where, noisy, regime_of(num))
+        )
     return out
 
 
@@ -487,7 +693,7 @@ def _range(c: Claim, r: Ratio) -> str:
 def judge(c: Claim, measured: list[Measured]) -> tuple[str, str]:
     """The verdict and its reason from the measured ratios of a testable claim."""
     if not measured:
-        return UNTESTABLE, (
+        return NOT_MEASURED, (
             "nothing measured for it yet: run the benchmark cells this claim "
             "needs (see the 'measured here' ratios)"
         )
@@ -510,20 +716,83 @@ def gpu_present(records: Iterable[Record], name: str) -> bool:
     return False
 
 
+def _machine_regime(records: Iterable[Record], device: str) -> Regime | None:
+    """The regime of this machine's runs on ``device`` (any successful record), if any."""
+    for r in records:
+        if r.get("status") == "ok" and r.get("device", "cpu") == device:
+            return regime_of(r)
+    return None
+
+
+def _precision_for(c: Claim, records: list[Record], precision: str) -> str:
+    """The precision to divide records at: a mixed-precision claim takes the mixed-precision
+    records there are (bf16 on this lab's machines) unless a precision was asked for."""
+    if c.regime.precision != "mixed" or precision in MIXED_PRECISIONS:
+        return precision
+    mixed = [p for p in MIXED_PRECISIONS if any(r.get("precision") == p for r in records)]
+    return min(mixed) if mixed else precision
+
+
 def check(c: Claim, records: list[Record], precision: str = "fp32") -> Verdict:
-    """The verdict on one claim from the records of this machine."""
-    on_gpu = bool(c.needs_gpu) and gpu_present(records, c.needs_gpu)
-    measured = measure(c, records, precision, "gpu" if on_gpu else "cpu")
-    if c.needs and not on_gpu:
-        why = (
-            f"needs {c.needs}, which this machine lacks; the ratios measured here stand beside "
-            f"the seeds' ratios, published figures beside the seeds' absolute ones"
+    """The verdict on one claim from the records of this machine, within the claim's regime.
+
+    A ratio is judged (holds here / does not hold here / mixed here) only when it was measured
+    in the claim's regime; otherwise the verdict is "different regime", which reports the ratio
+    measured here beside the seeds' and names every difference. With nothing measured the
+    verdict is "not measured here", or "different regime" when this machine cannot meet the
+    claim's regime at all (hardware it lacks, a runtime the lab does not run).
+    """
+    wanted = c.regime.hardware or ()
+    gpu = next(
+        (h[4:] for h in wanted if h.startswith("gpu:") and gpu_present(records, h[4:])), None
+    )
+    device = "gpu" if gpu else "cpu"
+    measured = measure(c, records, _precision_for(c, records, precision), device)
+    if not measured:
+        machine = _machine_regime(records, device) or Regime(
+            hardware=(device,), hardware_text=f"this machine's {device.upper()}", runtime=IN_PROCESS
         )
-        return Verdict(c, UNTESTABLE, measured, why)
-    verdict, why = judge(c, measured)
-    if c.note and measured:
+        hard = [
+            f"{name}: {text}"
+            for name, text in c.regime.differences(machine)
+            if name in ("hardware", "runtime")
+        ]
+        if hard:
+            why = (
+                "nothing measured for it here yet, and this machine cannot be in the claim's "
+                f"regime ({'; '.join(hard)}): a ratio measured here would be reported beside "
+                "the seeds', never as a verdict on the claim"
+            )
+            return Verdict(c, REGIME, [], why, tuple(hard))
+        verdict, why = judge(c, measured)
+        return Verdict(c, verdict, [], why)
+    inside = [m for m in measured if not c.regime.differences(m.here)]
+    differences = tuple(
+        dict.fromkeys(
+            f"{name}: {text}" for m in measured for name, text in c.regime.differences(m.here)
+        )
+    )
+    if not inside:
+        why = (
+            f"the claim was made for {c.regime.describe()}; this run differs in "
+            f"{'; '.join(differences)}. The ratios measured here stand beside the seeds' "
+            "ratios (and published figures beside the seeds' absolute ones): they neither "
+            "confirm nor refute the claim"
+        )
+        if c.note:
+            why += f". Note: {c.note}"
+        return Verdict(c, REGIME, measured, why, differences)
+    verdict, why = judge(c, inside)
+    others = [m for m in measured if m not in inside]
+    if others:
+        why += (
+            ". Not judged, measured in a different regime: "
+            + "; ".join(str(m) for m in others)
+            + f" ({'; '.join(differences)})"
+        )
+    if c.note:
         why += f". Note: {c.note}"
-    return Verdict(c, verdict, measured, why)
+    return Verdict(c, verdict, measured, why, differences if others else ())
 
 
 def check_all(records: list[Record], precision: str = "fp32") -> list[Verdict]:
@@ -536,9 +805,9 @@ def check_all(records: list[Record], precision: str = "fp32") -> list[Verdict]:
 
 EPOCH_CLAIM = Claim(
     "epoch_consistency",
-    "The seeds' epoch times (15.2, 14.5, 14.8, 14.1 min) follow from their single-GPU throughputs "
-    "and their 1.2 million training images.",
-    "15.2 / 14.5 / 14.8 / 14.1 min",
+    f"The seeds' epoch times ({', '.join(f'{m:g}' for _, _, m in SEED_TRAINING)} min) follow from "
+    f"their single-GPU throughputs and their {SEED_EPOCH_IMAGES / 1e6:g} million training images.",
+    _list((m for _, _, m in SEED_TRAINING), "min"),
     "seed 000, part 2.1 (training table)",
     1.0,
     math.inf,
@@ -593,7 +862,7 @@ def markdown(verdicts: list[Verdict]) -> str:
     def cell(s: str) -> str:
         return s.replace("|", "\\|").replace("\n", " ")
 
-    head = ["claim", "seeds", "measured here", "verdict", "why", "published"]
+    head = ["claim", "seeds", "regime", "measured here", "verdict", "why", "published"]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for r in rows(verdicts):
         lines.append("| " + " | ".join(cell(r[h]) for h in head) + " |")

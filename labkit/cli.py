@@ -1,4 +1,5 @@
-"""Command line: ``python -m labkit doctor | bench | report | explore | distributed``."""
+"""Command line: ``python -m labkit doctor | bench | report | explore | card | class |
+distributed``."""
 
 from __future__ import annotations
 
@@ -76,6 +77,13 @@ def _bench(args: argparse.Namespace) -> int:
     return 0
 
 
+def figure_folder(results_file: str | Path) -> Path:
+    """Where ``report`` writes the figures by default: the results file's path without its
+    suffix (``bench.jsonl`` -> ``bench/``), or with ``-figures`` added when it has none."""
+    path = Path(results_file)
+    return path.with_suffix("") if path.suffix else path.with_name(f"{path.name}-figures")
+
+
 def _report(args: argparse.Namespace) -> int:
     from . import plots, results
 
@@ -87,8 +95,10 @@ def _report(args: argparse.Namespace) -> int:
             f"{args.file} holds no results; fix: run "
             f"`python -m labkit bench --out {args.file}` first"
         )
+    out = Path(args.out) if args.out else figure_folder(args.file)
+    if out.exists() and not out.is_dir():
+        raise ValueError(f"--out {out} is a file, not a folder: name a folder for the figures")
     print(results.table(records))
-    out = Path(args.out) if args.out else Path(args.file).with_suffix("")
     if records:
         paths = plots.save_all(records, out)
         print(f"\nfigures: {', '.join(str(p) for p in paths)}")
@@ -150,6 +160,61 @@ def _explore(args: argparse.Namespace) -> int:
     return 130 if res.interrupted else 0
 
 
+def _default_results() -> list[Path]:
+    """The results files a learner has by default: the benchmark's and the notebooks' own."""
+    found = sorted(Path("results").glob("*.jsonl")) + sorted(
+        Path("notebooks/results").glob("*.jsonl")
+    )
+    if not found:
+        raise ValueError(
+            "no results files in results/ or notebooks/results/; fix: name one "
+            "(python -m labkit card FILE.jsonl), or measure first: run notebook 06, or "
+            "`python -m labkit bench --profile smoke`"
+        )
+    return found
+
+
+def _card(args: argparse.Namespace) -> int:
+    from . import cards, results
+
+    files = [Path(f) for f in args.results] if args.results else _default_results()
+    records: list[dict] = []
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        for f in files:
+            records += results.load(f)
+    for w in caught:  # a truncated last line: the complete records are on the card
+        print(f"warning: {w.message}", file=sys.stderr)
+    source = files[0].name if len(files) == 1 else f"{len(files)} results files"
+    card = cards.build(records, name=args.name, source=source)
+    out = Path(args.out or f"results/card-{card['profile']}.json")
+    cards.save(card, out)
+    print(cards.summary(card))
+    print(
+        f"\nwrote {out} ({out.stat().st_size / 1024:.0f} KiB; "
+        + ("named " + repr(args.name) if args.name else "anonymous: no host, user name or path")
+        + "): hand this file in",
+        file=sys.stderr,
+    )
+    return 0
+
+
+def _class_collect(args: argparse.Namespace) -> int:
+    from . import classroom
+
+    report = classroom.collect(args.paths, args.db)
+    print(report.text())
+    return report.exit_status
+
+
+def _class_report(args: argparse.Namespace) -> int:
+    from . import classroom
+
+    page = classroom.report(args.db, args.out)
+    print(f"class report: {page} (figures beside it)")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="python -m labkit", description="Graph Lab helper: machine report and benchmarks"
@@ -195,7 +260,10 @@ def build_parser() -> argparse.ArgumentParser:
     bench.set_defaults(func=_bench)
     report = sub.add_parser("report", help="print a results file as a table and write its figures")
     report.add_argument("file", help="a JSONL file written by `python -m labkit bench`")
-    report.add_argument("--out", help="folder for the PNG figures (default: FILE without .jsonl)")
+    report.add_argument(
+        "--out",
+        help="folder for the PNG figures (default: FILE without its suffix, or FILE-figures)",
+    )
     report.set_defaults(func=_report)
     explore = sub.add_parser(
         "explore",
@@ -247,12 +315,55 @@ def build_parser() -> argparse.ArgumentParser:
         "--resume", action="store_true", help="--bench: skip the cells --results already holds"
     )
     explore.set_defaults(func=_explore)
-    from . import distributed  # framework-free: the workers import their framework
 
+    card = sub.add_parser(
+        "card",
+        help="write your result card: one small anonymous JSON file to hand in",
+        description="Put your benchmark results on a result card: machine fingerprint, versions, "
+        "profile, every record with its validity, and the graph-vs-eager ratios. Anonymous: no host "
+        "name, user name or path (give --name to add a name of your choice).",
+    )
+    card.add_argument(
+        "results",
+        nargs="*",
+        help="JSONL results files (default: every results/*.jsonl and notebooks/results/*.jsonl)",
+    )
+    card.add_argument("--out", help="the card (default: results/card-<profile>.json)")
+    card.add_argument("--name", help="a name to show on the card (default: anonymous)")
+    card.set_defaults(func=_card)
+    klass = sub.add_parser(
+        "class",
+        help="instructor: collect result cards into one database and report on the class",
+    )
+    class_sub = klass.add_subparsers(dest="class_command", required=True)
+    collect = class_sub.add_parser(
+        "collect",
+        help="add cards and results files (files or folders) to the class database",
+        description="Add result cards and JSONL results files to the class database (DuckDB). "
+        "A file already collected (same content) adds nothing; a damaged, foreign or wrong-schema "
+        "file is named with the reason and skipped. Exit status: 0 every file went in, 1 some "
+        "were skipped, 2 bad usage.",
+    )
+    collect.add_argument("paths", nargs="+", help="card/results files, or folders to search")
+    collect.add_argument(
+        "--db", default="class.duckdb", help="database file (default class.duckdb)"
+    )
+    collect.set_defaults(func=_class_collect)
+    class_report = class_sub.add_parser(
+        "report", help="write the class report: figures and an HTML page"
+    )
+    class_report.add_argument(
+        "--db", default="class.duckdb", help="database file (default class.duckdb)"
+    )
+    class_report.add_argument("--out", required=True, help="folder for index.html and figures")
+    class_report.set_defaults(func=_class_report)
+    from . import distributed  # framework-free: the workers import their framework
+    from .frameworks import specs
+
+    launchers = ", ".join(s.launcher for s in specs() if s.launcher)
     distributed.build_parser(
         sub.add_parser(
-            "distributed",
-            help="data-parallel training with real worker processes (torchrun, TF_CONFIG, msrun)",
+            "distributed", help=f"data-parallel training with real worker processes ({launchers})"
         )
     )
     return parser

@@ -1,7 +1,8 @@
 """The selection guide's front end: an ipywidgets form over :mod:`labkit.guide`.
 
 ``GuideForm()`` shows the source article's four-step decision flow as steps to walk through;
-every change of an answer recomputes the recommendation at once. Step 3 runs a quick live
+every change of an answer recomputes the recommendation at once, in both voices (the article's
+and the course's today). Step 3 runs a quick live
 benchmark of the candidate frameworks with :mod:`labkit.runner` (each cell in its own
 subprocess, appended to the results file) and feeds the measurements back into the
 recommendation. "Export" writes the recommendation as a Markdown file.
@@ -350,9 +351,11 @@ def guide_app(**kwargs: Any) -> W.Widget:
     form = GuideForm(**kwargs)
     head = W.HTML(
         "<h2>Graph Lab: which deep learning framework fits your project?</h2>"
-        "<p>Answer the four steps. The ranking follows rules written from the course's "
-        "source articles (see notebook 09 for the full table); the evidence is your own "
-        "benchmark once you run one, otherwise the article's claims, labelled as such.</p>"
+        "<p>Answer the four steps. Two voices rank the frameworks side by side: what the "
+        "course's source article recommends, and what the course recommends today, each rule "
+        "with its dated source (notebook 09 prints every table). A valid measurement from your "
+        "own benchmark can move the course's ranking; the article's claims are shown, labelled, "
+        "and never vote.</p>"
     )
     box = W.VBox([head, form.widget])
     box.form = form  # type: ignore[attr-defined]  # reachable for tests and scripts

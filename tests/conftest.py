@@ -4,10 +4,15 @@ import os
 import socket
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 os.environ.setdefault("PROTOCOL_BUFFERS_PYTHON_IMPLEMENTATION", "python")
 os.environ.setdefault("LABKIT_PROFILE", "smoke")
+# exercise progress of test runs (and of the notebooks nbval runs in this session) goes to a
+# temporary file, never the home folder of whoever runs the tests
+_PROGRESS_DIR = tempfile.TemporaryDirectory(prefix="graphlab-test-progress-")
+os.environ.setdefault("LABKIT_PROGRESS", os.path.join(_PROGRESS_DIR.name, "progress.json"))
 
 import pytest
 
@@ -57,3 +62,92 @@ def require(name: str):
     if not probe.importable:
         skip_or_fail(f"{name} is not importable here: {probe.error}")
     return frameworks.get(name)
+
+
+def pytest_collection_modifyitems(config, items):
+    """Tests marked ``costly`` (another compiled graph, another export) are skipped under the
+    smoke profile (``make test``, CI) and run by ``make test-standard`` (LABKIT_PROFILE=standard,
+    ``-m costly``): the release check."""
+    from labkit import profiles
+
+    if profiles.current().name != "smoke":
+        return
+    skip = pytest.mark.skip(reason="costly under the smoke profile: `make test-standard` runs it")
+    for item in items:
+        if item.get_closest_marker("costly") is not None:
+            item.add_marker(skip)
+
+
+# ---- executed notebooks for the course site (make book) ----------------------------------------
+
+
+def pytest_addoption(parser):
+    parser.addoption(
+        "--save-executed",
+        metavar="DIR",
+        help="write every notebook that nbval ran without a failure, outputs included, into DIR "
+        "(`make book` builds the course site from them instead of executing them again)",
+    )
+
+
+class ExecutedNotebooks:
+    """Collects the outputs nbval received for each cell and writes each fully passed notebook,
+    with its outputs, the profile and the sha256 of the source file in its metadata."""
+
+    def __init__(self, folder: Path):
+        self.folder = folder
+        self.outputs: dict[Path, dict[int, list]] = {}
+        self.failed: set[Path] = set()
+        self.files: dict[Path, object] = {}
+
+    @pytest.hookimpl(hookwrapper=True)
+    def pytest_runtest_makereport(self, item, call):
+        outcome = yield
+        if not hasattr(item, "cell_num") or not hasattr(item, "test_outputs"):
+            return  # not an nbval cell
+        report = outcome.get_result()
+        path = Path(str(item.parent.fspath))
+        self.files[path] = item.parent
+        if report.failed or report.skipped:
+            self.failed.add(path)
+        elif call.when == "call":
+            self.outputs.setdefault(path, {})[item.cell_num] = item.test_outputs or []
+
+    def pytest_sessionfinish(self, session):
+        import copy
+        import hashlib
+
+        import nbformat
+
+        for path, collector in self.files.items():
+            target = self.folder / path.name
+            if path in self.failed:
+                target.unlink(missing_ok=True)  # never publish a notebook that did not pass
+                continue
+            nb = copy.deepcopy(collector.nb)
+            outs = self.outputs.get(path, {})
+            code_cells = [c for c in nb.cells if c.cell_type == "code"]
+            if len(outs) != len(code_cells):
+                target.unlink(missing_ok=True)
+                continue
+            for n, cell in enumerate(code_cells):
+                cell.outputs = [nbformat.from_dict(dict(o)) for o in outs[n]]
+                cell.execution_count = n + 1
+                for o in cell.outputs:
+                    if o.get("output_type") == "execute_result":
+                        o["execution_count"] = n + 1
+            nb.metadata["labkit"] = {
+                "profile": os.environ.get("LABKIT_PROFILE", ""),
+                "source_sha256": hashlib.sha256(path.read_bytes()).hexdigest(),
+                "executed_by": "nbval",
+            }
+            self.folder.mkdir(parents=True, exist_ok=True)
+            nbformat.write(nb, target)
+
+
+def pytest_configure(config):
+    folder = config.getoption("--save-executed", default=None)
+    if folder:
+        config.pluginmanager.register(
+            ExecutedNotebooks(Path(folder).resolve()), "executed-notebooks"
+        )

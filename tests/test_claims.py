@@ -34,9 +34,23 @@ def rec(
         "image_size": image_size,
         "iqr_s": median * iqr_frac,
         "device": device,
-        "machine": {"gpus": list(gpus)},
+        "machine": {"gpus": list(gpus), "cpu": "AMD EPYC 9R14", "cores": 2},
         "profile": "smoke",
     }
+
+
+def on_a100(records, image_size=224, precision="bf16"):
+    """The same records as if measured in the seeds' training regime: an A100, 224 px, AMP."""
+    return [
+        {
+            **r,
+            "device": "gpu",
+            "machine": {"gpus": ["NVIDIA A100-SXM4-80GB"]},
+            "image_size": image_size,
+            "precision": precision,
+        }
+        for r in records
+    ]
 
 
 def speedups(task, torch=1.0, tf=1.0, ms=1.0, base=10.0, **kw):
@@ -94,63 +108,92 @@ def test_pair_compares_like_with_like_and_takes_the_best_mode():
     assert claims.pair(records + [{**later, "status": "failed"}], r)[0]["mode"] == "torchscript"
 
 
-def test_graph_speedup_claim_holds_fails_or_mixes():
-    c = claims.claim("train_5_10")
-    assert claims.check(c, speedups("train", 1.07, 1.08, 1.06)).verdict == claims.HOLDS
-    v = claims.check(c, speedups("train", 1.5, 2.0, 0.9))
-    assert v.verdict == claims.FAILS
+def test_a_claim_is_judged_only_in_its_regime():
+    c = claims.claim("train_5_10")  # drawn from the seeds' A100 table (AMP, 224 px)
+    assert claims.check(c, on_a100(speedups("train", 1.07, 1.08, 1.06))).verdict == claims.HOLDS
+    v = claims.check(c, on_a100(speedups("train", 1.5, 2.0, 0.9)))
+    assert v.verdict == claims.FAILS and v.label() == "does not hold here"
     assert [m.place for m in v.measured] == ["above", "above", "below"]
-    v = claims.check(c, speedups("train", 1.07, 2.0, 1.0))
+    v = claims.check(c, on_a100(speedups("train", 1.07, 2.0, 1.0)))
     assert v.verdict == claims.MIXED
     assert "torch training 1.07x is in" in v.why and "tensorflow training 2.00x is above" in v.why
+    # the same ratios from a 2-core CPU at 32 px, fp32: reported, never a verdict on the claim
+    v = claims.check(c, speedups("train", 1.07, 1.08, 1.06))
+    assert v.verdict == claims.REGIME
+    assert v.label() == (
+        "different regime (hardware, image size, precision): ratios 1.07x, 1.08x, 1.06x "
+        "measured here"
+    )
+    assert "2-core AMD EPYC 9R14 here, one and eight NVIDIA A100 GPUs in the claim" in v.why
+    assert "32 px here, 224 px in the claim" in v.why and "neither confirm nor refute" in v.why
 
 
 def test_noise_is_reported_when_the_interval_crosses_the_range():
     c = claims.claim("train_5_10")
-    v = claims.check(c, speedups("train", 1.04, 1.04, 1.04, iqr_frac=0.2))
+    v = claims.check(c, on_a100(speedups("train", 1.04, 1.04, 1.04, iqr_frac=0.2)))
     assert v.verdict == claims.FAILS  # judged by the median ...
     assert all(m.noisy for m in v.measured) and "within noise" in v.why  # ... but flagged
-    v = claims.check(c, speedups("train", 1.5, 1.5, 1.5, iqr_frac=0.001))
+    v = claims.check(c, on_a100(speedups("train", 1.5, 1.5, 1.5, iqr_frac=0.001)))
     assert not any(m.noisy for m in v.measured) and "within noise" not in v.why
 
 
-def test_20_50_claim_uses_training_and_inference():
+def test_a_claim_that_states_no_regime_is_judged_here():
     c = claims.claim("graph_20_50")
     records = speedups("train", 1.3, 1.3, 1.3) + speedups("throughput", 1.1, 1.3, 1.3)
     v = claims.check(c, records)
-    assert len(v.measured) == 6 and v.verdict == claims.MIXED
+    assert len(v.measured) == 6 and v.verdict == claims.MIXED and v.label() == "mixed here"
     assert [m.place for m in v.measured].count("below") == 1
+    assert "2-core AMD EPYC 9R14, 32 px, batch 8, fp32, in-process" in v.row()["measured here"]
 
 
-def test_nothing_measured_is_untestable_not_a_verdict():
+def test_nothing_measured_is_not_a_verdict():
     v = claims.check(claims.claim("onnx_cost"), [rec("torch", "eager", "throughput", 10)])
-    assert v.verdict == claims.UNTESTABLE and v.measured == []
+    assert v.verdict == claims.NOT_MEASURED and v.measured == []
     assert "nothing measured" in v.why
+    # a claim this machine can never be in: a different regime even before anything is measured
+    v = claims.check(claims.claim("a100_training"), [rec("torch", "eager", "throughput", 10)])
+    assert v.verdict == claims.REGIME and v.label() == (
+        "different regime (hardware): nothing measured here yet"
+    )
 
 
-def test_onnx_cost_against_eager_and_best_graph():
+def test_onnx_cost_is_judged_at_the_seeds_image_size_only():
     records = [
-        rec("torch", "eager", "throughput", 10),
-        rec("torch", "compile", "throughput", 20),
-        rec("onnxruntime", "ort", "throughput", 9.2),
+        rec("torch", "eager", "throughput", 10, image_size=224),
+        rec("torch", "compile", "throughput", 20, image_size=224),
+        rec("onnxruntime", "ort", "throughput", 9.2, image_size=224),
     ]
     v = claims.check(claims.claim("onnx_cost"), records)
     assert [round(m.estimate.value, 2) for m in v.measured] == [0.92, 0.46]
     assert v.verdict == claims.MIXED
+    small = [{**r, "image_size": 32} for r in records]
+    v = claims.check(claims.claim("onnx_cost"), small)
+    assert v.verdict == claims.REGIME and v.label().startswith("different regime (image size)")
 
 
-def test_cpu_graph_beats_onnx_has_an_open_range():
+def test_cpu_graph_beats_onnx_says_which_runtimes_it_compared():
     c = claims.claim("cpu_graph_beats_onnx")
     assert math.isinf(c.high)
     records = [
-        rec("onnxruntime", "ort", "throughput", 10),
-        rec("tensorflow", "function", "throughput", 12),
-        rec("mindspore", "graph", "throughput", 8),
-        rec("mindspore", "pynative", "throughput", 30),
+        rec("onnxruntime", "ort", "throughput", 10, image_size=224),
+        rec("tensorflow", "function", "throughput", 12, image_size=224),
+        rec("mindspore", "graph", "throughput", 8, image_size=224),
+        rec("mindspore", "pynative", "throughput", 30, image_size=224),
     ]
     v = claims.check(c, records)
-    assert v.verdict == claims.MIXED  # TF beats ORT, MindSpore's graph mode does not
+    # the seeds' figures came from TF Serving and MindSpore Lite: in-process runtimes measured
+    # here cannot confirm or refute them, even on a CPU at 224 px
+    assert v.verdict == claims.REGIME
+    assert v.label() == "different regime (runtime): ratios 1.20x, 0.80x measured here"
     assert [m.num_mode for m in v.measured] == ["function", "graph"]  # pynative is not a graph
+    row = v.row()
+    assert "TF Serving and MindSpore Lite against ONNX Runtime" in row["regime"]
+    assert (
+        "in-process here, TF Serving and MindSpore Lite against ONNX Runtime in the claim"
+        in (row["why"])
+    )
+    assert "each in the benchmark's own process" in row["why"]
+    assert "TF graph in-process / ONNX Runtime (inference): 1.20x" in row["measured here"]
 
 
 def test_hardware_claims_need_their_hardware():
@@ -162,17 +205,41 @@ def test_hardware_claims_need_their_hardware():
         rec("mindspore", "graph", "train", 10.8),
     ]
     v = claims.check(c, cpu)
-    assert v.verdict == claims.UNTESTABLE and "A100" in v.why
+    assert v.verdict == claims.REGIME == claims.UNTESTABLE and "A100" in v.why
+    assert c.needs == "one and eight NVIDIA A100 GPUs"
     assert len(v.measured) == 3  # the ratios measurable here are still shown ...
     assert "seeds: 1.05x" in v.row()["measured here"]
     assert "2470 img/s" in v.row()["published"]  # ... beside published figures
-    # with an A100 in the records the same claim is judged, relative to the seeds' ratios
-    gpu = [{**r, "device": "gpu", "machine": {"gpus": ["NVIDIA A100-SXM4-80GB"]}} for r in cpu]
-    v = claims.check(c, gpu)
+    # with an A100, 224 px and mixed precision the same claim is judged, relative to the seeds
+    v = claims.check(c, on_a100(cpu))
     assert v.verdict == claims.HOLDS, v.why
-    slow_ts = gpu[:1] + [{**gpu[1], "median_s": gpu[1]["median_s"] * 2}] + gpu[2:]
+    slow_ts = on_a100(cpu[:1] + [{**cpu[1], "median_s": cpu[1]["median_s"] * 2}] + cpu[2:])
     assert claims.check(c, slow_ts).verdict == claims.MIXED
-    assert not claims.gpu_present(gpu, "T4")
+    # an A100 at 32 px, or in fp32, is still not the claim's regime
+    assert claims.check(c, on_a100(cpu, image_size=32)).verdict == claims.REGIME
+    v = claims.check(c, on_a100(cpu, precision="fp32"))
+    assert v.verdict == claims.REGIME and v.label().startswith("different regime (precision)")
+    assert not claims.gpu_present(on_a100(cpu), "T4")
+
+
+@pytest.mark.parametrize("size", [32, 64, 128, 224])
+@pytest.mark.parametrize("precision", ["fp32", "bf16"])
+def test_no_verdict_claims_more_than_the_measurements_regime(size, precision):
+    """A CPU at any size and precision can judge no claim made for GPUs or serving runtimes."""
+    records = [
+        r
+        for task in ("train", "throughput")
+        for r in speedups(task, 1.07, 1.3, 1.08, image_size=size, precision=precision)
+    ] + [
+        rec("onnxruntime", "ort", "throughput", 9, image_size=size, precision=precision),
+    ]
+    for v in claims.check_all(records, precision):
+        hw, runtime = v.claim.regime.hardware, v.claim.regime.runtime
+        beyond = (hw is not None and "cpu" not in hw) or runtime not in (None, claims.IN_PROCESS)
+        if beyond:
+            assert v.verdict in (claims.REGIME, claims.NOT_MEASURED), (v.claim.key, v.label())
+        if v.verdict in (claims.HOLDS, claims.FAILS, claims.MIXED) and v.claim.ratios:
+            assert all(not v.claim.regime.differences(m.here) for m in v.measured if m.here)
 
 
 def test_epoch_times_are_checked_against_the_seeds_own_throughputs():
@@ -191,7 +258,7 @@ def test_check_all_and_markdown_table():
     assert [v.claim.key for v in vs] == [c.key for c in claims.CLAIMS] + ["epoch_consistency"]
     assert all(v.verdict in claims.VERDICTS for v in vs)
     md = claims.markdown(vs)
-    assert md.count("\n") == len(vs) + 1 and md.startswith("| claim | seeds |")
+    assert md.count("\n") == len(vs) + 1 and md.startswith("| claim | seeds | regime |")
     assert "\\|" not in claims.markdown([]) and "a\\|b" in claims.markdown(
         [claims.Verdict(claims.Claim("k", "a|b", "", "", 1, 2, ()), claims.HOLDS)]
     )
@@ -202,7 +269,7 @@ def test_claims_data_is_well_formed():
     with pytest.raises(ValueError, match="valid claims are"):
         claims.claim("nope")
     for c in claims.CLAIMS:
-        assert c.low < c.high and c.ratios
+        assert c.low < c.high and c.ratios and c.regime.describe()
         for r in c.ratios:
             for fw, mode in (r.num, r.den):
                 assert fw in NAMES and (mode is None or mode in MODES[fw])

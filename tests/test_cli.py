@@ -147,6 +147,26 @@ def test_report_on_a_truncated_file_reports_what_is_complete_and_exits_2(
     assert (tmp_path / "figs" / "throughput.png").exists()
 
 
+def test_report_on_a_file_without_a_suffix_writes_the_figures_beside_it(tmp_path, capsys):
+    plain = tmp_path / "bench"  # no .jsonl: "FILE without its suffix" is FILE itself
+    results.append(plain, record())
+    before = plain.read_bytes()
+    assert cli.main(["report", str(plain)]) == 0, capsys.readouterr().err
+    assert (tmp_path / "bench-figures" / "throughput.png").read_bytes()[:4] == b"\x89PNG"
+    assert plain.read_bytes() == before
+
+
+def test_report_to_an_existing_file_is_a_clear_error(tmp_path, capsys, results_file):
+    taken = tmp_path / "notes.txt"
+    taken.write_text("mine")
+    assert cli.main(["report", str(results_file), "--out", str(taken)]) == 2
+    out, err = capsys.readouterr()
+    assert (
+        f"--out {taken} is a file, not a folder" in err and err.startswith("error: ") and out == ""
+    )
+    assert taken.read_text() == "mine"
+
+
 @pytest.mark.parametrize(
     "content, message",
     [

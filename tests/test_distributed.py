@@ -4,6 +4,7 @@ Every job here starts real processes; the small model without BatchNorm ("tiny")
 fast. After each test no process that the job started may survive (checked with psutil).
 """
 
+import dataclasses
 import json
 import os
 import shutil
@@ -136,6 +137,74 @@ def test_cli_bad_input_exits_2_with_one_line():
     assert proc.returncode == 2 and "workers must be a whole number >= 1" in proc.stderr
 
 
+# ---------------------------------------------------------------------------- the process tree
+
+
+def test_stop_returns_how_many_processes_were_still_running(tmp_path):
+    tree = distributed.ProcessTree()
+    env = dict(os.environ)
+    with open(tmp_path / "log", "w") as log:
+        done = tree.start([sys.executable, "-c", "pass"], env, log, cwd=tmp_path)
+        done.wait(timeout=30)
+        tree.start([sys.executable, "-c", "import time; time.sleep(60)"], env, log, cwd=tmp_path)
+        assert tree.stop() == 1  # the one still running, not the two ever started
+    assert len(tree.pids) == 2
+    assert_all_gone(tree.pids)
+    no_children_left()
+
+
+LAUNCHER = """
+import os, subprocess, sys, time
+from labkit.distributed import ProcessTree
+preexec = []
+popen = subprocess.Popen
+def spy(*args, **kwargs):
+    preexec.append(kwargs.get("preexec_fn"))
+    return popen(*args, **kwargs)
+subprocess.Popen = spy
+child = ProcessTree().start(
+    [sys.executable, "-c", "import time; time.sleep(120)"], dict(os.environ), sys.stderr, cwd="."
+)
+print(child.pid, preexec == [None], flush=True)
+time.sleep(120)
+"""
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="parent-death signal: Linux")
+def test_children_die_with_their_launcher_without_preexec_fn():
+    """``preexec_fn`` runs Python between fork and exec, which can deadlock in a process with
+    threads (a Jupyter kernel); the parent-death signal must be set another way."""
+    launcher = subprocess.Popen(
+        [sys.executable, "-c", LAUNCHER], cwd=ROOT, stdout=subprocess.PIPE, text=True
+    )
+    try:
+        pid, no_preexec = launcher.stdout.readline().split()
+        assert no_preexec == "True", "ProcessTree.start passed a preexec_fn to Popen"
+        assert distributed.still_running([int(pid)]) == [int(pid)]
+    finally:
+        launcher.kill()  # SIGKILL: no clean-up code runs in the launcher
+        launcher.wait(timeout=30)
+        launcher.stdout.close()
+    assert_all_gone([int(pid)])
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="parent-death signal: Linux")
+def test_the_exec_wrapper_runs_the_command_only_while_its_launcher_lives(tmp_path):
+    marker = tmp_path / "ran"
+    code = f"import sys; open({str(marker)!r}, 'w').close(); sys.exit(7)"
+    wrapper = distributed.processes.dying_with_parent([sys.executable, "-c", code])
+    assert wrapper[-3:] == [sys.executable, "-c", code] and str(os.getpid()) in wrapper
+    assert subprocess.run(wrapper, timeout=60, check=False).returncode == 7  # exec'd, same pid
+    assert marker.exists()
+    marker.unlink()
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    orphaned = [str(dead.pid) if a == str(os.getpid()) else a for a in wrapper]
+    proc = subprocess.run(orphaned, capture_output=True, text=True, timeout=60, check=False)
+    assert proc.returncode == 3 and f"the launcher (pid {dead.pid}) is gone" in proc.stderr
+    assert not marker.exists()
+
+
 # ---------------------------------------------------------------------------- real training
 
 
@@ -162,6 +231,12 @@ def test_workers_identical_and_equal_to_one_process_on_the_concatenated_batch(fr
     assert distributed.max_difference(run.weights(0), ref.weights(0)) < 1e-5
     assert run.final_loss == pytest.approx(ref.final_loss, abs=1e-5)
     assert run.workers[0]["allreduce_s"] > 0 and len(run.workers[0]["step_s"]) == 3
+    if framework == "tensorflow":  # experimental_distribute_dataset shards without being told
+        from labkit.frameworks.tensorflow.distributed import AUTO_SHARD_SAMPLES
+
+        ids = [w["auto_shard_ids"] for w in run.workers]
+        assert ids[0] and ids[1] and not set(ids[0]) & set(ids[1]), ids
+        assert sorted(ids[0] + ids[1]) == list(range(AUTO_SHARD_SAMPLES))
     assert_all_gone(run.pids + ref.pids)
     no_children_left()
 
@@ -247,3 +322,37 @@ def test_workers_die_with_a_launcher_killed_by_sigkill(tmp_path):
     cli.kill()  # no chance to clean up: parent-death signal and the workers' watchdogs must
     cli.wait(timeout=30)
     assert_all_gone(pids, within_s=30)
+
+
+@pytest.mark.slow
+def test_a_successful_run_stops_what_its_workers_left_running(tmp_path):
+    require("torch")
+    job = Job("torch", workers=2, steps=2, batch=2, model="tiny", measure=0, fault="straggler")
+    run = distributed.launch(job, timeout=TIMEOUT, out_dir=tmp_path)
+    straggler = int((tmp_path / "rank1.straggler").read_text())
+    try:
+        assert straggler in run.pids and len(run.workers) == 2
+        assert_all_gone(run.pids)
+    finally:  # a failing test must not leave it behind either
+        if distributed.still_running([straggler]):
+            os.kill(straggler, signal.SIGKILL)
+    no_children_left()
+
+
+@pytest.mark.slow
+def test_compare_with_a_failing_reference_is_one_clear_error(tmp_path, monkeypatch, capsys):
+    require("torch")
+    reference = Job.reference
+
+    def crashing_reference(self, threads=None):
+        return dataclasses.replace(reference(self, threads), fault="crash", fault_rank=0)
+
+    monkeypatch.setattr(Job, "reference", crashing_reference)
+    argv = ["--model", "tiny", "--steps", "2", "--batch", "2", "--compare", "--out", str(tmp_path)]
+    assert distributed.main([*argv, "--timeout", str(TIMEOUT)]) == 1
+    out, err = capsys.readouterr()
+    summary = json.loads(out)  # the data-parallel run's results are kept
+    assert summary["workers"] == 2 and "single_process" not in summary
+    assert err.startswith("error: the single-process reference of --compare failed")
+    assert err.count("error:") == 1 and "worker 0 raised WorkerFailure" in err
+    no_children_left()

@@ -1,6 +1,27 @@
-from labkit import exercises
+"""labkit.exercises: the exercise types, the bank the notebooks load from, the learner's progress,
+and the code exercises (each reference solution passes, each starting code fails, by name)."""
+
+import ast
+import json
+import os
+import re
+import subprocess
+import sys
+
+from labkit import exercises, frameworks, guide
+from labkit.exercises import bank, store
+from labkit.exercises.code import function_from_source
 
 import pytest
+from conftest import NOTEBOOKS, ROOT, require
+
+
+@pytest.fixture(autouse=True)
+def progress_file(tmp_path, monkeypatch):
+    """Every test records into its own progress file, never the learner's home."""
+    path = tmp_path / "progress.json"
+    monkeypatch.setenv(store.ENV, str(path))
+    return path
 
 
 def choice():
@@ -40,3 +61,348 @@ def test_author_mistakes_are_errors():
         exercises.Choice("?", explanation="", choices={"a": "x"}, answer="b")
     with pytest.raises(ValueError, match="accepted"):
         exercises.Text("?", explanation="")
+
+
+# --------------------------------------------------------------------------------------------
+# the bank: every exercise builds, and the notebooks show questions, never answer keys
+
+MEASURED = {"01.overhead": 1.5}
+CODE_IDS = [i for i in bank.ids() if bank.entry(i)["type"] == "code"]
+
+
+@pytest.mark.parametrize("exercise_id", bank.ids())
+def test_every_exercise_of_the_bank_builds(exercise_id):
+    q = exercises.load(exercise_id, measured=MEASURED.get(exercise_id))
+    assert q.id == exercise_id and q.prompt
+    assert q._repr_markdown_().startswith("**Exercise")
+    assert q.solution().correct and len(q.solution().message) > len("Solution: ")
+    if isinstance(q, (exercises.Choice, exercises.Number)):
+        assert q.check(q.answer).correct
+    elif isinstance(q, exercises.Text):
+        assert q.check(q.accepted[0]).correct
+    else:
+        assert q.starter and q.solution_code and q.hints
+        assert q.solution_code.strip() in q.solution().message
+
+
+def test_each_notebook_has_exercises_and_code_exercises_as_the_course_requires():
+    per_notebook = {nb: bank.ids(nb) for nb in bank.notebooks()}
+    assert set(per_notebook) >= {f"{i:02d}" for i in range(10)}
+    for nb, ids in per_notebook.items():
+        code = [i for i in ids if i in CODE_IDS]
+        wanted = 2 if nb in ("01", "02", "03", "04") else 1 if nb in ("05", "06", "07", "08") else 0
+        assert len(code) >= wanted, f"notebook {nb}: {len(code)} code exercises, {wanted} wanted"
+
+
+def test_load_names_the_problem():
+    with pytest.raises(ValueError, match="not an exercise id.*'02.one_graph'"):
+        exercises.load("retrace")
+    with pytest.raises(ValueError, match="notebook 02 has no exercise 'nope'; it has: .*one_graph"):
+        exercises.load("02.nope")
+    with pytest.raises(ValueError, match="no exercises for notebook '42'"):
+        exercises.load("42.anything")
+    with pytest.raises(ValueError, match="answered from your own run.*measured="):
+        exercises.load("01.overhead")
+    with pytest.raises(ValueError, match="has a fixed answer"):
+        exercises.load("00.ceiling", measured=3.0)
+    assert exercises.load("01.overhead", measured=2.5).check(2.6).correct
+
+
+def _code_cells(path):
+    nb = json.loads(path.read_text())
+    return [(c.get("id"), "".join(c["source"])) for c in nb["cells"] if c["cell_type"] == "code"]
+
+
+ANSWER_KEYWORDS = {"answer", "explanation", "wrong", "accepted", "solution", "hints", "choices"}
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.stem[:2] for p in NOTEBOOKS])
+def test_no_notebook_shows_an_answer_key(path):
+    """Questions come from the bank by id: no constructor with its answer, no solution code."""
+    loaded = []
+    for cell_id, source in _code_cells(path):
+        tree = ast.parse(
+            "\n".join(ln for ln in source.splitlines() if not ln.startswith(("%", "!")))
+        )
+        for node in ast.walk(tree):
+            if not isinstance(node, ast.Call):
+                continue
+            func = node.func
+            name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
+            assert name not in ("Choice", "Number", "Text", "Code"), (
+                f"{path.name} cell {cell_id} builds an exercise in the notebook: load it by id"
+            )
+            owner = getattr(getattr(func, "value", None), "id", None)
+            if name == "load" and owner == "exercises":
+                keys = {k.arg for k in node.keywords} & ANSWER_KEYWORDS
+                assert not keys, f"{path.name} cell {cell_id} passes an answer key: {keys}"
+                loaded.append(node.args[0].value)
+    nb = path.stem[:2]
+    expected = bank.ids(nb) if nb in bank.notebooks() else []
+    assert loaded == expected, f"{path.name} loads {loaded}, its bank file has {expected}"
+    text = path.read_text()
+    for exercise_id in loaded:
+        q = exercises.load(exercise_id, measured=MEASURED.get(exercise_id))
+        if isinstance(q, exercises.Code):
+            body = q.solution_code.strip().splitlines()
+            shown = "\n".join(s for _, s in _code_cells(path))
+            assert "\n".join(body) not in shown, f"{exercise_id}: the solution is in the notebook"
+        elif isinstance(q, (exercises.Choice, exercises.Number)):
+            assert json.dumps(q.explanation)[1:-1] not in text, f"{exercise_id}: explanation shown"
+
+
+@pytest.mark.parametrize("exercise_id", CODE_IDS)
+def test_the_starting_code_is_what_the_notebook_shows_and_checks(exercise_id):
+    q = exercises.load(exercise_id)
+    path = next(p for p in NOTEBOOKS if p.stem.startswith(exercise_id[:2]))
+    cells = [s for _, s in _code_cells(path) if q.starter.strip() in s]
+    assert len(cells) == 1, f"{path.name} does not show the starting code of {exercise_id}"
+    assert re.search(rf"^q\d+\.check\({q.entry}\)$", cells[0], re.MULTILINE), cells[0]
+
+
+def test_the_selection_guide_agrees_with_the_answers_of_notebook_09():
+    """Notebook 09's answers follow from labkit.guide's rules: a rule change must update them."""
+    tf_team = exercises.load("09.tf_team")
+    top = guide.recommend("research", expertise="tensorflow").top
+    assert tf_team.choices[tf_team.answer].startswith(guide.DISPLAY[top])
+    points = guide.recommend("deployment", expertise="mindspore", targets=["browser"])
+    assert exercises.load("09.browser_points").answer == points.score("mindspore")
+    margin = f"more than {guide.EVIDENCE_MARGIN:.0%}"
+    assert margin in exercises.load("09.what_votes").explanation
+
+
+# --------------------------------------------------------------------------------------------
+# progress
+
+
+def test_progress_records_answers_right_and_tried(progress_file):
+    assert exercises.progress().answered == 0 and not progress_file.exists()
+    q = exercises.load("00.profile")
+    q.check(None)  # no answer: not recorded
+    assert not progress_file.exists()
+    q.check("b")
+    q.check("a")
+    q.check("c")  # wrong after right: still got right once
+    exercises.load("02.retrace").check("b")
+    p = exercises.progress()
+    assert p.status("00.profile") == "right" and p.status("02.retrace") == "tried"
+    assert p.status("00.ceiling") == "open"
+    row = next(r for r in p.rows if r.notebook == "00")
+    assert (row.total, row.answered, row.right) == (len(bank.ids("00")), 1, 1)
+    assert (p.answered, p.right, p.total) == (2, 1, len(bank.ids()))
+    table = p.markdown()
+    assert "| 00 Welcome to Graph Lab |" in table and "✓ `profile`" in table
+    assert "✗ `retrace`" in table and str(progress_file) in table
+    saved = json.loads(progress_file.read_text())["exercises"]["00.profile"]
+    assert saved["attempts"] == 3 and saved["right"] and saved["last_right"] is False
+    import matplotlib.pyplot as plt
+
+    fig = p.figure()
+    assert len(fig.axes[0].patches) == 3 * len(p.rows)
+    plt.close(fig)
+
+
+def test_progress_off_and_a_broken_file_never_stop_a_lesson(progress_file, monkeypatch):
+    monkeypatch.setenv(store.ENV, "off")
+    assert exercises.load("00.profile").check("a").correct
+    assert not progress_file.exists() and "not recorded" in exercises.progress().source
+    monkeypatch.setenv(store.ENV, str(progress_file))
+    progress_file.write_text("{ not json")
+    store._warned.clear()
+    with pytest.warns(RuntimeWarning, match="is not a progress file"):
+        broken = exercises.progress()
+    assert broken.answered == 0
+    blocked = progress_file.parent / "a-file"
+    blocked.write_text("")
+    monkeypatch.setenv(store.ENV, str(blocked / "progress.json"))  # its folder is a file
+    store._warned.clear()
+    q = exercises.load("00.profile")
+    with pytest.warns(RuntimeWarning, match="cannot write"):
+        answer = q.check("a")
+    assert answer.correct
+
+
+def test_progress_is_kept_in_the_home_folder_by_default(monkeypatch, tmp_path):
+    monkeypatch.delenv(store.ENV)
+    monkeypatch.setenv("HOME", str(tmp_path))
+    assert store.path() == tmp_path / ".graphlab" / "progress.json"
+
+
+# --------------------------------------------------------------------------------------------
+# code exercises, checked by each framework's own checker
+
+
+def _framework(name):
+    """The framework, with one thread as every notebook's setup sets it. TensorFlow fixes its
+    thread pools at its first operation, and later tests in this process set 1 thread too."""
+    adapter = require(name)
+    adapter.set_threads(1)
+    return adapter
+
+
+def _function(q, which):
+    source = {"starter": q.starter, "solution": q.solution_code}[which]
+    namespace = frameworks.checks(q.check_spec.framework).namespace()
+    return function_from_source(source, q.entry, namespace, f"{q.id} {which}")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("exercise_id", CODE_IDS)
+def test_code_exercise_solution_passes_and_starter_fails_naming_the_property(
+    exercise_id, progress_file
+):
+    q = exercises.load(exercise_id)
+    _framework(q.check_spec.framework)
+    solved = q.check(_function(q, "solution"))
+    assert solved.correct and solved.failed is None, solved.message
+    assert all(q.check_spec.describe(p) in solved.message for p in q.check_spec.properties)
+    broken = q.check(_function(q, "starter"))
+    assert not broken.correct, broken.message
+    assert broken.failed in q.check_spec.properties
+    assert f"*{q.check_spec.describe(broken.failed)}* failed" in broken.message
+    assert "starting code, unchanged" in broken.message and "Hint:" in broken.message
+    assert q.attempts == 1  # the unchanged starter is explained, not counted
+    assert exercises.progress().status(exercise_id) == "right"
+
+
+def test_code_feedback_for_a_wrong_edit_a_crash_and_a_non_function(progress_file):
+    _framework("torch")
+    q = exercises.load("03.branch_in_graph")
+    scope = frameworks.checks("torch").namespace()
+    wrong = function_from_source("def gate(x):\n    return x * 2\n", "gate", scope, "wrong")
+    fb = q.check(wrong)  # compiles as one graph, but the branch is gone
+    assert not fb and fb.failed == "matches_eager" and "differs from eager" in fb.message
+    assert "✓ compiles as one graph" in fb.message
+    crash = function_from_source("def gate(x):\n    return x.reshape(2, 2)\n", "gate", scope, "c")
+    fb = q.check(crash)
+    assert not fb and fb.failed == "fullgraph" and "input 1" in fb.message
+    assert q.attempts == 2 and exercises.progress().status(q.id) == "tried"
+    assert "not a function" in q.check(wrong(scope["torch"].ones(3))).message
+    assert "No answer yet" in q.check(None).message and q.attempts == 2
+    assert "Hint:" in fb.message and q.hints[1] in fb.message  # the second hint, second failure
+    fold = exercises.load("05.fold_bn")
+    unfolded = function_from_source(fold.check_spec.reference, fold.entry, scope, "unfolded")
+    fb = fold.check(unfolded)  # right outputs, but the BatchNorm is still there
+    assert fb.failed == "avoids_ops" and "it still calls `batch_norm`" in fb.message
+
+
+def test_a_code_exercise_built_by_hand(progress_file):
+    _framework("torch")
+    q = exercises.Code(
+        "Count at most one operation.",
+        check={
+            "framework": "torch",
+            "properties": ["max_ops"],
+            "inputs": "[(np.ones(3, np.float32),)]",
+            "limit": 1,
+        },
+        starter="def f(x):\n    return (x + 1) * 2\n",
+        solution="def f(x):\n    return x.add(1)\n",
+        hints=["One operation only."],
+    )
+    assert q.check_spec.options == {"limit": 1} and q.entry == "f"
+    assert q.check(lambda x: x.add(1)).correct and not q.id
+    fb = q.check(lambda x: (x + 1) * 2)
+    assert fb.failed == "max_ops" and "2 operations in one call" in fb.message
+    assert not progress_file.exists()  # an exercise without an id is not recorded
+    with pytest.raises(ValueError, match="unknown properties \\['fast'\\]"):
+        exercises.Code(
+            "?",
+            check={"framework": "torch", "properties": ["fast"], "inputs": "[]"},
+            starter="def f(x):\n    return x\n",
+            solution="def f(x):\n    return x\n",
+        )
+    with pytest.raises(ValueError, match="the solution must define 'f'"):
+        exercises.Code(
+            "?",
+            check=q.check_spec,
+            starter="def f(x):\n    return x\n",
+            solution="def g(x):\n    return x\n",
+        )
+
+
+def test_a_code_exercise_for_an_unavailable_framework_says_so_instead_of_raising(monkeypatch):
+    q = exercises.load("03.no_breaks")
+
+    def unavailable(name):
+        raise frameworks.FrameworkUnavailable(f"{name} is not available here (ImportError)")
+
+    monkeypatch.setattr(frameworks, "checks", unavailable)
+    fb = q.check(lambda x: x)
+    assert not fb and fb.failed == "available" and "not available here" in fb.message
+
+
+# --------------------------------------------------------------------------------------------
+# framework debris stays out of the learner's folders
+
+
+def test_a_failed_mindspore_compile_leaves_nothing_in_the_working_folder(tmp_path):
+    require("mindspore")
+    work, scratch = tmp_path / "notebooks", tmp_path / "scratch"
+    work.mkdir()
+    code = (
+        "import labkit\n"
+        "from labkit import frameworks\n"
+        "import mindspore as ms, numpy as np\n"
+        f"assert frameworks.get('mindspore').redirect_debris({str(scratch)!r}).exists() is False\n"
+        "def f(x):\n"
+        "    try:\n"
+        "        return x / 0\n"
+        "    except ZeroDivisionError:\n"
+        "        return x\n"
+        "try:\n"
+        "    ms.jit(f)(ms.Tensor(np.ones(2, np.float32)))\n"
+        "except RuntimeError as e:\n"
+        "    print('failed as expected:', str(e).splitlines()[0])\n"
+    )
+    script = tmp_path / "fail.py"
+    script.write_text(code)
+    out = subprocess.run(
+        [sys.executable, str(script)],
+        cwd=work,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert "failed as expected: Unsupported statement 'Try'" in out.stdout, out.stderr[-2000:]
+    assert list(work.iterdir()) == [], "MindSpore wrote beside the notebook"
+    assert list(scratch.rglob("analyze_fail.ir")), "the report went to the scratch folder"
+
+
+def test_importing_the_mindspore_adapter_redirects_its_reports_by_default(tmp_path):
+    require("mindspore")
+    env_code = (
+        "import os, labkit; from labkit import frameworks; "
+        "frameworks.get('mindspore'); print(os.environ['MS_OM_PATH'])"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", env_code],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=ROOT,
+        env={k: v for k, v in os.environ.items() if k != "MS_OM_PATH"},
+        check=False,
+    )
+    assert out.returncode == 0, out.stderr[-2000:]
+    folder = out.stdout.strip().splitlines()[-1]
+    assert "graphlab-" in folder and not folder.startswith(str(ROOT))
+
+
+def test_every_data_file_of_the_package_is_declared_package_data():
+    """A wheel carries the exercise bank only if pyproject.toml lists it as package data."""
+    import tomllib
+
+    declared = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"][
+        "package-data"
+    ]["labkit"]
+    data = [
+        p.relative_to(ROOT / "labkit")
+        for p in (ROOT / "labkit").rglob("*")
+        if p.is_file() and p.suffix not in (".py", ".pyc")
+    ]
+    assert data, "the bank's files"
+    packaged = {p.relative_to(ROOT / "labkit") for d in declared for p in (ROOT / "labkit").glob(d)}
+    missing = [str(p) for p in data if p not in packaged]
+    assert not missing, f"add to [tool.setuptools.package-data] in pyproject.toml: {missing}"

@@ -142,6 +142,71 @@ def test_torchscript_freeze_and_optimize_shrink_resnet50(weights, images):
 
 
 # ---------------------------------------------------------------------------------------------
+# TorchInductor
+
+GENERATED = '''
+cpp_fused_relu_0 = async_compile.cpp_pybinding(['const float*', 'float*'], r"""
+extern "C" void kernel() {}
+""")
+class Runner:
+    def call(self, args):
+        arg0_1, = args
+        cpp_fused_relu_0(arg0_1, buf0)
+        buf1 = torch.ops.mkldnn._convolution_pointwise.default(buf0, w, b, 'relu')
+        assert_size_stride(buf1, (2, 64), (64, 1), 'torch.ops.mkldnn._convolution_pointwise')
+        buf2 = extern_kernels.convolution(buf1, w2, stride=(1, 1))
+        triton_poi_fused_add_7.run(buf2, buf1, 128, stream=stream0)
+        return (buf2, )
+    def later(self):
+        cpp_fused_relu_0(x, y)
+'''
+
+
+def test_inductor_launches_are_read_from_the_call_function_only():
+    from labkit.frameworks.torch import graphs as tg
+
+    got = tg.launches(GENERATED)
+    assert got == [
+        "cpp_fused_relu",
+        "torch.ops.mkldnn._convolution_pointwise.default",
+        "extern_kernels.convolution",
+        "triton_poi_fused_add",
+    ]
+    assert [tg.is_generated(k) for k in got] == [True, False, False, True]
+    assert tg.inductor_kernels(GENERATED).total == 4
+    with pytest.raises(ValueError, match=r"no `def call\(`"):
+        tg.launches("print('hello')")
+
+
+def test_inductor_folds_batchnorm_and_fuses_relu_of_a_small_block():
+    require("torch")
+    from labkit.frameworks.torch import graphs as tg
+
+    import torch
+
+    torch.manual_seed(0)
+    block = torch.nn.Sequential(
+        torch.nn.Conv2d(3, 8, 3, padding=1), torch.nn.BatchNorm2d(8), torch.nn.ReLU()
+    ).eval()
+    with torch.no_grad():  # non-trivial running statistics, so that folding shows in the result
+        block[1].running_mean.uniform_(-1, 1)
+        block[1].running_var.uniform_(0.5, 2)
+    x = np.random.default_rng(0).standard_normal((2, 3, 8, 8)).astype(np.float32)
+    with torch.no_grad():
+        want = block(torch.from_numpy(x)).numpy()
+    kinds = {}
+    for freezing in (False, True):
+        logits, code = tg.inductor(block, x, freezing=freezing)
+        assert close(logits, want), freezing
+        kinds[freezing] = tg.launches(code)
+    # unfrozen: the convolution is a library call; BatchNorm and ReLU run as one generated loop
+    assert any(tg.is_generated(k) and "batch_norm" in k and "relu" in k for k in kinds[False])
+    # frozen: BatchNorm is folded into the weights, nothing generated mentions it any more
+    assert not any("batch_norm" in k for k in kinds[True]), kinds[True]
+    assert len(kinds[True]) <= len(kinds[False])
+
+
+# ---------------------------------------------------------------------------------------------
 # ONNX Runtime
 
 
@@ -330,3 +395,11 @@ def test_tflite_callable_runs_a_converted_graph():
         x = rng.normal(size=(batch, 3, 8, 8)).astype(np.float32)  # NCHW, as every adapter takes
         want = conv_relu(tf.constant(x.transpose(0, 2, 3, 1))).numpy()
         np.testing.assert_allclose(run(x), want, rtol=1e-4, atol=1e-5)
+
+
+def test_grappler_runs_when_a_graph_is_first_instantiated_not_on_every_call():
+    require("tensorflow")
+    from labkit.frameworks.tensorflow import graphs as tg
+
+    runs = dict(tg.grappler_runs())
+    assert list(runs.values()) == [0, 1, 0, 0, 1, 0], runs  # first call per traced shape only

@@ -163,9 +163,21 @@ def _heading_contains(page, text: str, timeout_ms: float) -> None:
     )
 
 
-def _scenario_select(page):
-    return page.locator(".widget-dropdown", has=page.locator("label", has_text="Scenario")).locator(
+def _select(page, label: str):
+    return page.locator(".widget-dropdown", has=page.locator("label", has_text=label)).locator(
         "select"
+    )
+
+
+def _scenario_select(page):
+    return _select(page, "Scenario")
+
+
+def _view_contains(page, text: str, timeout_ms: float) -> None:
+    page.wait_for_function(
+        "([sel, text]) => [...document.querySelectorAll(sel)].some(e => e.innerText.includes(text))",
+        arg=[".labkit-guide-recommendation", text],
+        timeout=timeout_ms,
     )
 
 
@@ -211,6 +223,21 @@ def test_notebook_09_runs_in_jupyterlab_and_the_recommendation_follows_the_scena
     after = page.locator(HEADING).first.inner_text()
     assert after != before and "MindSpore" in after and "TensorFlow" in before
 
+    # Both voices are on the page, side by side; where they part, the page says so and why.
+    view = page.locator(".labkit-guide-recommendation").first
+    assert guide.VOICES[guide.ARTICLE] in view.inner_text()
+    assert guide.VOICES[guide.COURSE] in view.inner_text()
+    _select(page, "Matters most").first.select_option(label=guide.PRIORITIES["maintenance"])
+    select.select_option(label=guide.SCENARIOS["small_team"])
+    _heading_contains(page, f"Recommended: {guide.DISPLAY['torch']}", 30_000)
+    _view_contains(page, "The two voices disagree", 30_000)
+    text = view.inner_text()
+    assert f"What the article recommends: {guide.DISPLAY['tensorflow']}" in text
+    assert "Where the voices differ" in text and "Long-term maintenance" in text
+    assert guide.SOURCES["torchscript_deprecated"].date in text  # a dated source, printed
+    select.select_option(label=guide.SCENARIOS["special_hardware"])
+    _heading_contains(page, f"Recommended: {guide.DISPLAY['mindspore']}", 30_000)
+
     select.evaluate("e => e.scrollIntoView({block: 'start'})")  # the form and its advice in view
     page.mouse.wheel(0, -120)
     shot = _screenshot(page, "notebook09-jupyterlab.png")
@@ -227,6 +254,7 @@ def test_the_standalone_app_recommends_and_exports(lab, page):
     )  # research, by default
     _scenario_select(page).first.select_option(label=guide.SCENARIOS["deployment"])
     _heading_contains(page, f"Recommended: {guide.DISPLAY['tensorflow']}", 30_000)
+    _view_contains(page, f"What the article recommends: {guide.DISPLAY['tensorflow']}", 30_000)
 
     page.get_by_role("button", name="Export as Markdown").click()
     link = page.locator("a[download='framework_choice.md']")

@@ -52,8 +52,26 @@ def test_every_spec_is_complete_and_consistent(spec):
     if spec.eager is None:  # a runtime of exported graphs: measured against its source's eager
         assert frameworks.spec(spec.exported_from).eager is not None
     assert spec.folder.is_dir() and (spec.folder / "adapter.py").is_file()
-    if spec.launcher:  # a data-parallel launcher needs a worker module in the package
-        assert (spec.folder / "distributed.py").is_file()
+    if spec.launcher:  # a data-parallel launcher: a worker module and a launch module
+        assert (spec.folder / "distributed.py").is_file(), f"{spec.name}: write distributed.py"
+        assert (spec.folder / "launch.py").is_file(), f"{spec.name}: write launch.py"
+        launch = frameworks.launch_module(spec.name)
+        missing = [
+            name
+            for name in (
+                "CLUSTER_VARIABLES",
+                "ENVIRONMENT",
+                "ports_needed",
+                "local_commands",
+                "cluster_commands",
+            )
+            if not hasattr(launch, name)
+        ]
+        assert not missing, f"{spec.launch_module} lacks {missing}"
+        assert isinstance(launch, frameworks.Launch)
+        assert launch.ports_needed(2) >= 1
+    else:
+        assert spec.launch_module is None and spec.worker_module is None
     assert frameworks.REFERENCE in frameworks.NAMES
 
 
@@ -64,6 +82,10 @@ def test_a_bad_spec_says_what_is_wrong():
         contract.FrameworkSpec("x", "X", "x", ("run",), None, "#000000")
     with pytest.raises(ValueError, match="unknown framework 'jax': valid frameworks are torch"):
         frameworks.spec("jax")
+    without = next((s.name for s in SPECS if not s.launcher), None)
+    if without:
+        with pytest.raises(ValueError, match=f"{without} has no data-parallel launcher"):
+            frameworks.launch_module(without)
 
 
 # --------------------------------------------------------------------------------------------
@@ -115,6 +137,24 @@ def test_adapter_implements_the_protocol_its_spec_promises(adapter):
     if spec.formats:
         assert isinstance(adapter, frameworks.Exporter), f"{spec.name} exports: needs export"
     assert isinstance(adapter.version(), str) and adapter.version()
+
+
+@pytest.mark.parametrize("spec", SPECS, ids=NAMES)
+def test_code_checks_module_verifies_every_property_its_spec_declares(spec):
+    if not spec.code_checks:
+        with pytest.raises(ValueError, match="has no code-exercise checks"):
+            frameworks.checks(spec.name)
+        return
+    assert (spec.folder / "checks.py").exists(), f"{spec.name} declares code_checks: add checks.py"
+    require(spec.name)
+    checks = frameworks.checks(spec.name)
+    assert isinstance(checks, frameworks.Checks)
+    source = (spec.folder / "checks.py").read_text()
+    for prop, meaning in spec.code_checks:
+        assert meaning, prop
+        assert f'prop == "{prop}"' in source, f"{spec.name} checks.verify does not handle {prop!r}"
+    with pytest.raises(ValueError, match="unknown"):
+        checks.verify("turbo", lambda x: x, [(1,)], reference=lambda x: x, rtol=0, atol=0)
 
 
 def test_set_threads_is_idempotent_and_checks_its_argument(adapter):
@@ -225,14 +265,14 @@ def test_explorer_implements_the_protocol_and_its_adapter_benchmarks_any_model(e
 FRAMEWORK_MODULES = {
     f"labkit.frameworks.{s.name}.{part}"
     for s in SPECS
-    for part in ("adapter", "graphs", "distributed", "explore", "examples")
+    for part in ("adapter", "graphs", "distributed", "checks", "explore", "examples")
 }
 #: modules that are data about named frameworks by nature, and why
 NAMES_ALLOWED = {
     "labkit.frameworks": "the registry",
     "labkit.claims": "the source articles' claims compare named frameworks",
-    "labkit.guide": "the selection guide's rule tables name the frameworks they score",
-    "labkit.distributed": "the launch commands of torchrun, TF_CONFIG and msrun",
+    "labkit.seeds": "the source articles' tables and advice name the frameworks they compare",
+    "labkit.guide.rules": "the selection guide's rule tables name the frameworks they score",
 }
 
 

@@ -5,7 +5,7 @@ A framework that does not import here is skipped by name (conftest.require).
 All four run in this one process: labkit sets protobuf's pure-Python implementation first.
 """
 
-from labkit import frameworks, profiles, resnet
+from labkit import frameworks, resnet
 from labkit.crosscheck import crosscheck
 
 import numpy as np
@@ -18,11 +18,8 @@ OTHERS = ("tensorflow", "mindspore", "onnxruntime")
 TRAINING = ("tensorflow", "mindspore")
 # Under smoke, test_tensorflow_adapter and test_mindspore_adapter already check that their
 # exports reload and match their own models, which match PyTorch (above): exporting again
-# here (about 25 s on 2 cores) is left to the standard and full profiles.
-COSTLY_IN_SMOKE = pytest.mark.skipif(
-    profiles.current().name == "smoke",
-    reason="exported again in the adapter's own tests under smoke; runs under standard/full",
-)
+# here (about 25 s on 2 cores) is left to `make test-standard` (skipped under smoke: conftest).
+COSTLY_IN_SMOKE = pytest.mark.costly
 EXPORTERS = [
     "torch",  # ONNX, run by ONNX Runtime
     pytest.param("tensorflow", marks=COSTLY_IN_SMOKE),  # SavedModel

@@ -1,10 +1,11 @@
 """The framework registry: one entry per framework, one adapter behind one small interface.
 
 Each framework lives in its own package, ``labkit/frameworks/<name>/`` (d2l-style: read only the
-one you use): ``__init__.py`` declares its :class:`~labkit.frameworks.spec.FrameworkSpec`
+one you use): ``__init__.py`` declares its :class:`~labkit.frameworks.contract.FrameworkSpec`
 (framework-free), ``adapter.py`` imports the framework and implements
-:class:`~labkit.frameworks.spec.Adapter`, and optional ``graphs.py`` / ``distributed.py`` serve
-the optimisation and distributed notebooks.
+:class:`~labkit.frameworks.contract.Adapter`, and optional ``graphs.py`` serves the optimisation
+notebook. A framework with a data-parallel launcher adds ``distributed.py`` (the worker) and
+``launch.py`` (its framework-free command lines, a :class:`~labkit.frameworks.contract.Launch`).
 
 :func:`specs` reads the registered specs without importing any framework, so the command line,
 the runner, the plots and the guide can validate and label choices cheaply; :func:`get` imports
@@ -25,7 +26,16 @@ from dataclasses import dataclass
 from types import ModuleType
 
 from .. import _pins
-from .contract import Adapter, Explorer, Exporter, FrameworkSpec, ModelBencher, Trainer
+from .contract import (
+    Adapter,
+    Checks,
+    Explorer,
+    Exporter,
+    FrameworkSpec,
+    Launch,
+    ModelBencher,
+    Trainer,
+)
 
 __all__ = [
     "MODES",
@@ -33,16 +43,20 @@ __all__ = [
     "PACKAGES",
     "REGISTRY",
     "Adapter",
+    "Checks",
     "Explorer",
     "Exporter",
     "FrameworkSpec",
     "FrameworkUnavailable",
+    "Launch",
     "ModelBencher",
     "Trainer",
     "available",
+    "checks",
     "explorer",
     "framework_of",
     "get",
+    "launch_module",
     "probe_all",
     "spec",
     "specs",
@@ -215,3 +229,32 @@ def framework_of(model: object) -> str | None:
             if package in s.model_packages:
                 return s.name
     return None
+
+
+def launch_module(name: str) -> ModuleType:
+    """The framework-free launch module of ``name`` (how its workers are started; imports no
+    framework); ``ValueError`` for a framework without a data-parallel launcher."""
+    s = spec(name)
+    if s.launch_module is None:
+        with_launcher = ", ".join(x.name for x in specs() if x.launcher)
+        raise ValueError(
+            f"{name} has no data-parallel launcher in the lab: frameworks with one are "
+            f"{with_launcher}"
+        )
+    return importlib.import_module(s.launch_module)
+
+
+def checks(name: str) -> ModuleType:
+    """The module that checks code exercises for ``name`` (``labkit.frameworks.<name>.checks``).
+
+    Raises ``ValueError`` for a framework without code checks and ``FrameworkUnavailable``
+    (with the fix) when the framework does not import here.
+    """
+    s = spec(name)
+    if s.checks_module is None:
+        with_checks = [x.name for x in specs() if x.code_checks]
+        raise ValueError(
+            f"{name} has no code-exercise checks; frameworks with checks: {', '.join(with_checks)}"
+        )
+    get(name)
+    return importlib.import_module(s.checks_module)

@@ -7,13 +7,15 @@ selection guide's names, the distributed launchers) reads these fields instead o
 frameworks itself.
 
 :class:`Adapter` is the interface of ``labkit/frameworks/<name>/adapter.py``, the one module
-that imports the framework. ``tests/test_registry.py`` checks every registered adapter against
-it (and against its spec): a new framework that misses a piece fails there, by name.
+that imports the framework; :class:`Launch` that of ``launch.py`` in a framework with a
+data-parallel launcher. ``tests/test_registry.py`` checks every registered adapter and launch
+module against them (and against the spec): a new framework that misses a piece fails there, by
+name.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
@@ -49,6 +51,9 @@ class FrameworkSpec:
     model_packages: tuple[str, ...] = ()
     #: file suffixes of saved models it runs (".onnx"): ``labkit.explore`` takes such a file
     model_files: tuple[str, ...] = ()
+    #: the properties its ``checks`` module verifies in code exercises (labkit.exercises.Code),
+    #: as (name, what it means to the learner) pairs; empty when it has no checks module
+    code_checks: tuple[tuple[str, str], ...] = ()
 
     def __post_init__(self) -> None:
         if not self.modes:
@@ -77,6 +82,11 @@ class FrameworkSpec:
         return f"labkit.frameworks.{self.name}.adapter"
 
     @property
+    def checks_module(self) -> str | None:
+        """The module that verifies code exercises' properties, None without ``code_checks``."""
+        return f"labkit.frameworks.{self.name}.checks" if self.code_checks else None
+
+    @property
     def worker_module(self) -> str | None:
         """The data-parallel worker module (run with ``python -m``), None without a launcher."""
         return f"labkit.frameworks.{self.name}.distributed" if self.launcher else None
@@ -90,6 +100,12 @@ class FrameworkSpec:
     def explores(self) -> bool:
         """Whether ``labkit.explore`` can check and benchmark a learner's model of it."""
         return (self.folder / "explore.py").is_file()
+
+    @property
+    def launch_module(self) -> str | None:
+        """The framework-free module that builds its launcher's command lines (a
+        :class:`Launch`), None without a launcher."""
+        return f"labkit.frameworks.{self.name}.launch" if self.launcher else None
 
     @property
     def folder(self) -> Path:
@@ -135,6 +151,30 @@ class Adapter(Protocol):
         device: str = "cpu",
     ) -> Any:
         """The benchmark step (a :class:`labkit.bench.Prepared`); ``Unsupported`` says why not."""
+
+
+@runtime_checkable
+class Checks(Protocol):
+    """The module ``labkit/frameworks/<name>/checks.py`` of a framework with ``code_checks``."""
+
+    def namespace(self) -> dict[str, Any]:
+        """The names an exercise's starter and solution code may use (the framework's modules)."""
+
+    def verify(
+        self,
+        prop: str,
+        fn: Callable,
+        cases: list[tuple],
+        *,
+        reference: Callable,
+        rtol: float,
+        atol: float,
+        **options: Any,
+    ) -> tuple[bool, str]:
+        """Whether ``fn`` has the property ``prop`` over ``cases`` (argument tuples of NumPy
+        arrays and Python values), and a one-line detail: what held, or what broke (the
+        framework's message, condensed). ``reference`` is the function whose eager outputs
+        "matches eager" compares with."""
 
 
 @runtime_checkable
@@ -214,3 +254,40 @@ class Explorer(Protocol):
 
     def run_check(self, name: str, session: Any) -> dict:
         """Run one check: ``{"path": {...}, "graph_breaks": [...], "recompiles": [...]}``."""
+
+
+#: one process to start: its command line and what it gets on top of the launcher's environment
+Command = tuple[list[str], dict[str, str]]
+
+
+@runtime_checkable
+class Launch(Protocol):
+    """The module ``labkit/frameworks/<name>/launch.py`` of a framework whose spec names a
+    ``launcher``: how its data-parallel workers are started, as command lines.
+
+    Framework-free (it builds commands and imports nothing of the framework), so that
+    :mod:`labkit.distributed` starts, watches and stops any registered framework's workers
+    without naming one. ``args`` are the worker module's arguments
+    (:meth:`labkit.distributed.Job.worker_args`); the worker module is the spec's
+    ``worker_module``.
+    """
+
+    #: environment variables the launcher hands its workers (ranks, addresses): removed from
+    #: the launching process's environment first, so that a stale cluster description cannot leak
+    CLUSTER_VARIABLES: tuple[str, ...]
+    #: settings every worker of this framework gets (log levels, ...)
+    ENVIRONMENT: dict[str, str]
+
+    def ports_needed(self, workers: int) -> int:
+        """How many consecutive ports one machine's ``workers`` use (rendezvous, servers)."""
+
+    def local_commands(
+        self, workers: int, ports: Sequence[int], args: list[str], out_dir: Path, host: str
+    ) -> list[Command]:
+        """The processes that run ``workers`` workers on this machine, meeting at ``host``."""
+
+    def cluster_commands(
+        self, workers: int, hosts: Sequence[str], port: int, args: list[str], out_dir: str
+    ) -> list[tuple[str, str]]:
+        """``(host, shell command)`` pairs that run ``workers`` workers on each of ``hosts``
+        (the first coordinates), to type in a terminal on that host."""

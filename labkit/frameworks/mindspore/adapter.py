@@ -15,6 +15,9 @@ running statistic, not of the new batch).
 
 from __future__ import annotations
 
+import getpass
+import os
+import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
@@ -42,6 +45,38 @@ _BN_MOMENTUM = 0.9  # = torch's 0.1
 
 def version() -> str:
     return ms.__version__
+
+
+#: the environment variable that moves the report MindSpore writes when a graph fails to compile
+#: (``rank_0/om/analyze_fail.ir``, under the current folder by default, i.e. beside a notebook)
+DEBRIS_ENV = "MS_OM_PATH"
+
+
+def scratch_folder() -> Path:
+    """This user's scratch folder for MindSpore's files (created by MindSpore when it writes)."""
+    try:
+        user = getpass.getuser()
+    except (KeyError, OSError):  # no name for this uid (some containers)
+        user = str(os.getuid()) if hasattr(os, "getuid") else "user"
+    return Path(tempfile.gettempdir()) / f"graphlab-{user}" / "mindspore"
+
+
+def redirect_debris(folder: str | Path | None = None) -> Path:
+    """Send MindSpore's compile-failure reports to ``folder`` (default: :func:`scratch_folder`).
+
+    MindSpore reads ``MS_OM_PATH`` when it writes a report, so this works at any time, without
+    changing the working directory, and child processes (the runner's cells, msrun's workers)
+    inherit it. An explicit ``MS_OM_PATH`` set before is kept unless ``folder`` is given.
+    Returns the folder in use.
+    """
+    if folder is not None:
+        os.environ[DEBRIS_ENV] = str(folder)
+    else:
+        os.environ.setdefault(DEBRIS_ENV, str(scratch_folder()))
+    return Path(os.environ[DEBRIS_ENV])
+
+
+redirect_debris()  # importing the adapter is enough: nothing lands beside a notebook
 
 
 _threads: int | None = None

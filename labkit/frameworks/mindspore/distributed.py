@@ -1,9 +1,9 @@
 """One MindSpore data-parallel worker: ``msrun``, ``init()``, data-parallel mode, gradient reducer.
 
-Started by ``msrun`` (see :func:`labkit.distributed.launch`), which starts a scheduler process
-and one process per worker and gives each its role and rank through environment variables
-(``MS_ROLE``, ``MS_SCHED_HOST``, ``MS_SCHED_PORT``, ``MS_WORKER_NUM``, ``RANK_ID``). Without
-them (``Job.single``) it trains as one plain process, the reference.
+Started by ``msrun`` (its command line: :mod:`labkit.frameworks.mindspore.launch`), which starts
+a scheduler process and one process per worker and gives each its role and rank through
+environment variables (``MS_ROLE``, ``MS_SCHED_HOST``, ``MS_SCHED_PORT``, ``MS_WORKER_NUM``,
+``RANK_ID``). Without them (``Job.single``) it trains as one plain process, the reference.
 
 What MindSpore asks you to write, in order:
 
@@ -14,7 +14,8 @@ What MindSpore asks you to write, in order:
 4. ``nn.DistributedGradReducer`` on the gradients before the optimizer: the all-reduce.
 
 PyNative mode (MindSpore 2.x's default, eager) throughout. Run through :mod:`labkit.distributed`;
-``msrun`` runs a script file, so the launcher writes a two-line entry script that runs this module.
+``msrun`` runs a script file, so the launch module writes a two-line entry script that runs this
+module.
 """
 
 from __future__ import annotations
@@ -72,7 +73,7 @@ def build_model(name: str, seed: int):
         return adapter.build_resnet50(resnet.init_weights(seed))
     ms.set_seed(seed)
 
-    class TinyNet(nn.Cell):  # as in torch_distributed: no BatchNorm
+    class TinyNet(nn.Cell):  # as in the torch worker: no BatchNorm
         def __init__(self):
             super().__init__()
             self.conv1 = nn.Conv2d(3, 16, 3, pad_mode="pad", padding=1, has_bias=True)

@@ -1,7 +1,7 @@
 """ONNX Runtime adapter: the PyTorch-exported ResNet-50, run by ONNX Runtime (inference only).
 
-Where the model comes from: :func:`labkit.frameworks.torch.export` writes the network as ONNX
-with the canonical weight names on its initializers (BatchNorm not yet fused). That export
+Where the model comes from: :func:`labkit.frameworks.torch.adapter.export` writes the network as
+ONNX with the canonical weight names on its initializers (BatchNorm not yet fused). That export
 (tens of seconds) happens once per PyTorch version and class count and is cached in the temp
 directory; :func:`build_resnet50` then writes the requested canonical weights into the
 initializers by name and caches that file under a hash of the weights, so new weights never

@@ -20,4 +20,8 @@ SPEC = FrameworkSpec(
     summary="eager Keras calls; tf.function (a traced graph, Grappler-optimised); "
     "tf.function(jit_compile=True) (XLA)",
     model_packages=("keras", "tensorflow"),
+    code_checks=(
+        ("traces_once", "traces once over varied inputs (tf.function)"),
+        ("matches_eager", "the graph's outputs match eager"),
+    ),
 )

@@ -1,6 +1,6 @@
 """One TensorFlow data-parallel worker: MultiWorkerMirroredStrategy and a custom training loop.
 
-Started once per worker by :func:`labkit.distributed.launch`, each process with its own
+Started once per worker (:mod:`labkit.frameworks.tensorflow.launch`), each process with its own
 ``TF_CONFIG`` (the whole cluster's ``host:port`` list and this worker's index). Without
 ``TF_CONFIG`` (``Job.single``) it trains as one plain process under the default strategy.
 
@@ -10,7 +10,9 @@ What TensorFlow asks you to write, in order:
    TensorFlow (it reads ``TF_CONFIG`` and starts this worker's gRPC server); collectives are
    chosen automatically (``CommunicationImplementation.AUTO``: NCCL on GPUs, ring on CPUs);
 2. model and optimizer created inside ``strategy.scope()`` (their variables are mirrored);
-3. a distributed dataset (``distribute_datasets_from_function``: each worker reads its shard);
+3. a distributed dataset (``distribute_datasets_from_function``: each worker reads its shard;
+   ``experimental_distribute_dataset`` of a whole dataset shards it for you, by file or by
+   element, also in a custom loop: :func:`auto_shard_ids` records what each worker got);
 4. a step run on every replica with ``strategy.run`` inside ``tf.function``; the loss is divided
    by the *global* batch (``tf.nn.compute_average_loss``), and ``optimizer.apply_gradients``
    all-reduces (sums) the gradients across workers before updating.
@@ -18,7 +20,7 @@ What TensorFlow asks you to write, in order:
 ``model.fit`` is not used: with TF 2.21 and Keras 3.15 it fails under this strategy with two
 workers ("unsupported type PerReplica"), while the custom loop below works.
 
-Run as ``TF_CONFIG=... python -m labkit.frameworks.tensorflow_distributed --out DIR ...``.
+Run as ``TF_CONFIG=... python -m labkit.frameworks.tensorflow.distributed --out DIR ...``.
 """
 
 from __future__ import annotations
@@ -61,7 +63,7 @@ def build_model(name: str, seed: int):
         return adapter.build_resnet50(resnet.init_weights(seed))
     keras.utils.set_random_seed(seed)
     return keras.Sequential(
-        [  # TinyNet, as in torch_distributed: no BatchNorm
+        [  # TinyNet, as in the torch worker: no BatchNorm
             keras.Input((None, None, 3)),
             keras.layers.Conv2D(16, 3, padding="same", activation="relu", name="conv1"),
             keras.layers.ZeroPadding2D(1),
@@ -173,9 +175,31 @@ def train(args, config, rank: int) -> None:
         "parameters": params,
         "gradient_mb": params * 4 / 1e6,
     }
+    if config:
+        result["auto_shard_ids"] = auto_shard_ids(strategy, AUTO_SHARD_SAMPLES)
     if args.measure and config:
         result.update(measure_allreduce(strategy, params, args.measure))
     distributed.write_result(args.out, rank, result, weights)
+
+
+#: the size of the dataset :func:`auto_shard_ids` distributes
+AUTO_SHARD_SAMPLES = 8
+
+
+def auto_shard_ids(strategy, samples: int) -> list[int]:
+    """The sample ids this worker reads from ``experimental_distribute_dataset`` of one whole
+    dataset, ``range(samples)`` batched by the global batch, with TensorFlow's default options.
+
+    Nothing here shards by hand: with the default ``AutoShardPolicy.AUTO`` each worker's input
+    pipeline keeps its own share (by file when the data comes from files, otherwise by element).
+    """
+    import tensorflow as tf
+
+    world = strategy.num_replicas_in_sync
+    data = strategy.experimental_distribute_dataset(tf.data.Dataset.range(samples).batch(world))
+    return sorted(
+        int(v) for batch in data for t in strategy.experimental_local_results(batch) for v in t
+    )
 
 
 def measure_allreduce(strategy, params: int, repeats: int) -> dict:

@@ -1,7 +1,8 @@
 """Inside TensorFlow's graphs: a tf.function's traced graph before and after Grappler.
 
-Every ``tf.function`` call runs Grappler, TensorFlow's graph optimiser, on the traced graph
-before executing it; the optimised graph is never shown. This module makes it visible:
+Grappler, TensorFlow's graph optimiser, rewrites a ``tf.function``'s traced graph once, when the
+runtime first instantiates it (inside the first call for each traced signature); later calls
+run the optimised graph, which is never shown. This module makes it visible:
 
 - :func:`trace`: the concrete function of a model or function for one input signature, whose
   ``GraphDef`` is the graph as traced (variables read with ``ReadVariableOp``);
@@ -13,7 +14,9 @@ before executing it; the optimised graph is never shown. This module makes it vi
 - :func:`run`: executes any ``GraphDef`` (optimised ones included) in a session, to check that it
   still computes the same outputs;
 - :func:`tflite_callable`: a converted TF Lite (LiteRT) flatbuffer, the graph as a phone runs it,
-  kept loaded in one interpreter so that calls can be timed.
+  kept loaded in one interpreter so that calls can be timed;
+- :func:`grappler_runs`: when Grappler runs, read from its own log in a child process (tracing
+  alone, the first call, later calls, a call that traces a new shape).
 
 The entry points used here (``tf_optimizer.OptimizeGraph`` and the variable-freezing internals of
 ``convert_to_constants``) are what TensorFlow's own converters (TF Lite) call; they are internal
@@ -22,8 +25,12 @@ APIs, checked by the tests against the pinned TensorFlow.
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 import warnings
 from collections.abc import Callable, Sequence
+from pathlib import Path
 
 import numpy as np
 import tensorflow as tf
@@ -174,3 +181,77 @@ def tflite_callable(
         return interpreter.get_tensor(out["index"]).copy()
 
     return run
+
+
+# --------------------------------------------------------------------------------------------
+# When does Grappler run? Its own log says.
+
+#: what Grappler's meta-optimizer logs (C++ verbosity 1 of meta_optimizer.cc) as it starts a graph
+GRAPPLER_STARTS = "Starting optimization for grappler item"
+_MARK = "@@ step: "
+
+
+def _grappler_demo() -> None:
+    """Run in a child process by :func:`grappler_runs`: each step is marked on standard error."""
+
+    def mark(label: str) -> None:
+        print(_MARK + label, file=sys.stderr, flush=True)
+
+    @tf.function
+    def f(x):
+        return x * (tf.constant(2.0) * tf.constant(3.0))
+
+    mark("trace only (get_concrete_function)")
+    f.get_concrete_function(tf.TensorSpec([2], tf.float32))
+    for i in (1, 2, 3):
+        mark(f"call {i}, shape (2,)")
+        f(tf.constant([1.0, 2.0]))
+    mark("call 4, new shape (3,): traced again")
+    f(tf.constant([1.0, 2.0, 3.0]))
+    mark("call 5, shape (3,)")
+    f(tf.constant([4.0, 5.0, 6.0]))
+    mark("end")
+
+
+def grappler_runs(timeout: float = 300) -> list[tuple[str, int]]:
+    """How many graphs Grappler optimised during each step of a small ``tf.function`` demo.
+
+    The count comes from Grappler's own log line (:data:`GRAPPLER_STARTS`), which TensorFlow only
+    writes when ``TF_CPP_VMODULE=meta_optimizer=1`` is set before it is imported, hence the child
+    process (a TensorFlow import: a few seconds).
+    """
+    env = {
+        **os.environ,
+        "TF_CPP_VMODULE": "meta_optimizer=1",
+        "TF_CPP_MIN_LOG_LEVEL": "0",
+        "PROTOCOL_BUFFERS_PYTHON_IMPLEMENTATION": "python",
+        "PYTHONPATH": os.pathsep.join(
+            filter(None, [str(Path(__file__).resolve().parents[3]), os.environ.get("PYTHONPATH")])
+        ),
+    }
+    code = f"from {__name__} import _grappler_demo; _grappler_demo()"
+    proc = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env=env,
+        check=False,
+    )
+    if proc.returncode != 0:
+        raise RuntimeError(
+            f"the Grappler demo process failed (exit {proc.returncode}):\n{proc.stderr[-2000:]}"
+        )
+    steps: list[tuple[str, int]] = []
+    for line in proc.stderr.splitlines():
+        if line.startswith(_MARK):
+            steps.append((line[len(_MARK) :], 0))
+        elif GRAPPLER_STARTS in line and steps:
+            steps[-1] = (steps[-1][0], steps[-1][1] + 1)
+    if not steps or steps[-1][0] != "end":
+        raise RuntimeError(f"the Grappler demo did not finish:\n{proc.stderr[-2000:]}")
+    if not any(n for _, n in steps):
+        raise RuntimeError(
+            f"no {GRAPPLER_STARTS!r} line in the demo's log: TensorFlow's logging changed?"
+        )
+    return steps[:-1]

@@ -18,4 +18,14 @@ SPEC = FrameworkSpec(
     summary="eager nn.Module; TorchScript trace+freeze (deprecated, still met in older code); "
     "torch.compile (Inductor)",
     model_packages=("torch",),
+    code_checks=(
+        ("no_graph_breaks", "zero graph breaks (torch._dynamo.explain)"),
+        ("fullgraph", "compiles as one graph (torch.compile(fullgraph=True))"),
+        ("exports", "exports as one graph that gives the eager outputs (torch.export)"),
+        ("matches_eager", "the compiled function's outputs match eager (torch.compile)"),
+        ("equals_reference", "run eagerly, it gives the outputs of the original"),
+        ("max_ops", "calls few PyTorch operations per call (each pays eager dispatch)"),
+        ("avoids_ops", "leaves out the operations the exercise names"),
+        ("data_parallel", "data-parallel gradients match one process on the whole batch"),
+    ),
 )

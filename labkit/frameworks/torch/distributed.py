@@ -1,6 +1,6 @@
 """One PyTorch data-parallel worker: DistributedSampler + DistributedDataParallel.
 
-Started by ``torchrun`` (see :func:`labkit.distributed.launch`), which sets ``RANK``,
+Started by ``torchrun`` (:mod:`labkit.frameworks.torch.launch`), which sets ``RANK``,
 ``WORLD_SIZE``, ``LOCAL_RANK``, ``MASTER_ADDR`` and ``MASTER_PORT`` for each process. Without
 them (``Job.single``) it trains as one plain process: no process group, no DDP, the reference.
 
@@ -11,7 +11,7 @@ What PyTorch asks you to write, in order:
 3. ``DistributedDataParallel(model)``: it broadcasts rank 0's weights at construction and
    all-reduces (averages) the gradients during ``backward()``; the optimizer is unchanged.
 
-Run as ``python -m labkit.frameworks.torch_distributed --out DIR ...`` (``--help``).
+Run as ``python -m labkit.frameworks.torch.distributed --out DIR ...`` (``--help``).
 """
 
 from __future__ import annotations
@@ -66,7 +66,7 @@ class TinyNet(nn.Module):
 
 
 def build_model(name: str, seed: int) -> nn.Module:
-    """ResNet-50 from the canonical weights (labkit.frameworks.torch) or the seeded TinyNet."""
+    """ResNet-50 from the canonical weights (the adapter's) or the seeded TinyNet."""
     if name == "resnet50":
         from . import adapter
 

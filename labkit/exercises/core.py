@@ -1,17 +1,23 @@
-"""Self-check exercises: the learner's answer is checked and explained; the solution waits.
+"""The exercise types a learner answers with a value: Choice, Number, Text (Code is in .code).
 
-In a notebook::
+Built directly, for example::
 
-    q1 = exercises.Choice(
+    q = Choice(
         "How many times does the Python print run over 3 calls of a tf.function?",
         choices={"a": "once", "b": "three times"}, answer="a",
         explanation="Python code runs while tracing; the graph holds no Python print.",
         wrong={"b": "That is what tf.print does: it is an op in the graph."})
-    q1.check(None)      # the learner replaces None with "a" or "b"
-    q1.solution()       # only when asked
+    q.check(None)      # the learner replaces None with "a" or "b"
+    q.solution()       # only when asked
+
+The course's own exercises are not built in notebooks (that would show the answer key above the
+learner's cell): they live in ``labkit/exercises/bank/NN.toml`` and notebooks load them by id
+(:func:`labkit.exercises.load`).
 
 ``check`` never raises on a learner's answer: a missing or malformed answer gets feedback that
 says what is expected. Malformed *exercises* (an author's mistake) raise ``ValueError``.
+A checked answer of an exercise that has an ``id`` is recorded in the learner's progress file
+(:mod:`labkit.exercises.store`).
 """
 
 from __future__ import annotations
@@ -19,11 +25,15 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
+from .store import record
+
 
 @dataclass(frozen=True)
 class Feedback:
     correct: bool
     message: str
+    #: the property a code exercise failed (its name, e.g. "traces_once"); None otherwise
+    failed: str | None = None
 
     def __str__(self) -> str:
         return self.message
@@ -44,20 +54,31 @@ class Exercise:
     explanation: str  # why the right answer is right, shown with a correct answer
     hint: str = ""
     attempts: int = field(default=0, init=False)
+    #: "NN.name" for an exercise of the bank (set by labkit.exercises.load); "" otherwise
+    id: str = field(default="", init=False)
 
     def _judge(self, response) -> Feedback:  # pragma: no cover - overridden
         raise NotImplementedError
 
+    def _empty(self) -> Feedback:
+        return Feedback(
+            False,
+            f"{EMPTY} Replace `None` with your answer and run the cell again."
+            + (f" Hint: {self.hint}" if self.hint else ""),
+        )
+
     def check(self, response) -> Feedback:
         """Grade ``response``; a missing answer gets a reminder, never an exception."""
         if response is None or (isinstance(response, str) and not response.strip()):
-            return Feedback(
-                False,
-                f"{EMPTY} Replace `None` with your answer and run the cell again."
-                + (f" Hint: {self.hint}" if self.hint else ""),
-            )
+            return self._empty()
         self.attempts += 1
-        return self._judge(response)
+        feedback = self._judge(response)
+        self._record(feedback)
+        return feedback
+
+    def _record(self, feedback: Feedback) -> None:
+        if self.id:
+            record(self.id, feedback.correct)
 
     def solution(self) -> Feedback:
         """Reveal the answer and its explanation."""

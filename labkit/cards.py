@@ -1,0 +1,306 @@
+"""A learner's result card: one small, self-contained, anonymous JSON file to hand in.
+
+A card holds what an instructor needs to put a learner's machine beside the others: the machine
+fingerprint (CPU, cores, vector extensions, memory: no host name), the package versions, the
+profile, every benchmark record (with whatever validity fields the records carry: ``valid``,
+``invalid_reasons``, ``above_ceiling``, ``cache``, ``threads``) and the key ratios, each graph
+mode against its eager baseline per framework and task (:func:`labkit.results.speedups`, the
+same function the notebooks use).
+
+Anonymous by default: every string in the card is scrubbed of this machine's host name, the
+user's name and file-system paths (a path keeps its last part, or what follows
+``site-packages/``). ``name=...`` (``--name``) adds the name the learner chooses, nothing else.
+
+    python -m labkit card results/06_training-standard.jsonl --out card.json
+    labkit.cards.write(records, "card.json")       # from a notebook
+"""
+
+from __future__ import annotations
+
+import datetime
+import getpass
+import json
+import os
+import platform
+import re
+import socket
+import uuid
+from collections import Counter
+from collections.abc import Iterable
+from pathlib import Path
+
+from . import results
+
+KIND = "labkit-result-card"
+FORMAT = 1
+#: the validity fields a record may carry (records written before they existed lack them)
+VALIDITY_FIELDS = ("valid", "invalid_reasons", "above_ceiling", "cache", "threads")
+
+
+# ---------------------------------------------------------------------------------------------
+# anonymity
+
+
+def _identity() -> tuple[set[str], set[str]]:
+    """This machine's host names and this user's names (what a card must not contain)."""
+    users = {os.environ.get(v, "") for v in ("USER", "LOGNAME", "USERNAME")}
+    try:
+        users.add(getpass.getuser())
+    except (OSError, KeyError, ImportError):
+        pass
+    try:
+        import pwd
+
+        users.add(pwd.getpwuid(os.getuid()).pw_name)
+    except (ImportError, KeyError, AttributeError):
+        pass
+    users.add(Path.home().name)
+    hosts = {socket.gethostname(), platform.node()}
+    hosts |= {h.split(".")[0] for h in hosts}
+    clean = lambda names: {n for n in names if n and n.strip() and n not in ("/", ".")}
+    return clean(users), clean(hosts)
+
+
+_SITE = re.compile(r"(?:site|dist)-packages[/\\]")
+#: an absolute POSIX path (two parts or more), a home-relative one, or a Windows one
+_PATH = re.compile(
+    r"(?<![\w:/.~-])(?:~[\w.-]*)?/(?:[^\s/\"'`,;:()\[\]{}<>]+/)+[^\s/\"'`,;:()\[\]{}<>]*"
+    r"|\b[A-Za-z]:\\(?:[^\s\\\"'`,;()\[\]{}<>]+\\)*[^\s\\\"'`,;()\[\]{}<>]*"
+)
+
+
+def _short_path(match: re.Match) -> str:
+    path = match.group(0)
+    site = list(_SITE.finditer(path))
+    if site:
+        return ".../" + path[site[-1].start() :].replace("\\", "/")
+    last = re.split(r"[/\\]", path.rstrip("/\\"))[-1]
+    return f"<path>/{last}" if last else "<path>"
+
+
+#: fields whose values are names the lab itself chose (never free text): left as they are, so
+#: that a host or user name that happens to be such a word cannot damage the card
+STRUCTURAL = frozenset(
+    {
+        "kind",
+        "format",
+        "card_id",
+        "created",
+        "labkit",
+        "schema",
+        "framework",
+        "mode",
+        "task",
+        "precision",
+        "device",
+        "profile",
+        "profiles",
+        "status",
+        "baseline",
+        "timestamp",
+        "cache",
+    }
+)
+
+
+class Scrubber:
+    """Removes host names, user names and paths from every string of a JSON-like value."""
+
+    def __init__(self, users: Iterable[str] | None = None, hosts: Iterable[str] | None = None):
+        """``users``/``hosts``: the names to remove (None: this machine's and this user's)."""
+        if users is None or hosts is None:
+            mine = _identity()
+            users = mine[0] if users is None else users
+            hosts = mine[1] if hosts is None else hosts
+        self.rules = [
+            (re.compile(rf"(?<![A-Za-z0-9]){re.escape(n)}(?![A-Za-z0-9])", re.IGNORECASE), tag)
+            for names, tag in (
+                (sorted(hosts, key=len, reverse=True), "<host>"),
+                (sorted(users, key=len, reverse=True), "<user>"),
+            )
+            for n in names
+        ]
+
+    def text(self, s: str) -> str:
+        s = _PATH.sub(_short_path, s)
+        for pattern, tag in self.rules:
+            s = pattern.sub(tag, s)
+        return s
+
+    def __call__(self, value):
+        if isinstance(value, str):
+            return self.text(value)
+        if isinstance(value, dict):
+            return {
+                k: v if k in STRUCTURAL else self(v)
+                for k, v in (
+                    (self.text(k) if isinstance(k, str) else k, v) for k, v in value.items()
+                )
+            }
+        if isinstance(value, list | tuple):
+            return [self(v) for v in value]
+        return value
+
+
+# ---------------------------------------------------------------------------------------------
+# validity, old records included
+
+
+def flags(record: dict) -> list[str]:
+    """Why a record should not be taken as evidence (empty: nothing against it).
+
+    Uses the record's own verdict where it has one (``valid``/``invalid_reasons``,
+    ``above_ceiling``); a record written before those fields existed is flagged only when its
+    figure lies above the ceiling it recorded (``ceiling_share > 1``).
+    """
+    out: list[str] = []
+    if record.get("valid") is False:
+        reasons = record.get("invalid_reasons") or []
+        out += [str(r) for r in reasons] if reasons else ["invalid"]
+    above = record.get("above_ceiling")
+    if above is None:
+        share = record.get("ceiling_share")
+        above = isinstance(share, int | float) and share > 1.0
+    if above:
+        out.append("above the machine's estimated ceiling")
+    return list(dict.fromkeys(out))
+
+
+def _cell(r: dict, **change) -> tuple:
+    return tuple(change.get(k, r.get(k)) for k in results.KEY)
+
+
+def ratios(records: Iterable[dict]) -> list[dict]:
+    """:func:`labkit.results.speedups`, each row with ``flagged`` and its reasons.
+
+    A ratio is flagged when its graph record or its eager baseline is (see :func:`flags`);
+    ``valid`` is the two records' verdicts together (None when either record has none).
+    """
+    records = list(records)
+    cells = {results.key(r): r for r in results.latest(results.ok(records))}
+    out = []
+    for row in results.speedups(records):
+        graph = cells[_cell(row)]
+        fw, mode = results.BASELINE[row["framework"]]
+        base = cells[_cell(row, framework=fw, mode=mode)]
+        verdicts = [graph.get("valid"), base.get("valid")]
+        why = [f"{row['mode']}: {f}" for f in flags(graph)] + [
+            f"{mode} (baseline): {f}" for f in flags(base)
+        ]
+        out.append(
+            {
+                **row,
+                "valid": None if None in verdicts else all(verdicts),
+                "flagged": bool(why),
+                "flags": why,
+            }
+        )
+    return out
+
+
+# ---------------------------------------------------------------------------------------------
+# the card
+
+
+def _machine(records: list[dict], local: bool) -> dict:
+    seen = Counter(json.dumps(r.get("machine") or {}, sort_keys=True) for r in records)
+    machine = json.loads(seen.most_common(1)[0][0]) if seen else {}
+    if not machine and local:  # records without a fingerprint, measured here
+        from . import hardware
+
+        machine = hardware.fingerprint()
+    return machine
+
+
+def _versions(records: list[dict]) -> dict:
+    out: dict = {}
+    for r in records:
+        out.update({k: v for k, v in (r.get("versions") or {}).items() if v})
+    return dict(sorted(out.items()))
+
+
+def build(
+    records: Iterable[dict],
+    name: str | None = None,
+    source: str = "",
+    scrubber: Scrubber | None = None,
+    local: bool = True,
+) -> dict:
+    """The card of ``records`` (a dict ready for JSON). ``ValueError`` when there are none.
+
+    ``local``: the records were measured on this machine, whose fingerprint stands in for
+    records that carry none (False for files collected from others).
+    """
+    records = [dict(r) for r in records]
+    if not records:
+        raise ValueError(
+            "no benchmark records to put on a card; fix: run notebook 06 or "
+            "`python -m labkit bench --profile smoke` first"
+        )
+    import labkit
+
+    scrub = scrubber or Scrubber()
+    profiles_seen = Counter(r.get("profile") for r in records)
+    card = {
+        "kind": KIND,
+        "format": FORMAT,
+        "card_id": uuid.uuid4().hex,
+        "created": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
+        "name": name or None,
+        "labkit": labkit.__version__,
+        "source": Path(source).name if source else "",
+        "profile": profiles_seen.most_common(1)[0][0],
+        "profiles": sorted(p for p in profiles_seen if p),
+        "machine": _machine(records, local),
+        "versions": _versions(records),
+        "counts": {
+            "records": len(records),
+            "measured": len(results.ok(records)),
+            "flagged": sum(bool(flags(r)) for r in results.ok(records)),
+        },
+        "ratios": ratios(records),
+        "records": records,
+    }
+    name_field = card.pop("name")
+    card = scrub(card)
+    card["name"] = name_field  # the one thing a learner chooses to show
+    return card
+
+
+def save(card: dict, out: str | os.PathLike) -> Path:
+    """Write ``card`` to ``out`` (folders created, replaced in one step); returns the path."""
+    out = Path(out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = out.with_name(out.name + ".tmp")
+    tmp.write_text(json.dumps(card, indent=1, allow_nan=False) + "\n", encoding="utf-8")
+    os.replace(tmp, out)
+    return out
+
+
+def write(
+    records: Iterable[dict],
+    out: str | os.PathLike,
+    name: str | None = None,
+    source: str = "",
+) -> Path:
+    """Build the card of ``records`` and write it to ``out``; returns the path."""
+    return save(build(records, name=name, source=source), out)
+
+
+def summary(card: dict) -> str:
+    """A few lines that say what a card holds (for the command line and notebooks)."""
+    m = card["machine"]
+    c = card["counts"]
+    lines = [
+        f"card {card['card_id'][:8]}: {c['records']} records ({c['measured']} measured, "
+        f"{c['flagged']} flagged), profile {card['profile']}, "
+        f"{m.get('cpu', '?')} with {m.get('cores', '?')} cores"
+        + (f", name {card['name']!r}" if card.get("name") else ", anonymous"),
+    ]
+    for r in card["ratios"]:
+        note = "  [flagged]" if r["flagged"] else ""
+        lines.append(
+            f"  {r['framework']} {r['mode']} / {r['baseline']}, {r['task']} {r['precision']}: "
+            f"{r['speedup']:.2f}x{note}"
+        )
+    return "\n".join(lines)

@@ -1,0 +1,101 @@
+"""Data-parallel training, launched for real: start the workers, watch them, collect their results.
+
+Framework-free: no framework is imported here, and none is named. A :class:`Job` says what to
+train; :func:`launch` starts its worker processes the way the framework expects and waits for
+them. How a framework's workers are started (its launcher's command lines and environment) is
+written in that framework's package, ``labkit/frameworks/<name>/launch.py``, and what a worker
+does in ``labkit/frameworks/<name>/distributed.py``; the registry (:mod:`labkit.frameworks`)
+finds both.
+
+One module per concern:
+
+- :mod:`~labkit.distributed.job`: the :class:`Job` spec, its checks, the ports, the errors;
+- :mod:`~labkit.distributed.launcher`: :func:`launch` (commands, environment, wait, results) and
+  :func:`cluster_commands` (the same job on several machines);
+- :mod:`~labkit.distributed.processes`: the process tree (start, watch, stop every process);
+- :mod:`~labkit.distributed.folders`: temporary job folders, and the sweep of abandoned ones;
+- :mod:`~labkit.distributed.runs`: a finished :class:`Run` and its statistics (step time,
+  throughput, weight differences, scaling efficiency);
+- :mod:`~labkit.distributed.worker`: helpers every framework's worker module shares;
+- :mod:`~labkit.distributed.cli`: ``python -m labkit.distributed`` (``--help``).
+
+Each worker writes ``rank<r>.json`` (losses, step times, the cost of its gradient all-reduce) and
+``rank<r>.npz`` (its final weights) into the job's output folder; :class:`Run` reads them back.
+
+Nothing is left behind: the launcher tracks every process it started and all their descendants,
+and when the job ends (a worker failure, a timeout, ``KeyboardInterrupt``, or success) it stops
+any that still run (SIGTERM, then SIGKILL); a failure raises :class:`DistributedError`. Each
+process also dies with its launcher, and each worker runs a watchdog that exits when its parent
+disappears or its deadline passes, so even a launcher killed with SIGKILL leaves no orphan for
+long.
+"""
+
+from .cli import build_parser, cli, main
+from .folders import TMP_PREFIX, new_output_dir, sweep_orphaned_outputs
+from .job import (
+    FAULTS,
+    FRAMEWORKS,
+    HOST,
+    MODELS,
+    TINY_CLASSES,
+    WORKER_MODULES,
+    DistributedError,
+    Job,
+    PortInUse,
+    check_port,
+    free_port,
+    pick_ports,
+    worker_source,
+)
+from .launcher import cluster_commands, launch
+from .processes import ProcessTree, still_running
+from .runs import Run, is_running_statistic, max_difference, scaling_efficiency, steady
+from .worker import (
+    WorkerFailure,
+    maybe_fault,
+    report_step,
+    run_worker,
+    start_watchdog,
+    synthetic_sample,
+    worker_parser,
+    write_result,
+)
+
+__all__ = [
+    "FAULTS",
+    "FRAMEWORKS",
+    "HOST",
+    "MODELS",
+    "TINY_CLASSES",
+    "TMP_PREFIX",
+    "WORKER_MODULES",
+    "DistributedError",
+    "Job",
+    "PortInUse",
+    "ProcessTree",
+    "Run",
+    "WorkerFailure",
+    "build_parser",
+    "check_port",
+    "cli",
+    "cluster_commands",
+    "free_port",
+    "is_running_statistic",
+    "launch",
+    "main",
+    "max_difference",
+    "maybe_fault",
+    "new_output_dir",
+    "pick_ports",
+    "report_step",
+    "run_worker",
+    "scaling_efficiency",
+    "start_watchdog",
+    "steady",
+    "still_running",
+    "sweep_orphaned_outputs",
+    "synthetic_sample",
+    "worker_parser",
+    "worker_source",
+    "write_result",
+]

@@ -1,0 +1,5 @@
+"""``python -m labkit.distributed ...`` (``--help``)."""
+
+from .cli import main
+
+raise SystemExit(main())

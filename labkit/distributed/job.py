@@ -1,0 +1,186 @@
+"""What to run: a data-parallel :class:`Job`, the ports its workers meet at, and the errors."""
+
+from __future__ import annotations
+
+import dataclasses
+import socket
+from dataclasses import dataclass
+from pathlib import Path
+
+from .. import hardware, resnet
+from ..frameworks import spec, specs
+
+#: the registered frameworks that have a data-parallel launcher
+FRAMEWORKS: tuple[str, ...] = tuple(s.name for s in specs() if s.launcher)
+#: the worker module of each framework (run with ``python -m``)
+WORKER_MODULES: dict[str, str] = {s.name: s.worker_module for s in specs() if s.launcher}
+#: resnet50: the course's model (BatchNorm: statistics per worker); tiny: a small CNN without
+#: BatchNorm, for which data-parallel training equals one process on the concatenated batch
+MODELS: tuple[str, ...] = ("resnet50", "tiny")
+TINY_CLASSES = 10
+#: deliberate worker faults, for demonstrations and tests (:func:`.worker.maybe_fault`)
+FAULTS: tuple[str, ...] = ("crash", "hang", "straggler")
+HOST = "127.0.0.1"
+
+
+class DistributedError(RuntimeError):
+    """A data-parallel job failed or timed out; the message says which worker, why, and what was
+    stopped. ``log`` holds the workers' combined output."""
+
+    def __init__(self, message: str, log: str = ""):
+        super().__init__(message)
+        self.log = log
+
+
+class PortInUse(DistributedError, ValueError):
+    """The port asked for is taken by another program (nothing was started)."""
+
+
+def check_framework(framework: str) -> str:
+    if framework not in FRAMEWORKS:
+        raise ValueError(
+            f"unknown framework {framework!r} for data-parallel training: "
+            f"valid choices are {', '.join(FRAMEWORKS)}"
+        )
+    return framework
+
+
+@dataclass(frozen=True)
+class Job:
+    """One data-parallel training run: ``workers`` processes, each training on ``batch`` images
+    per step (the global batch is ``workers * batch``) for ``steps`` SGD-with-momentum steps.
+
+    ``single=True`` runs one plain process with no distributed runtime at all (the reference).
+    ``fault`` exists to show (and test) what happens when a worker goes wrong: ``"crash"`` makes
+    worker ``fault_rank`` raise at its first step, ``"hang"`` makes it stop there for good (its
+    peers then wait in the all-reduce until the launcher's timeout), ``"straggler"`` makes it
+    start a process that outlives it (the launcher stops it when the job ends).
+    """
+
+    framework: str
+    workers: int = 2
+    steps: int = 3
+    batch: int = 4
+    image_size: int = 32
+    model: str = "resnet50"
+    threads: int | None = None  # per worker; default: the cores shared out evenly
+    seed: int = 0
+    lr: float = 0.01  # 0.1 makes randomly initialised ResNet-50 diverge within 3 steps
+    momentum: float = 0.9
+    measure: int = 2  # repeats of the compute-only and all-reduce-only timings (0: skip)
+    single: bool = False
+    fault: str | None = None
+    fault_rank: int = 1
+
+    def __post_init__(self):
+        check_framework(self.framework)
+        if self.model not in MODELS:
+            raise ValueError(f"unknown model {self.model!r}: valid choices are {', '.join(MODELS)}")
+        for name in ("workers", "steps", "batch"):
+            value = getattr(self, name)
+            if not isinstance(value, int) or value < 1:
+                raise ValueError(f"{name} must be a whole number >= 1, got {value!r}")
+        if self.single and self.workers != 1:
+            raise ValueError(
+                "a single-process job has workers=1 (use Job.reference() to build one)"
+            )
+        if self.threads is not None and self.threads < 1:
+            raise ValueError(
+                f"threads must be >= 1 (or None for the cores shared out), got {self.threads}"
+            )
+        if self.measure < 0:
+            raise ValueError(f"measure must be >= 0 repeats, got {self.measure}")
+        if self.fault is not None:
+            if self.fault not in FAULTS:
+                raise ValueError(
+                    f"unknown fault {self.fault!r}: valid choices are {', '.join(FAULTS)} (or None)"
+                )
+            if not 0 <= self.fault_rank < self.workers:
+                raise ValueError(
+                    f"fault_rank must name a worker, 0..{self.workers - 1}; got {self.fault_rank}"
+                )
+        resnet.check_image_size(self.image_size)
+
+    @property
+    def global_batch(self) -> int:
+        return self.workers * self.batch
+
+    @property
+    def threads_per_worker(self) -> int:
+        return self.threads or max(1, hardware.cores() // self.workers)
+
+    @property
+    def worker_module(self) -> str:
+        """The module each worker process runs (``python -m``)."""
+        return WORKER_MODULES[self.framework]
+
+    def reference(self, threads: int | None = None) -> Job:
+        """The same training in one plain process on the concatenated batch (workers x batch)."""
+        return dataclasses.replace(
+            self,
+            workers=1,
+            batch=self.global_batch,
+            single=True,
+            threads=threads,
+            fault=None,
+            fault_rank=0,
+        )
+
+    def worker_args(
+        self, out_dir: Path | str, deadline_s: float, threads: bool = True
+    ) -> list[str]:
+        """The worker module's command-line arguments (``threads=False``: leave the thread count
+        to the framework on the machine that runs the worker)."""
+        args = ["--out", str(out_dir), "--model", self.model, "--steps", str(self.steps)]
+        args += ["--batch", str(self.batch), "--image-size", str(self.image_size)]
+        if threads:
+            args += ["--threads", str(self.threads_per_worker)]
+        args += ["--seed", str(self.seed), "--lr", repr(self.lr), "--momentum", repr(self.momentum)]
+        args += ["--measure", str(self.measure), "--deadline", f"{deadline_s:.0f}"]
+        if self.fault is not None:
+            args += ["--fault", self.fault, "--fault-rank", str(self.fault_rank)]
+        return args
+
+
+def worker_source(framework: str) -> Path:
+    """The file of ``framework``'s worker module (to read it; importing it imports the framework)."""
+    check_framework(framework)
+    return spec(framework).folder / f"{WORKER_MODULES[framework].rsplit('.', 1)[1]}.py"
+
+
+# --------------------------------------------------------------------------------------------
+# Ports
+
+
+def free_port(host: str = HOST) -> int:
+    """A TCP port that nobody listens on right now (the OS picks it)."""
+    with socket.socket() as s:
+        s.bind((host, 0))
+        return s.getsockname()[1]
+
+
+def check_port(port: int, host: str = HOST) -> int:
+    """Raise :class:`PortInUse` (naming the fix) if ``port`` cannot be bound on ``host``."""
+    if not isinstance(port, int) or not 1 <= port <= 65535:
+        raise ValueError(f"port must be an integer in 1..65535, got {port!r}")
+    with socket.socket() as s:
+        try:
+            s.bind((host, port))
+        except OSError as exc:
+            raise PortInUse(
+                f"port {port} on {host} is already in use by another program ({exc.strerror}): "
+                "pass another port, or port=None to let labkit pick a free one"
+            ) from None
+    return port
+
+
+def pick_ports(count: int, port: int | None) -> list[int]:
+    """``count`` consecutive ports from ``port`` (each checked), or free ones when ``port`` is None."""
+    if port is None:
+        ports: list[int] = []
+        while len(ports) < count:
+            p = free_port()
+            if p not in ports:
+                ports.append(p)
+        return ports
+    return [check_port(port + i) for i in range(count)]

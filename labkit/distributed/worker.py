@@ -1,0 +1,164 @@
+"""The worker side, shared by every framework's worker module (``labkit/frameworks/<name>/
+distributed.py``) and still framework-free: the synthetic data set, the command line, the
+watchdog, progress and result files, error reporting, and the deliberate faults.
+
+Each worker writes ``rank<r>.json`` (losses, step times, the cost of its gradient all-reduce) and
+``rank<r>.npz`` (its final weights) into the job's output folder; the launcher reads them back.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import threading
+import time
+import traceback
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+
+from .job import FAULTS, MODELS, WORKER_MODULES
+
+
+def synthetic_sample(
+    index: int, image_size: int, seed: int, num_classes: int
+) -> tuple[np.ndarray, int]:
+    """Sample ``index`` of the synthetic data set: a CHW float32 image and a label. Any process
+    computes the same sample from its index, so workers need to share nothing but indices."""
+    rng = np.random.default_rng([seed, index])
+    x = rng.standard_normal((3, image_size, image_size), dtype=np.float32)
+    return x, int(rng.integers(num_classes))
+
+
+def worker_parser(framework: str) -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog=f"python -m {WORKER_MODULES[framework]}",
+        description=f"one {framework} data-parallel worker (see labkit.distributed)",
+    )
+    p.add_argument("--out", required=True, help="folder for rank<r>.json and rank<r>.npz")
+    p.add_argument("--model", choices=MODELS, default="resnet50")
+    p.add_argument("--steps", type=int, default=3)
+    p.add_argument("--batch", type=int, default=4, help="images per worker per step")
+    p.add_argument("--image-size", type=int, default=32)
+    p.add_argument(
+        "--threads", type=int, default=0, help="threads per worker (0: the framework's default)"
+    )
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--lr", type=float, default=0.01)
+    p.add_argument("--momentum", type=float, default=0.9)
+    p.add_argument("--measure", type=int, default=2)
+    p.add_argument(
+        "--deadline", type=float, default=600.0, help="seconds before the worker gives up"
+    )
+    p.add_argument(
+        "--fault", choices=FAULTS, default=None, help="go wrong on purpose (demos, tests)"
+    )
+    p.add_argument("--fault-rank", type=int, default=1)
+    return p
+
+
+def start_watchdog(deadline_s: float, poll_s: float = 0.5) -> None:
+    """Exit this worker if its parent process disappears or ``deadline_s`` passes (a daemon
+    thread): a worker never outlives its launcher, even one killed with SIGKILL."""
+    parent, until = os.getppid(), time.monotonic() + deadline_s
+
+    def watch():
+        while True:
+            time.sleep(poll_s)
+            if os.getppid() != parent:
+                os._exit(3)
+            if time.monotonic() > until:
+                print(
+                    f"worker watchdog: deadline of {deadline_s:.0f} s passed, exiting",
+                    file=sys.stderr,
+                    flush=True,
+                )
+                os._exit(4)
+
+    threading.Thread(target=watch, daemon=True, name="labkit-watchdog").start()
+
+
+def report_step(out: str | Path, rank: int) -> None:
+    """Count one finished training step (the launcher's progress bar reads ``rank<r>.steps``)."""
+    with open(Path(out) / f"rank{rank}.steps", "a") as f:
+        f.write(".")
+
+
+def write_result(
+    out: str | Path, rank: int, result: dict, weights: dict[str, np.ndarray] | None
+) -> None:
+    """Write ``rank<r>.npz`` (weights) then ``rank<r>.json`` (the launcher reads the JSON)."""
+    out = Path(out)
+    if weights is not None:
+        np.savez(out / f"rank{rank}.npz", **weights)
+        result = {**result, "weights": f"rank{rank}.npz"}
+    tmp = out / f".rank{rank}.json.tmp"
+    tmp.write_text(json.dumps(result))
+    tmp.replace(out / f"rank{rank}.json")
+
+
+def run_worker(
+    framework: str, rank: int, main: Callable[[], None], out: str | Path, hard_exit: bool = True
+) -> None:
+    """Run a worker's ``main``; on an exception write the error for the launcher, then exit 1.
+
+    With ``hard_exit`` a successful worker also ends with ``os._exit(0)`` once its result is on
+    disk: a collective library's C++ threads can abort the interpreter's teardown ("terminate
+    called without an active exception"), which would turn a finished job into a failed one. A
+    framework whose workers say goodbye to a scheduler during the normal teardown passes
+    ``hard_exit=False``.
+    """
+    try:
+        main()
+    except BaseException as exc:  # noqa: BLE001 - the launcher must learn why, whatever it was
+        write_result(
+            out,
+            rank,
+            {
+                "framework": framework,
+                "rank": rank,
+                "pid": os.getpid(),
+                "error": f"{type(exc).__name__}: {exc}",
+                "time": time.time(),
+                "traceback": traceback.format_exc(),
+            },
+            None,
+        )
+        traceback.print_exc()
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(1)
+    if hard_exit:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(0)
+
+
+class WorkerFailure(RuntimeError):
+    """Raised on purpose by the worker that ``--fault crash --fault-rank r`` names."""
+
+
+def maybe_fault(rank: int, args: argparse.Namespace) -> None:
+    """Go wrong here if this worker was asked to: raise (crash), stop for good (hang; a file
+    ``rank<r>.hang`` says that the worker got this far), or start a process that outlives it
+    (straggler, as a data-loader or compiler helper may: ``rank<r>.straggler`` holds its pid)."""
+    if args.fault is None or rank != args.fault_rank:
+        return
+    if args.fault == "crash":
+        raise WorkerFailure(f"worker {rank} was told to crash (--fault crash --fault-rank {rank})")
+    if args.fault == "straggler":
+        child = subprocess.Popen(
+            [sys.executable, "-c", "import time; time.sleep(600)"],
+            stdin=subprocess.DEVNULL,
+            start_new_session=True,  # out of reach of signals to the worker's process group
+        )
+        (Path(args.out) / f"rank{rank}.straggler").write_text(str(child.pid))
+        time.sleep(2.0)  # the launcher notes the job's processes at every poll (0.1 s)
+        return
+    (Path(args.out) / f"rank{rank}.hang").write_text(str(os.getpid()))
+    while True:  # the launcher's timeout, or this worker's watchdog, ends it
+        time.sleep(1.0)

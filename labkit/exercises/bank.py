@@ -1,0 +1,154 @@
+"""The course's exercises, kept out of the notebooks: ``labkit/exercises/bank/NN.toml``.
+
+A notebook shows a question, never its answer key: it loads the exercise by its short id,
+``exercises.load("02.one_graph")``, and the learner sees the prompt (and a code exercise's
+starting code), while the answer, the explanations and the solution stay here until
+``.solution()`` is called.
+
+Each file holds one notebook's exercises, in the order the notebook asks them, one TOML table
+per exercise (the table name is the id after the notebook's number), after the notebook's
+title::
+
+    title = "TensorFlow graphs"
+
+    [retrace]
+    type = "choice"                 # choice | number | text | code
+    prompt = "..."
+    choices = { a = "...", b = "..." }
+    answer = "a"
+    explanation = "..."
+    wrong = { b = "why b is wrong" }
+    hint = "..."                    # optional
+
+A ``number`` gives ``answer`` (and ``rel_tol`` / ``abs_tol`` / ``unit``), or ``measured = true``
+when its answer is a figure of the learner's own run, passed by the notebook as
+``load(id, measured=value)``. A ``text`` gives ``accepted`` (a list). A ``code`` exercise gives
+``starter``, ``solution``, ``hints`` and a ``[name.check]`` table (see
+:class:`labkit.exercises.code.Check`).
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+import tomllib
+from pathlib import Path
+from typing import Any
+
+from .code import Check, Code
+from .core import Choice, Exercise, Number, Text
+
+FOLDER = Path(__file__).resolve().parent / "bank"
+_ID = re.compile(r"^(\d\d)\.([a-z][a-z0-9_]*)$")
+_COMMON = {"type", "prompt", "explanation", "hint"}
+_FIELDS = {
+    "choice": _COMMON | {"choices", "answer", "wrong"},
+    "number": _COMMON | {"answer", "measured", "rel_tol", "abs_tol", "unit"},
+    "text": _COMMON | {"accepted"},
+    "code": {"type", "prompt", "explanation", "check", "starter", "solution", "hints"},
+}
+
+
+@functools.cache
+def _file(notebook: str) -> dict[str, Any]:
+    path = FOLDER / f"{notebook}.toml"
+    if not path.exists():
+        have = ", ".join(notebooks()) or "none"
+        raise ValueError(f"no exercises for notebook {notebook!r} (files here: {have})")
+    with path.open("rb") as f:
+        try:
+            return tomllib.load(f)
+        except tomllib.TOMLDecodeError as exc:
+            raise ValueError(f"{path.name}: {exc}") from exc
+
+
+def notebook_entries(notebook: str) -> dict[str, dict[str, Any]]:
+    """The raw entries of one notebook's file ("02"), in the order they are asked."""
+    return {k: v for k, v in _file(notebook).items() if isinstance(v, dict)}
+
+
+def title(notebook: str) -> str:
+    """The notebook's title, as its file states it (``title = "..."`` at the top)."""
+    return str(_file(notebook).get("title", notebook))
+
+
+def notebooks() -> list[str]:
+    """The notebooks that have exercises ("00", "01", ...)."""
+    return sorted(p.stem for p in FOLDER.glob("*.toml"))
+
+
+def ids(notebook: str | None = None) -> list[str]:
+    """Every exercise id, or one notebook's, in course order."""
+    books = notebooks() if notebook is None else [notebook]
+    return [f"{nb}.{name}" for nb in books for name in notebook_entries(nb)]
+
+
+def entry(exercise_id: str) -> dict[str, Any]:
+    m = _ID.match(exercise_id)
+    if not m:
+        raise ValueError(
+            f"{exercise_id!r} is not an exercise id: write the notebook's number, a dot and the "
+            "exercise's name, e.g. '02.one_graph'"
+        )
+    notebook, name = m.groups()
+    entries = notebook_entries(notebook)
+    if name not in entries:
+        raise ValueError(
+            f"notebook {notebook} has no exercise {name!r}; it has: {', '.join(entries)}"
+        )
+    return entries[name]
+
+
+def build(exercise_id: str, measured: float | None = None) -> Exercise:
+    """The exercise ``exercise_id`` (raises ``ValueError`` naming an author's mistake)."""
+    raw = dict(entry(exercise_id))
+    kind = raw.get("type")
+    if kind not in _FIELDS:
+        raise ValueError(f"{exercise_id}: type must be one of {sorted(_FIELDS)}, not {kind!r}")
+    unknown = set(raw) - _FIELDS[kind]
+    if unknown:
+        raise ValueError(f"{exercise_id}: unknown fields for a {kind}: {sorted(unknown)}")
+    if measured is not None and not raw.get("measured"):
+        raise ValueError(f"{exercise_id} has a fixed answer: load it without measured=")
+    common = {"prompt": raw["prompt"], "explanation": raw.get("explanation", "")}
+    if kind == "choice":
+        ex: Exercise = Choice(
+            **common,
+            hint=raw.get("hint", ""),
+            choices=dict(raw["choices"]),
+            answer=raw["answer"],
+            wrong=dict(raw.get("wrong", {})),
+        )
+    elif kind == "number":
+        if raw.get("measured"):
+            if measured is None:
+                raise ValueError(
+                    f"{exercise_id} is answered from your own run: load it with "
+                    f"exercises.load({exercise_id!r}, measured=<the value this run measured>)"
+                )
+            answer = float(measured)
+        elif "answer" in raw:
+            answer = float(raw["answer"])
+        else:
+            raise ValueError(f"{exercise_id}: a number needs an answer (or measured = true)")
+        ex = Number(
+            **common,
+            hint=raw.get("hint", ""),
+            answer=answer,
+            rel_tol=float(raw.get("rel_tol", 0.05)),
+            abs_tol=float(raw.get("abs_tol", 0.0)),
+            unit=raw.get("unit", ""),
+        )
+    elif kind == "text":
+        ex = Text(**common, hint=raw.get("hint", ""), accepted=tuple(raw.get("accepted", ())))
+    else:
+        ex = Code(
+            raw["prompt"],
+            check=Check.from_dict(raw["check"]),
+            starter=raw["starter"],
+            solution=raw["solution"],
+            hints=tuple(raw.get("hints", ())),
+            explanation=raw.get("explanation", ""),
+        )
+    ex.id = exercise_id
+    return ex

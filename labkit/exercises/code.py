@@ -1,0 +1,375 @@
+"""Code exercises: the learner edits a function, the checker runs it and verifies properties.
+
+A :class:`Code` exercise names a framework and the properties its function must have, such as
+"traces once over varied inputs" (``tf.function``), "no graph breaks" (``torch.compile``),
+"MindSpore graph mode accepts it" or "outputs match eager". Each framework's properties are
+declared in its spec (``FrameworkSpec.code_checks``, framework-free) and verified by its
+``labkit/frameworks/<name>/checks.py``, reached through the registry: this module imports no
+framework.
+
+``check(fn)`` takes the learner's function itself, runs each property in order on the
+exercise's inputs, and stops at the first that fails; the feedback names that property
+(``Feedback.failed``) and shows the framework's own message, condensed to its essential line.
+It never raises on the learner's code: an exception inside it is part of the feedback.
+The starting code, passed back unchanged, is checked and explained too, but does not count as
+an attempt.
+"""
+
+from __future__ import annotations
+
+import ast
+import contextlib
+import inspect
+import io
+import itertools
+import linecache
+import math
+import re
+import sys
+import textwrap
+import types
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from .. import frameworks, lessons
+from .core import EMPTY, RIGHT, Exercise, Feedback
+
+_REFERENCES = ("starter", "solution", "self")
+_counter = itertools.count()
+
+
+@dataclass(frozen=True)
+class Check:
+    """What a :class:`Code` exercise verifies, and on which inputs.
+
+    ``inputs`` is a Python expression evaluated with ``np`` (NumPy) and ``rng`` (a NumPy
+    generator seeded with 0): a list of argument tuples, each one call of the function, made of
+    NumPy arrays (turned into the framework's tensors) and plain Python values (passed as they
+    are). ``reference`` says what "outputs match eager" compares with, run eagerly: the
+    ``starter`` (right in eager mode, the usual case of "break it, then fix it"), the
+    ``solution``, ``self`` (the learner's own function run eagerly), or the source code of a
+    function of the same name (the computation the exercise rewrites, e.g. conv + BatchNorm).
+    ``options`` go to the framework's checker (for example ``limit`` for an operation count).
+    """
+
+    framework: str
+    properties: tuple[str, ...]
+    inputs: str
+    reference: str = "starter"
+    rtol: float = 1e-5
+    atol: float = 1e-6
+    options: dict[str, Any] = field(default_factory=dict)
+
+    @classmethod
+    def from_dict(cls, spec: dict[str, Any]) -> Check:
+        """A check from a mapping (a bank entry's ``check`` table): keys that are not fields of
+        :class:`Check` are the framework checker's options."""
+        known = {"framework", "properties", "inputs", "reference", "rtol", "atol"}
+        fields = {k: v for k, v in spec.items() if k in known}
+        options = {k: v for k, v in spec.items() if k not in known}
+        missing = {"framework", "properties", "inputs"} - set(fields)
+        if missing:
+            raise ValueError(f"a code check needs {sorted(missing)}")
+        return cls(**fields, options={**fields.pop("options", {}), **options})
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "properties", tuple(self.properties))
+        declared = dict(frameworks.spec(self.framework).code_checks)  # ValueError if unknown
+        unknown = [p for p in self.properties if p not in declared]
+        if not self.properties or unknown:
+            raise ValueError(
+                f"code check for {self.framework}: unknown properties {unknown or '(none given)'}; "
+                f"{self.framework} declares {sorted(declared)}"
+            )
+        if self.reference not in _REFERENCES and "def " not in self.reference:
+            raise ValueError(
+                f"reference must be one of {_REFERENCES} or the source of a function, "
+                f"not {self.reference!r}"
+            )
+
+    def describe(self, prop: str) -> str:
+        return dict(frameworks.spec(self.framework).code_checks)[prop]
+
+    def cases(self) -> list[tuple]:
+        """The argument tuples, evaluated afresh (each check gets its own arrays)."""
+        value = eval(self.inputs, {"np": np, "rng": np.random.default_rng(0)})
+        cases = [tuple(c) if isinstance(c, (tuple, list)) else (c,) for c in value]
+        if not cases:
+            raise ValueError("a code check needs at least one input")
+        return cases
+
+
+def function_from_source(source: str, name: str, namespace: dict, label: str) -> Callable:
+    """Define the function ``name`` from ``source`` as a notebook cell would.
+
+    The source is registered with :mod:`linecache` under a made-up file name, so that tools that
+    read a function's source (AutoGraph, MindSpore's parser, ``inspect``) find it.
+    """
+    number = next(_counter)
+    filename = f"<labkit exercise {label} #{number}>"
+    linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
+    # a module of its own, importable by name: MindSpore resolves a function's globals that way
+    module = types.ModuleType(f"_labkit_exercise_{number}")
+    module.__dict__.update(namespace)
+    sys.modules[module.__name__] = module
+    exec(compile(source, filename, "exec"), module.__dict__)  # noqa: S102  (the bank's own code)
+    fn = module.__dict__.get(name)
+    if not callable(fn):
+        raise ValueError(f"the {label} source defines no function {name!r}")
+    return fn
+
+
+def function_name(source: str) -> str:
+    """The one function a starter defines at top level."""
+    defs = [n.name for n in ast.parse(source).body if isinstance(n, ast.FunctionDef)]
+    if len(defs) != 1:
+        raise ValueError(f"starter code must define exactly one function, found {defs}")
+    return defs[0]
+
+
+def _function_ast(source: str, name: str) -> str | None:
+    try:
+        tree = ast.parse(textwrap.dedent(source))
+    except SyntaxError:
+        return None
+    for node in ast.walk(tree):
+        if isinstance(node, ast.FunctionDef) and node.name == name:
+            return ast.dump(node, annotate_fields=False, include_attributes=False)
+    return None
+
+
+def unwrap(fn: Callable) -> Callable:
+    """The plain Python function under a framework's decorator (tf.function, torch.compile, jit)."""
+    seen = 0
+    while seen < 10:
+        seen += 1
+        inner = (
+            getattr(fn, "python_function", None)  # tf.function
+            or getattr(fn, "_torchdynamo_orig_callable", None)  # torch.compile
+            or getattr(fn, "__wrapped__", None)  # functools.wraps (mindspore.jit, ...)
+        )
+        if inner is None or inner is fn:
+            return fn
+        fn = inner
+    return fn
+
+
+def condense(exc: BaseException, limit: int = 300) -> str:
+    """A framework's exception in one or two lines: its type and the line that says what broke.
+
+    TensorFlow wraps errors raised while tracing in "X in user code:" followed by a stack; the
+    last "SomeError: message" line is the one that matters. Other frameworks put it first and
+    add explanations, hints and C++ stacks below.
+    """
+    text = str(exc).strip()
+    lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
+    name = type(exc).__name__
+    if lines and lines[0].endswith("in user code:"):
+        found = [
+            m for ln in lines if (m := re.match(r"^(\w+(?:Error|Exception|Warning)): (.+)$", ln))
+        ]
+        if found:
+            name, first = found[-1].group(1), found[-1].group(2)
+            return f"{name}: {first}"[:limit]
+    first = lines[0] if lines else "(no message)"
+    extra = next(
+        (ln for ln in lines[1:3] if ln.startswith(("Explanation:", "Hint:", "In file"))), ""
+    )
+    message = f"{name}: {first}" + (f" ({extra})" if extra.startswith("Explanation:") else "")
+    return message if len(message) <= limit else message[: limit - 3] + "..."
+
+
+def _silently(fn: Callable[[], Any]) -> Any:
+    """Run ``fn`` with its output swallowed: the function's prints (Python's and the frameworks'
+    native ones, such as ``tf.print``) would bury the feedback, once per input and property."""
+    sink = io.StringIO()
+    with contextlib.redirect_stdout(sink), contextlib.redirect_stderr(sink):
+        result, _ = lessons.native_output(lambda: lessons.native_output(fn, fd=2)[0], fd=1)
+    return result
+
+
+def compare(got, want, rtol: float, atol: float) -> str | None:
+    """None when ``got`` equals ``want`` (nested tuples of arrays/numbers), else what differs."""
+    if isinstance(want, (tuple, list)):
+        if not isinstance(got, (tuple, list)) or len(got) != len(want):
+            return f"returns {_kind(got)} where eager returns {_kind(want)}"
+        for i, (g, w) in enumerate(zip(got, want)):
+            problem = compare(g, w, rtol, atol)
+            if problem:
+                return f"output {i}: {problem}"
+        return None
+    g, w = np.asarray(got), np.asarray(want)
+    if g.shape != w.shape:
+        return f"shape {g.shape} where eager gives {w.shape}"
+    if not np.allclose(g, w, rtol=rtol, atol=atol, equal_nan=True):
+        with np.errstate(invalid="ignore"):
+            diff = np.abs(g.astype(np.float64) - w.astype(np.float64))
+        worst = float(np.nanmax(diff)) if diff.size else math.nan
+        return f"differs from eager by up to {worst:.3g} (eager: {_short(w)}, got: {_short(g)})"
+    return None
+
+
+def _kind(value) -> str:
+    if isinstance(value, (tuple, list)):
+        return f"{len(value)} outputs"
+    return f"one array of shape {np.asarray(value).shape}"
+
+
+def _short(a: np.ndarray) -> str:
+    flat = np.asarray(a).ravel()
+    text = np.array2string(flat[:4], precision=4, separator=", ")
+    return text if flat.size <= 4 else text[:-1] + ", ...]"
+
+
+class Code(Exercise):
+    """A function to write (or repair), checked by running it: see the module's docstring.
+
+    ``starter`` is the code the learner starts from (shown in the notebook), ``solution`` the
+    reference solution (shown only by :meth:`solution`); both define the same one function.
+    ``hints`` are shown one more with each failed attempt.
+    """
+
+    def __init__(
+        self,
+        prompt: str,
+        check: Check | dict,
+        starter: str,
+        solution: str,
+        hints: Sequence[str] = (),
+        explanation: str = "",
+        entry: str = "",
+    ):
+        super().__init__(prompt, explanation)
+        self.check_spec = check if isinstance(check, Check) else Check.from_dict(check)
+        self.starter = textwrap.dedent(starter).strip() + "\n"
+        self.solution_code = textwrap.dedent(solution).strip() + "\n"
+        self.hints = tuple(hints)
+        self.entry = entry or function_name(self.starter)
+        if function_name(self.solution_code) != self.entry:
+            raise ValueError(f"the solution must define {self.entry!r}, like the starter")
+        self.hint = self.hints[0] if self.hints else ""
+        self._failures = 0
+
+    # -- what the learner sees --------------------------------------------------------------
+    def _repr_markdown_(self) -> str:
+        spec = frameworks.spec(self.check_spec.framework)
+        props = "\n".join(f"- {self.check_spec.describe(p)}" for p in self.check_spec.properties)
+        return (
+            f"**Exercise (code, {spec.display}).** {self.prompt}\n\n"
+            f"`check` runs your `{self.entry}` and verifies, in this order:\n{props}"
+        )
+
+    def solution(self) -> Feedback:
+        """The reference solution's code and why it works."""
+        return Feedback(
+            True, f"Solution:\n\n```python\n{self.solution_code}```\n\n{self.explanation}".strip()
+        )
+
+    # -- checking ---------------------------------------------------------------------------
+    def check(self, response) -> Feedback:
+        """Run ``response`` (the learner's function) through every property, in order."""
+        if response is None:
+            return Feedback(
+                False,
+                f"{EMPTY} Define `{self.entry}` in the cell, then call "
+                f"`.check({self.entry})` with the function itself.",
+            )
+        if not callable(response):
+            return Feedback(
+                False,
+                f"{response!r} is not a function: pass the function itself, "
+                f"`.check({self.entry})`, not its result or its name.",
+            )
+        unchanged = self.is_starter(response)
+        feedback = self._judge(response)
+        if unchanged and not feedback.correct:
+            return Feedback(
+                False,
+                "This is the starting code, unchanged: it fails as the exercise says. "
+                + feedback.message,
+                feedback.failed,
+            )
+        self.attempts += 1
+        self._record(feedback)
+        return feedback
+
+    def is_starter(self, fn: Callable) -> bool:
+        """Whether ``fn``'s source is the starting code (formatting and comments aside)."""
+        try:
+            source = inspect.getsource(unwrap(fn))
+        except (OSError, TypeError):
+            return False
+        mine = _function_ast(source, self.entry)
+        return mine is not None and mine == _function_ast(self.starter, self.entry)
+
+    def run_checks(self, fn: Callable) -> list[tuple[str, bool, str]]:
+        """(property, passed, detail) for each property, up to and including the first failure."""
+        spec = self.check_spec
+        try:
+            checks = frameworks.checks(spec.framework)
+        except frameworks.FrameworkUnavailable as exc:
+            return [("available", False, str(exc))]
+        namespace = checks.namespace()
+        reference = fn
+        if spec.reference != "self":
+            source = {"starter": self.starter, "solution": self.solution_code}.get(
+                spec.reference, spec.reference
+            )
+            reference = function_from_source(source, self.entry, namespace, f"{self.id} reference")
+        rows = []
+        for prop in spec.properties:
+            cases = spec.cases()
+            try:
+                ok, detail = _silently(
+                    lambda prop=prop, cases=cases: checks.verify(
+                        prop,
+                        fn,
+                        cases,
+                        reference=reference,
+                        rtol=spec.rtol,
+                        atol=spec.atol,
+                        **spec.options,
+                    )
+                )
+            except Exception as exc:  # noqa: BLE001  (the learner's code may raise anything)
+                ok, detail = False, f"it raised {condense(exc)}"
+            rows.append((prop, ok, detail))
+            if not ok:
+                break
+        return rows
+
+    def _judge(self, fn: Callable) -> Feedback:
+        rows = self.run_checks(fn)
+        lines = [
+            f"- {'✓' if ok else '✗'} {self._describe(prop)}: {detail}" for prop, ok, detail in rows
+        ]
+        failed = next((prop for prop, ok, _ in rows if not ok), None)
+        if failed is None:
+            self._failures = 0
+            return Feedback(
+                True,
+                f"{RIGHT} Every property holds:\n"
+                + "\n".join(lines)
+                + (f"\n\n{self.explanation}" if self.explanation else ""),
+            )
+        self._failures += 1
+        hint = self.hints[min(self._failures, len(self.hints)) - 1] if self.hints else ""
+        return Feedback(
+            False,
+            f"Not yet: *{self._describe(failed)}* failed.\n"
+            + "\n".join(lines)
+            + (f"\n\nHint: {hint}" if hint else "")
+            + "\n\nEdit the function and run the cell again, or call .solution().",
+            failed,
+        )
+
+    def _describe(self, prop: str) -> str:
+        if prop == "available":
+            return f"{self.check_spec.framework} is available"
+        return self.check_spec.describe(prop)
+
+    def _answer_text(self) -> str:  # pragma: no cover - solution() is overridden
+        return self.solution_code

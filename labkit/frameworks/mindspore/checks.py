@@ -1,0 +1,97 @@
+"""MindSpore's properties for code exercises (labkit.exercises.Code).
+
+- ``graph_mode``: ``mindspore.jit(fn, fullgraph=True)`` compiles and runs on every input. With
+  ``fullgraph=True`` the whole function must be graph syntax: nothing may fall back to the
+  Python interpreter (JIT Fallback), so a ``try`` statement or an ``asnumpy()`` call fails
+  here with MindSpore's compile error.
+- ``matches_eager``: that graph's outputs equal the reference's, run in PyNative mode.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import mindspore as ms
+import numpy as np
+from mindspore import nn, ops
+
+from ...exercises.code import compare, condense, unwrap
+from . import adapter  # noqa: F401  (sends MindSpore's compile-failure reports to a scratch folder)
+
+
+def namespace() -> dict[str, Any]:
+    return {"ms": ms, "ops": ops, "nn": nn, "np": np}
+
+
+def _args(case: tuple) -> tuple:
+    return tuple(ms.Tensor(v) if isinstance(v, np.ndarray) else v for v in case)
+
+
+def _numpy(out):
+    if isinstance(out, (tuple, list)):
+        return tuple(_numpy(o) for o in out)
+    return out.asnumpy() if isinstance(out, ms.Tensor) else np.asarray(out)
+
+
+def _signature(case: tuple) -> str:
+    return ", ".join(
+        f"tensor {tuple(v.shape)}" if isinstance(v, np.ndarray) else repr(v) for v in case
+    )
+
+
+def eager(fn: Callable, case: tuple):
+    if ms.get_context("mode") != ms.PYNATIVE_MODE:
+        raise RuntimeError("MindSpore is in GRAPH_MODE: set_context(mode=PYNATIVE_MODE) first")
+    return _numpy(unwrap(fn)(*_args(case)))
+
+
+def _graph(fn: Callable) -> Callable:
+    return ms.jit(unwrap(fn), fullgraph=True)
+
+
+def graph_mode(fn: Callable, cases: list[tuple]) -> tuple[bool, str]:
+    compiled = _graph(fn)
+    for i, case in enumerate(cases):
+        try:
+            _numpy(compiled(*_args(case)))
+        except Exception as exc:
+            return False, f"input {i + 1} ({_signature(case)}): {condense(exc)}"
+    return True, f"compiled whole (strict syntax) and ran on all {len(cases)} inputs"
+
+
+def matches_eager(
+    fn: Callable, cases: list[tuple], reference: Callable, rtol: float, atol: float
+) -> tuple[bool, str]:
+    compiled = _graph(fn)
+    for i, case in enumerate(cases):
+        try:
+            got = _numpy(compiled(*_args(case)))
+        except Exception as exc:
+            return False, f"input {i + 1} raised {condense(exc)}"
+        problem = compare(got, eager(reference, case), rtol, atol)
+        if problem:
+            return (
+                False,
+                f"input {i + 1} ({_signature(case)}): {problem.replace('eager', 'PyNative')}",
+            )
+    return True, f"same outputs as PyNative on all {len(cases)} inputs"
+
+
+def verify(
+    prop: str,
+    fn: Callable,
+    cases: list[tuple],
+    *,
+    reference: Callable,
+    rtol: float,
+    atol: float,
+    **options: Any,
+) -> tuple[bool, str]:
+    if options:
+        raise ValueError(f"MindSpore checks take no options, got {sorted(options)}")
+    if prop == "graph_mode":
+        return graph_mode(fn, cases)
+    if prop == "matches_eager":
+        return matches_eager(fn, cases, reference, rtol, atol)
+    raise ValueError(f"unknown MindSpore property {prop!r}")

@@ -1,0 +1,122 @@
+"""TensorFlow's properties for code exercises (labkit.exercises.Code).
+
+- ``traces_once``: wrapped in ``tf.function`` (or as the learner's own ``tf.function``, with its
+  ``input_signature`` or ``reduce_retracing``), the function is called on every input and
+  traces at most one new graph (``experimental_get_tracing_count``); an error raised while
+  tracing fails it, with TensorFlow's message.
+- ``matches_eager``: the graph's outputs equal the reference function's, run eagerly.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+import tensorflow as tf
+
+from ...exercises.code import compare, condense, unwrap
+
+
+def namespace() -> dict[str, Any]:
+    return {"tf": tf, "np": np}
+
+
+def _tensor(value):
+    return tf.constant(value) if isinstance(value, np.ndarray) else value
+
+
+def _args(case: tuple) -> tuple:
+    return tuple(_tensor(v) for v in case)
+
+
+def _numpy(out):
+    if isinstance(out, (tuple, list)):
+        return tuple(_numpy(o) for o in out)
+    return out.numpy() if hasattr(out, "numpy") else np.asarray(out)
+
+
+def _describe(value) -> str:
+    if isinstance(value, np.ndarray):
+        return f"{value.dtype} tensor of shape {tuple(value.shape)}"
+    return f"Python {type(value).__name__} {value!r}"
+
+
+def _signature(case: tuple, only: list[int] | None = None) -> str:
+    positions = range(len(case)) if only is None else only
+    return ", ".join(f"argument {i + 1}: {_describe(case[i])}" for i in positions)
+
+
+def _changing(cases: list[tuple]) -> list[int]:
+    """The argument positions whose description differs between ``cases``."""
+    return [i for i in range(len(cases[0])) if len({_describe(c[i]) for c in cases}) > 1] or list(
+        range(len(cases[0]))
+    )
+
+
+def graph_function(fn: Callable):
+    """The learner's tf.function as they wrote it, or a plain function wrapped in one."""
+    return fn if hasattr(fn, "experimental_get_tracing_count") else tf.function(fn)
+
+
+def eager(fn: Callable, case: tuple):
+    """``fn`` run eagerly on ``case``: its Python, with real tensors (a tf.function unwrapped)."""
+    return _numpy(unwrap(fn)(*_args(case)))
+
+
+def traces_once(fn: Callable, cases: list[tuple]) -> tuple[bool, str]:
+    graph = graph_function(fn)
+    before = graph.experimental_get_tracing_count()
+    traced_at = []
+    for i, case in enumerate(cases):
+        count = graph.experimental_get_tracing_count()
+        try:
+            graph(*_args(case))
+        except Exception as exc:  # an error while tracing or running the graph
+            return False, f"call {i + 1} ({_signature(case)}) raised {condense(exc)}"
+        if graph.experimental_get_tracing_count() > count:
+            traced_at.append(i)
+    new = graph.experimental_get_tracing_count() - before
+    if new <= 1:
+        return True, f"{new} trace for {len(cases)} calls"
+    changing = _changing([cases[i] for i in traced_at])
+    retraced = "; ".join(f"call {i + 1}: {_signature(cases[i], changing)}" for i in traced_at)
+    return False, (
+        f"{new} traces for {len(cases)} calls: a new graph for each new input signature "
+        f"({retraced})"
+    )
+
+
+def matches_eager(
+    fn: Callable, cases: list[tuple], reference: Callable, rtol: float, atol: float
+) -> tuple[bool, str]:
+    graph = graph_function(fn)
+    for i, case in enumerate(cases):
+        want = eager(reference, case)
+        try:
+            got = _numpy(graph(*_args(case)))
+        except Exception as exc:
+            return False, f"call {i + 1} raised {condense(exc)}"
+        problem = compare(got, want, rtol, atol)
+        if problem:
+            return False, f"call {i + 1} ({_signature(case)}): {problem}"
+    return True, f"same outputs as eager on all {len(cases)} inputs"
+
+
+def verify(
+    prop: str,
+    fn: Callable,
+    cases: list[tuple],
+    *,
+    reference: Callable,
+    rtol: float,
+    atol: float,
+    **options: Any,
+) -> tuple[bool, str]:
+    if options:
+        raise ValueError(f"TensorFlow checks take no options, got {sorted(options)}")
+    if prop == "traces_once":
+        return traces_once(fn, cases)
+    if prop == "matches_eager":
+        return matches_eager(fn, cases, reference, rtol, atol)
+    raise ValueError(f"unknown TensorFlow property {prop!r}")

@@ -1,0 +1,265 @@
+"""PyTorch's properties for code exercises (labkit.exercises.Code).
+
+- ``no_graph_breaks``: ``torch._dynamo.explain`` on every input reports zero graph breaks.
+- ``fullgraph``: ``torch.compile(fn, fullgraph=True)`` runs on every input (Dynamo's capture is
+  what is checked: the ``eager`` backend runs the captured graph without Inductor's code
+  generation, which would add seconds and no information).
+- ``exports``: ``torch.export.export`` captures one graph from the first input, and the exported
+  program gives the reference's eager outputs on every input.
+- ``matches_eager``: ``torch.compile(fn)`` (graph breaks allowed) gives the reference's eager
+  outputs on every input.
+- ``equals_reference``: run eagerly, ``fn`` gives the reference's outputs on every input.
+- ``max_ops``: one call dispatches at most ``limit`` PyTorch operations (counted with a
+  ``TorchFunctionMode``: each is one trip through eager dispatch, notebook 01).
+- ``avoids_ops``: none of the operations named in ``avoid`` is called (e.g. ``batch_norm``
+  once it is folded into a convolution).
+- ``data_parallel``: the first argument is the weights, the others a batch. Cut the batch into
+  ``workers`` equal shards, take the gradient of ``fn`` on each shard and average them, as
+  DistributedDataParallel's all-reduce does; it must equal the gradient of ``fn`` on the whole
+  batch in one process.
+"""
+
+from __future__ import annotations
+
+import collections
+import contextlib
+import logging
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+import torch
+import torch._dynamo
+import torch.nn.functional as F
+from torch.overrides import TorchFunctionMode
+
+from ...exercises.code import compare, condense, unwrap
+
+
+def namespace() -> dict[str, Any]:
+    return {"torch": torch, "F": F, "np": np}
+
+
+def _args(case: tuple) -> tuple:
+    return tuple(torch.from_numpy(v.copy()) if isinstance(v, np.ndarray) else v for v in case)
+
+
+def _numpy(out):
+    if isinstance(out, (tuple, list)):
+        return tuple(_numpy(o) for o in out)
+    return out.detach().numpy() if isinstance(out, torch.Tensor) else np.asarray(out)
+
+
+def _signature(case: tuple) -> str:
+    return ", ".join(
+        f"tensor {tuple(v.shape)}" if isinstance(v, np.ndarray) else repr(v) for v in case
+    )
+
+
+@contextlib.contextmanager
+def _quiet():
+    """Dynamo and export log warnings and print graphs while failing: the feedback says it."""
+    names = ("torch._dynamo", "torch._export", "torch.export", "torch.fx", "torch._subclasses")
+    saved = {n: logging.getLogger(n).level for n in names}
+    for n in names:
+        logging.getLogger(n).setLevel(logging.ERROR)
+    try:
+        yield
+    finally:
+        for n, level in saved.items():
+            logging.getLogger(n).setLevel(level)
+        torch._dynamo.reset()  # no compiled code or recompile count carries over to the next check
+
+
+def eager(fn: Callable, case: tuple):
+    return _numpy(unwrap(fn)(*_args(case)))
+
+
+def no_graph_breaks(fn: Callable, cases: list[tuple]) -> tuple[bool, str]:
+    plain = unwrap(fn)
+    with _quiet():
+        for i, case in enumerate(cases):
+            try:
+                explained = torch._dynamo.explain(plain)(*_args(case))
+            except Exception as exc:
+                return False, f"call {i + 1} raised {condense(exc)}"
+            if explained.graph_break_count:
+                reason = explained.break_reasons[0]
+                line = reason.user_stack[-1].lineno if reason.user_stack else "?"
+                first = str(reason.reason).strip().splitlines()[0]
+                return False, (
+                    f"{explained.graph_break_count} graph break(s) on input {i + 1} "
+                    f"({_signature(case)}), the first at line {line} of the function: {first}"
+                )
+    return True, f"one graph, no breaks, on all {len(cases)} inputs"
+
+
+def fullgraph(fn: Callable, cases: list[tuple]) -> tuple[bool, str]:
+    compiled = torch.compile(unwrap(fn), fullgraph=True, backend="eager")
+    with _quiet():
+        for i, case in enumerate(cases):
+            try:
+                compiled(*_args(case))
+            except Exception as exc:
+                return False, f"input {i + 1} ({_signature(case)}): {condense(exc)}"
+    return True, f"one graph for each of the {len(cases)} inputs"
+
+
+class _Module(torch.nn.Module):
+    def __init__(self, fn: Callable):
+        super().__init__()
+        self.fn = fn
+
+    def forward(self, *args):
+        return self.fn(*args)
+
+
+def exports(
+    fn: Callable, cases: list[tuple], reference: Callable, rtol: float, atol: float
+) -> tuple[bool, str]:
+    with _quiet():
+        try:
+            program = torch.export.export(_Module(unwrap(fn)), _args(cases[0]))
+        except Exception as exc:
+            return False, f"torch.export failed: {condense(exc)}"
+        run = program.module()
+        for i, case in enumerate(cases):
+            try:
+                got = _numpy(run(*_args(case)))
+            except Exception as exc:
+                return False, f"the exported program failed on input {i + 1}: {condense(exc)}"
+            problem = compare(got, eager(reference, case), rtol, atol)
+            if problem:
+                return False, f"exported, but on input {i + 1} ({_signature(case)}): {problem}"
+    return True, f"one exported graph, eager outputs on all {len(cases)} inputs"
+
+
+def matches_eager(
+    fn: Callable, cases: list[tuple], reference: Callable, rtol: float, atol: float
+) -> tuple[bool, str]:
+    compiled = torch.compile(unwrap(fn), backend="eager")
+    with _quiet():
+        for i, case in enumerate(cases):
+            try:
+                got = _numpy(compiled(*_args(case)))
+            except Exception as exc:
+                return False, f"input {i + 1} raised {condense(exc)}"
+            problem = compare(got, eager(reference, case), rtol, atol)
+            if problem:
+                return False, f"input {i + 1} ({_signature(case)}): {problem}"
+    return True, f"same outputs as eager on all {len(cases)} inputs"
+
+
+def equals_reference(
+    fn: Callable, cases: list[tuple], reference: Callable, rtol: float, atol: float
+) -> tuple[bool, str]:
+    for i, case in enumerate(cases):
+        try:
+            got = eager(fn, case)
+        except Exception as exc:
+            return False, f"input {i + 1} raised {condense(exc)}"
+        problem = compare(got, eager(reference, case), rtol, atol)
+        if problem:
+            return (
+                False,
+                f"input {i + 1} ({_signature(case)}): {problem.replace('eager', 'the original')}",
+            )
+    return True, f"the original's outputs on all {len(cases)} inputs"
+
+
+class _Count(TorchFunctionMode):
+    def __init__(self):
+        super().__init__()
+        self.calls: collections.Counter[str] = collections.Counter()
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        self.calls[getattr(func, "__name__", str(func))] += 1
+        return func(*args, **(kwargs or {}))
+
+
+def operations(fn: Callable, case: tuple) -> collections.Counter[str]:
+    """The PyTorch operations one eager call of ``fn`` dispatches, by name."""
+    args = _args(case)
+    with _Count() as counter:
+        unwrap(fn)(*args)
+    return counter.calls
+
+
+def _top(calls: collections.Counter[str]) -> str:
+    return ", ".join(f"`{name}` x{n}" for name, n in calls.most_common(4))
+
+
+def max_ops(fn: Callable, cases: list[tuple], limit: int) -> tuple[bool, str]:
+    worst = max((operations(fn, c) for c in cases), key=lambda c: sum(c.values()))
+    total = sum(worst.values())
+    if total > limit:
+        return False, f"{total} operations in one call ({_top(worst)}); at most {limit} allowed"
+    return True, f"{total} operation(s) per call ({_top(worst)})"
+
+
+def avoids_ops(fn: Callable, cases: list[tuple], avoid: list[str]) -> tuple[bool, str]:
+    for case in cases:
+        calls = operations(fn, case)
+        found = sorted(name for name in calls if any(a in name for a in avoid))
+        if found:
+            return False, "it still calls " + ", ".join(f"`{name}`" for name in found)
+    return True, f"no {', '.join(avoid)} among the operations it calls"
+
+
+def _gradient(fn: Callable, weights: np.ndarray, batch: tuple) -> np.ndarray:
+    w = torch.from_numpy(weights.copy()).requires_grad_(True)
+    loss = unwrap(fn)(w, *_args(batch))
+    if not isinstance(loss, torch.Tensor) or loss.numel() != 1:
+        raise TypeError(f"the loss must be one number (a 0-d tensor), got {loss!r}"[:200])
+    loss.backward()
+    return w.grad.numpy()
+
+
+def data_parallel(
+    fn: Callable, cases: list[tuple], workers: int, rtol: float, atol: float
+) -> tuple[bool, str]:
+    for i, (weights, *batch) in enumerate(cases):
+        n = len(batch[0])
+        if n % workers:
+            raise ValueError(f"a batch of {n} does not split into {workers} equal shards")
+        size = n // workers
+        one_process = _gradient(fn, weights, tuple(batch))
+        shards = [tuple(b[k * size : (k + 1) * size] for b in batch) for k in range(workers)]
+        averaged = np.mean([_gradient(fn, weights, s) for s in shards], axis=0)
+        problem = compare(averaged, one_process, rtol, atol)
+        if problem:
+            ratio = np.linalg.norm(averaged) / max(np.linalg.norm(one_process), 1e-30)
+            return False, (
+                f"batch {i + 1}: {workers} workers' averaged gradient is {ratio:.3g}x the "
+                f"gradient of one process on all {n} examples ({problem.replace('eager', 'one process')})"
+            )
+    return True, f"{workers} workers' averaged gradient equals one process's on every batch"
+
+
+def verify(
+    prop: str,
+    fn: Callable,
+    cases: list[tuple],
+    *,
+    reference: Callable,
+    rtol: float,
+    atol: float,
+    **options: Any,
+) -> tuple[bool, str]:
+    if prop == "no_graph_breaks":
+        return no_graph_breaks(fn, cases)
+    if prop == "fullgraph":
+        return fullgraph(fn, cases)
+    if prop == "exports":
+        return exports(fn, cases, reference, rtol, atol)
+    if prop == "matches_eager":
+        return matches_eager(fn, cases, reference, rtol, atol)
+    if prop == "equals_reference":
+        return equals_reference(fn, cases, reference, rtol, atol)
+    if prop == "max_ops":
+        return max_ops(fn, cases, int(options["limit"]))
+    if prop == "avoids_ops":
+        return avoids_ops(fn, cases, list(options["avoid"]))
+    if prop == "data_parallel":
+        return data_parallel(fn, cases, int(options.get("workers", 4)), rtol, atol)
+    raise ValueError(f"unknown PyTorch property {prop!r}")

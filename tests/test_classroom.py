@@ -1,0 +1,322 @@
+"""Result cards and the class collection: anonymity, idempotent collection, bad files named and
+skipped, the report's figures. Real subprocesses for the command line, a real DuckDB file."""
+
+import getpass
+import json
+import os
+import re
+import shutil
+import socket
+
+from labkit import cards, classroom, results
+
+import pytest
+from conftest import run_labkit
+
+FAKE_USER = "adalovelace_test"
+
+
+def _record(fw, mode, median, task="throughput", **extra):
+    times = [median * f for f in (0.97, 0.99, 1.0, 1.01, 1.04)]
+    return results.make(
+        framework=fw,
+        mode=mode,
+        task=task,
+        batch_size=4,
+        precision="fp32",
+        image_size=32,
+        device="cpu",
+        profile="smoke",
+        status="ok",
+        first_call_s=1.5,
+        median_s=median,
+        iqr_s=0.02 * median,
+        p90_s=1.03 * median,
+        mean_s=median,
+        images_per_s=4 / median,
+        peak_rss_mb=700.0,
+        ceiling_images_per_s=1000.0,
+        ceiling_share=(4 / median) / 1000.0,
+        repeats=5,
+        warmup=1,
+        times_s=times,
+        threads=2,
+        machine={
+            "cpu": "Test CPU 9000",
+            "cores": 2,
+            "arch": "x86_64",
+            "vector_extensions": ["avx2"],
+            "gpus": [],
+            "memory_gb": 8.0,
+            "os": "Linux",
+            "python": "3.11",
+            "peak_gflops_boost": 100.0,
+        },
+        **extra,
+    )
+
+
+def _results_file(path, host, home):
+    recs = [
+        _record("torch", "eager", 0.04),
+        _record(
+            "torch", "torchscript", 0.02, notes=f"exported to {home}/graphs/model.pt on {host}"
+        ),
+        results.make(
+            framework="torch",
+            mode="compile",
+            task="throughput",
+            batch_size=4,
+            precision="fp32",
+            image_size=32,
+            device="cpu",
+            profile="smoke",
+            status="failed",
+            threads=2,
+            error=f"RuntimeError: cannot write {home}/.cache/inductor ({FAKE_USER}@{host})",
+            log=(
+                f'Traceback:\n  File "{home}/venv/lib/python3.11/site-packages/torch/_inductor/'
+                f'codecache.py", line 12\n  File "C:\\Users\\{FAKE_USER}\\x.py"\nhost {host.upper()}'
+            ),
+            machine=_record("torch", "eager", 1.0)["machine"],
+        ),
+    ]
+    for r in recs:
+        results.append(path, r)
+    return recs
+
+
+def test_a_card_carries_records_and_ratios_and_never_the_host_user_or_paths(tmp_path):
+    host = socket.gethostname()
+    home = tmp_path / "home" / FAKE_USER
+    home.mkdir(parents=True)
+    src = tmp_path / "results.jsonl"
+    recs = _results_file(src, host, home)
+    env = {"USER": FAKE_USER, "LOGNAME": FAKE_USER, "HOME": str(home)}
+    proc = run_labkit("card", str(src), "--out", str(tmp_path / "card.json"), env=env)
+    assert proc.returncode == 0, proc.stderr
+    assert "anonymous" in proc.stderr
+    text = (tmp_path / "card.json").read_text()
+    card = json.loads(text)
+    assert card["kind"] == cards.KIND and card["name"] is None and card["profile"] == "smoke"
+    assert len(card["records"]) == len(recs) and card["machine"]["cpu"] == "Test CPU 9000"
+    # the key ratios are labkit.results.speedups' own
+    (ratio,) = card["ratios"]
+    (expected,) = results.speedups(recs)
+    assert ratio["mode"] == "torchscript" and ratio["speedup"] == pytest.approx(expected["speedup"])
+    assert ratio["flagged"] is False and ratio["valid"] is None  # old records: no verdict
+    # nothing identifying, anywhere in the card (logs and notes included)
+    names = {FAKE_USER, getpass.getuser(), host, host.split(".")[0]}
+    for name in names:
+        assert not re.search(
+            rf"(?<![A-Za-z0-9]){re.escape(name)}(?![A-Za-z0-9])", text, re.IGNORECASE
+        ), name
+    assert FAKE_USER not in text.lower() and str(tmp_path) not in text and "/home/" not in text
+    assert (
+        ".../site-packages/torch/_inductor/codecache.py" in text
+    )  # the useful part of a path stays
+    assert "<host>" in text and "<user>" in text
+    named = run_labkit(
+        "card", str(src), "--out", str(tmp_path / "n.json"), "--name", "Team 7", env=env
+    )
+    assert named.returncode == 0, named.stderr
+    assert json.loads((tmp_path / "n.json").read_text())["name"] == "Team 7"
+
+
+def test_card_without_results_is_a_clear_error(tmp_path):
+    proc = run_labkit("card", cwd=tmp_path)
+    assert proc.returncode == 2 and "no results files" in proc.stderr and "bench" in proc.stderr
+
+
+def test_flags_use_the_records_verdict_and_cope_with_old_records():
+    old_ok = _record("torch", "eager", 0.04)
+    old_above = _record("torch", "eager", 0.001)  # 4000 images/s against a ceiling of 1000
+    new_bad = {
+        **old_ok,
+        "valid": False,
+        "invalid_reasons": ["spread 31% above 10%"],
+        "above_ceiling": False,
+        "cache": "cold",
+        "threads": {"intra": 2, "inter": 1},
+    }
+    new_good = {**old_ok, "valid": True, "invalid_reasons": [], "above_ceiling": False}
+    assert cards.flags(old_ok) == [] and cards.flags(new_good) == []
+    assert cards.flags(old_above) == ["above the machine's estimated ceiling"]
+    assert cards.flags(new_bad) == ["spread 31% above 10%"]
+    graph = {**_record("torch", "torchscript", 0.02), "valid": True, "invalid_reasons": []}
+    (r,) = cards.ratios([new_bad, graph])
+    assert r["flagged"] and r["valid"] is False and "eager (baseline): spread" in r["flags"][0]
+    card = cards.build([new_bad, graph], scrubber=cards.Scrubber(users=[], hosts=[]))
+    assert card["records"][0]["threads"] == {"intra": 2, "inter": 1}  # carried as it is
+    assert card["counts"] == {"records": 2, "measured": 2, "flagged": 1}
+
+
+def test_cpu_family_and_isa():
+    assert classroom.cpu_family("Intel(R) Xeon(R) Platinum 8480+") == "Intel Xeon"
+    assert classroom.cpu_family("AMD EPYC 9R14 96-Core Processor") == "AMD EPYC"
+    assert classroom.cpu_family("12th Gen Intel(R) Core(TM) i7-1260P") == "Intel Core"
+    assert classroom.cpu_family("Apple M2 Pro") == "Apple M2"
+    assert classroom.isa_tier(["avx2", "avx512f", "amx_tile"]) == "AMX"
+    assert classroom.isa_tier(["asimd"]) == "NEON"
+
+
+@pytest.fixture
+def handed_in(tmp_path):
+    """A shared folder as an instructor finds it: good cards, a results file and the card made
+    from it, a duplicate, a truncated upload, a foreign JSON, a notebook checkpoint copy."""
+    folder = tmp_path / "handed_in"
+    (folder / "week1").mkdir(parents=True)
+    fixtures = classroom.fixture_cards("smoke")
+    good = [f for f in fixtures if f.stem in ("hub-xeon-amx-1", "old-laptop-busy")]
+    for f in good:
+        shutil.copy(f, folder / f.name)
+    shutil.copy(good[0], folder / "week1" / "same-card-again.json")
+    src = folder / "learner.jsonl"
+    recs = _results_file(src, "somehost", "/home/someone")
+    cards.write(recs, folder / "learner-card.json")
+    text = good[1].read_text()
+    (folder / "truncated.json").write_text(text[: len(text) // 3])
+    (folder / "package.json").write_text(json.dumps({"name": "app", "dependencies": {}}))
+    card = json.loads(good[0].read_text())
+    (folder / "future-card.json").write_text(json.dumps({**card, "format": 99}))
+    (folder / "bad-records.json").write_text(
+        json.dumps({**card, "records": [{"framework": "torch"}]})
+    )
+    (folder / "notes.txt").write_text("not collected: not .json")
+    (folder / ".ipynb_checkpoints").mkdir()
+    shutil.copy(good[1], folder / ".ipynb_checkpoints" / "copy.json")
+    n_records = sum(len(json.loads(f.read_text())["records"]) for f in good) + len(recs)
+    return folder, n_records
+
+
+def test_collect_stores_good_files_once_and_names_the_bad_ones(handed_in, tmp_path):
+    folder, n_records = handed_in
+    db = tmp_path / "class.duckdb"
+    proc = run_labkit("class", "collect", str(folder), "--db", str(db))
+    assert proc.returncode == 1, proc.stdout + proc.stderr  # some files were skipped
+    out = proc.stdout
+    assert re.search(r"SKIPPED\s+\S*truncated\.json: truncated or damaged JSON", out), out
+    assert re.search(r"SKIPPED\s+\S*package\.json: foreign file", out), out
+    assert re.search(r"SKIPPED\s+\S*future-card\.json: card format 99 is newer", out), out
+    assert re.search(r"SKIPPED\s+\S*bad-records\.json: wrong schema: record 1 .*'mode'", out), out
+    assert re.search(r"already\s+\S*same-card-again\.json", out) or re.search(
+        r"already\s+\S*" + re.escape(classroom.fixture_cards("smoke")[0].name), out
+    ), out
+    assert "checkpoints" not in out and "notes.txt" not in out
+    con = classroom.connect(db, read_only=True)
+    try:
+        (files,) = con.execute("SELECT count(*) FROM files").fetchone()
+        (stored,) = con.execute("SELECT count(*) FROM records").fetchone()
+    finally:
+        con.close()
+    assert files == 4  # two cards, the results file, the card made from it
+    assert stored == n_records  # the results file and its card: each measurement once
+    again = run_labkit("class", "collect", str(folder), "--db", str(db))
+    assert again.returncode == 1 and "0 added" in again.stdout
+    good_only = run_labkit(
+        "class", "collect", str(folder / "week1"), str(folder / "learner.jsonl"), "--db", str(db)
+    )
+    assert good_only.returncode == 0, good_only.stdout
+    con = classroom.connect(db, read_only=True)
+    try:
+        assert con.execute("SELECT count(*) FROM records").fetchone()[0] == n_records
+    finally:
+        con.close()
+
+
+def test_collect_bad_usage_exits_2_and_touches_nothing(tmp_path):
+    proc = run_labkit("class", "collect", str(tmp_path / "nowhere"), "--db", str(tmp_path / "c.db"))
+    assert proc.returncode == 2 and "no such file or folder" in proc.stderr
+    assert not (tmp_path / "c.db").exists()
+    not_db = tmp_path / "notes.duckdb"
+    not_db.write_text("my notes")
+    card = classroom.fixture_cards("smoke")[0]
+    proc = run_labkit("class", "collect", str(card), "--db", str(not_db))
+    assert proc.returncode == 2 and "is not a class database" in proc.stderr
+    assert not_db.read_text() == "my notes"
+    assert run_labkit("class", "collect").returncode == 2  # no paths: argparse usage error
+
+
+def test_a_file_that_fails_midway_leaves_the_database_as_it_was(tmp_path, monkeypatch):
+    fixtures = classroom.fixture_cards("smoke")
+    db = tmp_path / "c.duckdb"
+    assert classroom.collect([fixtures[0]], db).exit_status == 0
+    real = classroom._insert
+
+    def broken(con, *args):
+        real(con, *args)  # everything written ...
+        raise RuntimeError("disk full")  # ... then it fails
+
+    monkeypatch.setattr(classroom, "_insert", broken)
+    done = classroom.collect([fixtures[1]], db)
+    assert done.exit_status == 1 and "disk full" in done.skipped[0][1]
+    con = classroom.connect(db, read_only=True)
+    try:
+        assert con.execute("SELECT count(*) FROM files").fetchone()[0] == 1
+        n = len(json.loads(fixtures[0].read_text())["records"])
+        assert con.execute("SELECT count(*) FROM records").fetchone()[0] == n
+    finally:
+        con.close()
+
+
+def test_class_report_writes_its_figures_and_page(handed_in, tmp_path):
+    folder, _ = handed_in
+    db = tmp_path / "class.duckdb"
+    run_labkit("class", "collect", str(folder), "--db", str(db))
+    out = tmp_path / "report"
+    proc = run_labkit("class", "report", "--db", str(db), "--out", str(out))
+    assert proc.returncode == 0, proc.stderr
+    page = (out / "index.html").read_text()
+    for name in classroom.FIGURES:
+        png = out / f"{name}.png"
+        assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and png.stat().st_size > 10_000, name
+        assert f"src='{name}.png'" in page
+    assert "fixture" in page and "Flagged records" in page and "learner.jsonl" in page
+    # the fixtures include flagged records: listed apart, and left out of the summary
+    con = classroom.connect(db, read_only=True)
+    try:
+        ratios = classroom.ratios(con)
+    finally:
+        con.close()
+    assert any(r["flagged"] for r in ratios) and any(not r["flagged"] for r in ratios)
+    summary = classroom.speedup_summary(ratios)
+    assert sum(s["machines"] + s["flagged"] for s in summary) == len(ratios)
+    missing = run_labkit(
+        "class", "report", "--db", str(tmp_path / "none.duckdb"), "--out", str(out)
+    )
+    assert missing.returncode == 2 and "no class database" in missing.stderr
+
+
+def test_fixture_cards_say_they_are_not_measurements():
+    for profile in ("smoke", "standard", "full"):
+        for f in classroom.fixture_cards(profile):
+            card = json.loads(f.read_text())
+            assert "NOT measurements" in card["fixture"], f
+            assert all(r["notes"].startswith("FIXTURE") for r in card["records"]), f
+            assert {r["profile"] for r in card["records"]} == {profile}
+
+
+def test_import_classroom_does_not_import_duckdb():
+    import subprocess
+    import sys
+
+    code = "import labkit.classroom, labkit.cards, sys; print('duckdb' in sys.modules)"
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, env={**os.environ}
+    )
+    assert out.stdout.strip() == "False"
+
+
+def test_scrubbing_leaves_the_labs_own_names_alone():
+    scrub = cards.Scrubber(users=["torch"], hosts=["labkit"])
+    card = scrub(
+        {
+            "kind": cards.KIND,
+            "records": [
+                {"framework": "torch", "notes": "torch on labkit", "log": 'File "/x/y.py"'}
+            ],
+        }
+    )
+    assert card["kind"] == cards.KIND and card["records"][0]["framework"] == "torch"
+    assert card["records"][0]["notes"] == "<user> on <host>"
+    assert card["records"][0]["log"] == 'File "<path>/y.py"'

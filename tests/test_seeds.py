@@ -1,0 +1,171 @@
+"""The source articles as data (labkit.seeds): the figures match the articles, each is typed once."""
+
+import ast
+import re
+from pathlib import Path
+
+from labkit import claims, guide, seeds
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _seed_dir() -> Path | None:
+    """The articles live beside the repository (``shared/seeds``), not in it."""
+    for parent in ROOT.parents:
+        if (parent / "shared" / "seeds").is_dir():
+            return parent / "shared" / "seeds"
+    return None
+
+
+@pytest.fixture(scope="module")
+def texts() -> dict[str, str]:
+    where = _seed_dir()
+    if where is None:
+        pytest.skip("the source articles (shared/seeds/*.txt) are not beside this checkout")
+    return {a.key: (where / a.file).read_text(encoding="utf-8") for a in seeds.ARTICLES}
+
+
+def _numbers(line: str) -> list[float]:
+    return [float(x) for x in re.findall(r"(?<![\w.])\d+(?:\.\d+)?(?![\w.])", line)]
+
+
+def _table_rows(text: str, header_start: str) -> list[str]:
+    """The tab-separated data rows under the table whose header line starts with header_start."""
+    lines = text.splitlines()
+    start = next(i for i, ln in enumerate(lines) if ln.startswith(header_start))
+    rows = []
+    for ln in lines[start + 1 :]:
+        if "\t" not in ln:
+            break
+        rows.append(ln)
+    return rows
+
+
+def test_the_training_table_is_the_articles(texts):
+    rows = _table_rows(texts["000"], "框架\t单 GPU 训练")
+    assert len(rows) == len(seeds.TRAINING)
+    for row, ours in zip(rows, seeds.TRAINING):
+        got = [n for n in _numbers(row.split("\t", 1)[1])]
+        assert got[:3] == [ours.one_gpu, ours.eight_gpus, ours.epoch_min], (row, ours)
+
+
+def test_the_inference_table_is_the_articles(texts):
+    rows = _table_rows(texts["000"], "框架\tCPU 推理")
+    assert len(rows) == len(seeds.INFERENCE)
+    for row, ours in zip(rows, seeds.INFERENCE):
+        got = _numbers(row.split("\t", 1)[1])
+        assert got[:3] == [ours.cpu_fps, ours.gpu_fps, ours.embedded_fps], (row, ours)
+
+
+def test_the_prose_percentages_are_the_articles(texts):
+    for f in seeds.FIGURES:
+        low, high = f.percent.rstrip("%").split("-")
+        assert f"{low}%~{high}%" in texts["000"], f.key
+    assert "120 万张" in texts["000"] and seeds.EPOCH_IMAGES == 1_200_000
+    assert "2026年1月8日" in texts["003"] and seeds.article("003").date == "2026-01-08"
+
+
+def test_the_comparison_table_has_the_articles_six_rows(texts):
+    table = _table_rows(texts["000"], "对比维度")
+    assert len(table) == len(seeds.COMPARISON) == 6
+
+
+def test_figures_render_as_the_article_writes_them():
+    assert seeds.figure("static_speedup").percent == "20-50%"
+    assert seeds.figure("onnx_kept").percent == "5-10%"
+    assert seeds.figure("training_time_cut").statement.endswith("by 10-20%")
+    with pytest.raises(ValueError, match="unknown figure 'nope'.*static_speedup"):
+        seeds.figure("nope")
+
+
+def test_ratios_the_tables_imply():
+    assert seeds.training_ratio(("torch", "torchscript"), ("torch", "eager")) == 1350 / 1280
+    assert seeds.training_ratio(("mindspore", "graph"), ("torch", "eager"), gpus=8) == 10500 / 9800
+    assert seeds.inference_ratio("tensorflow", "torch") == 52 / 45
+    assert seeds.scaling_efficiency(seeds.training("torch", "eager")) == 9800 / (8 * 1280)
+    with pytest.raises(ValueError, match="1 and 8 GPUs"):
+        seeds.training_ratio(("torch", "eager"), ("torch", "eager"), gpus=4)
+    with pytest.raises(ValueError, match="no row torch/compile.*torch/eager"):
+        seeds.training("torch", "compile")
+    with pytest.raises(ValueError, match="device must be one of cpu_fps"):
+        seeds.inference_ratio("tensorflow", "torch", device="tpu")
+
+
+def test_the_claims_are_built_from_the_tables():
+    a100 = claims.claim("a100_training")
+    assert [r.seed_value for r in a100.ratios] == [1350 / 1280, 1320 / 1280, 1380 / 1280]
+    assert "1280" in a100.statement and "10500" in a100.statement
+    assert claims.claim("graph_20_50").low == 1.2 and claims.claim("train_5_10").high == 1.10
+    assert claims.SEED_TRAINING[0] == ("PyTorch 2.0 eager", 1280, 15.2)
+
+
+def test_no_figure_of_the_tables_is_typed_again_in_labkit():
+    distinctive = {r.one_gpu for r in seeds.TRAINING} | {r.eight_gpus for r in seeds.TRAINING}
+    distinctive |= {r.epoch_min for r in seeds.TRAINING} | {r.gpu_fps for r in seeds.INFERENCE}
+    distinctive -= {10000}  # too round to tell apart from other uses
+    found = []
+    for path in sorted((ROOT / "labkit").rglob("*.py")):
+        if path.name == "seeds.py":
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            if (
+                isinstance(node, ast.Constant)
+                and type(node.value) in (int, float)
+                and node.value in distinctive
+            ):
+                found.append(f"{path.relative_to(ROOT)} line {node.lineno}: {node.value}")
+    assert not found, found
+
+
+def test_scenarios_are_the_guides_and_name_known_frameworks():
+    assert [s.key for s in seeds.SCENARIOS] == list(guide.SCENARIOS)
+    for s in seeds.SCENARIOS:
+        for fw in (*s.recommended, s.alternative):
+            assert fw == "" or fw in guide.CANDIDATES, (s.key, fw)
+        assert bool(s.alternative) == bool(s.alternative_when), s.key
+    assert len(seeds.DECISION_FLOW) == 4
+
+
+def test_comparison_markdown_puts_the_claim_beside_the_observation():
+    observed = {c.key: f"seen {c.key}" for c in seeds.COMPARISON}
+    md = seeds.comparison_markdown("static", observed)
+    assert "| learning cost | **high**: graph concepts" in md and "seen learning |" in md
+    assert md.count("\n") == len(seeds.COMPARISON) + 1
+    with pytest.raises(ValueError, match=r"missing \['learning'\], unknown \['typo'\]"):
+        seeds.comparison_markdown(
+            "eager", {**{k: "" for k in observed if k != "learning"}, "typo": ""}
+        )
+    with pytest.raises(ValueError, match="side must be one of eager, static"):
+        seeds.comparison_markdown("graph", observed)
+    assert seeds.comparison_markdown().count("**") == 4 * len(seeds.COMPARISON)
+
+
+def test_published_values_are_typed_once_and_fill_the_figure():
+    assert claims.NV_PT.value("gpu8_amp") == 16621
+    assert "16621 img/s mixed precision" in claims.NV_PT.figure
+    with pytest.raises(ValueError, match="gives no value 'gpu4'.*gpu1_tf32"):
+        claims.NV_TF.value("gpu4")
+
+
+def test_scenarios_flow_and_comparisons_render_with_display_names():
+    md = seeds.scenarios_markdown()
+    assert md.count("\n") == len(seeds.SCENARIOS) + 1
+    assert "| TensorFlow or MindSpore |" in md and "| MindSpore or PaddlePaddle |" in md
+    assert "PyTorch, if the team already" not in md  # research's alternative is TensorFlow
+    assert seeds.decision_flow_markdown().startswith("1. **Name the core need**")
+    for rows in (seeds.DISTRIBUTED, seeds.MOBILE):
+        out = seeds.capability_markdown(rows)
+        assert "| TensorFlow |" in out and "| PyTorch |" in out
+    assert seeds.display("paddlepaddle") == "PaddlePaddle" and seeds.display("torch") == "PyTorch"
+    with pytest.raises(ValueError, match="unknown framework 'jax': known are torch"):
+        seeds.display("jax")
+
+
+def test_the_guides_article_voice_agrees_with_the_articles_scenarios():
+    for s in seeds.SCENARIOS:
+        rec = guide.recommend(s.key)
+        assert rec.article_top == s.recommended[0], s.key
+        ranked = tuple(r.framework for r in rec.article_ranking)
+        assert ranked[: len(s.recommended)] == s.recommended, s.key

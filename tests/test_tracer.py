@@ -1,0 +1,81 @@
+"""labkit.tracer: record, fold, replay (framework-free, fast)."""
+
+from labkit import tracer as tr
+
+import numpy as np
+import pytest
+
+
+def gelu_like(x):
+    k = tr.const(2.0) * tr.const(3.0)  # constants only: foldable
+    unused = tr.exp(x)  # noqa: F841  (dead code)
+    return 0.5 * x * (1.0 + tr.tanh(x / k)) - x
+
+
+X = np.array([-1.5, 0.0, 0.25, 3.0])
+
+
+def eager(x):
+    return 0.5 * x * (1.0 + np.tanh(x / 6.0)) - x
+
+
+def test_tracing_records_every_operation_and_replays_it():
+    g = tr.trace(gelu_like)
+    ops = [n.op for n in g.nodes]
+    assert ops.count("input") == 1 and g.count("exp") == 1 and g.count("tanh") == 1
+    assert g.count("mul") == 3 and g.count("div") == 1  # 2*3, 0.5*x, (...)*(...)
+    np.testing.assert_allclose(g.run(X), eager(X))
+    assert str(g).splitlines()[-1] == f"return {g.outputs[0]}"
+
+
+def test_the_function_runs_once_while_tracing_and_never_on_replay():
+    calls = []
+
+    def f(x):
+        calls.append("python ran")
+        return x * 2.0
+
+    g = tr.trace(f)
+    for v in (1.0, 2.0, 3.0):
+        assert g.run(np.float64(v)) == 2 * v
+    assert calls == ["python ran"]
+
+
+def test_fold_computes_constants_and_removes_dead_code_without_changing_the_result():
+    g = tr.trace(gelu_like)
+    f = tr.fold(g)
+    assert f.count("exp") == 0  # dead code gone
+    assert 6.0 in [n.value for n in f.nodes if n.op == "const"]  # 2 * 3 folded
+    assert f.count("mul") == g.count("mul") - 1 and len(f.nodes) < len(g.nodes)
+    np.testing.assert_allclose(f.run(X), g.run(X))
+
+
+def test_fold_keeps_inputs_a_caller_passes_even_when_unused():
+    f = tr.fold(tr.trace(lambda a, b: a * 1.0, n_inputs=2))
+    assert f.count("input") == 2 and f.run(3.0, 99.0) == 3.0
+
+
+def test_a_python_if_on_a_proxy_fails_with_the_fix():
+    def branchy(x):
+        return x * 2.0 if x else -x
+
+    with pytest.raises(tr.TracingError, match=r"decide an `if` or `while`.*tf\.cond, torch\.cond"):
+        tr.trace(branchy)
+    with pytest.raises(tr.TracingError):
+        tr.trace(lambda x: float(x))
+
+
+def test_constants_and_unary_ops_are_eager_outside_a_trace():
+    assert tr.const(2.0) == 2.0 and not tr._tracing
+    assert tr.tanh(0.0) == 0.0 and tr.exp(0.0) == 1.0
+
+
+def test_reflected_operations_and_numpy_operands_are_recorded():
+    g = tr.trace(lambda x: 1.0 - np.ones(2) * x / 4.0)
+    assert [n.op for n in g.nodes if n.op in tr.OPS] == ["mul", "div", "sub"]
+    np.testing.assert_allclose(g.run(np.array([4.0, 8.0])), [0.0, -1.0])
+
+
+def test_several_outputs():
+    g = tr.trace(lambda x: (x + 1.0, -x))
+    assert g.run(2.0) == (3.0, -2.0)

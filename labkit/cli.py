@@ -270,7 +270,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="what happens to your own model in graph mode (and, with --bench, is it faster?)",
         description="Check every capture path of your model (eager, torch.compile with its "
         "graph breaks and recompilations, torch.export, ONNX; tf.function, XLA, SavedModel, TF "
-        "Lite; ONNX Runtime's optimisation levels), each in a separate process with a time "
+        "Lite; ONNX Runtime's optimisation levels) in a worker process, each with a time "
         "limit, and print the report. With --bench, also measure eager against the graph modes "
         "through the benchmark runner.",
     )

@@ -153,7 +153,7 @@ class Report:
         display = fw_registry.spec(self.framework).display
         version = self.versions.get(self.framework)
         where = (
-            "each check in a separate process"
+            "checked in a worker process (a fresh one after a crash)"
             if self.isolated
             else "**in this process** (the model could not be handed to a separate one)"
         )

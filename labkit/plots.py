@@ -41,7 +41,15 @@ COLORS: dict[str, str] = {s.name: s.color for s in specs()}
 def _label(r: dict) -> str:
     extra = "" if r["precision"] == "fp32" else f" {r['precision']}"
     flag = "" if results.is_valid(r) else " [invalid]"
+    if results.custom(r):
+        name = results.model_name(r["model"])
+        return f"{name}: {r['framework']} {r['mode']}{extra} ({r['input_shape']}){flag}"
     return f"{r['framework']} {r['mode']}{extra} (b{r['batch_size']}){flag}"
+
+
+def _title(rows: list[dict], what: str) -> str:
+    """``ResNet-50 throughput`` or, with a learner's model among the rows, ``Throughput``."""
+    return f"ResNet-50 {what}" if not any(results.custom(r) for r in rows) else what.capitalize()
 
 
 def _bars(ax, ys, widths, rows: list[dict], **kw) -> None:
@@ -105,9 +113,10 @@ def throughput(records: Iterable[dict]) -> Figure:
         _bars(ax, ys, [r["images_per_s"] for r in rs], rs, xerr=err, capsize=3)
         ax.set_yticks(list(ys), [_label(r) for r in rs])
         ax.invert_yaxis()
-        ax.set_xlabel("images/s (median; bars: interquartile range)")
+        unit = "samples/s" if any(results.custom(r) for r in rs) else "images/s"
+        ax.set_xlabel(f"{unit} (median; bars: interquartile range)")
 
-    return _panels(rows, "ResNet-50 throughput", "measured cells", draw)
+    return _panels(rows, _title(rows, "throughput"), "measured cells", draw)
 
 
 def speedup(records: Iterable[dict]) -> Figure:

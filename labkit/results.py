@@ -47,6 +47,8 @@ from .frameworks import MODES, NAMES, specs
 SCHEMA_VERSION = 2
 #: the model every cell measures unless it says otherwise
 DEFAULT_MODEL = "resnet50"
+#: what a record without these fields (written before they existed, or by hand) reads as
+DEFAULTS: dict[str, object] = {"model": DEFAULT_MODEL, "input_shape": ""}
 CACHE_STATES: tuple[str, ...] = ("cold", "warm", "unknown")
 
 #: the eager mode of each framework that has one (from the registry); every other mode is a
@@ -67,13 +69,29 @@ _NONE = type(None)
 #: null in a failed record.
 FIELDS: dict[str, tuple[tuple[type, ...], str]] = {
     "schema": ((int,), "version of this schema (2; 1 for a record upgraded on loading)"),
-    "model": ((str,), "the network measured ('resnet50' unless a learner's own model)"),
+    "model": (
+        (str,),
+        (
+            "the network measured: resnet50 (labkit.resnet), or the spec of a learner's model "
+            "('module:function' or 'path/file.py:function', labkit.explore.bench)"
+        ),
+    ),
+    "input_shape": (
+        (str,),
+        (
+            "another model's input shapes, batch first ('8x16x32', several separated by commas); "
+            "'' for ResNet-50 (batch_size x 3 x image_size x image_size)"
+        ),
+    ),
     "framework": ((str,), "a registered framework: " + " | ".join(NAMES)),
     "mode": ((str,), "execution mode, one of labkit.frameworks.spec(framework).modes"),
     "task": ((str,), "latency (batch 1, p50/p90) | throughput (larger batch) | train (SGD step)"),
     "batch_size": ((int,), "images per call"),
     "precision": ((str,), "fp32 | bf16 (in-process deployment records also int8-...)"),
-    "image_size": ((int,), "input side in pixels (square RGB images)"),
+    "image_size": (
+        (int,),
+        "input side in pixels (square RGB images); 0 for another model (see input_shape)",
+    ),
     "device": ((str,), "cpu | gpu"),
     "status": ((str,), "ok | failed"),
     "error": (((str, _NONE)), "why the cell failed (null when ok)"),
@@ -110,7 +128,7 @@ FIELDS: dict[str, tuple[tuple[type, ...], str]] = {
     "iqr_s": (_OPT_NUM, "interquartile range of the seconds per call"),
     "p90_s": (_OPT_NUM, "90th percentile of the seconds per call"),
     "mean_s": (_OPT_NUM, "mean seconds per call"),
-    "images_per_s": (_OPT_NUM, "batch_size / median_s"),
+    "images_per_s": (_OPT_NUM, "batch_size / median_s (another model: samples per second)"),
     "peak_rss_mb": (_OPT_NUM, "peak resident memory of the cell's process, MiB"),
     "ceiling_images_per_s": (
         _OPT_NUM,
@@ -168,6 +186,7 @@ FIELDS: dict[str, tuple[tuple[type, ...], str]] = {
 #: fields schema 1 did not have (filled in by :func:`upgrade`)
 NEW_IN_2: tuple[str, ...] = (
     "model",
+    "input_shape",
     "valid",
     "invalid_reasons",
     "export_s",
@@ -190,15 +209,31 @@ KEY = (
     "image_size",
     "device",
     "profile",
+    "input_shape",
 )
 #: what two records must share to be compared: everything but framework, mode and profile
-CONTEXT = ("model", "task", "precision", "device", "image_size", "batch_size")
+CONTEXT = ("model", "input_shape", "task", "precision", "device", "image_size", "batch_size")
 
 _BENCH_FIX = "python -m labkit bench --resume --out {path}"
 
 
 def key(record: dict) -> tuple:
-    return tuple(record.get(k, DEFAULT_MODEL if k == "model" else None) for k in KEY)
+    return tuple(record.get(k, DEFAULTS.get(k)) for k in KEY)
+
+
+def model_name(model: str) -> str:
+    """A short name of a record's model: ``resnet50``; ``file:build_model`` for a spec (the
+    file's or the module's last name, then the builder); a saved model's file name."""
+    where, _, function = model.rpartition(":")
+    if not where or not function.isidentifier():
+        return Path(model).name
+    stem = Path(where).stem if where.endswith(".py") else where.rpartition(".")[2]
+    return f"{stem}:{function}"
+
+
+def custom(record: dict) -> bool:
+    """Whether the record measured a learner's model rather than the ResNet-50."""
+    return record.get("model", DEFAULT_MODEL) != DEFAULT_MODEL
 
 
 def _type_problems(record: dict, fields: dict) -> list[str]:
@@ -305,7 +340,7 @@ def upgrade(record: dict) -> dict:
     above = isinstance(share, _NUM) and share > 1
     out = {
         **record,
-        "model": DEFAULT_MODEL,
+        **DEFAULTS,
         "threads": {"intra": record.get("threads"), "inter": None},
         "cache": "unknown",
         "export_s": None,
@@ -478,7 +513,7 @@ def best(
 
 def context(record: dict) -> tuple:
     """What a record must share with another to be compared with it (:data:`CONTEXT`)."""
-    defaults = {"model": DEFAULT_MODEL, "precision": "fp32", "device": "cpu"}
+    defaults = {**DEFAULTS, "precision": "fp32", "device": "cpu"}
     return tuple(record.get(k, defaults.get(k)) for k in CONTEXT)
 
 
@@ -729,6 +764,7 @@ def summary_rows(records: Iterable[dict]) -> list[dict]:
         rows.append(
             {
                 "model": r.get("model", DEFAULT_MODEL),
+                "input_shape": r.get("input_shape", ""),
                 "framework": r["framework"],
                 "mode": r["mode"],
                 "task": r["task"],
@@ -755,12 +791,14 @@ def summary_rows(records: Iterable[dict]) -> list[dict]:
         )
     rows.sort(
         key=lambda x: (
+            x["model"] != DEFAULT_MODEL,
             x["model"],
             order.get(x["framework"], 9),
             tasks.get(x["task"], 9),
             x["precision"],
             x["batch_size"],
             x["image_size"],
+            x["input_shape"],
             x["device"],
             modes.get((x["framework"], x["mode"]), 9),
         )
@@ -778,16 +816,14 @@ def table(records: Iterable[dict]) -> str:
     """A plain-text table of :func:`summary_rows` (what ``python -m labkit report`` prints).
 
     ``valid`` says whether a measured cell passed its validity verdict; the reasons, and the
-    likely cause of a figure above the ceiling (marked ``(!)``), follow the table.
+    likely cause of a figure above the ceiling (marked ``(!)``), follow the table. Records of a
+    learner's model (``labkit.explore.bench``) add a ``model`` column, and their ``size`` is the
+    input shape.
     """
-    head = (
-        "framework",
-        "mode",
-        "task",
-        "batch",
-        "prec",
-        "size",
-        "dev",
+    rows = summary_rows(records)
+    models = any(r["model"] != DEFAULT_MODEL for r in rows)
+    lead = ("model",) * models + ("framework", "mode", "task", "batch", "prec", "size", "dev")
+    head = lead + (
         "images/s",
         "median ms",
         "IQR ms",
@@ -797,15 +833,16 @@ def table(records: Iterable[dict]) -> str:
         "RSS MB",
         "valid",
     )
+    n = len(lead)
     lines, notes = [], []
-    for r in summary_rows(records):
-        cells = [
+    for r in rows:
+        cells = [model_name(r["model"])] * models + [
             r["framework"],
             r["mode"],
             r["task"],
             str(r["batch_size"]),
             r["precision"],
-            str(r["image_size"]),
+            r["input_shape"] or str(r["image_size"]),
             r["device"],
         ]
         if r["status"] == "ok":
@@ -820,21 +857,23 @@ def table(records: Iterable[dict]) -> str:
                 "yes" if r["valid"] else "NO",
             ]
             if r["flags"]:
-                notes.append(f"{' '.join(cells[:3])}: " + "; ".join(r["flags"]))
+                notes.append(f"{' '.join(cells[: n - 4])}: " + "; ".join(r["flags"]))
         else:
             err = r["error"] if len(r["error"]) <= 70 else r["error"][:67] + "..."
             cells += [f"FAILED: {err}"]
         lines.append(cells)
     widths = [
-        max([len(h)] + [len(c[i]) for c in lines if i < len(c) and not (len(c) == 8 and i == 7)])
+        max(
+            [len(h)] + [len(c[i]) for c in lines if i < len(c) and not (len(c) == n + 1 and i == n)]
+        )
         for i, h in enumerate(head)
     ]
     fmt = lambda cs: "  ".join(
-        c.ljust(w) if i < 7 else c.rjust(w) for i, (c, w) in enumerate(zip(cs, widths))
+        c.ljust(w) if i < n else c.rjust(w) for i, (c, w) in enumerate(zip(cs, widths))
     )
     out = [fmt(head), fmt(["-" * w for w in widths])]
     for c in lines:
-        out.append(fmt(c) if len(c) == len(head) else fmt(c[:7]) + "  " + c[7])
+        out.append(fmt(c) if len(c) == len(head) else fmt(c[:n]) + "  " + c[n])
     if notes:
         out += ["", "flags:"] + [f"  {n}" for n in notes]
     return "\n".join(out)
@@ -850,7 +889,7 @@ def make(**fields) -> dict:
     record: dict = {f: None for f in FIELDS}
     record.update(
         schema=SCHEMA_VERSION,
-        model=DEFAULT_MODEL,
+        **DEFAULTS,
         notes="",
         log="",
         versions={},

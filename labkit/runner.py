@@ -84,9 +84,20 @@ class Cell:
     image_size: int
     device: str
     profile: str
+    #: the model: ResNet-50, or a learner's spec (labkit.explore.bench) with its input shapes
     model: str = results.DEFAULT_MODEL
+    input_shape: str = ""
+
+    @property
+    def custom(self) -> bool:
+        return self.model != results.DEFAULT_MODEL
 
     def label(self) -> str:
+        if self.custom:
+            return (
+                f"{results.model_name(self.model)} {self.framework} {self.mode} {self.task} "
+                f"{self.input_shape} {self.precision} {self.device}"
+            )
         return (
             f"{self.framework} {self.mode} {self.task} b{self.batch_size} {self.precision} "
             f"{self.image_size}px {self.device}"
@@ -296,30 +307,28 @@ def measure_cell(cell: Cell, threads: int, memory_limit_mb: float | None = None)
     }
     adapter = None
     try:
-        if cell.model != results.DEFAULT_MODEL:
-            raise ValueError(
-                f"the runner builds {results.DEFAULT_MODEL} only, not {cell.model!r}: "
-                "measure your own model with labkit.explore"
-            )
         for kind in _faults(cell):
             _inject(kind, bool(memory_limit_mb))
         adapter = fw_registry.get(cell.framework)
         adapter.set_threads(threads)
-        from . import resnet
-
-        weights = resnet.init_weights(0)
         t0 = time.perf_counter()
-        prepared = adapter.prepare(
-            weights,
-            cell.mode,
-            cell.task,
-            cell.batch_size,
-            cell.precision,
-            cell.image_size,
-            cell.device,
-        )
+        if cell.custom:
+            prepared = _prepare_model(adapter, cell)
+        else:
+            from . import resnet
+
+            weights = resnet.init_weights(0)
+            prepared = adapter.prepare(
+                weights,
+                cell.mode,
+                cell.task,
+                cell.batch_size,
+                cell.precision,
+                cell.image_size,
+                cell.device,
+            )
+            del weights
         prepare_s = time.perf_counter() - t0 - (prepared.export_s or 0.0)
-        del weights
         out["threads"] = adapter.threads()
         m = bench.measure(
             prepared,
@@ -364,7 +373,7 @@ def ceiling_fields(images_per_s: float, cell: Cell) -> dict:
         "above_ceiling": False,
         "ceiling_note": "",
     }
-    if cell.device != "cpu":  # labkit estimates the CPU's ceiling only
+    if cell.device != "cpu" or cell.custom:  # the CPU's ceiling, for the ResNet-50 only
         return none
     c = hardware.ceiling(cell.precision)
     top = c.images_per_s_at(cell.image_size, training=(cell.task == "train"))
@@ -377,6 +386,17 @@ def ceiling_fields(images_per_s: float, cell: Cell) -> dict:
         "above_ceiling": above,
         "ceiling_note": c.explain_above() if above else "",
     }
+
+
+def _prepare_model(adapter, cell: Cell) -> bench.Prepared:
+    """Build a learner's model from its spec and prepare its step (labkit.explore.bench)."""
+    from . import models
+
+    if not isinstance(adapter, fw_registry.ModelBencher):
+        raise bench.Unsupported(f"labkit cannot benchmark other models with {cell.framework}")
+    model = models.build(cell.model)
+    inputs = models.example_arrays(models.parse_inputs(cell.input_shape))
+    return adapter.prepare_model(model, inputs, cell.mode, cell.task, cell.precision, cell.device)
 
 
 def _exit_with_parent(parent: int, workdir: Path) -> None:
@@ -506,7 +526,7 @@ def cell_env(cell: Cell, threads: int, cell_dir: Path, cache: str = "cold") -> d
 
     ``benchmarks/overhead.py`` runs its bare loop in the same environment.
     """
-    return {
+    env = {
         **os.environ,
         **thread_env(threads),
         **cache_env(cache, cell_dir),
@@ -517,6 +537,11 @@ def cell_env(cell: Cell, threads: int, cell_dir: Path, cache: str = "cold") -> d
             filter(None, [str(Path(__file__).resolve().parents[1]), os.environ.get("PYTHONPATH")])
         ),
     }
+    if cell.custom:  # the learner's module must import there as it does here
+        from . import models
+
+        env["PYTHONPATH"] = models.child_pythonpath()
+    return env
 
 
 def _signal_name(code: int) -> str:

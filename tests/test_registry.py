@@ -269,13 +269,47 @@ def test_weights_round_trip_through_every_adapter(adapter, model, weights):
 
 
 # --------------------------------------------------------------------------------------------
+# a learner's own model (labkit.explore): the explorers and the adapters that benchmark any model
+
+EXPLORING = [s.name for s in SPECS if s.explores]
+
+
+def test_frameworks_that_take_a_learners_model_say_how_it_is_recognised():
+    assert EXPLORING, "no framework offers labkit.explore checks"
+    for s in SPECS:
+        assert s.model_packages, f"{s.name}: model_packages names no package"
+    claimed = [p for s in SPECS for p in s.model_packages]
+    assert len(claimed) == len(set(claimed)), "two frameworks claim the same package"
+
+
+@pytest.fixture(scope="module", params=EXPLORING)
+def explorer(request):
+    require(request.param)
+    return frameworks.explorer(request.param)
+
+
+def test_explorer_implements_the_protocol_and_its_adapter_benchmarks_any_model(explorer):
+    spec = explorer.SPEC
+    assert spec is frameworks.spec(spec.name)
+    assert isinstance(explorer, frameworks.Explorer), f"{spec.name} explore lacks a function"
+    checks = explorer.CHECKS
+    assert checks and len(set(checks)) == len(checks) and isinstance(explorer.ACCEPTS, str)
+    assert spec.name in explorer.versions()
+    adapter = frameworks.get(spec.name)
+    assert isinstance(adapter, frameworks.ModelBencher), f"{spec.name} adapter: prepare_model"
+    assert _parameters(adapter.prepare_model)[:4] == ["model", "inputs", "mode", "task"]
+    with pytest.raises(ValueError, match=f"unknown mode 'turbo' for {spec.name}"):
+        adapter.prepare_model(None, [np.zeros((1, 2), np.float32)], "turbo", "latency")
+
+
+# --------------------------------------------------------------------------------------------
 # the architecture: framework-free modules, no import cycles, framework names in one place
 
 #: the modules that may import a framework: each framework package's adapter and helpers
 FRAMEWORK_MODULES = {
     f"labkit.frameworks.{s.name}.{part}"
     for s in SPECS
-    for part in ("adapter", "graphs", "distributed", "checks")
+    for part in ("adapter", "graphs", "distributed", "checks", "explore", "examples")
 }
 #: modules that are data about named frameworks by nature, and why
 NAMES_ALLOWED = {

@@ -43,7 +43,7 @@ from onnx import numpy_helper
 
 from ... import resnet
 from ...bench import DEVICES, Prepared, Unsupported, check_cell, check_choice, check_threads
-from .. import get, installed_version, spec
+from .. import framework_of, get, installed_version, spec
 from . import SPEC
 
 NAME = SPEC.name
@@ -249,3 +249,78 @@ def prepare(
         return session.run(None, {name: images})[0]
 
     return Prepared(step, int(batch_size), notes, export_s=export_s)
+
+
+#: ONNX tensor element types -> numpy dtypes, for casting a learner's inputs
+_NUMPY = {
+    "tensor(float)": np.float32,
+    "tensor(double)": np.float64,
+    "tensor(float16)": np.float16,
+    "tensor(int64)": np.int64,
+    "tensor(int32)": np.int32,
+    "tensor(bool)": np.bool_,
+}
+
+
+def feed(session: ort.InferenceSession, arrays: list[np.ndarray]) -> dict[str, np.ndarray]:
+    """Inputs by name, in the file's order, cast to the types the file declares."""
+    declared = session.get_inputs()
+    if len(arrays) != len(declared):
+        wanted = ", ".join(f"{i.name} {i.shape} {i.type}" for i in declared)
+        raise ValueError(f"the file takes {len(declared)} input(s) ({wanted}), got {len(arrays)}")
+    return {
+        i.name: np.ascontiguousarray(a, dtype=_NUMPY.get(i.type, np.asarray(a).dtype))
+        for i, a in zip(declared, arrays)
+    }
+
+
+def prepare_model(
+    model: object,
+    inputs: list[np.ndarray],
+    mode: str,
+    task: str,
+    precision: str = "fp32",
+    device: str = "cpu",
+) -> Prepared:
+    """One inference batch of a learner's model through an optimised session.
+
+    ``model`` is an ONNX file, or a model of the framework whose exports this runtime runs
+    (PyTorch: exported here with its default exporter, which counts in the cell's prepare
+    time).
+    """
+    batch = int(inputs[0].shape[0]) if inputs and np.ndim(inputs[0]) else 1
+    check_cell(NAME, MODES, mode, task, batch, precision, device)
+    if task == "train":
+        raise Unsupported(
+            "ONNX Runtime here is an inference engine; training needs onnxruntime-training"
+        )
+    if precision == "bf16":
+        raise Unsupported("a learner's ONNX model runs in the types its file declares (fp32 here)")
+    providers = _providers(device)
+    with tempfile.TemporaryDirectory(prefix="labkit-ort-") as tmp:
+        if isinstance(model, str | os.PathLike):
+            path, how = Path(model), "the ONNX file as given"
+        else:
+            if framework_of(model) != SPEC.exported_from:
+                raise Unsupported(
+                    f"ONNX Runtime runs ONNX files and {spec(SPEC.exported_from).display} "
+                    f"models exported to ONNX, not a {type(model).__name__}"
+                )
+            try:
+                path = get(SPEC.exported_from).export_model(model, inputs, tmp)
+            except Exception as exc:
+                cause = exc.__cause__ or exc  # the exporter wraps what torch.export raised
+                first = next((ln for ln in str(cause).splitlines() if ln.strip()), "")
+                raise RuntimeError(
+                    f"torch.onnx.export could not export the model: {type(cause).__name__}: "
+                    f"{first.strip()} (labkit.explore.check names the line)"
+                ) from exc
+            how = f"{spec(SPEC.exported_from).display} model exported by torch.onnx.export (dynamo)"
+        session = ort.InferenceSession(str(path), sess_options=_options(), providers=providers)
+    data = feed(session, inputs)
+    notes = f"{how} + ORT_ENABLE_ALL on {session.get_providers()[0]}"
+
+    def step() -> list:
+        return session.run(None, data)
+
+    return Prepared(step, batch, notes)

@@ -443,3 +443,86 @@ def tflite_predict(tflite_model: bytes, images: np.ndarray) -> np.ndarray:
     interpreter.invoke()
     (out,) = interpreter.get_output_details()
     return interpreter.get_tensor(out["index"]).copy()
+
+
+# --------------------------------------------------------------------------- a learner's model
+
+
+def is_tf_function(model: object) -> bool:
+    return isinstance(model, tf.types.experimental.PolymorphicFunction)
+
+
+def model_caller(model: object) -> Callable:
+    """The Python callable that runs ``model`` eagerly on tensors: a Keras model or layer in
+    inference mode (one input as is, several as a list), a ``tf.function``'s own Python
+    function, or a plain function of tensors."""
+    if isinstance(model, keras.layers.Layer):  # models are layers too
+
+        def call(*xs):
+            return model(xs[0] if len(xs) == 1 else list(xs), training=False)
+
+        return call
+    if is_tf_function(model):
+        return model.python_function
+    if callable(model):
+        return model
+    raise ValueError(f"expected a Keras model or layer, or a function, got {type(model).__name__}")
+
+
+def prepare_model(
+    model: object,
+    inputs: list[np.ndarray],
+    mode: str,
+    task: str,
+    precision: str = "fp32",
+    device: str = "cpu",
+) -> bench.Prepared:
+    """The benchmark step of a learner's model: the same call in each of the three modes.
+
+    Inference calls the model with ``training=False``; ``train`` (a Keras model or layer
+    only) runs a synthetic loss (the mean of the squared floating-point outputs), the gradient
+    and one SGD-with-momentum update. Each step converts the host inputs to tensors and copies
+    the outputs back (``.numpy()``), which waits for the work.
+    """
+    batch = int(inputs[0].shape[0]) if inputs and np.ndim(inputs[0]) else 1
+    bench.check_cell(NAME, MODES, mode, task, batch, precision, device)
+    if precision == "bf16":
+        raise bench.Unsupported(
+            "a learner's Keras model computes in the dtype policy it was built with: build it "
+            "under keras.mixed_precision.set_global_policy('mixed_bfloat16') to measure bf16"
+        )
+    device_name = _device_name(device)
+    call = model_caller(model)
+    hosts = [np.ascontiguousarray(a) for a in inputs]
+    notes = MODE_NOTES[mode]
+    with tf.device(device_name):
+        if task == "train":
+            if not isinstance(model, keras.layers.Layer) or not model.trainable_variables:
+                raise bench.Unsupported(
+                    "training needs a Keras model or layer with trainable variables"
+                )
+            opt = optimizer()  # the lab's recipe
+            opt.build(model.trainable_variables)
+
+            def train(*xs):
+                with tf.GradientTape() as tape:
+                    out = model(xs[0] if len(xs) == 1 else list(xs), training=True)
+                    floats = [t for t in tf.nest.flatten(out) if t.dtype.is_floating]
+                    loss = tf.add_n(
+                        [tf.reduce_mean(tf.square(tf.cast(t, tf.float32))) for t in floats]
+                    )
+                grads = tape.gradient(loss, model.trainable_variables)
+                opt.apply_gradients(zip(grads, model.trainable_variables))
+                return loss
+
+            fn = _wrap(train, mode)
+            notes += "; synthetic loss: mean of the squared outputs"
+        else:
+            fn = _wrap(call, mode)
+
+    def step() -> list:
+        with tf.device(device_name):
+            out = fn(*[tf.constant(a) for a in hosts])
+            return [t.numpy() for t in tf.nest.flatten(out)]
+
+    return bench.Prepared(step=step, batch_size=batch, notes=f"{notes} on {device_name}")

@@ -22,6 +22,7 @@ from pathlib import Path
 import numpy as np
 import torch
 from torch import nn
+from torch.utils import _pytree as pytree
 
 from ... import recipe, resnet
 from ...bench import DEVICES, Prepared, Unsupported, check_cell, check_choice, check_threads
@@ -253,7 +254,7 @@ def _compile(model: nn.Module) -> Callable:
 
 
 def _inference_net(
-    model: nn.Module, mode: str, example: torch.Tensor, autocast: Callable
+    model: nn.Module, mode: str, example: torch.Tensor | tuple, autocast: Callable
 ) -> tuple[Callable, str]:
     if mode == "eager":
         return model, "eager nn.Module, torch.inference_mode"
@@ -266,7 +267,7 @@ def _inference_net(
 
 
 def _train_net(
-    model: nn.Module, mode: str, example: torch.Tensor, autocast: Callable
+    model: nn.Module, mode: str, example: torch.Tensor | tuple, autocast: Callable
 ) -> tuple[nn.Module, str]:
     if mode == "eager":
         return model, "eager nn.Module"
@@ -412,3 +413,117 @@ def load_exported(path: str | Path) -> Callable[[np.ndarray], np.ndarray]:
 
     session = ort_adapter.session_from_file(Path(path))
     return lambda images: ort_adapter.predict(session, images)
+
+
+# --------------------------------------------------------------------------------------------
+# A learner's own model (labkit.explore): any nn.Module or function of tensors
+
+
+class FunctionModule(nn.Module):
+    """A function of tensors as an ``nn.Module`` (what ``torch.export`` and tracing take)."""
+
+    def __init__(self, fn: Callable):
+        super().__init__()
+        self.fn = fn
+
+    def forward(self, *args):
+        return self.fn(*args)
+
+
+def as_module(model: nn.Module | Callable) -> nn.Module:
+    """``model`` itself when it is an ``nn.Module``, else the function wrapped in one."""
+    if isinstance(model, nn.Module):
+        return model
+    if callable(model):
+        return FunctionModule(model)
+    raise ValueError(
+        f"expected a torch.nn.Module or a function of tensors, got {type(model).__name__}"
+    )
+
+
+def leaves(output: object) -> list[torch.Tensor]:
+    """The tensors in a model's output (a tensor, or tuples, lists, dicts of them)."""
+    return [t for t in pytree.tree_leaves(output) if isinstance(t, torch.Tensor)]
+
+
+def export_model(
+    model: nn.Module | Callable, inputs: list[np.ndarray], directory: str | Path
+) -> Path:
+    """Write ``directory/model.onnx``: ``model`` in eval mode exported for ``inputs``' shapes.
+
+    ``torch.onnx.export`` with its default (dynamo) exporter and default options, as a learner
+    would call it; every input shape is fixed to the example's.
+    """
+    module = as_module(model)
+    path = Path(directory) / "model.onnx"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    args = tuple(torch.from_numpy(np.array(a, copy=True)) for a in inputs)
+    was_training = module.training
+    module.eval()
+    try:
+        with _quiet_onnx_export():
+            program = torch.onnx.export(module, args, dynamo=True, verbose=False)
+    finally:
+        module.train(was_training)
+    program.save(path)
+    return path
+
+
+def prepare_model(
+    model: nn.Module | Callable,
+    inputs: list[np.ndarray],
+    mode: str,
+    task: str,
+    precision: str = "fp32",
+    device: str = "cpu",
+) -> Prepared:
+    """The benchmark step of a learner's model (see :func:`prepare` for the modes).
+
+    Inference runs the eval-mode model under ``torch.inference_mode``; ``train`` runs the model
+    in train mode, a synthetic loss (the mean of the squared floating-point outputs), backward
+    and one SGD-with-momentum update. Each step copies the host inputs in.
+    """
+    batch = int(inputs[0].shape[0]) if inputs and np.ndim(inputs[0]) else 1
+    check_cell(NAME, MODES, mode, task, batch, precision, device)
+    dev = _torch_device(device)
+    net = as_module(model).to(dev)
+    hosts = [np.ascontiguousarray(a) for a in inputs]
+    example = tuple(torch.from_numpy(a).to(dev) for a in hosts)
+    autocast = _autocast(precision, dev)
+    notes = [] if precision == "fp32" else [f"torch.autocast({dev.type}, bfloat16)"]
+    if dev.type == "cuda":
+        notes.append(torch.cuda.get_device_name(dev))
+
+    def batch_in() -> tuple[torch.Tensor, ...]:
+        return tuple(torch.from_numpy(a).to(dev) for a in hosts)
+
+    if task == "train":
+        params = [p for p in net.parameters() if p.requires_grad]
+        if not params:
+            raise Unsupported("the model has no trainable parameters, so there is nothing to train")
+        graph, how = _train_net(net.train(), mode, example, autocast)
+        opt = _optimizer(params, recipe.TRAIN.lr, recipe.TRAIN.momentum)  # the lab's recipe
+
+        def step() -> float:
+            opt.zero_grad(set_to_none=True)
+            with autocast():
+                outs = [t for t in leaves(graph(*batch_in())) if t.is_floating_point()]
+            if not outs:
+                raise ValueError("the model returns no floating-point tensor to train on")
+            loss = sum(t.float().pow(2).mean() for t in outs)
+            loss.backward()
+            opt.step()
+            _sync(dev)
+            return float(loss.detach())
+
+        how += "; synthetic loss: mean of the squared outputs"
+    else:
+        graph, how = _inference_net(net.eval(), mode, example, autocast)
+
+        def step() -> object:
+            with torch.inference_mode(), autocast():
+                out = graph(*batch_in())
+            _sync(dev)
+            return out
+
+    return Prepared(step, batch, "; ".join([how, *notes]))

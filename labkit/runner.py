@@ -797,6 +797,8 @@ def forecast(plan: Plan, history: Iterable[dict] = (), threads: int | None = Non
     for a graph mode or an export, and its calls (first, warm-up, the profile's timed minimum)
     at the rate earlier records of its framework reached here, else at :data:`EFFICIENCY` of the
     compute ceiling (an assumed :data:`UNKNOWN_GFLOPS_PER_THREAD` where the ceiling is unknown).
+    A learner's model (``labkit.explore.bench``) has no known FLOP count: its estimate counts
+    the start-up, the compile and the profile's minimum timed work only.
     """
     from . import resnet
 
@@ -806,6 +808,8 @@ def forecast(plan: Plan, history: Iterable[dict] = (), threads: int | None = Non
     walls = {results.key(r): float(r["wall_s"]) for r in past}
     rates: dict[tuple, list[float]] = {}  # (framework, training) -> achieved GFLOP/s
     for r in results.ok(past):
+        if results.custom(r):  # no FLOP count for a learner's model
+            continue
         training = r["task"] == "train"
         gflop = resnet.flops(r["image_size"], training=training) / 1e9
         rates.setdefault((r["framework"], training), []).append(r["images_per_s"] * gflop)
@@ -823,11 +827,14 @@ def forecast(plan: Plan, history: Iterable[dict] = (), threads: int | None = Non
         if cell.key() in walls:
             cells.append((cell, walls[cell.key()], "earlier run"))
             continue
-        training = cell.task == "train"
-        rate = bench.median(rates.get((cell.framework, training), [default_rate]))
-        call = cell.batch_size * resnet.flops(cell.image_size, training=training) / 1e9 / rate
         p = plan.profile
-        timed = min(max(p.min_repeats * call, p.min_time_s), p.max_repeats * call)
+        if cell.custom:  # its cost per call is unknown: the profile's minimum timed work
+            call, timed = 0.0, p.min_time_s
+        else:
+            training = cell.task == "train"
+            rate = bench.median(rates.get((cell.framework, training), [default_rate]))
+            call = cell.batch_size * resnet.flops(cell.image_size, training=training) / 1e9 / rate
+            timed = min(max(p.min_repeats * call, p.min_time_s), p.max_repeats * call)
         spec = fw_registry.spec(cell.framework)
         compile_s = COMPILE_S if cell.mode != spec.eager else 0.0
         cells.append((cell, STARTUP_S + compile_s + (2 + p.warmup) * call + timed, "estimate"))

@@ -7,6 +7,7 @@ No speed is asserted, nor anything about the machine: a record's validity verdic
 place against the ceiling are checked for shape, never for a value.
 """
 
+import dataclasses
 import os
 import re
 import signal
@@ -428,6 +429,11 @@ def test_a_plan_says_how_long_it_should_take_before_it_starts():
     assert runner.forecast(plan, history=[other]).cells[0][2] == "estimate"
     # halfway, the rest is scaled by how the done cells compared with their forecast
     assert known.remaining_s(1, 84.0) == pytest.approx(2 * known.cells[1][1])
+    # a learner's model has no FLOP count: start-up, compile and the minimum timed work
+    mine = dataclasses.replace(plan.cells[1], model="m.py:build", input_shape="2x8", image_size=0)
+    ((_, seconds, src),) = runner.forecast(runner.Plan([mine], SMOKE), history=[earlier]).cells
+    assert src == "estimate"
+    assert seconds == pytest.approx(runner.STARTUP_S + runner.COMPILE_S + SMOKE.min_time_s)
 
 
 def test_a_live_table_fills_in_as_records_arrive(tmp_path, monkeypatch, capsys):

@@ -465,7 +465,9 @@ def test_explore_command_writes_the_report_and_benchmark_records_that_report_rea
         assert r["model"] == f"{FIXTURES}:transformer_block" and r["input_shape"] == "2x8x64"
         assert r["status"] == "ok", r["error"]
         assert r["batch_size"] == 2 and r["image_size"] == 0 and r["ceiling_share"] is None
-    assert {s["mode"] for s in results.speedups(records)} == {"torchscript", "compile", "ort"}
+    # every graph mode pairs with eager (valid or not: the machine may be busy)
+    speeds = results.speedups(records, include_invalid=True)
+    assert {s["mode"] for s in speeds} == {"torchscript", "compile", "ort"}
     report = run_labkit("report", str(jsonl), "--out", str(tmp_path / "figs"), timeout=300)
     assert report.returncode == 0, report.stderr
     assert "explore_models:transformer_block" in report.stdout and "2x8x64" in report.stdout

@@ -24,7 +24,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--mode", default="eager")
     parser.add_argument("--task", default="throughput")
     parser.add_argument("--runs", type=int, default=5)
-    parser.add_argument("--threads", type=int, default=None, help="default: all cores")
+    parser.add_argument("--threads", type=int, default=None, help="default: the runner's")
     parser.add_argument("--out", help="keep the records in this JSONL file (default: temporary)")
     args = parser.parse_args(argv)
     if args.runs < 2:
@@ -39,9 +39,11 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"run {i + 1} failed: {rec['error']}", file=sys.stderr)
                 return 1
             medians.append(rec["images_per_s"])
+            verdict = "valid" if rec["valid"] else "invalid: " + "; ".join(rec["invalid_reasons"])
             print(
                 f"run {i + 1}: {rec['images_per_s']:.2f} images/s, within-run IQR/median "
-                f"{rec['iqr_s'] / rec['median_s']:.1%}, first call {rec['first_call_s']:.2f} s"
+                f"{rec['iqr_s'] / rec['median_s']:.1%}, first call {rec['first_call_s']:.2f} s "
+                f"({rec['cache']} caches); {verdict}"
             )
     mid = bench.median(medians)
     print(f"{plan.cells[0].label()}, {args.runs} runs (fresh process each)")

@@ -7,15 +7,18 @@ that a framework does not offer raise :class:`Unsupported` with the reason.
 
 :func:`measure` times a step the way ``torch.utils.benchmark`` does and returns a
 :class:`Measurement` (raw times, median, IQR, p90, images/s, and how it was taken); the first
-call (tracing, compilation) is timed apart. :func:`peak_rss_mb` and
-:func:`ceiling_images_per_s` give the memory high-water mark and the machine's compute ceiling.
+call (tracing, compilation) is timed apart, and garbage collection is off while it times.
+:meth:`Measurement.judge` gives the validity verdict (:func:`verdict`: enough calls and time,
+a small spread, a quiet machine). :func:`peak_rss_mb` gives the memory high-water mark.
 Statistics are plain Python (:func:`quantile` interpolates as numpy does).
 """
 
 from __future__ import annotations
 
+import gc
 import math
 import numbers
+import os
 import sys
 import time
 from collections.abc import Callable, Sequence
@@ -73,6 +76,11 @@ class Prepared:
     step: Callable[[], object]  # one inference batch or one training step, synchronised
     batch_size: int
     notes: str = ""  # how the mode/precision is realised, e.g. "torch.autocast(cpu, bfloat16)"
+    #: seconds of exporting the model to another format before the step could exist (ONNX)
+    export_s: float | None = None
+    #: training only: the hyper-parameters the framework applied, read back from its optimizer
+    #: objects (compare with :data:`labkit.recipe.TRAIN`)
+    recipe: dict | None = None
 
 
 # ---------------------------------------------------------------------------------------------
@@ -127,19 +135,90 @@ def peak_rss_mb() -> float:
         return getattr(info, "peak_wset", info.rss) / 2**20
 
 
-def ceiling_images_per_s(image_size: int, task: str, precision: str = "fp32") -> float:
-    """The machine's compute ceiling for ResNet-50 at ``image_size`` on ``task`` (images/s).
+# ---------------------------------------------------------------------------------------------
+# is the machine quiet? (MLPerf-style validity rules)
 
-    bf16 counts twice the FP32 rate where the CPU has a bf16 dot-product instruction
-    (AVX-512 BF16 or AMX), since one such instruction does two multiply-adds per FP32 lane.
+#: the spread a valid measurement may have: IQR / median at most this (``torch.utils.benchmark``
+#: warns from 10 %)
+MAX_REL_IQR = 0.10
+#: other processes may take at most this share of the CPUs a cell's threads use (beyond the CPUs
+#: the cell leaves free) while it is timed
+MAX_STOLEN = 0.10
+
+
+def load_1min() -> float | None:
+    """The machine's 1-minute load average (None where the OS has none, e.g. Windows)."""
+    try:
+        return os.getloadavg()[0]
+    except (OSError, AttributeError):
+        return None
+
+
+def cpu_sample() -> tuple[float, float, float] | None:
+    """``(wall s, CPU-seconds busy on the whole machine, CPU-seconds of this process)``, or None
+    where ``/proc/stat`` is missing. Two samples give what *other* processes used in between
+    (busy includes ``steal``: time a hypervisor gave to other virtual machines)."""
+    try:
+        with open("/proc/stat", encoding="ascii") as f:
+            fields = [int(x) for x in f.readline().split()[1:]]
+        hz = os.sysconf("SC_CLK_TCK")
+    except (OSError, ValueError, AttributeError):
+        return None
+    user, nice, system, _idle, _iowait, irq, softirq, steal = (fields + [0] * 8)[:8]
+    busy = (user + nice + system + irq + softirq + steal) / hz
+    own = os.times()
+    return time.perf_counter(), busy, own.user + own.system
+
+
+def busy_elsewhere(before: tuple | None, after: tuple | None) -> float | None:
+    """CPUs that processes other than this one kept busy, on average, between two samples."""
+    if before is None or after is None or after[0] <= before[0]:
+        return None
+    wall = after[0] - before[0]
+    return max(0.0, ((after[1] - before[1]) - (after[2] - before[2])) / wall)
+
+
+def verdict(
+    times_s: Sequence[float],
+    min_repeats: int,
+    min_time_s: float,
+    threads: int,
+    others: float | None,
+    load: float | None,
+    cpu_count: int | None = None,
+) -> list[str]:
+    """Why a measurement is *invalid* (MLPerf's run rules, in spirit): an empty list is valid.
+
+    - at least ``min_repeats`` timed calls and ``min_time_s`` seconds of them (the profile's);
+    - a spread (IQR / median) of at most :data:`MAX_REL_IQR`;
+    - a quiet machine: while timing, other processes kept at most the CPUs the cell leaves free
+      plus :data:`MAX_STOLEN` of the cell's ``threads`` busy (from ``/proc/stat``); where that
+      cannot be read, a 1-minute load average below the CPU count when timing started.
     """
-    from . import hardware
-
-    ceiling = hardware.ceiling().images_per_s_at(image_size, training=(task == "train"))
-    exts = hardware.report().vector_extensions
-    if precision == "bf16" and ("avx512_bf16" in exts or "amx_bf16" in exts):
-        ceiling *= 2
-    return ceiling
+    cpus = cpu_count or os.cpu_count() or 1
+    reasons = []
+    n, total = len(times_s), float(sum(times_s))
+    if n < min_repeats:
+        reasons.append(f"{n} timed calls, fewer than the {min_repeats} required")
+    if total < min_time_s:
+        reasons.append(
+            f"{total:.2f} s of timed calls, less than the {min_time_s:g} s required "
+            "(the profile's max_repeats stopped the loop first)"
+        )
+    if n:
+        rel = iqr(times_s) / median(times_s) if median(times_s) > 0 else math.inf
+        if rel > MAX_REL_IQR:
+            reasons.append(f"spread too wide: IQR/median {rel:.0%} > {MAX_REL_IQR:.0%}")
+    if others is not None:
+        limit = max(0, cpus - threads) + MAX_STOLEN * threads
+        if others > limit:
+            reasons.append(
+                f"busy machine: other processes kept {others:.2f} CPUs busy while timing "
+                f"(at most {limit:.2f} with {threads} threads on {cpus} CPUs)"
+            )
+    elif load is not None and load >= cpus:
+        reasons.append(f"busy machine: 1-minute load {load:.1f} >= {cpus} CPUs when timing started")
+    return reasons
 
 
 @dataclass
@@ -149,7 +228,9 @@ class Measurement:
     Carries its raw times and says how they were taken (:attr:`how`): the first call (tracing or
     compilation) is timed apart, then ``warmup`` untimed calls, then calls timed one by one
     with ``time.perf_counter`` until both ``min_repeats`` calls and ``min_time_s`` seconds are
-    reached (or ``max_repeats``). Each step returns only when its work is done.
+    reached (or ``max_repeats``). Each step returns only when its work is done. It also keeps
+    what the validity verdict needs (:meth:`judge`): the minimums it was asked for, the CPUs
+    other processes kept busy while it timed and the load average when timing started.
     """
 
     times_s: list[float]
@@ -158,6 +239,10 @@ class Measurement:
     warmup: int
     label: str = ""
     how: str = ""
+    min_repeats: int = 1
+    min_time_s: float = 0.0
+    others_cpus: float | None = None  # other processes' busy CPUs while timing (/proc/stat)
+    load_1min: float | None = None  # the machine's load average when timing started
 
     @property
     def repeats(self) -> int:
@@ -183,6 +268,18 @@ class Measurement:
     def images_per_s(self) -> float:
         return self.images_per_call / self.median_s
 
+    def judge(self, threads: int, cpu_count: int | None = None) -> list[str]:
+        """Why this measurement is invalid (empty: valid); see :func:`verdict`."""
+        return verdict(
+            self.times_s,
+            self.min_repeats,
+            self.min_time_s,
+            threads,
+            self.others_cpus,
+            self.load_1min,
+            cpu_count,
+        )
+
     def as_dict(self) -> dict:
         return {
             "first_call_s": self.first_call_s,
@@ -194,6 +291,8 @@ class Measurement:
             "repeats": self.repeats,
             "warmup": self.warmup,
             "times_s": list(self.times_s),
+            "others_cpus": self.others_cpus,
+            "load_1min": self.load_1min,
         }
 
     def __repr__(self) -> str:
@@ -224,6 +323,8 @@ def measure(
 
     Timing stops after ``max(min_repeats, calls within min_time_s)`` calls, never more than
     ``max_repeats``. ``prepared`` may be a bare callable (then give ``images_per_call``).
+    Garbage collection is off while the calls are timed (as ``timeit`` does), so a collection
+    of earlier garbage cannot land in one call's time; it is back on afterwards.
     """
     step = prepared.step if isinstance(prepared, Prepared) else prepared
     images = (
@@ -245,15 +346,37 @@ def measure(
         step()
     times: list[float] = []
     total = 0.0
-    while len(times) < max_repeats and (len(times) < min_repeats or total < min_time_s):
-        t0 = clock()
-        step()
-        dt = clock() - t0
-        times.append(dt)
-        total += dt
+    load = load_1min()
+    collecting = gc.isenabled()
+    gc.collect()
+    gc.disable()
+    before = cpu_sample()
+    try:
+        while len(times) < max_repeats and (len(times) < min_repeats or total < min_time_s):
+            t0 = clock()
+            step()
+            dt = clock() - t0
+            times.append(dt)
+            total += dt
+    finally:
+        after = cpu_sample()
+        if collecting:
+            gc.enable()
     how = (
         f"first call timed apart; {warmup} untimed warm-up calls; {len(times)} calls timed one "
-        f"by one with time.perf_counter (at least {min_repeats} calls and {min_time_s:g} s, "
-        f"at most {max_repeats} calls); each call returns when its work is done"
+        f"by one with time.perf_counter, garbage collection off (at least {min_repeats} calls "
+        f"and {min_time_s:g} s, at most {max_repeats} calls); each call returns when its work "
+        "is done"
     )
-    return Measurement(times, first, int(images), warmup, label, how)
+    return Measurement(
+        times,
+        first,
+        int(images),
+        warmup,
+        label,
+        how,
+        min_repeats,
+        min_time_s,
+        busy_elsewhere(before, after),
+        load,
+    )

@@ -146,26 +146,6 @@ class Scrubber:
 # validity, old records included
 
 
-def flags(record: dict) -> list[str]:
-    """Why a record should not be taken as evidence (empty: nothing against it).
-
-    Uses the record's own verdict where it has one (``valid``/``invalid_reasons``,
-    ``above_ceiling``); a record written before those fields existed is flagged only when its
-    figure lies above the ceiling it recorded (``ceiling_share > 1``).
-    """
-    out: list[str] = []
-    if record.get("valid") is False:
-        reasons = record.get("invalid_reasons") or []
-        out += [str(r) for r in reasons] if reasons else ["invalid"]
-    above = record.get("above_ceiling")
-    if above is None:
-        share = record.get("ceiling_share")
-        above = isinstance(share, int | float) and share > 1.0
-    if above:
-        out.append("above the machine's estimated ceiling")
-    return list(dict.fromkeys(out))
-
-
 def _cell(r: dict, **change) -> tuple:
     return tuple(change.get(k, r.get(k)) for k in results.KEY)
 
@@ -179,13 +159,13 @@ def ratios(records: Iterable[dict]) -> list[dict]:
     records = list(records)
     cells = {results.key(r): r for r in results.latest(results.ok(records))}
     out = []
-    for row in results.speedups(records):
+    for row in results.speedups(records, include_invalid=True):
         graph = cells[_cell(row)]
         fw, mode = results.BASELINE[row["framework"]]
         base = cells[_cell(row, framework=fw, mode=mode)]
         verdicts = [graph.get("valid"), base.get("valid")]
-        why = [f"{row['mode']}: {f}" for f in flags(graph)] + [
-            f"{mode} (baseline): {f}" for f in flags(base)
+        why = [f"{row['mode']}: {f}" for f in results.flags(graph)] + [
+            f"{mode} (baseline): {f}" for f in results.flags(base)
         ]
         out.append(
             {
@@ -256,7 +236,7 @@ def build(
         "counts": {
             "records": len(records),
             "measured": len(results.ok(records)),
-            "flagged": sum(bool(flags(r)) for r in results.ok(records)),
+            "flagged": sum(bool(results.flags(r)) for r in results.ok(records)),
         },
         "ratios": ratios(records),
         "records": records,

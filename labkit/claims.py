@@ -18,9 +18,11 @@ measurement's regime:
 - ``not measured here``: nothing measured for it yet.
 
 Only records of the same task, precision, device, image size and batch size are divided. A ratio
-carries the uncertainty :func:`labkit.results.speedups` uses (the two relative IQRs of the step
-times, propagated); a median inside the range whose interval pokes out (or the reverse) is
-reported as "within noise".
+carries the interval of :func:`labkit.results.ratio` (a bootstrap from the raw step times, as
+:func:`labkit.results.speedups` reports); a median inside the range whose interval pokes out (or
+the reverse) is reported as "within noise". Only the two modes each ratio declares are divided
+(:func:`labkit.results.pair`, the lab's one pairing), and only valid records count as evidence
+unless asked for (``include_invalid``).
 """
 
 from __future__ import annotations
@@ -30,7 +32,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from . import results, seeds
-from .results import EAGER_MODES
+from .frameworks import specs
 
 HOLDS, FAILS, MIXED = "holds here", "does not hold here", "mixed here"
 REGIME, NOT_MEASURED = "different regime", "not measured here"
@@ -83,11 +85,15 @@ class Source:
 
 @dataclass(frozen=True)
 class Ratio:
-    """One ratio the claim is judged on: framework/mode ``num`` over framework/mode ``den``."""
+    """One ratio the claim is judged on: framework/mode ``num`` over framework/mode ``den``.
+
+    Both modes are declared up front: a claim is never judged on whichever mode happened to be
+    fastest (picking the best of several biases a ratio upwards).
+    """
 
     label: str
-    num: tuple[str, str | None]  # (framework, mode); mode None = the fastest non-eager mode
-    den: tuple[str, str | None]
+    num: tuple[str, str]  # (framework, mode)
+    den: tuple[str, str]
     task: str  # "train", "throughput" or "latency"
     seed_value: float | None = None  # the ratio implied by the seeds' own table, if any
 
@@ -227,8 +233,12 @@ class Claim:
 
 
 def _per_framework(task: str, label: str) -> tuple[Ratio, ...]:
+    """Every graph mode of every framework with an eager mode, each against that eager mode."""
     return tuple(
-        Ratio(f"{fw} {label}", (fw, None), (fw, eager), task) for fw, eager in EAGER_MODES.items()
+        Ratio(f"{s.name} {mode} {label}", (s.name, mode), (s.name, s.eager), task)
+        for s in specs()
+        if s.eager is not None
+        for mode in s.graph_modes
     )
 
 
@@ -326,11 +336,14 @@ def _training_ratio(label: str, side: tuple[str, str]) -> Ratio:
 
 
 def _inference_ratio(label: str, framework: str) -> Ratio:
-    """Framework's graph over ONNX Runtime, as the inference table's CPU column implies."""
+    """Framework's graph over ONNX Runtime, as the inference table's CPU column implies: the
+    graph each serving runtime runs, declared (a SavedModel's tf.function graph, no XLA;
+    MindSpore's graph mode)."""
+    mode = {"tensorflow": "function", "mindspore": "graph"}[framework]
     return Ratio(
         label,
-        (framework, None),
-        ("onnxruntime", None),
+        (framework, mode),
+        ("onnxruntime", "ort"),
         "throughput",
         seeds.inference_ratio(framework, "torch"),
     )
@@ -420,14 +433,14 @@ CLAIMS: tuple[Claim, ...] = (
         (
             Ratio(
                 "ONNX Runtime / torch eager (inference)",
-                ("onnxruntime", None),
+                ("onnxruntime", "ort"),
                 ("torch", "eager"),
                 "throughput",
             ),
             Ratio(
-                "ONNX Runtime / best torch graph mode (inference)",
-                ("onnxruntime", None),
-                ("torch", None),
+                "ONNX Runtime / torch.compile (inference)",
+                ("onnxruntime", "ort"),
+                ("torch", "compile"),
                 "throughput",
             ),
         ),
@@ -439,8 +452,8 @@ CLAIMS: tuple[Claim, ...] = (
             runtime=IN_PROCESS,
             metric="inference throughput, ONNX Runtime against PyTorch",
         ),
-        note=f"the seeds do not say what the {_ONNX.percent} is measured against; both readings "
-        "are shown",
+        note=f"the seeds do not say what the {_ONNX.percent} is measured against; PyTorch eager "
+        "and its current graph compiler (torch.compile) are both shown",
     ),
     Claim(
         "cpu_graph_beats_onnx",
@@ -487,104 +500,25 @@ def claim(key: str) -> Claim:
 # Measurements with an interval
 
 
-@dataclass(frozen=True)
-class Estimate:
-    value: float
-    low: float
-    high: float
-
-    def __post_init__(self):
-        if not (self.low <= self.value <= self.high):
-            raise ValueError(
-                f"estimate {self.value} lies outside its interval [{self.low}, {self.high}]"
-            )
-
-    def __str__(self) -> str:
-        return f"{self.value:.2f}x [{self.low:.2f}-{self.high:.2f}]"
-
-
-def _rel_iqr(r: Record) -> float:
-    median = float(r["median_s"])
-    if median <= 0:
-        raise ValueError(f"record has a non-positive median time {median}: {_describe(r)}")
-    return float(r.get("iqr_s") or 0.0) / median
-
-
-def ratio(num: Record, den: Record) -> Estimate:
-    """Throughput of ``num`` over ``den`` (images/s), +- the propagated relative IQRs.
-
-    The same uncertainty as :func:`labkit.results.speedups`:
-    ``ratio * sqrt((iqr_n/med_n)^2 + (iqr_d/med_d)^2)``.
-    """
-    rel = math.hypot(_rel_iqr(num), _rel_iqr(den))
-    value = (num["batch_size"] / num["median_s"]) / (den["batch_size"] / den["median_s"])
-    spread = value * rel
-    return Estimate(value, max(value - spread, 0.0), value + spread)
-
-
-def _describe(r: Record) -> str:
-    return f"{r.get('framework')}/{r.get('mode')}/{r.get('task')}/{r.get('precision')}"
-
-
-def _context(r: Record) -> tuple:
-    """What two records must share to be compared (everything but framework and mode)."""
-    return (
-        r.get("task"),
-        r.get("precision", "fp32"),
-        r.get("device", "cpu"),
-        r.get("image_size"),
-        r.get("batch_size"),
-    )
-
-
-def candidates(
-    records: Iterable[Record],
-    framework: str,
-    mode: str | None,
-    task: str,
-    precision: str = "fp32",
-    device: str = "cpu",
-) -> list[Record]:
-    """Successful records (the latest of each cell) of framework x mode x task x precision.
-
-    ``mode=None`` means any mode except the framework's eager one (its graph modes).
-    """
-    eager = EAGER_MODES.get(framework)
-    return [
-        r
-        for r in results.latest(records)
-        if r.get("status") == "ok"
-        and float(r.get("median_s") or 0) > 0
-        and r.get("framework") == framework
-        and r.get("task") == task
-        and r.get("precision", "fp32") == precision
-        and r.get("device", "cpu") == device
-        and (r.get("mode") == mode if mode is not None else r.get("mode") != eager)
-    ]
-
-
-def _ips(r: Record) -> float:
-    return r["batch_size"] / r["median_s"]
+#: a ratio with its confidence interval, and the one function that computes it (from the
+#: records' raw times: a bootstrap; see :func:`labkit.results.ratio`)
+Estimate = results.Estimate
+ratio = results.ratio
 
 
 def pair(
-    records: list[Record], r: Ratio, precision: str = "fp32", device: str = "cpu"
+    records: list[Record],
+    r: Ratio,
+    precision: str = "fp32",
+    device: str = "cpu",
+    include_invalid: bool = False,
 ) -> tuple[Record, Record] | None:
-    """The records to divide for ratio ``r``: same task, precision, device, image and batch size.
-
-    Where several settings were measured for both sides, the largest image size (then batch)
-    wins, as closest to the seeds' 224x224; within it each side's fastest mode is taken.
-    """
-    nums = candidates(records, r.num[0], r.num[1], r.task, precision, device)
-    dens = candidates(records, r.den[0], r.den[1], r.task, precision, device)
-    shared = {_context(x) for x in nums} & {_context(x) for x in dens}
-    if not shared:
-        return None
-    ctx = max(shared, key=lambda c: (c[3] or 0, c[4] or 0))
-    return (
-        max((x for x in nums if _context(x) == ctx), key=_ips),
-        max((x for x in dens if _context(x) == ctx), key=_ips),
-    )
+    """The records to divide for ratio ``r``: the lab's one pairing (:func:`labkit.results.pair`)
+    of the two declared modes, same task, precision, device, model, image and batch size; where
+    several settings were measured for both, the largest image size (then batch) wins, as
+    closest to the seeds' 224x224. Records that failed their validity verdict are no evidence:
+    left out unless ``include_invalid``."""
+    return results.pair(records, r.num, r.den, r.task, precision, device, include_invalid)
 
 
 # --------------------------------------------------------------------------------------------
@@ -667,12 +601,17 @@ def place(estimate: Estimate, low: float, high: float) -> tuple[str, bool]:
 
 
 def measure(
-    c: Claim, records: list[Record], precision: str = "fp32", device: str = "cpu"
+    c: Claim,
+    records: list[Record],
+    precision: str = "fp32",
+    device: str = "cpu",
+    include_invalid: bool = False,
 ) -> list[Measured]:
-    """The claim's ratios that the records allow (a ratio with a side not measured is skipped)."""
+    """The claim's ratios that the records allow (a ratio with a side not measured, or measured
+    only invalidly unless ``include_invalid``, is skipped)."""
     out = []
     for r in c.ratios:
-        found = pair(records, r, precision, device)
+        found = pair(records, r, precision, device, include_invalid)
         if found is None:
             continue
         num, den = found
@@ -732,21 +671,24 @@ def _precision_for(c: Claim, records: list[Record], precision: str) -> str:
     return min(mixed) if mixed else precision
 
 
-def check(c: Claim, records: list[Record], precision: str = "fp32") -> Verdict:
+def check(
+    c: Claim, records: list[Record], precision: str = "fp32", include_invalid: bool = False
+) -> Verdict:
     """The verdict on one claim from the records of this machine, within the claim's regime.
 
     A ratio is judged (holds here / does not hold here / mixed here) only when it was measured
     in the claim's regime; otherwise the verdict is "different regime", which reports the ratio
     measured here beside the seeds' and names every difference. With nothing measured the
     verdict is "not measured here", or "different regime" when this machine cannot meet the
-    claim's regime at all (hardware it lacks, a runtime the lab does not run).
+    claim's regime at all (hardware it lacks, a runtime the lab does not run). Only valid
+    records count (see :func:`labkit.results.valid`) unless ``include_invalid``.
     """
     wanted = c.regime.hardware or ()
     gpu = next(
         (h[4:] for h in wanted if h.startswith("gpu:") and gpu_present(records, h[4:])), None
     )
     device = "gpu" if gpu else "cpu"
-    measured = measure(c, records, _precision_for(c, records, precision), device)
+    measured = measure(c, records, _precision_for(c, records, precision), device, include_invalid)
     if not measured:
         machine = _machine_regime(records, device) or Regime(
             hardware=(device,), hardware_text=f"this machine's {device.upper()}", runtime=IN_PROCESS
@@ -794,9 +736,12 @@ def check(c: Claim, records: list[Record], precision: str = "fp32") -> Verdict:
     return Verdict(c, verdict, measured, why, differences if others else ())
 
 
-def check_all(records: list[Record], precision: str = "fp32") -> list[Verdict]:
-    """A verdict for every claim, plus the seeds' epoch-time consistency check."""
-    return [check(c, records, precision) for c in CLAIMS] + [epoch_consistency()]
+def check_all(
+    records: list[Record], precision: str = "fp32", include_invalid: bool = False
+) -> list[Verdict]:
+    """A verdict for every claim (valid records only unless ``include_invalid``), plus the
+    seeds' epoch-time consistency check."""
+    return [check(c, records, precision, include_invalid) for c in CLAIMS] + [epoch_consistency()]
 
 
 # --------------------------------------------------------------------------------------------

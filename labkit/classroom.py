@@ -376,7 +376,7 @@ def _insert(con, sha: str, path: Path, kind: str, card: dict, note: str) -> int:
             ],
         )
         rid = _record_id(r, m["machine_id"])
-        why = cards.flags(r) if r.get("status") == "ok" else []
+        why = results.flags(r) if r.get("status") == "ok" else []
         num = lambda f, r=r: float(r[f]) if isinstance(r.get(f), int | float) else None
         before = con.execute("SELECT count(*) FROM records WHERE record_id = ?", [rid]).fetchone()[
             0

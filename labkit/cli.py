@@ -1,4 +1,5 @@
-"""Command line: ``python -m labkit doctor | bench | report | card | class | distributed``."""
+"""Command line: ``python -m labkit doctor | bench | report | explore | card | class |
+distributed``."""
 
 from __future__ import annotations
 
@@ -53,16 +54,17 @@ def _bench(args: argparse.Namespace) -> int:
         f"{profile.image_size} images), results -> {out}",
         file=sys.stderr,
     )
-    res = runner.run(plan, out, resume=args.resume, threads=args.threads)
+    res = runner.run(plan, out, resume=args.resume, threads=args.threads, cache=args.cache)
     if res.skipped:
         print(f"resumed: {len(res.skipped)} cells already in {out} were skipped", file=sys.stderr)
     if res.records:
         print(results.table(res.records))
     unsupported = sum(r["unsupported"] for r in res.failed)
     failed = len(res.failed) - unsupported
+    invalid = len(results.invalid(res.records))
     print(
         f"\n{len(res.records)} cells in {res.wall_s:.0f} s ({failed} failed, {unsupported} "
-        f"unsupported here), "
+        f"unsupported here, {invalid} measured but invalid), "
         f"appended to {out}; figures: python -m labkit report {out}",
         file=sys.stderr,
     )
@@ -104,6 +106,59 @@ def _report(args: argparse.Namespace) -> int:
     for w in caught:  # a truncated last line: everything complete is reported above
         print(f"error: {w.message}", file=sys.stderr)
     return 2 if caught else 0
+
+
+def _explore(args: argparse.Namespace) -> int:
+    import json
+
+    from . import explore, results
+
+    report = explore.check(
+        args.spec,
+        args.input,
+        framework=args.framework,
+        timeout_s=args.timeout,
+        checks=_csv(args.checks),
+    )
+    text = report.to_markdown()
+    first = report.paths[0]
+    if first.status == "works":
+        print(text)
+    if args.out:
+        out = Path(args.out)
+        out.parent.mkdir(parents=True, exist_ok=True)
+        data = json.dumps(report.to_dict(), indent=2) if out.suffix == ".json" else text + "\n"
+        out.write_text(data, encoding="utf-8")
+        print(f"\nreport written to {out}", file=sys.stderr)
+    if first.status != "works":
+        raise ValueError(
+            f"{args.spec} does not run on inputs {report.inputs} ({first.path}: "
+            f"{first.message or first.reason}); fix: give --input the shape(s) the model takes, "
+            "batch first, e.g. --input 8x3x224x224 (several inputs: --input 8x16,8x16:int64)"
+        )
+    if not args.bench:
+        return 0
+    res = explore.bench(
+        args.spec,
+        args.input,
+        modes=_csv(args.modes),
+        tasks=_csv(args.tasks),
+        frameworks=_csv(args.frameworks),
+        framework=report.framework,
+        out=args.results,
+        profile=args.profile,
+        resume=args.resume,
+        threads=args.threads,
+    )
+    if res.records:
+        print()
+        print(results.table(res.records))
+    print(
+        f"\n{len(res.records)} cells in {res.wall_s:.0f} s ({len(res.failed)} failed or "
+        f"unsupported), appended to {res.out}; figures: python -m labkit report {res.out}",
+        file=sys.stderr,
+    )
+    return 130 if res.interrupted else 0
 
 
 def _default_results() -> list[Path]:
@@ -162,6 +217,9 @@ def _class_report(args: argparse.Namespace) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
+    from .bench import TASKS
+    from .frameworks import NAMES
+
     parser = argparse.ArgumentParser(
         prog="python -m labkit", description="Graph Lab helper: machine report and benchmarks"
     )
@@ -179,15 +237,13 @@ def build_parser() -> argparse.ArgumentParser:
     bench.add_argument(
         "--profile", help="smoke | standard | full (default: $LABKIT_PROFILE, else standard)"
     )
-    bench.add_argument(
-        "--frameworks", help="comma-separated, default all: torch,tensorflow,mindspore,onnxruntime"
-    )
+    bench.add_argument("--frameworks", help=f"comma-separated, default all: {','.join(NAMES)}")
     bench.add_argument(
         "--modes",
         help="comma-separated, default all: eager, graph (every "
         "non-eager mode) or a framework's own mode names",
     )
-    bench.add_argument("--tasks", help="comma-separated, default all: latency,throughput,train")
+    bench.add_argument("--tasks", help=f"comma-separated, default all: {','.join(TASKS)}")
     bench.add_argument(
         "--batch-sizes",
         help="batch sizes of throughput and train, e.g. 1,8 "
@@ -195,7 +251,19 @@ def build_parser() -> argparse.ArgumentParser:
     )
     bench.add_argument("--precision", help="fp32 (default), bf16, or fp32,bf16")
     bench.add_argument("--device", default="cpu", help="cpu (default) or gpu")
-    bench.add_argument("--threads", type=int, help="threads per framework (default: all cores)")
+    bench.add_argument(
+        "--threads",
+        type=int,
+        help="intra-op threads per framework, one inter-op thread (default: the physical cores "
+        "this process may use, within its CPU quota)",
+    )
+    bench.add_argument(
+        "--cache",
+        choices=("cold", "warm"),
+        default="cold",
+        help="cold (default): every compile cache starts empty for each cell, so first calls "
+        "include the whole compilation; warm: caches are shared with earlier runs",
+    )
     bench.add_argument(
         "--out",
         help="results file (default: results/bench-<profile>.jsonl); new results are appended",
@@ -211,6 +279,57 @@ def build_parser() -> argparse.ArgumentParser:
         help="folder for the PNG figures (default: FILE without its suffix, or FILE-figures)",
     )
     report.set_defaults(func=_report)
+    explore = sub.add_parser(
+        "explore",
+        help="what happens to your own model in graph mode (and, with --bench, is it faster?)",
+        description="Check every capture path of your model (eager, torch.compile with its "
+        "graph breaks and recompilations, torch.export, ONNX; tf.function, XLA, SavedModel, TF "
+        "Lite; ONNX Runtime's optimisation levels) in a worker process, each with a time "
+        "limit, and print the report. With --bench, also measure eager against the graph modes "
+        "through the benchmark runner.",
+    )
+    explore.add_argument(
+        "spec",
+        help="the model: path/to/file.py:build_model or package.module:build_model (a function "
+        "that takes no arguments and returns the model), or a model.onnx file",
+    )
+    explore.add_argument(
+        "--input",
+        required=True,
+        help="input shape(s), batch first: 8x3x224x224; several inputs separated by commas, "
+        "a dtype after a colon: 8x16x64,8x16:int64",
+    )
+    explore.add_argument(
+        "--framework", help="the model's framework (default: found from the model's type)"
+    )
+    explore.add_argument("--checks", help="comma-separated subset of the paths to check")
+    explore.add_argument(
+        "--timeout",
+        type=float,
+        default=300.0,
+        help="seconds one check may take before its process is stopped (default 300)",
+    )
+    explore.add_argument("--out", help="also write the report: FILE.json (data) or FILE.md")
+    explore.add_argument(
+        "--bench", action="store_true", help="then benchmark eager against the graph modes"
+    )
+    explore.add_argument(
+        "--results",
+        help="JSONL file the benchmark appends to (default: results/explore-<profile>.jsonl)",
+    )
+    explore.add_argument(
+        "--frameworks",
+        help="--bench: frameworks (default: the model's own and the runtimes of its exports)",
+    )
+    explore.add_argument("--modes", help="--bench: eager, graph or a framework's mode names")
+    explore.add_argument("--tasks", help="--bench: latency,throughput,train (default: all)")
+    explore.add_argument("--profile", help="--bench: smoke | standard | full (repeats, timeouts)")
+    explore.add_argument("--threads", type=int, help="--bench: threads per framework")
+    explore.add_argument(
+        "--resume", action="store_true", help="--bench: skip the cells --results already holds"
+    )
+    explore.set_defaults(func=_explore)
+
     card = sub.add_parser(
         "card",
         help="write your result card: one small anonymous JSON file to hand in",

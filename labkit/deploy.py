@@ -154,13 +154,22 @@ def record(
     precision: str = "fp32",
     notes: str = "",
     prepare_s: float | None = None,
+    export_s: float | None = None,
+    threads: dict | None = None,
+    cache: str = "warm",
 ) -> dict:
-    """A results record for a :class:`labkit.bench.Measurement` taken in this process."""
-    from . import bench, hardware, profiles, results
+    """A results record for a :class:`labkit.bench.Measurement` taken in this process.
 
-    ceiling = bench.ceiling_images_per_s(
-        image_size, task, "bf16" if precision == "bf16" else "fp32"
-    )
+    Judged like a runner record (its validity verdict from the measurement) and compared with
+    the ceiling of its precision (int8 for ``int8-...``). ``threads`` is what the framework
+    reports (an adapter's ``threads()``), unknown when not given; ``cache`` is ``"warm"`` by
+    default, since a notebook's process keeps whatever it compiled or exported before.
+    """
+    from . import bench, hardware, profiles, results
+    from .runner import Cell, ceiling_fields
+
+    prof = profiles.current()
+    cell = Cell(framework, mode, task, m.images_per_call, precision, image_size, "cpu", prof.name)
     return results.make(
         framework=framework,
         mode=mode,
@@ -171,12 +180,13 @@ def record(
         device="cpu",
         status="ok",
         prepare_s=prepare_s,
+        export_s=export_s,
+        cache=cache,
         **m.as_dict(),
         peak_rss_mb=bench.peak_rss_mb(),
-        ceiling_share=m.images_per_s / ceiling,
-        ceiling_images_per_s=ceiling,
+        **ceiling_fields(m.images_per_s, cell),
         notes=(notes + "; " if notes else "") + "timed in the notebook's process",
-        threads=hardware.cores(),
-        profile=profiles.current().name,
+        threads=threads or {"intra": None, "inter": None},
+        profile=prof.name,
         machine=hardware.fingerprint(),
     )

@@ -25,23 +25,34 @@ def framework_rows() -> list[dict]:
 def machine_rows() -> list[tuple[str, str]]:
     r = hardware.report()
     c = r.ceiling
-    return [
+    quota = f", CPU quota {r.cpu_quota:g}" if r.cpu_quota is not None else ""
+    smt = " (hyper-threads on: two CPUs share each core)" if r.smt else ""
+    rows = [
         ("CPU", f"{r.cpu_model} ({r.arch}, {r.vendor})"),
-        ("cores", str(r.cores)),
+        ("CPUs this process may use", f"{r.logical_cpus} on {r.physical_cores} cores{smt}{quota}"),
+        ("benchmark threads", f"{r.threads} intra-op, 1 inter-op in every framework"),
+        ("maximum clock", f"{r.clock_ghz:.2f} GHz" if r.clock_ghz else "unknown"),
         ("vector extensions", ", ".join(r.vector_extensions) or "none found"),
         ("memory", f"{r.memory_gb} GB"),
         ("GPU", "; ".join(r.gpus) or "none (CPU only)"),
         ("OS / Python", f"{r.os} / Python {r.python}"),
-        ("FP32 peak", f"{c.peak_gflops:.0f}-{c.peak_gflops_boost:.0f} GFLOP/s"),
-        (
-            "ResNet-50 ceiling (224x224)",
-            (
-                f"inference {c.images_per_s:.1f}-{c.images_per_s_boost:.1f} images/s; "
-                f"training <= {c.train_images_per_s_boost:.1f} images/s"
-            ),
-        ),
-        ("how the ceiling is estimated", c.method),
     ]
+    for precision, ce in r.ceilings.items():
+        if ce.peak_gflops is None:
+            rows.append((f"{precision} peak", "unknown (see how it is estimated)"))
+            continue
+        train = ce.images_per_s_at(224, training=True)
+        rows.append(
+            (
+                f"{precision} peak",
+                (
+                    f"{ce.peak_gflops:,.0f} GFLOP/s: ResNet-50 ceiling (224x224) "
+                    f"{ce.images_per_s_at(224):,.1f} images/s inference, {train:,.1f} training"
+                ),
+            )
+        )
+    rows.append(("how the ceiling is estimated", c.method))
+    return rows
 
 
 def _profile_line() -> str:

@@ -22,7 +22,7 @@ import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from . import bench, profiles
+from . import bench, profiles, results
 
 
 def timed(
@@ -59,7 +59,8 @@ def break_even_calls(
 
     The extra one-off cost is the graph's first call (trace + compile + run) minus eager's first
     call; each later call saves ``eager_s - graph_s`` (both steady-state medians). 0 when the
-    graph mode is not slower to start. The same definition as :func:`labkit.results.break_even`.
+    graph mode is not slower to start. This is :func:`labkit.results.break_even` (the lab's one
+    formula) on two measurements taken in a notebook.
     """
     for name, value in (
         ("first_call_s", first_call_s),
@@ -69,11 +70,9 @@ def break_even_calls(
     ):
         if not (value >= 0 and math.isfinite(value)):
             raise ValueError(f"{name} must be a finite time >= 0 seconds, got {value!r}")
-    extra = first_call_s - eager_first_call_s
-    if extra <= 0:
-        return 0.0
-    saving = eager_s - graph_s
-    return extra / saving if saving > 0 else math.inf
+    graph = {"first_call_s": first_call_s, "median_s": graph_s}
+    eager = {"first_call_s": eager_first_call_s, "median_s": eager_s}
+    return results.break_even(graph, eager).calls
 
 
 @dataclass(frozen=True)

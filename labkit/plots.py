@@ -2,7 +2,9 @@
 
 Each function takes records (from :func:`labkit.results.load` or :func:`labkit.runner.run`) and
 returns a ``matplotlib.figure.Figure``: a notebook displays it, :func:`save_all` writes PNGs.
-Only the latest record of each cell counts (see :func:`labkit.results.latest`).
+Only the latest record of each cell counts (see :func:`labkit.results.latest`). Invalid records
+(see :func:`labkit.results.valid`) are drawn hatched and pale and say so in their label; a
+figure above the estimated ceiling is marked "(!)".
 """
 
 from __future__ import annotations
@@ -38,7 +40,25 @@ COLORS: dict[str, str] = {s.name: s.color for s in specs()}
 
 def _label(r: dict) -> str:
     extra = "" if r["precision"] == "fp32" else f" {r['precision']}"
-    return f"{r['framework']} {r['mode']}{extra} (b{r['batch_size']})"
+    flag = "" if results.is_valid(r) else " [invalid]"
+    if results.custom(r):
+        name = results.model_name(r["model"])
+        return f"{name}: {r['framework']} {r['mode']}{extra} ({r['input_shape']}){flag}"
+    return f"{r['framework']} {r['mode']}{extra} (b{r['batch_size']}){flag}"
+
+
+def _title(rows: list[dict], what: str) -> str:
+    """``ResNet-50 throughput`` or, with a learner's model among the rows, ``Throughput``."""
+    return f"ResNet-50 {what}" if not any(results.custom(r) for r in rows) else what.capitalize()
+
+
+def _bars(ax, ys, widths, rows: list[dict], **kw) -> None:
+    """Horizontal bars in each framework's colour; invalid rows hatched and pale."""
+    bars = ax.barh(ys, widths, color=[COLORS.get(r["framework"], "grey") for r in rows], **kw)
+    for bar, r in zip(bars, rows):
+        if not results.is_valid(r):
+            bar.set_alpha(0.35)
+            bar.set_hatch("//")
 
 
 def _tasks(rows: list[dict]) -> list[str]:
@@ -90,44 +110,38 @@ def throughput(records: Iterable[dict]) -> Figure:
     def draw(ax, rs):
         ys = range(len(rs))
         err = list(zip(*[_ips_spread(r) for r in rs]))
-        ax.barh(
-            ys,
-            [r["images_per_s"] for r in rs],
-            xerr=err,
-            capsize=3,
-            color=[COLORS.get(r["framework"], "grey") for r in rs],
-        )
+        _bars(ax, ys, [r["images_per_s"] for r in rs], rs, xerr=err, capsize=3)
         ax.set_yticks(list(ys), [_label(r) for r in rs])
         ax.invert_yaxis()
-        ax.set_xlabel("images/s (median; bars: interquartile range)")
+        unit = "samples/s" if any(results.custom(r) for r in rs) else "images/s"
+        ax.set_xlabel(f"{unit} (median; bars: interquartile range)")
 
-    return _panels(rows, "ResNet-50 throughput", "measured cells", draw)
+    return _panels(rows, _title(rows, "throughput"), "measured cells", draw)
 
 
 def speedup(records: Iterable[dict]) -> Figure:
-    """Each graph mode's speedup over its eager baseline (1 = no gain), with propagated IQR."""
-    rows = results.speedups(records)
+    """Each graph mode's speedup over its eager baseline (1 = no gain), with its 95% confidence
+    interval (:func:`labkit.results.speedups`); pairs with an invalid side drawn hatched."""
+    rows = results.speedups(records, include_invalid=True)
 
     def draw(ax, rs):
         ys = range(len(rs))
-        ax.barh(
-            ys,
-            [r["speedup"] for r in rs],
-            xerr=[r["speedup_iqr"] for r in rs],
-            capsize=3,
-            color=[COLORS.get(r["framework"], "grey") for r in rs],
-        )
+        err = [
+            [r["speedup"] - r["speedup_low"] for r in rs],
+            [r["speedup_high"] - r["speedup"] for r in rs],
+        ]
+        _bars(ax, ys, [r["speedup"] for r in rs], rs, xerr=err, capsize=3)
         ax.axvline(1.0, color="black", lw=1, ls="--")
         ax.set_yticks(list(ys), [f"{_label(r)} vs {r['baseline']}" for r in rs])
         ax.invert_yaxis()
-        ax.set_xlabel("speedup over eager (x)")
+        ax.set_xlabel("speedup over eager (x; bars: 95% confidence interval)")
 
     return _panels(rows, "Graph mode vs eager", "graph/eager pairs", draw)
 
 
 def break_even(records: Iterable[dict]) -> Figure:
     """Extra one-off cost of each graph mode vs the number of calls it needs to pay it back."""
-    rows = [r for r in results.break_even(records) if r["extra_s"] > 0]
+    rows = [r for r in results.break_even_rows(records, include_invalid=True) if r["extra_s"] > 0]
     fig = Figure(figsize=(10, 5), layout="constrained")
     if not rows:
         return _empty(fig, "graph modes slower to start than eager")
@@ -136,6 +150,7 @@ def break_even(records: Iterable[dict]) -> Figure:
     never = max(finite, default=1.0) * 3  # the row where "never pays back" is drawn
     for r in rows:
         n, tag = r["break_even_calls"], f"{r['framework']} {r['mode']} {r['task']}"
+        tag += "" if r["valid"] else " [invalid]"
         color = COLORS.get(r["framework"], "grey")
         if math.isfinite(n):
             ax.scatter(r["extra_s"], max(n, 1.0), color=color, s=50)
@@ -158,29 +173,31 @@ def break_even(records: Iterable[dict]) -> Figure:
         )
     ax.set_xscale("log")
     ax.set_yscale("log")
-    ax.set_xlabel("extra one-off time over eager, s (build + trace/compile + first call)")
+    ax.set_xlabel("extra one-off time over eager, s (export + build + trace/compile + first call)")
     ax.set_ylabel("calls until the graph mode has paid it back")
     ax.set_title("Compile time vs break-even number of calls")
     return fig
 
 
 def ceiling(records: Iterable[dict]) -> Figure:
-    """Each CPU cell's images/s as a share of the machine's compute ceiling (100% = peak FLOP/s)."""
+    """Each CPU cell's images/s as a share of the machine's estimated ceiling for its precision
+    (100% = peak FLOP/s); a bar past 100% is flagged "(!)": the estimate, not the figure, is
+    the likelier culprit (see the record's ``ceiling_note``)."""
     rows = [r for r in results.latest(results.ok(records)) if r["ceiling_share"] is not None]
 
     def draw(ax, rs):
         ys = range(len(rs))
-        ax.barh(
-            ys,
-            [100 * r["ceiling_share"] for r in rs],
-            color=[COLORS.get(r["framework"], "grey") for r in rs],
-        )
+        _bars(ax, ys, [100 * r["ceiling_share"] for r in rs], rs)
         ax.axvline(100, color="black", lw=1, ls="--")
-        ax.set_yticks(list(ys), [_label(r) for r in rs])
+        labels = [_label(r) + (" (!)" if r.get("above_ceiling") else "") for r in rs]
+        ax.set_yticks(list(ys), labels)
         ax.invert_yaxis()
-        ax.set_xlabel("% of the machine's ceiling (peak FLOP/s / FLOPs per image)")
+        ax.set_xlabel("% of the estimated ceiling (peak FLOP/s at its precision / FLOPs per image)")
 
-    return _panels(rows, "Share of the compute ceiling", "measured cells", draw)
+    if not rows and results.ok(records):
+        fig = Figure(figsize=(8, 2.5), layout="constrained")
+        return _empty(fig, "ceiling estimate (this machine's peak is unknown)")
+    return _panels(rows, "Share of the estimated compute ceiling", "measured cells", draw)
 
 
 FIGURES: dict[str, Callable[[Iterable[dict]], Figure]] = {

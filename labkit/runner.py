@@ -2,11 +2,23 @@
 
 A :class:`Plan` is frameworks x modes x tasks x batch sizes x precisions on one device, sized
 by a profile. :func:`run` measures each :class:`Cell` in its own Python process (``python -m
-labkit.runner --cell ...``) with the same thread settings for every framework and a timeout;
-a cell that fails, hangs (killed with its whole process group) or runs out of memory becomes a
-recorded failure and the plan goes on. Each record is appended to the JSONL results file
+labkit.runner --cell ...``), the path every figure of the lab takes (``benchmarks/overhead.py``
+checks it against a bare loop):
+
+- one thread policy: ``threads`` intra-op threads (default :func:`labkit.hardware.
+  default_threads`) and one inter-op thread in every framework, set first thing in the fresh
+  process and read back into the record;
+- cold compile caches: each cell's caches start empty in its own folder (:func:`cache_env`),
+  so a first call includes the whole compilation unless the record says ``cache: "warm"``;
+- a timeout, after which the cell's whole process group is killed; a cell whose runner dies
+  (even by SIGKILL) ends its own process group.
+
+A cell that fails, hangs or runs out of memory, or whose result makes no valid record, becomes
+a recorded failure and the plan goes on. Each record is appended to the JSONL results file
 (:mod:`labkit.results`) the moment it exists, so an interrupted run (Ctrl-C, SIGTERM, a crash)
-keeps everything measured, and ``resume=True`` measures only what is missing.
+keeps everything measured (a Ctrl-C during a write waits for it), and ``resume=True`` measures
+only what is missing. Before it starts, a run says how long it should take (:func:`forecast`);
+``on_record`` shows each result as it arrives (:class:`labkit.live.LiveTable`).
 
 Test hook: ``LABKIT_TEST_FAULT=KIND[:FRAMEWORK/MODE/TASK][,...]`` makes matching cells (all
 cells when no selector is given) misbehave inside their subprocess before any framework loads:
@@ -20,6 +32,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
+import math
 import os
 import shutil
 import signal
@@ -71,8 +84,20 @@ class Cell:
     image_size: int
     device: str
     profile: str
+    #: the model: ResNet-50, or a learner's spec (labkit.explore.bench) with its input shapes
+    model: str = results.DEFAULT_MODEL
+    input_shape: str = ""
+
+    @property
+    def custom(self) -> bool:
+        return self.model != results.DEFAULT_MODEL
 
     def label(self) -> str:
+        if self.custom:
+            return (
+                f"{results.model_name(self.model)} {self.framework} {self.mode} {self.task} "
+                f"{self.input_shape} {self.precision} {self.device}"
+            )
         return (
             f"{self.framework} {self.mode} {self.task} b{self.batch_size} {self.precision} "
             f"{self.image_size}px {self.device}"
@@ -260,16 +285,13 @@ def _versions(framework: str, adapter) -> dict:
     return out
 
 
-def _load() -> float | None:
-    with contextlib.suppress(OSError, AttributeError):  # Windows has no load average
-        return os.getloadavg()[0]
-    return None
-
-
 def measure_cell(cell: Cell, threads: int, memory_limit_mb: float | None = None) -> dict:
     """Measure ``cell`` in this process and return the record's fields (run in a fresh process).
 
-    Never raises for a framework problem: the fields then say ``status: failed`` and why.
+    Sets the lab's thread policy first (``threads`` intra-op, one inter-op) and stores what each
+    framework reports back; times an export apart (``export_s``) from the rest of the
+    preparation; compares the result with the ceiling of its precision. Never raises for a
+    framework problem: the fields then say ``status: failed`` and why.
     """
     if memory_limit_mb:
         import resource
@@ -277,28 +299,37 @@ def measure_cell(cell: Cell, threads: int, memory_limit_mb: float | None = None)
         limit = int(memory_limit_mb * 2**20)
         resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
     prof = profiles.get(cell.profile)
-    out: dict = {"status": "failed", "versions": {}, "load_1min": _load()}
+    out: dict = {
+        "status": "failed",
+        "versions": {},
+        "load_1min": bench.load_1min(),
+        "threads": {"intra": None, "inter": None},
+    }
     adapter = None
     try:
         for kind in _faults(cell):
             _inject(kind, bool(memory_limit_mb))
         adapter = fw_registry.get(cell.framework)
         adapter.set_threads(threads)
-        from . import resnet
-
-        weights = resnet.init_weights(0)
         t0 = time.perf_counter()
-        prepared = adapter.prepare(
-            weights,
-            cell.mode,
-            cell.task,
-            cell.batch_size,
-            cell.precision,
-            cell.image_size,
-            cell.device,
-        )
-        prepare_s = time.perf_counter() - t0
-        del weights
+        if cell.custom:
+            prepared = _prepare_model(adapter, cell)
+        else:
+            from . import resnet
+
+            weights = resnet.init_weights(0)
+            prepared = adapter.prepare(
+                weights,
+                cell.mode,
+                cell.task,
+                cell.batch_size,
+                cell.precision,
+                cell.image_size,
+                cell.device,
+            )
+            del weights
+        prepare_s = time.perf_counter() - t0 - (prepared.export_s or 0.0)
+        out["threads"] = adapter.threads()
         m = bench.measure(
             prepared,
             prof.warmup,
@@ -307,10 +338,15 @@ def measure_cell(cell: Cell, threads: int, memory_limit_mb: float | None = None)
             prof.max_repeats,
             label=cell.label(),
         )
-        out.update(m.as_dict(), status="ok", prepare_s=prepare_s, notes=prepared.notes)
-        if cell.device == "cpu":  # labkit estimates the CPU's ceiling only
-            ceiling = bench.ceiling_images_per_s(cell.image_size, cell.task, cell.precision)
-            out.update(ceiling_images_per_s=ceiling, ceiling_share=m.images_per_s / ceiling)
+        out.update(
+            m.as_dict(),
+            status="ok",
+            prepare_s=prepare_s,
+            export_s=prepared.export_s,
+            notes=prepared.notes,
+            recipe=prepared.recipe,
+        )
+        out.update(ceiling_fields(m.images_per_s, cell))
     except bench.Unsupported as exc:
         out["error"] = f"unsupported: {exc}"
     except MemoryError:
@@ -327,14 +363,57 @@ def measure_cell(cell: Cell, threads: int, memory_limit_mb: float | None = None)
     return out
 
 
+def ceiling_fields(images_per_s: float, cell: Cell) -> dict:
+    """``ceiling_images_per_s``, ``ceiling_share``, ``above_ceiling`` and ``ceiling_note`` of a
+    measured cell: its figure against this machine's ceiling at its precision (the CPU only;
+    null where the ceiling is unknown)."""
+    none = {
+        "ceiling_images_per_s": None,
+        "ceiling_share": None,
+        "above_ceiling": False,
+        "ceiling_note": "",
+    }
+    if cell.device != "cpu" or cell.custom:  # the CPU's ceiling, for the ResNet-50 only
+        return none
+    c = hardware.ceiling(cell.precision)
+    top = c.images_per_s_at(cell.image_size, training=(cell.task == "train"))
+    if top is None:
+        return none
+    above = images_per_s > top
+    return {
+        "ceiling_images_per_s": top,
+        "ceiling_share": images_per_s / top,
+        "above_ceiling": above,
+        "ceiling_note": c.explain_above() if above else "",
+    }
+
+
+def _prepare_model(adapter, cell: Cell) -> bench.Prepared:
+    """Build a learner's model from its spec and prepare its step (labkit.explore.bench)."""
+    from . import models
+
+    if not isinstance(adapter, fw_registry.ModelBencher):
+        raise bench.Unsupported(f"labkit cannot benchmark other models with {cell.framework}")
+    model = models.build(cell.model)
+    inputs = models.example_arrays(models.parse_inputs(cell.input_shape))
+    return adapter.prepare_model(model, inputs, cell.mode, cell.task, cell.precision, cell.device)
+
+
 def _exit_with_parent(parent: int, workdir: Path) -> None:
     """End this cell if the runner ``parent`` dies (e.g. SIGKILL): no orphan keeps running, and
-    the cell's temporary folder, which the dead runner cannot remove any more, goes too."""
+    the cell's temporary folder, which the dead runner cannot remove any more, goes too.
+
+    The cell leads its own process group (the runner starts it in a new session), so killing
+    that group also ends what the cell started (compile workers, a test fault's grandchild).
+    """
 
     def watch() -> None:
         while os.getppid() == parent:
             time.sleep(0.5)
         shutil.rmtree(workdir, ignore_errors=True)
+        if os.getpgrp() == os.getpid():
+            with contextlib.suppress(OSError):
+                os.killpg(os.getpid(), signal.SIGKILL)
         os._exit(3)
 
     threading.Thread(target=watch, daemon=True, name="labkit-parent-watch").start()
@@ -376,6 +455,7 @@ class RunResult:
     skipped: list[Cell] = field(default_factory=list)
     interrupted: bool = False
     wall_s: float = 0.0
+    forecast: Forecast | None = None  #: what the run expected before it started
 
     @property
     def failed(self) -> list[dict]:
@@ -394,6 +474,73 @@ def thread_env(threads: int) -> dict[str, str]:
     """The environment that gives every framework's math libraries ``threads`` threads."""
     env = {k: str(threads) for k in THREAD_ENV}
     env["TF_NUM_INTEROP_THREADS"] = "1"
+    return env
+
+
+#: TensorFlow's XLA flag that keeps compiled executables on disk between processes
+XLA_CACHE_FLAG = "--tf_xla_persistent_cache_directory"
+
+
+def shared_cache_dir() -> Path:
+    """Where cells run with ``cache="warm"`` share their compile caches."""
+    return Path(tempfile.gettempdir()) / "labkit-compile-cache"
+
+
+def cache_env(cache: str, cell_dir: Path) -> dict[str, str]:
+    """The environment that gives a cell's compile caches their folders.
+
+    ``cold``: every cache starts empty in the cell's own folder ``cell_dir``: the temporary
+    directory (Inductor's default cache and the ONNX export cache live there), Inductor's and
+    Triton's caches, CUDA's kernel cache; MindSpore's compile cache and XLA's persistent cache
+    stay off (a user's ``TF_XLA_FLAGS`` loses only its cache folder). ``warm``: the caches are
+    shared with earlier runs under :func:`shared_cache_dir` (MindSpore's and XLA's turned on),
+    and the temporary directory is the usual one, so the first call may reuse earlier work.
+    """
+    if cache not in ("cold", "warm"):
+        raise ValueError(f"cache must be 'cold' or 'warm', got {cache!r}")
+    flags = [
+        f for f in os.environ.get("TF_XLA_FLAGS", "").split() if not f.startswith(XLA_CACHE_FLAG)
+    ]
+    if cache == "cold":
+        root = cell_dir / "cache"
+        env = {"TMPDIR": str(root / "tmp"), "MS_COMPILER_CACHE_ENABLE": "0"}
+    else:
+        root = shared_cache_dir()
+        env = {"MS_COMPILER_CACHE_ENABLE": "1"}
+        flags.append(f"{XLA_CACHE_FLAG}={root / 'xla'}")
+    env.update(
+        TORCHINDUCTOR_CACHE_DIR=str(root / "inductor"),
+        TRITON_CACHE_DIR=str(root / "triton"),
+        CUDA_CACHE_PATH=str(root / "cuda"),
+        MS_COMPILER_CACHE_PATH=str(root / "ms-compile"),
+        TF_XLA_FLAGS=" ".join(flags),
+    )
+    for key in ("TMPDIR", "TORCHINDUCTOR_CACHE_DIR", "TRITON_CACHE_DIR"):
+        if key in env:
+            Path(env[key]).mkdir(parents=True, exist_ok=True)
+    return env
+
+
+def cell_env(cell: Cell, threads: int, cell_dir: Path, cache: str = "cold") -> dict[str, str]:
+    """The whole environment of a cell's process: this one's, the thread policy, the caches.
+
+    ``benchmarks/overhead.py`` runs its bare loop in the same environment.
+    """
+    env = {
+        **os.environ,
+        **thread_env(threads),
+        **cache_env(cache, cell_dir),
+        "LABKIT_PROFILE": cell.profile,
+        "PROTOCOL_BUFFERS_PYTHON_IMPLEMENTATION": "python",
+        "TF_CPP_MIN_LOG_LEVEL": "2",
+        "PYTHONPATH": os.pathsep.join(
+            filter(None, [str(Path(__file__).resolve().parents[1]), os.environ.get("PYTHONPATH")])
+        ),
+    }
+    if cell.custom:  # the learner's module must import there as it does here
+        from . import models
+
+        env["PYTHONPATH"] = models.child_pythonpath()
     return env
 
 
@@ -434,11 +581,17 @@ def _tail(path: Path) -> str:
 
 
 def run_cell(
-    cell: Cell, threads: int, timeout_s: float, memory_limit_mb: float | None = None, tick=None
+    cell: Cell,
+    threads: int,
+    timeout_s: float,
+    memory_limit_mb: float | None = None,
+    tick=None,
+    cache: str = "cold",
 ) -> dict:
     """Measure ``cell`` in a fresh subprocess; return the record's fields (a failure is a result).
 
     ``tick()`` is called about once a second while waiting (it refreshes the progress bar).
+    ``cache`` says where its compile caches live (:func:`cache_env`).
     """
     with tempfile.TemporaryDirectory(prefix="labkit-cell-") as tmp:
         result, log = Path(tmp) / "result.json", Path(tmp) / "log.txt"
@@ -457,18 +610,7 @@ def run_cell(
         ]
         if memory_limit_mb:
             cmd += ["--memory-limit-mb", str(memory_limit_mb)]
-        env = {
-            **os.environ,
-            **thread_env(threads),
-            "LABKIT_PROFILE": cell.profile,
-            "PROTOCOL_BUFFERS_PYTHON_IMPLEMENTATION": "python",
-            "TF_CPP_MIN_LOG_LEVEL": "2",
-            "PYTHONPATH": os.pathsep.join(
-                filter(
-                    None, [str(Path(__file__).resolve().parents[1]), os.environ.get("PYTHONPATH")]
-                )
-            ),
-        }
+        env = cell_env(cell, threads, Path(tmp), cache)
         recorded = {k: env[k] for k in RECORDED_ENV if k in env}
         t0 = time.perf_counter()
         with open(log, "wb") as logf:
@@ -496,6 +638,7 @@ def run_cell(
                             "status": "failed",
                             "wall_s": time.perf_counter() - t0,
                             "thread_env": recorded,
+                            "cache": cache,
                             "error": (
                                 f"timed out after {timeout_s:g} s (the cell's process "
                                 "group was killed); raise the profile's cell_timeout_s "
@@ -508,19 +651,24 @@ def run_cell(
         finally:
             _kill_group(proc)  # also reaps stragglers (compile workers) of a finished cell
         wall = time.perf_counter() - t0
+        base = {"wall_s": wall, "thread_env": recorded, "cache": cache}
         if result.exists():
-            fields = json.loads(result.read_text(encoding="utf-8"))
+            try:
+                fields = json.loads(result.read_text(encoding="utf-8"))
+                if not isinstance(fields, dict):
+                    raise ValueError(f"expected a JSON object, got {type(fields).__name__}")
+            except (ValueError, OSError) as exc:
+                return {
+                    **base,
+                    "status": "failed",
+                    "error": f"the cell's result could not be read: {exc}",
+                    "log": _tail(log),
+                }
             if fields.get("status") != "ok" and not fields.get("log"):
                 fields["log"] = _tail(log)
-            return {**fields, "wall_s": wall, "thread_env": recorded}
+            return {**fields, **base}
         text = _tail(log)
-        return {
-            "status": "failed",
-            "error": _crash_reason(code, text),
-            "log": text,
-            "wall_s": wall,
-            "thread_env": recorded,
-        }
+        return {**base, "status": "failed", "error": _crash_reason(code, text), "log": text}
 
 
 @contextlib.contextmanager
@@ -542,28 +690,45 @@ def _sigterm_as_interrupt():
 
 @contextlib.contextmanager
 def _signals_held():
-    """Hold SIGINT and SIGTERM back while a record is written (POSIX main thread only)."""
-    held = {signal.SIGINT, signal.SIGTERM}
-    main = threading.current_thread() is threading.main_thread()
-    if not hasattr(signal, "pthread_sigmask") or not main:
+    """Let SIGINT and SIGTERM wait while a record is written, then act on them (main thread).
+
+    Python runs signal handlers in the main thread whichever thread the OS delivered the signal
+    to, so swapping the handlers for ones that only take note defers a Ctrl-C reliably, also
+    in a notebook kernel full of threads (a signal mask would not: another thread takes the
+    signal). Afterwards the first signal that arrived goes to the handler it was meant for.
+    """
+    if threading.current_thread() is not threading.main_thread():
         yield
         return
-    old = signal.pthread_sigmask(signal.SIG_BLOCK, held)
+    caught: list[int] = []
+
+    def note(signum, frame):
+        caught.append(signum)
+
+    old = {s: signal.signal(s, note) for s in (signal.SIGINT, signal.SIGTERM)}
     try:
         yield
     finally:
-        signal.pthread_sigmask(signal.SIG_SETMASK, old)
+        for s, handler in old.items():
+            signal.signal(s, handler)
+    if caught:
+        handler = old[caught[0]]
+        if callable(handler):
+            handler(caught[0], None)
+        elif handler == signal.SIG_DFL:
+            os.kill(os.getpid(), caught[0])
 
 
 def _warn_if_busy(threads: int) -> None:
-    load = _load()
-    if load is not None and load >= hardware.cores():
+    load, cpus = bench.load_1min(), os.cpu_count() or 1
+    if load is not None and load >= cpus:
         passive = "" if "OMP_WAIT_POLICY" in os.environ else " or OMP_WAIT_POLICY=PASSIVE"
         warnings.warn(
-            f"this machine is busy (1-minute load {load:.1f} on {hardware.cores()} cores): timings "
-            f"will be slower and noisier than on an idle machine, and runtimes whose {threads} "
-            "threads spin-wait (OpenMP in PyTorch) can slow down many-fold; close other work, or "
-            f"try fewer threads (--threads 1){passive}",
+            f"this machine is busy (1-minute load {load:.1f} on {cpus} CPUs): timings "
+            f"will be slower and noisier than on an idle machine (records will say so: "
+            f"valid=False), and runtimes whose {threads} threads spin-wait (OpenMP in PyTorch) "
+            f"can slow down many-fold; close other work, or try fewer threads "
+            f"(--threads 1){passive}",
             UserWarning,
             stacklevel=3,
         )
@@ -574,6 +739,131 @@ def done_keys(records: Iterable[dict]) -> set[tuple]:
     return {results.key(r) for r in records if r["status"] == "ok" or r["unsupported"]}
 
 
+# ---------------------------------------------------------------------------------------------
+# how long will it take?
+
+#: assumptions of a forecast without earlier records (stated with every such forecast)
+STARTUP_S = 10.0  # a fresh process: Python, the framework's import, building ResNet-50
+COMPILE_S = 30.0  # a graph mode's (or an export's) one-off work before the first call returns
+EFFICIENCY = 0.25  # the share of the compute ceiling a ResNet-50 step reaches on a CPU
+UNKNOWN_GFLOPS_PER_THREAD = 10.0  # the rate assumed where the ceiling itself is unknown
+
+
+@dataclass
+class Forecast:
+    """How long a plan should take here: each cell's seconds and where the figure comes from."""
+
+    cells: list[tuple[Cell, float, str]]  # (cell, seconds, "earlier run" or "estimate")
+    assumptions: str = ""
+
+    @property
+    def total_s(self) -> float:
+        return sum(s for _, s, _ in self.cells)
+
+    def remaining_s(self, done: int, elapsed_s: float) -> float:
+        """Seconds left after ``done`` cells took ``elapsed_s``: the forecast of the rest, scaled
+        by how the finished cells compared with theirs."""
+        forecast_done = sum(s for _, s, _ in self.cells[:done])
+        scale = elapsed_s / forecast_done if done and forecast_done > 0 else 1.0
+        return scale * sum(s for _, s, _ in self.cells[done:])
+
+    def __str__(self) -> str:
+        known = sum(src == "earlier run" for _, _, src in self.cells)
+        parts = []
+        if known:
+            parts.append(f"{known} from earlier runs of the same cells here")
+        if known < len(self.cells):
+            parts.append(f"{len(self.cells) - known} estimated ({self.assumptions})")
+        return (
+            f"{len(self.cells)} cells, about {_minutes(self.total_s)} on this machine: "
+            + "; ".join(parts)
+        )
+
+
+def _minutes(seconds: float) -> str:
+    return f"{seconds:.0f} s" if seconds < 90 else f"{seconds / 60:.0f} min"
+
+
+def _same_machine(record: dict, machine: dict) -> bool:
+    m = record.get("machine") or {}
+    return m.get("cpu") == machine.get("cpu") and m.get("cores") == machine.get("cores")
+
+
+def forecast(plan: Plan, history: Iterable[dict] = (), threads: int | None = None) -> Forecast:
+    """How long ``plan`` should take on this machine, before it starts.
+
+    A cell measured here before (same cell, same CPU) takes what it took then (its ``wall_s``);
+    any other cell is estimated: :data:`STARTUP_S` for a fresh process, :data:`COMPILE_S` more
+    for a graph mode or an export, and its calls (first, warm-up, the profile's timed minimum)
+    at the rate earlier records of its framework reached here, else at :data:`EFFICIENCY` of the
+    compute ceiling (an assumed :data:`UNKNOWN_GFLOPS_PER_THREAD` where the ceiling is unknown).
+    A learner's model (``labkit.explore.bench``) has no known FLOP count: its estimate counts
+    the start-up, the compile and the profile's minimum timed work only.
+    """
+    from . import resnet
+
+    machine = hardware.fingerprint()
+    threads = threads or hardware.default_threads()
+    past = [r for r in history if _same_machine(r, machine) and r.get("wall_s")]
+    walls = {results.key(r): float(r["wall_s"]) for r in past}
+    rates: dict[tuple, list[float]] = {}  # (framework, training) -> achieved GFLOP/s
+    for r in results.ok(past):
+        if results.custom(r):  # no FLOP count for a learner's model
+            continue
+        training = r["task"] == "train"
+        gflop = resnet.flops(r["image_size"], training=training) / 1e9
+        rates.setdefault((r["framework"], training), []).append(r["images_per_s"] * gflop)
+    how = "assumed ResNet-50 at "
+    peak = hardware.ceiling("fp32").peak_gflops
+    if peak is not None:
+        default_rate = EFFICIENCY * peak
+        how += f"{EFFICIENCY:.0%} of the {peak:.0f} GFLOP/s ceiling"
+    else:
+        default_rate = UNKNOWN_GFLOPS_PER_THREAD * threads
+        how += f"{UNKNOWN_GFLOPS_PER_THREAD:g} GFLOP/s per thread (the ceiling is unknown)"
+    how += f", {STARTUP_S:g} s to start a cell, {COMPILE_S:g} s to compile or export"
+    cells = []
+    for cell in plan:
+        if cell.key() in walls:
+            cells.append((cell, walls[cell.key()], "earlier run"))
+            continue
+        p = plan.profile
+        if cell.custom:  # its cost per call is unknown: the profile's minimum timed work
+            call, timed = 0.0, p.min_time_s
+        else:
+            training = cell.task == "train"
+            rate = bench.median(rates.get((cell.framework, training), [default_rate]))
+            call = cell.batch_size * resnet.flops(cell.image_size, training=training) / 1e9 / rate
+            timed = min(max(p.min_repeats * call, p.min_time_s), p.max_repeats * call)
+        spec = fw_registry.spec(cell.framework)
+        compile_s = COMPILE_S if cell.mode != spec.eager else 0.0
+        cells.append((cell, STARTUP_S + compile_s + (2 + p.warmup) * call + timed, "estimate"))
+    return Forecast(cells, how)
+
+
+# ---------------------------------------------------------------------------------------------
+# the run
+
+
+def _record(cell: Cell, fields: dict, machine: dict) -> dict:
+    """The record of a cell; a result that does not make a valid record becomes a failed one
+    that says why (and the plan goes on)."""
+    known = {k: v for k, v in fields.items() if k in results.FIELDS}
+    try:
+        return results.make(**{**asdict(cell), **known, "machine": machine})
+    except (ValueError, TypeError) as exc:
+        wall = known.get("wall_s")
+        return results.make(
+            **asdict(cell),
+            status="failed",
+            error=f"the cell's result could not be recorded: {exc}",
+            log=str(fields.get("log") or "")[-LOG_TAIL_CHARS:],
+            wall_s=wall if isinstance(wall, float) and math.isfinite(wall) else None,
+            cache=known.get("cache") if known.get("cache") in results.CACHE_STATES else "unknown",
+            machine=machine,
+        )
+
+
 def run(
     plan: Plan,
     out: str | os.PathLike,
@@ -582,24 +872,36 @@ def run(
     threads: int | None = None,
     timeout_s: float | None = None,
     memory_limit_mb: float | None = None,
+    cache: str = "cold",
+    history: Iterable[dict] | None = None,
+    on_record=None,
 ) -> RunResult:
     """Measure every cell of ``plan`` and append each record to ``out`` as soon as it exists.
 
     ``resume=True`` skips cells that ``out`` already holds (measured, or unsupported here).
-    ``threads`` defaults to the cores this process may use; ``timeout_s`` to the profile's
-    ``cell_timeout_s``. Ctrl-C or SIGTERM stops the run after killing the running cell;
-    everything appended so far stays, and the result says ``interrupted``.
-    An existing ``out`` that is not a valid results file raises ``ValueError`` before anything runs.
+    ``threads`` defaults to :func:`labkit.hardware.default_threads`; ``timeout_s`` to the
+    profile's ``cell_timeout_s``; ``cache`` is ``"cold"`` (every compile cache empty for each
+    cell) or ``"warm"`` (shared with earlier runs; see :func:`cache_env`). Before it starts it
+    says how long it should take (:func:`forecast` from ``history``, by default the records
+    already in ``out``), and it calls ``on_record(record)`` after each record is written (a
+    notebook's live table). Ctrl-C or SIGTERM stops the run after killing the running cell; a
+    record being written is finished first; everything appended so far stays, and the result
+    says ``interrupted``. An existing ``out`` that is not a valid results file raises
+    ``ValueError`` before anything runs.
     """
     out = Path(out)
-    threads = threads or hardware.cores()
+    threads = threads or hardware.default_threads()
     timeout_s = timeout_s or plan.profile.cell_timeout_s
+    cache_env(cache, Path(tempfile.gettempdir()))  # a bad cache value fails before anything runs
     # refuse to append to a corrupt file (ValueError with the fix) before anything runs
     existing = results.load(out) if out.exists() else []
     _warn_if_busy(threads)
     done = done_keys(existing) if resume else set()
     todo = [c for c in plan if c.key() not in done]
     res = RunResult(out, skipped=[c for c in plan if c.key() in done])
+    res.forecast = forecast(Plan(todo, plan.profile), existing if history is None else history)
+    if progress and todo and on_record is None:  # a live table shows it itself
+        print(f"labkit: {res.forecast}", file=sys.stderr, flush=True)
     machine = hardware.fingerprint()
     from tqdm.auto import tqdm
 
@@ -611,20 +913,25 @@ def run(
             for cell in todo:
                 bar.set_description_str(cell.label())
                 fields = run_cell(
-                    cell, threads, timeout_s, memory_limit_mb, tick=bar.refresh if live else None
-                )
-                record = results.make(
-                    **{**asdict(cell), **fields, "threads": threads, "machine": machine}
+                    cell,
+                    threads,
+                    timeout_s,
+                    memory_limit_mb,
+                    tick=bar.refresh if live else None,
+                    cache=cache,
                 )
                 with _signals_held():  # a Ctrl-C now waits until the line is whole
+                    record = _record(cell, fields, machine)
                     results.append(out, record)
-                res.records.append(record)
+                    res.records.append(record)
                 bar.set_postfix_str(
                     f"{record['images_per_s']:.2f} images/s"
                     if record["status"] == "ok"
                     else "failed"
                 )
                 bar.update(1)
+                if on_record is not None:
+                    on_record(record)
     except KeyboardInterrupt:
         res.interrupted = True
     finally:

@@ -3,8 +3,10 @@
 No framework and no speed assertion here: known inputs, fake steps, synthetic records.
 """
 
+import gc
 import json
 import math
+import os
 import subprocess
 import sys
 import time
@@ -14,6 +16,9 @@ from labkit import bench, plots, results
 
 import numpy as np
 import pytest
+from conftest import ROOT
+
+DATA = ROOT / "tests" / "data"
 
 # ----------------------------------------------------------------------------- statistics
 
@@ -100,11 +105,17 @@ def test_measure_rejects_bad_settings():
 
 
 def test_peak_rss_is_a_high_water_mark():
-    before = bench.peak_rss_mb()
-    block = np.ones(64 * 2**20 // 8)  # 64 MiB, touched
-    after = bench.peak_rss_mb()
-    del block
-    assert before > 10 and after >= before + 32
+    # in a fresh process: this one's peak may already exceed what the block adds (earlier tests)
+    code = (
+        "import numpy as np; from labkit import bench; before = bench.peak_rss_mb(); "
+        "block = np.ones(64 * 2**20 // 8); after = bench.peak_rss_mb(); del block; "
+        "print(before, after)"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT
+    )
+    before, after = map(float, out.stdout.split())
+    assert before > 10 and after >= before + 32  # 64 MiB touched
 
 
 def test_a_child_process_reports_its_own_peak_not_its_parents():
@@ -121,11 +132,52 @@ def test_a_child_process_reports_its_own_peak_not_its_parents():
     assert child < 400, f"child reported {child:.0f} MiB: inherited the parent's high-water mark"
 
 
-def test_ceiling_scales_with_image_size_and_task():
-    infer = bench.ceiling_images_per_s(224, "throughput")
-    assert bench.ceiling_images_per_s(64, "latency") > 10 * infer  # ~ (224/64)^2
-    assert bench.ceiling_images_per_s(224, "train") == pytest.approx(infer / 3, rel=0.01)
-    assert bench.ceiling_images_per_s(224, "throughput", "bf16") >= infer
+def test_garbage_collection_is_off_only_while_calls_are_timed():
+    seen = []
+    m = bench.measure(lambda: seen.append(gc.isenabled()), 2, 5, 0.0, 5, images_per_call=1)
+    assert seen == [True, True, True, False, False, False, False, False]  # first, warm-up, timed
+    assert gc.isenabled() and "garbage collection off" in m.how
+
+
+def test_a_measurement_keeps_what_its_verdict_needs():
+    m = bench.measure(Counter(first=0, dt=0.002), 0, 3, 0.01, 100, images_per_call=1)
+    assert (m.min_repeats, m.min_time_s) == (3, 0.01)
+    if os.path.exists("/proc/stat"):
+        assert m.others_cpus is not None and m.others_cpus >= 0
+    assert set(m.as_dict()) >= {"others_cpus", "load_1min", "times_s"}
+    assert isinstance(m.judge(threads=1), list)
+
+
+def test_other_processes_busy_cpus_from_two_samples():
+    # 10 s apart, the machine was busy for 25 CPU-seconds, this process for 5: others kept 2
+    assert bench.busy_elsewhere((0.0, 100.0, 1.0), (10.0, 125.0, 6.0)) == pytest.approx(2.0)
+    assert bench.busy_elsewhere(None, (1.0, 2.0, 3.0)) is None
+    if os.path.exists("/proc/stat"):
+        wall, busy, own = bench.cpu_sample()
+        assert wall > 0 and busy > 0 and own > 0
+
+
+def test_validity_verdict_names_each_rule_broken():
+    steady = [0.1] * 20  # 2 s, no spread
+    assert bench.verdict(steady, 5, 2.0, threads=2, others=0.0, load=None, cpu_count=4) == []
+    few = bench.verdict(steady[:3], 5, 0.1, threads=2, others=None, load=None, cpu_count=4)
+    assert few == ["3 timed calls, fewer than the 5 required"]
+    short = bench.verdict(steady, 5, 10.0, threads=2, others=None, load=None, cpu_count=4)
+    assert short and "2.00 s of timed calls, less than the 10 s required" in short[0]
+    noisy = [0.1, 0.1, 0.2, 0.2, 0.1, 0.2]  # IQR/median 100% / 150%
+    assert any("spread too wide" in r for r in bench.verdict(noisy, 3, 0.0, 1, None, None, 4))
+    # 2 threads on 4 CPUs leave 2 free: others may keep 2 + 10% of 2 = 2.2 busy
+    assert bench.verdict(steady, 5, 2.0, threads=2, others=2.1, load=None, cpu_count=4) == []
+    busy = bench.verdict(steady, 5, 2.0, threads=2, others=2.5, load=None, cpu_count=4)
+    assert busy == [
+        (
+            "busy machine: other processes kept 2.50 CPUs busy while timing "
+            "(at most 2.20 with 2 threads on 4 CPUs)"
+        )
+    ]
+    # without /proc/stat: the load average when timing started, below the CPU count
+    loaded = bench.verdict(steady, 5, 2.0, threads=2, others=None, load=4.5, cpu_count=4)
+    assert loaded == ["busy machine: 1-minute load 4.5 >= 4 CPUs when timing started"]
 
 
 # ----------------------------------------------------------------------------- results
@@ -144,7 +196,7 @@ CELL = {
 
 
 def measured(median, iqr=0.0, first=1.0, prepare=1.0, **cell):
-    times = [median - iqr / 2, median, median, median + iqr / 2]
+    times = [median - iqr / 2] * 2 + [median] * 4 + [median + iqr / 2] * 2
     fields = {**CELL, **cell}
     ips = fields["batch_size"] / median
     return results.make(
@@ -169,6 +221,9 @@ def measured(median, iqr=0.0, first=1.0, prepare=1.0, **cell):
 def test_records_follow_the_schema():
     ok = measured(0.1, 0.01)
     assert results.problems(ok) == [] and set(ok) == set(results.FIELDS)
+    assert ok["schema"] == results.SCHEMA_VERSION == 2 and ok["model"] == "resnet50"
+    assert ok["threads"] == {"intra": 2, "inter": None}  # a bare number: the intra-op count
+    assert ok["valid"] is True and ok["invalid_reasons"] == []  # judged from its own fields
     bad = results.make(**CELL, status="failed", error="unsupported: no bf16 here")
     assert bad["unsupported"] is True and bad["median_s"] is None
     assert results.make(**CELL, status="failed", error="boom")["unsupported"] is False
@@ -183,8 +238,58 @@ def test_records_follow_the_schema():
         results.make(**CELL, status="ok")  # no numbers
     no_ceiling = {**ok, "ceiling_share": None, "ceiling_images_per_s": None}
     assert results.problems({**no_ceiling, "device": "gpu"}) == []  # no GPU ceiling estimate
-    assert any("ceiling_share" in p for p in results.problems(no_ceiling))
+    assert results.problems(no_ceiling) == []  # nor where the CPU's clock is unknown
     assert "-" in results.table([{**no_ceiling, "device": "gpu"}])
+    assert any("finite" in p for p in results.problems({**ok, "median_s": math.nan}))
+    assert any("cache must be one of" in p for p in results.problems({**ok, "cache": "hot"}))
+    assert any("must say why" in p for p in results.problems({**ok, "valid": False}))
+    assert any(
+        "no invalid_reasons" in p for p in results.problems({**ok, "invalid_reasons": ["x"]})
+    )
+    assert bad["valid"] is False and bad["invalid_reasons"] == ["unsupported here"]
+    assert any(
+        "cannot be valid" in p
+        for p in results.problems({**bad, "valid": True, "invalid_reasons": []})
+    )
+
+
+def test_a_record_is_judged_from_its_own_fields():
+    # smoke: at least 3 calls and 0.2 s; 8 calls of 10 ms are 0.08 s
+    short = measured(0.01)
+    assert not short["valid"] and "less than the 0.2 s required" in short["invalid_reasons"][0]
+    busy = measured(
+        0.1, others_cpus=1.9, threads={"intra": 2, "inter": 1}, machine={"logical_cpus": 2}
+    )
+    assert not busy["valid"] and "busy machine" in busy["invalid_reasons"][0]
+    given = measured(0.1, valid=False, invalid_reasons=["said so"])
+    assert given["invalid_reasons"] == ["said so"]  # a verdict given is kept
+    assert (
+        results.valid([busy, given, measured(0.1)]) == [measured(0.1)]
+        or len(results.valid([busy, given, measured(0.1)])) == 1
+    )
+    assert len(results.invalid([busy, given, measured(0.1)])) == 2
+
+
+def test_schema_1_files_still_load_with_missing_fields_filled_in():
+    records = results.load(DATA / "results-v1.jsonl")
+    assert len(records) == 6 and all(results.problems(r) == [] for r in records)
+    by = {(r["mode"], r["task"]): r for r in records}
+    eager = by["eager", "throughput"]
+    assert eager["schema"] == 1 and eager["model"] == "resnet50" and eager["cache"] == "unknown"
+    assert eager["threads"] == {"intra": 2, "inter": None} and eager["recipe"] is None
+    assert eager["export_s"] is None and eager["others_cpus"] is None
+    assert eager["valid"] and by["compile", "throughput"]["valid"]
+    # judged on loading, by today's rules, from what they recorded
+    assert "spread too wide" in by["torchscript", "throughput"]["invalid_reasons"][0]
+    assert "1-minute load 3.5" in by["eager", "train"]["invalid_reasons"][0]
+    assert by["eager", "latency"]["above_ceiling"] and by["eager", "latency"]["ceiling_note"]
+    assert by["ort", "train"]["unsupported"] and not by["ort", "train"]["valid"]
+    # the queries work on them: compile against eager, with an interval from the raw times
+    (row,) = results.speedups(records)
+    assert row["mode"] == "compile" and row["speedup"] == pytest.approx(0.4 / 0.25)
+    assert row["speedup_low"] < row["speedup"] < row["speedup_high"] and row["significant"]
+    text = results.table(records)
+    assert "flags:" in text and "spread too wide" in text and "(!)" in text
 
 
 def test_append_and_load_round_trip(tmp_path):
@@ -194,6 +299,19 @@ def test_append_and_load_round_trip(tmp_path):
         results.append(path, r)
     assert results.load(path) == recs
     assert all(json.loads(line) for line in path.read_text().splitlines())
+
+
+def test_a_record_written_before_the_model_field_reads_as_resnet50(tmp_path):
+    """Schema 1 had no model or input shape: such a line loads as the ResNet-50 it measured."""
+    path = tmp_path / "old.jsonl"
+    old = {k: v for k, v in measured(0.1).items() if k not in results.NEW_IN_2}
+    old.update(schema=1, threads=2)
+    assert results.problems(old) == []
+    path.write_text(json.dumps(old) + "\n")
+    (loaded,) = results.load(path)
+    assert (loaded["model"], loaded["input_shape"]) == ("resnet50", "")
+    assert measured(0.1)["model"] == "resnet50"
+    assert any("'model' has type" in p for p in results.problems({**measured(0.1), "model": 7}))
 
 
 def test_load_names_the_file_line_and_fix(tmp_path):
@@ -245,27 +363,92 @@ def test_latest_best_and_summary():
     assert "FAILED: boom" in text and "compile" in text and text.count("\n") == 4
 
 
-def test_speedups_propagate_the_relative_iqrs():
-    eager = measured(0.2, iqr=0.02)  # 10 % relative IQR
-    graph = measured(0.1, iqr=0.02, mode="compile")  # 20 %
+def test_speedups_carry_a_bootstrap_interval_from_the_raw_times():
+    eager = measured(0.2, iqr=0.02)
+    graph = measured(0.1, iqr=0.02, mode="compile")
     ort = measured(0.08, iqr=0.0, framework="onnxruntime", mode="ort")
     other = measured(0.1, iqr=0.01, mode="compile", precision="bf16")  # no bf16 eager: skipped
     rows = {r["framework"]: r for r in results.speedups([eager, graph, ort, other])}
     assert rows["torch"]["speedup"] == pytest.approx(2.0)
-    assert rows["torch"]["speedup_iqr"] == pytest.approx(2.0 * math.hypot(0.1, 0.2))
+    low, high = rows["torch"]["speedup_low"], rows["torch"]["speedup_high"]
+    assert (
+        low < 2.0 < high
+        and rows["torch"]["significant"]
+        and "bootstrap" in rows["torch"]["interval"]
+    )
     assert rows["onnxruntime"]["baseline"] == "torch eager"
     assert rows["onnxruntime"]["speedup"] == pytest.approx(2.5)
     assert len(results.speedups([eager, graph, ort, other])) == 2
+    # seeded: the same records give the same interval
+    again = results.speedups([eager, graph])[0]
+    assert (again["speedup_low"], again["speedup_high"]) == (low, high)
+    # an invalid side leaves the pair out, unless asked for (then the row says so)
+    noisy = measured(0.1, mode="compile", valid=False, invalid_reasons=["busy"])
+    assert results.speedups([eager, noisy]) == []
+    (row,) = results.speedups([eager, noisy], include_invalid=True)
+    assert row["valid"] is False
 
 
-def test_break_even_calls():
+def test_ratio_intervals():
+    fast = measured(0.1, iqr=0.002, mode="compile")
+    slow = measured(0.1, iqr=0.002)
+    same = results.ratio(fast, slow)
+    assert same.value == pytest.approx(1.0) and not same.significant  # cannot be told apart
+    # no raw times: the two relative IQRs, propagated
+    bare = {"batch_size": 8, "median_s": 0.1, "iqr_s": 0.003}
+    est = results.ratio({**bare, "median_s": 0.05}, {**bare, "iqr_s": 0.004})
+    assert est.value == pytest.approx(2.0) and "propagated" in est.method
+    assert est.high - est.value == pytest.approx(2.0 * math.hypot(0.06, 0.04))
+    with pytest.raises(ValueError, match="non-positive median"):
+        results.ratio({**bare, "median_s": 0.0}, bare)
+    with pytest.raises(ValueError, match="outside its interval"):
+        results.Estimate(3.0, 1.0, 2.0)
+
+
+def test_pair_compares_declared_modes_like_with_like():
+    records = [
+        measured(0.2),
+        measured(0.1, mode="compile"),
+        measured(0.05, mode="compile", precision="bf16"),
+        measured(0.05, mode="compile", image_size=64),  # no eager at 64: not compared
+        measured(0.4, mode="compile", valid=False, invalid_reasons=["busy"], batch_size=16),
+        measured(0.8, batch_size=16),
+    ]
+    num, den = results.pair(records, ("torch", "compile"), ("torch", "eager"), "throughput")
+    assert (num["mode"], den["mode"], num["batch_size"]) == ("compile", "eager", 8)
+    # the invalid batch-16 pair counts only when asked for; then the larger batch wins
+    num, _ = results.pair(
+        records, ("torch", "compile"), ("torch", "eager"), "throughput", include_invalid=True
+    )
+    assert num["batch_size"] == 16
+    assert results.pair(records, ("torch", "compile"), ("torch", "eager"), "train") is None
+    assert results.pair(records, ("torch", "torchscript"), ("torch", "eager"), "throughput") is None
+
+
+def test_break_even_is_one_formula():
     eager = measured(0.2, first=1.0, prepare=1.0)
     slow_start = measured(0.1, first=20.0, prepare=2.0, mode="compile")  # 20 s extra, 0.1 s/call
+    b = results.break_even(slow_start, eager)
+    assert (b.extra_s, b.saving_s, b.calls) == (
+        pytest.approx(20.0),
+        pytest.approx(0.1),
+        pytest.approx(200.0),
+    )
     never = measured(0.3, first=5.0, mode="torchscript")  # slower per call
-    rows = {r["mode"]: r for r in results.break_even([eager, slow_start, never])}
-    assert rows["compile"]["extra_s"] == pytest.approx(20.0)
+    assert results.break_even(never, eager).calls == math.inf
+    # an export before the cell is part of the one-off cost
+    exported = {
+        **measured(0.1, first=1.0, prepare=1.0, framework="onnxruntime", mode="ort"),
+        "export_s": 30.0,
+    }
+    assert results.break_even(exported, eager).calls == pytest.approx(300.0)
+    assert results.break_even(eager, slow_start).calls == 0.0  # nothing to repay
+    with pytest.raises(ValueError, match="median_s"):
+        results.break_even({**eager, "median_s": None}, eager)
+    rows = {r["mode"]: r for r in results.break_even_rows([eager, slow_start, never, exported])}
     assert rows["compile"]["break_even_calls"] == pytest.approx(200.0)
     assert rows["torchscript"]["break_even_calls"] == math.inf
+    assert rows["ort"]["extra_s"] == pytest.approx(30.0)
 
 
 # ----------------------------------------------------------------------------- plots
@@ -289,3 +472,14 @@ def test_every_figure_draws_and_saves(tmp_path):
     assert all(p.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" for p in paths)
     assert plots.speedup([recs[0]]).axes[0].texts  # nothing to compare: says so
     assert plots.ceiling(recs)._repr_png_()[:4] == b"\x89PNG"  # a notebook shows it, no pyplot
+    # invalid records are drawn and labelled; a figure above the ceiling is marked
+    flagged = [
+        measured(0.2, valid=False, invalid_reasons=["busy machine"]),
+        {**measured(0.1, mode="compile"), "above_ceiling": True, "ceiling_share": 1.3},
+    ]
+    labels = [t.get_text() for t in plots.throughput(flagged).axes[0].get_yticklabels()]
+    assert any("[invalid]" in t for t in labels)
+    labels = [t.get_text() for t in plots.ceiling(flagged).axes[0].get_yticklabels()]
+    assert any("(!)" in t for t in labels)
+    unknown = [{**r, "ceiling_share": None, "ceiling_images_per_s": None} for r in flagged]
+    assert "unknown" in plots.ceiling(unknown).axes[0].texts[0].get_text()

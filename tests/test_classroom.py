@@ -17,7 +17,8 @@ FAKE_USER = "adalovelace_test"
 
 
 def _record(fw, mode, median, task="throughput", **extra):
-    times = [median * f for f in (0.97, 0.99, 1.0, 1.01, 1.04)]
+    # 30 calls: at least the smoke profile's 0.2 s of timed calls (a valid record)
+    times = [median * f for f in (0.97, 0.99, 1.0, 1.01, 1.04)] * 6
     return results.make(
         framework=fw,
         mode=mode,
@@ -37,7 +38,7 @@ def _record(fw, mode, median, task="throughput", **extra):
         peak_rss_mb=700.0,
         ceiling_images_per_s=1000.0,
         ceiling_share=(4 / median) / 1000.0,
-        repeats=5,
+        repeats=len(times),
         warmup=1,
         times_s=times,
         threads=2,
@@ -104,7 +105,7 @@ def test_a_card_carries_records_and_ratios_and_never_the_host_user_or_paths(tmp_
     (ratio,) = card["ratios"]
     (expected,) = results.speedups(recs)
     assert ratio["mode"] == "torchscript" and ratio["speedup"] == pytest.approx(expected["speedup"])
-    assert ratio["flagged"] is False and ratio["valid"] is None  # old records: no verdict
+    assert ratio["flagged"] is False and ratio["valid"] is True  # both judged valid (schema 2)
     # nothing identifying, anywhere in the card (logs and notes included)
     names = {FAKE_USER, getpass.getuser(), host, host.split(".")[0]}
     for name in names:
@@ -128,9 +129,15 @@ def test_card_without_results_is_a_clear_error(tmp_path):
     assert proc.returncode == 2 and "no results files" in proc.stderr and "bench" in proc.stderr
 
 
+def _old(record):
+    """The record as schema 1 wrote it: no verdict, no above_ceiling, threads a number."""
+    old = {k: v for k, v in record.items() if k not in results.NEW_IN_2}
+    return {**old, "schema": 1, "threads": 2}
+
+
 def test_flags_use_the_records_verdict_and_cope_with_old_records():
-    old_ok = _record("torch", "eager", 0.04)
-    old_above = _record("torch", "eager", 0.001)  # 4000 images/s against a ceiling of 1000
+    old_ok = _old(_record("torch", "eager", 0.04))
+    old_above = _old(_record("torch", "eager", 0.001))  # 4000 images/s against a ceiling of 1000
     new_bad = {
         **old_ok,
         "valid": False,
@@ -140,9 +147,13 @@ def test_flags_use_the_records_verdict_and_cope_with_old_records():
         "threads": {"intra": 2, "inter": 1},
     }
     new_good = {**old_ok, "valid": True, "invalid_reasons": [], "above_ceiling": False}
-    assert cards.flags(old_ok) == [] and cards.flags(new_good) == []
-    assert cards.flags(old_above) == ["above the machine's estimated ceiling"]
-    assert cards.flags(new_bad) == ["spread 31% above 10%"]
+    # a record from before verdicts existed is not evidence, and says why
+    assert results.flags(old_ok) == ["no validity verdict"] and results.flags(new_good) == []
+    assert results.flags(old_above) == [
+        "no validity verdict",
+        "above the estimated compute ceiling",
+    ]
+    assert results.flags(new_bad) == ["spread 31% above 10%"]
     graph = {**_record("torch", "torchscript", 0.02), "valid": True, "invalid_reasons": []}
     (r,) = cards.ratios([new_bad, graph])
     assert r["flagged"] and r["valid"] is False and "eager (baseline): spread" in r["flags"][0]

@@ -40,9 +40,10 @@ def test_formats_table_is_complete():
         assert r["url"].startswith("https://")
 
 
-def test_record_of_an_in_process_measurement_follows_the_schema():
-    from labkit import bench, results
+def test_record_of_an_in_process_measurement_follows_the_schema(monkeypatch):
+    from labkit import bench, hardware, results
 
+    monkeypatch.setenv(hardware.MAX_GHZ_ENV, "3.0")  # a known clock: a ceiling on any machine
     m = bench.measure(
         lambda: sum(range(100)),
         warmup=0,
@@ -56,3 +57,9 @@ def test_record_of_an_in_process_measurement_follows_the_schema():
     assert r["batch_size"] == 4 and r["median_s"] == m.median_s and r["repeats"] == 3
     assert r["notes"] == "SavedModel; timed in the notebook's process"
     assert 0 < r["ceiling_share"] == pytest.approx(m.images_per_s / r["ceiling_images_per_s"])
+    assert r["cache"] == "warm" and isinstance(r["valid"], bool)
+    assert r["above_ceiling"] == (r["ceiling_share"] > 1)
+    monkeypatch.delenv(hardware.MAX_GHZ_ENV)
+    if hardware.ceiling().peak_gflops is None:  # this machine's clock is unknown
+        r = deploy.record(m, "tensorflow", "savedmodel", "throughput", 32)
+        assert r["ceiling_share"] is None and not r["above_ceiling"]

@@ -301,7 +301,7 @@ def _ok(fw, mode, task, ips, batch=4, size=32, verdict=VALID):
         peak_rss_mb=400.0,
         ceiling_share=0.1,
         ceiling_images_per_s=10 * ips,
-        repeats=5,
+        repeats=30,  # at least the smoke profile's 0.2 s of timed calls: a valid record
         threads=2,
         profile="smoke",
         timestamp="2031-05-04T10:00:00+00:00",
@@ -625,15 +625,17 @@ def test_quick_benchmark_runs_real_cells_and_feeds_the_recommendation(tmp_path):
     assert all(r["status"] == "ok" for r in records), [r["error"] for r in records]
     rec = form.recommendation
     assert rec.measured and rec.task == "latency"
-    assert {e.frameworks for e in rec.evidence if e.measured} == {("torch",), ("tensorflow",)}
+    shown = {e.frameworks for e in rec.evidence if e.measured}
     # step 3 in the course's voice: only valid records vote, and only a gap beyond the margin
     fast, slow = sorted(records, key=lambda r: -r["images_per_s"])
     counts = all(guide.is_valid(r) for r in records)
     far = fast["images_per_s"] > (1 + guide.EVIDENCE_MARGIN) * slow["images_per_s"]
     measured = [t for r in rec.ranking for _, t, s in r.reasons if s == guide.MEASURED]
-    if counts and far:
+    if counts and far:  # valid and far apart: the ranking may move, the evidence follows it
         assert [g.framework for g in rec.gaps] == [slow["framework"]] and len(measured) == 1
+        assert shown and shown <= {("torch",), ("tensorflow",)}
     else:
+        assert shown == {("torch",), ("tensorflow",)}
         assert rec.gaps == () and measured == [] and rec.notes  # a note says why not
         assert rec.ranking == guide.recommend("deployment", priority="inference_latency").ranking
     assert "measured on your machine" in _shown(form)

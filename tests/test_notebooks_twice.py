@@ -10,8 +10,9 @@ fails the test by name.
 
 Cost: each notebook's run time, twice. Measured under ``smoke`` on a busy 2-core machine, both
 runs together: 00-04 about 10-20 s each, 05 and 11 about 1 min each, 09 2 s; 06, 07 and 08
-(the benchmark and distributed notebooks) 2.5-4 min each, about 10 min together. So by default
-this runs all but 06-08 (about 3.5 min), which keeps ``make test`` inside CI's 30 minutes;
+(the benchmark and distributed notebooks) 2.5-4 min each, about 10 min together; 10 (checks and
+benchmarks of four models) about 3.5 min. So by default this runs all but 06-08 and 10 (about
+3.5 min), which keeps ``make test`` inside CI's 30 minutes;
 ``LABKIT_TWICE=all`` runs every notebook (before a release), a comma-separated list (``06,07``)
 chooses, ``none`` skips.
 """
@@ -23,9 +24,15 @@ import pytest
 from conftest import NOTEBOOKS
 
 #: what a notebook writes beside itself on purpose (the learner runs it to get these): the
-#: benchmark records of 06 and 07, the recommendation 09 exports (outside a checkout, where the
-#: folder of the results is the working folder), the class folder of 11
-DECLARED_OUTPUTS = {"06": {"results"}, "07": {"results"}, "09": {"results"}, "11": {"results"}}
+#: benchmark records of 06, 07 and 10, the recommendation 09 exports (outside a checkout, where
+#: the folder of the results is the working folder), the class folder of 11
+DECLARED_OUTPUTS = {
+    "06": {"results"},
+    "07": {"results"},
+    "09": {"results"},
+    "10": {"results"},
+    "11": {"results"},
+}
 #: run by default (see the module's docstring for the cost of the others)
 DEFAULT = "00,01,02,03,04,05,09,11"
 

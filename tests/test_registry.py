@@ -9,11 +9,13 @@ has no cycles, and no module outside the registry and the adapters names a frame
 
 import ast
 import inspect
+import json
 import subprocess
 import sys
+import warnings
 from pathlib import Path
 
-from labkit import bench, deploy, frameworks, resnet
+from labkit import bench, deploy, frameworks, recipe, resnet
 from labkit.frameworks import contract
 
 import numpy as np
@@ -114,6 +116,7 @@ def test_adapter_implements_the_protocol_its_spec_promises(adapter):
         for name in (
             "version",
             "set_threads",
+            "threads",
             "build_resnet50",
             "to_canonical",
             "predict",
@@ -158,10 +161,51 @@ def test_code_checks_module_verifies_every_property_its_spec_declares(spec):
 
 
 def test_set_threads_is_idempotent_and_checks_its_argument(adapter):
-    adapter.set_threads(1)
-    adapter.set_threads(1)  # a notebook run twice in one kernel sets it again
+    with warnings.catch_warnings():  # a pool fixed by earlier tests in this process may warn
+        warnings.simplefilter("ignore", RuntimeWarning)
+        adapter.set_threads(1)
+        adapter.set_threads(1)  # a notebook run twice in one kernel sets it again
     with pytest.raises(ValueError, match="thread count must be an integer >= 1, got 0"):
         adapter.set_threads(0)
+    effective = adapter.threads()
+    assert set(effective) == {"intra", "inter"}
+    assert all(v is None or (isinstance(v, int) and v >= 0) for v in effective.values())
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_the_thread_policy_is_read_back_the_same_in_every_framework(name):
+    """In a fresh process (as a benchmark cell): intra-op N and inter-op 1, read back."""
+    require(name)
+    code = (
+        f"import json, labkit, labkit.frameworks as f; a = f.get({name!r}); a.set_threads(2); "
+        "print(json.dumps(a.threads()))"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=300,
+        check=False,
+    )
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert json.loads(out.stdout.strip().splitlines()[-1]) == {"intra": 2, "inter": 1}
+
+
+@pytest.mark.parametrize("name", [s.name for s in SPECS if "train" in s.tasks])
+def test_every_framework_trains_with_the_one_recipe(name, weights):
+    """Each adapter's benchmark training step reads its hyper-parameters back from the optimizer
+    and loss objects it built: they must be labkit.recipe.TRAIN's, and so must train_step's
+    defaults."""
+    adapter = require(name)
+    for mode in adapter.SPEC.modes[:1] + adapter.SPEC.graph_modes[:1]:
+        prepared = adapter.prepare(weights, mode, "train", 2, image_size=32)
+        assert prepared.recipe == recipe.TRAIN.as_dict(), (name, mode, prepared.recipe)
+    defaults = inspect.signature(adapter.train_step).parameters
+    assert defaults["lr"].default == recipe.TRAIN.lr
+    assert defaults["momentum"].default == recipe.TRAIN.momentum
+    inference = adapter.prepare(weights, adapter.SPEC.modes[0], "latency", 1, image_size=32)
+    assert inference.recipe is None
 
 
 def test_prepare_names_unknown_modes_and_refuses_tasks_the_spec_leaves_out(adapter, weights):
@@ -238,13 +282,47 @@ def test_a_narrower_resnet50_round_trips_and_misfits_are_named_with_the_width(ad
 
 
 # --------------------------------------------------------------------------------------------
+# a learner's own model (labkit.explore): the explorers and the adapters that benchmark any model
+
+EXPLORING = [s.name for s in SPECS if s.explores]
+
+
+def test_frameworks_that_take_a_learners_model_say_how_it_is_recognised():
+    assert EXPLORING, "no framework offers labkit.explore checks"
+    for s in SPECS:
+        assert s.model_packages, f"{s.name}: model_packages names no package"
+    claimed = [p for s in SPECS for p in s.model_packages]
+    assert len(claimed) == len(set(claimed)), "two frameworks claim the same package"
+
+
+@pytest.fixture(scope="module", params=EXPLORING)
+def explorer(request):
+    require(request.param)
+    return frameworks.explorer(request.param)
+
+
+def test_explorer_implements_the_protocol_and_its_adapter_benchmarks_any_model(explorer):
+    spec = explorer.SPEC
+    assert spec is frameworks.spec(spec.name)
+    assert isinstance(explorer, frameworks.Explorer), f"{spec.name} explore lacks a function"
+    checks = explorer.CHECKS
+    assert checks and len(set(checks)) == len(checks) and isinstance(explorer.ACCEPTS, str)
+    assert spec.name in explorer.versions()
+    adapter = frameworks.get(spec.name)
+    assert isinstance(adapter, frameworks.ModelBencher), f"{spec.name} adapter: prepare_model"
+    assert _parameters(adapter.prepare_model)[:4] == ["model", "inputs", "mode", "task"]
+    with pytest.raises(ValueError, match=f"unknown mode 'turbo' for {spec.name}"):
+        adapter.prepare_model(None, [np.zeros((1, 2), np.float32)], "turbo", "latency")
+
+
+# --------------------------------------------------------------------------------------------
 # the architecture: framework-free modules, no import cycles, framework names in one place
 
 #: the modules that may import a framework: each framework package's adapter and helpers
 FRAMEWORK_MODULES = {
     f"labkit.frameworks.{s.name}.{part}"
     for s in SPECS
-    for part in ("adapter", "graphs", "distributed", "checks")
+    for part in ("adapter", "graphs", "distributed", "checks", "explore", "examples")
 }
 #: modules that are data about named frameworks by nature, and why
 NAMES_ALLOWED = {

@@ -82,7 +82,7 @@ def torch_step(T, train_case):
 def test_one_training_step_agrees_with_torch(name, train_case, torch_step):
     adapter = require(name)
     weights = train_case[0]
-    loss, new = adapter.train_step(*train_case, lr=0.1, momentum=0.9)
+    loss, new = adapter.train_step(*train_case)  # both with the recipe (labkit.recipe.TRAIN)
     ref_loss, ref = torch_step
     assert np.isfinite(ref_loss) and loss == pytest.approx(ref_loss, rel=1e-4)
     assert list(new) == list(weights)

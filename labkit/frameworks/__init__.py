@@ -19,13 +19,23 @@ import concurrent.futures
 import functools
 import importlib
 import importlib.metadata
+import os
 import subprocess
 import sys
 from dataclasses import dataclass
 from types import ModuleType
 
 from .. import _pins
-from .contract import Adapter, Checks, Exporter, FrameworkSpec, Launch, Trainer
+from .contract import (
+    Adapter,
+    Checks,
+    Explorer,
+    Exporter,
+    FrameworkSpec,
+    Launch,
+    ModelBencher,
+    Trainer,
+)
 
 __all__ = [
     "MODES",
@@ -34,13 +44,17 @@ __all__ = [
     "REGISTRY",
     "Adapter",
     "Checks",
+    "Explorer",
     "Exporter",
     "FrameworkSpec",
     "FrameworkUnavailable",
     "Launch",
+    "ModelBencher",
     "Trainer",
     "available",
     "checks",
+    "explorer",
+    "framework_of",
     "get",
     "launch_module",
     "probe_all",
@@ -180,6 +194,41 @@ def get(name: str) -> ModuleType:
             f"{install_hint(s.import_name)}"
         ) from exc
     return importlib.import_module(s.adapter_module)
+
+
+def explorer(name: str) -> ModuleType:
+    """The graph-readiness checks of ``name`` (:class:`Explorer`); imports the framework.
+
+    ``ValueError`` when the lab has no such checks for it, ``FrameworkUnavailable`` when it is
+    not installed.
+    """
+    s = spec(name)
+    if not s.explores:
+        offered = ", ".join(x.display for x in specs() if x.explores)
+        raise ValueError(
+            f"labkit.explore has no checks for {s.display} models yet: it checks models of "
+            f"{offered}"
+        )
+    get(name)  # a clear FrameworkUnavailable when it does not import
+    return importlib.import_module(s.explore_module)
+
+
+def framework_of(model: object) -> str | None:
+    """The registered framework a model belongs to, without importing any framework.
+
+    A path (``str`` or ``os.PathLike``) ending in a suffix of a spec's ``model_files`` is that
+    framework's saved model; any other object belongs to the framework whose ``model_packages``
+    define the first class of its MRO that one of them defines. None when no spec claims it.
+    """
+    if isinstance(model, str | os.PathLike):
+        path = os.fspath(model).lower()
+        return next((s.name for s in specs() for x in s.model_files if path.endswith(x)), None)
+    for cls in type(model).__mro__:
+        package = (cls.__module__ or "").split(".")[0]
+        for s in specs():
+            if package in s.model_packages:
+                return s.name
+    return None
 
 
 def launch_module(name: str) -> ModuleType:

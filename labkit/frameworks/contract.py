@@ -46,6 +46,11 @@ class FrameworkSpec:
     #: the pip distributions that provide ``import_name``, preferred first (default: that name)
     distributions: tuple[str, ...] = ()
     summary: str = ""  #: one line: what it is and how the lab uses it
+    #: top-level packages whose objects (models, functions) belong to it: ``labkit.explore``
+    #: finds a model's framework from the first class in its MRO defined in one of them
+    model_packages: tuple[str, ...] = ()
+    #: file suffixes of saved models it runs (".onnx"): ``labkit.explore`` takes such a file
+    model_files: tuple[str, ...] = ()
     #: the properties its ``checks`` module verifies in code exercises (labkit.exercises.Code),
     #: as (name, what it means to the learner) pairs; empty when it has no checks module
     code_checks: tuple[tuple[str, str], ...] = ()
@@ -87,6 +92,16 @@ class FrameworkSpec:
         return f"labkit.frameworks.{self.name}.distributed" if self.launcher else None
 
     @property
+    def explore_module(self) -> str:
+        """Its graph-readiness checks of a learner's model (see :class:`Explorer`)."""
+        return f"labkit.frameworks.{self.name}.explore"
+
+    @property
+    def explores(self) -> bool:
+        """Whether ``labkit.explore`` can check and benchmark a learner's model of it."""
+        return (self.folder / "explore.py").is_file()
+
+    @property
     def launch_module(self) -> str | None:
         """The framework-free module that builds its launcher's command lines (a
         :class:`Launch`), None without a launcher."""
@@ -114,7 +129,15 @@ class Adapter(Protocol):
         """The installed framework's version string."""
 
     def set_threads(self, n: int) -> None:
-        """Use ``n`` intra-op threads (and one inter-op thread) from now on; idempotent."""
+        """Use ``n`` intra-op threads and one inter-op thread from now on; idempotent.
+
+        The lab's one thread policy, the same in every framework; the runner calls it first
+        thing in each cell's fresh process, where every framework can still size its pools.
+        """
+
+    def threads(self) -> dict[str, int | None]:
+        """The thread counts in effect, read back from the framework where it can tell:
+        ``{"intra": N, "inter": M}`` (stored with every benchmark record)."""
 
     def build_resnet50(self, weights: dict[str, np.ndarray]) -> Any:
         """The native eval-mode model holding ``weights`` (ValueError names a bad tensor)."""
@@ -135,7 +158,12 @@ class Adapter(Protocol):
         image_size: int = 224,
         device: str = "cpu",
     ) -> Any:
-        """The benchmark step (a :class:`labkit.bench.Prepared`); ``Unsupported`` says why not."""
+        """The benchmark step (a :class:`labkit.bench.Prepared`); ``Unsupported`` says why not.
+
+        A training step follows :data:`labkit.recipe.TRAIN` and reports the hyper-parameters
+        it applied, read back from its optimizer and loss objects, in ``Prepared.recipe``; an
+        export before the step is timed apart in ``Prepared.export_s``.
+        """
 
 
 @runtime_checkable
@@ -172,7 +200,9 @@ class Trainer(Protocol):
         lr: float = ...,
         momentum: float = ...,
     ) -> tuple[float, dict[str, np.ndarray]]:
-        """One SGD-with-momentum step: the loss before it and the updated canonical weights."""
+        """One SGD-with-momentum step: the loss before it and the updated canonical weights.
+
+        ``lr`` and ``momentum`` default to :data:`labkit.recipe.TRAIN`'s."""
 
 
 @runtime_checkable
@@ -182,6 +212,63 @@ class Exporter(Protocol):
 
     def load_exported(self, path: str | Path) -> Callable[[np.ndarray], np.ndarray]:
         """The exported model as a callable ``images -> logits``."""
+
+
+@runtime_checkable
+class ModelBencher(Protocol):
+    """The adapter of a framework that ``labkit.explore`` serves: it benchmarks any model."""
+
+    def prepare_model(
+        self,
+        model: Any,
+        inputs: list[np.ndarray],
+        mode: str,
+        task: str,
+        precision: str = "fp32",
+        device: str = "cpu",
+    ) -> Any:
+        """The benchmark step (a :class:`labkit.bench.Prepared`) of a learner's model.
+
+        ``model`` is what the learner's builder returned; ``inputs`` are host arrays whose first
+        dimension is the batch. ``Unsupported`` says why a combination does not exist.
+        """
+
+
+@runtime_checkable
+class Explorer(Protocol):
+    """The module ``labkit/frameworks/<name>/explore.py``: graph-readiness checks of any model.
+
+    :mod:`labkit.explore` runs each check in a worker process (``unpack``, then ``session``,
+    then ``run_check`` per name) and joins the results into one report. ``CHECKS`` are the
+    capture paths in order, each a report row; the first one gates the others (when the model
+    does not even run there, nothing else is tried).
+    """
+
+    SPEC: FrameworkSpec
+    CHECKS: tuple[str, ...]
+    ACCEPTS: str  #: what the checks take, in words (for the error when a model is not that)
+
+    def versions(self) -> dict[str, str]:
+        """The versions of the packages the checks use."""
+
+    def accepts(self, model: Any) -> bool:
+        """Whether ``model`` is something these checks take."""
+
+    def describe(self, model: Any) -> str:
+        """A short name of the model for the report's title."""
+
+    def pack(self, model: Any, path: Path) -> None:
+        """Write ``model`` to ``path`` so that another process can :func:`unpack` it;
+        ``ValueError`` says why it cannot."""
+
+    def unpack(self, path: Path) -> Any:
+        """The model :func:`pack` wrote."""
+
+    def session(self, model: Any, inputs: list[np.ndarray]) -> Any:
+        """The state the checks share in one process (the model, its inputs, eager outputs)."""
+
+    def run_check(self, name: str, session: Any) -> dict:
+        """Run one check: ``{"path": {...}, "graph_breaks": [...], "recompiles": [...]}``."""
 
 
 #: one process to start: its command line and what it gets on top of the launcher's environment

@@ -30,6 +30,7 @@ import labkit.guide.rules as tables  # read at call time: a changed rule row cha
 
 from .. import claims as labkit_claims
 from .. import results as labkit_results
+from ..bench import TASKS
 from ..frameworks import spec
 from .render import markdown
 from .rules import (
@@ -234,7 +235,7 @@ def load_results(results: Any) -> tuple[list[dict], str]:
 def is_valid(record: Mapping) -> bool:
     """Whether a record counts as evidence: its ``valid`` field is ``True`` (records of the
     older schema carry no such field and do not count)."""
-    return record.get("valid") is True
+    return labkit_results.is_valid(dict(record))
 
 
 def validity(record: Mapping) -> str:
@@ -294,7 +295,7 @@ def _measured_evidence(fw: str, records: list[dict], label: str) -> list[Evidenc
     out = []
     tasks = [
         t
-        for t in ("latency", "throughput", "train")
+        for t in TASKS
         if any(r.get("task") == t and r.get("framework") in RUNTIMES[fw] for r in records)
     ]
     ups = [u for u in labkit_results.speedups(records) if u["framework"] in RUNTIMES[fw]]
@@ -311,7 +312,8 @@ def _measured_evidence(fw: str, records: list[dict], label: str) -> list[Evidenc
             u = max(mine, key=lambda u: u["speedup"])
             line += (
                 f"; graph vs eager: {_run_by(u)} runs {u['speedup']:.2f}x "
-                f"(+-{u['speedup_iqr']:.2f}) the speed of {u['baseline']}"
+                f"(95% interval {u['speedup_low']:.2f}-{u['speedup_high']:.2f}) the speed of "
+                f"{u['baseline']}"
             )
         out.append(Evidence((fw,), line, label, True))
     errors = failures(records, fw)
@@ -370,18 +372,18 @@ def evidence(frameworks: Iterable[str], records: list[dict], label: str) -> list
 
 
 def comparable(records: list[dict], task: str) -> list[dict]:
-    """The successful records of ``task`` in the one setting (image size, batch, precision,
-    device) that the most candidates share: only like is compared with like. Ties prefer fp32,
-    then the larger image and batch."""
+    """The successful records of ``task`` in the one setting (model, image size, batch,
+    precision, device) that the most candidates share: only like is compared with like. Ties
+    prefer fp32, then the larger image and batch."""
     groups: dict[tuple, list[dict]] = {}
     for r in labkit_results.ok(records):
         if r.get("task") == task:
-            groups.setdefault(
-                (r["image_size"], r["batch_size"], r["precision"], r["device"]), []
-            ).append(r)
+            setting = (r["image_size"], r["batch_size"], r["precision"], r["device"])
+            model = tuple(r.get(k, v) for k, v in labkit_results.DEFAULTS.items())
+            groups.setdefault((*setting, model), []).append(r)
 
     def rank(item):
-        (size, batch, precision, _), recs = item
+        (size, batch, precision, _, _), recs = item
         present = sum(any(r["framework"] in RUNTIMES[fw] for r in recs) for fw in CANDIDATES)
         return present, precision == "fp32", size, batch
 

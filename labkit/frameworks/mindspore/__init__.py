@@ -16,6 +16,7 @@ SPEC = FrameworkSpec(
     formats=("mindir",),
     launcher="msrun",
     summary="PyNative (eager, the default in 2.x); GRAPH_MODE / mindspore.jit (parsed source)",
+    model_packages=("mindspore",),
     code_checks=(
         ("graph_mode", "graph mode accepts it (mindspore.jit(fullgraph=True), no Python fallback)"),
         ("matches_eager", "the graph's outputs match PyNative (eager)"),

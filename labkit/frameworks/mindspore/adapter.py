@@ -25,7 +25,7 @@ import mindspore as ms
 import numpy as np
 from mindspore import nn, ops
 
-from ... import resnet
+from ... import recipe, resnet
 from ...bench import DEVICES, Prepared, Unsupported, check_cell, check_choice, check_threads
 from . import SPEC
 
@@ -80,18 +80,20 @@ redirect_debris()  # importing the adapter is enough: nothing lands beside a not
 
 
 _threads: int | None = None
+_INTER = 1  # the lab's inter-op policy: one dispatch (runtime) thread
 
 
 def set_threads(n: int) -> None:
-    """Use ``n`` threads for MindSpore's CPU kernels (intra-op parallelism).
+    """Use ``n`` threads for MindSpore's CPU kernels (intra-op) and one runtime thread.
 
-    Calls ``mindspore.device_context.cpu.op_tuning.threads_num(n)``, the MindSpore 2.8 API that
-    replaces ``set_context(runtime_num_threads=...)``. The value (default 25) is an upper bound:
-    MindSpore also sizes its CPU pool by the cores it sees, so on a 2-core machine it runs one
-    actor and one kernel thread sharing each convolution whatever ``n`` is (seen with
-    /proc/<pid>/task). MindSpore accepts the setting once per process and wants it before any
-    work: call this first. Asking again for the same number is a no-op; a different one raises
-    ``RuntimeError`` (start a new process, as the benchmark runner does).
+    Calls ``mindspore.device_context.cpu.op_tuning.threads_num(n)`` (the MindSpore 2.8 API that
+    replaces ``set_context(runtime_num_threads=...)``) and ``mindspore.runtime.
+    dispatch_threads_num(1)`` (the runtime's threads that launch kernels side by side: its
+    inter-op parallelism, which replaces ``inter_op_parallel_num``). The kernel count is an upper
+    bound: MindSpore also sizes its CPU pool by the cores it sees. MindSpore accepts each setting
+    once per process and wants it before any work: call this first. Asking again for the same
+    number is a no-op; a different one raises ``RuntimeError`` (start a new process, as the
+    benchmark runner does).
     """
     global _threads
     n = check_threads(n)
@@ -103,7 +105,24 @@ def set_threads(n: int) -> None:
             f"can be set only once; start a new Python process to use {n}"
         )
     ms.device_context.cpu.op_tuning.threads_num(n)
+    from mindspore._c_expression import RuntimeConf
+
+    if not RuntimeConf.get_instance().is_dispatch_threads_num_configured():
+        ms.runtime.dispatch_threads_num(_INTER)
     _threads = n
+
+
+def threads() -> dict[str, int | None]:
+    """The thread counts in effect: ``{"intra": N, "inter": M}``.
+
+    ``intra`` is read back from MindSpore (``get_context("runtime_num_threads")``); MindSpore
+    2.8 has no getter for the dispatch threads, so ``inter`` is the value it accepted from
+    :func:`set_threads` (None when it was never set: MindSpore's default of 5).
+    """
+    from mindspore._c_expression import RuntimeConf
+
+    inter = _INTER if RuntimeConf.get_instance().is_dispatch_threads_num_configured() else None
+    return {"intra": int(ms.get_context("runtime_num_threads")), "inter": inter}
 
 
 # --- the network -----------------------------------------------------------------------------
@@ -224,15 +243,35 @@ def predict(net: nn.Cell, images: np.ndarray) -> np.ndarray:
 # --- training --------------------------------------------------------------------------------
 
 
-def _train_fn(net: nn.Cell, lr: float, momentum: float, graph: bool) -> Callable:
-    """One step (forward, backward, momentum-SGD update) as ``fn(images, labels) -> loss``.
+def applied_recipe(optimizer: nn.Momentum, loss: nn.CrossEntropyLoss) -> dict:
+    """The hyper-parameters ``optimizer`` and ``loss`` really use (compare with the recipe)."""
+    return recipe.applied(
+        float(optimizer.learning_rate.asnumpy()),
+        float(optimizer.momentum.asnumpy()),
+        optimizer.use_nesterov,
+        float(optimizer.weight_decay),
+        loss.reduction == "mean",
+        float(loss.label_smoothing),
+    )
+
+
+def _train_fn(net: nn.Cell, lr: float, momentum: float, graph: bool) -> tuple[Callable, dict]:
+    """One step (forward, backward, momentum-SGD update) as ``fn(images, labels) -> loss``, and
+    the recipe it applies (:func:`applied_recipe`).
 
     ``nn.Momentum`` keeps ``v = momentum * v + g; w -= lr * v`` with ``v`` starting at zero,
     which is ``torch.optim.SGD(momentum=...)`` (its first step is ``w -= lr * g`` as well).
     """
     net.set_train(True)
+    r = recipe.TRAIN
     loss_fn = nn.CrossEntropyLoss()  # mean over the batch, integer class labels
-    optimizer = nn.Momentum(net.trainable_params(), learning_rate=lr, momentum=momentum)
+    optimizer = nn.Momentum(
+        net.trainable_params(),
+        learning_rate=lr,
+        momentum=momentum,
+        weight_decay=r.weight_decay,
+        use_nesterov=r.nesterov,
+    )
 
     def forward(images, labels):
         return loss_fn(net(images), labels)
@@ -244,7 +283,7 @@ def _train_fn(net: nn.Cell, lr: float, momentum: float, graph: bool) -> Callable
         optimizer(grads)
         return loss
 
-    return ms.jit(step) if graph else step
+    return (ms.jit(step) if graph else step), applied_recipe(optimizer, loss_fn)
 
 
 def _labels(labels: np.ndarray) -> ms.Tensor:
@@ -255,8 +294,8 @@ def train_step(
     weights: dict[str, np.ndarray],
     images: np.ndarray,
     labels: np.ndarray,
-    lr: float = 0.1,
-    momentum: float = 0.9,
+    lr: float = recipe.TRAIN.lr,
+    momentum: float = recipe.TRAIN.momentum,
 ) -> tuple[float, dict[str, np.ndarray]]:
     """One SGD-with-momentum step in train mode (batch statistics) from ``weights``.
 
@@ -265,16 +304,12 @@ def train_step(
     """
     images = resnet.check_images(images)
     net = build_resnet50(weights)
-    step = _train_fn(net, lr, momentum, graph=False)
+    step, _ = _train_fn(net, lr, momentum, graph=False)
     loss = step(ms.Tensor(images), _labels(labels))
     return float(loss.asnumpy()), to_canonical(net)
 
 
 # --- benchmark modes -------------------------------------------------------------------------
-
-#: learning rate of benchmark training steps (as the torch adapter's): small, so that hundreds
-#: of repeats on one batch neither diverge nor drift into denormals
-BENCH_LR = 1e-3
 
 
 def _use_device(device: str) -> str:
@@ -347,9 +382,10 @@ def prepare(
         net = ms.amp.auto_mixed_precision(net, "auto", dtype=ms.bfloat16)
         notes.append("mindspore.amp.auto_mixed_precision(level='auto', dtype=bfloat16)")
     graph = mode == "graph"
+    applied = None
 
     if task == "train":
-        run = _train_fn(net, BENCH_LR, 0.9, graph=graph)
+        run, applied = _train_fn(net, recipe.TRAIN.lr, recipe.TRAIN.momentum, graph=graph)
         y = _labels(labels)
         how = (
             "mindspore.jit of the whole step (forward, value_and_grad, nn.Momentum)"
@@ -376,7 +412,7 @@ def prepare(
         def step() -> np.ndarray:
             return run(ms.Tensor(images)).asnumpy()
 
-    return Prepared(step, int(batch_size), "; ".join([how, *notes]))
+    return Prepared(step, int(batch_size), "; ".join([how, *notes]), recipe=applied)
 
 
 # --- export ----------------------------------------------------------------------------------

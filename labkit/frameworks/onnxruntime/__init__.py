@@ -18,4 +18,6 @@ SPEC = FrameworkSpec(
     exported_from="torch",
     extra_packages=("torch", "onnx"),
     summary="an inference engine for exported ONNX graphs (ORT_ENABLE_ALL optimisations)",
+    model_packages=("onnx", "onnxruntime"),
+    model_files=(".onnx",),
 )

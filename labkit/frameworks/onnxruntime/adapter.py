@@ -7,7 +7,9 @@ directory; :func:`build_resnet50` then writes the requested canonical weights in
 initializers by name and caches that file under a hash of the weights, so new weights never
 need a new export. Cache files are named by what they depend on (PyTorch, onnxscript and onnx
 versions, the torch adapter's code, the weights); the folder (``labkit-onnx-cache`` in the
-temp directory, about 100 MB a file) may be deleted whenever no session is in use. The session
+temp directory, about 100 MB a file) may be deleted whenever no session is in use. The benchmark
+runner gives each cell a temporary directory of its own, so a cell's export is always cold, and
+:func:`prepare` times it apart (``Prepared.export_s``). The session
 runs with all graph optimisations on (``ORT_ENABLE_ALL``: constant folding, Conv+BatchNorm
 folding, Conv+Relu fusion, the blocked NCHWc layout on x86).
 
@@ -31,6 +33,7 @@ from __future__ import annotations
 import hashlib
 import os
 import tempfile
+import time
 from pathlib import Path
 
 import numpy as np
@@ -40,13 +43,14 @@ from onnx import numpy_helper
 
 from ... import resnet
 from ...bench import DEVICES, Prepared, Unsupported, check_cell, check_choice, check_threads
-from .. import get, installed_version, spec
+from .. import framework_of, get, installed_version, spec
 from . import SPEC
 
 NAME = SPEC.name
 MODES = SPEC.modes
 
 _threads: int | None = None  # None: ONNX Runtime's default (one thread per physical core)
+_last: ort.SessionOptions | None = None  # the options of the last session made here
 
 
 def version() -> str:
@@ -54,9 +58,18 @@ def version() -> str:
 
 
 def set_threads(n: int) -> None:
-    """Use ``n`` intra-op threads in every session created from now on."""
+    """Use ``n`` intra-op threads and one inter-op thread in every session created from now on."""
     global _threads
     _threads = check_threads(n)
+
+
+def threads() -> dict[str, int | None]:
+    """The thread counts of the last session made here, read back from it
+    (``session.get_session_options()``): ``{"intra": N, "inter": M}``; before any session, the
+    values the next one will get (None: ONNX Runtime's default)."""
+    if _last is not None:
+        return {"intra": _last.intra_op_num_threads, "inter": _last.inter_op_num_threads}
+    return {"intra": _threads, "inter": 1 if _threads is not None else None}
 
 
 class ResNetSession(ort.InferenceSession):
@@ -91,7 +104,10 @@ def _providers(device: str) -> list[str]:
 
 def session_from_file(path: Path, device: str = "cpu") -> ResNetSession:
     """An optimised session (``ORT_ENABLE_ALL``) for an ONNX file."""
-    return ResNetSession(Path(path), _options(), _providers(device))
+    global _last
+    session = ResNetSession(Path(path), _options(), _providers(device))
+    _last = session.get_session_options()
+    return session
 
 
 # --------------------------------------------------------------------------------------------
@@ -208,7 +224,8 @@ def prepare(
     """One inference batch through the optimised session (see :mod:`labkit.bench`).
 
     ``session.run`` takes the host array and returns host logits, so a step is complete
-    (and, on a GPU, synchronised) when it returns.
+    (and, on a GPU, synchronised) when it returns. The export to ONNX (or finding it in the
+    cache, :func:`model_file`) is timed apart: ``Prepared.export_s``.
     """
     check_cell(NAME, MODES, mode, task, batch_size, precision, device)
     num_classes = resnet.validate_weights(weights)
@@ -222,11 +239,89 @@ def prepare(
             "ONNX's Conv operator has no bfloat16 type, so this model runs in "
             "fp32 only in ONNX Runtime"
         )
-    session = build_resnet50(weights, device)
+    t0 = time.perf_counter()
+    path = model_file(weights)
+    export_s = time.perf_counter() - t0
+    session = session_from_file(path, device)
     name = session.get_inputs()[0].name
     notes = f"torch.onnx.export (dynamo) + ORT_ENABLE_ALL on {session.get_providers()[0]}"
 
     def step() -> np.ndarray:
         return session.run(None, {name: images})[0]
 
-    return Prepared(step, int(batch_size), notes)
+    return Prepared(step, int(batch_size), notes, export_s=export_s)
+
+
+#: ONNX tensor element types -> numpy dtypes, for casting a learner's inputs
+_NUMPY = {
+    "tensor(float)": np.float32,
+    "tensor(double)": np.float64,
+    "tensor(float16)": np.float16,
+    "tensor(int64)": np.int64,
+    "tensor(int32)": np.int32,
+    "tensor(bool)": np.bool_,
+}
+
+
+def feed(session: ort.InferenceSession, arrays: list[np.ndarray]) -> dict[str, np.ndarray]:
+    """Inputs by name, in the file's order, cast to the types the file declares."""
+    declared = session.get_inputs()
+    if len(arrays) != len(declared):
+        wanted = ", ".join(f"{i.name} {i.shape} {i.type}" for i in declared)
+        raise ValueError(f"the file takes {len(declared)} input(s) ({wanted}), got {len(arrays)}")
+    return {
+        i.name: np.ascontiguousarray(a, dtype=_NUMPY.get(i.type, np.asarray(a).dtype))
+        for i, a in zip(declared, arrays)
+    }
+
+
+def prepare_model(
+    model: object,
+    inputs: list[np.ndarray],
+    mode: str,
+    task: str,
+    precision: str = "fp32",
+    device: str = "cpu",
+) -> Prepared:
+    """One inference batch of a learner's model through an optimised session.
+
+    ``model`` is an ONNX file, or a model of the framework whose exports this runtime runs
+    (PyTorch: exported here with its default exporter, which counts in the cell's prepare
+    time).
+    """
+    batch = int(inputs[0].shape[0]) if inputs and np.ndim(inputs[0]) else 1
+    check_cell(NAME, MODES, mode, task, batch, precision, device)
+    if task == "train":
+        raise Unsupported(
+            "ONNX Runtime here is an inference engine; training needs onnxruntime-training"
+        )
+    if precision == "bf16":
+        raise Unsupported("a learner's ONNX model runs in the types its file declares (fp32 here)")
+    providers = _providers(device)
+    with tempfile.TemporaryDirectory(prefix="labkit-ort-") as tmp:
+        if isinstance(model, str | os.PathLike):
+            path, how = Path(model), "the ONNX file as given"
+        else:
+            if framework_of(model) != SPEC.exported_from:
+                raise Unsupported(
+                    f"ONNX Runtime runs ONNX files and {spec(SPEC.exported_from).display} "
+                    f"models exported to ONNX, not a {type(model).__name__}"
+                )
+            try:
+                path = get(SPEC.exported_from).export_model(model, inputs, tmp)
+            except Exception as exc:
+                cause = exc.__cause__ or exc  # the exporter wraps what torch.export raised
+                first = next((ln for ln in str(cause).splitlines() if ln.strip()), "")
+                raise RuntimeError(
+                    f"torch.onnx.export could not export the model: {type(cause).__name__}: "
+                    f"{first.strip()} (labkit.explore.check names the line)"
+                ) from exc
+            how = f"{spec(SPEC.exported_from).display} model exported by torch.onnx.export (dynamo)"
+        session = ort.InferenceSession(str(path), sess_options=_options(), providers=providers)
+    data = feed(session, inputs)
+    notes = f"{how} + ORT_ENABLE_ALL on {session.get_providers()[0]}"
+
+    def step() -> list:
+        return session.run(None, data)
+
+    return Prepared(step, batch, notes)

@@ -19,6 +19,7 @@ SPEC = FrameworkSpec(
     distributions=("tensorflow-cpu", "tensorflow"),
     summary="eager Keras calls; tf.function (a traced graph, Grappler-optimised); "
     "tf.function(jit_compile=True) (XLA)",
+    model_packages=("keras", "tensorflow"),
     code_checks=(
         ("traces_once", "traces once over varied inputs (tf.function)"),
         ("matches_eager", "the graph's outputs match eager"),

@@ -32,7 +32,7 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from ... import bench, resnet
+from ... import bench, recipe, resnet
 from . import SPEC
 
 NAME = SPEC.name
@@ -78,6 +78,16 @@ def set_threads(n: int) -> None:
             f"TensorFlow's thread pools are already running ({exc}); call set_threads({n}) before "
             "TensorFlow runs anything, e.g. at the top of a fresh process or kernel"
         ) from exc
+
+
+def threads() -> dict[str, int]:
+    """The thread pool sizes TensorFlow is configured with: ``{"intra": N, "inter": M}``
+    (0 means TensorFlow's default, one per core)."""
+    threading = tf.config.threading
+    return {
+        "intra": threading.get_intra_op_parallelism_threads(),
+        "inter": threading.get_inter_op_parallelism_threads(),
+    }
 
 
 # --------------------------------------------------------------------------- the model
@@ -200,12 +210,42 @@ def predict(model: keras.Model, images: np.ndarray) -> np.ndarray:
     return model(tf.constant(to_nhwc(images)), training=False).numpy()
 
 
+#: the recipe's loss: softmax cross-entropy of logits against integer labels, batch mean
+#: (Keras' "sum_over_batch_size" reduction; PyTorch's ``CrossEntropyLoss``)
+LOSS = keras.losses.SparseCategoricalCrossentropy(from_logits=True)
+
+
 def loss_fn(labels: tf.Tensor, logits: tf.Tensor) -> tf.Tensor:
-    """Mean softmax cross-entropy over the batch (PyTorch's ``CrossEntropyLoss``)."""
-    return tf.reduce_mean(
-        keras.losses.sparse_categorical_crossentropy(
-            labels, tf.cast(logits, tf.float32), from_logits=True
-        )
+    """Mean softmax cross-entropy over the batch, computed in float32 (also under bf16)."""
+    return LOSS(labels, tf.cast(logits, tf.float32))
+
+
+def optimizer(
+    lr: float = recipe.TRAIN.lr, momentum: float = recipe.TRAIN.momentum
+) -> keras.optimizers.SGD:
+    """The recipe's optimizer (:data:`labkit.recipe.TRAIN`).
+
+    Keras' SGD update (v = momentum * v - lr * g; w += v) is PyTorch's (v = momentum * v + g;
+    w -= lr * v) for a constant learning rate; the first step of both is w -= lr * g.
+    """
+    r = recipe.TRAIN
+    return keras.optimizers.SGD(
+        learning_rate=lr,
+        momentum=momentum,
+        nesterov=r.nesterov,
+        weight_decay=r.weight_decay or None,
+    )
+
+
+def applied_recipe(opt: keras.optimizers.Optimizer, loss: keras.losses.Loss = LOSS) -> dict:
+    """The hyper-parameters ``opt`` and ``loss`` really use (compare with the recipe)."""
+    return recipe.applied(
+        float(keras.ops.convert_to_numpy(opt.learning_rate)),
+        opt.momentum,
+        opt.nesterov,
+        opt.weight_decay or 0.0,
+        loss.reduction == "sum_over_batch_size",
+        getattr(loss, "label_smoothing", 0.0) or 0.0,
     )
 
 
@@ -246,24 +286,25 @@ def inference_fn(model: keras.Model, mode: str = "eager") -> Callable[[tf.Tensor
 
 
 def train_fn(
-    model: keras.Model, mode: str = "eager", lr: float = 0.1, momentum: float = 0.9
+    model: keras.Model,
+    mode: str = "eager",
+    lr: float = recipe.TRAIN.lr,
+    momentum: float = recipe.TRAIN.momentum,
+    opt: keras.optimizers.Optimizer | None = None,
 ) -> Callable[[tf.Tensor, tf.Tensor], tf.Tensor]:
-    """A callable (NHWC images, labels) -> loss doing one SGD-with-momentum step on ``model``.
-
-    Keras' SGD update (v = momentum * v - lr * g; w += v) takes the same first step as PyTorch's
-    (w -= lr * g); there is no weight decay.
-    """
-    optimizer = keras.optimizers.SGD(learning_rate=lr, momentum=momentum)
-    optimizer.build(model.trainable_variables)  # create its slots now, not inside a traced graph
-    return _wrap(functools.partial(_sgd_step, model, optimizer), mode)
+    """A callable (NHWC images, labels) -> loss doing one SGD-with-momentum step on ``model``
+    (with ``opt``, by default a new :func:`optimizer` with ``lr`` and ``momentum``)."""
+    opt = opt or optimizer(lr, momentum)
+    opt.build(model.trainable_variables)  # create its slots now, not inside a traced graph
+    return _wrap(functools.partial(_sgd_step, model, opt), mode)
 
 
 def train_step(
     weights: dict[str, np.ndarray],
     images: np.ndarray,
     labels: np.ndarray,
-    lr: float = 0.1,
-    momentum: float = 0.9,
+    lr: float = recipe.TRAIN.lr,
+    momentum: float = recipe.TRAIN.momentum,
 ) -> tuple[float, dict[str, np.ndarray]]:
     """One eager SGD step from ``weights``; returns the loss and the updated canonical weights.
 
@@ -312,7 +353,8 @@ def prepare(
     The host batch (numpy, NHWC) is made here; each ``step()`` converts it to a tensor on the
     device, runs one inference batch (``training=False``) or one training step, and copies the
     logits or loss back to the host (``.numpy()``), which waits for the work to finish. The first
-    call of ``function`` and ``xla`` traces (and compiles) the step.
+    call of ``function`` and ``xla`` traces (and compiles) the step. Training follows the lab's
+    recipe (:data:`labkit.recipe.TRAIN`).
     """
     bench.check_cell(NAME, MODES, mode, task, batch_size, precision, device)
     device_name = _device_name(device)
@@ -322,10 +364,13 @@ def prepare(
     notes = MODE_NOTES[mode]
     if precision == "bf16":
         notes += ", Keras mixed_bfloat16 policy"
+    applied = None
     with tf.device(device_name):
         model = build_resnet50(weights, precision)
         if task == "train":
-            fn = train_fn(model, mode)
+            opt = optimizer()
+            fn = train_fn(model, mode, opt=opt)
+            applied = applied_recipe(opt)
 
             def step() -> np.ndarray:
                 with tf.device(device_name):
@@ -337,7 +382,9 @@ def prepare(
                 with tf.device(device_name):
                     return fn(tf.constant(images)).numpy()
 
-    return bench.Prepared(step=step, batch_size=batch_size, notes=f"{notes} on {device_name}")
+    return bench.Prepared(
+        step=step, batch_size=batch_size, notes=f"{notes} on {device_name}", recipe=applied
+    )
 
 
 # --------------------------------------------------------------------------- export
@@ -400,3 +447,86 @@ def tflite_predict(tflite_model: bytes, images: np.ndarray) -> np.ndarray:
     interpreter.invoke()
     (out,) = interpreter.get_output_details()
     return interpreter.get_tensor(out["index"]).copy()
+
+
+# --------------------------------------------------------------------------- a learner's model
+
+
+def is_tf_function(model: object) -> bool:
+    return isinstance(model, tf.types.experimental.PolymorphicFunction)
+
+
+def model_caller(model: object) -> Callable:
+    """The Python callable that runs ``model`` eagerly on tensors: a Keras model or layer in
+    inference mode (one input as is, several as a list), a ``tf.function``'s own Python
+    function, or a plain function of tensors."""
+    if isinstance(model, keras.layers.Layer):  # models are layers too
+
+        def call(*xs):
+            return model(xs[0] if len(xs) == 1 else list(xs), training=False)
+
+        return call
+    if is_tf_function(model):
+        return model.python_function
+    if callable(model):
+        return model
+    raise ValueError(f"expected a Keras model or layer, or a function, got {type(model).__name__}")
+
+
+def prepare_model(
+    model: object,
+    inputs: list[np.ndarray],
+    mode: str,
+    task: str,
+    precision: str = "fp32",
+    device: str = "cpu",
+) -> bench.Prepared:
+    """The benchmark step of a learner's model: the same call in each of the three modes.
+
+    Inference calls the model with ``training=False``; ``train`` (a Keras model or layer
+    only) runs a synthetic loss (the mean of the squared floating-point outputs), the gradient
+    and one SGD-with-momentum update. Each step converts the host inputs to tensors and copies
+    the outputs back (``.numpy()``), which waits for the work.
+    """
+    batch = int(inputs[0].shape[0]) if inputs and np.ndim(inputs[0]) else 1
+    bench.check_cell(NAME, MODES, mode, task, batch, precision, device)
+    if precision == "bf16":
+        raise bench.Unsupported(
+            "a learner's Keras model computes in the dtype policy it was built with: build it "
+            "under keras.mixed_precision.set_global_policy('mixed_bfloat16') to measure bf16"
+        )
+    device_name = _device_name(device)
+    call = model_caller(model)
+    hosts = [np.ascontiguousarray(a) for a in inputs]
+    notes = MODE_NOTES[mode]
+    with tf.device(device_name):
+        if task == "train":
+            if not isinstance(model, keras.layers.Layer) or not model.trainable_variables:
+                raise bench.Unsupported(
+                    "training needs a Keras model or layer with trainable variables"
+                )
+            opt = optimizer()  # the lab's recipe
+            opt.build(model.trainable_variables)
+
+            def train(*xs):
+                with tf.GradientTape() as tape:
+                    out = model(xs[0] if len(xs) == 1 else list(xs), training=True)
+                    floats = [t for t in tf.nest.flatten(out) if t.dtype.is_floating]
+                    loss = tf.add_n(
+                        [tf.reduce_mean(tf.square(tf.cast(t, tf.float32))) for t in floats]
+                    )
+                grads = tape.gradient(loss, model.trainable_variables)
+                opt.apply_gradients(zip(grads, model.trainable_variables))
+                return loss
+
+            fn = _wrap(train, mode)
+            notes += "; synthetic loss: mean of the squared outputs"
+        else:
+            fn = _wrap(call, mode)
+
+    def step() -> list:
+        with tf.device(device_name):
+            out = fn(*[tf.constant(a) for a in hosts])
+            return [t.numpy() for t in tf.nest.flatten(out)]
+
+    return bench.Prepared(step=step, batch_size=batch, notes=f"{notes} on {device_name}")

@@ -17,6 +17,7 @@ SPEC = FrameworkSpec(
     launcher="torchrun",
     summary="eager nn.Module; TorchScript trace+freeze (deprecated, still met in older code); "
     "torch.compile (Inductor)",
+    model_packages=("torch",),
     code_checks=(
         ("no_graph_breaks", "zero graph breaks (torch._dynamo.explain)"),
         ("fullgraph", "compiles as one graph (torch.compile(fullgraph=True))"),

@@ -21,10 +21,10 @@ from pathlib import Path
 
 import numpy as np
 import torch
-import torch.nn.functional as F
 from torch import nn
+from torch.utils import _pytree as pytree
 
-from ... import resnet
+from ... import recipe, resnet
 from ...bench import DEVICES, Prepared, Unsupported, check_cell, check_choice, check_threads
 from . import SPEC
 
@@ -37,8 +37,30 @@ def version() -> str:
 
 
 def set_threads(n: int) -> None:
-    """Use ``n`` threads inside each operator (PyTorch's intra-op pool)."""
+    """Use ``n`` threads inside each operator (intra-op) and one inter-op thread.
+
+    PyTorch fixes its inter-op pool when it first runs parallel work, so the inter-op setting
+    only takes where this is called first in a process (the benchmark runner does so in every
+    cell's fresh process); later, a ``RuntimeWarning`` says that it kept its pool, and
+    :func:`threads` reports what is in effect.
+    """
     torch.set_num_threads(check_threads(n))
+    if torch.get_num_interop_threads() != 1:
+        try:
+            torch.set_num_interop_threads(1)
+        except RuntimeError:
+            warnings.warn(
+                f"PyTorch's inter-op pool already runs with {torch.get_num_interop_threads()} "
+                "threads in this process (it can be set only before any parallel work): call "
+                "set_threads first thing in a fresh process to get one",
+                RuntimeWarning,
+                stacklevel=2,
+            )
+
+
+def threads() -> dict[str, int]:
+    """The thread counts in effect, read back from PyTorch: ``{"intra": N, "inter": M}``."""
+    return {"intra": torch.get_num_threads(), "inter": torch.get_num_interop_threads()}
 
 
 # --------------------------------------------------------------------------------------------
@@ -140,12 +162,37 @@ def predict(model: nn.Module, images: np.ndarray) -> np.ndarray:
         return model(x.to(next(model.parameters()).device)).float().cpu().numpy()
 
 
+def _optimizer(params, lr: float, momentum: float) -> torch.optim.SGD:
+    """The recipe's optimizer (:data:`labkit.recipe.TRAIN`) over ``params``."""
+    r = recipe.TRAIN
+    return torch.optim.SGD(
+        params, lr=lr, momentum=momentum, nesterov=r.nesterov, weight_decay=r.weight_decay
+    )
+
+
+#: the recipe's loss: softmax cross-entropy of logits against integer labels, batch mean
+LOSS = nn.CrossEntropyLoss()
+
+
+def applied_recipe(opt: torch.optim.SGD, loss: nn.CrossEntropyLoss = LOSS) -> dict:
+    """The hyper-parameters ``opt`` and ``loss`` really use (compare with the recipe)."""
+    group = opt.param_groups[0]
+    return recipe.applied(
+        group["lr"],
+        group["momentum"],
+        group["nesterov"],
+        group["weight_decay"],
+        loss.reduction == "mean",
+        loss.label_smoothing,
+    )
+
+
 def train_step(
     weights: dict[str, np.ndarray],
     images: np.ndarray,
     labels: np.ndarray,
-    lr: float = 0.1,
-    momentum: float = 0.9,
+    lr: float = recipe.TRAIN.lr,
+    momentum: float = recipe.TRAIN.momentum,
 ) -> tuple[float, dict[str, np.ndarray]]:
     """One SGD-with-momentum step on mean cross-entropy, in train mode (batch statistics).
 
@@ -155,8 +202,8 @@ def train_step(
     model = build_resnet50(weights).train()
     x = torch.from_numpy(resnet.check_images(images))
     y = torch.from_numpy(np.asarray(labels, dtype=np.int64))
-    opt = torch.optim.SGD(model.parameters(), lr=lr, momentum=momentum)
-    loss = F.cross_entropy(model(x), y)
+    opt = _optimizer(model.parameters(), lr, momentum)
+    loss = LOSS(model(x), y)
     loss.backward()
     opt.step()
     return float(loss.item()), to_canonical(model)
@@ -209,7 +256,7 @@ def _compile(model: nn.Module) -> Callable:
 
 
 def _inference_net(
-    model: nn.Module, mode: str, example: torch.Tensor, autocast: Callable
+    model: nn.Module, mode: str, example: torch.Tensor | tuple, autocast: Callable
 ) -> tuple[Callable, str]:
     if mode == "eager":
         return model, "eager nn.Module, torch.inference_mode"
@@ -222,7 +269,7 @@ def _inference_net(
 
 
 def _train_net(
-    model: nn.Module, mode: str, example: torch.Tensor, autocast: Callable
+    model: nn.Module, mode: str, example: torch.Tensor | tuple, autocast: Callable
 ) -> tuple[nn.Module, str]:
     if mode == "eager":
         return model, "eager nn.Module"
@@ -231,11 +278,6 @@ def _train_net(
             traced = torch.jit.trace(model, example, check_trace=False)
         return traced, "torch.jit.trace in train mode (not frozen: weights change)"
     return _compile(model), "torch.compile (Inductor) of the model; backward via AOTAutograd"
-
-
-#: learning rate of benchmark training steps: small, so that hundreds of repeats on one batch
-#: neither diverge nor drift into denormals (which would change the speed, not just the numbers)
-BENCH_LR = 1e-3
 
 
 def prepare(
@@ -251,7 +293,7 @@ def prepare(
 
     Inference (``latency``/``throughput``) runs the eval-mode model under
     ``torch.inference_mode``; ``train`` runs forward, mean cross-entropy, backward and one
-    SGD-with-momentum update. Each step copies the host batch in (``torch.from_numpy``, and to
+    SGD-with-momentum update with the lab's recipe (:data:`labkit.recipe.TRAIN`). Each step copies the host batch in (``torch.from_numpy``, and to
     the GPU on ``device="gpu"``) and returns only when the work is done. With ``compile`` the
     first call includes compilation. ``bf16`` runs under ``torch.autocast(..., bfloat16)``.
     """
@@ -270,27 +312,28 @@ def prepare(
 
     if task == "train":
         net, how = _train_net(model.train(), mode, example, autocast)
-        opt = torch.optim.SGD(net.parameters(), lr=BENCH_LR, momentum=0.9)
+        opt = _optimizer(net.parameters(), recipe.TRAIN.lr, recipe.TRAIN.momentum)
         y = torch.from_numpy(labels).to(dev)
 
         def step() -> float:
             x = torch.from_numpy(images).to(dev)
             opt.zero_grad(set_to_none=True)
             with autocast():
-                loss = F.cross_entropy(net(x), y)
+                loss = LOSS(net(x), y)
             loss.backward()
             opt.step()
             _sync(dev)
             return float(loss.detach())
-    else:
-        net, how = _inference_net(model, mode, example, autocast)
 
-        def step() -> torch.Tensor:
-            x = torch.from_numpy(images).to(dev)
-            with torch.inference_mode(), autocast():
-                out = net(x)
-            _sync(dev)
-            return out
+        return Prepared(step, int(batch_size), "; ".join([how, *notes]), recipe=applied_recipe(opt))
+    net, how = _inference_net(model, mode, example, autocast)
+
+    def step() -> torch.Tensor:
+        x = torch.from_numpy(images).to(dev)
+        with torch.inference_mode(), autocast():
+            out = net(x)
+        _sync(dev)
+        return out
 
     return Prepared(step, int(batch_size), "; ".join([how, *notes]))
 
@@ -372,3 +415,117 @@ def load_exported(path: str | Path) -> Callable[[np.ndarray], np.ndarray]:
 
     session = ort_adapter.session_from_file(Path(path))
     return lambda images: ort_adapter.predict(session, images)
+
+
+# --------------------------------------------------------------------------------------------
+# A learner's own model (labkit.explore): any nn.Module or function of tensors
+
+
+class FunctionModule(nn.Module):
+    """A function of tensors as an ``nn.Module`` (what ``torch.export`` and tracing take)."""
+
+    def __init__(self, fn: Callable):
+        super().__init__()
+        self.fn = fn
+
+    def forward(self, *args):
+        return self.fn(*args)
+
+
+def as_module(model: nn.Module | Callable) -> nn.Module:
+    """``model`` itself when it is an ``nn.Module``, else the function wrapped in one."""
+    if isinstance(model, nn.Module):
+        return model
+    if callable(model):
+        return FunctionModule(model)
+    raise ValueError(
+        f"expected a torch.nn.Module or a function of tensors, got {type(model).__name__}"
+    )
+
+
+def leaves(output: object) -> list[torch.Tensor]:
+    """The tensors in a model's output (a tensor, or tuples, lists, dicts of them)."""
+    return [t for t in pytree.tree_leaves(output) if isinstance(t, torch.Tensor)]
+
+
+def export_model(
+    model: nn.Module | Callable, inputs: list[np.ndarray], directory: str | Path
+) -> Path:
+    """Write ``directory/model.onnx``: ``model`` in eval mode exported for ``inputs``' shapes.
+
+    ``torch.onnx.export`` with its default (dynamo) exporter and default options, as a learner
+    would call it; every input shape is fixed to the example's.
+    """
+    module = as_module(model)
+    path = Path(directory) / "model.onnx"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    args = tuple(torch.from_numpy(np.array(a, copy=True)) for a in inputs)
+    was_training = module.training
+    module.eval()
+    try:
+        with _quiet_onnx_export():
+            program = torch.onnx.export(module, args, dynamo=True, verbose=False)
+    finally:
+        module.train(was_training)
+    program.save(path)
+    return path
+
+
+def prepare_model(
+    model: nn.Module | Callable,
+    inputs: list[np.ndarray],
+    mode: str,
+    task: str,
+    precision: str = "fp32",
+    device: str = "cpu",
+) -> Prepared:
+    """The benchmark step of a learner's model (see :func:`prepare` for the modes).
+
+    Inference runs the eval-mode model under ``torch.inference_mode``; ``train`` runs the model
+    in train mode, a synthetic loss (the mean of the squared floating-point outputs), backward
+    and one SGD-with-momentum update. Each step copies the host inputs in.
+    """
+    batch = int(inputs[0].shape[0]) if inputs and np.ndim(inputs[0]) else 1
+    check_cell(NAME, MODES, mode, task, batch, precision, device)
+    dev = _torch_device(device)
+    net = as_module(model).to(dev)
+    hosts = [np.ascontiguousarray(a) for a in inputs]
+    example = tuple(torch.from_numpy(a).to(dev) for a in hosts)
+    autocast = _autocast(precision, dev)
+    notes = [] if precision == "fp32" else [f"torch.autocast({dev.type}, bfloat16)"]
+    if dev.type == "cuda":
+        notes.append(torch.cuda.get_device_name(dev))
+
+    def batch_in() -> tuple[torch.Tensor, ...]:
+        return tuple(torch.from_numpy(a).to(dev) for a in hosts)
+
+    if task == "train":
+        params = [p for p in net.parameters() if p.requires_grad]
+        if not params:
+            raise Unsupported("the model has no trainable parameters, so there is nothing to train")
+        graph, how = _train_net(net.train(), mode, example, autocast)
+        opt = _optimizer(params, recipe.TRAIN.lr, recipe.TRAIN.momentum)  # the lab's recipe
+
+        def step() -> float:
+            opt.zero_grad(set_to_none=True)
+            with autocast():
+                outs = [t for t in leaves(graph(*batch_in())) if t.is_floating_point()]
+            if not outs:
+                raise ValueError("the model returns no floating-point tensor to train on")
+            loss = sum(t.float().pow(2).mean() for t in outs)
+            loss.backward()
+            opt.step()
+            _sync(dev)
+            return float(loss.detach())
+
+        how += "; synthetic loss: mean of the squared outputs"
+    else:
+        graph, how = _inference_net(net.eval(), mode, example, autocast)
+
+        def step() -> object:
+            with torch.inference_mode(), autocast():
+                out = graph(*batch_in())
+            _sync(dev)
+            return out
+
+    return Prepared(step, batch, "; ".join([how, *notes]))

@@ -1,0 +1,518 @@
+"""TensorFlow's capture paths, asked of a learner's Keras model or TensorFlow function (the
+checks behind ``labkit.explore``).
+
+- ``eager``: the model runs on the example inputs (a Keras model or layer in inference mode,
+  a ``tf.function``'s own Python function), and which other sizes it takes;
+- ``tf.function``: traced once into a graph (AutoGraph turns Python ``if``/``for`` on tensors
+  into graph control flow) and compared with eager; a function given as a ``tf.function`` keeps
+  its own options (``input_signature``, ``reduce_retracing``);
+- ``tf.function(new shapes)``: how many traces the calls take as the batch size (and the
+  sequence length or image size) changes at each call (``experimental_get_tracing_count``), and
+  whether ``reduce_retracing=True`` or an ``input_signature`` with ``None`` dimensions fixes it;
+- ``xla``: ``tf.function(jit_compile=True)``, compiled by XLA, compared with eager;
+- ``savedmodel``: written with an explicit ``serve`` signature (batch dimension ``None``:
+  Keras' ``ExportArchive`` for Keras objects, a ``tf.Module`` for functions), loaded back with
+  ``tf.saved_model.load`` and compared;
+- ``tflite``: that SavedModel converted to TF Lite (builtin ops only, float32) and run by the
+  TF Lite interpreter.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import pickle
+import re
+import tempfile
+import time
+import warnings
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+import keras
+import numpy as np
+import tensorflow as tf
+
+from ... import explore as ex
+from . import SPEC
+from .adapter import is_tf_function, model_caller
+
+NAME = SPEC.name
+CHECKS: tuple[str, ...] = (
+    "eager",
+    "tf.function",
+    "tf.function(new shapes)",
+    "xla",
+    "savedmodel",
+    "tflite",
+)
+ACCEPTS = (
+    "a Keras model or layer, a tf.function, or a Python function of tensors (then pass "
+    "framework='tensorflow')"
+)
+
+
+def versions() -> dict[str, str]:
+    return {NAME: tf.__version__, "keras": keras.__version__}
+
+
+def accepts(model: object) -> bool:
+    return isinstance(model, keras.layers.Layer) or is_tf_function(model) or callable(model)
+
+
+def describe(model: object) -> str:
+    if isinstance(model, keras.layers.Layer):
+        return model.name or type(model).__name__
+    fn = model.python_function if is_tf_function(model) else model
+    return getattr(fn, "__name__", type(model).__name__)
+
+
+def _options(fn: object) -> dict:
+    """The options a ``tf.function`` was made with (what its checks keep)."""
+    if not is_tf_function(fn):
+        return {}
+    out = {}
+    if fn.input_signature is not None:
+        out["input_signature"] = fn.input_signature
+    if getattr(fn, "_reduce_retracing", False):
+        out["reduce_retracing"] = True
+    return out
+
+
+def pack(model: object, path: Path) -> None:
+    """Keras objects pickle through Keras' own saving (their classes must be importable where
+    they are loaded); a ``tf.function`` as its Python function and options (cloudpickle)."""
+    import cloudpickle
+
+    payload = (
+        ("function", model.python_function, _options(model))
+        if is_tf_function(model)
+        else ("object", model, {})
+    )
+    try:
+        data = cloudpickle.dumps(payload)
+    except Exception as exc:
+        raise ValueError(f"pickling it failed: {type(exc).__name__}: {exc}") from exc
+    Path(path).write_bytes(data)
+
+
+def unpack(path: Path) -> object:
+    kind, obj, options = pickle.loads(Path(path).read_bytes())
+    return tf.function(obj, **options) if kind == "function" else obj
+
+
+# --------------------------------------------------------------------------------------------
+# the state the checks share in one process
+
+
+class Session:
+    """The model's eager callable, its example inputs, and eager outputs per input."""
+
+    def __init__(self, model: object, arrays: list[np.ndarray]):
+        self.model = model
+        self.call = model_caller(model)
+        self.options = _options(model)
+        self.arrays = [np.ascontiguousarray(a) for a in arrays]
+        self._eager: dict[str, list[np.ndarray] | BaseException] = {}
+        self._accepted: list[tuple[ex.Variation, str]] | None = None
+
+    @staticmethod
+    def tensors(arrays: Sequence[np.ndarray]) -> list[tf.Tensor]:
+        return [tf.constant(a) for a in arrays]
+
+    def run(self, fn: Callable, arrays: Sequence[np.ndarray]) -> list[np.ndarray]:
+        return [np.asarray(t) for t in tf.nest.flatten(fn(*self.tensors(arrays)))]
+
+    def eager(self, key: str, arrays: Sequence[np.ndarray]) -> list[np.ndarray]:
+        if key not in self._eager:
+            try:
+                self._eager[key] = self.run(self.call, arrays)
+            except Exception as exc:  # noqa: BLE001 - a framework error is the check's finding
+                self._eager[key] = exc
+        found = self._eager[key]
+        if isinstance(found, BaseException):
+            raise found
+        return found
+
+    def cases(self) -> list[tuple[str, list[np.ndarray]]]:
+        out = [("example", self.arrays)]
+        for label, arrays in ex.probes(self.arrays):
+            with contextlib.suppress(Exception):
+                self.eager(label, arrays)
+                out.append((label, arrays))
+        return out
+
+    def compare(self, fn: Callable, run: Callable | None = None) -> tuple[bool, float, str]:
+        run = run or self.run
+        worst = 0.0
+        for label, arrays in self.cases():
+            ok, diff, why = ex.agreement(run(fn, arrays), self.eager(label, arrays))
+            worst = max(worst, diff)
+            if not ok:
+                return False, worst, f"on the {label} input: {why}"
+        return True, worst, ""
+
+    def accepted(self) -> list[tuple[ex.Variation, str]]:
+        if self._accepted is None:
+            self._accepted = []
+            for v in ex.variations(self.arrays):
+                why = ""
+                for xs in v.inputs[1:]:
+                    try:
+                        self.eager(f"{v.name} {ex.models.describe_arrays(xs)}", xs)
+                    except Exception as exc:  # noqa: BLE001 - a framework error is the check's finding
+                        why = ex.condense(exc, lines=1, limit=160)
+                        break
+                self._accepted.append((v, why))
+        return self._accepted
+
+    def signature(self, dynamic: Sequence[int] = (0,)) -> list[tf.TensorSpec]:
+        """Input specs of the example's shapes with ``None`` in the ``dynamic`` dimensions."""
+        return [
+            tf.TensorSpec(
+                [None if d in dynamic else n for d, n in enumerate(a.shape)],
+                tf.as_dtype(a.dtype),
+                name=f"input_{i}",
+            )
+            for i, a in enumerate(self.arrays)
+        ]
+
+
+def session(model: object, arrays: list[np.ndarray]) -> Session:
+    return Session(model, arrays)
+
+
+def _agrees(worst: float) -> str:
+    return f"agrees with eager (largest difference {worst:.1g})"
+
+
+@contextlib.contextmanager
+def _quiet():
+    """TensorFlow warns about retracing and deprecations, and models print."""
+    with warnings.catch_warnings(), contextlib.redirect_stdout(io.StringIO()):
+        warnings.simplefilter("ignore")
+        yield
+
+
+#: (substrings of TensorFlow's message, what it means), first match wins
+PLAIN: tuple[tuple[tuple[str, ...], str], ...] = (
+    (
+        ("Detected unsupported operations", "No registered", "XLA_CPU_JIT"),
+        (
+            "uses an operation that XLA cannot compile (often one whose output size depends on "
+            "the values)"
+        ),
+    ),
+    (
+        ("must be a compile-time constant", "compile-time constant"),
+        (
+            "an argument or shape that depends on the values: XLA needs every shape known when it "
+            "compiles"
+        ),
+    ),
+    (
+        ("not supported by the native TFLite runtime", "failed to legalize", "Select TF"),
+        (
+            "uses operations outside TF Lite's builtin set: enable tf.lite.OpsSet.SELECT_TF_OPS (a "
+            "larger runtime) or replace them"
+        ),
+    ),
+    (
+        ("untracked", "Tried to export a function which references"),
+        (
+            "the function uses variables that nothing the SavedModel saves owns: attach them to "
+            "a tf.Module or a Keras layer"
+        ),
+    ),
+    (
+        ("AutoGraph", "autograph", "OperatorNotAllowedInGraphError", "iterating over"),
+        (
+            "Python that AutoGraph cannot turn into graph operations (a Python value taken from a "
+            "tensor, or a loop over a symbolic tensor)"
+        ),
+    ),
+    (
+        ("must be defined before the loop", "must also be initialized", "has type"),
+        (
+            "a variable AutoGraph cannot carry through a loop or branch (defined on one path "
+            "only, or changing type)"
+        ),
+    ),
+)
+
+
+def plain(message: str) -> str:
+    for keys, meaning in PLAIN:
+        if any(k in message for k in keys):
+            return meaning
+    return "TensorFlow stopped here (its message says why)"
+
+
+def _fails(path: str, what: str, exc: BaseException) -> dict:
+    text = str(exc)
+    where = ex.user_location(text)
+    return ex.result(
+        path,
+        "fails",
+        f"{what}: {plain(text)}" + (f" (at {where})" if where else ""),
+        ex.condense(_first_meaningful(text) or exc, lines=2),
+    )
+
+
+def _first_meaningful(text: str) -> str:
+    """TensorFlow's messages start with node names and stacks; keep the lines that explain."""
+    keep = [
+        ln
+        for ln in text.splitlines()
+        if ln.strip()
+        and not ln.strip().startswith(("File ", "Traceback", "Node:", "Stack trace", "["))
+    ]
+    return "\n".join(keep)
+
+
+# --------------------------------------------------------------------------------------------
+# the checks
+
+
+def _eager(s: Session) -> dict:
+    try:
+        outs = s.eager("example", s.arrays)
+    except Exception as exc:  # noqa: BLE001 - a framework error is the check's finding
+        return ex.result(
+            "eager",
+            "fails",
+            "the model does not run on these inputs in eager TensorFlow: give inputs of the "
+            "shape it takes (batch first), or fix the model",
+            ex.condense(exc, lines=2),
+        )
+    shapes = ", ".join("x".join(map(str, o.shape)) or "scalar" for o in outs)
+    takes = [v.name for v, why in s.accepted() if not why]
+    refuses = [f"{v.name} ({why})" for v, why in s.accepted() if why]
+    reason = f"runs: {len(outs)} output(s) of shape {shapes}"
+    if takes:
+        reason += f"; also takes other {' and '.join(n + 's' for n in takes)}"
+    if refuses:
+        reason += f"; not another {', '.join(refuses)}"
+    return ex.result("eager", "works", reason, outputs=[list(o.shape) for o in outs])
+
+
+def _function(s: Session) -> dict:
+    path = "tf.function"
+    fn = tf.function(s.call, **s.options)
+    t0 = time.perf_counter()
+    try:
+        with _quiet():
+            s.run(fn, s.arrays)
+    except Exception as exc:  # noqa: BLE001 - a framework error is the check's finding
+        return _fails(path, "tracing it into a graph failed", exc)
+    first = time.perf_counter() - t0
+    with _quiet():
+        ok, worst, why = s.compare(fn)
+    traces = fn.experimental_get_tracing_count()
+    if not ok:
+        return ex.result(
+            path,
+            "fails",
+            f"the graph computes different numbers than eager {why}: Python that runs only "
+            "while tracing (a Python value read once) is frozen into the graph",
+            traces=traces,
+        )
+    given = f" (with its own options: {', '.join(s.options)})" if s.options else ""
+    if traces > 1:
+        return ex.result(
+            path,
+            "caveats",
+            f"traced {traces} times for inputs of one shape{given}: something other than "
+            f"shapes and dtypes (a Python value) keys the trace; {_agrees(worst)}",
+            traces=traces,
+            first_call_s=first,
+        )
+    return ex.result(
+        path,
+        "works",
+        f"one trace serves inputs of this shape{given}; {_agrees(worst)}; first call "
+        f"{first:.2f} s (tracing)",
+        traces=traces,
+        first_call_s=first,
+    )
+
+
+def _count_traces(fn, inputs: list[list[np.ndarray]], run: Callable) -> tuple[list[int], str]:
+    counts, error = [], ""
+    for xs in inputs:
+        before = fn.experimental_get_tracing_count()
+        try:
+            run(fn, xs)
+        except Exception as exc:  # noqa: BLE001 - a framework error is the check's finding
+            error = ex.condense(_first_meaningful(str(exc)) or exc, lines=1, limit=160)
+            break
+        counts.append(fn.experimental_get_tracing_count() - before)
+    return counts, error
+
+
+#: the dimensions each variation (labkit.explore.variations) changes, by its name
+_CHANGING = {"batch size": (0,), "sequence length": (1,), "image size": (2, 3, 4)}
+
+
+def _new_shapes(s: Session) -> dict:
+    path = "tf.function(new shapes)"
+    tried = s.accepted()
+    usable = [v for v, why in tried if not why]
+    if not usable:
+        why = "; ".join(f"{v.name}: {w}" for v, w in tried) or "the inputs have no batch dimension"
+        return ex.result(
+            path, "works", f"eager takes no other input sizes, so none was tried ({why})"
+        )
+    own = "tf.function" + (f"({', '.join(s.options)})" if s.options else "")
+    groups: list[list[ex.Recompile]] = []
+    for v in usable:
+        dynamic = sorted({0, *_CHANGING[v.name]})
+        variants = {
+            own: s.options,
+            "tf.function(reduce_retracing=True)": {"reduce_retracing": True},
+            "tf.function(input_signature)": {"input_signature": s.signature(dynamic)},
+        }
+        group = []
+        for label, options in variants.items():
+            fn = tf.function(s.call, **options)
+            with _quiet():
+                per_call, error = _count_traces(fn, v.inputs, s.run)
+            reasons = [f"stopped at call {len(per_call) + 1}: {error}"] if error else []
+            group.append(ex.Recompile(label, v.name, v.shapes, per_call, reasons))
+        groups.append(group)
+    recs = [r for g in groups for r in g]
+    retracing = [g for g in groups if g[0].every_call and len(g[0].compiles) == len(g[0].shapes)]
+    if not retracing:
+        return ex.result(
+            path,
+            "works",
+            f"{own} does not trace again at every new size: its options already generalise "
+            "the shapes",
+            recompiles=recs,
+        )
+    return ex.result(
+        path,
+        "caveats",
+        f"{own} traces again at every new "
+        + " and ".join(g[0].varied for g in retracing)
+        + " (each trace runs the Python again and builds a new graph); over the same calls "
+        + "reduce_retracing=True took "
+        + ", ".join(str(g[1].total) for g in retracing)
+        + " traces, an input_signature with None dimensions "
+        + ", ".join(str(g[2].total) for g in retracing),
+        recompiles=recs,
+    )
+
+
+def _xla(s: Session) -> dict:
+    path = "xla"
+    fn = tf.function(s.call, jit_compile=True)
+    t0 = time.perf_counter()
+    try:
+        with _quiet():
+            s.run(fn, s.arrays)
+    except Exception as exc:  # noqa: BLE001 - a framework error is the check's finding
+        return _fails(path, "XLA cannot compile it", exc)
+    first = time.perf_counter() - t0
+    with _quiet():
+        ok, worst, why = s.compare(fn)
+    if not ok:
+        return ex.result(path, "fails", f"XLA's code computes different numbers than eager {why}")
+    return ex.result(
+        path,
+        "works",
+        f"compiled by XLA (jit_compile=True); {_agrees(worst)}; first call {first:.2f} s "
+        "(tracing and compiling)",
+        first_call_s=first,
+    )
+
+
+def _save(s: Session, directory: Path) -> Path:
+    """A SavedModel with a ``serve`` signature taking any batch size."""
+    specs = s.signature((0,))
+    out = directory / "savedmodel"
+    if isinstance(s.model, keras.layers.Layer):
+        archive = keras.export.ExportArchive()
+        archive.track(s.model)
+        archive.add_endpoint("serve", s.call, input_signature=specs)
+        archive.write_out(str(out), verbose=False)
+    else:
+        module = tf.Module()
+        module.serve = tf.function(s.call, input_signature=specs)
+        tf.saved_model.save(module, str(out), signatures={"serving_default": module.serve})
+    return out
+
+
+def _savedmodel(s: Session) -> dict:
+    path = "savedmodel"
+    with tempfile.TemporaryDirectory(prefix="labkit-sm-") as tmp:
+        try:
+            with _quiet():
+                saved = _save(s, Path(tmp))
+                loaded = tf.saved_model.load(str(saved))
+        except Exception as exc:  # noqa: BLE001 - a framework error is the check's finding
+            return _fails(path, "writing or loading a SavedModel failed", exc)
+        with _quiet():
+            ok, worst, why = s.compare(loaded.serve)
+        size = sum(f.stat().st_size for f in saved.rglob("*") if f.is_file())
+    if not ok:
+        return ex.result(path, "fails", f"the loaded SavedModel differs from eager {why}")
+    return ex.result(
+        path,
+        "works",
+        f"saved with a serve signature (any batch size), loaded back without the Python code: "
+        f"{size / 1e6:.2g} MB; {_agrees(worst)}",
+        bytes=size,
+    )
+
+
+def _tflite_run(runner) -> Callable:
+    names = sorted(runner.get_output_details(), key=lambda n: int(re.sub(r"\D", "", n) or 0))
+
+    def run(_fn, arrays):
+        out = runner(**{f"input_{i}": np.ascontiguousarray(a) for i, a in enumerate(arrays)})
+        return [np.asarray(out[n]) for n in names]
+
+    return run
+
+
+def _tflite(s: Session) -> dict:
+    path = "tflite"
+    with tempfile.TemporaryDirectory(prefix="labkit-tflite-") as tmp:
+        try:
+            with _quiet(), contextlib.redirect_stderr(io.StringIO()):
+                saved = _save(s, Path(tmp))
+                flat = tf.lite.TFLiteConverter.from_saved_model(str(saved)).convert()
+        except Exception as exc:  # noqa: BLE001 - a framework error is the check's finding
+            return _fails(path, "the TF Lite converter rejects it", exc)
+    with _quiet():
+        interpreter = tf.lite.Interpreter(model_content=flat)
+        runner = interpreter.get_signature_runner()
+        try:
+            ok, worst, why = s.compare(None, _tflite_run(runner))
+        except Exception as exc:  # noqa: BLE001 - a framework error is the check's finding
+            return _fails(path, "converted, but the TF Lite interpreter cannot run it", exc)
+    if not ok:
+        return ex.result(path, "fails", f"converted, but TF Lite computes different numbers {why}")
+    return ex.result(
+        path,
+        "works",
+        f"converted to TF Lite (builtin ops, float32: {len(flat) / 1e6:.2g} MB) and run by its "
+        f"interpreter; {_agrees(worst)}",
+        bytes=len(flat),
+    )
+
+
+_RUN: dict[str, Callable[[Session], dict]] = {
+    "eager": _eager,
+    "tf.function": _function,
+    "tf.function(new shapes)": _new_shapes,
+    "xla": _xla,
+    "savedmodel": _savedmodel,
+    "tflite": _tflite,
+}
+assert tuple(_RUN) == CHECKS
+
+
+def run_check(name: str, s: Session) -> dict:
+    return _RUN[name](s)

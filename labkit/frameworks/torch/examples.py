@@ -1,0 +1,141 @@
+"""Three small PyTorch models that show the range of what happens in graph mode (notebook 10).
+
+Each builder takes no arguments and returns a fresh, seeded model, so that a spec such as
+``labkit.frameworks.torch.examples:transformer_block`` names it for ``labkit.explore.check``,
+``labkit.explore.bench`` and ``python -m labkit explore``.
+
+- :func:`transformer_block`: pre-norm multi-head self-attention and an MLP over
+  ``(batch, sequence, features)`` inputs, the unit NLP models stack; pure tensor code.
+- :func:`padded_rnn`: a GRU cell stepped in a Python loop that stops at the first all-zero
+  time step (padding): a data-dependent ``if`` inside a loop, the hard case for graph capture.
+- :func:`masked_rnn`: the same network written for graphs: every step runs, and a mask keeps
+  each sequence's state once its padding starts (``torch.where`` instead of ``break``).
+- :func:`small_cnn`: two convolution blocks and a classifier over images, which every capture
+  path takes.
+"""
+
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+
+class SelfAttention(nn.Module):
+    """Multi-head self-attention: one projection to queries, keys and values, softmax attention
+    per head (``scaled_dot_product_attention``), one output projection."""
+
+    def __init__(self, d_model: int, heads: int):
+        super().__init__()
+        if d_model % heads:
+            raise ValueError(f"d_model ({d_model}) must be a multiple of heads ({heads})")
+        self.heads = heads
+        self.qkv = nn.Linear(d_model, 3 * d_model)
+        self.out = nn.Linear(d_model, d_model)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        b, t, d = x.shape
+        q, k, v = (
+            self.qkv(x).view(b, t, 3, self.heads, d // self.heads).permute(2, 0, 3, 1, 4).unbind(0)
+        )
+        y = F.scaled_dot_product_attention(q, k, v)  # (batch, heads, sequence, d / heads)
+        return self.out(y.transpose(1, 2).reshape(b, t, d))
+
+
+class TransformerBlock(nn.Module):
+    """``x + attention(norm(x))``, then ``x + mlp(norm(x))`` (a pre-norm encoder block)."""
+
+    def __init__(self, d_model: int = 64, heads: int = 4, expansion: int = 4):
+        super().__init__()
+        self.norm1 = nn.LayerNorm(d_model)
+        self.attn = SelfAttention(d_model, heads)
+        self.norm2 = nn.LayerNorm(d_model)
+        self.mlp = nn.Sequential(
+            nn.Linear(d_model, expansion * d_model),
+            nn.GELU(),
+            nn.Linear(expansion * d_model, d_model),
+        )
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        x = x + self.attn(self.norm1(x))
+        return x + self.mlp(self.norm2(x))
+
+
+class PaddedRNN(nn.Module):
+    """Reads ``(batch, time, features)`` step by step and stops at the first time step that is
+    all zeros in every sequence (the padding), then classifies the last state."""
+
+    def __init__(self, features: int = 16, hidden: int = 32, classes: int = 4):
+        super().__init__()
+        self.cell = nn.GRUCell(features, hidden)
+        self.head = nn.Linear(hidden, classes)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        h = x.new_zeros(x.shape[0], self.cell.hidden_size)
+        for t in range(x.shape[1]):
+            step = x[:, t]
+            if not step.any():  # the rest is padding: stop reading (decided by the data)
+                break
+            h = self.cell(step, h)
+        return self.head(h)
+
+
+class MaskedRNN(PaddedRNN):
+    """:class:`PaddedRNN` for graphs: every step runs; a sequence whose step is all zeros keeps
+    its state (``torch.where``), so no Python decision depends on the data."""
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        h = x.new_zeros(x.shape[0], self.cell.hidden_size)
+        done = torch.zeros(x.shape[0], 1, dtype=torch.bool, device=x.device)
+        for t in range(x.shape[1]):
+            step = x[:, t]
+            done = done | ~step.any(dim=1, keepdim=True)  # padding reached in this sequence
+            h = torch.where(done, h, self.cell(step, h))
+        return self.head(h)
+
+
+class SmallCNN(nn.Module):
+    """Two conv-BatchNorm-ReLU blocks with pooling, global average pooling, a linear layer."""
+
+    def __init__(self, channels: int = 16, classes: int = 10):
+        super().__init__()
+        self.features = nn.Sequential(
+            nn.Conv2d(3, channels, 3, padding=1, bias=False),
+            nn.BatchNorm2d(channels),
+            nn.ReLU(),
+            nn.MaxPool2d(2),
+            nn.Conv2d(channels, 2 * channels, 3, padding=1, bias=False),
+            nn.BatchNorm2d(2 * channels),
+            nn.ReLU(),
+            nn.AdaptiveAvgPool2d(1),
+        )
+        self.head = nn.Linear(2 * channels, classes)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.head(torch.flatten(self.features(x), 1))
+
+
+def _seeded(model_class: type[nn.Module], **kwargs) -> nn.Module:
+    with torch.random.fork_rng():
+        torch.manual_seed(0)
+        return model_class(**kwargs).eval()
+
+
+def transformer_block() -> TransformerBlock:
+    """Inputs ``(batch, sequence, 64)``, any sequence length."""
+    return _seeded(TransformerBlock)
+
+
+def padded_rnn() -> PaddedRNN:
+    """Inputs ``(batch, time, 16)``; all-zero steps are padding."""
+    return _seeded(PaddedRNN)
+
+
+def masked_rnn() -> MaskedRNN:
+    """Inputs ``(batch, time, 16)``; all-zero steps are padding."""
+    return _seeded(MaskedRNN)
+
+
+def small_cnn() -> SmallCNN:
+    """Inputs ``(batch, 3, height, width)``, any size from 2x2 up."""
+    return _seeded(SmallCNN)

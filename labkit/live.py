@@ -1,0 +1,144 @@
+"""A results table that fills in while a benchmark plan runs: no blind waits in a notebook.
+
+::
+
+    table = live.LiveTable(plan, runner.forecast(plan, history))
+    table.show()  # the whole plan, each cell "waiting", and how long it should take
+    runner.run(plan, out, on_record=table)  # each result appears the moment it is written
+
+In a notebook the table is one output that is updated in place (an IPython display handle);
+elsewhere each result is printed as a line. Every row says whether the record is valid (and
+why not) and where it stands against the ceiling, so a learner sees the first figure within a
+minute of starting and can stop a plan that would take too long (interrupt the kernel: the
+results written so far stay in the file).
+"""
+
+from __future__ import annotations
+
+import time
+
+from . import results
+from .runner import Cell, Forecast, Plan, _minutes
+
+
+def _in_kernel() -> bool:
+    try:
+        from IPython import get_ipython
+    except ImportError:
+        return False
+    shell = get_ipython()
+    return shell is not None and hasattr(shell, "kernel")
+
+
+def _cell(c: Cell) -> str:
+    extra = "" if c.precision == "fp32" else f" {c.precision}"
+    return f"{c.framework} {c.mode} {c.task}{extra} b{c.batch_size}"
+
+
+def _verdict(r: dict) -> str:
+    if r["status"] != "ok":
+        return "unsupported" if r["unsupported"] else "failed"
+    if r["valid"]:
+        return "valid"
+    return "invalid: " + "; ".join(r["invalid_reasons"])
+
+
+def _ceiling(r: dict) -> str:
+    share = r.get("ceiling_share")
+    if r["status"] != "ok" or share is None:
+        return "-" if r["status"] != "ok" else "unknown"
+    return f"{share:.0%}" + (" (!) " + r["ceiling_note"] if r["above_ceiling"] else "")
+
+
+def _escape(text: str) -> str:
+    return str(text).replace("|", "\\|").replace("\n", " ")
+
+
+class LiveTable:
+    """The rows of a running plan: measured, failed, or waiting with their forecast seconds."""
+
+    def __init__(self, plan: Plan, forecast: Forecast | None = None, title: str = ""):
+        self.plan = plan
+        self.forecast = forecast
+        self.title = title
+        self.records: list[dict] = []
+        self.started = time.perf_counter()
+        self._handle = None
+
+    # -- what it shows
+
+    def status(self) -> str:
+        done, total = len(self.records), len(self.plan)
+        elapsed = time.perf_counter() - self.started
+        line = f"{done} of {total} cells, {_minutes(elapsed)} so far"
+        if self.forecast is not None and done < total:
+            left = self.forecast.remaining_s(done, elapsed)
+            line += f"; about {_minutes(left)} to go ({self.forecast})"
+        elif done == total:
+            line += "; done"
+        return line
+
+    def rows(self) -> list[list[str]]:
+        done = {results.key(r): r for r in self.records}
+        expected = {}
+        if self.forecast is not None:
+            expected = {c.key(): s for c, s, _ in self.forecast.cells}
+        out = []
+        for cell in self.plan:
+            r = done.get(cell.key())
+            if r is None:
+                wait = expected.get(cell.key())
+                eta = f"waiting (about {_minutes(wait)})" if wait else "waiting"
+                out.append([_cell(cell), "", "", "", eta, ""])
+            elif r["status"] != "ok":  # an unsupported cell's error already says so
+                why = r["error"] if r["unsupported"] else f"failed: {r['error']}"
+                out.append([_cell(cell), "", "", "", why, ""])
+            else:
+                out.append(
+                    [
+                        _cell(cell),
+                        f"{r['images_per_s']:.2f}",
+                        f"{r['median_s'] * 1e3:.1f} ± {r['iqr_s'] * 1e3:.1f}",
+                        f"{r['first_call_s']:.1f}",
+                        _verdict(r),
+                        _ceiling(r),
+                    ]
+                )
+        return out
+
+    def markdown(self) -> str:
+        head = ["cell", "images/s", "median ± IQR, ms", "first call, s", "verdict", "ceiling"]
+        lines = [(f"**{self.title}**: " if self.title else "") + self.status(), ""]
+        lines += ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+        lines += ["| " + " | ".join(_escape(c) for c in row) + " |" for row in self.rows()]
+        return "\n".join(lines)
+
+    def _repr_markdown_(self) -> str:
+        return self.markdown()
+
+    # -- showing it
+
+    def show(self) -> LiveTable:
+        """Display the table (in a notebook: one output that later results update)."""
+        if _in_kernel():
+            from IPython.display import Markdown, display
+
+            self._handle = display(Markdown(self.markdown()), display_id=True)
+        else:
+            print(self.status(), flush=True)
+        return self
+
+    def __call__(self, record: dict) -> None:
+        """Add a record as it arrives (pass the table as ``runner.run(..., on_record=table)``)."""
+        self.records.append(record)
+        if self._handle is not None:
+            from IPython.display import Markdown
+
+            self._handle.update(Markdown(self.markdown()))
+        else:
+            cell = next((c for c in self.plan if c.key() == results.key(record)), None)
+            row = next(
+                (x for x in self.rows() if cell is not None and x[0] == _cell(cell)),
+                None,
+            )
+            print(" | ".join(x for x in (row or [str(results.key(record))]) if x), flush=True)

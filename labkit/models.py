@@ -1,0 +1,317 @@
+"""A learner's model as the lab names it: a *spec*, its input shapes, and example inputs.
+
+Framework-free. A spec says where the function that builds the model lives:
+
+- ``"path/to/file.py:build_model"``: a function in a Python file (relative to the current
+  folder, or absolute);
+- ``"package.module:build_model"``: a function in an importable module;
+- ``"path/to/model.onnx"``: a saved model file that a registered framework runs as it is
+  (:attr:`~labkit.frameworks.contract.FrameworkSpec.model_files`).
+
+The builder takes no arguments and returns the model (a ``torch.nn.Module``, a Keras model, a
+``tf.function``, ...). :func:`load_builder` finds it and :func:`build` calls it; anything wrong
+raises ``ValueError`` naming the problem and the fix, which the command line turns into one line
+and exit status 2.
+
+Input shapes are written as on the command line: ``"8x3x224x224"``, several inputs separated by
+commas (``"8x16x32,8x16:int64"``), an optional ``:dtype`` after each (float32 by default). The
+first dimension of every input is the batch. :func:`example_arrays` makes seeded random inputs
+of those shapes (integers in 0..9, valid indices for any embedding table).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib
+import importlib.util
+import os
+import re
+import sys
+import traceback
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from . import frameworks as fw_registry
+
+#: the model every benchmark measures unless told otherwise (``labkit.resnet``)
+DEFAULT = "resnet50"
+DTYPES: tuple[str, ...] = ("float32", "float64", "float16", "int64", "int32", "bool")
+_SHAPE_HELP = (
+    "write shapes as on the command line: 8x3x224x224 (batch first), several inputs separated "
+    "by commas, an optional dtype after a colon (8x16:int64)"
+)
+
+
+# ---------------------------------------------------------------------------------------------
+# input shapes
+
+
+@dataclass(frozen=True)
+class Input:
+    """One input of a model: its shape (batch first) and dtype name."""
+
+    shape: tuple[int, ...]
+    dtype: str = "float32"
+
+    def text(self) -> str:
+        dims = "x".join(map(str, self.shape))
+        return dims if self.dtype == "float32" else f"{dims}:{self.dtype}"
+
+    @property
+    def batch(self) -> int:
+        return self.shape[0]
+
+
+def _parse_one(text: str) -> Input:
+    dims, _, dtype = text.strip().partition(":")
+    dtype = dtype.strip() or "float32"
+    if dtype not in DTYPES:
+        raise ValueError(
+            f"input {text.strip()!r}: unknown dtype {dtype!r} (valid: {', '.join(DTYPES)}); "
+            + _SHAPE_HELP
+        )
+    parts = [p.strip() for p in dims.lower().replace("×", "x").split("x")]
+    if not dims.strip() or not all(re.fullmatch(r"\d+", p) for p in parts):
+        raise ValueError(f"input shape {text.strip()!r} is not a shape: {_SHAPE_HELP}")
+    shape = tuple(int(p) for p in parts)
+    if any(d < 1 for d in shape):
+        raise ValueError(f"input shape {text.strip()!r} has a zero dimension: {_SHAPE_HELP}")
+    return Input(shape, dtype)
+
+
+def parse_inputs(shapes: str | Sequence) -> list[Input]:
+    """The inputs a shape text (``"8x16x32,8x16:int64"``) or a sequence of shapes describes.
+
+    Also takes one shape as a tuple of ints (``(8, 3, 32, 32)``), a list of such tuples or of
+    shape texts, or :class:`Input` objects. ``ValueError`` says what is wrong.
+    """
+    if isinstance(shapes, str):
+        items: list = [s for s in shapes.split(",") if s.strip()]
+    elif isinstance(shapes, Input):
+        items = [shapes]
+    elif isinstance(shapes, Sequence) and shapes and all(_is_dim(d) for d in shapes):
+        items = [tuple(shapes)]
+    elif isinstance(shapes, Sequence):
+        items = list(shapes)
+    else:
+        raise ValueError(f"input shapes {shapes!r}: {_SHAPE_HELP}")
+    out = []
+    for item in items:
+        if isinstance(item, Input):
+            out.append(item)
+        elif isinstance(item, str):
+            out.append(_parse_one(item))
+        elif isinstance(item, Sequence) and item and all(_is_dim(d) for d in item):
+            out.append(_parse_one("x".join(str(int(d)) for d in item)))
+        else:
+            raise ValueError(f"input shape {item!r} is not a shape: {_SHAPE_HELP}")
+    if not out:
+        raise ValueError(f"no input shape given: {_SHAPE_HELP}")
+    return out
+
+
+def _is_dim(d: object) -> bool:
+    return isinstance(d, int | np.integer) and not isinstance(d, bool)
+
+
+def shapes_text(inputs: Sequence[Input]) -> str:
+    """``"8x16x32,8x16:int64"``: the inverse of :func:`parse_inputs`."""
+    return ",".join(i.text() for i in inputs)
+
+
+def with_batch(inputs: Sequence[Input], batch: int) -> list[Input]:
+    """The same inputs with a batch of ``batch``."""
+    return [Input((batch, *i.shape[1:]), i.dtype) for i in inputs]
+
+
+def describe_arrays(arrays: Sequence[np.ndarray]) -> str:
+    """``"8x16x32,8x16:int64"`` for host arrays (a scalar input reads as ``scalar``)."""
+    return ",".join(
+        ("x".join(map(str, a.shape)) or "scalar") + ("" if a.dtype == np.float32 else f":{a.dtype}")
+        for a in arrays
+    )
+
+
+def random_array(shape: Sequence[int], dtype: str | np.dtype, seed: int) -> np.ndarray:
+    """Seeded example values: standard normal floats, integers 0..9, random booleans."""
+    rng = np.random.default_rng(seed)
+    dt = np.dtype(dtype)
+    if dt.kind == "f":
+        return rng.standard_normal(tuple(shape)).astype(dt)
+    if dt.kind == "b":
+        return rng.integers(0, 2, tuple(shape)).astype(bool)
+    return rng.integers(0, 10, tuple(shape)).astype(dt)
+
+
+def example_arrays(inputs: Sequence[Input], seed: int = 0) -> list[np.ndarray]:
+    """Seeded random host arrays of the given inputs' shapes and dtypes."""
+    return [random_array(i.shape, i.dtype, seed + k) for k, i in enumerate(inputs)]
+
+
+# ---------------------------------------------------------------------------------------------
+# specs
+
+
+@dataclass(frozen=True)
+class Spec:
+    """A parsed spec: a builder in a file or a module, or a saved model file."""
+
+    text: str  #: as given
+    file: Path | None  #: the Python file, or the saved model file
+    module: str | None  #: the module, for ``package.module:function``
+    function: str | None  #: the builder's name; None for a saved model file
+
+    @property
+    def saved_model(self) -> bool:
+        return self.function is None
+
+    def canonical(self) -> str:
+        """The spec with its file made absolute: the same model from any working folder."""
+        if self.saved_model:
+            return str(self.file)
+        return f"{self.file}:{self.function}" if self.file else f"{self.module}:{self.function}"
+
+    @property
+    def name(self) -> str:
+        """A short name for titles: ``file:build_model`` (the file's or the module's last
+        name), or a saved model's file name."""
+        if self.saved_model:
+            return self.file.name
+        stem = self.file.stem if self.file else self.module.rpartition(".")[2]
+        return f"{stem}:{self.function}"
+
+
+_FIX = (
+    "give the model as 'path/to/file.py:build_model' or 'package.module:build_model' (a "
+    "function that takes no arguments and returns the model), or a saved model file ({files})"
+)
+
+
+def _fix() -> str:
+    files = ", ".join(x for s in fw_registry.specs() for x in s.model_files) or "none"
+    return _FIX.format(files=files)
+
+
+def parse(spec: str | os.PathLike) -> Spec:
+    """Parse a spec (see the module's docstring); ``ValueError`` names what is wrong."""
+    text = os.fspath(spec).strip()
+    if not text:
+        raise ValueError(f"no model given: {_fix()}")
+    if fw_registry.framework_of(text) is not None:  # a saved model file
+        path = Path(text).expanduser().resolve()
+        if not path.is_file():
+            raise ValueError(f"model file {text!r}: no such file (looked in {path.parent})")
+        return Spec(text, path, None, None)
+    where, sep, function = text.rpartition(":")
+    if not sep or not where or not function.isidentifier():
+        raise ValueError(f"model {text!r} names no builder function: {_fix()}")
+    if where.endswith(".py") or os.sep in where or "/" in where:
+        path = Path(where).expanduser().resolve()
+        if not path.is_file():
+            raise ValueError(f"model {text!r}: no such file {where!r} (looked in {path.parent})")
+        return Spec(text, path, None, function)
+    if not all(part.isidentifier() for part in where.split(".")):
+        raise ValueError(f"model {text!r}: {where!r} is neither a .py file nor a module name")
+    return Spec(text, None, where, function)
+
+
+def _module_of_file(path: Path):
+    """Import a Python file as a module of its own, named after its path and content: imported
+    once, and again after the file changes (a notebook cell rewrote it)."""
+    digest = hashlib.sha256(str(path).encode() + path.read_bytes()).hexdigest()[:10]
+    name = f"labkit_user_{re.sub(r'[^0-9a-zA-Z_]', '_', path.stem)}_{digest}"
+    if name in sys.modules:
+        return sys.modules[name]
+    loader_spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(loader_spec)
+    sys.modules[name] = module
+    try:
+        loader_spec.loader.exec_module(module)
+    except BaseException:
+        del sys.modules[name]
+        raise
+    return module
+
+
+def _where(exc: BaseException, path: Path | None) -> str:
+    """`` (file.py line N)``: where in the learner's file an exception was raised, if there."""
+    frames = traceback.extract_tb(exc.__traceback__)
+    mine = [f for f in frames if path is not None and Path(f.filename) == path] or frames[-1:]
+    return f" ({Path(mine[-1].filename).name} line {mine[-1].lineno})" if mine else ""
+
+
+def _error(exc: BaseException) -> str:
+    text = str(exc).strip().splitlines()
+    return f"{type(exc).__name__}: {text[0]}" if text else type(exc).__name__
+
+
+def load_builder(spec: str | os.PathLike | Spec) -> Callable[[], object]:
+    """The builder function a spec names (imports its file or module, builds nothing yet)."""
+    s = spec if isinstance(spec, Spec) else parse(spec)
+    if s.saved_model:
+        raise ValueError(f"{s.text} is a saved model file, not a builder")
+    try:
+        module = _module_of_file(s.file) if s.file else importlib.import_module(s.module)
+    except ModuleNotFoundError as exc:
+        if s.file is None and exc.name and s.module.startswith(exc.name):
+            raise ValueError(
+                f"model {s.text!r}: no module named {exc.name!r} (it must be importable here: "
+                f"installed, or in the current folder); or give its file: path/to/file.py:"
+                f"{s.function}"
+            ) from exc
+        raise ValueError(
+            f"model {s.text!r}: importing it failed: {_error(exc)}{_where(exc, s.file)}"
+        ) from exc
+    except Exception as exc:
+        raise ValueError(
+            f"model {s.text!r}: importing it failed: {_error(exc)}{_where(exc, s.file)}"
+        ) from exc
+    builder = getattr(module, s.function, None)
+    if builder is None:
+        found = sorted(n for n, v in vars(module).items() if callable(v) and not n.startswith("_"))
+        raise ValueError(
+            f"model {s.text!r}: {s.file.name if s.file else s.module} has no function "
+            f"{s.function!r} (it defines: {', '.join(found) or 'nothing callable'})"
+        )
+    if not callable(builder):
+        raise ValueError(f"model {s.text!r}: {s.function!r} is not a function")
+    return builder
+
+
+def build(spec: str | os.PathLike | Spec) -> object:
+    """The model the spec's builder returns (a saved model file: its path).
+
+    ``ValueError`` names the problem when the file, module or function does not exist, or the
+    builder raises or returns nothing.
+    """
+    s = spec if isinstance(spec, Spec) else parse(spec)
+    if s.saved_model:
+        return s.file
+    builder = load_builder(s)
+    try:
+        model = builder()
+    except Exception as exc:
+        raise ValueError(
+            f"model {s.text!r}: the builder {s.function}() raised {_error(exc)}"
+            f"{_where(exc, s.file)}; fix the builder (it must take no arguments and return the "
+            "model)"
+        ) from exc
+    if model is None:
+        raise ValueError(
+            f"model {s.text!r}: the builder {s.function}() returned None; it must return the "
+            "model (e.g. `return MyModel()`)"
+        )
+    return model
+
+
+def child_pythonpath() -> str:
+    """``PYTHONPATH`` for a process that must import what this one can: labkit first, then
+    this process's own search path (the current folder included), so that a spec or a pickled
+    model whose module this process imported resolves there too."""
+    root = str(Path(__file__).resolve().parents[1])
+    entries = [root, *os.environ.get("PYTHONPATH", "").split(os.pathsep)]
+    entries += [p or os.getcwd() for p in sys.path]
+    return os.pathsep.join(dict.fromkeys(e for e in entries if e))

@@ -1,0 +1,197 @@
+"""labkit.hardware on fixture machines: what a process may use, and the ceiling per precision.
+
+Each folder under ``tests/data/machines/`` stands for the filesystem root of one machine
+(``proc/cpuinfo``, ``proc/self/status``, ``proc/self/cgroup``, ``sys/devices/system/cpu/...``,
+``sys/fs/cgroup/...``; macOS: a ``sysctl`` file); its README says what it is. The expected
+numbers are worked out by hand in the comments: peak GFLOP/s = usable cores x maximum GHz x
+FLOPs per cycle per core. Nothing here depends on the machine the tests run on.
+"""
+
+import math
+
+from labkit import hardware, resnet
+
+import pytest
+from conftest import ROOT
+
+MACHINES = ROOT / "tests" / "data" / "machines"
+
+
+def machine(name: str) -> str:
+    path = MACHINES / name
+    assert (path / "README").is_file(), f"fixture {name} is missing"
+    return str(path)
+
+
+@pytest.fixture(autouse=True)
+def no_clock_override(monkeypatch):
+    monkeypatch.delenv(hardware.MAX_GHZ_ENV, raising=False)
+
+
+# name -> (default threads, usable cores, max GHz, {precision: peak GFLOP/s})
+EXPECTED = {
+    # AMD EPYC 9654 (Zen 4), 4 CPUs without SMT siblings, cpufreq max 3.7 GHz (current 2.4).
+    # AVX-512 runs on two 256-bit FMA pipes: 2 pipes x 8 fp32 lanes x 2 (FMA) = 32 FLOP/cycle.
+    # fp32: 4 x 3.7 x 32 = 473.6; bf16 (AVX-512 BF16, 2x): 947.2; int8 (VNNI, 4x): 1894.4
+    "amd_zen4": (4, 4.0, 3.7, {"fp32": 473.6, "bf16": 947.2, "int8": 1894.4}),
+    # Intel Xeon 8488C (Sapphire Rapids), 4 CPUs, cpufreq max 3.8 GHz.
+    # fp32: 2 x 512-bit FMA = 2 x 16 x 2 = 64 FLOP/cycle: 4 x 3.8 x 64 = 972.8
+    # bf16 on AMX: 1024 FLOP/cycle: 4 x 3.8 x 1024 = 15564.8 (16x fp32, not 2x)
+    # int8 on AMX: 2048 op/cycle: 4 x 3.8 x 2048 = 31129.6
+    "intel_amx": (4, 4.0, 3.8, {"fp32": 972.8, "bf16": 15564.8, "int8": 31129.6}),
+    # Core i7-8650U: 8 CPUs = 4 cores x 2 hyper-threads: 4 threads, 4 cores. No cpufreq: the
+    # model name's 1.90 GHz (a base clock; the idle 0.8 GHz in cpuinfo is ignored).
+    # AVX2 + FMA: 2 x 256-bit = 32 FLOP/cycle: 4 x 1.9 x 32 = 243.2; no bf16 unit: bf16 at the
+    # fp32 rate, 243.2; no VNNI: int8 at most 2x, 486.4
+    "smt_laptop": (4, 4.0, 1.9, {"fp32": 243.2, "bf16": 243.2, "int8": 486.4}),
+    # Neoverse V1 (Graviton3): 4 CPUs, cpufreq max 2.6 GHz; 4 x 128-bit NEON FMA pipes
+    # = 4 x 4 x 2 = 32 FLOP/cycle: 4 x 2.6 x 32 = 332.8; bf16 (BFMMLA, 4x): 1331.2;
+    # int8 (i8mm SMMLA, 8x): 2662.4
+    "arm_neoverse_v1": (4, 4.0, 2.6, {"fp32": 332.8, "bf16": 1331.2, "int8": 2662.4}),
+    # a container with --cpus=1.5 (cgroup v2 cpu.max 150000/100000) on 8 Zen 3 CPUs at 3.5 GHz:
+    # 1.5 cores' worth of time: threads floor(1.5) = 1; AVX2 + FMA 32 FLOP/cycle:
+    # fp32 1.5 x 3.5 x 32 = 168.0; bf16 (none) 168.0; int8 (no VNNI, 2x) 336.0
+    "container_quota": (1, 1.5, 3.5, {"fp32": 168.0, "bf16": 168.0, "int8": 336.0}),
+    # a cgroup v1 container with --cpus=2 on 16 CPUs of an "AMD EPYC" VM with no clock anywhere:
+    # 2 threads, 2 cores; the clock and so every peak are unknown
+    "container_v1_unknown_clock": (2, 2.0, None, {"fp32": None, "bf16": None, "int8": None}),
+    # macOS on an Apple M2 Pro: 10 cores (sysctl), Apple's published M2 maximum 3.5 GHz,
+    # 4 x 128-bit NEON FMA pipes = 32 FLOP/cycle: 10 x 3.5 x 32 = 1120; BF16 4x: 4480;
+    # I8MM 8x: 8960
+    "apple_m2": (10, 10.0, 3.5, {"fp32": 1120.0, "bf16": 4480.0, "int8": 8960.0}),
+}
+
+
+@pytest.mark.parametrize("name", sorted(EXPECTED))
+def test_ceiling_and_default_threads_of_each_fixture_machine(name):
+    root = machine(name)
+    threads, cores, ghz, peaks = EXPECTED[name]
+    assert hardware.default_threads(root) == threads
+    for precision, peak in peaks.items():
+        c = hardware.ceiling(precision, root)
+        assert c.precision == precision and c.cores == pytest.approx(cores)
+        assert c.clock_ghz == (None if ghz is None else pytest.approx(ghz))
+        if peak is None:
+            assert c.peak_gflops is None and c.images_per_s_at(224) is None
+            assert "unknown" in c.method and hardware.MAX_GHZ_ENV in c.method
+        else:
+            assert c.peak_gflops == pytest.approx(peak)
+            assert c.images_per_s_at(224) == pytest.approx(peak * 1e9 / resnet.flops(224))
+            assert f"{c.peak_gflops:.0f} GFLOP/s" in c.method
+        assert "GHz" in c.method and "FLOP/cycle" in c.method
+
+
+def test_smt_counts_physical_cores_and_says_so():
+    root = machine("smt_laptop")
+    assert hardware.usable_cpus(root) == list(range(8))
+    assert hardware.physical_cores(root)[:2] == (4, True)
+    assert "SMT on" in hardware.ceiling("fp32", root).method
+    report = hardware.report(root)
+    assert (report.logical_cpus, report.physical_cores, report.smt) == (8, 4, True)
+
+
+def test_without_sysfs_the_core_ids_in_cpuinfo_tell_the_same(tmp_path):
+    import shutil
+
+    root = tmp_path / "m"
+    shutil.copytree(machine("smt_laptop"), root)
+    shutil.rmtree(root / "sys")
+    cores, smt, how = hardware.physical_cores(root)
+    assert (cores, smt) == (4, True) and "cpuinfo" in how
+
+
+def test_the_affinity_mask_narrows_the_cores(tmp_path):
+    import shutil
+
+    root = tmp_path / "m"
+    shutil.copytree(machine("smt_laptop"), root)
+    # taskset -c 0,4: both hyper-threads of core 0, so one physical core
+    (root / "proc/self/status").write_text("Cpus_allowed_list:\t0,4\n")
+    assert hardware.physical_cores(root)[:2] == (1, True)
+    assert hardware.default_threads(root) == 1
+    # taskset -c 0-3: one thread of each core, no two siblings
+    (root / "proc/self/status").write_text("Cpus_allowed_list:\t0-3\n")
+    assert hardware.physical_cores(root)[:2] == (4, False)
+
+
+def test_quota_from_cgroup_v2_and_v1():
+    assert hardware.cpu_quota(machine("container_quota")) == (
+        1.5,
+        "cgroup v2 sys/fs/cgroup/cpu.max",
+    )
+    quota, where = hardware.cpu_quota(machine("container_v1_unknown_clock"))
+    assert quota == 2.0 and "cgroup v1" in where and "cfs_quota_us" in where
+    assert hardware.cpu_quota(machine("amd_zen4")) == (None, "no cgroup CPU quota")
+
+
+def test_a_quota_set_higher_up_the_cgroup_tree_applies(tmp_path):
+    import shutil
+
+    root = tmp_path / "m"
+    shutil.copytree(machine("amd_zen4"), root)
+    (root / "proc/self/cgroup").write_text("0::/user.slice/session-1.scope\n")
+    (root / "sys/fs/cgroup/user.slice/session-1.scope").mkdir(parents=True)
+    (root / "sys/fs/cgroup/user.slice/session-1.scope/cpu.max").write_text("max 100000\n")
+    (root / "sys/fs/cgroup/user.slice/cpu.max").write_text("250000 100000\n")
+    assert hardware.cpu_quota(root)[0] == 2.5
+    assert hardware.default_threads(root) == 2  # floor(2.5), below the 4 cores
+
+
+def test_clock_sources_in_order(monkeypatch):
+    ghz, how = hardware.max_clock_ghz(machine("amd_zen4"))
+    assert ghz == pytest.approx(3.7) and how.startswith("cpufreq")  # not cpuinfo's 2.4 GHz
+    ghz, how = hardware.max_clock_ghz(machine("smt_laptop"))
+    assert ghz == pytest.approx(1.9) and "base clock" in how
+    ghz, how = hardware.max_clock_ghz(machine("container_v1_unknown_clock"))
+    assert ghz is None and "2.60 GHz, is no maximum" in how
+    monkeypatch.setenv(hardware.MAX_GHZ_ENV, "3.7")
+    ghz, how = hardware.max_clock_ghz(machine("container_v1_unknown_clock"))
+    assert ghz == pytest.approx(3.7) and "your setting" in how
+    # 2 cores (quota) x 3.7 GHz x 32 (Zen 4) = 236.8
+    assert hardware.ceiling("fp32", machine("container_v1_unknown_clock")).peak_gflops == (
+        pytest.approx(236.8)
+    )
+    monkeypatch.setenv(hardware.MAX_GHZ_ENV, "fast")
+    with pytest.raises(ValueError, match="LABKIT_CPU_MAX_GHZ='fast' is not a clock in GHz"):
+        hardware.max_clock_ghz(machine("amd_zen4"))
+
+
+def test_above_the_ceiling_explains_the_likely_cause():
+    laptop = hardware.ceiling("fp32", machine("smt_laptop"))
+    text = laptop.explain_above()
+    assert "243 GFLOP/s" in text and "base clock" in text and "timing error" in text
+    apple = hardware.ceiling("fp32", machine("apple_m2"))
+    assert "matrix coprocessor" in apple.explain_above()
+    assert hardware.ceiling("fp32", machine("container_v1_unknown_clock")).explain_above() == ""
+
+
+def test_training_costs_three_forward_passes_and_size_scales():
+    c = hardware.ceiling("fp32", machine("amd_zen4"))
+    assert c.images_per_s_at(224, training=True) == pytest.approx(c.images_per_s_at(224) / 3)
+    assert c.images_per_s_at(64) > 10 * c.images_per_s_at(224)  # ~ (224/64)^2
+    assert hardware.ceiling("int8-dynamic", machine("amd_zen4")).precision == "int8"
+    with pytest.raises(ValueError, match="fp32, bf16, int8"):
+        hardware.ceiling("fp16", machine("amd_zen4"))
+
+
+def test_report_and_cpu_lists():
+    assert hardware.parse_cpu_list("0-3,8,10-11\n") == [0, 1, 2, 3, 8, 10, 11]
+    r = hardware.report(machine("arm_neoverse_v1"))
+    assert r.cpu_model == "Neoverse V1" and r.arch == "aarch64"
+    assert {"asimd", "sve", "bf16", "i8mm"} <= set(r.vector_extensions)
+    assert r.ceilings["fp32"].peak_gflops == pytest.approx(332.8)
+    mac = hardware.report(machine("apple_m2"))
+    assert (mac.cpu_model, mac.arch, mac.memory_gb) == ("Apple M2 Pro", "arm64", 16.0)
+    intel = hardware.report(machine("intel_amx"))
+    assert {"amx_bf16", "amx_int8", "avx512_bf16"} <= set(intel.vector_extensions)
+
+
+def test_this_machine_gives_consistent_readings():
+    r = hardware.report()
+    assert r.threads == hardware.default_threads() == hardware.cores() >= 1
+    assert 1 <= r.physical_cores <= r.logical_cpus
+    c = hardware.ceiling()
+    assert c.cores <= r.physical_cores and c.method
+    assert c.peak_gflops is None or (c.peak_gflops > 0 and math.isfinite(c.peak_gflops))
+    fp = hardware.fingerprint()
+    assert set(fp["peak_gflops"]) == {"fp32", "bf16", "int8"} and fp["threads"] == r.threads

@@ -68,6 +68,12 @@ def features(width: int = WIDTH) -> int:
     return STAGES[-1][1] * check_width(width) // WIDTH * EXPANSION
 
 
+def model_id(width: int = WIDTH) -> str:
+    """How a benchmark record names the network: ``resnet50``, or ``resnet50-w16`` for a narrower
+    one (another model: its figures are not ResNet-50's)."""
+    return "resnet50" if check_width(width) == WIDTH else f"resnet50-w{width}"
+
+
 def stem(width: int = WIDTH) -> Conv:
     return Conv("conv1", "bn1", 3, check_width(width), 7, 2, 3)
 

@@ -15,7 +15,11 @@ REFERENCE = fw.REFERENCE
 
 
 def crosscheck(
-    frameworks: list[str] | None = None, seed: int = 0, batch: int = 2, image_size: int = 64
+    frameworks: list[str] | None = None,
+    seed: int = 0,
+    batch: int = 2,
+    image_size: int = 64,
+    width: int = resnet.WIDTH,
 ) -> dict[str, float]:
     """Run the same weights and batch through each framework and compare with the reference.
 
@@ -23,9 +27,10 @@ def crosscheck(
     absolute difference of its eval-mode logits from PyTorch's, divided by the largest absolute
     PyTorch logit: 0.0 for PyTorch itself, around 1e-6 when two frameworks compute the same
     float32 function, order 1 when a layout or weight is wrong. Needs PyTorch (the reference).
+    ``width`` narrows the network (:mod:`labkit.resnet`; 64 is ResNet-50 itself).
     """
     names = fw.available() if frameworks is None else [fw.check_name(n) for n in frameworks]
-    weights = resnet.init_weights(seed)
+    weights = resnet.init_weights(seed, width=width)
     images, _ = resnet.random_batch(batch, image_size, seed)
     reference = fw.get(REFERENCE)
     ref = reference.predict(reference.build_resnet50(weights), images)

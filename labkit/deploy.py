@@ -157,6 +157,7 @@ def record(
     export_s: float | None = None,
     threads: dict | None = None,
     cache: str = "warm",
+    model: str = "resnet50",
 ) -> dict:
     """A results record for a :class:`labkit.bench.Measurement` taken in this process.
 
@@ -164,13 +165,18 @@ def record(
     the ceiling of its precision (int8 for ``int8-...``). ``threads`` is what the framework
     reports (an adapter's ``threads()``), unknown when not given; ``cache`` is ``"warm"`` by
     default, since a notebook's process keeps whatever it compiled or exported before.
+    ``model`` names the network (:func:`labkit.resnet.model_id`: a narrower ResNet-50 is another
+    model, with no ResNet-50 ceiling, and no evidence about ResNet-50's claims).
     """
     from . import bench, hardware, profiles, results
     from .runner import Cell, ceiling_fields
 
     prof = profiles.current()
-    cell = Cell(framework, mode, task, m.images_per_call, precision, image_size, "cpu", prof.name)
+    cell = Cell(
+        framework, mode, task, m.images_per_call, precision, image_size, "cpu", prof.name, model
+    )
     return results.make(
+        model=model,
         framework=framework,
         mode=mode,
         task=task,

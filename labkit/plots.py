@@ -43,7 +43,8 @@ def _label(r: dict) -> str:
     flag = "" if results.is_valid(r) else " [invalid]"
     if results.custom(r):
         name = results.model_name(r["model"])
-        return f"{name}: {r['framework']} {r['mode']}{extra} ({r['input_shape']}){flag}"
+        shape = r["input_shape"] or f"b{r['batch_size']}"  # a narrow ResNet-50 has no shapes
+        return f"{name}: {r['framework']} {r['mode']}{extra} ({shape}){flag}"
     return f"{r['framework']} {r['mode']}{extra} (b{r['batch_size']}){flag}"
 
 

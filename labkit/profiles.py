@@ -28,6 +28,12 @@ class Profile:
     max_repeats: int
     cell_timeout_s: float  # per benchmark cell (one subprocess)
     demo_steps: int  # size of small teaching loops in notebooks (training steps, calls)
+    #: ResNet-50's base width (labkit.resnet.WIDTH is the real network's 64) in the lessons that
+    #: hold several frameworks' copies of the model at once (05: TensorFlow's Grappler alone
+    #: needs about 1.5 GB for the full network; 08: two workers per framework). smoke narrows it
+    #: to fit Binder's 2 GB; the layers, nodes and fusions are the same at any width. The
+    #: benchmarks (06, 07, `labkit bench`) always run the real network.
+    resnet_width: int
 
     def as_dict(self) -> dict:
         return asdict(self)
@@ -49,6 +55,7 @@ PROFILES: dict[str, Profile] = {
             max_repeats=200,  # enough for 0.2 s of calls: a record must meet both minimums
             cell_timeout_s=240,
             demo_steps=3,
+            resnet_width=16,
         ),
         Profile(
             "standard",
@@ -63,6 +70,7 @@ PROFILES: dict[str, Profile] = {
             max_repeats=200,
             cell_timeout_s=300,
             demo_steps=10,
+            resnet_width=64,
         ),
         Profile(
             "full",
@@ -77,6 +85,7 @@ PROFILES: dict[str, Profile] = {
             max_repeats=1000,
             cell_timeout_s=1800,
             demo_steps=30,
+            resnet_width=64,
         ),
     )
 }

@@ -5,6 +5,13 @@ ResNet-50 v1.5 (the stride-2 sits on the 3x3 convolution of a bottleneck, as in 
 ``(out, in, kh, kw)``, the classifier is ``(num_classes, 2048)``. Every framework adapter converts
 from and to this layout, so all frameworks load the same numbers.
 
+``width`` (default :data:`WIDTH`, 64: ResNet-50 itself) is the stem's channel count and the first
+stage's bottleneck width; every layer's channels scale with it. A narrower network keeps every
+layer, node, fusion and BatchNorm of ResNet-50 (the graphs have the same node counts) with
+``(width / 64)**2`` of its weights: the lessons that hold several frameworks' models in memory
+at once use one under the ``smoke`` profile (:attr:`labkit.profiles.Profile.resnet_width`) to fit
+in 2 GB. Each adapter reads the width from the weights it is given (:func:`width_of`).
+
 Pure numpy: importing this module imports no framework.
 """
 
@@ -14,8 +21,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-#: (blocks, bottleneck width) of the four stages
+#: (blocks, bottleneck width) of the four stages, at the default width
 STAGES: tuple[tuple[int, int], ...] = ((3, 64), (4, 128), (6, 256), (3, 512))
+#: ResNet-50's base width: the stem's output channels and the first stage's bottleneck width
+WIDTH = 64
 EXPANSION = 4
 BN_EPS = 1e-5
 TRAINABLE_PARAMETERS = 25_557_032  # at 1000 classes, as torchvision's resnet50
@@ -45,23 +54,45 @@ class Block:
     downsample: Conv | None
 
 
-def stem() -> Conv:
-    return Conv("conv1", "bn1", 3, 64, 7, 2, 3)
+def check_width(width: int) -> int:
+    """A base width is a whole number >= 1 (64 is ResNet-50 itself)."""
+    if not isinstance(width, (int, np.integer)) or isinstance(width, bool) or width < 1:
+        raise ValueError(
+            f"width must be a whole number >= 1 (ResNet-50's is {WIDTH}), got {width!r}"
+        )
+    return int(width)
 
 
-def blocks() -> list[Block]:
+def features(width: int = WIDTH) -> int:
+    """Channels of the last stage's output, the classifier's input (2048 at the default width)."""
+    return STAGES[-1][1] * check_width(width) // WIDTH * EXPANSION
+
+
+def model_id(width: int = WIDTH) -> str:
+    """How a benchmark record names the network: ``resnet50``, or ``resnet50-w16`` for a narrower
+    one (another model: its figures are not ResNet-50's)."""
+    return "resnet50" if check_width(width) == WIDTH else f"resnet50-w{width}"
+
+
+def stem(width: int = WIDTH) -> Conv:
+    return Conv("conv1", "bn1", 3, check_width(width), 7, 2, 3)
+
+
+def blocks(width: int = WIDTH) -> list[Block]:
     """The 16 bottleneck blocks in order."""
     out: list[Block] = []
-    cin = 64
-    for stage, (count, width) in enumerate(STAGES, start=1):
+    width = check_width(width)
+    cin = width
+    for stage, (count, full) in enumerate(STAGES, start=1):
+        stage_width = full * width // WIDTH
         for i in range(count):
             stride = 2 if (i == 0 and stage > 1) else 1
             name = f"layer{stage}.{i}"
-            cout = width * EXPANSION
+            cout = stage_width * EXPANSION
             convs = (
-                Conv(f"{name}.conv1", f"{name}.bn1", cin, width, 1, 1, 0),
-                Conv(f"{name}.conv2", f"{name}.bn2", width, width, 3, stride, 1),
-                Conv(f"{name}.conv3", f"{name}.bn3", width, cout, 1, 1, 0),
+                Conv(f"{name}.conv1", f"{name}.bn1", cin, stage_width, 1, 1, 0),
+                Conv(f"{name}.conv2", f"{name}.bn2", stage_width, stage_width, 3, stride, 1),
+                Conv(f"{name}.conv3", f"{name}.bn3", stage_width, cout, 1, 1, 0),
             )
             down = None
             if i == 0:
@@ -71,9 +102,9 @@ def blocks() -> list[Block]:
     return out
 
 
-def all_convs() -> list[Conv]:
-    convs = [stem()]
-    for b in blocks():
+def all_convs(width: int = WIDTH) -> list[Conv]:
+    convs = [stem(width)]
+    for b in blocks(width):
         convs.extend(b.convs)
         if b.downsample is not None:
             convs.append(b.downsample)
@@ -84,14 +115,14 @@ BN_PARAMS = ("weight", "bias")
 BN_BUFFERS = ("running_mean", "running_var")
 
 
-def param_shapes(num_classes: int = 1000) -> dict[str, tuple[int, ...]]:
+def param_shapes(num_classes: int = 1000, width: int = WIDTH) -> dict[str, tuple[int, ...]]:
     """Canonical name -> shape of every tensor (trainable and BatchNorm running statistics)."""
     shapes: dict[str, tuple[int, ...]] = {}
-    for c in all_convs():
+    for c in all_convs(width):
         shapes[f"{c.conv}.weight"] = (c.cout, c.cin, c.kernel, c.kernel)
         for p in BN_PARAMS + BN_BUFFERS:
             shapes[f"{c.bn}.{p}"] = (c.cout,)
-    shapes["fc.weight"] = (num_classes, 512 * EXPANSION)
+    shapes["fc.weight"] = (num_classes, features(width))
     shapes["fc.bias"] = (num_classes,)
     return shapes
 
@@ -100,15 +131,18 @@ def is_trainable(name: str) -> bool:
     return not name.endswith(BN_BUFFERS)
 
 
-def trainable_names(num_classes: int = 1000) -> list[str]:
-    return [n for n in param_shapes(num_classes) if is_trainable(n)]
+def trainable_names(num_classes: int = 1000, width: int = WIDTH) -> list[str]:
+    return [n for n in param_shapes(num_classes, width) if is_trainable(n)]
 
 
-def count_trainable(num_classes: int = 1000) -> int:
-    return sum(int(np.prod(s)) for n, s in param_shapes(num_classes).items() if is_trainable(n))
+def count_trainable(num_classes: int = 1000, width: int = WIDTH) -> int:
+    shapes = param_shapes(num_classes, width)
+    return sum(int(np.prod(s)) for n, s in shapes.items() if is_trainable(n))
 
 
-def init_weights(seed: int = 0, num_classes: int = 1000) -> dict[str, np.ndarray]:
+def init_weights(
+    seed: int = 0, num_classes: int = 1000, width: int = WIDTH
+) -> dict[str, np.ndarray]:
     """Seeded canonical weights (float32), the same for every framework.
 
     Convolutions: He-normal (fan_out, as torchvision). BatchNorm: scale, shift and running
@@ -116,14 +150,14 @@ def init_weights(seed: int = 0, num_classes: int = 1000) -> dict[str, np.ndarray
     in the cross-framework check; the last BatchNorm of each block starts small, which keeps
     the residual stream bounded in eval mode. Classifier: uniform(+-1/sqrt(fan_in)).
     These are random weights, not trained ones: the course needs identical numbers in every
-    framework, not accurate predictions.
+    framework, not accurate predictions. ``width`` narrows every layer (see the module's notes).
     """
     if num_classes < 1:
         raise ValueError(f"num_classes must be >= 1, got {num_classes}")
     rng = np.random.default_rng(seed)
     w: dict[str, np.ndarray] = {}
-    last_bns = {b.convs[2].bn for b in blocks()}
-    for name, shape in param_shapes(num_classes).items():
+    last_bns = {b.convs[2].bn for b in blocks(width)}
+    for name, shape in param_shapes(num_classes, width).items():
         if name.endswith("conv1.weight") or ".conv" in name or "downsample.0" in name:
             fan_out = shape[0] * shape[2] * shape[3]
             arr = rng.normal(0.0, np.sqrt(2.0 / fan_out), shape)
@@ -131,7 +165,7 @@ def init_weights(seed: int = 0, num_classes: int = 1000) -> dict[str, np.ndarray
             bound = 1.0 / np.sqrt(shape[1])
             arr = rng.uniform(-bound, bound, shape)
         elif name == "fc.bias":
-            bound = 1.0 / np.sqrt(512 * EXPANSION)
+            bound = 1.0 / np.sqrt(features(width))
             arr = rng.uniform(-bound, bound, shape)
         elif name.endswith(".weight"):  # BatchNorm scale
             bn = name.rsplit(".", 1)[0]
@@ -147,8 +181,20 @@ def init_weights(seed: int = 0, num_classes: int = 1000) -> dict[str, np.ndarray
     return w
 
 
+def width_of(weights: dict[str, np.ndarray]) -> int:
+    """The base width of a set of canonical weights: the stem's output channels (64 for
+    ResNet-50 itself)."""
+    if "conv1.weight" not in weights:
+        raise ValueError(
+            "weights are missing tensor 'conv1.weight' (expected shape (width, 3, 7, 7), "
+            f"width {WIDTH} for ResNet-50)"
+        )
+    return check_width(int(np.shape(weights["conv1.weight"])[0]))
+
+
 def validate_weights(weights: dict[str, np.ndarray], num_classes: int | None = None) -> int:
-    """Check names and shapes against the spec; returns the class count.
+    """Check names and shapes against the spec (at the width of ``conv1.weight``, see
+    :func:`width_of`); returns the class count.
 
     Raises ``ValueError`` naming the first missing, unexpected or misshaped tensor.
     """
@@ -156,13 +202,19 @@ def validate_weights(weights: dict[str, np.ndarray], num_classes: int | None = N
         raise ValueError("weights are missing tensor 'fc.bias' (expected shape (num_classes,))")
     if num_classes is None:
         num_classes = int(np.shape(weights["fc.bias"])[0])
-    expected = param_shapes(num_classes)
+    width = width_of(weights)
+    expected = param_shapes(num_classes, width)
+    at = (
+        ""
+        if width == WIDTH
+        else f" at width {width} (read from conv1.weight; ResNet-50's is {WIDTH})"
+    )
     for name, shape in expected.items():
         if name not in weights:
-            raise ValueError(f"weights are missing tensor {name!r} (expected shape {shape})")
+            raise ValueError(f"weights are missing tensor {name!r} (expected shape {shape}{at})")
         got = tuple(np.shape(weights[name]))
         if got != shape:
-            raise ValueError(f"tensor {name!r} has shape {got}, the spec expects {shape}")
+            raise ValueError(f"tensor {name!r} has shape {got}, the spec expects {shape}{at}")
     extra = sorted(set(weights) - set(expected))
     if extra:
         raise ValueError(
@@ -204,14 +256,14 @@ def _out(size: int, kernel: int, stride: int, padding: int) -> int:
     return (size + 2 * padding - kernel) // stride + 1
 
 
-def macs(image_size: int = 224, num_classes: int = 1000) -> int:
+def macs(image_size: int = 224, num_classes: int = 1000, width: int = WIDTH) -> int:
     """Multiply-accumulates of one forward pass on one image (convolutions and classifier)."""
     check_image_size(image_size)
-    s = stem()
+    s = stem(width)
     h = _out(image_size, s.kernel, s.stride, s.padding)
     total = h * h * s.cout * s.cin * s.kernel**2
     h = _out(h, 3, 2, 1)  # max pool
-    for b in blocks():
+    for b in blocks(width):
         h_in = h
         for c in b.convs:
             h = _out(h, c.kernel, c.stride, c.padding)
@@ -220,13 +272,15 @@ def macs(image_size: int = 224, num_classes: int = 1000) -> int:
             d = b.downsample
             hd = _out(h_in, d.kernel, d.stride, d.padding)
             total += hd * hd * d.cout * d.cin
-    total += 512 * EXPANSION * num_classes
+    total += features(width) * num_classes
     return total
 
 
-def flops(image_size: int = 224, num_classes: int = 1000, training: bool = False) -> int:
+def flops(
+    image_size: int = 224, num_classes: int = 1000, training: bool = False, width: int = WIDTH
+) -> int:
     """FLOPs of one image: 2 per MAC forward; a training step counts about 3x the forward."""
-    f = 2 * macs(image_size, num_classes)
+    f = 2 * macs(image_size, num_classes, width)
     return 3 * f if training else f
 
 

@@ -145,9 +145,97 @@ class ExecutedNotebooks:
             nbformat.write(nb, target)
 
 
+# ---- the memory each notebook takes under nbval (Binder's 2 GB under smoke) ------------------
+
+
+class NotebookMemory:
+    """Samples the process tree of every notebook's nbval kernel while its cells run (the kernel
+    with everything it starts, as if alone on the machine: the figure of
+    ``benchmarks/notebook_costs.py``, whose sampler this is) and lists the peaks at the end of
+    the session. Under the smoke profile a notebook whose peak passes Binder's limit (2 GB) fails:
+    the teardown of its last cell reports the peak and the limit (``LABKIT_NOTEBOOK_MEMORY_MB``
+    sets another limit, 0 none). Each notebook still runs once;
+    the sampler reads a few ``/proc`` files every quarter of a second."""
+
+    INTERVAL_S = 0.25
+
+    def __init__(self, limit_mb: int | None):
+        self.limit_mb = limit_mb
+        self.samplers: dict = {}
+        self.peaks: dict[str, tuple[int, int]] = {}  # notebook -> (peak MB, processes)
+
+    @staticmethod
+    def _costs():
+        import importlib.util
+
+        name = "graphlab_notebook_costs"
+        if name not in sys.modules:
+            path = ROOT / "benchmarks" / "notebook_costs.py"
+            spec = importlib.util.spec_from_file_location(name, path)
+            module = importlib.util.module_from_spec(spec)
+            spec.loader.exec_module(module)
+            sys.modules[name] = module
+        return sys.modules[name]
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_runtest_call(self, item):
+        notebook = item.parent
+        kernel = getattr(notebook, "kernel", None)
+        if not hasattr(item, "cell_num") or kernel is None or notebook in self.samplers:
+            return
+        pid = getattr(getattr(kernel.km, "provisioner", None), "pid", None)
+        if pid is None:
+            return
+        sampler = self._costs().TreeSampler(self.INTERVAL_S, lambda: pid)
+        sampler.start()
+        self.samplers[notebook] = sampler
+
+    @pytest.hookimpl(wrapper=True)
+    def pytest_runtest_teardown(self, item, nextitem):
+        notebook = item.parent
+        if notebook not in self.samplers or (nextitem is not None and nextitem.parent is notebook):
+            return (yield)
+        sampler = self.samplers.pop(notebook)
+        sampler.stop()  # before the kernel is stopped with the notebook's teardown
+        mib = self._costs().MIB
+        peak = round(sampler.peak_alone / mib)
+        self.peaks[Path(str(notebook.fspath)).name] = (peak, sampler.peak_processes)
+        result = yield
+        if self.limit_mb is not None and peak > self.limit_mb:
+            pytest.fail(
+                f"{Path(str(notebook.fspath)).name} peaked at {peak} MB under the smoke profile "
+                f"(its kernel with everything it started, {sampler.peak_processes} processes at "
+                f"most), over the limit of {self.limit_mb} MB (Binder gives a user 2048 MB): "
+                "release what a section no longer needs or run less at once "
+                "(benchmarks/notebook_costs.py shows where)",
+                pytrace=False,
+            )
+        return result
+
+    def pytest_terminal_summary(self, terminalreporter):
+        if not self.peaks:
+            return
+        limit = f", limit {self.limit_mb} MB" if self.limit_mb is not None else ""
+        terminalreporter.section(f"notebook memory (kernel with what it starts{limit})")
+        for name, (peak, procs) in sorted(self.peaks.items()):
+            terminalreporter.write_line(f"{name}: {peak} MB peak, {procs} processes at most")
+
+
 def pytest_configure(config):
     folder = config.getoption("--save-executed", default=None)
     if folder:
         config.pluginmanager.register(
             ExecutedNotebooks(Path(folder).resolve()), "executed-notebooks"
         )
+    if config.pluginmanager.hasplugin("nbval"):
+        from labkit import profiles
+
+        # LABKIT_NOTEBOOK_MEMORY_MB sets another limit (0: none); by default Binder's, under smoke
+        limit = os.environ.get("LABKIT_NOTEBOOK_MEMORY_MB", "").strip()
+        if limit:
+            limit = int(limit) or None
+        elif profiles.current().name == "smoke":
+            limit = NotebookMemory._costs().BINDER_MB
+        else:
+            limit = None
+        config.pluginmanager.register(NotebookMemory(limit), "notebook-memory")

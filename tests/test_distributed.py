@@ -15,7 +15,7 @@ import sys
 import time
 from pathlib import Path
 
-from labkit import distributed
+from labkit import distributed, resnet
 from labkit.distributed import DistributedError, Job, PortInUse
 
 import psutil
@@ -59,6 +59,19 @@ def test_bad_jobs_name_the_valid_choices():
         Job("torch", image_size=40)
     with pytest.raises(ValueError, match="timeout must be > 0"):
         distributed.launch(Job("torch"), timeout=0)
+    with pytest.raises(ValueError, match="width must be a whole number >= 1"):
+        Job("torch", width=0)
+
+
+def test_a_narrower_resnet50_reaches_the_workers_and_its_reference():
+    """The width travels to every worker (``--width``) and to the single-process reference;
+    the real network's default adds nothing to the command line a learner copies."""
+    narrow = Job("torch", width=16)
+    args = narrow.worker_args("/tmp/out", 60)
+    assert args[args.index("--width") + 1] == "16"
+    assert narrow.reference().width == 16
+    assert "--width" not in Job("torch").worker_args("/tmp/out", 60)
+    assert "--width" not in Job("torch", model="tiny", width=16).worker_args("/tmp/out", 60)
 
 
 def test_reference_job_is_one_process_on_the_concatenated_batch():
@@ -239,6 +252,22 @@ def test_workers_identical_and_equal_to_one_process_on_the_concatenated_batch(fr
         assert sorted(ids[0] + ids[1]) == list(range(AUTO_SHARD_SAMPLES))
     assert_all_gone(run.pids + ref.pids)
     no_children_left()
+
+
+@pytest.mark.slow
+def test_a_narrow_resnet50_trains_with_its_own_weights_in_every_worker(tmp_path):
+    """Width 16 (the smoke profile's): the workers build the narrow network from the same
+    canonical weights, end identical, and all-reduce a gradient of its own size."""
+    require("torch")
+    job = Job("torch", workers=2, steps=2, batch=2, width=16, measure=1)
+    run = distributed.launch(job, timeout=TIMEOUT, out_dir=tmp_path)
+    assert [w["width"] for w in run.workers] == [16, 16] and run.summary()["width"] == 16
+    params = resnet.count_trainable(width=16)
+    assert run.workers[0]["gradient_mb"] == pytest.approx(params * 4 / 1e6)
+    weights = run.weights(0)
+    assert {n: v.shape for n, v in weights.items()} == resnet.param_shapes(width=16)
+    assert run.max_difference_between_workers(lambda n: resnet.is_trainable(n)) <= 1e-6
+    assert_all_gone(run.pids)
 
 
 @pytest.mark.slow

@@ -5,11 +5,15 @@ optimisation levels on the PyTorch export, Grappler on TensorFlow's traced graph
 framework-free arithmetic (BatchNorm folding, memory planning) checked against the frameworks.
 """
 
+import os
+import subprocess
+import sys
+
 from labkit import graphs, resnet
 
 import numpy as np
 import pytest
-from conftest import require, skip_or_fail
+from conftest import ROOT, require, skip_or_fail
 
 SIZE, BATCH = 32, 2
 TOL = 1e-4  # of the logit scale
@@ -403,3 +407,46 @@ def test_grappler_runs_when_a_graph_is_first_instantiated_not_on_every_call():
 
     runs = dict(tg.grappler_runs())
     assert list(runs.values()) == [0, 1, 0, 0, 1, 0], runs  # first call per traced shape only
+
+
+def test_run_executes_a_graph_as_it_is_without_grappler():
+    """``run`` checks the graph it is given: a plain Session would optimise it first (Grappler's
+    own log says so), ``run``'s session must not."""
+    require("tensorflow")
+    code = (
+        "import numpy as np, tensorflow as tf, labkit, sys\n"
+        "from labkit.frameworks.tensorflow import graphs as tg\n"
+        "f = tf.function(lambda x: x * (tf.constant(2.0) * tf.constant(3.0)))\n"
+        "x = np.arange(4, dtype=np.float32)\n"
+        "cf = tg.trace(f, x); ins, outs = tg.io_names(cf); g = tg.graph_def(cf)\n"
+        "print('@@ plain session', file=sys.stderr, flush=True)\n"
+        "with tf.Graph().as_default() as graph:\n"
+        "    tf.compat.v1.import_graph_def(g, name='')\n"
+        "    with tf.compat.v1.Session(graph=graph) as s:\n"
+        "        s.run(outs, {ins[0]: x})\n"
+        "print('@@ run', file=sys.stderr, flush=True)\n"
+        "assert (tg.run(g, ins, outs, x)[0] == x * 6).all()\n"
+        "print('@@ end', file=sys.stderr, flush=True)\n"
+    )
+    env = {
+        **os.environ,
+        "TF_CPP_VMODULE": "meta_optimizer=1",
+        "TF_CPP_MIN_LOG_LEVEL": "0",
+        "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])),
+    }
+    proc = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    log = proc.stderr.split("@@ plain session", 1)[1]
+    plain, rest = log.split("@@ run", 1)
+    ours = rest.split("@@ end", 1)[0]
+    from labkit.frameworks.tensorflow.graphs import GRAPPLER_STARTS
+
+    assert GRAPPLER_STARTS in plain  # the check can see Grappler at work ...
+    assert GRAPPLER_STARTS not in ours  # ... and run() does not let it touch the graph

@@ -4,6 +4,8 @@ the peak memory must include the child's, and the generated tables land between 
 import hashlib
 import importlib.util
 import json
+import os
+import re
 import subprocess
 import sys
 
@@ -78,6 +80,7 @@ def test_peak_memory_counts_the_processes_the_kernel_starts(tmp_path):
     (row,) = result["notebooks"]
     assert row["status"] == "ok" and result["profile"] == "smoke"
     assert row["peak_pss_mb"] >= 400, row  # the child's 400 MiB are in the tree's peak
+    assert row["peak_alone_mb"] >= 400, row  # ... in the figure the tables show too
     assert row["kernel_hwm_mb"] < 400, row  # ... and not in the kernel's own
     assert row["peak_processes"] >= 2
     executed = json.loads((tmp_path / "executed" / nb.name).read_text())
@@ -151,8 +154,53 @@ def test_tables_are_rewritten_between_the_markers_only(tmp_path):
     assert "| `05_b.ipynb` | 3.3 min | 3.4 GB (over 2 GB) | not measured | not measured |" in text
     assert "busy" not in text  # the load stayed under the core count
     assert "`smoke`: largest `05_b.ipynb`, 3.4 GB -> about 4.9 GB per user" in text
+    assert "the peak of the sum of PSS" in text  # results written before the 'alone' figure
     assert mod.write_tables([smoke, standard], docs=[doc]) == []  # idempotent
+    # the figure as if alone on the machine wins over the PSS sum when a result has it
+    alone = [{**r, "peak_alone_mb": r["peak_pss_mb"] + 300} for r in rows]
+    assert mod.write_tables([{**smoke, "notebooks": alone}], docs=[doc]) == [doc]
+    text = doc.read_text()
+    assert "| `00_a.ipynb` | 30 s | 1.2 GB |" in text and "library pages" in text
     bare = tmp_path / "BARE.md"
     bare.write_text("no markers")
     with pytest.raises(ValueError, match="no generated-table markers"):
         mod.write_tables([smoke], docs=[bare])
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("limit_mb, fails", [(200, True), (0, False)])
+def test_nbval_runs_fail_a_notebook_over_the_memory_limit(tmp_path, limit_mb, fails):
+    """conftest's NotebookMemory: the nbval run itself samples each notebook's kernel with what
+    it starts (no second execution) and fails the notebook's last cell over the limit."""
+    nb = tmp_path / "03_child.ipynb"
+    child = "import time; b = b'x' * (300 * 2**20); time.sleep(1.5)"  # 300 MiB, every page touched
+    _notebook(
+        nb,
+        [
+            "import subprocess, sys",
+            f"subprocess.run([sys.executable, '-c', {child!r}], check=True)",
+        ],
+    )
+    env = {
+        **os.environ,
+        "LABKIT_NOTEBOOK_MEMORY_MB": str(limit_mb),
+        "PYTHONPATH": os.pathsep.join([str(ROOT / "tests"), str(ROOT)]),
+    }
+    proc = subprocess.run(
+        [sys.executable, "-m", "pytest", "-p", "conftest", "-p", "no:cacheprovider"]
+        + ["--nbval-lax", "--nbval-current-env", str(nb), "--rootdir", str(tmp_path)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=env,
+        cwd=tmp_path,
+        check=False,
+    )
+    out = proc.stdout + proc.stderr
+    peak = int(re.search(r"03_child\.ipynb: (\d+) MB peak", out).group(1))
+    assert peak >= 300, out[-3000:]  # the child's pages are in the notebook's figure
+    if fails:
+        assert proc.returncode == 1, out[-3000:]
+        assert "2 passed, 1 error" in out and "over the limit of 200 MB" in out, out[-3000:]
+    else:
+        assert proc.returncode == 0, out[-3000:]

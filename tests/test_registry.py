@@ -268,6 +268,19 @@ def test_weights_round_trip_through_every_adapter(adapter, model, weights):
     assert all(np.array_equal(back[k], weights[k]) for k in weights)
 
 
+def test_a_narrower_resnet50_round_trips_and_misfits_are_named_with_the_width(adapter):
+    """Each adapter builds the width its weights have (the smoke profile's narrow ResNet-50)."""
+    narrow = resnet.init_weights(seed=1, num_classes=CLASSES, width=16)
+    back = adapter.to_canonical(adapter.build_resnet50(narrow))
+    assert {k: v.shape for k, v in back.items()} == {k: v.shape for k, v in narrow.items()}
+    assert all(np.array_equal(back[k], narrow[k]) for k in narrow)
+    wide_fc = {**narrow, "fc.weight": np.zeros((CLASSES, 2048), np.float32)}
+    with pytest.raises(
+        ValueError, match=r"'fc\.weight' has shape .* at width 16 \(read from conv1"
+    ):
+        adapter.build_resnet50(wide_fc)
+
+
 # --------------------------------------------------------------------------------------------
 # a learner's own model (labkit.explore): the explorers and the adapters that benchmark any model
 

@@ -44,6 +44,15 @@ def test_eval_logits_agree_with_torch(T, name, seed, batch, size):
     assert 0.0 <= result[name] < 1e-3, result
 
 
+@pytest.mark.parametrize("name", OTHERS)
+def test_a_narrower_resnet50_agrees_with_torch_too(T, name):
+    """The smoke profile's narrow ResNet-50 (width 16): every adapter builds it from the
+    weights' shapes and computes PyTorch's function; ONNX Runtime's comes from its own export."""
+    require(name)
+    result = crosscheck([name, "torch"], seed=3, batch=2, image_size=32, width=16)
+    assert 0.0 <= result[name] < 1e-3, result
+
+
 def test_crosscheck_rejects_unknown_frameworks():
     with pytest.raises(ValueError, match="unknown framework 'jax'.*torch, tensorflow"):
         crosscheck(["jax"])

@@ -6,6 +6,7 @@ import argparse
 import json
 import sys
 
+from ..resnet import WIDTH
 from .job import FAULTS, FRAMEWORKS, MODELS, DistributedError, Job
 from .launcher import cluster_commands, launch
 from .runs import is_running_statistic, max_difference, scaling_efficiency
@@ -22,6 +23,12 @@ def build_parser(parser: argparse.ArgumentParser | None = None) -> argparse.Argu
     p.add_argument("--batch", type=int, default=4, help="images per worker per step")
     p.add_argument("--image-size", type=int, default=32)
     p.add_argument("--model", choices=MODELS, default="resnet50")
+    p.add_argument(
+        "--width",
+        type=int,
+        default=WIDTH,
+        help=f"ResNet-50's base width (default {WIDTH}, the real network; 16: 1/16 of its weights)",
+    )
     p.add_argument(
         "--threads", type=int, default=None, help="per worker (default: cores / workers)"
     )
@@ -61,6 +68,7 @@ def cli(args: argparse.Namespace) -> int:
         batch=args.batch,
         image_size=args.image_size,
         model=args.model,
+        width=args.width,
         threads=args.threads,
         fault=args.fault,
         fault_rank=args.fault_rank,

@@ -50,7 +50,11 @@ class Job:
     """One data-parallel training run: ``workers`` processes, each training on ``batch`` images
     per step (the global batch is ``workers * batch``) for ``steps`` SGD-with-momentum steps.
 
-    ``single=True`` runs one plain process with no distributed runtime at all (the reference).
+    ``width`` narrows ResNet-50 (:mod:`labkit.resnet`; 64, the default, is the real network):
+    the same layers and BatchNorms with a fraction of the weights, so that two workers of a
+    framework fit a small machine (the ``smoke`` profile's
+    :attr:`~labkit.profiles.Profile.resnet_width`). ``single=True`` runs one plain process with
+    no distributed runtime at all (the reference).
     ``fault`` exists to show (and test) what happens when a worker goes wrong: ``"crash"`` makes
     worker ``fault_rank`` raise at its first step, ``"hang"`` makes it stop there for good (its
     peers then wait in the all-reduce until the launcher's timeout), ``"straggler"`` makes it
@@ -63,6 +67,7 @@ class Job:
     batch: int = 4
     image_size: int = 32
     model: str = "resnet50"
+    width: int = resnet.WIDTH  # ResNet-50's base width (the tiny model ignores it)
     threads: int | None = None  # per worker; default: the cores shared out evenly
     seed: int = 0
     lr: float = 0.01  # 0.1 makes randomly initialised ResNet-50 diverge within 3 steps
@@ -100,6 +105,7 @@ class Job:
                     f"fault_rank must name a worker, 0..{self.workers - 1}; got {self.fault_rank}"
                 )
         resnet.check_image_size(self.image_size)
+        resnet.check_width(self.width)
 
     @property
     def global_batch(self) -> int:
@@ -132,6 +138,8 @@ class Job:
         """The worker module's command-line arguments (``threads=False``: leave the thread count
         to the framework on the machine that runs the worker)."""
         args = ["--out", str(out_dir), "--model", self.model, "--steps", str(self.steps)]
+        if self.model == "resnet50" and self.width != resnet.WIDTH:
+            args += ["--width", str(self.width)]
         args += ["--batch", str(self.batch), "--image-size", str(self.image_size)]
         if threads:
             args += ["--threads", str(self.threads_per_worker)]

@@ -62,6 +62,8 @@ class Run:
         return {
             "framework": self.job.framework,
             "workers": self.job.workers,
+            "model": self.job.model,
+            "width": self.job.width if self.job.model == "resnet50" else None,
             "launcher": w0.get("launcher", ""),
             "backend": w0.get("backend", ""),
             "threads_per_worker": w0.get("threads"),

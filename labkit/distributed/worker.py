@@ -21,6 +21,7 @@ from pathlib import Path
 
 import numpy as np
 
+from ..resnet import WIDTH
 from .job import FAULTS, MODELS, WORKER_MODULES
 
 
@@ -41,6 +42,9 @@ def worker_parser(framework: str) -> argparse.ArgumentParser:
     )
     p.add_argument("--out", required=True, help="folder for rank<r>.json and rank<r>.npz")
     p.add_argument("--model", choices=MODELS, default="resnet50")
+    p.add_argument(
+        "--width", type=int, default=WIDTH, help=f"ResNet-50's base width ({WIDTH}: the real one)"
+    )
     p.add_argument("--steps", type=int, default=3)
     p.add_argument("--batch", type=int, default=4, help="images per worker per step")
     p.add_argument("--image-size", type=int, default=32)

@@ -182,19 +182,19 @@ class Bottleneck(nn.Cell):
 class ResNet50(nn.Cell):
     """ResNet-50 v1.5 with the canonical structure, so parameter names follow the spec."""
 
-    def __init__(self, num_classes: int = 1000):
+    def __init__(self, num_classes: int = 1000, width: int = resnet.WIDTH):
         super().__init__()
-        s = resnet.stem()
+        s = resnet.stem(width)
         self.conv1, self.bn1 = _conv(s), _bn(s)
         self.relu = nn.ReLU()
         stages: dict[str, list[Bottleneck]] = {}
-        for b in resnet.blocks():
+        for b in resnet.blocks(width):
             stages.setdefault(b.name.split(".")[0], []).append(Bottleneck(b))
         self.layer1 = nn.SequentialCell(stages["layer1"])
         self.layer2 = nn.SequentialCell(stages["layer2"])
         self.layer3 = nn.SequentialCell(stages["layer3"])
         self.layer4 = nn.SequentialCell(stages["layer4"])
-        self.fc = nn.Dense(512 * resnet.EXPANSION, num_classes)
+        self.fc = nn.Dense(resnet.features(width), num_classes)
 
     def construct(self, x):
         x = self.relu(self.bn1(self.conv1(x)))
@@ -213,9 +213,10 @@ def native_name(canonical: str) -> str:
 def build_resnet50(weights: dict[str, np.ndarray]) -> ResNet50:
     """An eval-mode ResNet-50 Cell holding ``weights`` (BatchNorm running statistics included)."""
     num_classes = resnet.validate_weights(weights)
-    net = ResNet50(num_classes)
+    width = resnet.width_of(weights)
+    net = ResNet50(num_classes, width)
     params = dict(net.parameters_and_names())
-    for name in resnet.param_shapes(num_classes):
+    for name in resnet.param_shapes(num_classes, width):
         params[native_name(name)].set_data(ms.Tensor(np.asarray(weights[name], dtype=np.float32)))
     net.set_train(False)
     return net
@@ -225,9 +226,10 @@ def to_canonical(net: nn.Cell) -> dict[str, np.ndarray]:
     """The Cell's weights under canonical names, as float32 numpy arrays (copies)."""
     params = dict(net.parameters_and_names())
     num_classes = int(params["fc.bias"].shape[0])
+    width = int(params["conv1.weight"].shape[0])
     return {
         name: np.array(params[native_name(name)].asnumpy(), dtype=np.float32, copy=True)
-        for name in resnet.param_shapes(num_classes)
+        for name in resnet.param_shapes(num_classes, width)
     }
 
 

@@ -63,14 +63,14 @@ class Synthetic:
         return x, np.int32(y)
 
 
-def build_model(name: str, seed: int):
+def build_model(name: str, seed: int, width: int = resnet.WIDTH):
     import mindspore as ms
     from mindspore import nn
 
     if name == "resnet50":
         from . import adapter
 
-        return adapter.build_resnet50(resnet.init_weights(seed))
+        return adapter.build_resnet50(resnet.init_weights(seed, width=width))
     ms.set_seed(seed)
 
     class TinyNet(nn.Cell):  # as in the torch worker: no BatchNorm
@@ -115,7 +115,7 @@ def train(args, launched: bool, rank: int) -> None:
     world = get_group_size() if launched else 1
     init_s = time.perf_counter() - t0
 
-    net = build_model(args.model, args.seed)
+    net = build_model(args.model, args.seed, args.width)
     net.set_train(True)
     num_classes = int(dict(net.parameters_and_names())["fc.bias"].shape[0])
     source = Synthetic(args.steps * args.batch * world, args.image_size, args.seed, num_classes)
@@ -154,6 +154,7 @@ def train(args, launched: bool, rank: int) -> None:
         "threads": args.threads or "default",
         "pid": os.getpid(),
         "model": args.model,
+        "width": args.width if args.model == "resnet50" else None,
         "batch": args.batch,
         "image_size": args.image_size,
         "steps": args.steps,

@@ -2,7 +2,7 @@
 
 Where the model comes from: :func:`labkit.frameworks.torch.adapter.export` writes the network as
 ONNX with the canonical weight names on its initializers (BatchNorm not yet fused). That export
-(tens of seconds) happens once per PyTorch version and class count and is cached in the temp
+(tens of seconds) happens once per PyTorch version, class count and width and is cached in the temp
 directory; :func:`build_resnet50` then writes the requested canonical weights into the
 initializers by name and caches that file under a hash of the weights, so new weights never
 need a new export. Cache files are named by what they depend on (PyTorch, onnxscript and onnx
@@ -139,14 +139,14 @@ def _exporter_key() -> str:
     return hashlib.sha256(versions.encode() + code).hexdigest()[:16]
 
 
-def _template(num_classes: int) -> Path:
-    """The exported graph for this class count, exported by PyTorch once and cached."""
-    path = _cache_dir() / f"resnet50-{_exporter_key()}-c{num_classes}.onnx"
+def _template(num_classes: int, width: int = resnet.WIDTH) -> Path:
+    """The exported graph for this class count and width, exported by PyTorch once and cached."""
+    path = _cache_dir() / f"resnet50-{_exporter_key()}-c{num_classes}-w{width}.onnx"
     if not path.exists():
         torch_adapter = get(SPEC.exported_from)  # the exporter; imported only when needed
 
         with tempfile.TemporaryDirectory(dir=path.parent) as tmp:
-            model = torch_adapter.build_resnet50(resnet.init_weights(0, num_classes))
+            model = torch_adapter.build_resnet50(resnet.init_weights(0, num_classes, width))
             exported = torch_adapter.export(model, tmp)
             os.replace(exported, path)
     return path
@@ -165,7 +165,7 @@ def model_file(weights: dict[str, np.ndarray]) -> Path:
     """The exported ONNX file holding ``weights`` (written once per distinct weights and
     exporter, then reused)."""
     num_classes = resnet.validate_weights(weights)
-    template = _template(num_classes)
+    template = _template(num_classes, resnet.width_of(weights))
     path = _cache_dir() / f"resnet50-{_exporter_key()}-w{weights_digest(weights)}.onnx"
     if not path.exists():
         model = onnx.load(str(template))
@@ -195,9 +195,10 @@ def to_canonical(session: ResNetSession) -> dict[str, np.ndarray]:
     graph = onnx.load(str(session.model_path)).graph
     stored = {init.name: init for init in graph.initializer}
     num_classes = int(stored["fc.bias"].dims[0])
+    width = int(stored["conv1.weight"].dims[0])
     return {
         name: numpy_helper.to_array(stored[name]).astype(np.float32, copy=True)
-        for name in resnet.param_shapes(num_classes)
+        for name in resnet.param_shapes(num_classes, width)
     }
 
 

@@ -131,17 +131,20 @@ def _bottleneck(x, block: resnet.Block, dtype: str):
     return keras.layers.ReLU(name=f"{name}_relu", dtype=dtype)(x)
 
 
-def resnet50(num_classes: int = 1000, dtype: str = "float32") -> keras.Model:
+def resnet50(
+    num_classes: int = 1000, dtype: str = "float32", width: int = resnet.WIDTH
+) -> keras.Model:
     """An uninitialised ResNet-50 v1.5 (NHWC, any image size that is a multiple of 32).
 
     ``dtype`` is a Keras dtype policy for every layer ("float32" or "mixed_bfloat16"); passing it
-    per layer leaves Keras' global policy untouched. The logits are always float32.
+    per layer leaves Keras' global policy untouched. The logits are always float32. ``width``:
+    :func:`labkit.resnet.stem`'s channels (64 is ResNet-50 itself).
     """
     images = keras.Input(shape=(None, None, 3), name="images")
-    x = _conv_bn(images, resnet.stem(), dtype, relu=True)
+    x = _conv_bn(images, resnet.stem(width), dtype, relu=True)
     x = keras.layers.ZeroPadding2D(1, name="maxpool_pad", dtype=dtype)(x)
     x = keras.layers.MaxPooling2D(3, strides=2, padding="valid", name="maxpool", dtype=dtype)(x)
-    for block in resnet.blocks():
+    for block in resnet.blocks(width):
         x = _bottleneck(x, block, dtype)
     x = keras.layers.GlobalAveragePooling2D(name="avgpool", dtype=dtype)(x)
     x = keras.layers.Dense(num_classes, name="fc", dtype=dtype)(x)
@@ -152,7 +155,7 @@ def resnet50(num_classes: int = 1000, dtype: str = "float32") -> keras.Model:
 def load_weights(model: keras.Model, weights: dict[str, np.ndarray]) -> None:
     """Copy canonical weights into ``model`` (OIHW -> HWIO kernels, (out, in) -> (in, out) fc)."""
     resnet.validate_weights(weights, num_classes=model.get_layer("fc").units)
-    for conv in resnet.all_convs():
+    for conv in resnet.all_convs(resnet.width_of(weights)):
         model.get_layer(keras_name(conv.conv)).set_weights(
             [weights[f"{conv.conv}.weight"].transpose(2, 3, 1, 0)]
         )
@@ -169,7 +172,7 @@ def build_resnet50(weights: dict[str, np.ndarray], precision: str = "fp32") -> k
     :func:`predict` does) to use the BatchNorm running statistics.
     """
     num_classes = resnet.validate_weights(weights)
-    model = resnet50(num_classes, _policy(precision))
+    model = resnet50(num_classes, _policy(precision), resnet.width_of(weights))
     load_weights(model, weights)
     return model
 
@@ -177,7 +180,8 @@ def build_resnet50(weights: dict[str, np.ndarray], precision: str = "fp32") -> k
 def to_canonical(model: keras.Model) -> dict[str, np.ndarray]:
     """The model's weights in canonical names and layouts (the inverse of :func:`load_weights`)."""
     out: dict[str, np.ndarray] = {}
-    for conv in resnet.all_convs():
+    width = model.get_layer("conv1").filters
+    for conv in resnet.all_convs(width):
         (kernel,) = model.get_layer(keras_name(conv.conv)).get_weights()
         out[f"{conv.conv}.weight"] = np.ascontiguousarray(kernel.transpose(3, 2, 0, 1))
         gamma, beta, mean, var = model.get_layer(keras_name(conv.bn)).get_weights()
@@ -192,7 +196,7 @@ def to_canonical(model: keras.Model) -> dict[str, np.ndarray]:
     kernel, bias = model.get_layer("fc").get_weights()
     out["fc.weight"] = np.ascontiguousarray(kernel.T)
     out["fc.bias"] = bias
-    return {name: out[name] for name in resnet.param_shapes(len(out["fc.bias"]))}
+    return {name: out[name] for name in resnet.param_shapes(len(out["fc.bias"]), width)}
 
 
 def to_nhwc(images: np.ndarray) -> np.ndarray:

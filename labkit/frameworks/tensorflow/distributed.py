@@ -54,13 +54,13 @@ def make_strategy(config):
     return tf.distribute.MultiWorkerMirroredStrategy(communication_options=options)
 
 
-def build_model(name: str, seed: int):
+def build_model(name: str, seed: int, width: int = resnet.WIDTH):
     import keras
 
     if name == "resnet50":
         from . import adapter
 
-        return adapter.build_resnet50(resnet.init_weights(seed))
+        return adapter.build_resnet50(resnet.init_weights(seed, width=width))
     keras.utils.set_random_seed(seed)
     return keras.Sequential(
         [  # TinyNet, as in the torch worker: no BatchNorm
@@ -118,7 +118,7 @@ def train(args, config, rank: int) -> None:
     global_batch = args.batch * world
 
     with strategy.scope():  # variables created here are mirrored on every worker
-        model = build_model(args.model, args.seed)
+        model = build_model(args.model, args.seed, args.width)
         optimizer = keras.optimizers.SGD(learning_rate=args.lr, momentum=args.momentum)
         optimizer.build(model.trainable_variables)
     num_classes = int(model.output_shape[-1])
@@ -165,6 +165,7 @@ def train(args, config, rank: int) -> None:
         "threads": args.threads or "default",
         "pid": os.getpid(),
         "model": args.model,
+        "width": args.width if args.model == "resnet50" else None,
         "batch": args.batch,
         "image_size": args.image_size,
         "steps": args.steps,

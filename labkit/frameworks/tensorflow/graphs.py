@@ -11,8 +11,9 @@ run the optimised graph, which is never shown. This module makes it visible:
   into the convolution weights);
 - :func:`grappler`: Grappler's meta-optimizer run on a ``GraphDef``, with its default optimisers or
   a chosen list (``"constfold"``, ``"arithmetic"``, ``"pruning"``, ``"remapper"``, ...);
-- :func:`run`: executes any ``GraphDef`` (optimised ones included) in a session, to check that it
-  still computes the same outputs;
+- :func:`run`: executes any ``GraphDef`` (optimised ones included) as it is, in a session with
+  Grappler and the classic graph optimiser switched off, to check that it still computes the same
+  outputs;
 - :func:`tflite_callable`: a converted TF Lite (LiteRT) flatbuffer, the graph as a phone runs it,
   kept loaded in one interpreter so that calls can be timed;
 - :func:`grappler_runs`: when Grappler runs, read from its own log in a child process (tracing
@@ -129,15 +130,29 @@ def counts(gd: tf.compat.v1.GraphDef) -> OpCounts:
 def run(
     gd: tf.compat.v1.GraphDef, inputs: Sequence[str], outputs: Sequence[str], *values: np.ndarray
 ) -> list[np.ndarray]:
-    """Execute a ``GraphDef`` in a fresh graph and session: ``outputs`` for the given inputs."""
+    """Execute a ``GraphDef`` as it is, in a fresh graph and session: ``outputs`` for the inputs.
+
+    A ``Session`` would otherwise run Grappler on the graph before executing it, so the "traced"
+    or "frozen" graph checked would really be an optimised one (and optimising a frozen
+    ResNet-50 holds many copies of its weights at once): here the meta-optimizer is disabled and
+    the classic optimiser set to ``L0`` (no constant folding, no common-subexpression elimination).
+    """
     if len(values) != len(inputs):
         raise ValueError(
             f"the graph takes {len(inputs)} input(s) {list(inputs)}, got {len(values)}"
         )
     with tf.Graph().as_default() as graph:
         tf.compat.v1.import_graph_def(gd, name="")
-        with tf.compat.v1.Session(graph=graph) as sess:
+        with tf.compat.v1.Session(graph=graph, config=_as_is()) as sess:
             return sess.run(list(outputs), dict(zip(inputs, values)))
+
+
+def _as_is() -> config_pb2.ConfigProto:
+    """A session configuration that runs a graph as given (no Grappler, no constant folding)."""
+    config = config_pb2.ConfigProto()
+    config.graph_options.rewrite_options.disable_meta_optimizer = True
+    config.graph_options.optimizer_options.opt_level = config_pb2.OptimizerOptions.L0
+    return config
 
 
 def stages(

@@ -98,21 +98,22 @@ class Bottleneck(nn.Module):
 
 
 class ResNet50(nn.Module):
-    """ResNet-50 v1.5: stem (7x7 conv, max pool), four stages of bottlenecks, global pool, fc."""
+    """ResNet-50 v1.5: stem (7x7 conv, max pool), four stages of bottlenecks, global pool, fc
+    (``width``: :func:`labkit.resnet.stem`'s channels; 64 is ResNet-50 itself)."""
 
-    def __init__(self, num_classes: int = 1000):
+    def __init__(self, num_classes: int = 1000, width: int = resnet.WIDTH):
         super().__init__()
-        stem = resnet.stem()
+        stem = resnet.stem(width)
         self.conv1, self.bn1 = _conv(stem), _bn(stem)
         self.relu = nn.ReLU(inplace=True)
         self.maxpool = nn.MaxPool2d(kernel_size=3, stride=2, padding=1)
-        specs = resnet.blocks()
+        specs = resnet.blocks(width)
         for stage in range(1, len(resnet.STAGES) + 1):
             prefix = f"layer{stage}."
             stage_specs = [b for b in specs if b.name.startswith(prefix)]
             setattr(self, f"layer{stage}", nn.Sequential(*(Bottleneck(b) for b in stage_specs)))
         self.avgpool = nn.AdaptiveAvgPool2d(1)
-        self.fc = nn.Linear(512 * resnet.EXPANSION, num_classes)
+        self.fc = nn.Linear(resnet.features(width), num_classes)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         x = self.maxpool(self.relu(self.bn1(self.conv1(x))))
@@ -130,7 +131,7 @@ def build_resnet50(weights: dict[str, np.ndarray]) -> ResNet50:
     A missing, unexpected or misshaped tensor raises ``ValueError`` naming it.
     """
     num_classes = resnet.validate_weights(weights)
-    model = ResNet50(num_classes)
+    model = ResNet50(num_classes, resnet.width_of(weights))
     load_canonical(model, weights)
     return model.eval()
 
@@ -147,9 +148,10 @@ def to_canonical(model: nn.Module) -> dict[str, np.ndarray]:
     """The model's weights as canonical float32 numpy arrays (exact copies)."""
     state = model.state_dict()
     num_classes = state["fc.bias"].shape[0]
+    width = state["conv1.weight"].shape[0]
     return {
         name: state[name].detach().cpu().float().numpy().copy()
-        for name in resnet.param_shapes(num_classes)
+        for name in resnet.param_shapes(num_classes, width)
     }
 
 

@@ -65,12 +65,12 @@ class TinyNet(nn.Module):
         return self.fc(x.mean(dim=(2, 3)))
 
 
-def build_model(name: str, seed: int) -> nn.Module:
+def build_model(name: str, seed: int, width: int = resnet.WIDTH) -> nn.Module:
     """ResNet-50 from the canonical weights (the adapter's) or the seeded TinyNet."""
     if name == "resnet50":
         from . import adapter
 
-        return adapter.build_resnet50(resnet.init_weights(seed)).train()
+        return adapter.build_resnet50(resnet.init_weights(seed, width=width)).train()
     torch.manual_seed(seed)
     return TinyNet().train()
 
@@ -105,7 +105,7 @@ def train(args, launched: bool, rank: int) -> None:
     world = dist.get_world_size() if launched else 1
     init_s = time.perf_counter() - t0
 
-    model = build_model(args.model, args.seed).to(device)
+    model = build_model(args.model, args.seed, args.width).to(device)
     num_classes = model.fc.out_features
     data = SyntheticImages(args.steps * args.batch * world, args.image_size, args.seed, num_classes)
     sampler = DistributedSampler(data, shuffle=False) if launched else None
@@ -143,6 +143,7 @@ def train(args, launched: bool, rank: int) -> None:
         "threads": torch.get_num_threads(),
         "pid": os.getpid(),
         "model": args.model,
+        "width": args.width if args.model == "resnet50" else None,
         "batch": args.batch,
         "image_size": args.image_size,
         "steps": args.steps,

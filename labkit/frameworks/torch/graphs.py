@@ -108,13 +108,17 @@ def inductor(model: nn.Module, images: np.ndarray, freezing: bool = True) -> tup
     is not reused), in eval mode without gradients; ``freezing=True`` treats the weights as
     constants, which lets Inductor fold BatchNorm into the convolutions. The first compile takes
     tens of seconds on a CPU (it builds C++ kernels); Inductor's on-disk cache speeds up repeats.
+    The kernels are compiled in this process (``compile_threads=1``): Inductor's default is a pool
+    of compile workers, one per core, each a fresh Python that imports PyTorch, which adds about
+    half a gigabyte (measured on 2 cores) while one model compiles; what is shown here is the
+    generated program, not how fast it was built.
     """
     from torch._inductor.utils import run_and_get_code
 
     example = torch.from_numpy(np.ascontiguousarray(images, dtype=np.float32))
     torch.compiler.reset()
     try:
-        with torch.no_grad(), torch._inductor.config.patch(freezing=freezing):
+        with torch.no_grad(), torch._inductor.config.patch(freezing=freezing, compile_threads=1):
             out, codes = run_and_get_code(torch.compile(model.eval()), example)
     finally:
         torch.compiler.reset()

@@ -381,6 +381,90 @@ def variations(arrays: Sequence[np.ndarray]) -> list[Variation]:
     return out
 
 
+def agrees(worst: float) -> str:
+    """How a check that passed says so."""
+    return f"agrees with eager (largest difference {worst:.1g})"
+
+
+def plain(message: str, table: Sequence[tuple[tuple[str, ...], str]], default: str) -> str:
+    """A framework's message in plain words: the meaning of the first entry of ``table``
+    (substrings of the message, what it means) that matches, else ``default``."""
+    for keys, meaning in table:
+        if any(k in message for k in keys):
+            return meaning
+    return default
+
+
+class EagerSession:
+    """What an eager framework's checks share: the example inputs, eager outputs computed once
+    per input, agreement with them, and which input sizes eager itself accepts. A framework's
+    session gives ``run(fn, arrays)`` (NumPy in, NumPy out) and ``eager_fn`` (the model's
+    eager callable)."""
+
+    eager_fn: Callable
+
+    def __init__(self, arrays: Sequence[np.ndarray]):
+        self.arrays = [np.ascontiguousarray(a) for a in arrays]
+        self._eager: dict[str, list[np.ndarray] | BaseException] = {}
+        self._accepted: list[tuple[Variation, str]] | None = None
+
+    def run(self, fn: Callable, arrays: Sequence[np.ndarray]) -> list[np.ndarray]:
+        raise NotImplementedError
+
+    def eager(self, key: str, arrays: Sequence[np.ndarray]) -> list[np.ndarray]:
+        """Eager outputs for ``arrays`` (cached under ``key``); raises what eager raised."""
+        if key not in self._eager:
+            try:
+                self._eager[key] = self.run(self.eager_fn, arrays)
+            except Exception as exc:  # noqa: BLE001 - a framework error is the check's finding
+                self._eager[key] = exc
+        found = self._eager[key]
+        if isinstance(found, BaseException):
+            raise found
+        return found
+
+    def cases(self) -> list[tuple[str, list[np.ndarray]]]:
+        """The example and the probes that eager itself runs."""
+        out = [("example", self.arrays)]
+        for label, arrays in probes(self.arrays):
+            with contextlib.suppress(Exception):
+                self.eager(label, arrays)
+                out.append((label, arrays))
+        return out
+
+    def compare(
+        self,
+        fn: Callable | None,
+        extra: Sequence[tuple[str, list]] = (),
+        run: Callable | None = None,
+    ) -> tuple[bool, float, str]:
+        """Whether ``fn`` (called through ``run``, by default this session's) agrees with eager
+        on every case and on ``extra``; the largest difference; what differs."""
+        run = run or self.run
+        worst = 0.0
+        for label, arrays in [*self.cases(), *extra]:
+            ok, diff, why = agreement(run(fn, arrays), self.eager(label, arrays))
+            worst = max(worst, diff)
+            if not ok:
+                return False, worst, f"on the {label} input: {why}"
+        return True, worst, ""
+
+    def accepted(self) -> list[tuple[Variation, str]]:
+        """Each variation of the inputs, with "" when eager runs every size in it, else why not."""
+        if self._accepted is None:
+            self._accepted = []
+            for v in variations(self.arrays):
+                why = ""
+                for xs in v.inputs[1:]:
+                    try:
+                        self.eager(f"{v.name} {models.describe_arrays(xs)}", xs)
+                    except Exception as exc:  # noqa: BLE001 - a framework error is the check's finding
+                        why = condense(exc, lines=1, limit=160)
+                        break
+                self._accepted.append((v, why))
+        return self._accepted
+
+
 # ---------------------------------------------------------------------------------------------
 # running the checks: worker processes, crash and timeout handling
 

@@ -105,16 +105,14 @@ def unpack(path: Path) -> object:
 # the state the checks share in one process
 
 
-class Session:
+class Session(ex.EagerSession):
     """The model's eager callable, its example inputs, and eager outputs per input."""
 
     def __init__(self, model: object, arrays: list[np.ndarray]):
+        super().__init__(arrays)
         self.model = model
-        self.call = model_caller(model)
+        self.call = self.eager_fn = model_caller(model)
         self.options = _options(model)
-        self.arrays = [np.ascontiguousarray(a) for a in arrays]
-        self._eager: dict[str, list[np.ndarray] | BaseException] = {}
-        self._accepted: list[tuple[ex.Variation, str]] | None = None
 
     @staticmethod
     def tensors(arrays: Sequence[np.ndarray]) -> list[tf.Tensor]:
@@ -122,49 +120,6 @@ class Session:
 
     def run(self, fn: Callable, arrays: Sequence[np.ndarray]) -> list[np.ndarray]:
         return [np.asarray(t) for t in tf.nest.flatten(fn(*self.tensors(arrays)))]
-
-    def eager(self, key: str, arrays: Sequence[np.ndarray]) -> list[np.ndarray]:
-        if key not in self._eager:
-            try:
-                self._eager[key] = self.run(self.call, arrays)
-            except Exception as exc:  # noqa: BLE001 - a framework error is the check's finding
-                self._eager[key] = exc
-        found = self._eager[key]
-        if isinstance(found, BaseException):
-            raise found
-        return found
-
-    def cases(self) -> list[tuple[str, list[np.ndarray]]]:
-        out = [("example", self.arrays)]
-        for label, arrays in ex.probes(self.arrays):
-            with contextlib.suppress(Exception):
-                self.eager(label, arrays)
-                out.append((label, arrays))
-        return out
-
-    def compare(self, fn: Callable, run: Callable | None = None) -> tuple[bool, float, str]:
-        run = run or self.run
-        worst = 0.0
-        for label, arrays in self.cases():
-            ok, diff, why = ex.agreement(run(fn, arrays), self.eager(label, arrays))
-            worst = max(worst, diff)
-            if not ok:
-                return False, worst, f"on the {label} input: {why}"
-        return True, worst, ""
-
-    def accepted(self) -> list[tuple[ex.Variation, str]]:
-        if self._accepted is None:
-            self._accepted = []
-            for v in ex.variations(self.arrays):
-                why = ""
-                for xs in v.inputs[1:]:
-                    try:
-                        self.eager(f"{v.name} {ex.models.describe_arrays(xs)}", xs)
-                    except Exception as exc:  # noqa: BLE001 - a framework error is the check's finding
-                        why = ex.condense(exc, lines=1, limit=160)
-                        break
-                self._accepted.append((v, why))
-        return self._accepted
 
     def signature(self, dynamic: Sequence[int] = (0,)) -> list[tf.TensorSpec]:
         """Input specs of the example's shapes with ``None`` in the ``dynamic`` dimensions."""
@@ -180,10 +135,6 @@ class Session:
 
 def session(model: object, arrays: list[np.ndarray]) -> Session:
     return Session(model, arrays)
-
-
-def _agrees(worst: float) -> str:
-    return f"agrees with eager (largest difference {worst:.1g})"
 
 
 @contextlib.contextmanager
@@ -242,10 +193,7 @@ PLAIN: tuple[tuple[tuple[str, ...], str], ...] = (
 
 
 def plain(message: str) -> str:
-    for keys, meaning in PLAIN:
-        if any(k in message for k in keys):
-            return meaning
-    return "TensorFlow stopped here (its message says why)"
+    return ex.plain(message, PLAIN, "TensorFlow stopped here (its message says why)")
 
 
 def _fails(path: str, what: str, exc: BaseException) -> dict:
@@ -323,14 +271,14 @@ def _function(s: Session) -> dict:
             path,
             "caveats",
             f"traced {traces} times for inputs of one shape{given}: something other than "
-            f"shapes and dtypes (a Python value) keys the trace; {_agrees(worst)}",
+            f"shapes and dtypes (a Python value) keys the trace; {ex.agrees(worst)}",
             traces=traces,
             first_call_s=first,
         )
     return ex.result(
         path,
         "works",
-        f"one trace serves inputs of this shape{given}; {_agrees(worst)}; first call "
+        f"one trace serves inputs of this shape{given}; {ex.agrees(worst)}; first call "
         f"{first:.2f} s (tracing)",
         traces=traces,
         first_call_s=first,
@@ -421,7 +369,7 @@ def _xla(s: Session) -> dict:
     return ex.result(
         path,
         "works",
-        f"compiled by XLA (jit_compile=True); {_agrees(worst)}; first call {first:.2f} s "
+        f"compiled by XLA (jit_compile=True); {ex.agrees(worst)}; first call {first:.2f} s "
         "(tracing and compiling)",
         first_call_s=first,
     )
@@ -461,7 +409,7 @@ def _savedmodel(s: Session) -> dict:
         path,
         "works",
         f"saved with a serve signature (any batch size), loaded back without the Python code: "
-        f"{size / 1e6:.2g} MB; {_agrees(worst)}",
+        f"{size / 1e6:.2g} MB; {ex.agrees(worst)}",
         bytes=size,
     )
 
@@ -489,7 +437,7 @@ def _tflite(s: Session) -> dict:
         interpreter = tf.lite.Interpreter(model_content=flat)
         runner = interpreter.get_signature_runner()
         try:
-            ok, worst, why = s.compare(None, _tflite_run(runner))
+            ok, worst, why = s.compare(None, run=_tflite_run(runner))
         except Exception as exc:  # noqa: BLE001 - a framework error is the check's finding
             return _fails(path, "converted, but the TF Lite interpreter cannot run it", exc)
     if not ok:
@@ -498,7 +446,7 @@ def _tflite(s: Session) -> dict:
         path,
         "works",
         f"converted to TF Lite (builtin ops, float32: {len(flat) / 1e6:.2g} MB) and run by its "
-        f"interpreter; {_agrees(worst)}",
+        f"interpreter; {ex.agrees(worst)}",
         bytes=len(flat),
     )
 

@@ -93,14 +93,12 @@ def unpack(path: Path) -> object:
 # the state the checks share in one process
 
 
-class Session:
+class Session(ex.EagerSession):
     """The model in eval mode, its example inputs, and eager outputs computed once per input."""
 
     def __init__(self, model: object, arrays: list[np.ndarray]):
-        self.module = as_module(model).eval()
-        self.arrays = [np.ascontiguousarray(a) for a in arrays]
-        self._eager: dict[str, list[np.ndarray] | BaseException] = {}
-        self._accepted: list[tuple[ex.Variation, str]] | None = None
+        super().__init__(arrays)
+        self.module = self.eager_fn = as_module(model).eval()
 
     @staticmethod
     def tensors(arrays: Sequence[np.ndarray]) -> list[torch.Tensor]:
@@ -114,61 +112,9 @@ class Session:
             for t in leaves(out)
         ]
 
-    def eager(self, key: str, arrays: Sequence[np.ndarray]) -> list[np.ndarray]:
-        """Eager outputs for ``arrays`` (cached under ``key``); raises what eager raised."""
-        if key not in self._eager:
-            try:
-                self._eager[key] = self.run(self.module, arrays)
-            except Exception as exc:  # noqa: BLE001 - a framework error is the check's finding
-                self._eager[key] = exc
-        found = self._eager[key]
-        if isinstance(found, BaseException):
-            raise found
-        return found
-
-    def cases(self) -> list[tuple[str, list[np.ndarray]]]:
-        """The example and the probes that eager itself runs."""
-        out = [("example", self.arrays)]
-        for label, arrays in ex.probes(self.arrays):
-            with contextlib.suppress(Exception):
-                self.eager(label, arrays)
-                out.append((label, arrays))
-        return out
-
-    def compare(
-        self, fn: Callable, extra: Sequence[tuple[str, list]] = ()
-    ) -> tuple[bool, float, str]:
-        """Whether ``fn`` agrees with eager on every case; the largest difference; what differs."""
-        worst = 0.0
-        for label, arrays in [*self.cases(), *extra]:
-            ok, diff, why = ex.agreement(self.run(fn, arrays), self.eager(label, arrays))
-            worst = max(worst, diff)
-            if not ok:
-                return False, worst, f"on the {label} input: {why}"
-        return True, worst, ""
-
-    def accepted(self) -> list[tuple[ex.Variation, str]]:
-        """Each variation of the inputs, with "" when eager runs every size in it, else why not."""
-        if self._accepted is None:
-            self._accepted = []
-            for v in ex.variations(self.arrays):
-                why = ""
-                for xs in v.inputs[1:]:
-                    try:
-                        self.eager(f"{v.name} {ex.models.describe_arrays(xs)}", xs)
-                    except Exception as exc:  # noqa: BLE001 - a framework error is the check's finding
-                        why = ex.condense(exc, lines=1, limit=160)
-                        break
-                self._accepted.append((v, why))
-        return self._accepted
-
 
 def session(model: object, arrays: list[np.ndarray]) -> Session:
     return Session(model, arrays)
-
-
-def _agrees(worst: float) -> str:
-    return f"agrees with eager (largest difference {worst:.1g})"
 
 
 # --------------------------------------------------------------------------------------------
@@ -217,10 +163,7 @@ PLAIN: tuple[tuple[tuple[str, ...], str], ...] = (
 
 
 def plain(message: str) -> str:
-    for keys, meaning in PLAIN:
-        if any(k in message for k in keys):
-            return meaning
-    return "the capture stopped here (the framework's message says why)"
+    return ex.plain(message, PLAIN, "the capture stopped here (the framework's message says why)")
 
 
 def _frame_name(name: str) -> str:
@@ -376,7 +319,7 @@ def _compile(s: Session) -> dict:
             path,
             "caveats",
             "Dynamo captured no graph: the whole forward runs as plain Python, so torch.compile "
-            f"cannot speed it up (it {_agrees(worst)})",
+            f"cannot speed it up (it {ex.agrees(worst)})",
             message,
             breaks,
             **details,
@@ -386,7 +329,7 @@ def _compile(s: Session) -> dict:
             path,
             "caveats",
             f"{graphs} graphs with {sum(b.count for b in breaks)} graph break(s) between them "
-            f"(listed below): Python runs at each break; Inductor's code {_agrees(worst)}; "
+            f"(listed below): Python runs at each break; Inductor's code {ex.agrees(worst)}; "
             f"first call {first:.1f} s (compiling)",
             message,
             breaks,
@@ -395,7 +338,7 @@ def _compile(s: Session) -> dict:
     return ex.result(
         path,
         "works",
-        f"one graph, no graph break; Inductor's code {_agrees(worst)}; first call {first:.1f} s "
+        f"one graph, no graph break; Inductor's code {ex.agrees(worst)}; first call {first:.1f} s "
         "(compiling)",
         "",
         **details,
@@ -426,7 +369,7 @@ def _fullgraph(s: Session) -> dict:
         path,
         "works",
         f"the whole forward is one graph (Dynamo with fullgraph=True; backend 'eager' checks the "
-        f"capture only); {_agrees(worst)}",
+        f"capture only); {ex.agrees(worst)}",
     )
 
 
@@ -520,7 +463,7 @@ def _export(s: Session, strict: bool) -> dict:
         path,
         "works",
         f"one whole-program graph ({ops} ATen operations; {how}; input shapes fixed to the "
-        f"example's); {_agrees(worst)}",
+        f"example's); {ex.agrees(worst)}",
         ops=ops,
     )
 
@@ -572,14 +515,14 @@ def _trace(s: Session) -> dict:
             path,
             "caveats",
             f"{len(notes)} TracerWarning(s): the trace froze a value or decision of the example "
-            f"run; it {_agrees(worst)} on the inputs tried, maybe not on others ({deprecated})",
+            f"run; it {ex.agrees(worst)} on the inputs tried, maybe not on others ({deprecated})",
             message,
             tracer_warnings=len(notes),
         )
     return ex.result(
         path,
         "works",
-        f"the trace replays correctly on new values and sizes; {_agrees(worst)} ({deprecated})",
+        f"the trace replays correctly on new values and sizes; {ex.agrees(worst)} ({deprecated})",
     )
 
 
@@ -621,7 +564,7 @@ def _onnx(s: Session) -> dict:
         path,
         "works",
         f"exported by torch.onnx.export (dynamo exporter; shapes fixed to the example's): "
-        f"{nodes} ONNX nodes; ONNX Runtime {_agrees(worst)}",
+        f"{nodes} ONNX nodes; ONNX Runtime {ex.agrees(worst)}",
         nodes=nodes,
     )
 

@@ -92,6 +92,40 @@ def report_step(out: str | Path, rank: int) -> None:
         f.write(".")
 
 
+def result_fields(
+    args: argparse.Namespace,
+    *,
+    rank: int,
+    world: int,
+    parameters: int,
+    losses: list[float],
+    step_s: list[float],
+    data_sum: float,
+    init_s: float,
+    **framework: object,
+) -> dict:
+    """A worker's result: what every framework's worker reports (the run, its losses and step
+    times, the size of the gradient it all-reduces), after the ``framework``'s own fields
+    (name, version, launcher, backend, device, threads)."""
+    return {
+        **framework,
+        "rank": rank,
+        "world_size": world,
+        "pid": os.getpid(),
+        "model": args.model,
+        "width": args.width if args.model == "resnet50" else None,
+        "batch": args.batch,
+        "image_size": args.image_size,
+        "steps": args.steps,
+        "losses": losses,
+        "step_s": step_s,
+        "data_sum": data_sum,
+        "init_s": init_s,
+        "parameters": int(parameters),
+        "gradient_mb": int(parameters) * 4 / 1e6,
+    }
+
+
 def write_result(
     out: str | Path, rank: int, result: dict, weights: dict[str, np.ndarray] | None
 ) -> None:

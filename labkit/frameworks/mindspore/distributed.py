@@ -143,28 +143,22 @@ def train(args, launched: bool, rank: int) -> None:
     weights = weights_of(net, args.model)
 
     params = int(sum(np.prod(p.shape) for p in net.trainable_params()))
-    result = {
-        "framework": "mindspore",
-        "version": ms.__version__,
-        "rank": rank,
-        "world_size": world,
-        "launcher": "msrun" if launched else "single process",
-        "backend": "DATA_PARALLEL (CPU collectives)" if launched else "",
-        "device": "cpu",
-        "threads": args.threads or "default",
-        "pid": os.getpid(),
-        "model": args.model,
-        "width": args.width if args.model == "resnet50" else None,
-        "batch": args.batch,
-        "image_size": args.image_size,
-        "steps": args.steps,
-        "losses": losses,
-        "step_s": step_s,
-        "data_sum": data_sum,
-        "init_s": init_s,
-        "parameters": params,
-        "gradient_mb": params * 4 / 1e6,
-    }
+    result = distributed.result_fields(
+        args,
+        framework="mindspore",
+        version=ms.__version__,
+        rank=rank,
+        world=world,
+        launcher="msrun" if launched else "single process",
+        backend="DATA_PARALLEL (CPU collectives)" if launched else "",
+        device="cpu",
+        threads=args.threads or "default",
+        parameters=params,
+        losses=losses,
+        step_s=step_s,
+        data_sum=data_sum,
+        init_s=init_s,
+    )
     if args.measure and launched:
         result.update(measure_allreduce(params, args.measure))
     distributed.write_result(args.out, rank, result, weights)

@@ -154,28 +154,22 @@ def train(args, config, rank: int) -> None:
     weights = weights_of(model, args.model)
 
     params = int(sum(np.prod(v.shape) for v in model.trainable_variables))
-    result = {
-        "framework": "tensorflow",
-        "version": tf.__version__,
-        "rank": rank,
-        "world_size": world,
-        "launcher": "TF_CONFIG" if config else "single process",
-        "backend": "MultiWorkerMirroredStrategy (AUTO collectives)" if config else "",
-        "device": "cpu",
-        "threads": args.threads or "default",
-        "pid": os.getpid(),
-        "model": args.model,
-        "width": args.width if args.model == "resnet50" else None,
-        "batch": args.batch,
-        "image_size": args.image_size,
-        "steps": args.steps,
-        "losses": losses,
-        "step_s": step_s,
-        "data_sum": data_sum,
-        "init_s": init_s,
-        "parameters": params,
-        "gradient_mb": params * 4 / 1e6,
-    }
+    result = distributed.result_fields(
+        args,
+        framework="tensorflow",
+        version=tf.__version__,
+        rank=rank,
+        world=world,
+        launcher="TF_CONFIG" if config else "single process",
+        backend="MultiWorkerMirroredStrategy (AUTO collectives)" if config else "",
+        device="cpu",
+        threads=args.threads or "default",
+        parameters=params,
+        losses=losses,
+        step_s=step_s,
+        data_sum=data_sum,
+        init_s=init_s,
+    )
     if config:
         result["auto_shard_ids"] = auto_shard_ids(strategy, AUTO_SHARD_SAMPLES)
     if args.measure and config:

@@ -132,28 +132,22 @@ def train(args, launched: bool, rank: int) -> None:
     weights = weights_of(model, args.model)  # before the timing passes below touch BatchNorm
 
     params = sum(p.numel() for p in model.parameters())
-    result = {
-        "framework": "torch",
-        "version": torch.__version__,
-        "rank": rank,
-        "world_size": world,
-        "launcher": "torchrun" if launched else "single process",
-        "backend": backend if launched else "",
-        "device": str(device),
-        "threads": torch.get_num_threads(),
-        "pid": os.getpid(),
-        "model": args.model,
-        "width": args.width if args.model == "resnet50" else None,
-        "batch": args.batch,
-        "image_size": args.image_size,
-        "steps": args.steps,
-        "losses": losses,
-        "step_s": step_s,
-        "data_sum": data_sum,
-        "init_s": init_s,
-        "parameters": params,
-        "gradient_mb": params * 4 / 1e6,
-    }
+    result = distributed.result_fields(
+        args,
+        framework="torch",
+        version=torch.__version__,
+        rank=rank,
+        world=world,
+        launcher="torchrun" if launched else "single process",
+        backend=backend if launched else "",
+        device=str(device),
+        threads=torch.get_num_threads(),
+        parameters=params,
+        losses=losses,
+        step_s=step_s,
+        data_sum=data_sum,
+        init_s=init_s,
+    )
     if args.measure:
         result.update(measure(net, model, loader, device, args.measure, launched, cuda))
     if launched:

@@ -150,34 +150,26 @@ def read(path: Path) -> tuple[str, dict, str]:
         )
         raise Skip(f"foreign file: {what}, not a labkit result card or results file")
     # not one JSON document: a results file (one record per line), or damaged
-    lines = text.split("\n")
-    first = next((ln for ln in lines if ln.strip()), "")
+    first = next(n for n, ln in enumerate(text.split("\n"), start=1) if ln.strip())
     try:
-        json.loads(first)
-        jsonl = True
-    except json.JSONDecodeError:
-        jsonl = False
-    if not jsonl:
+        parsed, truncated = results.parse_lines(text)
+    except results.BadLine as exc:
+        if exc.line != first:
+            raise Skip(f"line {exc.line} is not JSON ({exc.msg}): a damaged results file") from None
+        parsed, truncated = [], None
+    if not parsed:  # not even its first line is JSON
         if text.lstrip().startswith(("{", "[")):
             raise Skip(
                 f"truncated or damaged JSON ({error.msg} at line {error.lineno} column "
                 f"{error.colno}): ask for the file again"
             )
         raise Skip("not JSON: not a labkit result card or results file")
-    records, note = [], ""
-    complete = text.endswith("\n")
-    for n, line in enumerate(lines, start=1):
-        if not line.strip():
-            continue
-        try:
-            records.append(json.loads(line))
-        except json.JSONDecodeError as exc:
-            if n == len(lines) and not complete:
-                note = f"line {n} is truncated (an interrupted write) and was left out"
-                continue
-            raise Skip(f"line {n} is not JSON ({exc.msg}): a damaged results file") from None
-    if not records:
-        raise Skip("no complete record in it")
+    records = [r for _, r in parsed]
+    note = (
+        f"line {truncated} is truncated (an interrupted write) and was left out"
+        if truncated
+        else ""
+    )
     _check_records(records, "line")
     return "results", cards.build(records, source=path.name, local=False), note
 

@@ -356,6 +356,33 @@ def upgrade(record: dict) -> dict:
     return validate(out)
 
 
+class BadLine(ValueError):
+    """A line of a JSON Lines text that is not JSON (and not an interrupted last write)."""
+
+    def __init__(self, line: int, msg: str):
+        super().__init__(f"line {line} is not JSON ({msg})")
+        self.line, self.msg = line, msg
+
+
+def parse_lines(text: str) -> tuple[list[tuple[int, object]], int | None]:
+    """JSON Lines: ``(line number, value)`` of every non-blank line, and the number of a
+    truncated last line (no newline after it and not JSON: a write that was interrupted),
+    which is left out, else None. Raises :class:`BadLine` for any other line that is not JSON."""
+    lines = text.split("\n")
+    complete = text.endswith("\n")
+    parsed: list[tuple[int, object]] = []
+    for n, line in enumerate(lines, start=1):
+        if not line.strip():
+            continue
+        try:
+            parsed.append((n, json.loads(line)))
+        except json.JSONDecodeError as exc:
+            if n == len(lines) and not complete:
+                return parsed, n
+            raise BadLine(n, exc.msg) from None
+    return parsed, None
+
+
 def load(path: str | os.PathLike) -> list[dict]:
     """All records of a results file, validated; schema-1 records are upgraded in memory
     (:func:`upgrade`; the file is not changed).
@@ -380,31 +407,25 @@ def load(path: str | os.PathLike) -> list[dict]:
             f"{path} is not a labkit results file (not UTF-8 text: {exc.reason}); "
             f"fix: give a .jsonl file written by `python -m labkit bench`"
         ) from exc
-    lines = text.split("\n")
-    complete = text.endswith("\n")
+    try:
+        parsed, truncated = parse_lines(text)
+    except BadLine as exc:
+        raise ValueError(
+            f"{path} line {exc.line} is not valid JSON ({exc.msg}): not a labkit "
+            f"results file, or a damaged one; fix: give a file written by "
+            f"`python -m labkit bench`, or delete or repair that line (the "
+            f"other lines are intact)"
+        ) from exc
+    if truncated:
+        warnings.warn(
+            f"{path} line {truncated} is truncated (an interrupted write) and was "
+            f"skipped; the {len(parsed)} complete records are kept; "
+            f"`{_BENCH_FIX.format(path=path)}` measures that cell again",
+            UserWarning,
+            stacklevel=2,
+        )
     records: list[dict] = []
-    for n, line in enumerate(lines, start=1):
-        if not line.strip():
-            continue
-        is_tail = n == len(lines) and not complete
-        try:
-            record = json.loads(line)
-        except json.JSONDecodeError as exc:
-            if is_tail:
-                warnings.warn(
-                    f"{path} line {n} is truncated (an interrupted write) and was "
-                    f"skipped; the {len(records)} complete records are kept; "
-                    f"`{_BENCH_FIX.format(path=path)}` measures that cell again",
-                    UserWarning,
-                    stacklevel=2,
-                )
-                continue
-            raise ValueError(
-                f"{path} line {n} is not valid JSON ({exc.msg}): not a labkit "
-                f"results file, or a damaged one; fix: give a file written by "
-                f"`python -m labkit bench`, or delete or repair that line (the "
-                f"other lines are intact)"
-            ) from exc
+    for n, record in parsed:
         found = problems(record)
         if found:
             raise ValueError(

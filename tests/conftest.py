@@ -1,6 +1,7 @@
 """Shared test setup. The protobuf setting must precede any framework import (see labkit/__init__)."""
 
 import os
+import signal
 import socket
 import subprocess
 import sys
@@ -222,6 +223,12 @@ class NotebookMemory:
 
 
 def pytest_configure(config):
+    # A shell without job control starts background commands with Ctrl-C (SIGINT) ignored, and
+    # every process inherits that: then the tests of what Ctrl-C does (the runner finishing its
+    # record, the launcher stopping its workers) would test nothing. Restore Python's own
+    # handler here; the processes the tests start get the default action back at exec.
+    if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
     folder = config.getoption("--save-executed", default=None)
     if folder:
         config.pluginmanager.register(

@@ -381,6 +381,18 @@ def variations(arrays: Sequence[np.ndarray]) -> list[Variation]:
     return out
 
 
+def write_pickle(obj: object, path: Path) -> None:
+    """Write ``obj`` with cloudpickle (classes and functions defined in a notebook travel by
+    value, those of importable modules by reference); ``ValueError`` when it cannot be pickled."""
+    import cloudpickle
+
+    try:
+        data = cloudpickle.dumps(obj)
+    except Exception as exc:
+        raise ValueError(f"pickling it failed: {type(exc).__name__}: {exc}") from exc
+    Path(path).write_bytes(data)
+
+
 def agrees(worst: float) -> str:
     """How a check that passed says so."""
     return f"agrees with eager (largest difference {worst:.1g})"

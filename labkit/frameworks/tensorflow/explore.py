@@ -82,18 +82,12 @@ def _options(fn: object) -> dict:
 def pack(model: object, path: Path) -> None:
     """Keras objects pickle through Keras' own saving (their classes must be importable where
     they are loaded); a ``tf.function`` as its Python function and options (cloudpickle)."""
-    import cloudpickle
-
     payload = (
         ("function", model.python_function, _options(model))
         if is_tf_function(model)
         else ("object", model, {})
     )
-    try:
-        data = cloudpickle.dumps(payload)
-    except Exception as exc:
-        raise ValueError(f"pickling it failed: {type(exc).__name__}: {exc}") from exc
-    Path(path).write_bytes(data)
+    ex.write_pickle(payload, path)
 
 
 def unpack(path: Path) -> object:

@@ -74,15 +74,8 @@ def describe(model: object) -> str:
 
 
 def pack(model: object, path: Path) -> None:
-    """Pickle the model with cloudpickle: classes and functions defined in a notebook travel by
-    value, those of importable modules by reference."""
-    import cloudpickle
-
-    try:
-        data = cloudpickle.dumps(model)
-    except Exception as exc:
-        raise ValueError(f"pickling it failed: {type(exc).__name__}: {exc}") from exc
-    Path(path).write_bytes(data)
+    """Pickle the model with cloudpickle (:func:`labkit.explore.write_pickle`)."""
+    ex.write_pickle(model, path)
 
 
 def unpack(path: Path) -> object:

@@ -65,6 +65,31 @@ def require(name: str):
     return frameworks.get(name)
 
 
+_REFERENCES: dict = {}
+
+
+def assert_float32_close(got, weights: dict, images, what: str = "") -> None:
+    """``got`` (float32 logits of ``weights`` on ``images``) is as close to the float64 reference
+    as PyTorch's own float32 logits allow (labkit.crosscheck: FP32_SPREAD times PyTorch's error).
+
+    The reference is computed once per weights object and batch (the callers' fixtures keep
+    both alive for the module)."""
+    from labkit import crosscheck
+
+    import numpy as np
+
+    images = np.asarray(images)
+    key = (id(weights), images.shape, hash(images.tobytes()))
+    if key not in _REFERENCES:
+        _REFERENCES[key] = crosscheck.reference_logits(weights, images)
+    exact, bound = _REFERENCES[key]
+    err = crosscheck.max_rel_diff(got, exact)
+    assert bound.admits(err), (
+        f"{what}: {err:.2e} of the logit scale from float64, beyond {bound.limit:.2e} "
+        f"({bound.spread:g} x PyTorch's own float32 error {bound.reference_error:.2e})"
+    )
+
+
 def pytest_collection_modifyitems(config, items):
     """Tests marked ``costly`` (another compiled graph, another export) are skipped under the
     smoke profile (``make test``, CI) and run by ``make test-standard`` (LABKIT_PROFILE=standard,

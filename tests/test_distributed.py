@@ -15,9 +15,11 @@ import sys
 import time
 from pathlib import Path
 
+from labkit import crosscheck as cc
 from labkit import distributed, resnet
 from labkit.distributed import DistributedError, Job, PortInUse
 
+import numpy as np
 import psutil
 import pytest
 from conftest import ROOT, require
@@ -240,9 +242,19 @@ def test_workers_identical_and_equal_to_one_process_on_the_concatenated_batch(fr
     assert sums[0] != sums[1] and sum(sums) == pytest.approx(ref.workers[0]["data_sum"], rel=1e-9)
     assert ref.workers[0]["world_size"] == 1 and ref.workers[0]["launcher"] == "single process"
 
-    assert run.max_difference_between_workers() <= 1e-6
-    assert distributed.max_difference(run.weights(0), ref.weights(0)) < 1e-5
-    assert run.final_loss == pytest.approx(ref.final_loss, abs=1e-5)
+    # Two workers apply the same all-reduced gradient (a + b == b + a in IEEE arithmetic):
+    # their weights are bit-identical.
+    assert run.max_difference_between_workers() == 0.0
+    # Against one process on the whole batch only the summation order differs (two half-batch
+    # sums, then their mean). The tiny model has no BatchNorm, so its gradient is well
+    # conditioned: each step may move a weight by a few float32 roundings of its size. Measured
+    # here: 0.7-2.8e-8 with weights up to 0.38, about one rounding; the bound allows
+    # FP32_SPREAD roundings per step.
+    weights = ref.weights(0)
+    scale = max(float(np.abs(w).max()) for w in weights.values())
+    rounding = float(np.finfo(np.float32).eps) * job.steps * cc.FP32_SPREAD
+    assert distributed.max_difference(run.weights(0), weights) <= rounding * scale
+    assert abs(run.final_loss - ref.final_loss) <= rounding * abs(ref.final_loss)
     assert run.workers[0]["allreduce_s"] > 0 and len(run.workers[0]["step_s"]) == 3
     if framework == "tensorflow":  # experimental_distribute_dataset shards without being told
         from labkit.frameworks.tensorflow.distributed import AUTO_SHARD_SAMPLES
@@ -266,7 +278,9 @@ def test_a_narrow_resnet50_trains_with_its_own_weights_in_every_worker(tmp_path)
     assert run.workers[0]["gradient_mb"] == pytest.approx(params * 4 / 1e6)
     weights = run.weights(0)
     assert {n: v.shape for n, v in weights.items()} == resnet.param_shapes(width=16)
-    assert run.max_difference_between_workers(lambda n: resnet.is_trainable(n)) <= 1e-6
+    # the trainable weights are bit-identical (the same all-reduced gradient); the BatchNorm
+    # statistics are each worker's own
+    assert run.max_difference_between_workers(lambda n: resnet.is_trainable(n)) == 0.0
     assert_all_gone(run.pids)
 
 

@@ -8,7 +8,7 @@ from labkit import bench, resnet
 
 import numpy as np
 import pytest
-from conftest import ROOT, require
+from conftest import ROOT, assert_float32_close, require
 
 SIZE = 32  # the smallest image ResNet-50 takes: keeps the suite fast
 
@@ -64,30 +64,8 @@ def test_max_pool_pads_like_torch(ms_adapter):
     np.testing.assert_array_equal(ours, theirs)  # a zero-padded pool would return 0 at borders
 
 
-@pytest.fixture(scope="module")
-def torch_adapter():
-    return require("torch")
-
-
-@pytest.mark.parametrize("batch,size,seed", [(1, 32, 1), (3, 64, 2)])
-def test_logits_agree_with_torch(ms_adapter, torch_adapter, net, weights, batch, size, seed):
-    images, _ = resnet.random_batch(batch, size, seed=seed)
-    ours = ms_adapter.predict(net, images)
-    ref = torch_adapter.predict(torch_adapter.build_resnet50(weights), images)
-    assert ours.shape == ref.shape == (batch, 1000)
-    assert np.abs(ours - ref).max() < 1e-3 * np.abs(ref).max()
-
-
-def test_train_step_matches_torch(ms_adapter, torch_adapter, weights):
-    images, labels = resnet.random_batch(2, 64, seed=3)
-    loss, new = ms_adapter.train_step(weights, images, labels)
-    ref_loss, ref = torch_adapter.train_step(weights, images, labels)
-    assert loss == pytest.approx(ref_loss, rel=1e-4)
-    assert set(new) == set(weights)
-    for name in weights:  # every tensor moved (trainable: SGD; running stats: batch statistics)
-        change = np.abs(ref[name] - weights[name]).max()
-        assert change > 0, name
-        assert np.abs(new[name] - ref[name]).max() < 1e-3 * change + 1e-6, name
+# Logits and a training step against PyTorch's float64 reference, with 1 and with 2 threads:
+# tests/test_resnet_crosscheck.py (in fresh processes, so the thread count is the one asked).
 
 
 @pytest.mark.parametrize("task", bench.TASKS)
@@ -101,13 +79,15 @@ def test_prepare_runs_every_mode(ms_adapter, weights, task):
     if task == "train":  # scalar losses; the weights moved between the steps; same in both modes
         for mode, (first, second) in outputs.items():
             assert first.shape == () and np.isfinite(first) and second != first, mode
+        # the loss is computed before the update: a forward quantity, where float32 rounding
+        # is about 1e-7 of it (a bug in the step would change the second loss by far more)
         np.testing.assert_allclose(outputs["graph"], outputs["pynative"], rtol=1e-5)
     else:
+        images, _ = resnet.random_batch(batch, SIZE, seed=0)  # prepare's batch
         for mode, (first, second) in outputs.items():
             assert first.shape == (batch, 1000), mode
             np.testing.assert_array_equal(first, second)
-        ref = outputs["pynative"][0]
-        assert np.abs(outputs["graph"][0] - ref).max() < 1e-5 * np.abs(ref).max()
+            assert_float32_close(first, weights, images, f"{mode} {task}")
 
 
 def test_prepare_rejects_bad_choices(ms_adapter, weights):
@@ -146,14 +126,13 @@ def test_gpu_without_a_gpu_plugin_says_how_to_install(ms_adapter, weights):
         ms_adapter.prepare(weights, "pynative", "latency", 1, device="gpu", image_size=SIZE)
 
 
-def test_mindir_export_reloads_and_agrees(ms_adapter, net, tmp_path):
+def test_mindir_export_reloads_and_agrees(ms_adapter, net, weights, tmp_path):
     path = ms_adapter.export(net, tmp_path / "out")
     assert path.suffix == ".mindir" and path.stat().st_size > 4 * 25_557_032
     run = ms_adapter.load_exported(path)
     for batch, size in [(2, 32), (1, 64)]:  # the input shape was exported as dynamic
         images, _ = resnet.random_batch(batch, size, seed=4)
-        ref = ms_adapter.predict(net, images)
-        np.testing.assert_allclose(run(images), ref, rtol=0, atol=1e-5 * np.abs(ref).max())
+        assert_float32_close(run(images), weights, images, f"MindIR {batch}x{size}")
     with pytest.raises(ValueError, match="multiple of 32"):
         run(np.zeros((1, 3, 40, 40), np.float32))
 

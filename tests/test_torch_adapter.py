@@ -11,11 +11,12 @@ cache can serve it.
 """
 
 from labkit import bench, resnet
+from labkit.crosscheck import max_rel_diff
 
 import numpy as np
 import onnx
 import pytest
-from conftest import require
+from conftest import assert_float32_close, require
 
 pytestmark = pytest.mark.slow
 
@@ -34,12 +35,6 @@ def T():
 @pytest.fixture(scope="module")
 def weights():
     return resnet.init_weights(seed=0, num_classes=CLASSES)
-
-
-def rel_err(got, ref) -> float:
-    """Max abs difference relative to the largest abs reference value (the logit scale)."""
-    got = np.asarray(got, dtype=np.float64)
-    return float(np.abs(got - ref).max() / np.abs(ref).max())
 
 
 # ----------------------------------------------------------------------------- the model
@@ -132,10 +127,10 @@ def test_inference_modes_agree_with_eager(T, weights, mode, task, batch, precisi
     ref = T.predict(T.build_resnet50(weights), images)
     assert tuple(out.shape) == (batch, CLASSES)
     if precision == "fp32":
-        assert rel_err(out.numpy(), ref) < 1e-5
+        assert_float32_close(out.numpy(), weights, images, f"{mode} {task}")
     else:  # bfloat16 keeps 8 bits of mantissa: close, not equal
         assert out.dtype == T.torch.bfloat16 and "autocast" in prepared.notes
-        assert rel_err(out.float().numpy(), ref) < 5e-2
+        assert max_rel_diff(out.float().numpy(), ref) < 5e-2
     np.testing.assert_array_equal(prepared.step().float().numpy(), out.float().numpy())
 
 
@@ -202,13 +197,12 @@ def test_onnx_export_checks_and_runs_in_onnxruntime(T):
     # the file keeps the canonical weight names: BatchNorm is fused later, by ONNX Runtime
     assert set(resnet.param_shapes()) <= {t.name for t in proto.graph.initializer}
     assert {n.op_type for n in proto.graph.node} >= {"Conv", "BatchNormalization", "Gemm"}
-    model = T.build_resnet50(weights)
     run = T.load_exported(path)
     for batch, size in [(1, 32), (2, 64)]:
         images, _ = resnet.random_batch(batch, size, seed=batch)
-        ref = T.predict(model, images)
         got = run(images)
-        assert got.shape == ref.shape and rel_err(got, ref) < 1e-5
+        assert got.shape == (batch, 1000)
+        assert_float32_close(got, weights, images, f"ONNX Runtime {batch}x{size}")
 
 
 @COSTLY_IN_SMOKE  # a second real export (the one above is cached across runs)
@@ -220,10 +214,9 @@ def test_export_writes_model_onnx_that_reloads_with_the_same_logits(T, tmp_path)
     assert model.training  # exported in eval mode, the caller's mode restored
     onnx.checker.check_model(str(path), full_check=True)
     run = T.load_exported(path)
-    model.eval()
     for batch, size in [(1, 32), (3, 64)]:
         images, _ = resnet.random_batch(batch, size, seed=size)
-        assert rel_err(run(images), T.predict(model, images)) < 1e-5
+        assert_float32_close(run(images), weights, images, f"ONNX {batch}x{size}")
 
 
 def test_export_asks_for_eval_mode_and_dynamic_sizes_and_restores_the_mode_on_failure(

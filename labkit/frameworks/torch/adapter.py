@@ -199,14 +199,46 @@ def train_step(
     Returns the loss before the update and the updated canonical weights (running statistics
     updated by PyTorch's convention: momentum 0.1, unbiased batch variance).
     """
-    model = build_resnet50(weights).train()
-    x = torch.from_numpy(resnet.check_images(images))
+    model = build_resnet50(weights)
+    loss = _step(model, images, labels, lr, momentum)
+    return loss, to_canonical(model)
+
+
+def _step(model: nn.Module, images, labels, lr: float, momentum: float) -> float:
+    """One training step of ``model`` in place, in its own dtype; the loss before the update."""
+    dtype = next(model.parameters()).dtype
+    x = torch.from_numpy(resnet.check_images(images)).to(dtype)
     y = torch.from_numpy(np.asarray(labels, dtype=np.int64))
-    opt = _optimizer(model.parameters(), lr, momentum)
+    opt = _optimizer(model.train().parameters(), lr, momentum)
     loss = LOSS(model(x), y)
     loss.backward()
     opt.step()
-    return float(loss.item()), to_canonical(model)
+    return float(loss.item())
+
+
+# --------------------------------------------------------------------------------------------
+# The float64 reference: every float32 implementation's error is measured against it
+
+
+def predict_float64(weights: dict[str, np.ndarray], images: np.ndarray) -> np.ndarray:
+    """Eval-mode logits of ``weights`` computed in float64 (:mod:`labkit.crosscheck`)."""
+    model = build_resnet50(weights).double()
+    with torch.inference_mode():
+        return model(torch.from_numpy(resnet.check_images(images)).double()).numpy()
+
+
+def train_step_float64(
+    weights: dict[str, np.ndarray],
+    images: np.ndarray,
+    labels: np.ndarray,
+    lr: float = recipe.TRAIN.lr,
+    momentum: float = recipe.TRAIN.momentum,
+) -> tuple[float, dict[str, np.ndarray]]:
+    """:func:`train_step` computed in float64: the loss and the new weights as float64 arrays."""
+    model = build_resnet50(weights).double()
+    loss = _step(model, images, labels, lr, momentum)
+    state = model.state_dict()
+    return loss, {name: state[name].detach().numpy().copy() for name in weights}
 
 
 # --------------------------------------------------------------------------------------------

@@ -5,13 +5,16 @@ files or folders (a shared folder on a hub, an LMS download), to an embedded ana
 (DuckDB, one file). It is idempotent: a file whose content was collected before adds nothing,
 and a measurement that arrives twice (as a results file and as the card made from it) is stored
 once. A truncated, foreign or wrong-schema file is named with the reason and skipped; each file
-goes in inside its own transaction, so nothing collected before is ever lost.
+goes in inside its own transaction, so nothing collected before is ever lost. Hand-ins are
+untrusted input (:mod:`labkit.handins`): files are read within size and depth limits, zips
+opened safely, and every record judged again from its raw times (a card's own verdict is not
+believed).
 
 ``report(db, out)`` writes the class report: figures (each graph mode's speedup over eager
 across the class's machines, as a distribution and per CPU family; throughput against each
 machine's ceiling; the spread between machines against the spread within one) and an HTML page
 with the tables behind them. Flagged records (invalid, or above the ceiling) are drawn and listed
-apart and left out of the summaries.
+apart and left out of the summaries. The page is always written, and names what it left out.
 
 A *machine* here is a hardware type: the fingerprint's CPU model, core count, architecture,
 vector extensions, GPUs and memory (never a host name). Thirty learners on identical hub nodes
@@ -36,9 +39,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from . import cards, results
+from . import cards, handins, results
 
-SUFFIXES = (".json", ".jsonl")
 #: the record fields the class report needs (a record without them is the wrong schema)
 CORE: dict[str, tuple[type, ...]] = {
     "framework": (str,),
@@ -73,11 +75,11 @@ CREATE TABLE IF NOT EXISTS records (
     images_per_s DOUBLE, median_s DOUBLE, iqr_s DOUBLE, first_call_s DOUBLE,
     ceiling_images_per_s DOUBLE, ceiling_share DOUBLE, peak_rss_mb DOUBLE,
     valid BOOLEAN, flagged BOOLEAN, flags VARCHAR, timestamp VARCHAR, record VARCHAR);
+CREATE TABLE IF NOT EXISTS skipped (name VARCHAR PRIMARY KEY, reason VARCHAR, skipped_at TIMESTAMP);
 """
 
 
-class Skip(Exception):
-    """A file that cannot be collected; the message says why."""
+Skip = handins.Skip  # a file that cannot be collected; the message says why
 
 
 # ---------------------------------------------------------------------------------------------
@@ -118,21 +120,13 @@ def _keys(obj: dict) -> str:
     return ", ".join(map(repr, keys)) + (", ..." if len(obj) > 6 else "")
 
 
-def read(path: Path) -> tuple[str, dict, str]:
-    """``(kind, card, note)`` for one file: ``kind`` is ``"card"`` or ``"results"``; a results
-    file becomes a card (anonymous, like any card). Raises :class:`Skip` with the reason."""
+def read(data: bytes, name: str = "") -> tuple[str, dict, str]:
+    """``(kind, card, note)`` for the bytes of one hand-in (read within the limits of
+    :mod:`labkit.handins`): ``kind`` is ``"card"`` or ``"results"``; a results file becomes a
+    card (anonymous, like any card). Raises :class:`Skip` with the reason."""
+    text = handins.text_of(data)
     try:
-        data = path.read_bytes()
-    except OSError as exc:
-        raise Skip(f"cannot read it ({exc.strerror or exc})") from None
-    if not data.strip():
-        raise Skip("empty file")
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError:
-        raise Skip("not a text file (not UTF-8): not a card or a results file") from None
-    try:
-        whole = json.loads(text)
+        whole = handins.loads(text)
     except json.JSONDecodeError as exc:
         whole, error = None, exc
     else:
@@ -142,7 +136,7 @@ def read(path: Path) -> tuple[str, dict, str]:
             return "card", _check_card(whole), ""
         if isinstance(whole, dict) and "framework" in whole and "status" in whole:
             _check_records([whole], "record")
-            return "results", cards.build([whole], source=path.name, local=False), ""
+            return "results", cards.build([whole], source=name, local=False), ""
         what = (
             f"a JSON object with keys {_keys(whole)}"
             if isinstance(whole, dict)
@@ -157,6 +151,10 @@ def read(path: Path) -> tuple[str, dict, str]:
         if exc.line != first:
             raise Skip(f"line {exc.line} is not JSON ({exc.msg}): a damaged results file") from None
         parsed, truncated = [], None
+    except (RecursionError, ValueError) as exc:  # a line nested too deep, a number too long
+        raise Skip(
+            f"a line labkit will not read ({type(exc).__name__}): not a results file"
+        ) from None
     if not parsed:  # not even its first line is JSON
         if text.lstrip().startswith(("{", "[")):
             raise Skip(
@@ -165,13 +163,14 @@ def read(path: Path) -> tuple[str, dict, str]:
             )
         raise Skip("not JSON: not a labkit result card or results file")
     records = [r for _, r in parsed]
+    handins.check(records)
     note = (
         f"line {truncated} is truncated (an interrupted write) and was left out"
         if truncated
         else ""
     )
     _check_records(records, "line")
-    return "results", cards.build(records, source=path.name, local=False), note
+    return "results", cards.build(records, source=name, local=False), note
 
 
 def _check_card(card: dict) -> dict:
@@ -190,28 +189,6 @@ def _check_card(card: dict) -> dict:
         raise Skip("the card holds no records")
     _check_records(card["records"], "record")
     return card
-
-
-def find(paths: Sequence[str | os.PathLike], skip: Path | None = None) -> list[Path]:
-    """The files to collect: each file given, and every .json/.jsonl file under each folder
-    (hidden files and folders, such as .ipynb_checkpoints, left out)."""
-    found: list[Path] = []
-    for p in map(Path, paths):
-        if p.is_dir():
-            for f in sorted(p.rglob("*")):
-                rel = f.relative_to(p).parts
-                if (
-                    f.is_file()
-                    and f.suffix in SUFFIXES
-                    and not any(part.startswith(".") for part in rel)
-                ):
-                    found.append(f)
-        elif p.is_file():
-            found.append(p)
-        else:
-            raise ValueError(f"no such file or folder: {p}; fix: give card files or folders")
-    skip = skip.resolve() if skip else None
-    return list(dict.fromkeys(f for f in found if f.resolve() != skip))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -318,6 +295,7 @@ class Collected:
     already: list[Path] = field(default_factory=list)
     skipped: list[tuple[Path, str]] = field(default_factory=list)  # (file, why)
     partial: list[tuple[Path, str]] = field(default_factory=list)  # went in, part left out
+    ignored: list[Path] = field(default_factory=list)  # other files: not cards, not archives
 
     @property
     def exit_status(self) -> int:
@@ -332,10 +310,11 @@ class Collected:
         ]
         lines += [f"SKIPPED  {p}: {why}" for p, why in self.skipped]
         if not (self.added or self.already or self.skipped):
-            lines.append("no card or results files (.json, .jsonl) found")
+            lines.append("no card or results files (.json, .jsonl, .zip) found")
+        ignored = f", {len(self.ignored)} other files ignored" if self.ignored else ""
         lines.append(
             f"{len(self.added)} added, {len(self.already)} already collected, "
-            f"{len(self.skipped)} skipped -> {self.db}"
+            f"{len(self.skipped)} skipped{ignored} -> {self.db}"
         )
         return "\n".join(lines)
 
@@ -347,7 +326,8 @@ def _insert(con, sha: str, path: Path, kind: str, card: dict, note: str) -> int:
     )
     new = 0
     card_machine = card.get("machine") or {}
-    for r in card["records"]:
+    for raw in card["records"]:
+        r = handins.rejudge(raw)  # what a hand-in says about its own validity is not trusted
         m = machine_of(r.get("machine") or card_machine, fixture=bool(fixture))
         con.execute(
             "INSERT INTO machines VALUES (?,?,?,?,?,?,?,?,?,?) ON CONFLICT DO NOTHING",
@@ -367,7 +347,7 @@ def _insert(con, sha: str, path: Path, kind: str, card: dict, note: str) -> int:
                 )
             ],
         )
-        rid = _record_id(r, m["machine_id"])
+        rid = _record_id(raw, m["machine_id"])
         why = results.flags(r) if r.get("status") == "ok" else []
         num = lambda f, r=r: float(r[f]) if isinstance(r.get(f), int | float) else None
         before = con.execute("SELECT count(*) FROM records WHERE record_id = ?", [rid]).fetchone()[
@@ -398,7 +378,7 @@ def _insert(con, sha: str, path: Path, kind: str, card: dict, note: str) -> int:
                 num("ceiling_images_per_s"),
                 num("ceiling_share"),
                 num("peak_rss_mb"),
-                r.get("valid") if isinstance(r.get("valid"), bool) else None,
+                r["valid"],
                 bool(why),
                 "; ".join(why),
                 str(r.get("timestamp") or ""),
@@ -448,39 +428,58 @@ def collect(
     if not paths:
         raise ValueError("nothing to collect; fix: name card files or folders")
     db = Path(db)
-    files = find(paths, skip=db)
+    found = handins.find(paths, skip=db)
     con = connect(db)
-    done = Collected(db)
+    done = Collected(db, ignored=found.ignored)
     try:
-        for f in files:
-            sha = hashlib.sha256(f.read_bytes()).hexdigest()
-            if con.execute("SELECT 1 FROM files WHERE sha256 = ?", [sha]).fetchone():
-                done.already.append(f)
-                continue
-            try:
-                with warnings.catch_warnings():
-                    warnings.simplefilter("ignore")
-                    kind, card, note = read(f)
-            except Skip as why:
-                done.skipped.append((f, str(why)))
-                continue
-            con.execute("BEGIN TRANSACTION")
-            try:
-                new = _insert(con, sha, f, kind, card, note)
-                con.execute("COMMIT")
-            except Exception as exc:  # noqa: BLE001 - one bad file must not stop the others
-                con.execute("ROLLBACK")
-                done.skipped.append((f, f"could not be stored ({type(exc).__name__}: {exc})"))
-                continue
-            n = len(card["records"])
-            what = f"{kind}, {n} records" + (f" ({n - new} collected before)" if new < n else "")
-            if note:
-                done.partial.append((f, f"{what}; {note}"))
-            else:
-                done.added.append((f, what))
+        for f in found.files:
+            for item in handins.open_each(f, done.ignored, given=f in found.given):
+                _collect_one(con, item, done)
     finally:
         con.close()
     return done
+
+
+def _skip(con, done: Collected, name: Path, why: str) -> None:
+    """Name a skipped file, here and in the database (the report lists what it left out)."""
+    done.skipped.append((name, why))
+    con.execute(
+        "INSERT OR REPLACE INTO skipped VALUES (?, ?, ?)",
+        [str(name), why, datetime.datetime.now(datetime.UTC).replace(tzinfo=None)],
+    )
+
+
+def _collect_one(con, item: handins.HandIn, done: Collected) -> None:
+    if item.skip:
+        return _skip(con, done, item.name, item.skip)
+    sha = hashlib.sha256(item.data).hexdigest()
+    if con.execute("SELECT 1 FROM files WHERE sha256 = ?", [sha]).fetchone():
+        con.execute("DELETE FROM skipped WHERE name = ?", [str(item.name)])
+        done.already.append(item.name)
+        return None
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            kind, card, note = read(item.data, item.name.name)
+    except Skip as why:
+        return _skip(con, done, item.name, str(why))
+    except Exception as exc:  # noqa: BLE001 - a hostile file must not stop the class
+        return _skip(con, done, item.name, f"could not be read ({type(exc).__name__}: {exc})")
+    con.execute("BEGIN TRANSACTION")
+    try:
+        new = _insert(con, sha, item.name, kind, card, note)
+        con.execute("DELETE FROM skipped WHERE name = ?", [str(item.name)])
+        con.execute("COMMIT")
+    except Exception as exc:  # noqa: BLE001 - one bad file must not stop the others
+        con.execute("ROLLBACK")
+        return _skip(con, done, item.name, f"could not be stored ({type(exc).__name__}: {exc})")
+    n = len(card["records"])
+    what = f"{kind}, {n} records" + (f" ({n - new} collected before)" if new < n else "")
+    if note:
+        done.partial.append((item.name, f"{what}; {note}"))
+    else:
+        done.added.append((item.name, what))
+    return None
 
 
 # ---------------------------------------------------------------------------------------------
@@ -872,31 +871,93 @@ padding:3px 8px;text-align:left}th{background:#f3f3f3}img{max-width:100%;border:
 
 
 def figures(con) -> dict:
-    ratio_rows = ratios(con)
-    return {
-        "speedup": speedup_figure(ratio_rows),
-        "families": family_figure(ratio_rows),
-        "ceiling": ceiling_figure(con),
-        "spread": spread_figure(spread(con)),
+    """Each figure of the report by name; one that cannot be drawn is the error it raised."""
+    makers = {
+        "speedup": lambda: speedup_figure(ratios(con)),
+        "families": lambda: family_figure(ratios(con)),
+        "ceiling": lambda: ceiling_figure(con),
+        "spread": lambda: spread_figure(spread(con)),
     }
+    out: dict = {}
+    for name, make in makers.items():
+        try:
+            out[name] = make()
+        except Exception as exc:  # noqa: BLE001 - the page is written whatever a record holds
+            out[name] = exc
+    return out
 
 
 def report(db: str | os.PathLike = "class.duckdb", out: str | os.PathLike = "class-report") -> Path:
-    """Write the figures (PNG) and ``index.html`` of the class report into ``out``; returns the page."""
+    """Write the figures (PNG) and ``index.html`` of the class report into ``out``; returns the
+    page. The page is always written: a figure or table that cannot be made is named on it."""
     con = connect(db, read_only=True)
     try:
         out = Path(out)
         out.mkdir(parents=True, exist_ok=True)
+        missing: dict[str, str] = {}
         for name, fig in figures(con).items():
-            fig.savefig(out / f"{name}.png", dpi=100)
+            try:
+                if isinstance(fig, Exception):
+                    raise fig
+                fig.savefig(out / f"{name}.png", dpi=100)
+            except Exception as exc:  # noqa: BLE001 - named on the page instead
+                missing[name] = f"{type(exc).__name__}: {str(exc)[:300]}"
+        try:
+            text = _html(con, missing)
+        except Exception as exc:  # noqa: BLE001 - still a page, saying what went wrong
+            text = _fallback_page(con, f"{type(exc).__name__}: {str(exc)[:300]}", missing)
         page = out / "index.html"
-        page.write_text(_html(con), encoding="utf-8")
+        page.write_text(text, encoding="utf-8")
     finally:
         con.close()
     return page
 
 
-def _html(con) -> str:
+def _left_out(con, missing: dict[str, str]) -> str:
+    """The page's account of what it leaves out: files skipped at collection, figures that could
+    not be drawn, records kept out of the summaries, lines left out of files."""
+    has = con.execute(
+        "SELECT count(*) FROM information_schema.tables WHERE table_name = 'skipped'"
+    ).fetchone()[0]
+    skipped = rows(con, "SELECT name, reason FROM skipped ORDER BY name") if has else []
+    n_flag, n_failed = con.execute(
+        "SELECT count(*) FILTER (WHERE flagged), count(*) FILTER (WHERE status <> 'ok') FROM records"
+    ).fetchone()
+    notes = rows(con, "SELECT name, note FROM files WHERE note <> '' ORDER BY name")
+    parts = [
+        "<h2>What this report leaves out</h2><ul>",
+        f"<li>{len(skipped)} file(s) skipped at collection (below, with the reason)</li>",
+        f"<li>{n_flag} flagged record(s): shown apart, not counted in the summaries</li>",
+        f"<li>{n_failed} failed or unsupported cell(s): listed, nothing to measure</li>",
+    ]
+    parts += [
+        f"<li>{html.escape(Path(f['name']).name)}: {html.escape(f['note'])}</li>" for f in notes
+    ]
+    parts += [
+        f"<li>figure {html.escape(k)} could not be drawn: {html.escape(v)}</li>"
+        for k, v in missing.items()
+    ]
+    parts.append("</ul>")
+    if skipped:
+        parts.append(
+            html_table(("file skipped", "why"), [(f["name"], f["reason"]) for f in skipped])
+        )
+    return "\n".join(parts)
+
+
+def _fallback_page(con, error: str, missing: dict[str, str]) -> str:
+    try:
+        left = _left_out(con, missing)
+    except Exception as exc:  # noqa: BLE001 - the database itself is damaged
+        left = f"<p>and the database could not be read ({html.escape(str(exc)[:300])})</p>"
+    return (
+        "<!doctype html><html><head><meta charset='utf-8'><title>Class results</title></head>"
+        f"<body><h1>Class results</h1><p class='note'>The report could not be made in full: "
+        f"{html.escape(error)}</p>{left}</body></html>"
+    )
+
+
+def _html(con, missing: dict[str, str] | None = None) -> str:
     ms = machines(con)
     n_cards = con.execute("SELECT count(*) FROM cards").fetchone()[0]
     n_rec, n_ok, n_flag = con.execute(
@@ -941,8 +1002,12 @@ def _html(con) -> str:
         "ceiling": "Measured throughput against each machine's estimated ceiling for the same cell.",
         "spread": "Spread between machine types against the spread within one.",
     }
+    parts.append(_left_out(con, missing or {}))
     for name in FIGURES:
-        parts.append(f"<h2>{html.escape(captions[name])}</h2><img src='{name}.png' alt='{name}'>")
+        if name not in (missing or {}):
+            parts.append(
+                f"<h2>{html.escape(captions[name])}</h2><img src='{name}.png' alt='{name}'>"
+            )
     summary = speedup_summary(ratio_rows)
     parts.append("<h2>Speedups across machine types (unflagged)</h2>")
     parts.append(

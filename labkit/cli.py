@@ -355,8 +355,9 @@ def build_parser() -> argparse.ArgumentParser:
         help="add cards and results files (files or folders) to the class database",
         description="Add result cards and JSONL results files to the class database (DuckDB). "
         "A file already collected (same content) adds nothing; a damaged, foreign or wrong-schema "
-        "file is named with the reason and skipped. Exit status: 0 every file went in, 1 some "
-        "were skipped, 2 bad usage.",
+        "file, or one past the limits for hand-ins (size, nesting, NaN; zips are opened safely), is "
+        "named with the reason and skipped; every record is judged again from its raw times. "
+        "Exit status: 0 every file went in, 1 some were skipped, 2 bad usage.",
     )
     collect.add_argument("paths", nargs="+", help="card/results files, or folders to search")
     collect.add_argument(

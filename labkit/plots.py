@@ -21,7 +21,22 @@ from .frameworks import specs
 
 
 class Figure(_Figure):
-    """A matplotlib Figure that a notebook shows as a PNG even when pyplot was never imported."""
+    """A matplotlib Figure that a notebook shows as a PNG even when pyplot was never imported.
+
+    Every text on it is drawn literally: labels come from records (a mode, a model, a machine
+    named in a results file or a hand-in), and ``$`` must not start mathtext or TeX (a name like
+    ``eager$\\undefinedmacro$`` would fail the whole figure)."""
+
+    def draw(self, renderer):
+        import matplotlib
+        from matplotlib.text import Text
+
+        for text in self.findobj(Text):
+            text.set_parse_math(False)
+            text.set_usetex(False)
+        # texts made while drawing (tick labels) take these defaults
+        with matplotlib.rc_context({"text.parse_math": False, "text.usetex": False}):
+            return super().draw(renderer)
 
     def _repr_png_(self) -> bytes:
         buf = io.BytesIO()

@@ -2,6 +2,7 @@
 skipped, the report's figures. Real subprocesses for the command line, a real DuckDB file."""
 
 import getpass
+import html
 import json
 import os
 import re
@@ -331,3 +332,144 @@ def test_scrubbing_leaves_the_labs_own_names_alone():
     assert card["kind"] == cards.KIND and card["records"][0]["framework"] == "torch"
     assert card["records"][0]["notes"] == "<user> on <host>"
     assert card["records"][0]["log"] == 'File "<path>/y.py"'
+
+
+def _card_of(records, cpu="Test CPU 9000"):
+    """A real card (labkit.cards.build) of ``records``, measured on a machine named ``cpu``."""
+    recs = [{**r, "machine": {**r["machine"], "cpu": cpu}} for r in records]
+    return cards.build(recs, scrubber=cards.Scrubber(users=[], hosts=[]), local=False)
+
+
+def _write_card(path, card, prefix=b""):
+    path.write_bytes(prefix + json.dumps(card, indent=1).encode() + b"\n")
+
+
+@pytest.fixture
+def hostile_folder(tmp_path):
+    """One good card beside hostile, damaged and oddly named hand-ins, as found in a shared
+    folder or an LMS download. Returns (folder, {file name: what the collector must say})."""
+    import zipfile
+
+    folder = tmp_path / "handed_in"
+    folder.mkdir()
+    good = _card_of([_record("torch", "eager", 0.04), _record("torch", "torchscript", 0.02)])
+    _write_card(folder / "good.json", good)
+    # accepted: any case of .json, a byte-order mark, a mode with TeX in its name
+    _write_card(folder / "UPPER.JSON", _card_of([_record("torch", "eager", 0.05)], "Upper CPU"))
+    bom = _card_of([_record("torch", "eager", 0.06)], "Bom CPU")
+    _write_card(folder / "bom.json", bom, prefix=b"\xef\xbb\xbf")
+    tex = _card_of(
+        [_record("torch", "eager", 0.04), _record("torch", r"eager$\undefinedmacro$", 0.03)],
+        r"Tex $\alpha$ CPU",
+    )
+    _write_card(folder / "mathtext.json", tex)
+    # accepted, and judged invalid: it claims 1e12 images/s and says it is valid
+    fast = _record("torch", "torchscript", 4e-12)
+    forged = _record("torch", "compile", 0.02)  # honest raw times, a forged figure
+    forged.update(median_s=4e-12, images_per_s=1e12)
+    for r in (fast, forged):
+        r.update(valid=True, invalid_reasons=[], ceiling_share=0.5, above_ceiling=False)
+    _write_card(
+        folder / "impossible.json",
+        _card_of([_record("torch", "eager", 0.04), fast, forged], "Fast CPU"),
+    )
+    # skipped, each with its reason
+    skipped = {"deep.json": "nested more than", "big.json": "MB, more than the"}
+    deep = '{"kind": "labkit-result-card", "format": 1, "records": ' + "[" * 5000
+    (folder / "deep.json").write_text(deep + "]" * 5000 + "}")
+    big = {**good, "name": "x" * 50_000_000}
+    _write_card(folder / "big.json", big)
+    nan = json.dumps(good).replace('"median_s": 0.04', '"median_s": NaN', 1)
+    assert "NaN" in nan
+    (folder / "nan.json").write_text(nan)
+    skipped["nan.json"] = "is nan: a card holds only finite numbers"
+    (folder / "card.json.txt").write_text(json.dumps(good))
+    skipped["card.json.txt"] = "not a card: its name ends in '.txt'"
+    (folder / "cards.tar.gz").write_bytes(b"\x1f\x8b not really")
+    skipped["cards.tar.gz"] = "unpack it first"
+    with zipfile.ZipFile(folder / "class.zip", "w", zipfile.ZIP_DEFLATED) as z:
+        z.write(folder / "good.json", "learner-7/good.json")  # the good card again
+        z.writestr("../../escape.json", json.dumps(good))
+        z.writestr("inner.zip", b"PK\x05\x06" + bytes(18))
+        z.writestr("bomb.json", bytes(9 * 2**20))  # 9 MiB of zeros: 9 kB packed
+        z.writestr("__MACOSX/._good.json", b"\x00\x05\x16\x07")
+    skipped["class.zip:../../escape.json"] = "unsafe name in the archive"
+    skipped["class.zip:inner.zip"] = "an archive inside an archive"
+    skipped["class.zip:bomb.json"] = "MB, more than the"
+    (folder / "notes.txt").write_text("an instructor's note: not a hand-in")
+    return folder, skipped, len(good["records"])
+
+
+def test_hostile_hand_ins_are_named_and_skipped_and_the_rest_collected(hostile_folder, tmp_path):
+    folder, skipped, n_good = hostile_folder
+    db = tmp_path / "class.duckdb"
+    proc = run_labkit("class", "collect", str(folder), "--db", str(db))
+    out = proc.stdout + proc.stderr
+    assert proc.returncode == 1, out  # some files were skipped
+    assert "Traceback" not in out
+    for name, why in skipped.items():
+        line = next((ln for ln in out.splitlines() if ln.startswith("SKIPPED") and name in ln), "")
+        assert why in line, (name, out)
+    for name in ("UPPER.JSON", "bom.json", "mathtext.json", "impossible.json"):
+        assert re.search(rf"added\s+\S*/{re.escape(name)}: card", out), (name, out)
+    # the good card, handed in twice (in the folder and in the zip): added once, then "already"
+    twice = [
+        ln.split()[0]
+        for ln in out.splitlines()
+        if ln.endswith(
+            (
+                "good.json: card, 2 records",
+                "good.json: collected before (same content), nothing added",
+            )
+        )
+    ]
+    assert sorted(twice) == ["added", "already"], out
+    assert "__MACOSX" not in out and "notes.txt" not in out and "other files ignored" in out
+    con = classroom.connect(db, read_only=True)
+    try:
+        good = con.execute(
+            "SELECT count(*) FROM records r JOIN machines m USING (machine_id) "
+            "WHERE m.cpu = 'Test CPU 9000'"
+        ).fetchone()[0]
+        assert good == n_good  # the good card once, though handed in twice
+        (bad,) = con.execute(
+            "SELECT count(*) FROM records WHERE isnan(images_per_s) OR isinf(images_per_s) "
+            "OR isnan(median_s) OR isinf(median_s)"
+        ).fetchone()
+        assert bad == 0
+        judged = classroom.rows(
+            con,
+            "SELECT mode, valid, flagged, flags, images_per_s, ceiling_share FROM records "
+            "WHERE mode IN ('torchscript', 'compile') AND machine_id IN "
+            "(SELECT machine_id FROM machines WHERE cpu = 'Fast CPU')",
+        )
+        n_records = con.execute("SELECT count(*) FROM records").fetchone()[0]
+    finally:
+        con.close()
+    assert {j["mode"] for j in judged} == {"torchscript", "compile"}
+    for j in judged:  # what the card said about itself was not believed
+        assert j["valid"] is False and j["flagged"], j
+    fast = next(j for j in judged if j["mode"] == "torchscript")
+    forged = next(j for j in judged if j["mode"] == "compile")
+    assert "impossible" in fast["flags"] and "FLOP/s" in fast["flags"]
+    assert "contradicts the median of its raw times" in forged["flags"]
+    assert forged["images_per_s"] == pytest.approx(4 / 0.02)  # recomputed from its raw times
+    assert fast["ceiling_share"] > 1e6  # recomputed, not the card's 0.5
+    again = run_labkit("class", "collect", str(folder), "--db", str(db))
+    assert again.returncode == 1 and "0 added" in again.stdout, again.stdout
+    con = classroom.connect(db, read_only=True)
+    try:
+        assert con.execute("SELECT count(*) FROM records").fetchone()[0] == n_records
+    finally:
+        con.close()
+    # the report writes its page, with the TeX name shown literally and what it left out
+    report = tmp_path / "report"
+    proc = run_labkit("class", "report", "--db", str(db), "--out", str(report))
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    page = (report / "index.html").read_text()
+    assert "What this report leaves out" in page and "could not be drawn" not in page
+    for name in skipped:
+        assert html.escape(name) in page, name
+    assert html.escape(r"eager$\undefinedmacro$") in page and "impossible" in page
+    for name in classroom.FIGURES:
+        assert (report / f"{name}.png").read_bytes()[:4] == b"\x89PNG", name

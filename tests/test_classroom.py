@@ -57,6 +57,19 @@ def _record(fw, mode, median, task="throughput", **extra):
     )
 
 
+CELL_FAILED = {
+    "framework": "torch",
+    "mode": "compile",
+    "task": "throughput",
+    "batch_size": 4,
+    "precision": "fp32",
+    "image_size": 32,
+    "device": "cpu",
+    "profile": "smoke",
+    "status": "failed",
+}
+
+
 def _results_file(path, host, home):
     recs = [
         _record("torch", "eager", 0.04),
@@ -331,3 +344,24 @@ def test_scrubbing_leaves_the_labs_own_names_alone():
     assert card["kind"] == cards.KIND and card["records"][0]["framework"] == "torch"
     assert card["records"][0]["notes"] == "<user> on <host>"
     assert card["records"][0]["log"] == 'File "<path>/y.py"'
+
+
+def test_a_failed_cells_log_loses_hub_user_names_home_folders_and_e_mail(monkeypatch):
+    monkeypatch.setenv("JUPYTERHUB_USER", "hubalice")
+    monkeypatch.setenv("USER", "unixbob")
+    monkeypatch.setenv("LOGNAME", "logcarol")
+    error = (
+        "RuntimeError: hubalice's kernel (unixbob, logcarol) could not open ~dave/notes.txt, "
+        "~dave/ or /home/erin; mail frank.o+lab@uni.example.org or see /Users/gina/x.py"
+    )
+    failed = results.make(**{**CELL_FAILED, "error": error, "log": error, "notes": error})
+    card = cards.build([_record("torch", "eager", 0.1), failed])
+    text = json.dumps(card)
+    for name in ("hubalice", "unixbob", "logcarol", "dave", "erin", "frank", "example", "gina"):
+        assert name not in text, name
+    scrubbed = card["records"][1]["error"]
+    assert scrubbed == (
+        "RuntimeError: <user>'s kernel (<user>, <user>) could not open ~/notes.txt, "
+        "~/ or ~; mail <email> or see ~/x.py"
+    )
+    assert card["records"][1]["log"] == scrubbed == card["records"][1]["notes"]

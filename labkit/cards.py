@@ -8,8 +8,9 @@ mode against its eager baseline per framework and task (:func:`labkit.results.sp
 same function the notebooks use).
 
 Anonymous by default: every string in the card is scrubbed of this machine's host name, the
-user's name and file-system paths (a path keeps its last part, or what follows
-``site-packages/``). ``name=...`` (``--name``) adds the name the learner chooses, nothing else.
+user's names (``$JUPYTERHUB_USER``, ``$USER``, ``$LOGNAME``, the account's), any user's home
+folder (``~alice/``, ``/home/alice``), e-mail addresses and file-system paths (a path keeps its
+last part, or what follows ``site-packages/``). ``name=...`` (``--name``) adds the name the learner chooses, nothing else.
 
     python -m labkit card results/06_training-standard.jsonl --out card.json
     labkit.cards.write(records, "card.json")       # from a notebook
@@ -41,9 +42,13 @@ VALIDITY_FIELDS = ("valid", "invalid_reasons", "above_ceiling", "cache", "thread
 # anonymity
 
 
+#: the environment variables that name the user (a JupyterHub sets the first for each learner)
+USER_VARIABLES = ("JUPYTERHUB_USER", "USER", "LOGNAME", "USERNAME")
+
+
 def _identity() -> tuple[set[str], set[str]]:
     """This machine's host names and this user's names (what a card must not contain)."""
-    users = {os.environ.get(v, "") for v in ("USER", "LOGNAME", "USERNAME")}
+    users = {os.environ.get(v, "") for v in USER_VARIABLES}
     try:
         users.add(getpass.getuser())
     except (OSError, KeyError, ImportError):
@@ -62,6 +67,15 @@ def _identity() -> tuple[set[str], set[str]]:
 
 
 _SITE = re.compile(r"(?:site|dist)-packages[/\\]")
+#: an e-mail address (any user's: a card may hold another machine's records)
+_EMAIL = re.compile(r"(?<![\w.+-])[\w.+-]+@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)+")
+#: a home folder of any user, named: ``~alice/``, ``/home/alice``, ``/Users/alice``,
+#: ``C:\Users\alice``; it becomes ``~`` (then the path rule shortens what follows)
+_HOME = re.compile(
+    r"(?<![\w.~-])~[A-Za-z_][\w.-]*(?=/)"
+    r"|(?<![\w.-])/(?:home|Users|var/home)/[^\s/\\\"'`,;:()\[\]{}<>]+"
+    r"|\b[A-Za-z]:\\Users\\[^\s\\\"'`,;()\[\]{}<>]+"
+)
 #: an absolute POSIX path (two parts or more), a home-relative one, or a Windows one
 _PATH = re.compile(
     r"(?<![\w:/.~-])(?:~[\w.-]*)?/(?:[^\s/\"'`,;:()\[\]{}<>]+/)+[^\s/\"'`,;:()\[\]{}<>]*"
@@ -104,7 +118,9 @@ STRUCTURAL = frozenset(
 
 
 class Scrubber:
-    """Removes host names, user names and paths from every string of a JSON-like value."""
+    """Removes host names, user names (this user's, and any named in a home folder such as
+    ``~alice/`` or ``/home/alice``), e-mail addresses and paths from every string of a JSON-like
+    value."""
 
     def __init__(self, users: Iterable[str] | None = None, hosts: Iterable[str] | None = None):
         """``users``/``hosts``: the names to remove (None: this machine's and this user's)."""
@@ -122,6 +138,8 @@ class Scrubber:
         ]
 
     def text(self, s: str) -> str:
+        s = _EMAIL.sub("<email>", s)
+        s = _HOME.sub("~", s)
         s = _PATH.sub(_short_path, s)
         for pattern, tag in self.rules:
             s = pattern.sub(tag, s)

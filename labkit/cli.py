@@ -49,6 +49,7 @@ def _bench(args: argparse.Namespace) -> int:
     if args.threads is not None and args.threads < 1:
         raise ValueError(f"--threads must be >= 1, got {args.threads}")
     out = Path(args.out or f"results/bench-{profile.name}.jsonl")
+    runner.check_out(out)  # before the first line: a bad --out is the only thing said
     print(
         f"labkit bench: {len(plan)} cells, profile {profile.name} ({profile.image_size}x"
         f"{profile.image_size} images), results -> {out}",
@@ -68,14 +69,21 @@ def _bench(args: argparse.Namespace) -> int:
         f"appended to {out}; figures: python -m labkit report {out}",
         file=sys.stderr,
     )
+    if res.unsaved:
+        print(
+            f"error: {len(res.unsaved)} of the {len(res.records)} results above could not be "
+            f"written to {out} ({res.write_error}); fix: free space on its disk (or choose "
+            f"another --out), then run the same command plus --resume to measure them again",
+            file=sys.stderr,
+        )
     if res.interrupted:
         print(
-            f"interrupted: the {len(res.records)} results above are kept in {out}; continue "
-            f"with the same command plus --resume",
+            f"interrupted: the {len(res.records) - len(res.unsaved)} results above are kept in "
+            f"{out}; continue with the same command plus --resume",
             file=sys.stderr,
         )
         return 130
-    return 0
+    return 1 if res.unsaved else 0
 
 
 def figure_folder(results_file: str | Path) -> Path:
@@ -91,6 +99,10 @@ def _report(args: argparse.Namespace) -> int:
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         records = results.load(args.file)
+    notes = [w for w in caught if issubclass(w.category, results.UnregisteredFramework)]
+    caught = [w for w in caught if w not in notes]
+    for w in notes:  # kept and shown: worth a word, not an error
+        print(f"warning: {w.message}", file=sys.stderr)
     if not records and not caught:
         raise ValueError(
             f"{args.file} holds no results; fix: run "

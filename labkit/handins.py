@@ -25,7 +25,6 @@ and one such file must never stop the class. This module decides what is read an
 from __future__ import annotations
 
 import codecs
-import json
 import math
 import os
 import re
@@ -35,7 +34,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
-from . import bench, results
+from . import bench, jsonio, results
 
 #: A card holds every record of a run with its raw call times. The longest profile (full)
 #: measures 54 cells (every framework, mode and task at both precisions) of at most 1,000 timed
@@ -272,50 +271,16 @@ def text_of(data: bytes) -> str:
     return text
 
 
-def _too_deep() -> str:
-    return f"nested more than {MAX_DEPTH} levels deep (a card has 5): not a card, not read"
-
-
 def loads(text: str) -> object:
-    """``json.loads`` within the limits (:func:`check`). A ``json.JSONDecodeError`` passes
-    through (the caller tells a results file from a damaged card); other refusals are
-    :class:`Skip`."""
+    """:func:`labkit.jsonio.loads` within a card's depth (:data:`MAX_DEPTH`). A syntax error
+    passes through (a :class:`~labkit.jsonio.JSONError` with ``syntax``: the caller tells a
+    results file from a damaged card); any other refusal is a :class:`Skip` saying why."""
     try:
-        value = json.loads(text)
-    except json.JSONDecodeError:
-        raise
-    except RecursionError:
-        raise Skip(_too_deep()) from None
-    except ValueError as exc:  # e.g. an integer of more digits than Python converts
-        raise Skip(f"a number labkit will not read ({exc}): not a card") from None
-    check(value)
-    return value
-
-
-def check(value: object) -> None:
-    """:class:`Skip` unless ``value`` is nested at most :data:`MAX_DEPTH` deep and every number
-    in it is finite and fits 64 bits (NaN, Infinity and 1e999 never reach the database)."""
-    stack: list[tuple[object, int, str]] = [(value, 1, "")]
-    while stack:
-        v, depth, where = stack.pop()
-        if isinstance(v, dict | list):
-            if depth > MAX_DEPTH:
-                raise Skip(_too_deep())
-            items = v.items() if isinstance(v, dict) else enumerate(v)
-            stack.extend(
-                (x, depth + 1, f"{where}.{k}" if isinstance(v, dict) else f"{where}[{k}]")
-                for k, x in items
-                if isinstance(x, dict | list | float | int)
-            )
-        elif isinstance(v, float) and not math.isfinite(v):
-            raise Skip(
-                f"{where.lstrip('.') or 'a value'} is {v}: a card holds only finite numbers "
-                "(no NaN or Infinity); refused"
-            )
-        elif isinstance(v, int) and not isinstance(v, bool) and abs(v) >= 2**63:
-            raise Skip(
-                f"{where.lstrip('.') or 'a value'} is a number too large to be a measurement"
-            )
+        return jsonio.loads(text, max_depth=MAX_DEPTH)
+    except jsonio.JSONError as exc:
+        if exc.syntax:
+            raise
+        raise Skip(f"{exc.msg} (a card has 5 levels, finite numbers): not read") from None
 
 
 # ---------------------------------------------------------------------------------------------

@@ -14,7 +14,11 @@ and shown flagged; :func:`valid` is what evidence (claims, the guide) is drawn f
 Reading is strict, because notebooks and the selection guide trust these numbers: a corrupt line
 raises ``ValueError`` naming the file, the line and the fix. The one exception is a truncated
 *last* line, which is what an interrupted write leaves behind: it is skipped with a warning, so
-nothing already measured is lost.
+nothing already measured is lost. A time that is zero or negative, NaN or an infinity, a line
+nested deeper than :data:`labkit.jsonio.MAX_DEPTH` and a schema newer than this labkit's are
+errors naming the line; a framework that is not registered is kept, with a warning
+(:class:`UnregisteredFramework`). Appending takes an exclusive lock on the file (:func:`append`),
+so several processes may write one file.
 
 Schema versions: files written before version 2 still load. A version-1 record is checked
 against version 1's fields and then read with the fields it lacks filled in (:func:`upgrade`):
@@ -40,7 +44,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from . import bench, profiles
+from . import bench, jsonio, profiles
 from .bench import TASKS
 from .frameworks import MODES, NAMES, specs
 
@@ -266,6 +270,34 @@ def _status_problems(record: dict) -> list[str]:
     return out
 
 
+#: times (and the rate) that must be > 0 where a record gives them, and those that may be 0
+POSITIVE = ("first_call_s", "median_s", "p90_s", "mean_s", "images_per_s")
+NON_NEGATIVE = ("iqr_s", "export_s", "prepare_s", "wall_s")
+
+
+def _number(v: object) -> bool:
+    return isinstance(v, _NUM) and not isinstance(v, bool)
+
+
+def _time_problems(record: dict) -> list[str]:
+    out = [
+        f"field {f!r} must be {'> 0' if f in POSITIVE else '>= 0'}, got {record[f]!r}"
+        for f in POSITIVE + NON_NEGATIVE
+        if _number(record.get(f)) and (record[f] <= 0 if f in POSITIVE else record[f] < 0)
+    ]
+    times = record.get("times_s")
+    bad = [t for t in times if not _number(t) or not t > 0] if isinstance(times, list) else []
+    if bad:
+        out.append(
+            f"field 'times_s' holds {len(bad)} value(s) that are not times > 0 seconds "
+            f"(first: {bad[0]!r})"
+        )
+    schema = record.get("schema")
+    if _number(schema) and schema > SCHEMA_VERSION:
+        out.append(f"schema {schema} is newer than this labkit's ({SCHEMA_VERSION})")
+    return out
+
+
 #: schema 1's fields: today's minus the new ones, with ``threads`` a number
 FIELDS_V1: dict[str, tuple[tuple[type, ...], str]] = {
     **{f: v for f, v in FIELDS.items() if f not in NEW_IN_2},
@@ -278,8 +310,8 @@ def problems(record: object) -> list[str]:
     if not isinstance(record, dict):
         return [f"expected a JSON object, got {type(record).__name__}"]
     if record.get("schema") == 1 and "valid" not in record:  # a version-1 line, as written
-        return _type_problems(record, FIELDS_V1) + _status_problems(record)
-    out = _type_problems(record, FIELDS) + _status_problems(record)
+        return _type_problems(record, FIELDS_V1) + _status_problems(record) + _time_problems(record)
+    out = _type_problems(record, FIELDS) + _status_problems(record) + _time_problems(record)
     if record.get("cache") not in CACHE_STATES and "cache" in record:
         out.append(f"cache must be one of {', '.join(CACHE_STATES)}, got {record['cache']!r}")
     if isinstance(record.get("valid"), bool):
@@ -367,7 +399,10 @@ class BadLine(ValueError):
 def parse_lines(text: str) -> tuple[list[tuple[int, object]], int | None]:
     """JSON Lines: ``(line number, value)`` of every non-blank line, and the number of a
     truncated last line (no newline after it and not JSON: a write that was interrupted),
-    which is left out, else None. Raises :class:`BadLine` for any other line that is not JSON."""
+    which is left out, else None. Raises :class:`BadLine` for any other line that is not JSON,
+    and for a line that holds NaN or an infinity or nests deeper than
+    :data:`labkit.jsonio.MAX_DEPTH` (read by :func:`labkit.jsonio.loads`: never a
+    ``RecursionError``)."""
     lines = text.split("\n")
     complete = text.endswith("\n")
     parsed: list[tuple[int, object]] = []
@@ -375,9 +410,9 @@ def parse_lines(text: str) -> tuple[list[tuple[int, object]], int | None]:
         if not line.strip():
             continue
         try:
-            parsed.append((n, json.loads(line)))
-        except json.JSONDecodeError as exc:
-            if n == len(lines) and not complete:
+            parsed.append((n, jsonio.loads(line)))
+        except jsonio.JSONError as exc:
+            if exc.syntax and n == len(lines) and not complete:
                 return parsed, n
             raise BadLine(n, exc.msg) from None
     return parsed, None
@@ -426,6 +461,7 @@ def load(path: str | os.PathLike) -> list[dict]:
         )
     records: list[dict] = []
     for n, record in parsed:
+        _refuse_newer(path, n, record)
         found = problems(record)
         if found:
             raise ValueError(
@@ -434,16 +470,61 @@ def load(path: str | os.PathLike) -> list[dict]:
                 f"`python -m labkit bench`, or delete that line"
             )
         records.append(upgrade(record))
+    _warn_unregistered(path, parsed)
     return records
 
 
+class UnregisteredFramework(UserWarning):
+    """A results file holds records of a framework this labkit does not register: they are kept
+    (shown in tables, compared with nothing), and the warning names it."""
+
+
+def _refuse_newer(path: Path, n: int, record: object) -> None:
+    schema = record.get("schema") if isinstance(record, dict) else None
+    if _number(schema) and schema > SCHEMA_VERSION:
+        raise ValueError(
+            f"{path} line {n} was written by a newer labkit (results schema {schema}; this "
+            f"labkit reads schemas 1 to {SCHEMA_VERSION}); fix: upgrade labkit (pip install -U "
+            f"labkit, or git pull in the course folder) and read the file again"
+        )
+
+
+def _warn_unregistered(path: Path, parsed: list[tuple[int, object]]) -> None:
+    first: dict[str, tuple[int, int]] = {}  # framework -> (first line, records)
+    for n, r in parsed:
+        fw = r["framework"]
+        if fw not in NAMES:
+            line, count = first.get(fw, (n, 0))
+            first[fw] = (line, count + 1)
+    for fw, (line, count) in first.items():
+        warnings.warn(
+            UnregisteredFramework(
+                f"{path} line {line}: framework {fw!r} ({count} record(s)) is not registered "
+                f"in this labkit (it knows {', '.join(NAMES)}); its records are kept and shown, "
+                f"but compared with no baseline"
+            ),
+            stacklevel=3,
+        )
+
+
 def truncated_tail(path: str | os.PathLike) -> bytes:
-    """The bytes after the last newline of ``path`` (a write that was interrupted), or b''."""
-    try:
-        data = Path(path).read_bytes()
-    except FileNotFoundError:
+    """The bytes after the last newline of ``path`` (a write that was interrupted), or b''.
+
+    Reads from the end (a file that ends cleanly costs one byte), so appending stays cheap
+    however long the file grows."""
+    if not os.path.exists(path):
         return b""
-    return data[data.rfind(b"\n") + 1 :]
+    with open(path, "rb") as f:
+        pos, step, tail = f.seek(0, os.SEEK_END), 1, b""
+        while pos > 0:
+            step = min(step, pos)
+            pos = f.seek(pos - step)
+            block = f.read(step)
+            newline = block.rfind(b"\n")
+            if newline >= 0:
+                return block[newline + 1 :] + tail
+            tail, step = block + tail, 1 << 16
+        return tail
 
 
 def repair_tail(path: str | os.PathLike) -> bytes:
@@ -461,15 +542,19 @@ def repair_tail(path: str | os.PathLike) -> bytes:
 
 
 def append(path: str | os.PathLike, record: dict) -> None:
-    """Validate ``record`` and append it as one line, flushed and fsynced (survives a crash)."""
+    """Validate ``record`` and append it as one line, fsynced (survives a crash).
+
+    One writer at a time: the repair of a truncated tail (:func:`repair_tail`) and the write
+    happen under an exclusive lock on the file (:func:`labkit.jsonio.locked`), so two processes
+    appending to one file (a notebook and a terminal) lose nothing and interleave no lines.
+    ``OSError`` when the file cannot be written (a full disk may leave part of the line, which
+    the next append moves to ``.partial``)."""
     line = json.dumps(validate(record), sort_keys=True, allow_nan=False) + "\n"
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    repair_tail(path)
-    with open(path, "a", encoding="utf-8") as f:
-        f.write(line)
-        f.flush()
-        os.fsync(f.fileno())
+    with jsonio.locked(path) as f:
+        repair_tail(path)
+        jsonio.write_all(f, line.encode("utf-8"))
 
 
 # ---------------------------------------------------------------------------------------------

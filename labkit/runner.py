@@ -47,7 +47,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from . import bench, hardware, profiles, results
+from . import bench, hardware, jsonio, profiles, results
 from . import frameworks as fw_registry
 
 FAULT_ENV = "LABKIT_TEST_FAULT"
@@ -456,6 +456,9 @@ class RunResult:
     interrupted: bool = False
     wall_s: float = 0.0
     forecast: Forecast | None = None  #: what the run expected before it started
+    #: records measured but not (yet) written to ``out``: a write failed (see :func:`run`)
+    unsaved: list[dict] = field(default_factory=list)
+    write_error: str = ""  #: why the last write that failed did
 
     @property
     def failed(self) -> list[dict]:
@@ -463,10 +466,15 @@ class RunResult:
 
     def __repr__(self) -> str:
         state = "interrupted (rerun with resume=True)" if self.interrupted else "complete"
+        unsaved = (
+            f"; {len(self.unsaved)} NOT written ({self.write_error}), kept in .unsaved"
+            if self.unsaved
+            else ""
+        )
         return (
             f"<RunResult {state}: {len(self.records)} cells measured ({len(self.failed)} "
             f"failed or unsupported), {len(self.skipped)} skipped, {self.wall_s:.0f} s, "
-            f"appended to {self.out}>"
+            f"appended to {self.out}{unsaved}>"
         )
 
 
@@ -864,6 +872,41 @@ def _record(cell: Cell, fields: dict, machine: dict) -> dict:
         )
 
 
+def check_out(out: str | os.PathLike) -> None:
+    """``ValueError`` naming ``out`` and the fix when the results file cannot be written (its
+    folder is read-only or a file, its disk full): found before anything is measured."""
+    why = jsonio.unwritable(out)
+    if why:
+        raise ValueError(
+            f"cannot write results to {out}: {why}; fix: choose a results file in a folder you "
+            f"can write to (--out FILE.jsonl, out= in Python) or free space on its disk; nothing "
+            f"was measured"
+        )
+
+
+def _save(res: RunResult, record: dict) -> None:
+    """Append ``record`` to ``res.out`` after any that an earlier write could not; a write that
+    fails keeps them in ``res.unsaved`` and says where it could not write, and the run goes on
+    (a full disk may have room again after the next cell)."""
+    res.unsaved.append(record)
+    while res.unsaved:
+        try:
+            results.append(res.out, res.unsaved[0])
+        except OSError as exc:
+            from tqdm.auto import tqdm
+
+            res.write_error = f"{type(exc).__name__}: {exc.strerror or exc}"
+            tqdm.write(
+                f"labkit: could not write to {res.out} ({res.write_error}); {len(res.unsaved)} "
+                f"result(s) kept in memory only (RunResult.unsaved), tried again after the next "
+                f"cell; free space, then rerun with --resume (resume=True) to measure what is "
+                f"missing",
+                file=sys.stderr,
+            )
+            return
+        res.unsaved.pop(0)
+
+
 def run(
     plan: Plan,
     out: str | os.PathLike,
@@ -886,8 +929,10 @@ def run(
     already in ``out``), and it calls ``on_record(record)`` after each record is written (a
     notebook's live table). Ctrl-C or SIGTERM stops the run after killing the running cell; a
     record being written is finished first; everything appended so far stays, and the result
-    says ``interrupted``. An existing ``out`` that is not a valid results file raises
-    ``ValueError`` before anything runs.
+    says ``interrupted``. An existing ``out`` that is not a valid results file, or an ``out`` that
+    cannot be written (:func:`check_out`), raises ``ValueError`` before anything runs. A write
+    that fails later (a full disk) keeps the record in ``records`` and ``unsaved``, says so, and
+    the run goes on; the next append (or the next run with ``resume``) sets aside a partial line.
     """
     out = Path(out)
     threads = threads or hardware.default_threads()
@@ -895,6 +940,7 @@ def run(
     cache_env(cache, Path(tempfile.gettempdir()))  # a bad cache value fails before anything runs
     # refuse to append to a corrupt file (ValueError with the fix) before anything runs
     existing = results.load(out) if out.exists() else []
+    check_out(out)
     _warn_if_busy(threads)
     done = done_keys(existing) if resume else set()
     todo = [c for c in plan if c.key() not in done]
@@ -922,8 +968,8 @@ def run(
                 )
                 with _signals_held():  # a Ctrl-C now waits until the line is whole
                     record = _record(cell, fields, machine)
-                    results.append(out, record)
                     res.records.append(record)
+                    _save(res, record)
                 bar.set_postfix_str(
                     f"{record['images_per_s']:.2f} images/s"
                     if record["status"] == "ok"

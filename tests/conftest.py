@@ -271,3 +271,32 @@ def pytest_configure(config):
         else:
             limit = None
         config.pluginmanager.register(NotebookMemory(limit), "notebook-memory")
+
+
+#: a process that appends N records to a results file once it is let go (start_together)
+WRITER = """
+import sys
+from labkit import results
+path, who, n = sys.argv[1], sys.argv[2], int(sys.argv[3])
+base = results.make(framework="torch", mode="eager", task="latency", batch_size=1,
+    precision="fp32", image_size=32, device="cpu", threads=1, profile="smoke",
+    status="failed", error="boom")
+print("ready", flush=True)
+sys.stdin.readline()  # all writers start at once
+for i in range(n):
+    results.append(path, {**base, "notes": f"{who} {i}"})
+"""
+
+
+def start_together(*commands: list[str]) -> list[subprocess.Popen]:
+    """Start each command (a list), wait until each says it is ready, then let all go."""
+    procs = [
+        subprocess.Popen(c, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, cwd=ROOT)
+        for c in commands
+    ]
+    for p in procs:
+        assert p.stdout.readline().strip() == "ready"
+    for p in procs:
+        p.stdin.write("go\n")
+        p.stdin.flush()
+    return procs

@@ -7,6 +7,7 @@ import gc
 import json
 import math
 import os
+import re
 import subprocess
 import sys
 import time
@@ -16,7 +17,7 @@ from labkit import bench, plots, results
 
 import numpy as np
 import pytest
-from conftest import ROOT
+from conftest import ROOT, WRITER, start_together
 
 DATA = ROOT / "tests" / "data"
 
@@ -346,6 +347,113 @@ def test_a_truncated_last_line_is_skipped_with_a_warning_and_repaired_on_append(
         warnings.simplefilter("error")
         assert [r["mode"] for r in results.load(path)] == ["eager", "torchscript"]
     assert (tmp_path / "r.jsonl.partial").read_text() == line[:40] + "\n"
+
+
+def _lines(path, *values):
+    path.write_text("".join(v + "\n" for v in values))
+    return path
+
+
+def test_a_hostile_line_is_an_error_naming_it_never_a_recursion_error(tmp_path):
+    good = json.dumps(measured(0.1))
+    deep = "[" * 5000 + "]" * 5000
+    for bad, why in [
+        (deep, "nested deeper than 64 levels"),
+        (good.replace('"median_s": 0.1', '"median_s": NaN'), "NaN is not a number"),
+        (good.replace('"median_s": 0.1', '"median_s": -Infinity'), "-Infinity is not a number"),
+        (good.replace('"median_s": 0.1', '"median_s": 1e999'), "1e999 is too large"),
+        ('{"n": ' + "9" * 5000 + "}", "digits"),
+    ]:
+        path = _lines(tmp_path / "r.jsonl", good, bad, good)
+        with pytest.raises(ValueError, match=rf"r.jsonl line 2 is not valid JSON \(.*{why}"):
+            results.load(path)
+        # the reader the class collector shares says which line, and why
+        with pytest.raises(results.BadLine, match=f"line 2 is not JSON.*{why}") as caught:
+            results.parse_lines(path.read_text())
+        assert caught.value.line == 2
+    # a deep last line without its newline is not an interrupted write: still refused
+    with pytest.raises(results.BadLine, match="line 2 .*nested deeper"):
+        results.parse_lines(good + "\n" + deep)
+    nested = {
+        "a": [[[[{"b": "[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[["}]]]]
+    }
+    assert results.parse_lines(json.dumps(nested) + "\n") == ([(1, nested)], None)  # in a string
+
+
+def test_load_refuses_impossible_times_and_a_newer_schema_naming_the_line(tmp_path):
+    ok = measured(0.1)
+    path = tmp_path / "r.jsonl"
+    for field, value, why in [
+        ("median_s", -0.1, "field 'median_s' must be > 0, got -0.1"),
+        ("images_per_s", -100.0, "field 'images_per_s' must be > 0"),
+        ("first_call_s", 0, "field 'first_call_s' must be > 0, got 0"),
+        ("iqr_s", -0.01, "field 'iqr_s' must be >= 0"),
+        ("wall_s", -3.0, "field 'wall_s' must be >= 0"),
+        ("times_s", [0.1, 0.0, -0.2], "'times_s' holds 2 value(s) that are not times > 0"),
+    ]:
+        _lines(path, json.dumps(ok), json.dumps({**ok, field: value}))
+        why = re.escape(why)
+        with pytest.raises(ValueError, match=f"line 2 is not a labkit benchmark record: .*{why}"):
+            results.load(path)
+        with pytest.raises(ValueError, match=why):
+            results.append(tmp_path / "other.jsonl", {**ok, field: value})
+    assert results.problems({**ok, "iqr_s": 0.0, "prepare_s": 0.0}) == []  # zero spread is fine
+    _lines(path, json.dumps(ok), json.dumps({**ok, "schema": 3, "hologram": True}))
+    with pytest.raises(ValueError) as caught:
+        results.load(path)
+    assert str(caught.value).startswith(f"{path} line 2 was written by a newer labkit")
+    assert "results schema 3; this labkit reads schemas 1 to 2" in str(caught.value)
+    assert "upgrade labkit" in str(caught.value)
+
+
+def test_an_unregistered_framework_is_kept_with_a_warning_naming_it(tmp_path):
+    path = tmp_path / "r.jsonl"
+    theirs = [measured(0.1, framework="jax", mode="jit"), measured(0.2, framework="jax")]
+    for r in [measured(0.1), *theirs]:
+        results.append(path, r)
+    with pytest.warns(results.UnregisteredFramework) as caught:
+        loaded = results.load(path)
+    assert loaded[1:] == theirs and len(caught) == 1
+    assert "line 2: framework 'jax' (2 record(s)) is not registered" in str(caught[0].message)
+    assert "jax" in results.table(loaded) and results.speedups(loaded) == []
+
+
+def test_two_processes_appending_to_one_file_lose_nothing(tmp_path):
+    path, n = tmp_path / "shared.jsonl", 3000
+    procs = start_together(
+        *([sys.executable, "-c", WRITER, str(path), who, str(n)] for who in ("a", "b"))
+    )
+    for p in procs:
+        assert p.wait(timeout=120) == 0
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no truncated line either
+        records = results.load(path)
+    notes = [r["notes"] for r in records]
+    for who in ("a", "b"):  # every record, each writer's in its order
+        assert [x for x in notes if x.startswith(who)] == [f"{who} {i}" for i in range(n)]
+    assert len(records) == 2 * n and not (tmp_path / "shared.jsonl.partial").exists()
+
+
+def test_a_writer_that_dies_holding_the_lock_releases_it(tmp_path):
+    fcntl = pytest.importorskip("fcntl")
+    path = tmp_path / "r.jsonl"
+    holder = (
+        "import sys, time; from labkit import jsonio\n"
+        "with jsonio.locked(sys.argv[1]):\n"
+        "    print('ready', flush=True); time.sleep(120)\n"
+    )
+    proc = subprocess.Popen(
+        [sys.executable, "-c", holder, str(path)], stdout=subprocess.PIPE, text=True, cwd=ROOT
+    )
+    try:
+        assert proc.stdout.readline().strip() == "ready"
+        with open(path, "ab") as f, pytest.raises(BlockingIOError):
+            fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)  # held
+    finally:
+        proc.kill()
+        proc.wait(timeout=30)
+    results.append(path, measured(0.1))  # would wait for ever on a lock left behind
+    assert len(results.load(path)) == 1
 
 
 def test_latest_best_and_summary():

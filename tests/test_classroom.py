@@ -58,6 +58,19 @@ def _record(fw, mode, median, task="throughput", **extra):
     )
 
 
+CELL_FAILED = {
+    "framework": "torch",
+    "mode": "compile",
+    "task": "throughput",
+    "batch_size": 4,
+    "precision": "fp32",
+    "image_size": 32,
+    "device": "cpu",
+    "profile": "smoke",
+    "status": "failed",
+}
+
+
 def _results_file(path, host, home):
     recs = [
         _record("torch", "eager", 0.04),
@@ -374,7 +387,7 @@ def hostile_folder(tmp_path):
         _card_of([_record("torch", "eager", 0.04), fast, forged], "Fast CPU"),
     )
     # skipped, each with its reason
-    skipped = {"deep.json": "nested more than", "big.json": "MB, more than the"}
+    skipped = {"deep.json": "nested deeper than 32 levels", "big.json": "MB, more than the"}
     deep = '{"kind": "labkit-result-card", "format": 1, "records": ' + "[" * 5000
     (folder / "deep.json").write_text(deep + "]" * 5000 + "}")
     big = {**good, "name": "x" * 50_000_000}
@@ -382,7 +395,7 @@ def hostile_folder(tmp_path):
     nan = json.dumps(good).replace('"median_s": 0.04', '"median_s": NaN', 1)
     assert "NaN" in nan
     (folder / "nan.json").write_text(nan)
-    skipped["nan.json"] = "is nan: a card holds only finite numbers"
+    skipped["nan.json"] = "NaN is not a number labkit accepts"
     (folder / "card.json.txt").write_text(json.dumps(good))
     skipped["card.json.txt"] = "not a card: its name ends in '.txt'"
     (folder / "cards.tar.gz").write_bytes(b"\x1f\x8b not really")
@@ -473,3 +486,24 @@ def test_hostile_hand_ins_are_named_and_skipped_and_the_rest_collected(hostile_f
     assert html.escape(r"eager$\undefinedmacro$") in page and "impossible" in page
     for name in classroom.FIGURES:
         assert (report / f"{name}.png").read_bytes()[:4] == b"\x89PNG", name
+
+
+def test_a_failed_cells_log_loses_hub_user_names_home_folders_and_e_mail(monkeypatch):
+    monkeypatch.setenv("JUPYTERHUB_USER", "hubalice")
+    monkeypatch.setenv("USER", "unixbob")
+    monkeypatch.setenv("LOGNAME", "logcarol")
+    error = (
+        "RuntimeError: hubalice's kernel (unixbob, logcarol) could not open ~dave/notes.txt, "
+        "~dave/ or /home/erin; mail frank.o+lab@uni.example.org or see /Users/gina/x.py"
+    )
+    failed = results.make(**{**CELL_FAILED, "error": error, "log": error, "notes": error})
+    card = cards.build([_record("torch", "eager", 0.1), failed])
+    text = json.dumps(card)
+    for name in ("hubalice", "unixbob", "logcarol", "dave", "erin", "frank", "example", "gina"):
+        assert name not in text, name
+    scrubbed = card["records"][1]["error"]
+    assert scrubbed == (
+        "RuntimeError: <user>'s kernel (<user>, <user>) could not open ~/notes.txt, "
+        "~/ or ~; mail <email> or see ~/x.py"
+    )
+    assert card["records"][1]["log"] == scrubbed == card["records"][1]["notes"]

@@ -1,7 +1,9 @@
 """``python -m labkit bench | report``: bad input gets one clear message and exit status 2, no
 results file is ever damaged, and report prints a table and writes the figures."""
 
+import errno
 import json
+import os
 
 from labkit import cli, plots, results
 
@@ -57,6 +59,9 @@ def results_file(tmp_path):
     ):
         results.append(path, r)
     return path
+
+
+SMOKE_CELL = ["bench", "--profile", "smoke", "--frameworks", "torch", "--modes", "eager"]
 
 
 @pytest.mark.parametrize(
@@ -147,6 +152,28 @@ def test_report_on_a_truncated_file_reports_what_is_complete_and_exits_2(
     assert (tmp_path / "figs" / "throughput.png").exists()
 
 
+def test_report_on_a_deeply_nested_line_names_it_without_a_traceback(tmp_path, results_file):
+    text = results_file.read_text().splitlines(keepends=True)
+    results_file.write_text(text[0] + "[" * 5000 + "]" * 5000 + "\n" + "".join(text[1:]))
+    proc = run_labkit("report", str(results_file), "--out", str(tmp_path / "figs"), timeout=120)
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr
+    assert proc.stderr.startswith(
+        f"error: {results_file} line 2 is not valid JSON (nested deeper than 64 levels)"
+    )
+
+
+def test_report_keeps_a_framework_it_does_not_know_with_a_warning(tmp_path, capsys):
+    path = tmp_path / "r.jsonl"
+    for r in (record(), record(framework="jax", mode="jit")):
+        results.append(path, r)
+    assert cli.main(["report", str(path), "--out", str(tmp_path / "figs")]) == 0
+    out, err = capsys.readouterr()
+    assert "jax" in out and "jit" in out
+    assert err.startswith(
+        f"warning: {path} line 2: framework 'jax' (1 record(s)) is not registered"
+    )
+
+
 def test_report_on_a_file_without_a_suffix_writes_the_figures_beside_it(tmp_path, capsys):
     plain = tmp_path / "bench"  # no .jsonl: "FILE without its suffix" is FILE itself
     results.append(plain, record())
@@ -194,6 +221,37 @@ def test_bad_input_through_the_real_command_line(tmp_path):
         "error: unknown framework 'caffe': valid frameworks are torch, "
         "tensorflow, mindspore, onnxruntime"
     )
+
+
+def test_bench_to_an_out_that_cannot_be_written_says_so_before_measuring(tmp_path):
+    (tmp_path / "afile").write_text("mine")
+    out = tmp_path / "afile" / "r.jsonl"  # under a file: not writable, not even by root
+    proc = run_labkit(*SMOKE_CELL, "--out", str(out), timeout=120)
+    assert proc.returncode == 2
+    assert proc.stderr.count("\n") == 1 and "Traceback" not in proc.stderr  # nothing measured
+    assert proc.stderr.startswith(f"error: cannot write results to {out}: {out.parent} is a file")
+    assert "fix: choose a results file in a folder you can write to" in proc.stderr
+    assert (tmp_path / "afile").read_text() == "mine"
+
+
+def test_bench_whose_writes_fail_keeps_going_and_says_what_was_not_written(
+    tmp_path, capsys, monkeypatch
+):
+    from labkit import runner
+
+    fields = {"status": "failed", "error": "boom", "wall_s": 1.0}
+    monkeypatch.setattr(runner, "run_cell", lambda *a, **k: dict(fields))
+
+    def full(path, record):
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(path))
+
+    monkeypatch.setattr(results, "append", full)
+    out = tmp_path / "r.jsonl"
+    assert cli.main([*SMOKE_CELL, "--tasks", "latency,throughput", "--out", str(out)]) == 1
+    got, err = capsys.readouterr()
+    assert got.count("FAILED: boom") == 2  # the table shows what was measured
+    assert f"error: 2 of the 2 results above could not be written to {out}" in err
+    assert "No space left on device" in err and "--resume" in err and not out.exists()
 
 
 def test_distributed_subcommand_prints_the_commands_for_several_machines():

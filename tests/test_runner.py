@@ -8,6 +8,8 @@ place against the ceiling are checked for shape, never for a value.
 """
 
 import dataclasses
+import errno
+import json
 import os
 import re
 import signal
@@ -18,7 +20,7 @@ import time
 from labkit import frameworks, hardware, profiles, recipe, results, runner
 
 import pytest
-from conftest import ROOT, require
+from conftest import ROOT, WRITER, require, start_together
 
 SMOKE = profiles.get("smoke")
 #: CI machines are often busy; the runner's warning about it is expected there
@@ -454,3 +456,109 @@ def test_a_live_table_fills_in_as_records_arrive(tmp_path, monkeypatch, capsys):
     assert "2 of 2 cells" in text and "waiting" not in text and "; done" in text
     assert table.rows()[0][4] == "valid"
     assert table.rows()[1][4].startswith("invalid: busy machine")
+
+
+# ----------------------------------------------------------------------------- the results file
+
+
+def test_an_out_that_cannot_be_written_is_refused_before_any_cell(tmp_path, monkeypatch):
+    plan = runner.Plan.build(["torch"], ["eager"], ["latency"], profile=SMOKE)
+    measured = []
+    monkeypatch.setattr(runner, "run_cell", lambda *a, **k: measured.append(1) or fake_fields())
+    (tmp_path / "afile").write_text("not a folder")
+    bad = tmp_path / "afile" / "r.jsonl"  # no one can write under a file, root neither
+    with pytest.raises(ValueError) as caught:
+        runner.run(plan, bad, progress=False)
+    assert str(caught.value).startswith(f"cannot write results to {bad}: ")
+    assert f"{tmp_path / 'afile'} is a file, not a folder" in str(caught.value)
+    assert "fix: choose a results file in a folder you can write to" in str(caught.value)
+    with pytest.raises(ValueError, match="Is a directory"):  # a folder as --out
+        runner.run(plan, tmp_path, progress=False)
+    # a full disk, as the OS reports it
+    fake = type("Full", (), {"f_bavail": 3, "f_frsize": 100})
+    monkeypatch.setattr(os, "statvfs", lambda p: fake)
+    with pytest.raises(ValueError, match=r"r.jsonl: its disk is full \(0 KiB free\)"):
+        runner.run(plan, tmp_path / "r.jsonl", progress=False)
+    assert measured == [] and list(tmp_path.iterdir()) == [tmp_path / "afile"]  # nothing left
+
+
+def test_a_write_that_fails_keeps_the_record_and_resume_recovers(tmp_path, monkeypatch, capsys):
+    plan = runner.Plan.build(
+        ["torch"], ["eager"], ["latency", "throughput", "train"], profile=SMOKE
+    )
+    monkeypatch.setattr(runner, "run_cell", lambda *a, **k: fake_fields())
+    real_append, calls, fragment = results.append, [], []
+
+    def disk_full_after_the_first(path, record):
+        calls.append(record["task"])
+        if len(calls) == 1:
+            return real_append(path, record)
+        if len(calls) == 2:  # a full disk takes part of a line, then refuses
+            fragment.append(json.dumps(record)[:60])
+            with open(path, "a") as f:
+                f.write(fragment[0])
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(path))
+
+    monkeypatch.setattr(results, "append", disk_full_after_the_first)
+    out = tmp_path / "r.jsonl"
+    res = runner.run(plan, out, progress=False)  # no exception: the run goes on and ends
+    assert [r["task"] for r in res.records] == ["latency", "throughput", "train"]
+    assert [r["task"] for r in res.unsaved] == ["throughput", "train"] and not res.interrupted
+    assert calls == ["latency", "throughput", "throughput"]  # retried first, before the next
+    err = capsys.readouterr().err
+    assert f"could not write to {out} (OSError: No space left on device)" in err
+    assert "kept in memory only (RunResult.unsaved)" in err and "--resume" in err
+    assert "NOT written" in repr(res)
+    # the disk has room again: --resume sets the partial line aside and measures the rest
+    monkeypatch.setattr(results, "append", real_append)
+    with pytest.warns(UserWarning, match="line 2 is truncated"):
+        again = runner.run(plan, out, resume=True, progress=False)
+    assert [c.task for c in again.skipped] == ["latency"] and not again.unsaved
+    assert [r["task"] for r in results.load(out)] == ["latency", "throughput", "train"]
+    assert (tmp_path / "r.jsonl.partial").read_text() == fragment[0] + "\n"
+
+
+def test_a_write_that_fails_once_is_written_with_the_next_record(tmp_path, monkeypatch):
+    plan = runner.Plan.build(["torch"], ["eager"], ["latency", "throughput"], profile=SMOKE)
+    monkeypatch.setattr(runner, "run_cell", lambda *a, **k: fake_fields())
+    real_append, calls = results.append, []
+
+    def fails_once(path, record):
+        calls.append(record["task"])
+        if len(calls) == 1:
+            raise OSError(errno.EIO, os.strerror(errno.EIO))
+        real_append(path, record)
+
+    monkeypatch.setattr(results, "append", fails_once)
+    res = runner.run(plan, tmp_path / "r.jsonl", progress=False)
+    assert not res.unsaved and res.write_error.startswith("OSError: ")
+    assert [r["task"] for r in results.load(tmp_path / "r.jsonl")] == ["latency", "throughput"]
+
+
+BENCH_WRITER = """
+import sys
+from labkit import profiles, runner
+path, n = sys.argv[1], int(sys.argv[2])
+fields = {fields!r}
+runner.run_cell = lambda *a, **k: dict(fields)  # a cell that takes no time
+smoke = profiles.get("smoke")
+cell = runner.Plan.build(["torch"], ["eager"], ["latency"], profile=smoke).cells[0]
+print("ready", flush=True)
+sys.stdin.readline()
+res = runner.run(runner.Plan([cell] * n, smoke), path, progress=False)
+assert len(res.records) == n and not res.unsaved, res
+"""
+
+
+def test_a_bench_and_a_notebook_writing_one_file_lose_nothing(tmp_path):
+    path = tmp_path / "bench-smoke.jsonl"
+    procs = start_together(
+        [sys.executable, "-c", BENCH_WRITER.format(fields=fake_fields()), str(path), "400"],
+        [sys.executable, "-c", WRITER, str(path), "notebook", "2000"],
+    )
+    for p in procs:
+        assert p.wait(timeout=120) == 0
+    records = results.load(path)
+    notebook = [r["notes"] for r in records if r["status"] == "failed"]
+    assert notebook == [f"notebook {i}" for i in range(2000)]
+    assert sum(r["status"] == "ok" for r in records) == 400 and len(records) == 2400

@@ -13,13 +13,14 @@ cannot be read or written is reported once as a warning, and the answer is still
 
 from __future__ import annotations
 
-import contextlib
 import datetime
 import json
 import os
 import tempfile
 import warnings
 from pathlib import Path
+
+from .. import jsonio
 
 ENV = "LABKIT_PROGRESS"
 DEFAULT = Path("~/.graphlab/progress.json")
@@ -62,22 +63,6 @@ def read(file: Path | None = None) -> dict[str, dict]:
     return {k: v for k, v in entries.items() if isinstance(v, dict)}
 
 
-@contextlib.contextmanager
-def _locked(file: Path):
-    """Hold an exclusive lock beside ``file`` (two notebooks may record at the same moment)."""
-    try:
-        import fcntl
-    except ImportError:  # Windows: last writer wins
-        yield
-        return
-    with open(file.with_name(file.name + ".lock"), "a") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(lock, fcntl.LOCK_UN)
-
-
 def record(exercise_id: str, right: bool) -> None:
     """Add one checked answer of ``exercise_id`` to the progress file."""
     file = path()
@@ -85,7 +70,7 @@ def record(exercise_id: str, right: bool) -> None:
         return
     try:
         file.parent.mkdir(parents=True, exist_ok=True)
-        with _locked(file):
+        with jsonio.locked(file.with_name(file.name + ".lock")):  # two notebooks at once
             entries = read(file)
             entry = entries.setdefault(exercise_id, {"attempts": 0, "right": False})
             entry["attempts"] = int(entry.get("attempts", 0)) + 1

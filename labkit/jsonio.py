@@ -1,0 +1,150 @@
+"""JSON files that several processes share, and JSON text that may be hostile.
+
+- :func:`loads`: strict JSON for text labkit did not write itself (a results line, a card):
+  NaN, infinities and integers beyond 64 bits are refused (Python's ``json`` accepts them), and
+  so is nesting deeper than
+  :data:`MAX_DEPTH`, before parsing, so a hostile line is a :class:`JSONError` naming the
+  problem, never a ``RecursionError``.
+- :func:`locked`: a file opened for appending under an exclusive advisory lock (``flock``), so
+  one writer at a time repairs and appends (a notebook and a terminal writing one results file);
+  the OS releases the lock when the process holding it dies. Without ``fcntl`` (Windows) there is
+  no lock.
+- :func:`write_all` and :func:`unwritable`: an append that is whole and on disk, and a check that
+  a file can be written before any work is done for it.
+
+Imports nothing else of labkit.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import math
+import os
+import re
+import tempfile
+from collections.abc import Iterator
+from itertools import accumulate
+from pathlib import Path
+from typing import BinaryIO
+
+try:
+    import fcntl
+except ImportError:  # Windows: no advisory locks; the last writer wins
+    fcntl = None  # type: ignore[assignment]
+
+#: the deepest nesting of arrays and objects accepted (a labkit card or record needs about 6)
+MAX_DEPTH = 64
+#: the free space a file about to be appended to must have on its disk (a record is a few KiB)
+MIN_FREE_BYTES = 1 << 20
+
+_STRING = re.compile(r'"(?:[^"\\]|\\.)*"')
+_NOT_BRACKET = re.compile(r"[^\[\]{}]+")
+
+
+class JSONError(ValueError):
+    """Text that is not JSON labkit accepts; ``msg`` says why, ``syntax`` whether it is a plain
+    syntax error (what an interrupted write leaves) rather than refused content."""
+
+    def __init__(self, msg: str, syntax: bool = False, lineno: int = 0, colno: int = 0):
+        super().__init__(msg)
+        self.msg, self.syntax, self.lineno, self.colno = msg, syntax, lineno, colno
+
+
+def depth(text: str) -> int:
+    """How deeply the arrays and objects of JSON ``text`` nest (brackets inside strings do not
+    count)."""
+    brackets = _NOT_BRACKET.sub("", _STRING.sub("", text))
+    if not brackets:
+        return 0
+    return max(0, max(accumulate(1 if c in "[{" else -1 for c in brackets)))
+
+
+def _refuse_constant(name: str) -> float:
+    raise JSONError(f"{name} is not a number labkit accepts (NaN and infinities are refused)")
+
+
+def _finite(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):
+        raise JSONError(f"{text} is too large for a number (it reads as infinity)")
+    return value
+
+
+def _int64(text: str) -> int:
+    value = int(text)
+    if abs(value) >= 2**63:
+        raise JSONError(f"{text[:20]}... is too large for a number (more than 64 bits)")
+    return value
+
+
+def loads(text: str, max_depth: int = MAX_DEPTH) -> object:
+    """``json.loads(text)``, refusing NaN, infinities (also a number too large to be finite),
+    integers beyond 64 bits and nesting deeper than ``max_depth``: each a :class:`JSONError`
+    that says why (a syntax error keeps its line and column)."""
+    if depth(text) > max_depth:
+        raise JSONError(f"nested deeper than {max_depth} levels")
+    try:
+        return json.loads(
+            text, parse_constant=_refuse_constant, parse_float=_finite, parse_int=_int64
+        )
+    except JSONError:
+        raise
+    except json.JSONDecodeError as exc:
+        raise JSONError(exc.msg, syntax=True, lineno=exc.lineno, colno=exc.colno) from None
+    except RecursionError:  # the depth check above should have caught it
+        raise JSONError(f"nested deeper than {max_depth} levels") from None
+    except ValueError as exc:  # e.g. an integer of more digits than Python converts
+        raise JSONError(str(exc)) from None
+
+
+@contextlib.contextmanager
+def locked(path: str | os.PathLike) -> Iterator[BinaryIO]:
+    """``path`` opened for appending in binary (created when absent, unbuffered), held under an
+    exclusive advisory lock until the block ends. Every writer of a shared file takes it around
+    what it reads and writes; a process that dies holding it releases it."""
+    with open(path, "ab", buffering=0) as f:
+        if fcntl is not None:
+            fcntl.flock(f, fcntl.LOCK_EX)
+        try:
+            yield f
+        finally:
+            if fcntl is not None:
+                fcntl.flock(f, fcntl.LOCK_UN)
+
+
+def write_all(f: BinaryIO, data: bytes) -> None:
+    """Write all of ``data`` to the unbuffered file ``f`` (a short write is continued), then
+    fsync, so that it survives a crash. ``OSError`` (a full disk) may leave part of it written."""
+    view = memoryview(data)
+    while view:
+        view = view[f.write(view) :]
+    os.fsync(f.fileno())
+
+
+def unwritable(path: str | os.PathLike) -> str | None:
+    """Why ``path`` cannot be appended to (its folder cannot be made or written, it is not a
+    file, its disk is full), or None when it can. Creates the missing folders; leaves no file
+    behind that was not there."""
+    path = Path(path)
+    if path.is_dir():
+        return "it is a folder, not a file"
+    folder = next((f for f in path.parents if f.exists()), None)
+    if folder is not None and not folder.is_dir():
+        return f"{folder} is a file, not a folder"
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        if path.exists():
+            with open(path, "ab"):
+                pass
+        else:
+            with tempfile.TemporaryFile(dir=path.parent, prefix=f".{path.name}."):
+                pass
+        disk = os.statvfs(path.parent) if hasattr(os, "statvfs") else None  # not on Windows
+    except OSError as exc:
+        where = f" ({exc.filename})" if exc.filename and str(exc.filename) != str(path) else ""
+        return f"{exc.strerror or exc}{where}"
+    free = disk.f_bavail * disk.f_frsize if disk is not None else MIN_FREE_BYTES
+    if free < MIN_FREE_BYTES:
+        return f"its disk is full ({free // 1024} KiB free)"
+    return None

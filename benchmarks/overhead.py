@@ -37,6 +37,7 @@ sys.path.insert(0, str(ROOT))
 
 import labkit  # noqa: F401  (before any framework)
 from labkit import bench, hardware, profiles, runner
+from labkit.util import stats
 
 
 def bare(args: argparse.Namespace) -> int:
@@ -129,16 +130,16 @@ def main(argv: list[str] | None = None) -> int:
         lab_times += lab["times_s"]
         bare_times += b["times_s"]
         busy += [x for x in (lab.get("others_cpus"), b.get("others_cpus")) if x is not None]
-        lab_ips = cell.batch_size / bench.median(lab["times_s"])
-        bare_ips = cell.batch_size / bench.median(b["times_s"])
+        lab_ips = cell.batch_size / stats.median(lab["times_s"])
+        bare_ips = cell.batch_size / stats.median(b["times_s"])
         print(
             f"round {r + 1} ({'bare' if r % 2 else 'lab'} first): lab {lab_ips:.2f} images/s "
             f"({lab['repeats']} calls), bare loop {bare_ips:.2f} images/s, "
             f"ratio {lab_ips / bare_ips:.3f}",
             flush=True,
         )
-    lab_ips = cell.batch_size / bench.median(lab_times)
-    bare_ips = cell.batch_size / bench.median(bare_times)
+    lab_ips = cell.batch_size / stats.median(lab_times)
+    bare_ips = cell.batch_size / stats.median(bare_times)
     ratio = lab_ips / bare_ips
     print(f"lab (runner) median {lab_ips:.2f} images/s over {len(lab_times)} calls")
     print(f"bare loop    median {bare_ips:.2f} images/s over {len(bare_times)} calls")

@@ -14,7 +14,8 @@ import tempfile
 from pathlib import Path
 
 import labkit  # noqa: F401
-from labkit import bench, runner
+from labkit import runner
+from labkit.util import stats
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -45,10 +46,10 @@ def main(argv: list[str] | None = None) -> int:
                 f"{rec['iqr_s'] / rec['median_s']:.1%}, first call {rec['first_call_s']:.2f} s "
                 f"({rec['cache']} caches); {verdict}"
             )
-    mid = bench.median(medians)
+    mid = stats.median(medians)
     print(f"{plan.cells[0].label()}, {args.runs} runs (fresh process each)")
     print(
-        f"run-to-run spread: IQR/median {bench.iqr(medians) / mid:.1%}, "
+        f"run-to-run spread: IQR/median {stats.iqr(medians) / mid:.1%}, "
         f"(max-min)/median {(max(medians) - min(medians)) / mid:.1%}, median {mid:.2f} images/s"
     )
     return 0

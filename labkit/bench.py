@@ -24,6 +24,8 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+from .util import stats
+
 TASKS: tuple[str, ...] = ("latency", "throughput", "train")
 PRECISIONS: tuple[str, ...] = ("fp32", "bf16")
 DEVICES: tuple[str, ...] = ("cpu", "gpu")
@@ -81,32 +83,6 @@ class Prepared:
     #: training only: the hyper-parameters the framework applied, read back from its optimizer
     #: objects (compare with :data:`labkit.recipe.TRAIN`)
     recipe: dict | None = None
-
-
-# ---------------------------------------------------------------------------------------------
-# statistics (pure Python, linear interpolation between order statistics, as numpy's default)
-
-
-def quantile(values: Sequence[float], q: float) -> float:
-    """The ``q`` quantile (0..1) of ``values``, interpolating linearly (numpy's default method)."""
-    if not values:
-        raise ValueError("quantile of no values: time at least one call")
-    if not 0.0 <= q <= 1.0:
-        raise ValueError(f"quantile q must be within 0..1, got {q}")
-    xs = sorted(values)
-    pos = q * (len(xs) - 1)
-    lo = math.floor(pos)
-    hi = min(lo + 1, len(xs) - 1)
-    return xs[lo] + (xs[hi] - xs[lo]) * (pos - lo)
-
-
-def median(values: Sequence[float]) -> float:
-    return quantile(values, 0.5)
-
-
-def iqr(values: Sequence[float]) -> float:
-    """Interquartile range: the spread of the middle half of the values."""
-    return quantile(values, 0.75) - quantile(values, 0.25)
 
 
 def peak_rss_mb() -> float:
@@ -206,7 +182,7 @@ def verdict(
             "(the profile's max_repeats stopped the loop first)"
         )
     if n:
-        rel = iqr(times_s) / median(times_s) if median(times_s) > 0 else math.inf
+        rel = stats.iqr(times_s) / stats.median(times_s) if stats.median(times_s) > 0 else math.inf
         if rel > MAX_REL_IQR:
             reasons.append(f"spread too wide: IQR/median {rel:.0%} > {MAX_REL_IQR:.0%}")
     if others is not None:
@@ -250,15 +226,15 @@ class Measurement:
 
     @property
     def median_s(self) -> float:
-        return median(self.times_s)
+        return stats.median(self.times_s)
 
     @property
     def iqr_s(self) -> float:
-        return iqr(self.times_s)
+        return stats.iqr(self.times_s)
 
     @property
     def p90_s(self) -> float:
-        return quantile(self.times_s, 0.9)
+        return stats.quantile(self.times_s, 0.9)
 
     @property
     def mean_s(self) -> float:
@@ -297,7 +273,7 @@ class Measurement:
 
     def __repr__(self) -> str:
         unit, scale = ("ms", 1e3) if self.median_s < 1 else ("s", 1.0)
-        q1, q3 = quantile(self.times_s, 0.25), quantile(self.times_s, 0.75)
+        q1, q3 = stats.quantile(self.times_s, 0.25), stats.quantile(self.times_s, 0.75)
         return (
             f"<labkit.bench.Measurement> {self.label}\n"
             f"  Median: {self.median_s * scale:.2f} {unit}   "

@@ -31,6 +31,7 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from . import results
+from .util import jsonio
 
 KIND = "labkit-result-card"
 FORMAT = 1
@@ -267,12 +268,7 @@ def build(
 
 def save(card: dict, out: str | os.PathLike) -> Path:
     """Write ``card`` to ``out`` (folders created, replaced in one step); returns the path."""
-    out = Path(out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = out.with_name(out.name + ".tmp")
-    tmp.write_text(json.dumps(card, indent=1, allow_nan=False) + "\n", encoding="utf-8")
-    os.replace(tmp, out)
-    return out
+    return jsonio.write_atomic(out, json.dumps(card, indent=1, allow_nan=False) + "\n")
 
 
 def write(

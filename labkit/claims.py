@@ -33,6 +33,7 @@ from dataclasses import dataclass, field
 
 from . import results, seeds
 from .frameworks import specs
+from .util import tables
 
 HOLDS, FAILS, MIXED = "holds here", "does not hold here", "mixed here"
 REGIME, NOT_MEASURED = "different regime", "not measured here"
@@ -803,14 +804,8 @@ def rows(verdicts: list[Verdict]) -> list[dict[str, str]]:
 def markdown(verdicts: list[Verdict]) -> str:
     """The claim-check table as Markdown (``IPython.display.Markdown(markdown(...))``)."""
 
-    def cell(s: str) -> str:
-        return s.replace("|", "\\|").replace("\n", " ")
-
     head = ["claim", "seeds", "regime", "measured here", "verdict", "why", "published"]
-    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
-    for r in rows(verdicts):
-        lines.append("| " + " | ".join(cell(r[h]) for h in head) + " |")
-    return "\n".join(lines)
+    return tables.markdown(head, [[r[h] for h in head] for r in rows(verdicts)])
 
 
 def sources(verdicts: list[Verdict]) -> list[Source]:

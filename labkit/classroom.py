@@ -32,14 +32,14 @@ import json
 import math
 import os
 import re
-import statistics
 import warnings
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from . import cards, handins, jsonio, results
+from . import cards, handins, results
+from .util import jsonio, stats, tables
 
 #: the record fields the class report needs (a record without them is the wrong schema)
 CORE: dict[str, tuple[type, ...]] = {
@@ -537,14 +537,6 @@ def _cell_label(r: dict) -> str:
     return f"{r['framework']} {r['mode']}{prec} ({r['image_size']} px, b{r['batch_size']})"
 
 
-def _quartiles(xs: list[float]) -> tuple[float, float, float]:
-    xs = sorted(xs)
-    if len(xs) == 1:
-        return xs[0], xs[0], xs[0]
-    q = statistics.quantiles(xs, n=4, method="inclusive")
-    return q[0], q[1], q[2]
-
-
 def speedup_summary(ratio_rows: Iterable[dict]) -> list[dict]:
     """Per graph cell across machines: count, median, quartiles, range (unflagged ratios only)."""
     groups: dict[tuple, list[dict]] = defaultdict(list)
@@ -561,7 +553,7 @@ def speedup_summary(ratio_rows: Iterable[dict]) -> list[dict]:
             "flagged": len(rs) - len(good),
         }
         if good:
-            q1, med, q3 = _quartiles(good)
+            q1, med, q3 = stats.quartiles(good)
             row.update(
                 median=med,
                 q1=q1,
@@ -595,12 +587,12 @@ def spread(con) -> list[dict]:
         cells[k][r["machine_id"]].append(r)
 
     def rel(xs: list[float]) -> float:
-        q1, med, q3 = _quartiles(xs)
+        q1, med, q3 = stats.quartiles(xs)
         return (q3 - q1) / med if med else math.nan
 
     out = []
     for (task, cell), per_machine in sorted(cells.items()):
-        medians = [statistics.median(x["images_per_s"] for x in rs) for rs in per_machine.values()]
+        medians = [stats.median(x["images_per_s"] for x in rs) for rs in per_machine.values()]
         runs = [
             x["iqr_s"] / x["median_s"]
             for rs in per_machine.values()
@@ -616,8 +608,8 @@ def spread(con) -> list[dict]:
                 "cell": cell,
                 "machines": len(per_machine),
                 "between": rel(medians) if len(medians) > 1 else None,
-                "within_run": statistics.median(runs) if runs else None,
-                "within_machine": statistics.median(repeated) if repeated else None,
+                "within_run": stats.median(runs) if runs else None,
+                "within_machine": stats.median(repeated) if repeated else None,
             }
         )
     return out
@@ -662,7 +654,7 @@ def speedup_figure(ratio_rows: list[dict]):
             rs = [r for r in ratio_rows if r["task"] == task and _cell_label(r) == c]
             good = [r["speedup"] for r in rs if not r["flagged"]]
             if len(good) >= 2:
-                q1, med, q3 = _quartiles(good)
+                q1, med, q3 = stats.quartiles(good)
                 ax.plot([q1, q3], [i, i], color="0.6", lw=6, alpha=0.5, solid_capstyle="butt")
                 ax.plot([med], [i], marker="|", color="black", ms=14)
             for n, r in enumerate(rs):
@@ -719,7 +711,7 @@ def family_figure(ratio_rows: list[dict]):
                 and r["family"] + (" (fixture)" if r["fixture"] else "") == f
             ]
             if xs:
-                grid[i][j], counts[i][j] = statistics.median(xs), len(xs)
+                grid[i][j], counts[i][j] = stats.median(xs), len(xs)
     fig = _figure(max(6, 1.6 * len(fams) + 4), 0.42 * len(cells) + 1.6)
     ax = fig.add_subplot()
     logs = [[math.log2(v) if not math.isnan(v) else math.nan for v in row] for row in grid]
@@ -844,15 +836,6 @@ def spread_figure(spread_rows: list[dict]):
 # the report
 
 
-def html_table(head: Sequence[str], body: Iterable[Sequence]) -> str:
-    esc = lambda v: html.escape("" if v is None else str(v))
-    out = [
-        "<table><thead><tr>" + "".join(f"<th>{esc(h)}</th>" for h in head) + "</tr></thead><tbody>"
-    ]
-    out += ["<tr>" + "".join(f"<td>{esc(c)}</td>" for c in row) + "</tr>" for row in body]
-    return "\n".join(out + ["</tbody></table>"])
-
-
 def _f(x, fmt="{:.2f}") -> str:
     return "" if x is None or (isinstance(x, float) and math.isnan(x)) else fmt.format(x)
 
@@ -935,7 +918,7 @@ def _left_out(con, missing: dict[str, str]) -> str:
     parts.append("</ul>")
     if skipped:
         parts.append(
-            html_table(("file skipped", "why"), [(f["name"], f["reason"]) for f in skipped])
+            tables.html(("file skipped", "why"), [(f["name"], f["reason"]) for f in skipped])
         )
     return "\n".join(parts)
 
@@ -1006,7 +989,7 @@ def _html(con, missing: dict[str, str] | None = None) -> str:
     summary = speedup_summary(ratio_rows)
     parts.append("<h2>Speedups across machine types (unflagged)</h2>")
     parts.append(
-        html_table(
+        tables.html(
             (
                 "task",
                 "graph cell",
@@ -1040,7 +1023,7 @@ def _html(con, missing: dict[str, str] | None = None) -> str:
     )
     parts.append("<h2>Spread between machines and within one</h2>")
     parts.append(
-        html_table(
+        tables.html(
             (
                 "task",
                 "cell",
@@ -1064,7 +1047,7 @@ def _html(con, missing: dict[str, str] | None = None) -> str:
     )
     parts.append("<h2>Machine types</h2>")
     parts.append(
-        html_table(
+        tables.html(
             ("machine type", "CPU", "architecture", "cores", "memory GB", "cards", "records"),
             [
                 (
@@ -1082,7 +1065,7 @@ def _html(con, missing: dict[str, str] | None = None) -> str:
     )
     parts.append(f"<h2>Flagged records ({len(flagged)}): kept, shown, not counted</h2>")
     parts.append(
-        html_table(
+        tables.html(
             (
                 "machine type",
                 "framework",
@@ -1112,7 +1095,7 @@ def _html(con, missing: dict[str, str] | None = None) -> str:
     )
     parts.append(f"<h2>Failed or unsupported cells ({len(failed)})</h2>")
     parts.append(
-        html_table(
+        tables.html(
             ("machine type", "framework", "mode", "task", "error"),
             [
                 (f["label"], f["framework"], f["mode"], f["task"], (f["error"] or "")[:160])
@@ -1122,7 +1105,7 @@ def _html(con, missing: dict[str, str] | None = None) -> str:
     )
     parts.append(f"<h2>Files collected ({len(files)})</h2>")
     parts.append(
-        html_table(
+        tables.html(
             ("file", "kind", "records", "new records", "note"),
             [
                 (Path(f["name"]).name, f["kind"], f["records"], f["new_records"], f["note"] or "")
@@ -1209,7 +1192,7 @@ def explorer(db: str | os.PathLike = "class.duckdb"):
             summary = speedup_summary(sel)
             display(
                 HTML(
-                    html_table(
+                    tables.html(
                         ("task", "graph cell", "machines", "median", "min", "max", "flagged"),
                         [
                             (

@@ -45,6 +45,7 @@ import numpy as np
 from . import bench as bench_lib
 from . import frameworks as fw_registry
 from . import models, profiles, runner
+from .util import tables
 
 STATUSES: tuple[str, ...] = ("works", "caveats", "fails", "crashed")
 #: seconds one check may take before its process is stopped (a compile on a slow laptop)
@@ -167,7 +168,9 @@ class Report:
         ]
         for p in self.paths:
             status = p.status if p.status in ("works", "caveats") else f"**{p.status}**"
-            lines.append(f"| {p.path} | {status} | {_md(p.reason)} | {_md(p.message, 240)} |")
+            lines.append(
+                f"| {p.path} | {status} | {tables.escape(p.reason)} | {tables.escape(p.message, 240)} |"
+            )
         if self.graph_breaks:
             lines += [
                 "",
@@ -182,8 +185,8 @@ class Report:
             for b in self.graph_breaks:
                 times = f" (x{b.count})" if b.count > 1 else ""
                 lines.append(
-                    f"| {b.path} | {_md(b.location)}{times} | `{_md(b.code, 80)}` | "
-                    f"{_md(b.reason)} | {_md(b.message, 160)} |"
+                    f"| {b.path} | {tables.escape(b.location)}{times} | `{tables.escape(b.code, 80)}` | "
+                    f"{tables.escape(b.reason)} | {tables.escape(b.message, 160)} |"
                 )
         if self.recompiles:
             lines += [
@@ -196,10 +199,10 @@ class Report:
             for r in self.recompiles:
                 lines.append(
                     f"| {r.path} | {r.varied} | {', '.join(r.shapes)} | "
-                    f"{', '.join(map(str, r.compiles))} | {_md('; '.join(r.reasons[:2]), 160)} |"
+                    f"{', '.join(map(str, r.compiles))} | {tables.escape('; '.join(r.reasons[:2]), 160)} |"
                 )
         if self.notes:
-            lines += ["", *[f"- {_md(n)}" for n in self.notes]]
+            lines += ["", *[f"- {tables.escape(n)}" for n in self.notes]]
         return "\n".join(lines)
 
     def _repr_markdown_(self) -> str:
@@ -208,13 +211,6 @@ class Report:
     def __repr__(self) -> str:
         counts = ", ".join(f"{n} {s}" for s, n in self.counts().items() if n)
         return f"<labkit.explore.Report {self.model} ({self.framework}): {counts}>"
-
-
-def _md(text: str, limit: int | None = None) -> str:
-    text = " ".join(str(text).split())
-    if limit and len(text) > limit:
-        text = text[: limit - 3] + "..."
-    return text.replace("|", "\\|")
 
 
 # ---------------------------------------------------------------------------------------------

@@ -20,6 +20,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from .util import tables
+
 
 @dataclass(frozen=True)
 class OpCounts:
@@ -158,8 +160,6 @@ def markdown(rows: Sequence[dict]) -> str:
     head = list(rows[0])
 
     def cell(v) -> str:
-        return (f"{v:,.3g}" if isinstance(v, float) else str(v)).replace("|", "\\|")
+        return f"{v:,.3g}" if isinstance(v, float) else v
 
-    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
-    lines += ["| " + " | ".join(cell(r.get(h, "")) for h in head) + " |" for r in rows]
-    return "\n".join(lines)
+    return tables.markdown(head, [[cell(r.get(h, "")) for h in head] for r in rows])

@@ -34,7 +34,8 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
-from . import bench, jsonio, results
+from . import results
+from .util import jsonio, stats
 
 #: A card holds every record of a run with its raw call times. The longest profile (full)
 #: measures 54 cells (every framework, mode and task at both precisions) of at most 1,000 timed
@@ -272,8 +273,8 @@ def text_of(data: bytes) -> str:
 
 
 def loads(text: str) -> object:
-    """:func:`labkit.jsonio.loads` within a card's depth (:data:`MAX_DEPTH`). A syntax error
-    passes through (a :class:`~labkit.jsonio.JSONError` with ``syntax``: the caller tells a
+    """:func:`labkit.util.jsonio.loads` within a card's depth (:data:`MAX_DEPTH`). A syntax error
+    passes through (a :class:`~labkit.util.jsonio.JSONError` with ``syntax``: the caller tells a
     results file from a damaged card); any other refusal is a :class:`Skip` saying why."""
     try:
         return jsonio.loads(text, max_depth=MAX_DEPTH)
@@ -307,11 +308,11 @@ def _from_times(r: dict) -> list[str]:
             return ["cannot judge: its raw times (times_s) are not a list of timed calls"]
         if not all(_number(t) and t > 0 for t in times):
             return ["cannot judge: its raw times (times_s) are not all positive numbers"]
-        med = bench.median(times)
+        med = stats.median(times)
         r.update(
             median_s=med,
-            iqr_s=bench.iqr(times),
-            p90_s=bench.quantile(times, 0.9),
+            iqr_s=stats.iqr(times),
+            p90_s=stats.quantile(times, 0.9),
             mean_s=sum(times) / len(times),
             repeats=len(times),
         )

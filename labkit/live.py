@@ -19,6 +19,7 @@ import time
 
 from . import results
 from .runner import Cell, Forecast, Plan, _minutes
+from .util import tables
 
 
 def _in_kernel() -> bool:
@@ -48,10 +49,6 @@ def _ceiling(r: dict) -> str:
     if r["status"] != "ok" or share is None:
         return "-" if r["status"] != "ok" else "unknown"
     return f"{share:.0%}" + (" (!) " + r["ceiling_note"] if r["above_ceiling"] else "")
-
-
-def _escape(text: str) -> str:
-    return str(text).replace("|", "\\|").replace("\n", " ")
 
 
 class LiveTable:
@@ -110,7 +107,7 @@ class LiveTable:
         head = ["cell", "images/s", "median ± IQR, ms", "first call, s", "verdict", "ceiling"]
         lines = [(f"**{self.title}**: " if self.title else "") + self.status(), ""]
         lines += ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
-        lines += ["| " + " | ".join(_escape(c) for c in row) + " |" for row in self.rows()]
+        lines += ["| " + " | ".join(tables.escape(c) for c in row) + " |" for row in self.rows()]
         return "\n".join(lines)
 
     def _repr_markdown_(self) -> str:

@@ -18,6 +18,7 @@ from matplotlib.figure import Figure as _Figure
 
 from . import bench, results
 from .frameworks import specs
+from .util import stats
 
 
 class Figure(_Figure):
@@ -111,7 +112,7 @@ def _ips_spread(r: dict) -> tuple[float, float]:
     """Lower and upper error of images/s: the images/s at the quartiles of the call times."""
     times = r.get("times_s") or []
     if len(times) >= 2:
-        q1, q3 = bench.quantile(times, 0.25), bench.quantile(times, 0.75)
+        q1, q3 = stats.quantile(times, 0.25), stats.quantile(times, 0.75)
         lo, hi = r["batch_size"] / q3, r["batch_size"] / q1
     else:  # no raw times: the relative IQR around the median
         half = r["images_per_s"] * r["iqr_s"] / r["median_s"] / 2

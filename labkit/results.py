@@ -15,7 +15,7 @@ Reading is strict, because notebooks and the selection guide trust these numbers
 raises ``ValueError`` naming the file, the line and the fix. The one exception is a truncated
 *last* line, which is what an interrupted write leaves behind: it is skipped with a warning, so
 nothing already measured is lost. A time that is zero or negative, NaN or an infinity, a line
-nested deeper than :data:`labkit.jsonio.MAX_DEPTH` and a schema newer than this labkit's are
+nested deeper than :data:`labkit.util.jsonio.MAX_DEPTH` and a schema newer than this labkit's are
 errors naming the line; a framework that is not registered is kept, with a warning
 (:class:`UnregisteredFramework`). Appending takes an exclusive lock on the file (:func:`append`),
 so several processes may write one file.
@@ -44,9 +44,10 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from . import bench, jsonio, profiles
+from . import bench, profiles
 from .bench import TASKS
 from .frameworks import MODES, NAMES, specs
+from .util import jsonio
 
 SCHEMA_VERSION = 2
 #: the model every cell measures unless it says otherwise
@@ -401,7 +402,7 @@ def parse_lines(text: str) -> tuple[list[tuple[int, object]], int | None]:
     truncated last line (no newline after it and not JSON: a write that was interrupted),
     which is left out, else None. Raises :class:`BadLine` for any other line that is not JSON,
     and for a line that holds NaN or an infinity or nests deeper than
-    :data:`labkit.jsonio.MAX_DEPTH` (read by :func:`labkit.jsonio.loads`: never a
+    :data:`labkit.util.jsonio.MAX_DEPTH` (read by :func:`labkit.util.jsonio.loads`: never a
     ``RecursionError``)."""
     lines = text.split("\n")
     complete = text.endswith("\n")
@@ -545,7 +546,7 @@ def append(path: str | os.PathLike, record: dict) -> None:
     """Validate ``record`` and append it as one line, fsynced (survives a crash).
 
     One writer at a time: the repair of a truncated tail (:func:`repair_tail`) and the write
-    happen under an exclusive lock on the file (:func:`labkit.jsonio.locked`), so two processes
+    happen under an exclusive lock on the file (:func:`labkit.util.jsonio.locked`), so two processes
     appending to one file (a notebook and a terminal) lose nothing and interleave no lines.
     ``OSError`` when the file cannot be written (a full disk may leave part of the line, which
     the next append moves to ``.partial``)."""

@@ -47,8 +47,9 @@ from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from . import bench, hardware, jsonio, profiles, results
+from . import bench, hardware, profiles, results
 from . import frameworks as fw_registry
+from .util import jsonio, stats
 
 FAULT_ENV = "LABKIT_TEST_FAULT"
 FAULTS = ("fail", "hang", "oom")
@@ -433,10 +434,7 @@ def _cell_main(argv: Sequence[str] | None = None) -> int:
         _exit_with_parent(args.parent, Path(args.result).parent)
     cell = Cell(**json.loads(args.cell))
     fields = measure_cell(cell, args.threads, args.memory_limit_mb)
-    tmp = f"{args.result}.tmp"
-    with open(tmp, "w", encoding="utf-8") as f:
-        json.dump(fields, f)
-    os.replace(tmp, args.result)
+    jsonio.write_atomic(args.result, json.dumps(fields))
     sys.stdout.flush()
     sys.stderr.flush()
     os._exit(0)  # skip framework teardown (MindSpore and thread pools can hang or abort at exit)
@@ -840,7 +838,7 @@ def forecast(plan: Plan, history: Iterable[dict] = (), threads: int | None = Non
             call, timed = 0.0, p.min_time_s
         else:
             training = cell.task == "train"
-            rate = bench.median(rates.get((cell.framework, training), [default_rate]))
+            rate = stats.median(rates.get((cell.framework, training), [default_rate]))
             call = cell.batch_size * resnet.flops(cell.image_size, training=training) / 1e9 / rate
             timed = min(max(p.min_repeats * call, p.min_time_s), p.max_repeats * call)
         spec = fw_registry.spec(cell.framework)

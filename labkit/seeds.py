@@ -25,6 +25,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from .frameworks import NAMES, spec
+from .util import tables
 
 #: frameworks the articles recommend that the lab does not install, with their display names
 OUTSIDE_LAB: dict[str, str] = {"paddlepaddle": "PaddlePaddle"}
@@ -276,10 +277,6 @@ COMPARISON: tuple[Contrast, ...] = (
 SIDES: tuple[str, ...] = ("eager", "static")
 
 
-def _cell(text: str) -> str:
-    return str(text).replace("|", "\\|").replace("\n", " ")
-
-
 def comparison_markdown(side: str | None = None, observed: dict[str, str] | None = None) -> str:
     """Article 000's comparison table as Markdown.
 
@@ -294,8 +291,8 @@ def comparison_markdown(side: str | None = None, observed: dict[str, str] | None
         ]
         for c in COMPARISON:
             lines.append(
-                f"| {c.dimension} | **{c.eager_rating}**: {_cell(c.eager)} "
-                f"| **{c.static_rating}**: {_cell(c.static)} |"
+                f"| {c.dimension} | **{c.eager_rating}**: {tables.escape(c.eager)} "
+                f"| **{c.static_rating}**: {tables.escape(c.static)} |"
             )
         return "\n".join(lines)
     if side not in SIDES:
@@ -314,7 +311,9 @@ def comparison_markdown(side: str | None = None, observed: dict[str, str] | None
     ]
     for c in COMPARISON:
         rating, text = (c.eager_rating, c.eager) if side == "eager" else (c.static_rating, c.static)
-        lines.append(f"| {c.dimension} | **{rating}**: {_cell(text)} | {_cell(observed[c.key])} |")
+        lines.append(
+            f"| {c.dimension} | **{rating}**: {tables.escape(text)} | {tables.escape(observed[c.key])} |"
+        )
     return "\n".join(lines)
 
 
@@ -641,8 +640,8 @@ def scenarios_markdown() -> str:
     for s in SCENARIOS:
         alt = f"{display(s.alternative)}, if {s.alternative_when}" if s.alternative else "none"
         lines.append(
-            f"| {s.title} | {_cell(s.traits)} | {' or '.join(map(display, s.recommended))} "
-            f"| {_cell('; '.join(s.reasons))} | {_cell(alt)} |"
+            f"| {s.title} | {tables.escape(s.traits)} | {' or '.join(map(display, s.recommended))} "
+            f"| {tables.escape('; '.join(s.reasons))} | {tables.escape(alt)} |"
         )
     return "\n".join(lines)
 
@@ -718,6 +717,6 @@ def capability_markdown(rows: tuple[Capability, ...]) -> str:
     ]
     for c in rows:
         lines.append(
-            f"| {display(c.framework)} | {_cell(c.api)} | {_cell(c.says)} | {_cell(c.checked)} |"
+            f"| {display(c.framework)} | {tables.escape(c.api)} | {tables.escape(c.says)} | {tables.escape(c.checked)} |"
         )
     return "\n".join(lines)

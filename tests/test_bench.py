@@ -14,6 +14,7 @@ import time
 import warnings
 
 from labkit import bench, plots, results
+from labkit.util import stats
 
 import numpy as np
 import pytest
@@ -29,20 +30,20 @@ DATA = ROOT / "tests" / "data"
 )
 def test_quantiles_match_numpy_linear_interpolation(values):
     for q in (0.0, 0.25, 0.5, 0.75, 0.9, 1.0):
-        assert bench.quantile(values, q) == pytest.approx(np.percentile(values, 100 * q))
-    assert bench.median(values) == pytest.approx(np.median(values))
-    assert bench.iqr(values) == pytest.approx(np.subtract(*np.percentile(values, [75, 25])))
+        assert stats.quantile(values, q) == pytest.approx(np.percentile(values, 100 * q))
+    assert stats.median(values) == pytest.approx(np.median(values))
+    assert stats.iqr(values) == pytest.approx(np.subtract(*np.percentile(values, [75, 25])))
 
 
 def test_statistics_of_known_values():
     xs = [1.0, 2.0, 3.0, 4.0, 5.0]
-    assert bench.median(xs) == 3.0
-    assert bench.iqr(xs) == 2.0  # 4 - 2
-    assert bench.quantile(xs, 0.9) == pytest.approx(4.6)
+    assert stats.median(xs) == 3.0
+    assert stats.iqr(xs) == 2.0  # 4 - 2
+    assert stats.quantile(xs, 0.9) == pytest.approx(4.6)
     with pytest.raises(ValueError, match="no values"):
-        bench.median([])
+        stats.median([])
     with pytest.raises(ValueError, match="0..1"):
-        bench.quantile(xs, 1.5)
+        stats.quantile(xs, 1.5)
 
 
 class Counter:
@@ -69,7 +70,7 @@ def test_measure_times_the_first_call_apart_and_counts_calls():
     assert step.calls == 1 + 2 + 5  # first + warm-up + timed
     assert m.repeats == 5 and m.warmup == 2 and len(m.times_s) == 5
     assert m.first_call_s >= 0.15 > max(m.times_s)  # the slow first call is not in the times
-    assert m.median_s == bench.median(m.times_s) and m.p90_s == bench.quantile(m.times_s, 0.9)
+    assert m.median_s == stats.median(m.times_s) and m.p90_s == stats.quantile(m.times_s, 0.9)
     assert m.images_per_s == pytest.approx(4 / m.median_s)
     assert m.mean_s == pytest.approx(sum(m.times_s) / 5)
     d = m.as_dict()
@@ -438,7 +439,7 @@ def test_a_writer_that_dies_holding_the_lock_releases_it(tmp_path):
     fcntl = pytest.importorskip("fcntl")
     path = tmp_path / "r.jsonl"
     holder = (
-        "import sys, time; from labkit import jsonio\n"
+        "import sys, time; from labkit.util import jsonio\n"
         "with jsonio.locked(sys.argv[1]):\n"
         "    print('ready', flush=True); time.sleep(120)\n"
     )

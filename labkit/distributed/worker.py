@@ -22,6 +22,7 @@ from pathlib import Path
 import numpy as np
 
 from ..resnet import WIDTH
+from ..util import jsonio
 from .job import FAULTS, MODELS, WORKER_MODULES
 
 
@@ -134,9 +135,7 @@ def write_result(
     if weights is not None:
         np.savez(out / f"rank{rank}.npz", **weights)
         result = {**result, "weights": f"rank{rank}.npz"}
-    tmp = out / f".rank{rank}.json.tmp"
-    tmp.write_text(json.dumps(result))
-    tmp.replace(out / f"rank{rank}.json")
+    jsonio.write_atomic(out / f"rank{rank}.json", json.dumps(result))
 
 
 def run_worker(

@@ -16,11 +16,10 @@ from __future__ import annotations
 import datetime
 import json
 import os
-import tempfile
 import warnings
 from pathlib import Path
 
-from .. import jsonio
+from ..util import jsonio
 
 ENV = "LABKIT_PROGRESS"
 DEFAULT = Path("~/.graphlab/progress.json")
@@ -78,10 +77,7 @@ def record(exercise_id: str, right: bool) -> None:
             entry["last_right"] = right
             entry["updated"] = datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds")
             text = json.dumps({"version": VERSION, "exercises": entries}, indent=1, sort_keys=True)
-            fd, tmp = tempfile.mkstemp(dir=file.parent, prefix=file.name, suffix=".tmp")
-            with os.fdopen(fd, "w", encoding="utf-8") as f:
-                f.write(text + "\n")
-            os.replace(tmp, file)
+            jsonio.write_atomic(file, text + "\n")
     except OSError as exc:
         _warn(f"cannot write {file} ({exc.strerror or exc})")
 

@@ -12,6 +12,7 @@ from typing import Any
 import labkit.guide.rules as tables  # read at call time: the table shows the rows in force
 
 from .. import claims as labkit_claims
+from ..util.tables import escape
 from .rules import (
     ALTERNATIVES,
     ARTICLE,
@@ -36,10 +37,6 @@ from .rules import (
 )
 
 # ---- small pieces -----------------------------------------------------------------------------
-
-
-def _cell(text: str) -> str:
-    return text.replace("|", "\\|").replace("\n", " ")
 
 
 def _label(table: Mapping[str, str], key: str | None, none: str = "not given") -> str:
@@ -97,7 +94,7 @@ def _reasons(ranked, numbers: dict[str, int]) -> str:
         keys = source_keys(source)
         refs = "".join(f"[{numbers.setdefault(k, len(numbers) + 1)}]" for k in keys)
         tail = f" {refs}" if refs else (f" ({source})" if source else "")
-        parts.append(f"{points:+d} {_cell(text)}{tail}")
+        parts.append(f"{points:+d} {escape(text)}{tail}")
     return "; ".join(parts) or "no rule applies"
 
 
@@ -218,7 +215,7 @@ def markdown(rec) -> str:
         lines += ["", "### Notes", "", *(f"- {n}" for n in rec.notes)]
     lines += ["", "### Evidence", ""]
     lines += [
-        f"- **{', '.join(DISPLAY[f] for f in e.frameworks)}**: {_cell(e.statement)} - *{e.source}*"
+        f"- **{', '.join(DISPLAY[f] for f in e.frameworks)}**: {escape(e.statement)} - *{e.source}*"
         for e in rec.evidence
     ]
     if not rec.measured:
@@ -258,7 +255,7 @@ def rules_markdown() -> str:
     ]
     lines += [
         f"| {_voice_of(r)} | {r.field} | {r.value} | {DISPLAY[r.framework]} | {r.points:+d} "
-        f"| {_cell(r.reason)} | {_cell(cite(r.source))} |"
+        f"| {escape(r.reason)} | {escape(cite(r.source))} |"
         for r in tables.RULES
     ]
     lines += [
@@ -269,8 +266,8 @@ def rules_markdown() -> str:
         "|---|---|---|---|---|",
     ]
     lines += [
-        f"| {d.topic} | {_cell(d.article)} | {_cell(d.course)} | {_cell(why(d))} "
-        f"| {_cell(cite('+'.join(d.sources)))} |"
+        f"| {d.topic} | {escape(d.article)} | {escape(d.course)} | {escape(why(d))} "
+        f"| {escape(cite('+'.join(d.sources)))} |"
         for d in DISAGREEMENTS
     ]
     lines += [
@@ -281,7 +278,7 @@ def rules_markdown() -> str:
         "|---|---|---|",
     ]
     lines += [
-        f"| {s} | {DISPLAY[a.framework]} | {_cell(a.when)} |"
+        f"| {s} | {DISPLAY[a.framework]} | {escape(a.when)} |"
         for s, alts in ALTERNATIVES.items()
         for a in alts
     ]
@@ -313,7 +310,8 @@ def rules_markdown() -> str:
         "|---|---|",
     ]
     lines += [
-        f"| {' and '.join(f'{f}={v}' for f, v in c.when)} | {_cell(c.message)} |" for c in CONFLICTS
+        f"| {' and '.join(f'{f}={v}' for f, v in c.when)} | {escape(c.message)} |"
+        for c in CONFLICTS
     ]
     return "\n".join(lines) + "\n"
 

@@ -11,6 +11,8 @@
   no lock.
 - :func:`write_all` and :func:`unwritable`: an append that is whole and on disk, and a check that
   a file can be written before any work is done for it.
+- :func:`write_atomic`: a file replaced in one step (a reader sees the old file or the new one,
+  never half of one).
 
 Imports nothing else of labkit.
 """
@@ -120,6 +122,22 @@ def write_all(f: BinaryIO, data: bytes) -> None:
     while view:
         view = view[f.write(view) :]
     os.fsync(f.fileno())
+
+
+def write_atomic(path: str | os.PathLike, text: str) -> Path:
+    """Replace ``path`` with ``text`` (UTF-8) in one step: written to a temporary file beside it,
+    then renamed over it (folders created). Returns the path."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(text)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    return path
 
 
 def unwritable(path: str | os.PathLike) -> str | None:

@@ -1,0 +1,40 @@
+"""Order statistics in pure Python: one definition of a quantile for all of labkit.
+
+Linear interpolation between order statistics (numpy's default method, and Python's
+``statistics.quantiles(..., method="inclusive")``), so a median or an IQR means the same in a
+benchmark record, a class report and a distributed run.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+__all__ = ["iqr", "median", "quantile", "quartiles"]
+
+
+def quantile(values: Sequence[float], q: float) -> float:
+    """The ``q`` quantile (0..1) of ``values``, interpolating linearly (numpy's default method)."""
+    if not values:
+        raise ValueError("quantile of no values: time at least one call")
+    if not 0.0 <= q <= 1.0:
+        raise ValueError(f"quantile q must be within 0..1, got {q}")
+    xs = sorted(values)
+    pos = q * (len(xs) - 1)
+    lo = math.floor(pos)
+    hi = min(lo + 1, len(xs) - 1)
+    return xs[lo] + (xs[hi] - xs[lo]) * (pos - lo)
+
+
+def median(values: Sequence[float]) -> float:
+    return quantile(values, 0.5)
+
+
+def iqr(values: Sequence[float]) -> float:
+    """Interquartile range: the spread of the middle half of the values."""
+    return quantile(values, 0.75) - quantile(values, 0.25)
+
+
+def quartiles(values: Sequence[float]) -> tuple[float, float, float]:
+    """The first quartile, the median and the third quartile."""
+    return quantile(values, 0.25), quantile(values, 0.5), quantile(values, 0.75)

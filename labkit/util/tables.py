@@ -1,0 +1,43 @@
+"""Tables as text: Markdown (notebooks, reports, the guide's export) and HTML (the class page).
+
+One escape for a Markdown table cell (:func:`escape`) and one builder per format, so that a
+learner's mode name with a ``|`` in it, or a framework's multi-line message, never breaks a
+table.
+"""
+
+from __future__ import annotations
+
+import html as _html
+from collections.abc import Iterable, Sequence
+
+__all__ = ["escape", "html", "markdown"]
+
+
+def escape(text: object, limit: int | None = None) -> str:
+    """``text`` as one Markdown table cell: white space (newlines too) folded to single spaces,
+    cut to ``limit`` characters with ``...``, and ``|`` escaped. None is an empty cell."""
+    text = " ".join(("" if text is None else str(text)).split())
+    if limit and len(text) > limit:
+        text = text[: limit - 3] + "..."
+    return text.replace("|", "\\|")
+
+
+def markdown(head: Sequence[object], rows: Iterable[Sequence[object]], align: str = "") -> str:
+    """A Markdown table of ``head`` and ``rows``, every cell through :func:`escape`. ``align``
+    gives one letter per column, ``l`` (the default for a column not given) or ``r``."""
+    rule = "".join("---:|" if a == "r" else "---|" for a in align.ljust(len(head), "l"))
+    lines = ["| " + " | ".join(escape(h) for h in head) + " |", "|" + rule]
+    lines += ["| " + " | ".join(escape(c) for c in row) + " |" for row in rows]
+    return "\n".join(lines)
+
+
+def html(head: Sequence[object], rows: Iterable[Sequence[object]]) -> str:
+    """An HTML table of ``head`` and ``rows``, every cell escaped (None is an empty cell)."""
+
+    def esc(v: object) -> str:
+        return _html.escape("" if v is None else str(v))
+
+    out = ["<table><thead><tr>" + "".join(f"<th>{esc(h)}</th>" for h in head)]
+    out[0] += "</tr></thead><tbody>"
+    out += ["<tr>" + "".join(f"<td>{esc(c)}</td>" for c in row) + "</tr>" for row in rows]
+    return "\n".join(out + ["</tbody></table>"])

@@ -62,6 +62,7 @@ def test_every_spec_is_complete_and_consistent(spec):
             for name in (
                 "CLUSTER_VARIABLES",
                 "ENVIRONMENT",
+                "EVERY_INTERFACE",
                 "ports_needed",
                 "local_commands",
                 "cluster_commands",
@@ -318,10 +319,11 @@ def test_explorer_implements_the_protocol_and_its_adapter_benchmarks_any_model(e
 # the architecture: framework-free modules, no import cycles, framework names in one place
 
 #: the modules that may import a framework: each framework package's adapter and helpers
+#: (``torchrun``: PyTorch's launcher with labkit's loopback rendezvous, run in its own process)
 FRAMEWORK_MODULES = {
     f"labkit.frameworks.{s.name}.{part}"
     for s in SPECS
-    for part in ("adapter", "graphs", "distributed", "checks", "explore", "examples")
+    for part in ("adapter", "graphs", "distributed", "checks", "explore", "examples", "torchrun")
 }
 #: modules that are data about named frameworks by nature, and why
 NAMES_ALLOWED = {

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import errno
 import socket
 from dataclasses import dataclass
 from pathlib import Path
@@ -160,26 +161,58 @@ def worker_source(framework: str) -> Path:
 # Ports
 
 
+#: the wildcards: a program that listens on every interface, or on any one address, holds a port
+#: for them too, and a launcher whose servers bind every interface needs the port free on each
+WILDCARDS: tuple[str, ...] = ("0.0.0.0", "::")
+
+
 def free_port(host: str = HOST) -> int:
-    """A TCP port that nobody listens on right now (the OS picks it)."""
+    """A TCP port that nobody listens on right now on ``host`` (the OS picks it)."""
     with socket.socket() as s:
         s.bind((host, 0))
         return s.getsockname()[1]
 
 
 def check_port(port: int, host: str = HOST) -> int:
-    """Raise :class:`PortInUse` (naming the fix) if ``port`` cannot be bound on ``host``."""
+    """Raise :class:`PortInUse` (naming the fix) if ``port`` cannot be bound on ``host`` or on
+    the wildcards (:data:`WILDCARDS`): a port that another program holds on any address of
+    this machine is refused before anything starts."""
     if not isinstance(port, int) or not 1 <= port <= 65535:
         raise ValueError(f"port must be an integer in 1..65535, got {port!r}")
-    with socket.socket() as s:
+    for address in dict.fromkeys((host, *WILDCARDS)):
+        family = socket.AF_INET6 if ":" in address else socket.AF_INET
         try:
-            s.bind((host, port))
-        except OSError as exc:
-            raise PortInUse(
-                f"port {port} on {host} is already in use by another program ({exc.strerror}): "
-                "pass another port, or port=None to let labkit pick a free one"
-            ) from None
+            s = socket.socket(family, socket.SOCK_STREAM)
+        except OSError:  # no IPv6 here: nothing can listen there either
+            continue
+        with s:
+            try:
+                s.bind((address, port))
+            except OSError as exc:
+                if address != host and exc.errno in (errno.EADDRNOTAVAIL, errno.EAFNOSUPPORT):
+                    continue
+                where = (
+                    f"on {host} is already in use by another program ({exc.strerror})"
+                    if address == host
+                    else f"is already in use by another program on another address of this "
+                    f"machine (it cannot be bound on {address}, every interface: {exc.strerror})"
+                )
+                raise PortInUse(
+                    f"port {port} {where}: pass another port, or port=None to let labkit pick "
+                    "a free one"
+                ) from None
     return port
+
+
+def interface_of(address: str) -> str | None:
+    """The network interface that holds ``address`` (``lo`` for 127.0.0.1 on Linux), None when
+    no interface does."""
+    import psutil
+
+    for name, addresses in psutil.net_if_addrs().items():
+        if any(a.address.split("%")[0] == address for a in addresses):
+            return name
+    return None
 
 
 def pick_ports(count: int, port: int | None) -> list[int]:
@@ -188,7 +221,10 @@ def pick_ports(count: int, port: int | None) -> list[int]:
         ports: list[int] = []
         while len(ports) < count:
             p = free_port()
-            if p not in ports:
-                ports.append(p)
+            try:  # free on 127.0.0.1 may still be taken on another address
+                if p not in ports:
+                    ports.append(check_port(p))
+            except PortInUse:
+                continue
         return ports
     return [check_port(port + i) for i in range(count)]

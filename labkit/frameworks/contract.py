@@ -292,6 +292,10 @@ class Launch(Protocol):
     CLUSTER_VARIABLES: tuple[str, ...]
     #: settings every worker of this framework gets (log levels, ...)
     ENVIRONMENT: dict[str, str]
+    #: None when every process of a one-machine job listens on ``host`` only; else why some
+    #: listen on every interface (the framework offers no way to bind them), for the docs and
+    #: the tests (``tests/test_loopback.py`` reads the sockets of a running job)
+    EVERY_INTERFACE: str | None
 
     def ports_needed(self, workers: int) -> int:
         """How many consecutive ports one machine's ``workers`` use (rendezvous, servers)."""

@@ -29,6 +29,9 @@ CLUSTER_VARIABLES: tuple[str, ...] = (
     "RANK_SIZE",
 )
 ENVIRONMENT: dict[str, str] = {"GLOG_v": "3"}  # errors only
+#: the scheduler listens on the master address, each worker on ``MS_WORKER_IP`` (without it, on
+#: the first network interface MindSpore finds): both are ``host`` on one machine
+EVERY_INTERFACE: str | None = None
 #: msrun runs a script file, not a module: this script runs the worker module
 ENTRY = (
     f"import runpy\nrunpy.run_module('{SPEC.worker_module}', run_name='__main__', alter_sys=True)\n"
@@ -77,13 +80,14 @@ def msrun_command(
 def local_commands(
     workers: int, ports: Sequence[int], args: list[str], out_dir: Path, host: str
 ) -> list[tuple[list[str], dict[str, str]]]:
-    """msrun on the entry script, which is written into ``out_dir`` (msrun's logs go there too)."""
+    """msrun on the entry script, which is written into ``out_dir`` (msrun's logs go there too);
+    the scheduler and the workers listen on ``host`` only."""
     entry = Path(out_dir) / ENTRY_FILE
     entry.write_text(ENTRY)
     cmd = msrun_command(
         workers, ports[0], str(entry), str(Path(out_dir) / "msrun_logs"), master=host
     )
-    return [(cmd + list(args), {})]
+    return [(cmd + list(args), {"MS_WORKER_IP": host})]
 
 
 def cluster_commands(

@@ -4,7 +4,8 @@ the whole cluster and its own index by the ``TF_CONFIG`` environment variable.
 Framework-free: it builds command lines (a :class:`labkit.frameworks.contract.Launch`) for
 :mod:`labkit.distributed`. TensorFlow has no launcher of its own: every worker runs
 :mod:`labkit.frameworks.tensorflow.distributed` (``MultiWorkerMirroredStrategy``), whose gRPC
-server listens on its own ``host:port`` of the cluster list.
+server listens on the port of its own ``host:port`` of the cluster list, on every interface
+(:data:`EVERY_INTERFACE`: TensorFlow gives no way to bind it to ``host``).
 """
 
 from __future__ import annotations
@@ -19,6 +20,12 @@ from . import SPEC
 
 CLUSTER_VARIABLES: tuple[str, ...] = ("TF_CONFIG",)
 ENVIRONMENT: dict[str, str] = {"TF_CPP_MIN_LOG_LEVEL": "2"}  # errors only
+EVERY_INTERFACE: str | None = (
+    "TensorFlow's gRPC server (tf.distribute, TF 2.21) listens on 0.0.0.0:PORT, every "
+    "interface, whatever host TF_CONFIG names: the address is fixed in its C++ code "
+    "(GrpcServer::Init) and no option or environment variable changes it. Each worker's port "
+    "is open to the network while the job runs, without authentication"
+)
 
 
 def ports_needed(workers: int) -> int:

@@ -4,7 +4,10 @@
 Framework-free: it builds command lines (a :class:`labkit.frameworks.contract.Launch`) for
 :mod:`labkit.distributed`. On one machine torchrun starts ``workers`` processes that meet at
 ``host:port`` and run :mod:`labkit.frameworks.torch.distributed` (DDP; gloo on CPUs, NCCL on
-GPUs). On several machines one torchrun per machine joins a c10d rendezvous at the first one.
+GPUs); on one machine everything listens on ``host`` only (127.0.0.1): torchrun's store (see
+:mod:`labkit.frameworks.torch.torchrun`) and gloo (``GLOO_SOCKET_IFNAME``, the interface of
+``host``). On several machines one torchrun per machine joins a c10d rendezvous at the first one
+(its store then listens on every interface, as the other machines must reach it).
 torchrun gives each worker ``RANK``, ``WORLD_SIZE``, ``LOCAL_RANK``, ``MASTER_ADDR`` and
 ``MASTER_PORT``.
 """
@@ -26,6 +29,11 @@ CLUSTER_VARIABLES: tuple[str, ...] = (
     "MASTER_PORT",
 )
 ENVIRONMENT: dict[str, str] = {}
+EVERY_INTERFACE: str | None = None  # the store and gloo listen on host (see local_commands)
+#: torchrun with a rendezvous whose store listens on the endpoint's address only (one machine;
+#: :mod:`labkit.frameworks.torch.torchrun` says why plain torchrun listens on every interface)
+BOUND_TORCHRUN = "labkit.frameworks.torch.torchrun"
+BOUND_BACKEND = "bound-static"  # labkit.frameworks.torch.torchrun.BACKEND
 
 
 def ports_needed(workers: int) -> int:
@@ -40,8 +48,19 @@ def torchrun_command(
     node_rank: int = 0,
     master: str = "127.0.0.1",
     python: str = sys.executable,
+    bound: bool = False,
 ) -> list[str]:
-    """``torchrun`` starting ``workers`` processes on this node of ``nnodes``."""
+    """``torchrun`` starting ``workers`` processes on this node of ``nnodes``.
+
+    ``bound`` (one node): labkit's torchrun (:data:`BOUND_TORCHRUN`), whose rendezvous store
+    listens on ``master`` alone; else torchrun itself, whose store listens on every interface
+    (one node: the static rendezvous at ``master``; several: a c10d rendezvous there)."""
+    if bound:
+        if nnodes != 1:
+            raise ValueError(f"a bound rendezvous runs one machine, got nnodes={nnodes}")
+        cmd = [python, "-m", BOUND_TORCHRUN, "--nnodes", "1", "--nproc-per-node", str(workers)]
+        cmd += ["--rdzv-backend", BOUND_BACKEND, "--rdzv-endpoint", f"{master}:{port}"]
+        return [*cmd, "--max-restarts", "0", "-m", SPEC.worker_module]
     cmd = [python, "-m", "torch.distributed.run", "--nnodes", str(nnodes)]
     cmd += ["--nproc-per-node", str(workers)]
     if nnodes == 1:
@@ -55,7 +74,12 @@ def torchrun_command(
 def local_commands(
     workers: int, ports: Sequence[int], args: list[str], out_dir: Path, host: str
 ) -> list[tuple[list[str], dict[str, str]]]:
-    return [(torchrun_command(workers, ports[0], master=host) + list(args), {})]
+    """torchrun on ``host`` (the store listens there only), gloo on ``host``'s interface."""
+    from ...distributed.job import interface_of
+
+    interface = interface_of(host)
+    env = {"GLOO_SOCKET_IFNAME": interface} if interface else {}
+    return [(torchrun_command(workers, ports[0], master=host, bound=True) + list(args), env)]
 
 
 def cluster_commands(

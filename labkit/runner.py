@@ -47,7 +47,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from . import bench, hardware, profiles, results
+from . import bench, hardware, profiles, results, tempdirs
 from . import frameworks as fw_registry
 from .util import jsonio, stats
 
@@ -488,8 +488,20 @@ XLA_CACHE_FLAG = "--tf_xla_persistent_cache_directory"
 
 
 def shared_cache_dir() -> Path:
-    """Where cells run with ``cache="warm"`` share their compile caches."""
-    return Path(tempfile.gettempdir()) / "labkit-compile-cache"
+    """Where cells run with ``cache="warm"`` share their compile caches: this user's own folder
+    (``labkit-compile-cache-<uid>`` in the temp directory; :func:`labkit.tempdirs.private_dir`
+    refuses one that someone else could write to, as Inductor loads compiled libraries from it)."""
+    return tempdirs.private_dir("labkit-compile-cache")
+
+
+def check_cache(cache: str) -> str:
+    """``cache`` if it is ``"cold"`` or ``"warm"``; for ``"warm"`` the shared folder must also be
+    this user's own (:func:`shared_cache_dir`), else ``ValueError`` with the fix."""
+    if cache not in ("cold", "warm"):
+        raise ValueError(f"cache must be 'cold' or 'warm', got {cache!r}")
+    if cache == "warm":
+        shared_cache_dir()
+    return cache
 
 
 def cache_env(cache: str, cell_dir: Path) -> dict[str, str]:
@@ -502,8 +514,7 @@ def cache_env(cache: str, cell_dir: Path) -> dict[str, str]:
     shared with earlier runs under :func:`shared_cache_dir` (MindSpore's and XLA's turned on),
     and the temporary directory is the usual one, so the first call may reuse earlier work.
     """
-    if cache not in ("cold", "warm"):
-        raise ValueError(f"cache must be 'cold' or 'warm', got {cache!r}")
+    check_cache(cache)
     flags = [
         f for f in os.environ.get("TF_XLA_FLAGS", "").split() if not f.startswith(XLA_CACHE_FLAG)
     ]
@@ -935,7 +946,7 @@ def run(
     out = Path(out)
     threads = threads or hardware.default_threads()
     timeout_s = timeout_s or plan.profile.cell_timeout_s
-    cache_env(cache, Path(tempfile.gettempdir()))  # a bad cache value fails before anything runs
+    check_cache(cache)  # a bad cache value, or an unsafe shared cache, fails before anything runs
     # refuse to append to a corrupt file (ValueError with the fix) before anything runs
     existing = results.load(out) if out.exists() else []
     check_out(out)

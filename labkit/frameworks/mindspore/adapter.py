@@ -15,9 +15,7 @@ running statistic, not of the new batch).
 
 from __future__ import annotations
 
-import getpass
 import os
-import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
@@ -25,7 +23,7 @@ import mindspore as ms
 import numpy as np
 from mindspore import nn, ops
 
-from ... import recipe, resnet
+from ... import recipe, resnet, tempdirs
 from ...bench import DEVICES, Prepared, Unsupported, check_cell, check_choice, check_threads
 from . import SPEC
 
@@ -53,12 +51,10 @@ DEBRIS_ENV = "MS_OM_PATH"
 
 
 def scratch_folder() -> Path:
-    """This user's scratch folder for MindSpore's files (created by MindSpore when it writes)."""
-    try:
-        user = getpass.getuser()
-    except (KeyError, OSError):  # no name for this uid (some containers)
-        user = str(os.getuid()) if hasattr(os, "getuid") else "user"
-    return Path(tempfile.gettempdir()) / f"graphlab-{user}" / "mindspore"
+    """This user's scratch folder for MindSpore's files, in this user's own folder of the temp
+    directory (:func:`labkit.tempdirs.private_dir`; ``mindspore`` itself is created by MindSpore
+    when it writes)."""
+    return tempdirs.private_dir("graphlab") / "mindspore"
 
 
 def redirect_debris(folder: str | Path | None = None) -> Path:

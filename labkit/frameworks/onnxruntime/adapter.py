@@ -6,8 +6,9 @@ ONNX with the canonical weight names on its initializers (BatchNorm not yet fuse
 directory; :func:`build_resnet50` then writes the requested canonical weights into the
 initializers by name and caches that file under a hash of the weights, so new weights never
 need a new export. Cache files are named by what they depend on (PyTorch, onnxscript and onnx
-versions, the torch adapter's code, the weights); the folder (``labkit-onnx-cache`` in the
-temp directory, about 100 MB a file) may be deleted whenever no session is in use. The benchmark
+versions, the torch adapter's code, the weights); the folder (``labkit-onnx-cache-<uid>`` in the
+temp directory, this user's own, mode 0700: :func:`labkit.tempdirs.private_dir`; about 100 MB a
+file) may be deleted whenever no session is in use. The benchmark
 runner gives each cell a temporary directory of its own, so a cell's export is always cold, and
 :func:`prepare` times it apart (``Prepared.export_s``). The session
 runs with all graph optimisations on (``ORT_ENABLE_ALL``: constant folding, Conv+BatchNorm
@@ -41,7 +42,7 @@ import onnx
 import onnxruntime as ort
 from onnx import numpy_helper
 
-from ... import resnet
+from ... import resnet, tempdirs
 from ...bench import DEVICES, Prepared, Unsupported, check_cell, check_choice, check_threads
 from .. import framework_of, get, installed_version, spec
 from . import SPEC
@@ -115,9 +116,9 @@ def session_from_file(path: Path, device: str = "cpu") -> ResNetSession:
 
 
 def _cache_dir() -> Path:
-    path = Path(tempfile.gettempdir()) / "labkit-onnx-cache"
-    path.mkdir(parents=True, exist_ok=True)
-    return path
+    """This user's own folder (one that others can write to is refused: a model planted there
+    would be loaded and run)."""
+    return tempdirs.private_dir("labkit-onnx-cache")
 
 
 def _write_atomically(model: onnx.ModelProto, path: Path) -> None:

@@ -1,0 +1,72 @@
+"""This user's own folders in the shared temporary directory, for what labkit reuses between
+processes (the ONNX export cache, the shared compile caches, MindSpore's scratch files).
+
+On a machine that users share (a JupyterHub with one ``/tmp``), a folder with a fixed name in the
+temporary directory can be created first by someone else: whatever they put there (an ONNX
+model, a compiled library in Inductor's cache) would then be loaded and run. So every such
+folder is made by :func:`private_dir`: its name carries this user's id, it is created with mode
+0700, and an existing one is used only if it is a real folder (not a symbolic link) that belongs
+to this user and that nobody else can write to; otherwise :class:`UnsafeFolder` says which folder,
+whose it is, its mode, and what to do. Folders from :func:`tempfile.mkdtemp` (random names, mode
+0700) need none of this.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+import tempfile
+from pathlib import Path
+
+
+class UnsafeFolder(ValueError):
+    """A folder labkit would reuse can be written by someone else: it is not used."""
+
+
+def owner_name(uid: int) -> str:
+    """``uid`` and, where the system knows it, the user's name: ``"1001 (alice)"``."""
+    try:
+        import pwd
+
+        return f"{uid} ({pwd.getpwuid(uid).pw_name})"
+    except (ImportError, KeyError):
+        return str(uid)
+
+
+def check_private(path: Path) -> Path:
+    """``path`` if it is a folder of this user's that nobody else can write to, else raise
+    :class:`UnsafeFolder` (naming the folder, its owner and mode, and the fix)."""
+    st = os.lstat(path)
+    problem = None
+    if stat.S_ISLNK(st.st_mode):
+        problem = f"is a symbolic link (to {os.readlink(path)})"
+    elif not stat.S_ISDIR(st.st_mode):
+        problem = "is not a folder"
+    elif st.st_uid != os.getuid():
+        problem = f"belongs to user {owner_name(st.st_uid)}, not to you ({owner_name(os.getuid())})"
+    elif st.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
+        problem = "can be written by other users"
+    if problem is None:
+        return path
+    raise UnsafeFolder(
+        f"{path} {problem} (owner {owner_name(st.st_uid)}, mode {stat.S_IMODE(st.st_mode):04o}): "
+        "labkit does not reuse files that someone else could have put there. Remove it "
+        f"(`rm -rf {path}`; if it is not yours, ask the machine's administrator), or set TMPDIR "
+        "to a folder of your own"
+    )
+
+
+def private_dir(name: str) -> Path:
+    """``<temporary directory>/<name>-<uid>``: this user's own folder, created with mode 0700
+    when missing; an existing one is checked (:func:`check_private`)."""
+    if not hasattr(os, "getuid"):  # no users to tell apart (Windows): a plain folder
+        path = Path(tempfile.gettempdir()) / name
+        path.mkdir(parents=True, exist_ok=True)
+        return path
+    path = Path(tempfile.gettempdir()) / f"{name}-{os.getuid()}"
+    try:
+        path.mkdir(mode=0o700)
+    except FileExistsError:
+        return check_private(path)
+    os.chmod(path, 0o700)  # the umask may only have removed bits; say exactly what it is
+    return path

@@ -164,7 +164,11 @@ def test_the_torch_job_runs_the_bound_rendezvous():
     assert cmd[1:3] == ["-m", launch.BOUND_TORCHRUN]
     assert "--rdzv-backend" in cmd and cmd[cmd.index("--rdzv-backend") + 1] == launch.BOUND_BACKEND
     assert cmd[cmd.index("--rdzv-endpoint") + 1] == "127.0.0.1:29555"
-    assert env["GLOO_SOCKET_IFNAME"] == distributed.interface_of("127.0.0.1")
+    assert (
+        env["GLOO_SOCKET_IFNAME"]
+        == env["NCCL_SOCKET_IFNAME"]
+        == distributed.interface_of("127.0.0.1")
+    )
     source = (frameworks.spec("torch").folder / "torchrun.py").read_text()
     assert f'BACKEND = "{launch.BOUND_BACKEND}"' in source
     for _host, line in distributed.cluster_commands(Job("torch"), ["a", "b"]):

@@ -5,9 +5,10 @@ Framework-free: it builds command lines (a :class:`labkit.frameworks.contract.La
 :mod:`labkit.distributed`. On one machine torchrun starts ``workers`` processes that meet at
 ``host:port`` and run :mod:`labkit.frameworks.torch.distributed` (DDP; gloo on CPUs, NCCL on
 GPUs); on one machine everything listens on ``host`` only (127.0.0.1): torchrun's store (see
-:mod:`labkit.frameworks.torch.torchrun`) and gloo (``GLOO_SOCKET_IFNAME``, the interface of
-``host``). On several machines one torchrun per machine joins a c10d rendezvous at the first one
-(its store then listens on every interface, as the other machines must reach it).
+:mod:`labkit.frameworks.torch.torchrun`), gloo and NCCL (``GLOO_SOCKET_IFNAME`` and
+``NCCL_SOCKET_IFNAME``: the interface of ``host``). On several machines one torchrun per machine
+joins a c10d rendezvous at the first one (its store then listens on every interface, as the other
+machines must reach it).
 torchrun gives each worker ``RANK``, ``WORLD_SIZE``, ``LOCAL_RANK``, ``MASTER_ADDR`` and
 ``MASTER_PORT``.
 """
@@ -34,6 +35,8 @@ EVERY_INTERFACE: str | None = None  # the store and gloo listen on host (see loc
 #: :mod:`labkit.frameworks.torch.torchrun` says why plain torchrun listens on every interface)
 BOUND_TORCHRUN = "labkit.frameworks.torch.torchrun"
 BOUND_BACKEND = "bound-static"  # labkit.frameworks.torch.torchrun.BACKEND
+#: the variables that tell gloo and NCCL which network interface to use
+SOCKET_INTERFACES: tuple[str, ...] = ("GLOO_SOCKET_IFNAME", "NCCL_SOCKET_IFNAME")
 
 
 def ports_needed(workers: int) -> int:
@@ -74,11 +77,14 @@ def torchrun_command(
 def local_commands(
     workers: int, ports: Sequence[int], args: list[str], out_dir: Path, host: str
 ) -> list[tuple[list[str], dict[str, str]]]:
-    """torchrun on ``host`` (the store listens there only), gloo on ``host``'s interface."""
+    """torchrun on ``host`` (the store listens there only); gloo's sockets, and NCCL's
+    bootstrap sockets on GPUs, on ``host``'s interface (NCCL otherwise picks the first
+    interface that is not loopback; this one is not checked here: the lab's machines have
+    no GPUs)."""
     from ...distributed.job import interface_of
 
     interface = interface_of(host)
-    env = {"GLOO_SOCKET_IFNAME": interface} if interface else {}
+    env = {k: interface for k in SOCKET_INTERFACES} if interface else {}
     return [(torchrun_command(workers, ports[0], master=host, bound=True) + list(args), env)]
 
 

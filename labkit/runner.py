@@ -47,9 +47,9 @@ from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from . import bench, hardware, profiles, results, tempdirs
+from . import bench, hardware, profiles, results
 from . import frameworks as fw_registry
-from .util import jsonio, stats
+from .util import jsonio, stats, tempdirs
 
 FAULT_ENV = "LABKIT_TEST_FAULT"
 FAULTS = ("fail", "hang", "oom")
@@ -489,8 +489,9 @@ XLA_CACHE_FLAG = "--tf_xla_persistent_cache_directory"
 
 def shared_cache_dir() -> Path:
     """Where cells run with ``cache="warm"`` share their compile caches: this user's own folder
-    (``labkit-compile-cache-<uid>`` in the temp directory; :func:`labkit.tempdirs.private_dir`
-    refuses one that someone else could write to, as Inductor loads compiled libraries from it)."""
+    (``labkit-compile-cache-<uid>`` in the temp directory;
+    :func:`labkit.util.tempdirs.private_dir` refuses one that someone else could write to, as
+    Inductor loads compiled libraries from it)."""
     return tempdirs.private_dir("labkit-compile-cache")
 
 

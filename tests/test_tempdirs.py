@@ -1,4 +1,5 @@
-"""Folders labkit reuses in the shared temporary directory are this user's own (labkit.tempdirs).
+"""Folders labkit reuses in the shared temporary directory are this user's own
+(:mod:`labkit.util.tempdirs`).
 
 Each test points the temporary directory at a folder of its own (``tempfile.tempdir``), plants
 what another user of a shared machine could plant there, and checks that labkit refuses it
@@ -12,8 +13,9 @@ import sys
 import tempfile
 from pathlib import Path
 
-from labkit import resnet, runner, tempdirs
-from labkit.tempdirs import UnsafeFolder
+from labkit import resnet, runner
+from labkit.util import tempdirs
+from labkit.util.tempdirs import UnsafeFolder
 
 import pytest
 from conftest import ROOT, require

@@ -7,8 +7,11 @@
 - :mod:`~labkit.util.tables`: Markdown and HTML tables, and the escape for a table cell.
 - :mod:`~labkit.util.proc`: process trees (stop a group, die with the parent, a log's tail,
   why a child died) and the environment a child process runs in, thread policy explicit.
+- :mod:`~labkit.util.tempdirs`: this user's own folders in the shared temporary directory (mode
+  0700; one that someone else made or can write to is refused), for caches reused across
+  processes.
 
 Not for: anything that knows a framework, a record or a profile. Nothing here imports labkit.
 """
 
-__all__ = ["jsonio", "proc", "stats", "tables"]
+__all__ = ["jsonio", "proc", "stats", "tables", "tempdirs"]

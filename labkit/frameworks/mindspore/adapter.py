@@ -23,8 +23,9 @@ import mindspore as ms
 import numpy as np
 from mindspore import nn, ops
 
-from ... import recipe, resnet, tempdirs
+from ... import recipe, resnet
 from ...bench import DEVICES, Prepared, Unsupported, check_cell, check_choice, check_threads
+from ...util import tempdirs
 from . import SPEC
 
 NAME = SPEC.name
@@ -52,8 +53,8 @@ DEBRIS_ENV = "MS_OM_PATH"
 
 def scratch_folder() -> Path:
     """This user's scratch folder for MindSpore's files, in this user's own folder of the temp
-    directory (:func:`labkit.tempdirs.private_dir`; ``mindspore`` itself is created by MindSpore
-    when it writes)."""
+    directory (:func:`labkit.util.tempdirs.private_dir`; ``mindspore`` itself is created by
+    MindSpore when it writes)."""
     return tempdirs.private_dir("graphlab") / "mindspore"
 
 

@@ -7,8 +7,8 @@ directory; :func:`build_resnet50` then writes the requested canonical weights in
 initializers by name and caches that file under a hash of the weights, so new weights never
 need a new export. Cache files are named by what they depend on (PyTorch, onnxscript and onnx
 versions, the torch adapter's code, the weights); the folder (``labkit-onnx-cache-<uid>`` in the
-temp directory, this user's own, mode 0700: :func:`labkit.tempdirs.private_dir`; about 100 MB a
-file) may be deleted whenever no session is in use. The benchmark
+temp directory, this user's own, mode 0700: :func:`labkit.util.tempdirs.private_dir`; about
+100 MB a file) may be deleted whenever no session is in use. The benchmark
 runner gives each cell a temporary directory of its own, so a cell's export is always cold, and
 :func:`prepare` times it apart (``Prepared.export_s``). The session
 runs with all graph optimisations on (``ORT_ENABLE_ALL``: constant folding, Conv+BatchNorm
@@ -42,8 +42,9 @@ import onnx
 import onnxruntime as ort
 from onnx import numpy_helper
 
-from ... import resnet, tempdirs
+from ... import resnet
 from ...bench import DEVICES, Prepared, Unsupported, check_cell, check_choice, check_threads
+from ...util import tempdirs
 from .. import framework_of, get, installed_version, spec
 from . import SPEC
 

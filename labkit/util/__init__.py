@@ -5,8 +5,6 @@
 - :mod:`~labkit.util.jsonio`: strict JSON for text labkit did not write (NaN, huge numbers and deep
   nesting refused), a locked append for files several processes share, an atomic write.
 - :mod:`~labkit.util.tables`: Markdown and HTML tables, and the escape for a table cell.
-- :mod:`~labkit.util.proc`: process trees (stop a group, die with the parent, a log's tail,
-  why a child died) and the environment a child process runs in, thread policy explicit.
 - :mod:`~labkit.util.tempdirs`: this user's own folders in the shared temporary directory (mode
   0700; one that someone else made or can write to is refused), for caches reused across
   processes.
@@ -14,4 +12,4 @@
 Not for: anything that knows a framework, a record or a profile. Nothing here imports labkit.
 """
 
-__all__ = ["jsonio", "proc", "stats", "tables", "tempdirs"]
+__all__ = ["jsonio", "stats", "tables", "tempdirs"]

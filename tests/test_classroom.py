@@ -9,7 +9,7 @@ import re
 import shutil
 import socket
 
-from labkit import cards, classroom, results
+from labkit import cards, classroom, hardware, results
 
 import pytest
 from conftest import run_labkit
@@ -177,12 +177,12 @@ def test_flags_use_the_records_verdict_and_cope_with_old_records():
 
 
 def test_cpu_family_and_isa():
-    assert classroom.cpu_family("Intel(R) Xeon(R) Platinum 8480+") == "Intel Xeon"
-    assert classroom.cpu_family("AMD EPYC 9R14 96-Core Processor") == "AMD EPYC"
-    assert classroom.cpu_family("12th Gen Intel(R) Core(TM) i7-1260P") == "Intel Core"
-    assert classroom.cpu_family("Apple M2 Pro") == "Apple M2"
-    assert classroom.isa_tier(["avx2", "avx512f", "amx_tile"]) == "AMX"
-    assert classroom.isa_tier(["asimd"]) == "NEON"
+    assert hardware.cpu_family("Intel(R) Xeon(R) Platinum 8480+") == "Intel Xeon"
+    assert hardware.cpu_family("AMD EPYC 9R14 96-Core Processor") == "AMD EPYC"
+    assert hardware.cpu_family("12th Gen Intel(R) Core(TM) i7-1260P") == "Intel Core"
+    assert hardware.cpu_family("Apple M2 Pro") == "Apple M2"
+    assert hardware.isa_tier(["avx2", "avx512f", "amx_tile"]) == "AMX"
+    assert hardware.isa_tier(["asimd"]) == "NEON"
 
 
 @pytest.fixture

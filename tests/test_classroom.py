@@ -10,6 +10,7 @@ import shutil
 import socket
 
 from labkit import cards, classroom, hardware, results
+from labkit.classroom import ingest, page
 
 import pytest
 from conftest import run_labkit
@@ -266,13 +267,13 @@ def test_a_file_that_fails_midway_leaves_the_database_as_it_was(tmp_path, monkey
     fixtures = classroom.fixture_cards("smoke")
     db = tmp_path / "c.duckdb"
     assert classroom.collect([fixtures[0]], db).exit_status == 0
-    real = classroom._insert
+    real = ingest.store_card
 
     def broken(con, *args):
         real(con, *args)  # everything written ...
         raise RuntimeError("disk full")  # ... then it fails
 
-    monkeypatch.setattr(classroom, "_insert", broken)
+    monkeypatch.setattr(ingest, "store_card", broken)
     done = classroom.collect([fixtures[1]], db)
     assert done.exit_status == 1 and "disk full" in done.skipped[0][1]
     con = classroom.connect(db, read_only=True)
@@ -310,6 +311,22 @@ def test_class_report_writes_its_figures_and_page(handed_in, tmp_path):
         "class", "report", "--db", str(tmp_path / "none.duckdb"), "--out", str(out)
     )
     assert missing.returncode == 2 and "no class database" in missing.stderr
+
+
+def test_the_report_page_is_its_template_filled_in_and_a_plain_page_without_it(
+    tmp_path, monkeypatch
+):
+    db = tmp_path / "c.duckdb"
+    assert classroom.collect(classroom.fixture_cards("smoke")[:2], db).exit_status == 0
+    text = classroom.report(db, tmp_path / "report").read_text()
+    template = page.TEMPLATE.read_text()
+    head, tail = template.split("$body")
+    assert text.startswith(head) and text.endswith(tail) and "$" not in head + tail
+    assert "<h2>Machine types</h2>" in text and "Files collected (2)" in text
+    monkeypatch.setattr(page, "TEMPLATE", tmp_path / "missing.html")
+    text = classroom.report(db, tmp_path / "report").read_text()
+    assert "The report could not be made in full: FileNotFoundError" in text
+    assert "What this report leaves out" in text  # the plain page still says what it left out
 
 
 def test_fixture_cards_say_they_are_not_measurements():

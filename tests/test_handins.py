@@ -1,6 +1,7 @@
-"""Hand-ins are untrusted: the limits of labkit.handins, one case each, on real files (zips,
-links, encodings), a real DuckDB file and real figures. The whole folder through the command
-line is tests/test_classroom.py::test_hostile_hand_ins_are_named_and_skipped_and_the_rest_collected.
+"""Hand-ins are untrusted: the limits of labkit.classroom.handins, one case each, on real files
+(zips, links, encodings), a real DuckDB file and real figures. The whole folder through the
+command line is
+tests/test_classroom.py::test_hostile_hand_ins_are_named_and_skipped_and_the_rest_collected.
 """
 
 import io
@@ -8,7 +9,8 @@ import json
 import os
 import zipfile
 
-from labkit import cards, classroom, handins, plots, results
+from labkit import cards, classroom, plots, results
+from labkit.classroom import figures, handins
 
 import pytest
 from test_classroom import _card_of, _record
@@ -145,7 +147,7 @@ def test_the_report_page_is_written_when_a_figure_fails_and_names_what_it_left_o
     def broken(_rows):
         raise RuntimeError("a figure that cannot be drawn")
 
-    monkeypatch.setattr(classroom, "speedup_figure", broken)
+    monkeypatch.setattr(figures, "speedup_figure", broken)
     page = classroom.report(db, tmp_path / "report").read_text()
     assert "figure speedup could not be drawn: RuntimeError" in page
     assert "learner.json" in page and "1 file(s) skipped at collection" in page

@@ -1,7 +1,7 @@
 """Hand-ins are untrusted input: the files an instructor collects, found and read within limits.
 
-``labkit class collect`` (:mod:`labkit.classroom`) reads what learners hand in: a shared hub
-folder, an LMS download, a zip. Any of those files may be damaged, misnamed, huge or hostile,
+``labkit class collect`` (:mod:`labkit.classroom.ingest`) reads what learners hand in: a shared
+hub folder, an LMS download, a zip. Any of those files may be damaged, misnamed, huge or hostile,
 and one such file must never stop the class. This module decides what is read and how:
 
 - **Which files.** Under a folder: every ``.json`` (a card) and ``.jsonl`` (a results file), in
@@ -34,8 +34,30 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
-from . import results
-from .util import jsonio, stats
+from .. import results
+from ..util import jsonio, stats
+
+__all__ = [
+    "CARD_SUFFIXES",
+    "MAX_BYTES",
+    "MAX_CALLS",
+    "MAX_DEPTH",
+    "MAX_FLOPS",
+    "MIN_CALL_S",
+    "OTHER_ARCHIVES",
+    "TOLERANCE",
+    "ZIP_MAX_MEMBERS",
+    "ZIP_MAX_TOTAL",
+    "Found",
+    "HandIn",
+    "Skip",
+    "find",
+    "kind",
+    "loads",
+    "open_each",
+    "rejudge",
+    "text_of",
+]
 
 #: A card holds every record of a run with its raw call times. The longest profile (full)
 #: measures 54 cells (every framework, mode and task at both precisions) of at most 1,000 timed
@@ -331,7 +353,7 @@ def _from_times(r: dict) -> list[str]:
 
 def _impossible(r: dict) -> list[str]:
     """Why ``r``'s figure cannot be a measurement on any machine (empty: it can)."""
-    from . import resnet
+    from .. import resnet
 
     med, ips, out = r["median_s"], r["images_per_s"], []
     if med < MIN_CALL_S:

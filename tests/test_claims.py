@@ -2,8 +2,8 @@
 
 import math
 
-from labkit import claims
 from labkit.frameworks import MODES, NAMES
+from labkit.sources import claims
 
 import pytest
 

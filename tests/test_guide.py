@@ -6,7 +6,8 @@ import itertools
 import subprocess
 import sys
 
-from labkit import claims, guide, results
+from labkit import guide, results
+from labkit.sources import claims
 
 import pytest
 

@@ -328,8 +328,10 @@ FRAMEWORK_MODULES = {
 #: modules that are data about named frameworks by nature, and why
 NAMES_ALLOWED = {
     "labkit.frameworks": "the registry",
-    "labkit.claims": "the source articles' claims compare named frameworks",
-    "labkit.seeds": "the source articles' tables and advice name the frameworks they compare",
+    "labkit.sources.claims.catalog": "the source articles' claims compare named frameworks",
+    "labkit.sources.seeds.throughput": "the source articles' benchmark tables name frameworks",
+    "labkit.sources.seeds.comparisons": "the source articles compare named frameworks",
+    "labkit.sources.seeds.scenarios": "the source articles' advice names the frameworks",
     "labkit.guide.rules": "the selection guide's rule tables name the frameworks they score",
 }
 

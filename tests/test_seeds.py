@@ -1,10 +1,11 @@
-"""The source articles as data (labkit.seeds): the figures match the articles, each is typed once."""
+"""The source articles as data (labkit.sources.seeds): the figures match the articles, each is typed once."""
 
 import ast
 import re
 from pathlib import Path
 
-from labkit import claims, guide, seeds
+from labkit import guide
+from labkit.sources import claims, seeds
 
 import pytest
 
@@ -107,7 +108,7 @@ def test_no_figure_of_the_tables_is_typed_again_in_labkit():
     distinctive -= {10000}  # too round to tell apart from other uses
     found = []
     for path in sorted((ROOT / "labkit").rglob("*.py")):
-        if path.name == "seeds.py":
+        if path == ROOT / "labkit" / "sources" / "seeds" / "throughput.py":  # the tables
             continue
         for node in ast.walk(ast.parse(path.read_text())):
             if (

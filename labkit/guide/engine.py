@@ -28,10 +28,10 @@ from typing import Any, NamedTuple
 
 import labkit.guide.rules as tables  # read at call time: a changed rule row changes the advice
 
-from .. import claims as labkit_claims
 from .. import results as labkit_results
 from ..bench import TASKS
 from ..frameworks import spec
+from ..sources import claims as labkit_claims
 from .render import markdown
 from .rules import (
     ALIASES,

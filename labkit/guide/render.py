@@ -11,7 +11,7 @@ from typing import Any
 
 import labkit.guide.rules as tables  # read at call time: the table shows the rows in force
 
-from .. import claims as labkit_claims
+from ..sources import claims as labkit_claims
 from ..util.tables import escape
 from .rules import (
     ALTERNATIVES,

@@ -1,37 +1,72 @@
 """The framework selection guide: rules an instructor can read, print and change, in two voices.
 
-``labkit.guide.rules`` holds the tables (the only module of the guide that names frameworks):
-the inputs, the article's rules, the course's dated rules and their sources, the disagreements,
-alternatives, conflicts, the decision flow and the toolchains. ``labkit.guide.engine`` scores
-them (:func:`recommend`, evidence from results files) and ``labkit.guide.render`` writes the
-Markdown. Everything public is importable from ``labkit.guide``; nothing imports a framework or
-a UI (``labkit.widgets`` is the form on top).
+The tables are plain data and the only modules of the guide that name frameworks:
+``labkit.guide.questions`` (every valid answer, the decision flow's steps; the scenarios and the
+steps' titles are the source article's, from :mod:`labkit.sources.seeds`), ``labkit.guide.rules``
+(the article's rules, the course's dated rules and step 3's parameters),
+``labkit.guide.citations`` (the article's parts and the course's dated sources) and
+``labkit.guide.advice`` (disagreements, alternatives, conflicts, toolchains).
+``labkit.guide.engine`` scores them (:func:`recommend`), ``labkit.guide.evidence`` reads results
+files and turns valid measurements into step 3's points, and ``labkit.guide.render`` writes the
+Markdown. Everything public here is importable from ``labkit.guide``, which imports no framework
+and no UI; ``labkit.widgets`` is the ipywidgets form on top (notebook 09 and the app). Not for:
+measuring (:mod:`labkit.runner`) or judging the articles' claims (:mod:`labkit.sources.claims`).
 """
 
+from .advice import (
+    ALTERNATIVES,
+    CONFLICTS,
+    DEPLOY,
+    DEVELOP,
+    DISAGREEMENTS,
+    RUNTIMES,
+    Alternative,
+    Conflict,
+    Disagreement,
+)
+from .citations import ARTICLE_NAME, SOURCES, Source
 from .engine import (
+    Ranked,
+    Reason,
+    Recommendation,
+    article_ranking,
+    check_inputs,
+    course_ranking,
+    recommend,
+    toolchain,
+)
+from .evidence import (
     CLAIMED,
     LAB,
     MEASURED,
     PUBLISHED,
     Evidence,
     Gap,
-    Ranked,
-    Reason,
-    Recommendation,
-    article_ranking,
     best,
-    check_inputs,
     comparable,
-    course_ranking,
     evidence,
     evidence_task,
     failures,
     gaps,
     is_valid,
     load_results,
-    recommend,
-    toolchain,
     validity,
+)
+from .questions import (
+    ALIASES,
+    CANDIDATES,
+    DECISION_FLOW,
+    DEFAULT_SCALE,
+    DISPLAY,
+    EXPERTISE,
+    HARDWARE,
+    NOT_IN_LAB,
+    OUTSIDE_LAB,
+    PRIORITIES,
+    SCALES,
+    SCENARIOS,
+    TARGETS,
+    Step,
 )
 from .render import (
     cite,
@@ -41,44 +76,18 @@ from .render import (
     rules_markdown,
 )
 from .rules import (
-    ALIASES,
-    ALTERNATIVES,
     ARTICLE,
-    ARTICLE_NAME,
     ARTICLE_RULES,
     BOTH,
-    CANDIDATES,
-    CONFLICTS,
     COURSE,
     COURSE_RULES,
-    DECISION_FLOW,
-    DEFAULT_SCALE,
-    DEPLOY,
-    DEVELOP,
-    DISAGREEMENTS,
-    DISPLAY,
     EVIDENCE_MARGIN,
     EVIDENCE_POINTS,
     EVIDENCE_TASK,
-    EXPERTISE,
-    HARDWARE,
-    NOT_IN_LAB,
-    OUTSIDE_LAB,
-    PRIORITIES,
     RULES,
-    RUNTIMES,
-    SCALES,
-    SCENARIOS,
     SHARED_RULES,
-    SOURCES,
-    TARGETS,
     VOICES,
-    Alternative,
-    Conflict,
-    Disagreement,
     Rule,
-    Source,
-    Step,
 )
 
 __all__ = [

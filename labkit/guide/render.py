@@ -1,7 +1,8 @@
 """The selection guide as Markdown: a recommendation page in two voices, and the rule tables.
 
-Framework-free and without framework names: everything named comes from
-:mod:`labkit.guide.rules`. ``markdown(rec)`` renders a ``labkit.guide.Recommendation``.
+Framework-free and without framework names: everything named comes from the guide's tables
+(:mod:`labkit.guide.rules`, :mod:`~labkit.guide.questions`, :mod:`~labkit.guide.advice`,
+:mod:`~labkit.guide.citations`). ``markdown(rec)`` renders a ``labkit.guide.Recommendation``.
 """
 
 from __future__ import annotations
@@ -9,32 +10,36 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-import labkit.guide.rules as tables  # read at call time: the table shows the rows in force
+import labkit.guide.rules as in_force  # read at call time: the table shows the rows in force
 
 from ..sources import claims as labkit_claims
+from ..util import tables
 from ..util.tables import escape
-from .rules import (
-    ALTERNATIVES,
-    ARTICLE,
-    ARTICLE_NAME,
-    BOTH,
+from .advice import ALTERNATIVES, CONFLICTS, DISAGREEMENTS, Disagreement
+from .citations import ARTICLE_NAME, SOURCES
+from .questions import (
     CANDIDATES,
-    CONFLICTS,
-    COURSE,
     DECISION_FLOW,
-    DISAGREEMENTS,
     DISPLAY,
-    EVIDENCE_TASK,
     EXPERTISE,
     HARDWARE,
     PRIORITIES,
     SCALES,
     SCENARIOS,
-    SOURCES,
-    VOICES,
-    Disagreement,
-    Rule,
 )
+from .rules import ARTICLE, BOTH, COURSE, EVIDENCE_TASK, VOICES, Rule
+
+__all__ = [
+    "cite",
+    "course_sources_markdown",
+    "decision_flow_markdown",
+    "describe",
+    "markdown",
+    "rules_markdown",
+    "seed_spread",
+    "source_keys",
+    "why",
+]
 
 # ---- small pieces -----------------------------------------------------------------------------
 
@@ -70,7 +75,7 @@ def cite(source: str) -> str:
 
 
 def seed_spread() -> str:
-    """How far apart the article's own single-A100 training figures are (labkit.claims)."""
+    """How far apart the article's own single-A100 training figures are (labkit.sources.claims)."""
     speeds = [sps for _, sps, _ in labkit_claims.SEED_TRAINING]
     return f"{max(speeds) / min(speeds) - 1:.0%}"
 
@@ -91,11 +96,14 @@ def _reasons(ranked, numbers: dict[str, int]) -> str:
     """One ranking row's reasons; course sources become numbered references."""
     parts = []
     for points, text, source in ranked.reasons:
-        keys = source_keys(source)
-        refs = "".join(f"[{numbers.setdefault(k, len(numbers) + 1)}]" for k in keys)
-        tail = f" {refs}" if refs else (f" ({source})" if source else "")
-        parts.append(f"{points:+d} {escape(text)}{tail}")
+        tail = f" {_refs(source_keys(source), numbers)}" if source_keys(source) else ""
+        parts.append(f"{points:+d} {text}" + (tail or (f" ({source})" if source else "")))
     return "; ".join(parts) or "no rule applies"
+
+
+def _refs(keys, numbers: dict[str, int]) -> str:
+    """Numbered references to :data:`SOURCES` keys, numbering new keys in order of first use."""
+    return "".join(f"[{numbers.setdefault(k, len(numbers) + 1)}]" for k in keys)
 
 
 def _by(ranking, framework: str):
@@ -121,12 +129,11 @@ def _differ(rec) -> list[str]:
     return lines
 
 
-def markdown(rec) -> str:
-    """The recommendation (a ``labkit.guide.Recommendation``) as Markdown, both voices."""
+def _summary(rec) -> list[str]:
+    """The page's head: both voices' top picks, the project, the toolchain, the alternative."""
     top, art = rec.ranking[0], rec.article_ranking[0]
     agree = rec.top == rec.article_top
-    numbers: dict[str, int] = {}
-    lines = [
+    return [
         f"## Recommended: {DISPLAY[top.framework]} ({top.score} points)",
         "",
         (
@@ -150,69 +157,79 @@ def markdown(rec) -> str:
             f"**Alternative: {DISPLAY[rec.alternative]}** ({rec.score(rec.alternative)} points), "
             f"prefer it when {rec.alternative_when}."
         ),
-        "",
-        "### The two voices side by side",
-        "",
-        f"| rank | {VOICES[ARTICLE]} | points | {VOICES[COURSE]} | points |",
-        "|---:|---|---:|---|---:|",
     ]
-    for i, (a, c) in enumerate(zip(rec.article_ranking, rec.ranking), 1):
+
+
+def _rankings(rec, numbers: dict[str, int]) -> list[str]:
+    """The two voices side by side, then each voice's ranking with every reason."""
+    pairs = zip(rec.article_ranking, rec.ranking)
+    side_by_side = tables.markdown(
+        ["rank", VOICES[ARTICLE], "points", VOICES[COURSE], "points"],
+        [
+            [i, DISPLAY[a.framework], a.score, DISPLAY[c.framework], c.score]
+            for i, (a, c) in enumerate(pairs, 1)
+        ],
+        align="rlrlr",
+    )
+    lines = ["", "### The two voices side by side", "", side_by_side]
+    for voice, ranking, reasons in (
+        (COURSE, rec.ranking, "reasons (points) [sources below]"),
+        (ARTICLE, rec.article_ranking, "reasons (points) (where the article says it)"),
+    ):
+        rows = [
+            [i, DISPLAY[r.framework], r.score, _reasons(r, numbers)]
+            for i, r in enumerate(ranking, 1)
+        ]
+        head = ["rank", "framework", "score", reasons]
+        lines += ["", f"### Ranking: {VOICES[voice]}", "", tables.markdown(head, rows, "rlr")]
+    return lines
+
+
+def _differences(rec, numbers: dict[str, int]) -> list[str]:
+    """Where the voices differ: their top picks, and the disagreements these answers touch."""
+    agree = rec.top == rec.article_top
+    if agree and not rec.disagreements:
+        return []
+    lines = ["", "### Where the voices differ", ""]
+    if not agree:
+        lines += _differ(rec)
+    for d in rec.disagreements:
         lines.append(
-            f"| {i} | {DISPLAY[a.framework]} | {a.score} | {DISPLAY[c.framework]} | {c.score} |"
+            f"- **{d.topic.capitalize()}.** The article: {d.article}. The course today: "
+            f"{d.course}. Why: {why(d)} {_refs(d.sources, numbers)}"
         )
-    lines += [
-        "",
-        f"### Ranking: {VOICES[COURSE]}",
-        "",
-        "| rank | framework | score | reasons (points) [sources below] |",
-        "|---:|---|---:|---|",
-    ]
-    for i, r in enumerate(rec.ranking, 1):
-        lines.append(f"| {i} | {DISPLAY[r.framework]} | {r.score} | {_reasons(r, numbers)} |")
-    lines += [
-        "",
-        f"### Ranking: {VOICES[ARTICLE]}",
-        "",
-        "| rank | framework | score | reasons (points) (where the article says it) |",
-        "|---:|---|---:|---|",
-    ]
-    for i, r in enumerate(rec.article_ranking, 1):
-        lines.append(f"| {i} | {DISPLAY[r.framework]} | {r.score} | {_reasons(r, numbers)} |")
-    if not agree or rec.disagreements:
-        lines += ["", "### Where the voices differ", ""]
-        if not agree:
-            lines += _differ(rec)
-        for d in rec.disagreements:
-            refs = "".join(f"[{numbers.setdefault(k, len(numbers) + 1)}]" for k in d.sources)
-            lines.append(
-                f"- **{d.topic.capitalize()}.** The article: {d.article}. The course today: "
-                f"{d.course}. Why: {why(d)} {refs}"
-            )
-    lines += ["", "### What your measurements changed (step 3)", ""]
+    return lines
+
+
+def _changed(rec) -> list[str]:
+    """Step 3: what the learner's measurements changed in the course's ranking."""
+    lines = ["", "### What your measurements changed (step 3)", ""]
     if rec.moved_by:
-        lines += [
+        return lines + [
             f"- **Moved the course's ranking**: {DISPLAY[g.framework]} {g.points:+d}, {g.text()}."
             for g in rec.moved_by
         ]
-    elif rec.gaps:
-        lines += [
+    if rec.gaps:
+        return lines + [
             f"- {DISPLAY[g.framework]} {g.points:+d}, {g.text()}; the order did not change."
             for g in rec.gaps
         ]
-    else:
-        lines.append(
-            "- Nothing: "
-            + (
-                "see the notes for what your results could not decide."
-                if rec.measured
-                else "no results file yet."
-            )
-            + " Only valid records count (their `valid` field is true); records without a "
-            "validity verdict (the older schema), invalid records and missing measurements "
-            "change nothing."
+    return lines + [
+        "- Nothing: "
+        + (
+            "see the notes for what your results could not decide."
+            if rec.measured
+            else "no results file yet."
         )
-    if rec.notes:
-        lines += ["", "### Notes", "", *(f"- {n}" for n in rec.notes)]
+        + " Only valid records count (their `valid` field is true); records without a "
+        "validity verdict (the older schema), invalid records and missing measurements "
+        "change nothing."
+    ]
+
+
+def _evidence(rec) -> list[str]:
+    """The notes, then the evidence, each labelled with its source."""
+    lines = ["", "### Notes", "", *(f"- {n}" for n in rec.notes)] if rec.notes else []
     lines += ["", "### Evidence", ""]
     lines += [
         f"- **{', '.join(DISPLAY[f] for f in e.frameworks)}**: {escape(e.statement)} - *{e.source}*"
@@ -227,21 +244,41 @@ def markdown(rec) -> str:
                 "with your own measurements."
             ),
         ]
-    if numbers:
-        lines += ["", "### Sources of the course's rules", ""]
-        lines += [
-            f"{n}. [{SOURCES[k].title}]({SOURCES[k].url}), {SOURCES[k].date} ({SOURCES[k].dated})"
-            for k, n in sorted(numbers.items(), key=lambda kv: kv[1])
-        ]
+    return lines
+
+
+def _sources(numbers: dict[str, int]) -> list[str]:
+    """The course's sources the page cited, in the order of their reference numbers."""
+    if not numbers:
+        return []
+    return ["", "### Sources of the course's rules", ""] + [
+        f"{n}. [{SOURCES[k].title}]({SOURCES[k].url}), {SOURCES[k].date} ({SOURCES[k].dated})"
+        for k, n in sorted(numbers.items(), key=lambda kv: kv[1])
+    ]
+
+
+def markdown(rec) -> str:
+    """The recommendation (a ``labkit.guide.Recommendation``) as Markdown, both voices."""
+    numbers: dict[str, int] = {}  # the course's sources, numbered in order of first reference
+    lines = _summary(rec) + _rankings(rec, numbers) + _differences(rec, numbers)
+    lines += _changed(rec) + _evidence(rec) + _sources(numbers)
     return "\n".join(lines) + "\n"
 
 
 # ---- the rule tables --------------------------------------------------------------------------
 
 
-def rules_markdown() -> str:
-    """Every table of the guide as Markdown: what an instructor reads before changing a rule."""
-    lines = [
+def _rule_tables() -> list[str]:
+    """Every rule in force, then where the course departs from the article."""
+    rule_rows = [
+        [_voice_of(r), r.field, r.value, DISPLAY[r.framework], f"{r.points:+d}", r.reason]
+        + [cite(r.source)]
+        for r in in_force.RULES
+    ]
+    departures = [
+        [d.topic, d.article, d.course, why(d), cite("+".join(d.sources))] for d in DISAGREEMENTS
+    ]
+    return [
         "### Rules: each row adds points to one framework when its condition holds",
         "",
         (
@@ -250,46 +287,27 @@ def rules_markdown() -> str:
             "course adopts (it states no fact that could date)."
         ),
         "",
-        "| voice | input | value | framework | points | reason | source |",
-        "|---|---|---|---|---:|---|---|",
-    ]
-    lines += [
-        f"| {_voice_of(r)} | {r.field} | {r.value} | {DISPLAY[r.framework]} | {r.points:+d} "
-        f"| {escape(r.reason)} | {escape(cite(r.source))} |"
-        for r in tables.RULES
-    ]
-    lines += [
+        tables.markdown(
+            ["voice", "input", "value", "framework", "points", "reason", "source"],
+            rule_rows,
+            align="llllr",
+        ),
         "",
         "### Where the course departs from the article, and why",
         "",
-        "| topic | the article | the course today | why | sources |",
-        "|---|---|---|---|---|",
+        tables.markdown(["topic", "the article", "the course today", "why", "sources"], departures),
     ]
-    lines += [
-        f"| {d.topic} | {escape(d.article)} | {escape(d.course)} | {escape(why(d))} "
-        f"| {escape(cite('+'.join(d.sources)))} |"
-        for d in DISAGREEMENTS
-    ]
-    lines += [
-        "",
-        "### Alternatives: the first one that is not the top recommendation is shown",
-        "",
-        "| scenario | alternative | prefer it when |",
-        "|---|---|---|",
-    ]
-    lines += [
-        f"| {s} | {DISPLAY[a.framework]} | {escape(a.when)} |"
-        for s, alts in ALTERNATIVES.items()
-        for a in alts
-    ]
-    lines += [
-        "",
+
+
+def _step3_text() -> list[str]:
+    """Step 3 in words: how a valid measurement moves the course's ranking, and the ties."""
+    return [
         "### Your own benchmark (step 3): valid measurements move the course's ranking",
         "",
         (
             f"On the benchmark task that answers the need, a candidate whose best valid images/s "
-            f"trail the fastest candidate's by more than {tables.EVIDENCE_MARGIN:.0%} (the same "
-            f"image size, batch, precision and device) gets {tables.EVIDENCE_POINTS:+d} points in "
+            f"trail the fastest candidate's by more than {in_force.EVIDENCE_MARGIN:.0%} (the same "
+            f"image size, batch, precision and device) gets {in_force.EVIDENCE_POINTS:+d} points in "
             "the course's voice: it clearly misses the need. Only records whose `valid` field is "
             "true count: invalid records, records without a validity verdict (the older schema) and "
             "missing measurements change nothing. The article's voice never moves. Claims and "
@@ -303,22 +321,34 @@ def rules_markdown() -> str:
         "Ties: in the article's voice the framework with more scenario points wins, then the "
         "order " + ", ".join(DISPLAY[c] for c in CANDIDATES) + "; in the course's voice the "
         "article's order breaks a tie.",
+    ]
+
+
+def rules_markdown() -> str:
+    """Every table of the guide as Markdown: what an instructor reads before changing a rule."""
+    alternatives = [
+        [s, DISPLAY[a.framework], a.when] for s, alts in ALTERNATIVES.items() for a in alts
+    ]
+    conflicts = [[" and ".join(f"{f}={v}" for f, v in c.when), c.message] for c in CONFLICTS]
+    lines = _rule_tables() + [
+        "",
+        "### Alternatives: the first one that is not the top recommendation is shown",
+        "",
+        tables.markdown(["scenario", "alternative", "prefer it when"], alternatives),
+        "",
+    ]
+    lines += _step3_text() + [
         "",
         "### Conflicting answers and what the guide says",
         "",
-        "| when | note |",
-        "|---|---|",
-    ]
-    lines += [
-        f"| {' and '.join(f'{f}={v}' for f, v in c.when)} | {escape(c.message)} |"
-        for c in CONFLICTS
+        tables.markdown(["when", "note"], conflicts),
     ]
     return "\n".join(lines) + "\n"
 
 
 def course_sources_markdown() -> str:
     """The course's sources as a list: title, link, date and where the date comes from."""
-    used = {k for r in tables.RULES for k in source_keys(r.source)}
+    used = {k for r in in_force.RULES for k in source_keys(r.source)}
     used |= {k for d in DISAGREEMENTS for k in d.sources}
     return (
         "\n".join(

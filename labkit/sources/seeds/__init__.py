@@ -15,9 +15,8 @@ read as ``seeds.X``:
 - :data:`TRAINING` and :data:`INFERENCE`: article 000's two benchmark tables (ResNet-50), with
   :data:`TRAINING_SETTING` / :data:`INFERENCE_SETTING` saying where they were measured
   (:mod:`.throughput`);
-- :data:`SCENARIOS`: its five project scenarios with the framework it recommends for each, keyed
-  like :data:`labkit.guide.SCENARIOS`; :data:`DECISION_FLOW`: its four-step decision flow
-  (:mod:`.scenarios`).
+- :data:`SCENARIOS`: its five project scenarios with the framework it recommends for each, the
+  guide's scenarios too; :data:`DECISION_FLOW`: its four-step decision flow (:mod:`.scenarios`).
 
 Framework names are the registry's (``torch``, ``tensorflow``, ``mindspore``, ``onnxruntime``)
 plus ``paddlepaddle`` (:data:`OUTSIDE_LAB`), which the articles recommend but the lab does not

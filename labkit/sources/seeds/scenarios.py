@@ -1,8 +1,9 @@
 """Article 000's advice: five project scenarios (part 3) and a four-step decision flow (part 4).
 
 - :data:`SCENARIOS`: what marks each kind of project and the framework(s) the article recommends
-  for it, with its reasons and alternative, keyed like :data:`labkit.guide.SCENARIOS`;
-- :data:`DECISION_FLOW`: the article's four steps;
+  for it, with its reasons and alternative; the selection guide (:mod:`labkit.guide`) offers the
+  same scenarios, keyed and titled as here;
+- :data:`DECISION_FLOW`: the article's four steps, titled as the guide's steps are;
 - :data:`SUMMARY`: the article's closing advice, one line per framework.
 """
 
@@ -27,8 +28,8 @@ __all__ = [
 
 @dataclass(frozen=True)
 class Scenario:
-    key: str  # the key of labkit.guide.SCENARIOS
-    title: str
+    key: str  # the guide reads its scenarios from here (labkit.guide.SCENARIOS)
+    title: str  # as the guide offers it too
     traits: str  # what characterises such a project, per the article
     recommended: tuple[str, ...]  # the article's recommendation(s), best first
     alternative: str  # "" when the article names none
@@ -112,7 +113,7 @@ SCENARIOS: tuple[Scenario, ...] = (
     ),
     Scenario(
         "special_hardware",
-        "special hardware (domestic accelerators) or privacy needs",
+        "special hardware (Ascend, domestic accelerators) or privacy needs",
         "Chinese AI chips such as Huawei Ascend, or privacy constraints that call for federated "
         "learning (for example on medical data)",
         ("mindspore", "paddlepaddle"),
@@ -140,7 +141,7 @@ def scenario(key: str) -> Scenario:
 
 @dataclass(frozen=True)
 class FlowStep:
-    title: str
+    title: str  # as the guide's steps are titled too
     what: str  # in the course's words
 
 
@@ -156,7 +157,7 @@ DECISION_FLOW: tuple[FlowStep, ...] = (
         "a framework the team has already shipped with saves learning time, so it starts ahead",
     ),
     FlowStep(
-        "Check the key performance",
+        "Measure two or three candidates",
         "run the project's core task (e.g. ResNet-50 training, BERT inference) on a little data "
         "in two or three candidate frameworks, and drop those that clearly miss the need",
     ),

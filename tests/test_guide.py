@@ -555,7 +555,7 @@ def _shown(form):
 
 
 def test_the_form_updates_the_recommendation_live(tmp_path):
-    from labkit import widgets
+    from labkit.guide import form as widgets
 
     form = widgets.GuideForm(results=tmp_path / "none.jsonl")
     assert form.recommendation.top == "torch" and "Recommended: PyTorch" in _shown(form)
@@ -572,7 +572,7 @@ def test_the_form_updates_the_recommendation_live(tmp_path):
 
 
 def test_the_form_exports_markdown(tmp_path):
-    from labkit import widgets
+    from labkit.guide import form as widgets
 
     form = widgets.GuideForm(results=tmp_path / "none.jsonl", scenario="small_team")
     path = form.export(tmp_path / "out" / "choice.md")
@@ -583,7 +583,7 @@ def test_the_form_exports_markdown(tmp_path):
 
 
 def test_the_form_reports_a_corrupt_results_file_and_advises_anyway(tmp_path):
-    from labkit import widgets
+    from labkit.guide import form as widgets
 
     bad = tmp_path / "bad.jsonl"
     bad.write_text("not json\n")
@@ -593,7 +593,7 @@ def test_the_form_reports_a_corrupt_results_file_and_advises_anyway(tmp_path):
 
 
 def test_quick_plan_measures_eager_and_a_graph_mode_of_the_candidates():
-    from labkit import widgets
+    from labkit.guide import form as widgets
 
     plan = widgets.quick_plan(guide.recommend("deployment"), "smoke")
     cells = {(c.framework, c.mode) for c in plan}
@@ -614,7 +614,8 @@ def test_quick_plan_measures_eager_and_a_graph_mode_of_the_candidates():
 @pytest.mark.slow
 def test_quick_benchmark_runs_real_cells_and_feeds_the_recommendation(tmp_path):
     """The button's code path: real subprocess cells through labkit.runner, then new advice."""
-    from labkit import runner, widgets
+    from labkit import runner
+    from labkit.guide import form as widgets
 
     form = widgets.GuideForm(
         results=tmp_path / "quick.jsonl", scenario="deployment", priority="inference_latency"

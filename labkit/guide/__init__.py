@@ -9,7 +9,7 @@ steps' titles are the source article's, from :mod:`labkit.sources.seeds`), ``lab
 ``labkit.guide.engine`` scores them (:func:`recommend`), ``labkit.guide.evidence`` reads results
 files and turns valid measurements into step 3's points, and ``labkit.guide.render`` writes the
 Markdown. Everything public here is importable from ``labkit.guide``, which imports no framework
-and no UI; ``labkit.widgets`` is the ipywidgets form on top (notebook 09 and the app). Not for:
+and no UI; ``labkit.guide.form`` is the ipywidgets form on top (notebook 09 and the app). Not for:
 measuring (:mod:`labkit.runner`) or judging the articles' claims (:mod:`labkit.sources.claims`).
 """
 

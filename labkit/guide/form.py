@@ -1,4 +1,4 @@
-"""The selection guide's front end: an ipywidgets form over :mod:`labkit.guide`.
+"""The selection guide's form: ipywidgets over :mod:`labkit.guide` (``labkit.guide.form``).
 
 ``GuideForm()`` shows the source article's four-step decision flow as steps to walk through;
 every change of an answer recomputes the recommendation at once, in both voices (the article's
@@ -23,7 +23,32 @@ from typing import Any
 import ipywidgets as W
 from IPython.display import Markdown
 
-from . import frameworks, guide, profiles, runner
+from .. import frameworks, profiles, runner
+from .engine import Recommendation, check_inputs, recommend
+from .questions import (
+    DECISION_FLOW,
+    DEFAULT_SCALE,
+    EXPERTISE,
+    HARDWARE,
+    PRIORITIES,
+    SCALES,
+    SCENARIOS,
+    TARGETS,
+    Step,
+)
+from .render import decision_flow_markdown
+
+__all__ = [
+    "NOT_GIVEN",
+    "QUICK_CANDIDATES",
+    "QUICK_PROFILES",
+    "GuideForm",
+    "default_results",
+    "guide_app",
+    "project_root",
+    "quick_modes",
+    "quick_plan",
+]
 
 #: profiles the quick benchmark offers (full takes far too long for a "quick" run)
 QUICK_PROFILES: tuple[str, ...] = ("smoke", "standard")
@@ -57,7 +82,7 @@ def quick_modes(framework: str) -> tuple[str, ...]:
 
 
 def quick_plan(
-    rec: guide.Recommendation,
+    rec: Recommendation,
     profile: str | profiles.Profile | None = None,
     how_many: int = QUICK_CANDIDATES,
 ) -> runner.Plan:
@@ -105,21 +130,41 @@ class GuideForm:
         prof = profiles.get(profile).name
         self.results = Path(results) if results is not None else default_results(prof)
         self.export_path = Path(export_path or project_root() / "results" / "framework_choice.md")
-        self.scenario = _dropdown("Scenario", guide.SCENARIOS, None, optional=True)
-        self.priority = _dropdown("Matters most", guide.PRIORITIES, None, optional=True)
-        self.expertise = _dropdown("Team knows", guide.EXPERTISE, None, optional=True)
-        self.hardware = _dropdown("Hardware", guide.HARDWARE, "cpu", optional=False)
+        self.recommendation: Recommendation | None = None
+        self.error = ""
+        self._quiet = False
+        self._make_answers()
+        self._make_bench(prof)
+        self._make_page()
+        for w in self._inputs():
+            w.observe(self.update, names="value")
+        self.bench_button.on_click(lambda _: self.run_quick_benchmark())
+        self.export_button.on_click(lambda _: self.export())
+        self.profile.observe(self.update, names="value")
+        self.set(scenario=scenario, **answers)  # validates the answers, then shows the advice
+
+    # -- layout -----------------------------------------------------------------------------
+
+    def _make_answers(self) -> None:
+        """One widget per answer the guide takes (steps 1, 2 and 4)."""
+        self.scenario = _dropdown("Scenario", SCENARIOS, None, optional=True)
+        self.priority = _dropdown("Matters most", PRIORITIES, None, optional=True)
+        self.expertise = _dropdown("Team knows", EXPERTISE, None, optional=True)
+        self.hardware = _dropdown("Hardware", HARDWARE, "cpu", optional=False)
         self.scale = W.ToggleButtons(
-            options=[(k, k) for k in guide.SCALES],
-            value=guide.DEFAULT_SCALE,
+            options=[(k, k) for k in SCALES],
+            value=DEFAULT_SCALE,
             description="Data/model",
             style={"description_width": "8em"},
-            tooltips=list(guide.SCALES.values()),
+            tooltips=list(SCALES.values()),
         )
         self.targets = {
             t: W.Checkbox(value=False, description=text, indent=False, layout=W.Layout(width="9em"))
-            for t, text in guide.TARGETS.items()
+            for t, text in TARGETS.items()
         }
+
+    def _make_bench(self, prof: str) -> None:
+        """Step 3's widgets: the profile, the button, the progress bar, the plan and the status."""
         self.profile = W.ToggleButtons(
             options=list(QUICK_PROFILES),
             value=prof if prof in QUICK_PROFILES else "standard",
@@ -142,19 +187,18 @@ class GuideForm:
         )
         self.bench_plan = W.HTML()
         self.bench_status = W.HTML()
+
+    def _make_page(self) -> None:
+        """The steps as an accordion, the export button and the recommendation's view."""
         self.export_button = W.Button(
             description="Export as Markdown", icon="download", layout=W.Layout(width="16em")
         )
         self.export_status = W.HTML()
         self.view = W.Output(layout=W.Layout(border="1px solid #ccc", padding="0 1em"))
         self.view.add_class("labkit-guide-recommendation")
-        self.recommendation: guide.Recommendation | None = None
-        self.error = ""
-        self._quiet = False
-
         self.steps = W.Accordion(
-            children=[self._step(i, s) for i, s in enumerate(guide.DECISION_FLOW)],
-            titles=tuple(f"Step {i}: {s.title}" for i, s in enumerate(guide.DECISION_FLOW, 1)),
+            children=[self._step(i, s) for i, s in enumerate(DECISION_FLOW)],
+            titles=tuple(f"Step {i}: {s.title}" for i, s in enumerate(DECISION_FLOW, 1)),
             selected_index=0,
         )
         self.widget = W.VBox(
@@ -168,16 +212,8 @@ class GuideForm:
                 self.view,
             ]
         )
-        for w in self._inputs():
-            w.observe(self.update, names="value")
-        self.bench_button.on_click(lambda _: self.run_quick_benchmark())
-        self.export_button.on_click(lambda _: self.export())
-        self.profile.observe(self.update, names="value")
-        self.set(scenario=scenario, **answers)  # validates the answers, then shows the advice
 
-    # -- layout -----------------------------------------------------------------------------
-
-    def _step(self, index: int, step: guide.Step) -> W.Widget:
+    def _step(self, index: int, step: Step) -> W.Widget:
         parts: list[W.Widget] = [W.HTML(f"<p>{html.escape(step.question)}</p>")]
         for name in step.inputs:
             if name == "targets":
@@ -195,7 +231,7 @@ class GuideForm:
                 ]
             else:
                 parts.append(getattr(self, name))
-        if index + 1 < len(guide.DECISION_FLOW):
+        if index + 1 < len(DECISION_FLOW):
             nxt = W.Button(description=f"Next: step {index + 2}", layout=W.Layout(width="12em"))
             nxt.on_click(lambda _, i=index + 1: setattr(self.steps, "selected_index", i))
             parts.append(nxt)
@@ -217,7 +253,7 @@ class GuideForm:
     # -- answers and the recommendation -----------------------------------------------------
 
     def answers(self) -> dict[str, Any]:
-        """The form's answers as :func:`labkit.guide.recommend` keywords."""
+        """The form's answers as :func:`labkit.recommend` keywords."""
         return {
             "scenario": self.scenario.value or None,
             "expertise": self.expertise.value or None,
@@ -227,7 +263,7 @@ class GuideForm:
             "scale": self.scale.value,
         }
 
-    def set(self, **answers: Any) -> guide.Recommendation:
+    def set(self, **answers: Any) -> Recommendation:
         """Change answers as a learner would (validated by the guide); returns the new advice."""
         known = self.answers()
         unknown = set(answers) - set(known)
@@ -235,7 +271,7 @@ class GuideForm:
             raise ValueError(
                 f"unknown answer {', '.join(sorted(unknown))}: valid answers are {', '.join(known)}"
             )
-        checked = guide.check_inputs(**{**known, **answers})
+        checked = check_inputs(**{**known, **answers})
         self._quiet = True  # one update for all the changes, not one per widget
         try:
             for name, value in checked.items():
@@ -248,16 +284,16 @@ class GuideForm:
             self._quiet = False
         return self.update()
 
-    def update(self, change: Any = None) -> guide.Recommendation:
+    def update(self, change: Any = None) -> Recommendation:
         """Recompute the recommendation from the answers and the results file; show it."""
         if self._quiet:  # set() is changing several answers: it updates once at the end
             return self.recommendation
         self.error = ""
         try:
-            rec = guide.recommend(**self.answers(), results=self.results)
+            rec = recommend(**self.answers(), results=self.results)
         except ValueError as exc:  # a corrupt results file: say so, advise without it
             self.error = str(exc)
-            rec = guide.recommend(**self.answers())
+            rec = recommend(**self.answers())
         self.recommendation = rec
         self.view.outputs = ()
         text = rec.to_markdown()
@@ -333,7 +369,7 @@ class GuideForm:
             "# Framework choice\n\n"
             + rec.to_markdown()
             + "\n## The decision flow\n\n"
-            + guide.decision_flow_markdown()
+            + decision_flow_markdown()
         )
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_text(text, encoding="utf-8")

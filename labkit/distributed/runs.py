@@ -10,6 +10,7 @@ from pathlib import Path
 import numpy as np
 
 from .. import resnet
+from ..util import stats
 from .job import Job
 
 
@@ -102,4 +103,4 @@ def is_running_statistic(name: str) -> bool:
 
 def scaling_efficiency(multi: Run, single: Run) -> float:
     """Throughput of ``multi`` over ``workers`` x the throughput of one process (1.0 = linear)."""
-    return multi.images_per_s / (multi.job.workers * single.images_per_s)
+    return stats.scaling_efficiency(multi.images_per_s, single.images_per_s, multi.job.workers)

@@ -2,7 +2,8 @@
 
 Linear interpolation between order statistics (numpy's default method, and Python's
 ``statistics.quantiles(..., method="inclusive")``), so a median or an IQR means the same in a
-benchmark record, a class report and a distributed run.
+benchmark record, a class report and a distributed run; and the one scaling efficiency (the
+seeds' eight-GPU figures, a distributed run's workers).
 """
 
 from __future__ import annotations
@@ -10,7 +11,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
-__all__ = ["iqr", "median", "quantile", "quartiles"]
+__all__ = ["iqr", "median", "quantile", "quartiles", "scaling_efficiency"]
 
 
 def quantile(values: Sequence[float], q: float) -> float:
@@ -38,3 +39,9 @@ def iqr(values: Sequence[float]) -> float:
 def quartiles(values: Sequence[float]) -> tuple[float, float, float]:
     """The first quartile, the median and the third quartile."""
     return quantile(values, 0.25), quantile(values, 0.5), quantile(values, 0.75)
+
+
+def scaling_efficiency(many: float, one: float, n: int) -> float:
+    """The throughput of ``n`` devices or workers together (``many``) over ``n`` times the
+    throughput of one (``one``): 1.0 is linear scaling."""
+    return many / (n * one)

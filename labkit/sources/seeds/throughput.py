@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ...util import tables
+from ...util import stats, tables
 
 __all__ = [
     "EPOCH_IMAGES",
@@ -163,7 +163,7 @@ def inference_ratio(num: str, den: str, device: str = "cpu_fps") -> float:
 
 def scaling_efficiency(row: TrainingRow) -> float:
     """Eight-GPU throughput over eight times the one-GPU throughput."""
-    return row.eight_gpus / (8 * row.one_gpu)
+    return stats.scaling_efficiency(row.eight_gpus, row.one_gpu, 8)
 
 
 def _num(x: float) -> str:

@@ -347,8 +347,11 @@ def _modules() -> dict[str, ast.Module]:
     return {_module_name(p): ast.parse(p.read_text()) for p in sorted(LABKIT.rglob("*.py"))}
 
 
-def _imports(name: str, tree: ast.Module, package: bool) -> set[str]:
-    """Every module ``name`` imports, anywhere in it (function-level imports count too)."""
+def _imports(
+    name: str, tree: ast.Module, package: bool, known: frozenset[str] = frozenset()
+) -> set[str]:
+    """Every module ``name`` imports, anywhere in it (function-level imports count too);
+    ``known``: labkit's modules (a name imported from a package may be one of them)."""
     base = name.split(".") if package else name.split(".")[:-1]
     out = set()
     for node in ast.walk(tree):
@@ -357,8 +360,12 @@ def _imports(name: str, tree: ast.Module, package: bool) -> set[str]:
         elif isinstance(node, ast.ImportFrom):
             root = base[: len(base) - node.level + 1] if node.level else []
             module = ".".join([*root, *(node.module.split(".") if node.module else [])])
-            out.add(module)
-            out.update(f"{module}.{a.name}" for a in node.names)
+            names = {f"{module}.{a.name}" for a in node.names}
+            out.update(names)
+            # `from . import sub` needs the submodule, not the package's face (which may be the
+            # very package that is importing it); any other name needs the module itself
+            if not node.names or not names <= known:
+                out.add(module)
     return out
 
 
@@ -366,7 +373,11 @@ def _graph() -> dict[str, set[str]]:
     modules = _modules()
     packages = {_module_name(p) for p in LABKIT.rglob("__init__.py")}
     return {
-        name: {m for m in _imports(name, tree, name in packages) if m in modules and m != name}
+        name: {
+            m
+            for m in _imports(name, tree, name in packages, frozenset(modules))
+            if m in modules and m != name
+        }
         for name, tree in modules.items()
     }
 

@@ -1,0 +1,244 @@
+"""Golden messages of labkit.results: the exact words a learner reads for a bad results file.
+
+Taken from the code as it was before labkit.results became a package (issue 20), so that the move
+is shown to keep them: ``load``, ``validate`` and ``append`` for a zero time, a newer schema, a
+field of the wrong type, a truncated last line and a few more; the ratio and break-even checks;
+the text table.
+"""
+
+import json
+import warnings
+
+from labkit import cards, results
+
+import pytest
+
+CELL = {
+    "framework": "torch",
+    "mode": "eager",
+    "task": "throughput",
+    "batch_size": 8,
+    "precision": "fp32",
+    "image_size": 32,
+    "device": "cpu",
+    "threads": 2,
+    "profile": "smoke",
+    "timestamp": "2025-01-01T00:00:00+00:00",
+}
+FIX = "fix: give a file written by `python -m labkit bench`, or delete that line"
+
+
+def measured(**change) -> dict:
+    return results.make(
+        **{**CELL, **change},
+        status="ok",
+        first_call_s=1.0,
+        prepare_s=1.0,
+        median_s=0.1,
+        iqr_s=0.0,
+        p90_s=0.1,
+        mean_s=0.1,
+        images_per_s=80.0,
+        peak_rss_mb=500.0,
+        repeats=8,
+        warmup=1,
+        times_s=[0.1] * 8,
+    )
+
+
+def write(path, *lines: str):
+    path.write_text("".join(line + "\n" for line in lines))
+    return path
+
+
+BAD = {
+    "a zero time": (
+        {"first_call_s": 0},
+        "field 'first_call_s' must be > 0, got 0",
+    ),
+    "a field of the wrong type": (
+        {"batch_size": "8"},
+        "field 'batch_size' has type str",
+    ),
+    "an unknown status": (
+        {"status": "done"},
+        "status must be 'ok' or 'failed', got 'done'; a failed record cannot be valid",
+    ),
+}
+
+
+@pytest.mark.parametrize("case", sorted(BAD))
+def test_a_bad_record_is_refused_in_the_same_words_by_load_validate_and_append(tmp_path, case):
+    change, why = BAD[case]
+    record = {**measured(), **change}
+    path = write(tmp_path / "r.jsonl", json.dumps(measured()), json.dumps(record))
+    with pytest.raises(ValueError) as caught:
+        results.load(path)
+    assert str(caught.value) == f"{path} line 2 is not a labkit benchmark record: {why}; {FIX}"
+    for refuse in (results.validate, lambda r: results.append(tmp_path / "o.jsonl", r)):
+        with pytest.raises(ValueError) as caught:
+            refuse(record)
+        assert str(caught.value) == f"invalid benchmark record: {why}"
+    assert not (tmp_path / "o.jsonl").exists() or (tmp_path / "o.jsonl").read_text() == ""
+
+
+def test_a_line_that_is_no_object_is_refused_naming_what_it_is(tmp_path):
+    path = write(tmp_path / "r.jsonl", json.dumps(measured()), "[1, 2]")
+    with pytest.raises(ValueError) as caught:
+        results.load(path)
+    why = "expected a JSON object, got list"
+    assert str(caught.value) == f"{path} line 2 is not a labkit benchmark record: {why}; {FIX}"
+    with pytest.raises(ValueError) as caught:
+        results.validate([1, 2])
+    assert str(caught.value) == f"invalid benchmark record: {why}"
+
+
+def test_a_newer_schema_says_to_upgrade_labkit(tmp_path):
+    newer = {**measured(), "schema": 3, "hologram": True}
+    path = write(tmp_path / "r.jsonl", json.dumps(measured()), json.dumps(newer))
+    with pytest.raises(ValueError) as caught:
+        results.load(path)
+    assert str(caught.value) == (
+        f"{path} line 2 was written by a newer labkit (results schema 3; this labkit reads "
+        "schemas 1 to 2); fix: upgrade labkit (pip install -U labkit, or git pull in the course "
+        "folder) and read the file again"
+    )
+    for refuse in (results.validate, lambda r: results.append(tmp_path / "o.jsonl", r)):
+        with pytest.raises(ValueError) as caught:
+            refuse(newer)
+        assert (
+            str(caught.value)
+            == "invalid benchmark record: schema 3 is newer than this labkit's (2)"
+        )
+
+
+def test_a_truncated_last_line_is_skipped_in_these_words_and_set_aside_on_append(tmp_path):
+    path = tmp_path / "r.jsonl"
+    line = json.dumps(measured())
+    path.write_text(line + "\n" + line[:40])
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        assert results.load(path) == [measured()]
+    assert [(w.category, str(w.message)) for w in caught] == [
+        (
+            UserWarning,
+            (
+                f"{path} line 2 is truncated (an interrupted write) and was skipped; the 1 "
+                f"complete records are kept; `python -m labkit bench --resume --out {path}` "
+                "measures that cell again"
+            ),
+        )
+    ]
+    results.append(path, measured(mode="compile"))
+    assert (tmp_path / "r.jsonl.partial").read_text() == line[:40] + "\n"
+    assert [r["mode"] for r in results.load(path)] == ["eager", "compile"]
+
+
+def test_a_file_that_is_not_a_results_file_is_named_with_the_fix(tmp_path):
+    path = write(tmp_path / "r.jsonl", json.dumps(measured()), "{not json", json.dumps(measured()))
+    with pytest.raises(ValueError) as caught:
+        results.load(path)
+    assert str(caught.value) == (
+        f"{path} line 2 is not valid JSON (Expecting property name enclosed in double quotes): "
+        "not a labkit results file, or a damaged one; fix: give a file written by `python -m "
+        "labkit bench`, or delete or repair that line (the other lines are intact)"
+    )
+    path.write_bytes(b"\xff\xfe\x00")
+    with pytest.raises(ValueError) as caught:
+        results.load(path)
+    assert str(caught.value) == (
+        f"{path} is not a labkit results file (not UTF-8 text: invalid start byte); fix: give a "
+        ".jsonl file written by `python -m labkit bench`"
+    )
+    missing = tmp_path / "missing.jsonl"
+    with pytest.raises(ValueError) as caught:
+        results.load(missing)
+    assert str(caught.value) == (
+        f"cannot read results file {missing}: No such file or directory; fix: give the path of a "
+        "file written by `python -m labkit bench --out FILE.jsonl`"
+    )
+
+
+def test_an_unregistered_framework_is_kept_with_this_warning(tmp_path):
+    path = write(
+        tmp_path / "r.jsonl", json.dumps(measured()), json.dumps(measured(framework="jax"))
+    )
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        assert len(results.load(path)) == 2
+    assert [(w.category, str(w.message)) for w in caught] == [
+        (
+            results.UnregisteredFramework,
+            (
+                f"{path} line 2: framework 'jax' (1 record(s)) is not registered in this labkit "
+                "(it knows torch, tensorflow, mindspore, onnxruntime); its records are kept and "
+                "shown, but compared with no baseline"
+            ),
+        )
+    ]
+
+
+def test_ratio_break_even_and_card_refusals_keep_their_words():
+    ok = measured()
+    cases = [
+        (
+            lambda: results.ratio({**ok, "median_s": 0}, ok),
+            "record has a non-positive median time 0: torch/eager/throughput",
+        ),
+        (
+            lambda: results.Estimate(2.0, 0.5, 1.5),
+            "estimate 2.0 lies outside its interval [0.5, 1.5]",
+        ),
+        (
+            lambda: results.break_even({**ok, "median_s": None}, ok),
+            "record['median_s'] must be a finite time >= 0 seconds, got None",
+        ),
+        (
+            lambda: results.break_even(ok, {**ok, "first_call_s": -1}),
+            "eager_record['first_call_s'] must be a finite time >= 0 seconds, got -1",
+        ),
+        (
+            lambda: cards.build([]),
+            (
+                "no benchmark records to put on a card; fix: run notebook 06 or `python -m "
+                "labkit bench --profile smoke` first"
+            ),
+        ),
+    ]
+    for call, message in cases:
+        with pytest.raises(ValueError) as caught:
+            call()
+        assert str(caught.value) == message
+
+
+def test_the_text_table_keeps_its_layout():
+    failed = results.make(**{**CELL, "mode": "compile"}, status="failed", error="boom")
+    busy = measured(mode="torchscript", others_cpus=1.9, machine={"logical_cpus": 2})
+    assert busy["invalid_reasons"]  # flagged below the table
+    lines = results.table([measured(), failed, busy]).split("\n")
+    assert lines[:5] == [
+        (
+            "framework  mode         task        batch  prec  size  dev  images/s  median ms  "
+            "IQR ms  p90 ms  first s  ceiling  RSS MB  valid"
+        ),
+        (
+            "---------  -----------  ----------  -----  ----  ----  ---  --------  ---------  "
+            "------  ------  -------  -------  ------  -----"
+        ),
+        (
+            "torch      eager        throughput  8      fp32  32    cpu     80.00      100.0     "
+            "0.0   100.0     1.00        -     500    yes"
+        ),
+        (
+            "torch      torchscript  throughput  8      fp32  32    cpu     80.00      100.0     "
+            "0.0   100.0     1.00        -     500     NO"
+        ),
+        "torch      compile      throughput  8      fp32  32    cpu  FAILED: boom",
+    ]
+    assert lines[5:7] == ["", "flags:"]
+    assert lines[7:] == [
+        (
+            "  torch torchscript throughput: busy machine: other processes kept 1.90 CPUs busy "
+            "while timing (at most 0.20 with 2 threads on 2 CPUs)"
+        )
+    ]

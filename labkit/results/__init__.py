@@ -44,10 +44,10 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from . import bench, profiles
-from .bench import TASKS
-from .frameworks import MODES, NAMES, specs
-from .util import jsonio
+from .. import bench, profiles
+from ..bench import TASKS
+from ..frameworks import MODES, NAMES, specs
+from ..util import jsonio
 
 SCHEMA_VERSION = 2
 #: the model every cell measures unless it says otherwise

@@ -1,0 +1,412 @@
+"""The record format: every field of a benchmark record, its checks, its verdict, the v1 upgrade.
+
+:data:`FIELDS` documents each field (its accepted types and meaning); :func:`problems` and
+:func:`validate` check a record against the schema of its version, :func:`judge` gives its
+validity verdict from its own fields, :func:`upgrade` reads a schema-1 record in today's shape,
+and :func:`make` builds a complete, validated record. Nothing here reads or writes a file (see
+:mod:`labkit.results.store`).
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+from .. import bench, profiles
+from ..frameworks import NAMES
+
+__all__ = [
+    "CACHE_STATES",
+    "CONTEXT",
+    "DEFAULTS",
+    "DEFAULT_MODEL",
+    "FIELDS",
+    "FIELDS_V1",
+    "KEY",
+    "MEASURED",
+    "NEW_IN_2",
+    "NON_NEGATIVE",
+    "POSITIVE",
+    "SCHEMA_VERSION",
+    "custom",
+    "judge",
+    "key",
+    "make",
+    "model_name",
+    "newer_schema",
+    "problems",
+    "upgrade",
+    "validate",
+]
+
+SCHEMA_VERSION = 2
+#: the model every cell measures unless it says otherwise
+DEFAULT_MODEL = "resnet50"
+#: what a record without these fields (written before they existed, or by hand) reads as
+DEFAULTS: dict[str, object] = {"model": DEFAULT_MODEL, "input_shape": ""}
+CACHE_STATES: tuple[str, ...] = ("cold", "warm", "unknown")
+
+_NUM = (int, float)
+_OPT_NUM = (int, float, type(None))
+_NONE = type(None)
+#: field -> (accepted types, meaning). Every record carries every field; measured numbers are
+#: null in a failed record.
+FIELDS: dict[str, tuple[tuple[type, ...], str]] = {
+    "schema": ((int,), "version of this schema (2; 1 for a record upgraded on loading)"),
+    "model": (
+        (str,),
+        (
+            "the network measured: resnet50 (labkit.resnet), or the spec of a learner's model "
+            "('module:function' or 'path/file.py:function', labkit.explore.bench)"
+        ),
+    ),
+    "input_shape": (
+        (str,),
+        (
+            "another model's input shapes, batch first ('8x16x32', several separated by commas); "
+            "'' for ResNet-50 (batch_size x 3 x image_size x image_size)"
+        ),
+    ),
+    "framework": ((str,), "a registered framework: " + " | ".join(NAMES)),
+    "mode": ((str,), "execution mode, one of labkit.frameworks.spec(framework).modes"),
+    "task": ((str,), "latency (batch 1, p50/p90) | throughput (larger batch) | train (SGD step)"),
+    "batch_size": ((int,), "images per call"),
+    "precision": ((str,), "fp32 | bf16 (in-process deployment records also int8-...)"),
+    "image_size": (
+        (int,),
+        "input side in pixels (square RGB images); 0 for another model (see input_shape)",
+    ),
+    "device": ((str,), "cpu | gpu"),
+    "status": ((str,), "ok | failed"),
+    "error": (((str, _NONE)), "why the cell failed (null when ok)"),
+    "unsupported": (
+        (bool,),
+        "true when the combination does not exist here (error 'unsupported: ...')",
+    ),
+    "valid": (
+        (bool,),
+        (
+            "the validity verdict: enough timed calls and time, a small spread, a quiet machine "
+            "(labkit.bench.verdict); false for a failed cell"
+        ),
+    ),
+    "invalid_reasons": ((list,), "each rule an invalid record broke, in words ([] when valid)"),
+    "export_s": (
+        _OPT_NUM,
+        "seconds of exporting the model before the cell could run it (ONNX Runtime); null: none",
+    ),
+    "prepare_s": (
+        _OPT_NUM,
+        "seconds to build the model and prepare the step (trace, session, ...), export excluded",
+    ),
+    "first_call_s": (_OPT_NUM, "seconds of the first call, timed apart (tracing / compilation)"),
+    "cache": (
+        (str,),
+        (
+            "cold: every compile cache (Inductor, Triton, XLA, MindSpore, the ONNX export) started "
+            "empty for this cell | warm: caches shared with earlier runs, so the first call may "
+            "reuse their work | unknown (schema 1)"
+        ),
+    ),
+    "median_s": (_OPT_NUM, "median seconds per call in the steady state"),
+    "iqr_s": (_OPT_NUM, "interquartile range of the seconds per call"),
+    "p90_s": (_OPT_NUM, "90th percentile of the seconds per call"),
+    "mean_s": (_OPT_NUM, "mean seconds per call"),
+    "images_per_s": (_OPT_NUM, "batch_size / median_s (another model: samples per second)"),
+    "peak_rss_mb": (_OPT_NUM, "peak resident memory of the cell's process, MiB"),
+    "ceiling_images_per_s": (
+        _OPT_NUM,
+        (
+            "the CPU's estimated compute ceiling at this size, task and precision; null on a GPU "
+            "or where the ceiling is unknown (labkit.hardware.ceiling)"
+        ),
+    ),
+    "ceiling_share": (_OPT_NUM, "images_per_s / ceiling_images_per_s (null without a ceiling)"),
+    "above_ceiling": ((bool,), "images_per_s above the estimated ceiling: flagged, not an error"),
+    "ceiling_note": ((str,), "when above the ceiling: its likely cause, in words; else ''"),
+    "repeats": (_OPT_NUM, "timed calls"),
+    "warmup": (_OPT_NUM, "untimed calls after the first call"),
+    "times_s": ((list, _NONE), "the raw seconds of every timed call"),
+    "notes": ((str,), "how the adapter realised the mode and precision"),
+    "recipe": (
+        (dict, _NONE),
+        (
+            "train: the hyper-parameters the framework applied, read back from its optimizer and "
+            "loss objects (labkit.recipe.TRAIN); null otherwise"
+        ),
+    ),
+    "threads": (
+        (dict,),
+        (
+            'the thread counts in effect, read back from the framework: {"intra": N, "inter": M} '
+            "(null values: not read back, e.g. the cell failed first)"
+        ),
+    ),
+    "thread_env": (
+        (dict,),
+        "thread-related environment of the cell's process (OMP_NUM_THREADS, OMP_WAIT_POLICY, ...)",
+    ),
+    "profile": ((str,), "smoke | standard | full"),
+    "versions": ((dict,), "package versions in the cell's process"),
+    "machine": ((dict,), "labkit.hardware.fingerprint()"),
+    "wall_s": (_OPT_NUM, "seconds the whole cell subprocess took"),
+    "load_1min": (
+        _OPT_NUM,
+        (
+            "the machine's 1-minute load average when timing started (the cell's start in "
+            "schema 1); null where the OS does not report it"
+        ),
+    ),
+    "others_cpus": (
+        _OPT_NUM,
+        (
+            "CPUs other processes kept busy, on average, while the cell was timed (/proc/stat); null "
+            "where it cannot be read"
+        ),
+    ),
+    "log": ((str,), "the tail of the cell's stderr when it failed, else ''"),
+    "timestamp": ((str,), "when the cell finished, ISO 8601 UTC"),
+}
+#: fields schema 1 did not have (filled in by :func:`upgrade`)
+NEW_IN_2: tuple[str, ...] = (
+    "model",
+    "input_shape",
+    "valid",
+    "invalid_reasons",
+    "export_s",
+    "cache",
+    "above_ceiling",
+    "ceiling_note",
+    "recipe",
+    "others_cpus",
+)
+#: fields that must be numbers (not null) in an ``ok`` record
+MEASURED = ("first_call_s", "median_s", "iqr_s", "p90_s", "images_per_s", "peak_rss_mb", "repeats")
+#: the fields that identify a cell (two records with the same key measured the same thing)
+KEY = (
+    "model",
+    "framework",
+    "mode",
+    "task",
+    "batch_size",
+    "precision",
+    "image_size",
+    "device",
+    "profile",
+    "input_shape",
+)
+#: what two records must share to be compared: everything but framework, mode and profile
+CONTEXT = ("model", "input_shape", "task", "precision", "device", "image_size", "batch_size")
+
+
+def key(record: dict) -> tuple:
+    return tuple(record.get(k, DEFAULTS.get(k)) for k in KEY)
+
+
+def model_name(model: str) -> str:
+    """A short name of a record's model: ``resnet50``; ``file:build_model`` for a spec (the
+    file's or the module's last name, then the builder); a saved model's file name."""
+    where, _, function = model.rpartition(":")
+    if not where or not function.isidentifier():
+        return Path(model).name
+    stem = Path(where).stem if where.endswith(".py") else where.rpartition(".")[2]
+    return f"{stem}:{function}"
+
+
+def custom(record: dict) -> bool:
+    """Whether the record measured a learner's model rather than the ResNet-50."""
+    return record.get("model", DEFAULT_MODEL) != DEFAULT_MODEL
+
+
+def _type_problems(record: dict, fields: dict) -> list[str]:
+    out = [f"missing field {f!r}" for f in fields if f not in record]
+    for f, (types, _) in fields.items():
+        v = record.get(f)
+        if f in record and not isinstance(v, types) or (isinstance(v, bool) and bool not in types):
+            out.append(f"field {f!r} has type {type(v).__name__}")
+        elif isinstance(v, float) and not math.isfinite(v):
+            out.append(f"field {f!r} is not a finite number ({v})")
+    return out
+
+
+def _status_problems(record: dict) -> list[str]:
+    out = []
+    status = record.get("status")
+    if status == "ok":
+        out += [
+            f"ok record without a number in {f!r}"
+            for f in MEASURED
+            if not isinstance(record.get(f), _NUM)
+        ]
+    elif status == "failed":
+        if not isinstance(record.get("error"), str) or not record["error"]:
+            out.append("failed record without an 'error' message")
+        elif record.get("unsupported") != record["error"].startswith("unsupported:"):
+            out.append("'unsupported' must be true exactly when error starts with 'unsupported:'")
+    else:
+        out.append(f"status must be 'ok' or 'failed', got {status!r}")
+    return out
+
+
+#: times (and the rate) that must be > 0 where a record gives them, and those that may be 0
+POSITIVE = ("first_call_s", "median_s", "p90_s", "mean_s", "images_per_s")
+NON_NEGATIVE = ("iqr_s", "export_s", "prepare_s", "wall_s")
+
+
+def _number(v: object) -> bool:
+    return isinstance(v, _NUM) and not isinstance(v, bool)
+
+
+def _time_problems(record: dict) -> list[str]:
+    out = [
+        f"field {f!r} must be {'> 0' if f in POSITIVE else '>= 0'}, got {record[f]!r}"
+        for f in POSITIVE + NON_NEGATIVE
+        if _number(record.get(f)) and (record[f] <= 0 if f in POSITIVE else record[f] < 0)
+    ]
+    times = record.get("times_s")
+    bad = [t for t in times if not _number(t) or not t > 0] if isinstance(times, list) else []
+    if bad:
+        out.append(
+            f"field 'times_s' holds {len(bad)} value(s) that are not times > 0 seconds "
+            f"(first: {bad[0]!r})"
+        )
+    schema = newer_schema(record)
+    if schema is not None:
+        out.append(f"schema {schema} is newer than this labkit's ({SCHEMA_VERSION})")
+    return out
+
+
+def newer_schema(record: object) -> int | float | None:
+    """The schema of a record written by a newer labkit (a number above :data:`SCHEMA_VERSION`),
+    else None."""
+    schema = record.get("schema") if isinstance(record, dict) else None
+    return schema if _number(schema) and schema > SCHEMA_VERSION else None
+
+
+#: schema 1's fields: today's minus the new ones, with ``threads`` a number
+FIELDS_V1: dict[str, tuple[tuple[type, ...], str]] = {
+    **{f: v for f, v in FIELDS.items() if f not in NEW_IN_2},
+    "threads": ((int,), "intra-op threads given to the framework"),
+}
+
+
+def problems(record: object) -> list[str]:
+    """What is wrong with one record (empty when it follows the schema of its version)."""
+    if not isinstance(record, dict):
+        return [f"expected a JSON object, got {type(record).__name__}"]
+    if record.get("schema") == 1 and "valid" not in record:  # a version-1 line, as written
+        return _type_problems(record, FIELDS_V1) + _status_problems(record) + _time_problems(record)
+    out = _type_problems(record, FIELDS) + _status_problems(record) + _time_problems(record)
+    if record.get("cache") not in CACHE_STATES and "cache" in record:
+        out.append(f"cache must be one of {', '.join(CACHE_STATES)}, got {record['cache']!r}")
+    if isinstance(record.get("valid"), bool):
+        reasons = record.get("invalid_reasons")
+        if record["valid"] and reasons:
+            out.append("a valid record must have no invalid_reasons")
+        if not record["valid"] and not reasons:
+            out.append("an invalid record must say why (invalid_reasons)")
+        if record["valid"] and record.get("status") != "ok":
+            out.append("a failed record cannot be valid")
+    return out
+
+
+def validate(record: dict) -> dict:
+    """``record`` if it follows the schema, else ``ValueError`` listing the problems."""
+    found = problems(record)
+    if found:
+        raise ValueError("invalid benchmark record: " + "; ".join(found))
+    return record
+
+
+def judge(record: dict) -> list[str]:
+    """The validity verdict of a record from its own fields: why it is invalid ([]: valid).
+
+    :func:`labkit.bench.verdict` with the record's raw times (else its repeats, median and
+    IQR), its profile's minimum calls and time, its intra-op threads, and the machine readings
+    it carries (``others_cpus``, else ``load_1min``).
+    """
+    if record.get("status") != "ok":
+        return ["unsupported here" if record.get("unsupported") else "the cell failed"]
+    try:
+        prof = profiles.get(record.get("profile"))
+    except ValueError:
+        return [f"unknown profile {record.get('profile')!r}: its minimums cannot be checked"]
+    times = record.get("times_s")
+    if not times:  # no raw times: the count, and a spread around the median with that IQR
+        n, med, spread = int(record["repeats"]), record["median_s"], record["iqr_s"]
+        times = [med - spread / 2] + [med] * max(0, n - 2) + [med + spread / 2] * (n > 1)
+    threads = (record.get("threads") or {}).get("intra")
+    machine = record.get("machine") or {}
+    return bench.verdict(
+        times,
+        prof.min_repeats,
+        prof.min_time_s,
+        int(threads or machine.get("threads") or machine.get("cores") or 1),
+        record.get("others_cpus"),
+        record.get("load_1min"),
+        machine.get("logical_cpus") or machine.get("cores"),
+    )
+
+
+def upgrade(record: dict) -> dict:
+    """A record in today's shape: a schema-1 record with the fields it lacks filled in (see the
+    module's docstring); a current record unchanged."""
+    if record.get("schema") != 1 or "valid" in record:
+        return record
+    share = record.get("ceiling_share")
+    above = isinstance(share, _NUM) and share > 1
+    out = {
+        **record,
+        **DEFAULTS,
+        "threads": {"intra": record.get("threads"), "inter": None},
+        "cache": "unknown",
+        "export_s": None,
+        "recipe": None,
+        "others_cpus": None,
+        "above_ceiling": above,
+        "ceiling_note": "above the ceiling estimated when it was measured (schema 1)"
+        if above
+        else "",
+    }
+    reasons = judge(out)
+    out.update(valid=not reasons, invalid_reasons=reasons)
+    return validate(out)
+
+
+def make(**fields) -> dict:
+    """A record with every field: the given values over the defaults of a failed, unmeasured cell.
+
+    ``unsupported`` follows from ``error`` unless given; ``threads`` may be given as a number
+    (the intra-op count; inter-op then unknown); without ``valid``, the record is judged from
+    its own fields (:func:`judge`). The result is validated.
+    """
+    record: dict = {f: None for f in FIELDS}
+    record.update(
+        schema=SCHEMA_VERSION,
+        **DEFAULTS,
+        notes="",
+        log="",
+        versions={},
+        machine={},
+        thread_env={},
+        threads={"intra": None, "inter": None},
+        unsupported=False,
+        cache="unknown",
+        above_ceiling=False,
+        ceiling_note="",
+    )
+    record.update(fields)
+    if isinstance(record["threads"], int) and not isinstance(record["threads"], bool):
+        record["threads"] = {"intra": record["threads"], "inter": None}
+    if "unsupported" not in fields:
+        record["unsupported"] = bool(record["error"]) and record["error"].startswith("unsupported:")
+    if "valid" not in fields:
+        reasons = judge(record) if not _status_problems(record) else ["not a complete record"]
+        record.update(valid=not reasons, invalid_reasons=reasons)
+    elif record.get("invalid_reasons") is None:
+        record["invalid_reasons"] = []
+    if not record.get("timestamp"):
+        import datetime
+
+        record["timestamp"] = datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds")
+    return validate(record)

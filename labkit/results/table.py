@@ -1,0 +1,174 @@
+"""Records as rows for a reader: what to know before trusting one, and the plain-text table.
+
+:func:`summary_rows` gives one flat row per cell (the latest record) in a stable order, for
+tables and widgets; :func:`table` prints them aligned (what ``python -m labkit report`` shows),
+with each record's :func:`flags` after the table.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from ..bench import TASKS
+from ..frameworks import MODES, NAMES
+from .query import is_valid, latest
+from .schema import DEFAULT_MODEL, model_name
+
+__all__ = ["flags", "summary_rows", "table"]
+
+#: the columns of :func:`table` after the cell's own (framework, mode, ...)
+_FIGURE_COLUMNS = (
+    "images/s",
+    "median ms",
+    "IQR ms",
+    "p90 ms",
+    "first s",
+    "ceiling",
+    "RSS MB",
+    "valid",
+)
+
+
+def flags(record: dict) -> list[str]:
+    """What a reader must know before trusting a record: why it is invalid, and the
+    above-ceiling note (empty for a valid record within its ceiling)."""
+    out = [] if is_valid(record) else list(record.get("invalid_reasons") or ["no validity verdict"])
+    above = record.get("above_ceiling")
+    if above is None:  # a record that predates the flag: its recorded share says it
+        share = record.get("ceiling_share")
+        above = isinstance(share, int | float) and share > 1.0
+    if above:
+        out.append(record.get("ceiling_note") or "above the estimated compute ceiling")
+    return list(dict.fromkeys(out))
+
+
+def summary_rows(records: Iterable[dict]) -> list[dict]:
+    """One flat row per cell (the latest record), in a stable order, for tables and widgets."""
+    rows = [_summary_row(r) for r in latest(records)]
+    rows.sort(key=_row_order())
+    return rows
+
+
+def _summary_row(r: dict) -> dict:
+    ok_ = r["status"] == "ok"
+    return {
+        "model": r.get("model", DEFAULT_MODEL),
+        "input_shape": r.get("input_shape", ""),
+        "framework": r["framework"],
+        "mode": r["mode"],
+        "task": r["task"],
+        "batch_size": r["batch_size"],
+        "precision": r["precision"],
+        "image_size": r["image_size"],
+        "device": r["device"],
+        "status": r["status"],
+        "valid": is_valid(r),
+        "flags": flags(r) if ok_ else [],
+        "images_per_s": r["images_per_s"] if ok_ else None,
+        "median_ms": r["median_s"] * 1e3 if ok_ else None,
+        "iqr_ms": r["iqr_s"] * 1e3 if ok_ else None,
+        "p90_ms": r["p90_s"] * 1e3 if ok_ else None,
+        "first_call_s": r["first_call_s"] if ok_ else None,
+        "export_s": r.get("export_s") if ok_ else None,
+        "cache": r.get("cache", "unknown"),
+        "ceiling_share": r["ceiling_share"] if ok_ else None,
+        "above_ceiling": bool(r.get("above_ceiling")),
+        "peak_rss_mb": r["peak_rss_mb"] if ok_ else None,
+        "threads": r.get("threads"),
+        "error": r["error"] or "",
+    }
+
+
+def _row_order():
+    """The sort key of a summary row: the ResNet-50 first, then the registry's order of
+    frameworks, the tasks' order, ..., each framework's order of modes."""
+    order = {fw: i for i, fw in enumerate(NAMES)}
+    modes = {(fw, m): i for fw, ms in MODES.items() for i, m in enumerate(ms)}
+    tasks = {t: i for i, t in enumerate(TASKS)}
+    return lambda x: (
+        x["model"] != DEFAULT_MODEL,
+        x["model"],
+        order.get(x["framework"], 9),
+        tasks.get(x["task"], 9),
+        x["precision"],
+        x["batch_size"],
+        x["image_size"],
+        x["input_shape"],
+        x["device"],
+        modes.get((x["framework"], x["mode"]), 9),
+    )
+
+
+def _ceiling_text(r: dict) -> str:
+    if r["ceiling_share"] is None:
+        return "-"
+    return f"{r['ceiling_share']:.1%}" + (" (!)" if r["above_ceiling"] else "")
+
+
+def table(records: Iterable[dict]) -> str:
+    """A plain-text table of :func:`summary_rows` (what ``python -m labkit report`` prints).
+
+    ``valid`` says whether a measured cell passed its validity verdict; the reasons, and the
+    likely cause of a figure above the ceiling (marked ``(!)``), follow the table. Records of a
+    learner's model (``labkit.explore.bench``) add a ``model`` column, and their ``size`` is the
+    input shape.
+    """
+    rows = summary_rows(records)
+    models = any(r["model"] != DEFAULT_MODEL for r in rows)
+    lead = ("model",) * models + ("framework", "mode", "task", "batch", "prec", "size", "dev")
+    n = len(lead)
+    lines, notes = [], []
+    for r in rows:
+        cells = _cells(r, models)
+        if r["status"] == "ok" and r["flags"]:
+            notes.append(f"{' '.join(cells[: n - 4])}: " + "; ".join(r["flags"]))
+        lines.append(cells)
+    out = _aligned(lead + _FIGURE_COLUMNS, n, lines)
+    if notes:
+        out += ["", "flags:"] + [f"  {n}" for n in notes]
+    return "\n".join(out)
+
+
+def _cells(r: dict, models: bool) -> list[str]:
+    """The texts of one summary row: the cell, then its figures (or one ``FAILED: ...``)."""
+    cells = [model_name(r["model"])] * models + [
+        r["framework"],
+        r["mode"],
+        r["task"],
+        str(r["batch_size"]),
+        r["precision"],
+        r["input_shape"] or str(r["image_size"]),
+        r["device"],
+    ]
+    if r["status"] != "ok":
+        err = r["error"] if len(r["error"]) <= 70 else r["error"][:67] + "..."
+        return cells + [f"FAILED: {err}"]
+    return cells + [
+        f"{r['images_per_s']:.2f}",
+        f"{r['median_ms']:.1f}",
+        f"{r['iqr_ms']:.1f}",
+        f"{r['p90_ms']:.1f}",
+        f"{r['first_call_s']:.2f}",
+        _ceiling_text(r),
+        f"{r['peak_rss_mb']:.0f}",
+        "yes" if r["valid"] else "NO",
+    ]
+
+
+def _aligned(head: tuple[str, ...], n: int, lines: list[list[str]]) -> list[str]:
+    """``head``, a rule and ``lines`` in columns: the first ``n`` left-aligned, the figures
+    right-aligned; a failed row's message (its one cell after the first ``n``) runs on, unpadded
+    and not widening any column."""
+    widths = [
+        max(
+            [len(h)] + [len(c[i]) for c in lines if i < len(c) and not (len(c) == n + 1 and i == n)]
+        )
+        for i, h in enumerate(head)
+    ]
+    fmt = lambda cs: "  ".join(
+        c.ljust(w) if i < n else c.rjust(w) for i, (c, w) in enumerate(zip(cs, widths))
+    )
+    out = [fmt(head), fmt(["-" * w for w in widths])]
+    for c in lines:
+        out.append(fmt(c) if len(c) == len(head) else fmt(c[:n]) + "  " + c[n])
+    return out

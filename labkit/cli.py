@@ -188,7 +188,8 @@ def _default_results() -> list[Path]:
 
 
 def _card(args: argparse.Namespace) -> int:
-    from . import cards, results
+    from . import results
+    from .results import cards
 
     files = [Path(f) for f in args.results] if args.results else _default_results()
     records: list[dict] = []

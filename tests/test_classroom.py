@@ -9,8 +9,9 @@ import re
 import shutil
 import socket
 
-from labkit import cards, classroom, hardware, results
+from labkit import classroom, hardware, results
 from labkit.classroom import ingest, page
+from labkit.results import cards
 
 import pytest
 from conftest import run_labkit
@@ -342,7 +343,7 @@ def test_import_classroom_does_not_import_duckdb():
     import subprocess
     import sys
 
-    code = "import labkit.classroom, labkit.cards, sys; print('duckdb' in sys.modules)"
+    code = "import labkit.classroom, labkit.results.cards, sys; print('duckdb' in sys.modules)"
     out = subprocess.run(
         [sys.executable, "-c", code], capture_output=True, text=True, check=True, env={**os.environ}
     )
@@ -365,7 +366,7 @@ def test_scrubbing_leaves_the_labs_own_names_alone():
 
 
 def _card_of(records, cpu="Test CPU 9000"):
-    """A real card (labkit.cards.build) of ``records``, measured on a machine named ``cpu``."""
+    """A real card (labkit.results.cards.build) of ``records``, measured on a machine named ``cpu``."""
     recs = [{**r, "machine": {**r["machine"], "cpu": cpu}} for r in records]
     return cards.build(recs, scrubber=cards.Scrubber(users=[], hosts=[]), local=False)
 

@@ -9,8 +9,9 @@ import json
 import os
 import zipfile
 
-from labkit import cards, classroom, plots, results
+from labkit import classroom, plots, results
 from labkit.classroom import figures, handins
+from labkit.results import cards
 
 import pytest
 from test_classroom import _card_of, _record

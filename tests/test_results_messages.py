@@ -9,7 +9,8 @@ the text table.
 import json
 import warnings
 
-from labkit import cards, results
+from labkit import results
+from labkit.results import cards
 
 import pytest
 

@@ -9,8 +9,8 @@ per CPU family, against each machine's ceiling, the spread between machines agai
 and a page with the tables behind them (:mod:`~labkit.classroom.page`); :func:`explorer` is the
 notebook's widget over the same data. A *machine* here is a machine type
 (:mod:`labkit.hardware.machines`), never a host. Not for: measuring (learners' runs make the
-records, :mod:`labkit.cards` the cards), or one learner's own results (:mod:`labkit.results`,
-:mod:`labkit.plots`). DuckDB is imported only when a database is opened.
+records, :mod:`labkit.results.cards` the cards), or one learner's own results
+(:mod:`labkit.results`, :mod:`labkit.plots`). DuckDB is imported only when a database is opened.
 """
 
 from ..util.tables import html as html_table

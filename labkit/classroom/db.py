@@ -18,8 +18,9 @@ from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
-from .. import cards, results
+from .. import results
 from ..hardware.machines import machine_of
+from ..results import cards
 from ..util import stats
 from .handins import rejudge
 
@@ -270,7 +271,8 @@ def records_of(con, **where) -> list[dict]:
 
 
 def ratios(con, **where) -> list[dict]:
-    """Each machine's graph-vs-eager ratios (:func:`labkit.cards.ratios` over its records)."""
+    """Each machine's graph-vs-eager ratios (:func:`labkit.results.cards.ratios` over its
+    records)."""
     by_machine: dict[str, list[dict]] = defaultdict(list)
     for r in records_of(con, **where):
         by_machine[r["_machine_id"]].append(r)

@@ -1,7 +1,7 @@
 """Collecting hand-ins: each card or results file read, checked and stored once.
 
-:func:`collect` adds result cards (:mod:`labkit.cards`) and JSONL results files, given as files
-or folders (a shared folder on a hub, an LMS download), to the class database
+:func:`collect` adds result cards (:mod:`labkit.results.cards`) and JSONL results files, given as
+files or folders (a shared folder on a hub, an LMS download), to the class database
 (:mod:`~labkit.classroom.db`). It is idempotent: a file whose content was collected before adds
 nothing, and a measurement that arrives twice (as a results file and as the card made from it)
 is stored once. A truncated, foreign or wrong-schema file is named with the reason and skipped;
@@ -20,7 +20,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .. import cards, results
+from .. import results
+from ..results import cards
 from ..util import jsonio
 from . import handins
 from .db import connect, forget_skipped, has_file, mark_skipped, store_card

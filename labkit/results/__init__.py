@@ -2,8 +2,9 @@
 of measuring or drawing: the fields of a record and their checks (:mod:`~labkit.results.schema`),
 reading and appending results files (:mod:`~labkit.results.store`), choosing and pairing records
 (:mod:`~labkit.results.query`), comparing them (:mod:`~labkit.results.compare`: ratios with their
-intervals, break-evens) and the text table (:mod:`~labkit.results.table`). Not for: measuring
-(:mod:`labkit.runner`, :mod:`labkit.bench`) or plotting (:mod:`labkit.plots`).
+intervals, break-evens), the text table (:mod:`~labkit.results.table`) and a learner's result card
+(:mod:`~labkit.results.cards`). Not for: measuring (:mod:`labkit.runner`, :mod:`labkit.bench`)
+or plotting (:mod:`labkit.plots`).
 
 The benchmark results file: one JSON object per line (JSONL), appended as each cell finishes.
 
@@ -41,6 +42,7 @@ tables here, the figures (:mod:`labkit.plots`), the claim check (:mod:`labkit.cl
 guide and the notebooks.
 """
 
+from . import cards
 from .compare import (
     CONFIDENCE,
     RESAMPLES,
@@ -125,6 +127,7 @@ __all__ = [
     "best",
     "break_even",
     "break_even_rows",
+    "cards",
     "context",
     "custom",
     "flags",

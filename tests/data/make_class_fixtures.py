@@ -21,7 +21,8 @@ import random
 from pathlib import Path
 
 import labkit
-from labkit import bench, cards, profiles, resnet, results
+from labkit import bench, profiles, resnet, results
+from labkit.results import cards
 
 HERE = Path(__file__).resolve().parents[2] / "labkit" / "data" / "class_fixtures"
 NOTE = (

@@ -13,7 +13,7 @@ folder (``~alice/``, ``/home/alice``), e-mail addresses and file-system paths (a
 last part, or what follows ``site-packages/``). ``name=...`` (``--name``) adds the name the learner chooses, nothing else.
 
     python -m labkit card results/06_training-standard.jsonl --out card.json
-    labkit.cards.write(records, "card.json")       # from a notebook
+    labkit.results.cards.write(records, "card.json")       # from a notebook
 """
 
 from __future__ import annotations
@@ -30,13 +30,30 @@ from collections import Counter
 from collections.abc import Iterable
 from pathlib import Path
 
-from . import results
-from .util import jsonio
+from ..util import jsonio
+from .compare import speedups
+from .query import BASELINE, latest, ok
+from .schema import KEY, key
+from .table import flags
 
 KIND = "labkit-result-card"
 FORMAT = 1
 #: the validity fields a record may carry (records written before they existed lack them)
 VALIDITY_FIELDS = ("valid", "invalid_reasons", "above_ceiling", "cache", "threads")
+
+__all__ = [
+    "FORMAT",
+    "KIND",
+    "STRUCTURAL",
+    "USER_VARIABLES",
+    "VALIDITY_FIELDS",
+    "Scrubber",
+    "build",
+    "ratios",
+    "save",
+    "summary",
+    "write",
+]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -166,7 +183,7 @@ class Scrubber:
 
 
 def _cell(r: dict, **change) -> tuple:
-    return tuple(change.get(k, r.get(k)) for k in results.KEY)
+    return tuple(change.get(k, r.get(k)) for k in KEY)
 
 
 def ratios(records: Iterable[dict]) -> list[dict]:
@@ -176,15 +193,15 @@ def ratios(records: Iterable[dict]) -> list[dict]:
     ``valid`` is the two records' verdicts together (None when either record has none).
     """
     records = list(records)
-    cells = {results.key(r): r for r in results.latest(results.ok(records))}
+    cells = {key(r): r for r in latest(ok(records))}
     out = []
-    for row in results.speedups(records, include_invalid=True):
+    for row in speedups(records, include_invalid=True):
         graph = cells[_cell(row)]
-        fw, mode = results.BASELINE[row["framework"]]
+        fw, mode = BASELINE[row["framework"]]
         base = cells[_cell(row, framework=fw, mode=mode)]
         verdicts = [graph.get("valid"), base.get("valid")]
-        why = [f"{row['mode']}: {f}" for f in results.flags(graph)] + [
-            f"{mode} (baseline): {f}" for f in results.flags(base)
+        why = [f"{row['mode']}: {f}" for f in flags(graph)] + [
+            f"{mode} (baseline): {f}" for f in flags(base)
         ]
         out.append(
             {
@@ -205,7 +222,7 @@ def _machine(records: list[dict], local: bool) -> dict:
     seen = Counter(json.dumps(r.get("machine") or {}, sort_keys=True) for r in records)
     machine = json.loads(seen.most_common(1)[0][0]) if seen else {}
     if not machine and local:  # records without a fingerprint, measured here
-        from . import hardware
+        from .. import hardware
 
         machine = hardware.fingerprint()
     return machine
@@ -254,8 +271,8 @@ def build(
         "versions": _versions(records),
         "counts": {
             "records": len(records),
-            "measured": len(results.ok(records)),
-            "flagged": sum(bool(results.flags(r)) for r in results.ok(records)),
+            "measured": len(ok(records)),
+            "flagged": sum(bool(flags(r)) for r in ok(records)),
         },
         "ratios": ratios(records),
         "records": records,

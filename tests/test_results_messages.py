@@ -3,9 +3,10 @@
 Taken from the code as it was before labkit.results became a package (issue 20), so that the move
 is shown to keep them: ``load``, ``validate`` and ``append`` for a zero time, a newer schema, a
 field of the wrong type, a truncated last line and a few more; the ratio and break-even checks;
-the text table.
+the text table. And the package's face: every public name of its rooms is re-exported.
 """
 
+import importlib
 import json
 import warnings
 
@@ -14,18 +15,10 @@ from labkit.results import cards
 
 import pytest
 
-CELL = {
-    "framework": "torch",
-    "mode": "eager",
-    "task": "throughput",
-    "batch_size": 8,
-    "precision": "fp32",
-    "image_size": 32,
-    "device": "cpu",
-    "threads": 2,
-    "profile": "smoke",
-    "timestamp": "2025-01-01T00:00:00+00:00",
-}
+#: one cell, its time fixed so that two records made of it are equal
+CELL = {"framework": "torch", "mode": "eager", "task": "throughput", "batch_size": 8}
+CELL |= {"precision": "fp32", "image_size": 32, "device": "cpu", "threads": 2}
+CELL |= {"profile": "smoke", "timestamp": "2025-01-01T00:00:00+00:00"}
 FIX = "fix: give a file written by `python -m labkit bench`, or delete that line"
 
 
@@ -45,6 +38,13 @@ def measured(**change) -> dict:
         warmup=1,
         times_s=[0.1] * 8,
     )
+
+
+def refusal(call, *args) -> str:
+    """The message of the ``ValueError`` that ``call(*args)`` raises."""
+    with pytest.raises(ValueError) as caught:
+        call(*args)
+    return str(caught.value)
 
 
 def write(path, *lines: str):
@@ -73,44 +73,36 @@ def test_a_bad_record_is_refused_in_the_same_words_by_load_validate_and_append(t
     change, why = BAD[case]
     record = {**measured(), **change}
     path = write(tmp_path / "r.jsonl", json.dumps(measured()), json.dumps(record))
-    with pytest.raises(ValueError) as caught:
-        results.load(path)
-    assert str(caught.value) == f"{path} line 2 is not a labkit benchmark record: {why}; {FIX}"
-    for refuse in (results.validate, lambda r: results.append(tmp_path / "o.jsonl", r)):
-        with pytest.raises(ValueError) as caught:
-            refuse(record)
-        assert str(caught.value) == f"invalid benchmark record: {why}"
+    assert refusal(results.load, path) == (
+        f"{path} line 2 is not a labkit benchmark record: {why}; {FIX}"
+    )
+    assert refusal(results.validate, record) == f"invalid benchmark record: {why}"
+    assert refusal(results.append, tmp_path / "o.jsonl", record) == (
+        f"invalid benchmark record: {why}"
+    )
     assert not (tmp_path / "o.jsonl").exists() or (tmp_path / "o.jsonl").read_text() == ""
 
 
 def test_a_line_that_is_no_object_is_refused_naming_what_it_is(tmp_path):
     path = write(tmp_path / "r.jsonl", json.dumps(measured()), "[1, 2]")
-    with pytest.raises(ValueError) as caught:
-        results.load(path)
     why = "expected a JSON object, got list"
-    assert str(caught.value) == f"{path} line 2 is not a labkit benchmark record: {why}; {FIX}"
-    with pytest.raises(ValueError) as caught:
-        results.validate([1, 2])
-    assert str(caught.value) == f"invalid benchmark record: {why}"
+    assert refusal(results.load, path) == (
+        f"{path} line 2 is not a labkit benchmark record: {why}; {FIX}"
+    )
+    assert refusal(results.validate, [1, 2]) == f"invalid benchmark record: {why}"
 
 
 def test_a_newer_schema_says_to_upgrade_labkit(tmp_path):
     newer = {**measured(), "schema": 3, "hologram": True}
     path = write(tmp_path / "r.jsonl", json.dumps(measured()), json.dumps(newer))
-    with pytest.raises(ValueError) as caught:
-        results.load(path)
-    assert str(caught.value) == (
+    assert refusal(results.load, path) == (
         f"{path} line 2 was written by a newer labkit (results schema 3; this labkit reads "
         "schemas 1 to 2); fix: upgrade labkit (pip install -U labkit, or git pull in the course "
         "folder) and read the file again"
     )
-    for refuse in (results.validate, lambda r: results.append(tmp_path / "o.jsonl", r)):
-        with pytest.raises(ValueError) as caught:
-            refuse(newer)
-        assert (
-            str(caught.value)
-            == "invalid benchmark record: schema 3 is newer than this labkit's (2)"
-        )
+    why = "invalid benchmark record: schema 3 is newer than this labkit's (2)"
+    assert refusal(results.validate, newer) == why
+    assert refusal(results.append, tmp_path / "o.jsonl", newer) == why
 
 
 def test_a_truncated_last_line_is_skipped_in_these_words_and_set_aside_on_append(tmp_path):
@@ -137,24 +129,18 @@ def test_a_truncated_last_line_is_skipped_in_these_words_and_set_aside_on_append
 
 def test_a_file_that_is_not_a_results_file_is_named_with_the_fix(tmp_path):
     path = write(tmp_path / "r.jsonl", json.dumps(measured()), "{not json", json.dumps(measured()))
-    with pytest.raises(ValueError) as caught:
-        results.load(path)
-    assert str(caught.value) == (
+    assert refusal(results.load, path) == (
         f"{path} line 2 is not valid JSON (Expecting property name enclosed in double quotes): "
         "not a labkit results file, or a damaged one; fix: give a file written by `python -m "
         "labkit bench`, or delete or repair that line (the other lines are intact)"
     )
     path.write_bytes(b"\xff\xfe\x00")
-    with pytest.raises(ValueError) as caught:
-        results.load(path)
-    assert str(caught.value) == (
+    assert refusal(results.load, path) == (
         f"{path} is not a labkit results file (not UTF-8 text: invalid start byte); fix: give a "
         ".jsonl file written by `python -m labkit bench`"
     )
     missing = tmp_path / "missing.jsonl"
-    with pytest.raises(ValueError) as caught:
-        results.load(missing)
-    assert str(caught.value) == (
+    assert refusal(results.load, missing) == (
         f"cannot read results file {missing}: No such file or directory; fix: give the path of a "
         "file written by `python -m labkit bench --out FILE.jsonl`"
     )
@@ -207,9 +193,7 @@ def test_ratio_break_even_and_card_refusals_keep_their_words():
         ),
     ]
     for call, message in cases:
-        with pytest.raises(ValueError) as caught:
-            call()
-        assert str(caught.value) == message
+        assert refusal(call) == message
 
 
 def test_the_text_table_keeps_its_layout():
@@ -243,3 +227,17 @@ def test_the_text_table_keeps_its_layout():
             "while timing (at most 0.20 with 2 threads on 2 CPUs)"
         )
     ]
+
+
+def test_the_package_re_exports_every_public_name_of_its_rooms():
+    rooms = ["schema", "store", "query", "compare", "summary", "cards"]
+    for name in rooms:
+        room = importlib.import_module(f"labkit.results.{name}")
+        assert room.__doc__ and room.__all__, name
+        assert all(hasattr(room, n) for n in room.__all__), name
+        if name != "cards":  # cards is reached as results.cards, its names stay its own
+            missing = set(room.__all__) - set(results.__all__)
+            assert not missing, f"labkit.results does not re-export {name}.{sorted(missing)}"
+            assert all(getattr(results, n) is getattr(room, n) for n in room.__all__), name
+    assert results.cards is cards and callable(results.table) and callable(results.load)
+    assert all(hasattr(results, n) for n in results.__all__)

@@ -2,9 +2,9 @@
 of measuring or drawing: the fields of a record and their checks (:mod:`~labkit.results.schema`),
 reading and appending results files (:mod:`~labkit.results.store`), choosing and pairing records
 (:mod:`~labkit.results.query`), comparing them (:mod:`~labkit.results.compare`: ratios with their
-intervals, break-evens), the text table (:mod:`~labkit.results.table`) and a learner's result card
-(:mod:`~labkit.results.cards`). Not for: measuring (:mod:`labkit.runner`, :mod:`labkit.bench`)
-or plotting (:mod:`labkit.plots`).
+intervals, break-evens), the summary rows and text table (:mod:`~labkit.results.summary`) and a
+learner's result card (:mod:`~labkit.results.cards`). Not for: measuring (:mod:`labkit.runner`,
+:mod:`labkit.bench`) or plotting (:mod:`labkit.plots`).
 
 The benchmark results file: one JSON object per line (JSONL), appended as each cell finishes.
 
@@ -99,7 +99,7 @@ from .store import (
     repair_tail,
     truncated_tail,
 )
-from .table import flags, summary_rows, table
+from .summary import flags, summary_rows, table
 
 __all__ = [
     "BASELINE",

@@ -34,7 +34,7 @@ from ..util import jsonio
 from .compare import speedups
 from .query import BASELINE, latest, ok
 from .schema import KEY, key
-from .table import flags
+from .summary import flags
 
 KIND = "labkit-result-card"
 FORMAT = 1

@@ -116,6 +116,12 @@ def _bootstrap(num: dict, den: dict, confidence: float, seed: int) -> tuple[floa
     return float(lo), float(hi)
 
 
+def _pair_row(r: dict, base: dict) -> dict:
+    """The start of a row about ``r`` against its baseline: ``r``'s cell and the baseline's
+    framework and mode."""
+    return {**dict(zip(KEY, key(r))), "baseline": f"{base['framework']} {base['mode']}"}
+
+
 def speedups(records: Iterable[dict], include_invalid: bool = False) -> list[dict]:
     """Each graph mode against its eager baseline, same model, task, batch, precision, size and
     device: ``speedup`` = graph images/s over eager's (> 1: the graph mode is faster), with
@@ -128,8 +134,7 @@ def speedups(records: Iterable[dict], include_invalid: bool = False) -> list[dic
         est = ratio(r, base)
         rows.append(
             {
-                **dict(zip(KEY, key(r))),
-                "baseline": f"{base['framework']} {base['mode']}",
+                **_pair_row(r, base),
                 "speedup": est.value,
                 "speedup_low": est.low,
                 "speedup_high": est.high,
@@ -190,8 +195,7 @@ def break_even_rows(records: Iterable[dict], include_invalid: bool = False) -> l
         b = break_even(r, base)
         rows.append(
             {
-                **dict(zip(KEY, key(r))),
-                "baseline": f"{base['framework']} {base['mode']}",
+                **_pair_row(r, base),
                 "extra_s": b.extra_s,
                 "saving_per_call_s": b.saving_s,
                 "break_even_calls": b.calls,

@@ -10,7 +10,8 @@ same function the notebooks use).
 Anonymous by default: every string in the card is scrubbed of this machine's host name, the
 user's names (``$JUPYTERHUB_USER``, ``$USER``, ``$LOGNAME``, the account's), any user's home
 folder (``~alice/``, ``/home/alice``), e-mail addresses and file-system paths (a path keeps its
-last part, or what follows ``site-packages/``). ``name=...`` (``--name``) adds the name the learner chooses, nothing else.
+last part, or what follows ``site-packages/``). ``name=...`` (``--name``) adds the name the
+learner chooses, nothing else.
 
     python -m labkit card results/06_training-standard.jsonl --out card.json
     labkit.results.cards.write(records, "card.json")       # from a notebook

@@ -160,8 +160,8 @@ FIELDS: dict[str, tuple[tuple[type, ...], str]] = {
     "others_cpus": (
         _OPT_NUM,
         (
-            "CPUs other processes kept busy, on average, while the cell was timed (/proc/stat); null "
-            "where it cannot be read"
+            "CPUs other processes kept busy, on average, while the cell was timed (/proc/stat); "
+            "null where it cannot be read"
         ),
     ),
     "log": ((str,), "the tail of the cell's stderr when it failed, else ''"),

@@ -230,9 +230,6 @@ def _class_report(args: argparse.Namespace) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from .bench import TASKS
-    from .frameworks import NAMES
-
     parser = argparse.ArgumentParser(
         prog="python -m labkit", description="Graph Lab helper: machine report and benchmarks"
     )
@@ -240,6 +237,16 @@ def build_parser() -> argparse.ArgumentParser:
     sub.add_parser(
         "doctor", help="machine report, compute ceiling, framework versions"
     ).set_defaults(func=_doctor)
+    for add in (_add_bench, _add_report, _add_explore, _add_card, _add_class, _add_distributed):
+        add(sub)
+    return parser
+
+
+def _add_bench(sub) -> None:
+    """``bench``: the ResNet-50 benchmark plan."""
+    from .bench import TASKS
+    from .frameworks import NAMES
+
     bench = sub.add_parser(
         "bench",
         help="run the ResNet-50 benchmark plan (each cell in its own process)",
@@ -285,6 +292,10 @@ def build_parser() -> argparse.ArgumentParser:
         "--resume", action="store_true", help="skip the cells that --out already holds"
     )
     bench.set_defaults(func=_bench)
+
+
+def _add_report(sub) -> None:
+    """``report``: a results file as a table and figures."""
     report = sub.add_parser("report", help="print a results file as a table and write its figures")
     report.add_argument("file", help="a JSONL file written by `python -m labkit bench`")
     report.add_argument(
@@ -292,6 +303,10 @@ def build_parser() -> argparse.ArgumentParser:
         help="folder for the PNG figures (default: FILE without its suffix, or FILE-figures)",
     )
     report.set_defaults(func=_report)
+
+
+def _add_explore(sub) -> None:
+    """``explore``: a learner's own model through every capture path."""
     explore = sub.add_parser(
         "explore",
         help="what happens to your own model in graph mode (and, with --bench, is it faster?)",
@@ -343,6 +358,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     explore.set_defaults(func=_explore)
 
+
+def _add_card(sub) -> None:
+    """``card``: a learner's result card."""
     card = sub.add_parser(
         "card",
         help="write your result card: one small anonymous JSON file to hand in",
@@ -358,6 +376,10 @@ def build_parser() -> argparse.ArgumentParser:
     card.add_argument("--out", help="the card (default: results/card-<profile>.json)")
     card.add_argument("--name", help="a name to show on the card (default: anonymous)")
     card.set_defaults(func=_card)
+
+
+def _add_class(sub) -> None:
+    """``class collect`` and ``class report``: the instructor's commands."""
     klass = sub.add_parser(
         "class",
         help="instructor: collect result cards into one database and report on the class",
@@ -385,6 +407,10 @@ def build_parser() -> argparse.ArgumentParser:
     )
     class_report.add_argument("--out", required=True, help="folder for index.html and figures")
     class_report.set_defaults(func=_class_report)
+
+
+def _add_distributed(sub) -> None:
+    """``distributed``: data-parallel training with real workers."""
     from . import distributed  # framework-free: the workers import their framework
     from .frameworks import specs
 
@@ -394,7 +420,6 @@ def build_parser() -> argparse.ArgumentParser:
             "distributed", help=f"data-parallel training with real worker processes ({launchers})"
         )
     )
-    return parser
 
 
 def _show_warning(message, category, filename, lineno, file=None, line=None) -> None:

@@ -30,7 +30,6 @@ import contextlib
 import json
 import os
 import re
-import signal
 import subprocess
 import sys
 import tempfile
@@ -45,7 +44,7 @@ import numpy as np
 from . import bench as bench_lib
 from . import frameworks as fw_registry
 from . import models, profiles, runner
-from .util import tables
+from .util import proc, tables
 
 STATUSES: tuple[str, ...] = ("works", "caveats", "fails", "crashed")
 #: seconds one check may take before its process is stopped (a compile on a slow laptop)
@@ -577,13 +576,16 @@ def _example(example_inputs: object) -> list[np.ndarray]:
 
 
 def _child_env() -> dict[str, str]:
-    return {
-        **os.environ,
-        "PYTHONPATH": models.child_pythonpath(),
-        "PROTOCOL_BUFFERS_PYTHON_IMPLEMENTATION": "python",
-        "TF_CPP_MIN_LOG_LEVEL": os.environ.get("TF_CPP_MIN_LOG_LEVEL", "2"),
-        "PYTHONUNBUFFERED": "1",
-    }
+    """A worker's environment: each framework's own thread defaults (the checks time nothing),
+    the learner's modules importable as here, unbuffered output."""
+    return proc.child_env(
+        None,
+        path=models.child_pythonpath(),
+        extra={
+            "TF_CPP_MIN_LOG_LEVEL": os.environ.get("TF_CPP_MIN_LOG_LEVEL", "2"),
+            "PYTHONUNBUFFERED": "1",
+        },
+    )
 
 
 def _read_events(path: Path, seen: int) -> tuple[list[dict], int]:
@@ -607,24 +609,15 @@ def _log_tail(path: Path) -> str:
     with contextlib.suppress(OSError):
         text = path.read_text(encoding="utf-8", errors="replace")
         text = text.rsplit(MARK, 1)[-1].split("\n", 1)[-1] if MARK in text else text
-        lines = [ln for ln in text.splitlines() if ln.strip()]
-        return "\n".join(lines[-LOG_TAIL_LINES:])
+        return "\n".join(proc.last_lines(text, LOG_TAIL_LINES))
     return ""
-
-
-def _died(code: int) -> str:
-    if code < 0:
-        with contextlib.suppress(ValueError):
-            return f"killed by {signal.Signals(-code).name}"
-        return f"killed by signal {-code}"
-    return f"exited with status {code}"
 
 
 def _crashed(name: str, code: int, log: str) -> dict:
     return result(
         name,
         "crashed",
-        f"the check's process died ({_died(code)}) while it ran {name}: the framework crashed "
+        f"the check's process died ({proc.ended(code)}) while it ran {name}: the framework crashed "
         "(or ran out of memory) on this model; the other checks ran in a fresh process",
         condense(log, lines=LOG_TAIL_LINES, limit=1200),
     )
@@ -657,7 +650,7 @@ def _start(work: Path, attempt: int, job: dict) -> tuple[subprocess.Popen, Path,
     cmd = [sys.executable, "-m", "labkit.explore", "--job", str(work / "job.json")]
     cmd += ["--parent", str(os.getpid())]
     with open(log, "wb") as logf:
-        proc = subprocess.Popen(
+        child = subprocess.Popen(
             cmd,
             stdout=logf,
             stderr=subprocess.STDOUT,
@@ -666,7 +659,7 @@ def _start(work: Path, attempt: int, job: dict) -> tuple[subprocess.Popen, Path,
             cwd=work,
             start_new_session=True,
         )
-    return proc, events, log
+    return child, events, log
 
 
 def _run_workers(
@@ -704,13 +697,13 @@ def _run_workers(
                 "checks": requested if run.checks is None else remaining,
                 "exact": run.checks is not None,
             }
-            proc, events, log = _start(work, attempt, job)
+            child, events, log = _start(work, attempt, job)
             attempt += 1
             current, started, seen, code = None, time.perf_counter(), 0, None
             stop, progressed = False, False
             try:
                 while True:
-                    code = proc.poll()
+                    code = child.poll()
                     new, seen = _read_events(events, seen)
                     for ev in new:
                         kind = ev["event"]
@@ -741,7 +734,7 @@ def _run_workers(
                     if code is not None or stop:
                         break
                     if time.perf_counter() - started > timeout_s and run.checks is not None:
-                        runner._kill_group(proc)
+                        proc.kill_group(child)
                         name = current or remaining[0]
                         run.answers[name] = _timed_out(name, timeout_s)
                         remaining.remove(name)
@@ -749,19 +742,19 @@ def _run_workers(
                         current = None
                         break
                     if time.perf_counter() - started > timeout_s:  # could not even start
-                        runner._kill_group(proc)
+                        proc.kill_group(child)
                         raise _WorkerError(
                             f"loading the model took longer than {timeout_s:g} s: "
                             f"{condense(_log_tail(log), lines=LOG_TAIL_LINES, limit=800)}"
                         )
                     time.sleep(0.05)
             finally:
-                runner._kill_group(proc)
+                proc.kill_group(child)
             if stop:
                 break
             if run.checks is None:  # died before it chose the checks: it cannot load the model
                 raise _WorkerError(
-                    f"the check process died ({_died(code)}) while it loaded the framework or "
+                    f"the check process died ({proc.ended(code)}) while it loaded the framework or "
                     f"built the model: {condense(_log_tail(log), lines=LOG_TAIL_LINES, limit=800)}"
                 )
             if current is not None:  # died in the middle of a check
@@ -773,7 +766,7 @@ def _run_workers(
                 for name in list(remaining):
                     run.answers[name] = _crashed(name, code, _log_tail(log))
                     run.answers[name]["path"]["reason"] = (
-                        f"the check process died ({_died(code)}) before its first check, "
+                        f"the check process died ({proc.ended(code)}) before its first check, "
                         "while it loaded the framework or the model"
                     )
                     remaining.remove(name)
@@ -965,7 +958,7 @@ def _worker_main(argv: Sequence[str] | None = None) -> int:
     job = json.loads(Path(args.job).read_text())
     events = Path(job["events"])
     if args.parent:
-        runner._exit_with_parent(args.parent, Path(args.job).parent)
+        proc.exit_with_parent(args.parent, remove=Path(args.job).parent)
     try:
         model, fw, explorer, checks = _load(job)
     except Exception as exc:  # noqa: BLE001 - reported to the parent, whatever it was

@@ -307,11 +307,11 @@ def build(spec: str | os.PathLike | Spec) -> object:
     return model
 
 
-def child_pythonpath() -> str:
-    """``PYTHONPATH`` for a process that must import what this one can: labkit first, then
-    this process's own search path (the current folder included), so that a spec or a pickled
-    model whose module this process imported resolves there too."""
+def child_pythonpath() -> list[str]:
+    """The ``PYTHONPATH`` entries for a process that must import what this one can: labkit
+    first, then this process's own search path (the current folder included), so that a spec or
+    a pickled model whose module this process imported resolves there too."""
     root = str(Path(__file__).resolve().parents[1])
     entries = [root, *os.environ.get("PYTHONPATH", "").split(os.pathsep)]
     entries += [p or os.getcwd() for p in sys.path]
-    return os.pathsep.join(dict.fromkeys(e for e in entries if e))
+    return list(dict.fromkeys(e for e in entries if e))

@@ -13,7 +13,6 @@ import json
 import os
 import subprocess
 import sys
-import threading
 import time
 import traceback
 from collections.abc import Callable
@@ -22,7 +21,7 @@ from pathlib import Path
 import numpy as np
 
 from ..resnet import WIDTH
-from ..util import jsonio
+from ..util import jsonio, proc
 from .job import FAULTS, MODELS, WORKER_MODULES
 
 
@@ -68,23 +67,11 @@ def worker_parser(framework: str) -> argparse.ArgumentParser:
 
 def start_watchdog(deadline_s: float, poll_s: float = 0.5) -> None:
     """Exit this worker if its parent process disappears or ``deadline_s`` passes (a daemon
-    thread): a worker never outlives its launcher, even one killed with SIGKILL."""
-    parent, until = os.getppid(), time.monotonic() + deadline_s
-
-    def watch():
-        while True:
-            time.sleep(poll_s)
-            if os.getppid() != parent:
-                os._exit(3)
-            if time.monotonic() > until:
-                print(
-                    f"worker watchdog: deadline of {deadline_s:.0f} s passed, exiting",
-                    file=sys.stderr,
-                    flush=True,
-                )
-                os._exit(4)
-
-    threading.Thread(target=watch, daemon=True, name="labkit-watchdog").start()
+    thread, :func:`labkit.util.proc.exit_with_parent`): a worker never outlives its launcher,
+    even one killed with SIGKILL."""
+    proc.exit_with_parent(
+        os.getppid(), deadline_s=deadline_s, poll_s=poll_s, label="worker watchdog"
+    )
 
 
 def report_step(out: str | Path, rank: int) -> None:

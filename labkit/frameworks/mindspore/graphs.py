@@ -30,6 +30,8 @@ from pathlib import Path
 import mindspore as ms
 import numpy as np
 
+from ...util.proc import child_env
+
 
 def compiled_graphs() -> int:
     """Graphs compiled so far in this process by ``jit`` in ``ast`` mode (and ``GRAPH_MODE``)."""
@@ -111,14 +113,7 @@ def capture_mode_demo(timeout: float = 300) -> dict[str, dict]:
     body ran over the three calls of :data:`DEMO_INPUTS`, how many lines its ``print`` wrote,
     the results (compare :data:`DEMO_EAGER`) and the error if the mode failed.
     """
-    env = {
-        **os.environ,
-        "GLOG_v": os.environ.get("GLOG_v", "4"),
-        "PROTOCOL_BUFFERS_PYTHON_IMPLEMENTATION": "python",
-        "PYTHONPATH": os.pathsep.join(
-            filter(None, [str(Path(__file__).resolve().parents[3]), os.environ.get("PYTHONPATH")])
-        ),
-    }
+    env = child_env(None, extra={"GLOG_v": os.environ.get("GLOG_v", "4")})
     remaining, rows = list(capture_modes()), {}
     with tempfile.TemporaryDirectory(prefix="graphlab-capture-") as work:
         # a script file, not `python -c` or `-m`: trace capture reads the source line of every

@@ -150,7 +150,9 @@ def test_a_port_held_on_another_address_is_refused():
         port = busy.getsockname()[1]
         with socket.socket() as probe:  # really free on loopback
             probe.bind((distributed.HOST, port))
-        with pytest.raises(net.PortInUse, match=rf"port {port} is already in use .*another address"):
+        with pytest.raises(
+            net.PortInUse, match=rf"port {port} is already in use .*another address"
+        ):
             net.check_port(port)
         with pytest.raises(PortInUse, match=rf"port {port} is already in use .*port=None"):
             distributed.pick_ports(1, port)
@@ -167,11 +169,7 @@ def test_the_torch_job_runs_the_bound_rendezvous():
     assert cmd[1:3] == ["-m", launch.BOUND_TORCHRUN]
     assert "--rdzv-backend" in cmd and cmd[cmd.index("--rdzv-backend") + 1] == launch.BOUND_BACKEND
     assert cmd[cmd.index("--rdzv-endpoint") + 1] == "127.0.0.1:29555"
-    assert (
-        env["GLOO_SOCKET_IFNAME"]
-        == env["NCCL_SOCKET_IFNAME"]
-        == net.interface_of("127.0.0.1")
-    )
+    assert env["GLOO_SOCKET_IFNAME"] == env["NCCL_SOCKET_IFNAME"] == net.interface_of("127.0.0.1")
     source = (frameworks.spec("torch").folder / "torchrun.py").read_text()
     assert f'BACKEND = "{launch.BOUND_BACKEND}"' in source
     for _host, line in distributed.cluster_commands(Job("torch"), ["a", "b"]):

@@ -229,8 +229,8 @@ def _class_report(args: argparse.Namespace) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from .bench import TASKS
     from .frameworks import NAMES
+    from .frameworks.contract import TASKS
 
     parser = argparse.ArgumentParser(
         prog="python -m labkit", description="Graph Lab helper: machine report and benchmarks"

@@ -41,9 +41,9 @@ from pathlib import Path
 
 import numpy as np
 
-from . import bench as bench_lib
 from . import frameworks as fw_registry
 from . import models, profiles, runner
+from .frameworks.contract import DEVICES, PRECISIONS, TASKS
 from .util import proc, tables
 
 STATUSES: tuple[str, ...] = ("works", "caveats", "fails", "crashed")
@@ -1039,11 +1039,11 @@ def bench(
     prof = profile if isinstance(profile, profiles.Profile) else profiles.get(profile)
     if modes is not None:
         runner._pick("mode", modes, runner.mode_names())
-    tks = runner._pick("task", tasks, bench_lib.TASKS)
+    tks = runner._pick("task", tasks, TASKS)
     precs = runner._pick(
-        "precision", precisions if precisions is not None else ["fp32"], bench_lib.PRECISIONS
+        "precision", precisions if precisions is not None else ["fp32"], PRECISIONS
     )
-    (dev,) = runner._pick("device", [device], bench_lib.DEVICES)
+    (dev,) = runner._pick("device", [device], DEVICES)
     cells = []
     for fw in fws:
         for mode in runner.resolve_modes(fw, modes):

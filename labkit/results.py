@@ -45,8 +45,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from . import bench, profiles
-from .bench import TASKS
 from .frameworks import MODES, NAMES, specs
+from .frameworks.contract import TASKS
 from .util import jsonio
 
 SCHEMA_VERSION = 2

@@ -48,6 +48,7 @@ from pathlib import Path
 
 from . import bench, hardware, profiles, results
 from . import frameworks as fw_registry
+from .frameworks.contract import DEVICES, PRECISIONS, TASKS, Prepared, Unsupported
 from .util import jsonio, proc, stats, tempdirs
 
 FAULT_ENV = "LABKIT_TEST_FAULT"
@@ -194,11 +195,9 @@ class Plan:
         if modes is not None:
             _pick("mode", modes, mode_names())
             modes = [m.strip() for m in modes if m.strip()]
-        tks = _pick("task", tasks, bench.TASKS)
-        precs = _pick(
-            "precision", precisions if precisions is not None else ["fp32"], bench.PRECISIONS
-        )
-        (dev,) = _pick("device", [device], bench.DEVICES)
+        tks = _pick("task", tasks, TASKS)
+        precs = _pick("precision", precisions if precisions is not None else ["fp32"], PRECISIONS)
+        (dev,) = _pick("device", [device], DEVICES)
         sizes = _batches(batch_sizes)
         default_batch = {
             "latency": prof.latency_batch,
@@ -340,7 +339,7 @@ def measure_cell(cell: Cell, threads: int, memory_limit_mb: float | None = None)
             recipe=prepared.recipe,
         )
         out.update(ceiling_fields(m.images_per_s, cell))
-    except bench.Unsupported as exc:
+    except Unsupported as exc:
         out["error"] = f"unsupported: {exc}"
     except MemoryError:
         out["error"] = (
@@ -381,12 +380,12 @@ def ceiling_fields(images_per_s: float, cell: Cell) -> dict:
     }
 
 
-def _prepare_model(adapter, cell: Cell) -> bench.Prepared:
+def _prepare_model(adapter, cell: Cell) -> Prepared:
     """Build a learner's model from its spec and prepare its step (labkit.explore.bench)."""
     from . import models
 
     if not isinstance(adapter, fw_registry.ModelBencher):
-        raise bench.Unsupported(f"labkit cannot benchmark other models with {cell.framework}")
+        raise Unsupported(f"labkit cannot benchmark other models with {cell.framework}")
     model = models.build(cell.model)
     inputs = models.example_arrays(models.parse_inputs(cell.input_shape))
     return adapter.prepare_model(model, inputs, cell.mode, cell.task, cell.precision, cell.device)

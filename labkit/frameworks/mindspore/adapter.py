@@ -24,8 +24,9 @@ import numpy as np
 from mindspore import nn, ops
 
 from ... import recipe, resnet
-from ...bench import DEVICES, Prepared, Unsupported, check_cell, check_choice, check_threads
 from ...util import tempdirs
+from .._kit.cells import check_cell, check_choice, check_threads
+from ..contract import DEVICES, Prepared, Unsupported
 from . import SPEC
 
 NAME = SPEC.name

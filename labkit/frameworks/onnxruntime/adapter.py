@@ -43,9 +43,10 @@ import onnxruntime as ort
 from onnx import numpy_helper
 
 from ... import resnet
-from ...bench import DEVICES, Prepared, Unsupported, check_cell, check_choice, check_threads
 from ...util import tempdirs
 from .. import framework_of, get, installed_version, spec
+from .._kit.cells import check_cell, check_choice, check_threads
+from ..contract import DEVICES, Prepared, Unsupported
 from . import SPEC
 
 NAME = SPEC.name

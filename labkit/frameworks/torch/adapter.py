@@ -25,7 +25,8 @@ from torch import nn
 from torch.utils import _pytree as pytree
 
 from ... import recipe, resnet
-from ...bench import DEVICES, Prepared, Unsupported, check_cell, check_choice, check_threads
+from .._kit.cells import check_cell, check_choice, check_threads
+from ..contract import DEVICES, Prepared, Unsupported
 from . import SPEC
 
 NAME = SPEC.name

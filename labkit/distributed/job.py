@@ -8,18 +8,13 @@ from pathlib import Path
 
 from .. import hardware, resnet
 from ..frameworks import spec, specs
+from ..frameworks._kit.worker import FAULTS, MODELS
 from ..util import net
 
 #: the registered frameworks that have a data-parallel launcher
 FRAMEWORKS: tuple[str, ...] = tuple(s.name for s in specs() if s.launcher)
 #: the worker module of each framework (run with ``python -m``)
 WORKER_MODULES: dict[str, str] = {s.name: s.worker_module for s in specs() if s.launcher}
-#: resnet50: the course's model (BatchNorm: statistics per worker); tiny: a small CNN without
-#: BatchNorm, for which data-parallel training equals one process on the concatenated batch
-MODELS: tuple[str, ...] = ("resnet50", "tiny")
-TINY_CLASSES = 10
-#: deliberate worker faults, for demonstrations and tests (:func:`.worker.maybe_fault`)
-FAULTS: tuple[str, ...] = ("crash", "hang", "straggler")
 HOST = net.LOOPBACK
 
 

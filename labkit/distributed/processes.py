@@ -10,7 +10,7 @@ SIGKILL: it is started through :mod:`labkit.distributed.die_with_parent`, which 
 parent-death signal and then execs the command (launchers pass a SIGTERM on to their workers).
 The signal follows the *thread* that started the process: call :func:`labkit.distributed.launch`
 from a thread that outlives the job (a notebook's main thread does). Elsewhere the workers'
-watchdogs (:func:`labkit.distributed.worker.start_watchdog`) still apply.
+watchdogs (:func:`labkit.frameworks._kit.worker.start_watchdog`) still apply.
 """
 
 from __future__ import annotations

@@ -32,8 +32,9 @@ from typing import Any
 
 import numpy as np
 
-from .. import frameworks, lessons
+from .. import frameworks
 from ..frameworks._kit.checks import unwrap, what_broke
+from ..util.stdio import native_output
 from .core import EMPTY, RIGHT, Exercise, Feedback
 
 _REFERENCES = ("starter", "solution", "self")
@@ -145,7 +146,7 @@ def _silently(fn: Callable[[], Any]) -> Any:
     native ones, such as ``tf.print``) would bury the feedback, once per input and property."""
     sink = io.StringIO()
     with contextlib.redirect_stdout(sink), contextlib.redirect_stderr(sink):
-        result, _ = lessons.native_output(lambda: lessons.native_output(fn, fd=2)[0], fd=1)
+        result, _ = native_output(lambda: native_output(fn, fd=2)[0], fd=1)
     return result
 
 

@@ -13,8 +13,10 @@
   and why a child ended (signal name, crash reason, the tail of its log).
 - :mod:`~labkit.util.net`: a free port, whether a port is free on every address, the interface
   that holds an address.
+- :mod:`~labkit.util.stdio`: what native (C/C++) code writes to this process's standard output
+  or error, captured.
 
 Not for: anything that knows a framework, a record or a profile. Nothing here imports labkit.
 """
 
-__all__ = ["jsonio", "net", "proc", "stats", "tables", "tempdirs"]
+__all__ = ["jsonio", "net", "proc", "stats", "stdio", "tables", "tempdirs"]

@@ -31,6 +31,7 @@ import mindspore as ms
 import numpy as np
 
 from ...util.proc import child_env
+from ...util.stdio import native_output
 
 
 def compiled_graphs() -> int:
@@ -75,8 +76,6 @@ def _make_branchy(log: list) -> object:
 
 def _capture_demo(modes: list[str]) -> None:
     """Run in a child by :func:`capture_mode_demo`; stops at the first mode that raises."""
-    from ... import lessons
-
     rows = {}
     for mode in modes:
         log: list = []
@@ -88,7 +87,7 @@ def _capture_demo(modes: list[str]) -> None:
             ]
 
         try:
-            outs, printed = lessons.native_output(calls)
+            outs, printed = native_output(calls)
             rows[mode] = {
                 "python_runs": len(log),
                 "prints": printed.count(DEMO_PRINT),

@@ -37,8 +37,8 @@ from tensorflow.core.protobuf import config_pb2, meta_graph_pb2
 from tensorflow.python.framework import convert_to_constants
 from tensorflow.python.grappler import tf_optimizer
 
-from ...graphs import OpCounts
 from ...util.proc import child_env
+from .._kit.graphs import OpCounts
 
 #: node kinds that do no arithmetic on tensors
 BOOKKEEPING: frozenset[str] = frozenset(

@@ -28,7 +28,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from ...graphs import OpCounts
+from .._kit.graphs import OpCounts
 from .adapter import _quiet_torchscript
 
 STAGES: tuple[str, ...] = ("traced", "frozen", "optimized")

@@ -5,8 +5,8 @@ Small images (32/64 px) and 10 classes keep this file cheap; the architecture is
 """
 
 from labkit import resnet
-from labkit.crosscheck import max_rel_diff
 from labkit.frameworks import contract
+from labkit.frameworks.crosscheck import max_rel_diff
 
 import keras
 import numpy as np

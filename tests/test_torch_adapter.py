@@ -11,8 +11,8 @@ cache can serve it.
 """
 
 from labkit import resnet
-from labkit.crosscheck import max_rel_diff
 from labkit.frameworks import contract
+from labkit.frameworks.crosscheck import max_rel_diff
 
 import numpy as np
 import onnx

@@ -222,7 +222,7 @@ def _step(model: nn.Module, images, labels, lr: float, momentum: float) -> float
 
 
 def predict_float64(weights: dict[str, np.ndarray], images: np.ndarray) -> np.ndarray:
-    """Eval-mode logits of ``weights`` computed in float64 (:mod:`labkit.crosscheck`)."""
+    """Eval-mode logits of ``weights`` computed in float64 (:mod:`labkit.frameworks.crosscheck`)."""
     model = build_resnet50(weights).double()
     with torch.inference_mode():
         return model(torch.from_numpy(resnet.check_images(images)).double()).numpy()

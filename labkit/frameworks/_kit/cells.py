@@ -1,14 +1,17 @@
-"""The checks every adapter's ``prepare`` and ``set_threads`` make of their arguments: one clear
-``ValueError`` per bad value, naming the valid ones."""
+"""What every adapter's ``prepare`` and ``set_threads`` do with their arguments first: check them
+(one clear ``ValueError`` per bad value, naming the valid ones), and make the cell's host batch."""
 
 from __future__ import annotations
 
 import numbers
 from collections.abc import Sequence
 
+import numpy as np
+
+from ... import resnet
 from ..contract import DEVICES, PRECISIONS, TASKS
 
-__all__ = ["check_cell", "check_choice", "check_threads"]
+__all__ = ["check_cell", "check_choice", "check_threads", "host_batch"]
 
 
 def check_choice(framework: str, kind: str, value: str, valid: Sequence[str]) -> str:
@@ -47,3 +50,12 @@ def check_threads(n: object) -> int:
     if isinstance(n, bool) or not isinstance(n, numbers.Integral) or n < 1:
         raise ValueError(f"thread count must be an integer >= 1, got {n!r}")
     return int(n)
+
+
+def host_batch(
+    weights: dict[str, np.ndarray], batch_size: int, image_size: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """The host batch a benchmark step runs on: seeded images (NCHW float32) and labels for the
+    class count of ``weights``, which are checked first (``ValueError`` names a bad tensor)."""
+    num_classes = resnet.validate_weights(weights)
+    return resnet.random_batch(int(batch_size), image_size, seed=0, num_classes=num_classes)

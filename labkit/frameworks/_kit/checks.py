@@ -4,7 +4,7 @@ A framework's ``checks.verify(prop, fn, cases, ...)`` runs the learner's functio
 ``(passed, detail)``. What the frameworks' checks share, numpy only: the function under a
 framework's decorator (:func:`unwrap`), the line of an exception that says what broke
 (:func:`what_broke`), outputs compared with the reference's (:func:`compare`, and over every
-case :func:`first_mismatch`), a case described (:func:`signature`), a framework's outputs as
+case :func:`same_outputs`), a case described (:func:`signature`), a framework's outputs as
 NumPy (:func:`to_numpy`), and the errors ``verify`` raises for a property or an option it does
 not know (:func:`unknown_property`, :func:`refuse_options`).
 
@@ -22,8 +22,8 @@ import numpy as np
 
 __all__ = [
     "compare",
-    "first_mismatch",
     "refuse_options",
+    "same_outputs",
     "signature",
     "to_numpy",
     "unknown_property",
@@ -122,29 +122,30 @@ def to_numpy(out: Any, leaf: Callable[[Any], np.ndarray]) -> Any:
     return leaf(out)
 
 
-def first_mismatch(
+def same_outputs(
     run: Callable[[tuple], Any],
     want: Callable[[tuple], Any],
     cases: list[tuple],
     rtol: float,
     atol: float,
     *,
+    passed: str,
     call: str = "input",
     baseline: str = "eager",
     describe: Callable[[tuple], str] = signature,
-) -> str | None:
-    """The first of ``cases`` on which ``run(case)`` raises or differs from ``want(case)``
-    (:func:`compare`), in words (``input 2 raised ...``, ``input 2 (tensor (3,)): differs from
-    <baseline> by ...``); None when it gives the wanted outputs on every case."""
+) -> tuple[bool, str]:
+    """Whether ``run(case)`` gives ``want(case)`` on every one of ``cases`` (:func:`compare`):
+    ``(True, passed)``, else ``False`` and the first case that raised or differed, in words
+    (``input 2 raised ...``, ``input 2 (tensor (3,)): differs from <baseline> by ...``)."""
     for i, case in enumerate(cases, 1):
         try:
             got = run(case)
-        except Exception as exc:
-            return f"{call} {i} raised {what_broke(exc)}"
+        except Exception as exc:  # the learner's code may raise anything
+            return False, f"{call} {i} raised {what_broke(exc)}"
         problem = compare(got, want(case), rtol, atol)
         if problem:
-            return f"{call} {i} ({describe(case)}): {problem.replace('eager', baseline)}"
-    return None
+            return False, f"{call} {i} ({describe(case)}): {problem.replace('eager', baseline)}"
+    return True, passed
 
 
 def unknown_property(display: str, prop: str) -> ValueError:

@@ -366,6 +366,19 @@ class EagerSession:
                 return False, worst, f"on the {label} input: {why}"
         return True, worst, ""
 
+    def works(self, outs: Sequence[np.ndarray]) -> dict:
+        """The eager check's answer when the model ran on the example (``outs``): the shapes of
+        its outputs, and which other input sizes eager takes (:meth:`accepted`)."""
+        shapes = ", ".join("x".join(map(str, o.shape)) or "scalar" for o in outs)
+        takes = [v.name for v, why in self.accepted() if not why]
+        refuses = [f"{v.name} ({why})" for v, why in self.accepted() if why]
+        reason = f"runs: {len(outs)} output(s) of shape {shapes}"
+        if takes:
+            reason += f"; also takes other {' and '.join(n + 's' for n in takes)}"
+        if refuses:
+            reason += f"; not another {', '.join(refuses)}"
+        return result("eager", "works", reason, outputs=[list(o.shape) for o in outs])
+
     def accepted(self) -> list[tuple[Variation, str]]:
         """Each variation of the inputs, with "" when eager runs every size in it, else why not."""
         if self._accepted is None:

@@ -17,8 +17,8 @@ import numpy as np
 from mindspore import nn, ops
 
 from .._kit.checks import (
-    first_mismatch,
     refuse_options,
+    same_outputs,
     signature,
     to_numpy,
     unknown_property,
@@ -68,17 +68,15 @@ def matches_eager(
     fn: Callable, cases: list[tuple], reference: Callable, rtol: float, atol: float
 ) -> tuple[bool, str]:
     compiled = _graph(fn)
-    problem = first_mismatch(
+    return same_outputs(
         lambda case: _numpy(compiled(*_args(case))),
         lambda case: eager(reference, case),
         cases,
         rtol,
         atol,
+        passed=f"same outputs as PyNative on all {len(cases)} inputs",
         baseline="PyNative",
     )
-    if problem:
-        return False, problem
-    return True, f"same outputs as PyNative on all {len(cases)} inputs"
 
 
 def verify(

@@ -45,7 +45,7 @@ from onnx import numpy_helper
 from ... import resnet
 from ...util import jsonio, tempdirs
 from .. import framework_of, get, installed_version, spec
-from .._kit.cells import check_cell, check_choice, check_threads
+from .._kit.cells import check_cell, check_choice, check_threads, host_batch
 from ..contract import DEVICES, Prepared, Unsupported
 from . import SPEC
 
@@ -221,8 +221,7 @@ def prepare(
     cache, :func:`model_file`) is timed apart: ``Prepared.export_s``.
     """
     check_cell(NAME, MODES, mode, task, batch_size, precision, device)
-    num_classes = resnet.validate_weights(weights)
-    images, _ = resnet.random_batch(int(batch_size), image_size, seed=0, num_classes=num_classes)
+    images, _ = host_batch(weights, batch_size, image_size)
     if task == "train":
         raise Unsupported(
             "ONNX Runtime here is an inference engine; training needs onnxruntime-training"

@@ -33,7 +33,7 @@ import numpy as np
 import tensorflow as tf
 
 from ... import recipe, resnet
-from .._kit.cells import check_cell, check_choice, check_threads
+from .._kit.cells import check_cell, check_choice, check_threads, host_batch
 from ..contract import DEVICES, PRECISIONS, Prepared, Unsupported
 from . import SPEC
 
@@ -360,8 +360,7 @@ def prepare(
     """
     check_cell(NAME, MODES, mode, task, batch_size, precision, device)
     device_name = _device_name(device)
-    num_classes = resnet.validate_weights(weights)
-    images, labels = resnet.random_batch(batch_size, image_size, num_classes=num_classes)
+    images, labels = host_batch(weights, batch_size, image_size)
     images = to_nhwc(images)
     notes = MODE_NOTES[mode]
     if precision == "bf16":

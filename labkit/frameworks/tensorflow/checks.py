@@ -16,8 +16,8 @@ import numpy as np
 import tensorflow as tf
 
 from .._kit.checks import (
-    first_mismatch,
     refuse_options,
+    same_outputs,
     to_numpy,
     unknown_property,
     unwrap,
@@ -100,18 +100,16 @@ def matches_eager(
     fn: Callable, cases: list[tuple], reference: Callable, rtol: float, atol: float
 ) -> tuple[bool, str]:
     graph = graph_function(fn)
-    problem = first_mismatch(
+    return same_outputs(
         lambda case: _numpy(graph(*_args(case))),
         lambda case: eager(reference, case),
         cases,
         rtol,
         atol,
+        passed=f"same outputs as eager on all {len(cases)} inputs",
         call="call",
         describe=_signature,
     )
-    if problem:
-        return False, problem
-    return True, f"same outputs as eager on all {len(cases)} inputs"
 
 
 def verify(

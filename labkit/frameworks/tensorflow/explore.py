@@ -227,15 +227,7 @@ def _eager(s: Session) -> dict:
             "shape it takes (batch first), or fix the model",
             ex.first_lines(exc, lines=2),
         )
-    shapes = ", ".join("x".join(map(str, o.shape)) or "scalar" for o in outs)
-    takes = [v.name for v, why in s.accepted() if not why]
-    refuses = [f"{v.name} ({why})" for v, why in s.accepted() if why]
-    reason = f"runs: {len(outs)} output(s) of shape {shapes}"
-    if takes:
-        reason += f"; also takes other {' and '.join(n + 's' for n in takes)}"
-    if refuses:
-        reason += f"; not another {', '.join(refuses)}"
-    return ex.result("eager", "works", reason, outputs=[list(o.shape) for o in outs])
+    return s.works(outs)
 
 
 def _function(s: Session) -> dict:

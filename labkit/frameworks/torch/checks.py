@@ -35,7 +35,7 @@ from torch.overrides import TorchFunctionMode
 
 from .._kit.checks import (
     compare,
-    first_mismatch,
+    same_outputs,
     signature,
     to_numpy,
     unknown_property,
@@ -143,32 +143,28 @@ def matches_eager(
 ) -> tuple[bool, str]:
     compiled = torch.compile(unwrap(fn), backend="eager")
     with _quiet():
-        problem = first_mismatch(
+        return same_outputs(
             lambda case: _numpy(compiled(*_args(case))),
             lambda case: eager(reference, case),
             cases,
             rtol,
             atol,
+            passed=f"same outputs as eager on all {len(cases)} inputs",
         )
-    if problem:
-        return False, problem
-    return True, f"same outputs as eager on all {len(cases)} inputs"
 
 
 def equals_reference(
     fn: Callable, cases: list[tuple], reference: Callable, rtol: float, atol: float
 ) -> tuple[bool, str]:
-    problem = first_mismatch(
+    return same_outputs(
         lambda case: eager(fn, case),
         lambda case: eager(reference, case),
         cases,
         rtol,
         atol,
+        passed=f"the original's outputs on all {len(cases)} inputs",
         baseline="the original",
     )
-    if problem:
-        return False, problem
-    return True, f"the original's outputs on all {len(cases)} inputs"
 
 
 class _Count(TorchFunctionMode):

@@ -43,7 +43,7 @@ from torch._dynamo.utils import counters, guard_failures
 from .. import explorer as _explorer
 from .._kit import explore as ex
 from . import SPEC
-from .adapter import _quiet_torchscript, as_module, export_model, leaves
+from .adapter import as_module, export_model, leaves, quiet_torchscript
 
 NAME = SPEC.name
 CHECKS: tuple[str, ...] = (
@@ -247,19 +247,7 @@ def _eager(s: Session) -> dict:
             "it takes (batch first), or fix the model",
             ex.first_lines(exc, lines=2) + (f" (at {where})" if where else ""),
         )
-    shapes = ", ".join(models_text(o) for o in outs)
-    takes = [v.name for v, why in s.accepted() if not why]
-    refuses = [f"{v.name} ({why})" for v, why in s.accepted() if why]
-    reason = f"runs: {len(outs)} output(s) of shape {shapes}"
-    if takes:
-        reason += f"; also takes other {' and '.join(n + 's' for n in takes)}"
-    if refuses:
-        reason += f"; not another {', '.join(refuses)}"
-    return ex.result("eager", "works", reason, outputs=[list(o.shape) for o in outs])
-
-
-def models_text(a: np.ndarray) -> str:
-    return "x".join(map(str, a.shape)) or "scalar"
+    return s.works(outs)
 
 
 def _traceback(exc: BaseException) -> str:
@@ -288,7 +276,7 @@ def _compile(s: Session) -> dict:
     torch._dynamo.reset()
     compiled = torch.compile(s.module)
     t0 = time.perf_counter()
-    with _quiet(), _quiet_torchscript():
+    with _quiet(), quiet_torchscript():
         s.run(compiled, s.arrays)
     first = time.perf_counter() - t0
     with _quiet():

@@ -13,9 +13,10 @@ and :mod:`labkit.profiles`; what several of them need lives here:
   (``<name>/distributed.py``): its command line, watchdog, data, faults and result files;
 - :mod:`~labkit.frameworks._kit.graphs`: the plain data a graph becomes (``<name>/graphs.py``).
 
-Framework-free: nothing here imports a framework or names one. Not for: notebooks and the
-rooms above (:mod:`labkit.explore`, :mod:`labkit.exercises`, :mod:`labkit.distributed` use the
-kit through their own public names), nor anything that orchestrates the frameworks.
+Framework-free: nothing here imports a framework. Not for notebooks: the rooms above that use
+the kit (:mod:`labkit.explore`, :mod:`labkit.exercises`, :mod:`labkit.distributed`,
+:mod:`labkit.graphs`) show a learner what they need under their own names. Nor for anything
+that orchestrates the frameworks.
 """
 
 __all__ = ["cells", "checks", "explore", "graphs", "worker"]

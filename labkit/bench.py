@@ -1,88 +1,44 @@
 """Framework-free timing of ResNet-50 steps: the core of the benchmark engine.
 
-An adapter's ``prepare(...)`` returns a :class:`Prepared`: a zero-argument ``step`` that runs one
-inference batch or one training step on a host batch prepared in advance and returns only when
-the work is done (results synchronised / copied to the host, the GPU synchronised). Combinations
-that a framework does not offer raise :class:`Unsupported` with the reason.
+An adapter's ``prepare(...)`` returns a :class:`labkit.frameworks.contract.Prepared`: a
+zero-argument ``step`` that runs one inference batch or one training step on a host batch
+prepared in advance and returns only when the work is done (results synchronised / copied to the
+host, the GPU synchronised).
 
 :func:`measure` times a step the way ``torch.utils.benchmark`` does and returns a
 :class:`Measurement` (raw times, median, IQR, p90, images/s, and how it was taken); the first
 call (tracing, compilation) is timed apart, and garbage collection is off while it times.
 :meth:`Measurement.judge` gives the validity verdict (:func:`verdict`: enough calls and time,
 a small spread, a quiet machine). :func:`peak_rss_mb` gives the memory high-water mark.
-Statistics are plain Python (:func:`quantile` interpolates as numpy does).
+Statistics are plain Python (:mod:`labkit.util.stats` interpolates as numpy does).
+
+Not for: what a cell is or which ones exist (:mod:`labkit.frameworks.contract`), nor running
+cells (:mod:`labkit.runner`).
 """
 
 from __future__ import annotations
 
 import gc
 import math
-import numbers
 import os
 import sys
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from .util import stats
 
-TASKS: tuple[str, ...] = ("latency", "throughput", "train")
-PRECISIONS: tuple[str, ...] = ("fp32", "bf16")
-DEVICES: tuple[str, ...] = ("cpu", "gpu")
-
-
-class Unsupported(Exception):
-    """This framework x mode x task x precision x device does not exist here; says why."""
-
-
-def check_choice(framework: str, kind: str, value: str, valid: Sequence[str]) -> str:
-    """``value`` if it is one of ``valid``, else a ``ValueError`` that lists the valid ones."""
-    if value not in valid:
-        raise ValueError(
-            f"unknown {kind} {value!r} for {framework}: valid {kind}s are {', '.join(valid)}"
-        )
-    return value
-
-
-def check_cell(
-    framework: str,
-    modes: Sequence[str],
-    mode: str,
-    task: str,
-    batch_size: int,
-    precision: str,
-    device: str,
-) -> None:
-    """Validate the arguments of an adapter's ``prepare`` (one clear error per bad value)."""
-    check_choice(framework, "mode", mode, modes)
-    check_choice(framework, "task", task, TASKS)
-    check_choice(framework, "precision", precision, PRECISIONS)
-    check_choice(framework, "device", device, DEVICES)
-    if (
-        isinstance(batch_size, bool)
-        or not isinstance(batch_size, numbers.Integral)
-        or batch_size < 1
-    ):
-        raise ValueError(f"batch_size must be an integer >= 1, got {batch_size!r}")
-
-
-def check_threads(n: object) -> int:
-    """``n`` if it is a usable thread count (a whole number >= 1), else ``ValueError``."""
-    if isinstance(n, bool) or not isinstance(n, numbers.Integral) or n < 1:
-        raise ValueError(f"thread count must be an integer >= 1, got {n!r}")
-    return int(n)
-
-
-@dataclass
-class Prepared:
-    step: Callable[[], object]  # one inference batch or one training step, synchronised
-    batch_size: int
-    notes: str = ""  # how the mode/precision is realised, e.g. "torch.autocast(cpu, bfloat16)"
-    #: seconds of exporting the model to another format before the step could exist (ONNX)
-    export_s: float | None = None
-    #: training only: the hyper-parameters the framework applied, read back from its optimizer
-    #: objects (compare with :data:`labkit.recipe.TRAIN`)
-    recipe: dict | None = None
+__all__ = [
+    "MAX_REL_IQR",
+    "MAX_STOLEN",
+    "Measurement",
+    "busy_elsewhere",
+    "cpu_sample",
+    "load_1min",
+    "measure",
+    "peak_rss_mb",
+    "verdict",
+]
 
 
 def peak_rss_mb() -> float:
@@ -287,7 +243,7 @@ class Measurement:
 
 
 def measure(
-    prepared: Prepared | Callable[[], object],
+    prepared: object,
     warmup: int,
     min_repeats: int,
     min_time_s: float,
@@ -298,11 +254,12 @@ def measure(
     """Time ``prepared.step``: first call apart, ``warmup`` untimed calls, then timed repeats.
 
     Timing stops after ``max(min_repeats, calls within min_time_s)`` calls, never more than
-    ``max_repeats``. ``prepared`` may be a bare callable (then give ``images_per_call``).
+    ``max_repeats``. ``prepared`` is an adapter's ``Prepared`` (its ``step`` and
+    ``batch_size``) or a bare callable (then give ``images_per_call``).
     Garbage collection is off while the calls are timed (as ``timeit`` does), so a collection
     of earlier garbage cannot land in one call's time; it is back on afterwards.
     """
-    step = prepared.step if isinstance(prepared, Prepared) else prepared
+    step = prepared if callable(prepared) else prepared.step
     images = (
         images_per_call if images_per_call is not None else getattr(prepared, "batch_size", None)
     )

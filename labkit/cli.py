@@ -244,8 +244,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 def _add_bench(sub) -> None:
     """``bench``: the ResNet-50 benchmark plan."""
-    from .bench import TASKS
     from .frameworks import NAMES
+    from .frameworks.contract import TASKS
 
     bench = sub.add_parser(
         "bench",

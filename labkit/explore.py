@@ -7,8 +7,9 @@ export; ``tf.function`` and its retracing, XLA, SavedModel, TF Lite; ONNX Runtim
 optimisation level) and returns a :class:`Report`: per path *works*, *caveats*, *fails* or
 *crashed*, the reason in plain words and the framework's own message. The checks themselves live
 in each framework's package (``labkit/frameworks/<name>/explore.py``, reached through the
-registry); this module picks the framework from the model's type, runs the checks and joins the
-answers.
+registry, with the toolkit they share in :mod:`labkit.frameworks._kit.explore`, which also
+defines a report's rows: :class:`PathResult`, :class:`GraphBreak`, :class:`Recompile`); this
+module picks the framework from the model's type, runs the checks and joins the answers.
 
 Isolation: the checks run in a worker process (``python -m labkit.explore``), one after the
 other, each with a time limit. A check that kills its process (a framework's native crash) is
@@ -29,82 +30,50 @@ import argparse
 import contextlib
 import json
 import os
-import re
-import signal
 import subprocess
 import sys
 import tempfile
 import time
 import traceback
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 import numpy as np
 
-from . import bench as bench_lib
 from . import frameworks as fw_registry
 from . import models, profiles, runner
-from .util import tables
+from .frameworks._kit.explore import (
+    STATUSES,
+    GraphBreak,
+    PathResult,
+    Recompile,
+    describe_arrays,
+    first_lines,
+    result,
+)
+from .frameworks.contract import DEVICES, PRECISIONS, TASKS
+from .util import proc, tables
 
-STATUSES: tuple[str, ...] = ("works", "caveats", "fails", "crashed")
+__all__ = [
+    "DEFAULT_TIMEOUT_S",
+    "STATUSES",
+    "GraphBreak",
+    "PathResult",
+    "Recompile",
+    "Report",
+    "bench",
+    "check",
+    "framework_of_spec",
+]
+
 #: seconds one check may take before its process is stopped (a compile on a slow laptop)
 DEFAULT_TIMEOUT_S = 300.0
-#: relative tolerance of "agrees with eager" (float32 graphs reorder sums; bigger gaps are bugs)
-RTOL = 1e-3
 LOG_TAIL_LINES = 12
 
 
 # ---------------------------------------------------------------------------------------------
 # the report
-
-
-@dataclass
-class PathResult:
-    """One capture path: does the model get through it, why (plain words), and the framework's
-    own message (condensed; empty when there is nothing to say)."""
-
-    path: str
-    status: str
-    reason: str
-    message: str = ""
-    details: dict = field(default_factory=dict)
-
-    def __post_init__(self) -> None:
-        if self.status not in STATUSES:
-            raise ValueError(f"status {self.status!r} is not one of {', '.join(STATUSES)}")
-
-
-@dataclass
-class GraphBreak:
-    """Where a graph capture stopped and handed control back to Python, and why."""
-
-    reason: str  #: in plain words
-    location: str  #: ``file.py:12 in forward``
-    code: str = ""  #: the source line
-    message: str = ""  #: the framework's own words, condensed
-    count: int = 1  #: how many times the capture stopped there
-    path: str = ""  #: the capture path that reported it
-
-
-@dataclass
-class Recompile:
-    """How often a capture path compiled (traced) again while one dimension of the input changed."""
-
-    path: str  #: e.g. ``torch.compile``, ``tf.function(reduce_retracing=True)``
-    varied: str  #: what changed: ``batch size``, ``sequence length``, ``image size``
-    shapes: list[str]  #: the input shapes called, in order
-    compiles: list[int]  #: graphs compiled (traced) during each call
-    reasons: list[str] = field(default_factory=list)  #: the framework's reasons, condensed
-
-    @property
-    def total(self) -> int:
-        return sum(self.compiles)
-
-    @property
-    def every_call(self) -> bool:
-        """True when every new shape compiled again (no generalisation)."""
-        return all(c > 0 for c in self.compiles)
 
 
 @dataclass
@@ -214,266 +183,6 @@ class Report:
 
 
 # ---------------------------------------------------------------------------------------------
-# helpers for the framework packages' checks (numpy only)
-
-
-def result(
-    path: str,
-    status: str,
-    reason: str,
-    message: str = "",
-    graph_breaks: Iterable[GraphBreak] = (),
-    recompiles: Iterable[Recompile] = (),
-    **details,
-) -> dict:
-    """One check's answer as plain data (what a worker sends back)."""
-    return {
-        "path": asdict(PathResult(path, status, reason, message, details)),
-        "graph_breaks": [asdict(b) for b in graph_breaks],
-        "recompiles": [asdict(r) for r in recompiles],
-    }
-
-
-_ANSI = re.compile(r"\x1b\[[0-9;]*m")
-
-
-def condense(message: object, lines: int = 2, limit: int = 400) -> str:
-    """The first ``lines`` non-empty lines of an error message, at most ``limit`` characters."""
-    if isinstance(message, BaseException):
-        text = str(message).strip()
-        message = f"{type(message).__name__}: {text}" if text else type(message).__name__
-    text = _ANSI.sub("", str(message))
-    kept = [ln.strip() for ln in text.splitlines() if ln.strip()][:lines]
-    out = " / ".join(kept)
-    return out if len(out) <= limit else out[: limit - 3] + "..."
-
-
-_FILE_LINE = re.compile(r'File "([^"]+)", line (\d+)(?:, in (\w+))?')
-
-
-def _user_frame(text: str) -> re.Match | None:
-    found = [
-        m
-        for m in _FILE_LINE.finditer(text)
-        if "site-packages" not in m.group(1)
-        and "dist-packages" not in m.group(1)
-        and not m.group(1).startswith("<")
-    ]
-    return found[-1] if found else None
-
-
-def user_location(text: str) -> str:
-    """``file.py:12 in forward``: the last place in ``text`` (an error message or traceback)
-    that is the learner's code rather than a library's; "" when there is none."""
-    m = _user_frame(text)
-    if m is None:
-        return ""
-    return f"{Path(m.group(1)).name}:{m.group(2)}" + (f" in {m.group(3)}" if m.group(3) else "")
-
-
-def user_code(text: str) -> str:
-    """The source line at :func:`user_location` (read from the file), or ""."""
-    import linecache
-
-    m = _user_frame(text)
-    return linecache.getline(m.group(1), int(m.group(2))).strip() if m else ""
-
-
-def agreement(
-    outputs: Sequence[np.ndarray], references: Sequence[np.ndarray], rtol: float = RTOL
-) -> tuple[bool, float, str]:
-    """Whether ``outputs`` match ``references`` (count, shapes, values within ``rtol`` of the
-    references' scale); the largest absolute difference; what differs, in words."""
-    if len(outputs) != len(references):
-        return False, float("inf"), f"{len(outputs)} outputs instead of {len(references)}"
-    worst = 0.0
-    for i, (out, ref) in enumerate(zip(outputs, references)):
-        out, ref = np.asarray(out), np.asarray(ref)
-        if out.shape != ref.shape:
-            return False, float("inf"), f"output {i} has shape {out.shape}, eager {ref.shape}"
-        if ref.size == 0:
-            continue
-        a, b = out.astype(np.float64), ref.astype(np.float64)
-        nan = np.isnan(a) | np.isnan(b)
-        if np.any(np.isnan(a) != np.isnan(b)):
-            return False, float("inf"), f"output {i} has NaN where eager has none (or the reverse)"
-        diff = np.abs(a - b)[~nan]
-        scale = float(np.max(np.abs(b[~nan]))) if diff.size else 0.0
-        biggest = float(diff.max()) if diff.size else 0.0
-        worst = max(worst, biggest)
-        if biggest > rtol * max(scale, 1e-6):
-            return False, worst, f"output {i} differs by up to {biggest:.3g} (scale {scale:.3g})"
-    return True, worst, ""
-
-
-def probes(arrays: Sequence[np.ndarray]) -> list[tuple[str, list[np.ndarray]]]:
-    """Other inputs of the same shapes, to catch a graph that froze a data-dependent decision:
-    new random values, and all zeros (padding, an empty sequence)."""
-    new = [
-        models.random_array(a.shape, a.dtype, 1000 + k)
-        if a.dtype.kind != "i"
-        else np.random.default_rng(1000 + k).integers(a.min(), a.max() + 1, a.shape).astype(a.dtype)
-        for k, a in enumerate(arrays)
-    ]
-    return [("new values", new), ("zeros", [np.zeros_like(a) for a in arrays])]
-
-
-@dataclass(frozen=True)
-class Variation:
-    """A series of inputs in which one kind of dimension changes at every call."""
-
-    name: str  #: "batch size", "sequence length" or "image size"
-    inputs: list[list[np.ndarray]]  #: the example first, then three new sizes
-
-    @property
-    def shapes(self) -> list[str]:
-        return [models.describe_arrays(xs) for xs in self.inputs]
-
-
-def _resized(arrays: Sequence[np.ndarray], dims: dict[int, dict[int, int]], seed: int):
-    """``arrays`` with the sizes in ``dims`` (input -> {dim: size}), values drawn anew."""
-    out = []
-    for k, a in enumerate(arrays):
-        shape = list(a.shape)
-        for d, size in dims.get(k, {}).items():
-            shape[d] = size
-        if a.dtype.kind == "i":
-            rng = np.random.default_rng(seed + k)
-            out.append(rng.integers(a.min(), a.max() + 1, shape).astype(a.dtype))
-        else:
-            out.append(models.random_array(shape, a.dtype, seed + k))
-    return out
-
-
-def variations(arrays: Sequence[np.ndarray]) -> list[Variation]:
-    """The series the new-shape checks call: the batch (the first dimension of every input)
-    and, for a single input, its sequence length (rank 3: batch, time, features) or its image
-    size (rank 4 and up: the dimensions after the channels)."""
-    out = []
-    if arrays and all(a.ndim >= 1 for a in arrays):
-        b = arrays[0].shape[0]
-        sizes = [b + 1, b + 2, b + 3]
-        out.append(
-            Variation(
-                "batch size",
-                [list(arrays)]
-                + [
-                    _resized(arrays, {k: {0: s} for k in range(len(arrays))}, 10 * s) for s in sizes
-                ],
-            )
-        )
-    if len(arrays) == 1 and arrays[0].ndim >= 3:
-        a = arrays[0]
-        if a.ndim == 3:
-            name, dims = "sequence length", (1,)
-        else:
-            name, dims = "image size", tuple(range(2, a.ndim))
-        step = max(1, a.shape[dims[0]] // 4)
-        series = [
-            _resized(arrays, {0: {d: a.shape[d] + i * step for d in dims}}, 100 + i)
-            for i in (1, 2, 3)
-        ]
-        out.append(Variation(name, [list(arrays)] + series))
-    return out
-
-
-def write_pickle(obj: object, path: Path) -> None:
-    """Write ``obj`` with cloudpickle (classes and functions defined in a notebook travel by
-    value, those of importable modules by reference); ``ValueError`` when it cannot be pickled."""
-    import cloudpickle
-
-    try:
-        data = cloudpickle.dumps(obj)
-    except Exception as exc:
-        raise ValueError(f"pickling it failed: {type(exc).__name__}: {exc}") from exc
-    Path(path).write_bytes(data)
-
-
-def agrees(worst: float) -> str:
-    """How a check that passed says so."""
-    return f"agrees with eager (largest difference {worst:.1g})"
-
-
-def plain(message: str, table: Sequence[tuple[tuple[str, ...], str]], default: str) -> str:
-    """A framework's message in plain words: the meaning of the first entry of ``table``
-    (substrings of the message, what it means) that matches, else ``default``."""
-    for keys, meaning in table:
-        if any(k in message for k in keys):
-            return meaning
-    return default
-
-
-class EagerSession:
-    """What an eager framework's checks share: the example inputs, eager outputs computed once
-    per input, agreement with them, and which input sizes eager itself accepts. A framework's
-    session gives ``run(fn, arrays)`` (NumPy in, NumPy out) and ``eager_fn`` (the model's
-    eager callable)."""
-
-    eager_fn: Callable
-
-    def __init__(self, arrays: Sequence[np.ndarray]):
-        self.arrays = [np.ascontiguousarray(a) for a in arrays]
-        self._eager: dict[str, list[np.ndarray] | BaseException] = {}
-        self._accepted: list[tuple[Variation, str]] | None = None
-
-    def run(self, fn: Callable, arrays: Sequence[np.ndarray]) -> list[np.ndarray]:
-        raise NotImplementedError
-
-    def eager(self, key: str, arrays: Sequence[np.ndarray]) -> list[np.ndarray]:
-        """Eager outputs for ``arrays`` (cached under ``key``); raises what eager raised."""
-        if key not in self._eager:
-            try:
-                self._eager[key] = self.run(self.eager_fn, arrays)
-            except Exception as exc:  # noqa: BLE001 - a framework error is the check's finding
-                self._eager[key] = exc
-        found = self._eager[key]
-        if isinstance(found, BaseException):
-            raise found
-        return found
-
-    def cases(self) -> list[tuple[str, list[np.ndarray]]]:
-        """The example and the probes that eager itself runs."""
-        out = [("example", self.arrays)]
-        for label, arrays in probes(self.arrays):
-            with contextlib.suppress(Exception):
-                self.eager(label, arrays)
-                out.append((label, arrays))
-        return out
-
-    def compare(
-        self,
-        fn: Callable | None,
-        extra: Sequence[tuple[str, list]] = (),
-        run: Callable | None = None,
-    ) -> tuple[bool, float, str]:
-        """Whether ``fn`` (called through ``run``, by default this session's) agrees with eager
-        on every case and on ``extra``; the largest difference; what differs."""
-        run = run or self.run
-        worst = 0.0
-        for label, arrays in [*self.cases(), *extra]:
-            ok, diff, why = agreement(run(fn, arrays), self.eager(label, arrays))
-            worst = max(worst, diff)
-            if not ok:
-                return False, worst, f"on the {label} input: {why}"
-        return True, worst, ""
-
-    def accepted(self) -> list[tuple[Variation, str]]:
-        """Each variation of the inputs, with "" when eager runs every size in it, else why not."""
-        if self._accepted is None:
-            self._accepted = []
-            for v in variations(self.arrays):
-                why = ""
-                for xs in v.inputs[1:]:
-                    try:
-                        self.eager(f"{v.name} {models.describe_arrays(xs)}", xs)
-                    except Exception as exc:  # noqa: BLE001 - a framework error is the check's finding
-                        why = condense(exc, lines=1, limit=160)
-                        break
-                self._accepted.append((v, why))
-        return self._accepted
-
-
-# ---------------------------------------------------------------------------------------------
 # running the checks: worker processes, crash and timeout handling
 
 
@@ -577,13 +286,16 @@ def _example(example_inputs: object) -> list[np.ndarray]:
 
 
 def _child_env() -> dict[str, str]:
-    return {
-        **os.environ,
-        "PYTHONPATH": models.child_pythonpath(),
-        "PROTOCOL_BUFFERS_PYTHON_IMPLEMENTATION": "python",
-        "TF_CPP_MIN_LOG_LEVEL": os.environ.get("TF_CPP_MIN_LOG_LEVEL", "2"),
-        "PYTHONUNBUFFERED": "1",
-    }
+    """A worker's environment: each framework's own thread defaults (the checks time nothing),
+    the learner's modules importable as here, unbuffered output."""
+    return proc.child_env(
+        None,
+        path=models.child_pythonpath(),
+        extra={
+            "TF_CPP_MIN_LOG_LEVEL": os.environ.get("TF_CPP_MIN_LOG_LEVEL", "2"),
+            "PYTHONUNBUFFERED": "1",
+        },
+    )
 
 
 def _read_events(path: Path, seen: int) -> tuple[list[dict], int]:
@@ -607,26 +319,17 @@ def _log_tail(path: Path) -> str:
     with contextlib.suppress(OSError):
         text = path.read_text(encoding="utf-8", errors="replace")
         text = text.rsplit(MARK, 1)[-1].split("\n", 1)[-1] if MARK in text else text
-        lines = [ln for ln in text.splitlines() if ln.strip()]
-        return "\n".join(lines[-LOG_TAIL_LINES:])
+        return "\n".join(proc.last_lines(text, LOG_TAIL_LINES))
     return ""
-
-
-def _died(code: int) -> str:
-    if code < 0:
-        with contextlib.suppress(ValueError):
-            return f"killed by {signal.Signals(-code).name}"
-        return f"killed by signal {-code}"
-    return f"exited with status {code}"
 
 
 def _crashed(name: str, code: int, log: str) -> dict:
     return result(
         name,
         "crashed",
-        f"the check's process died ({_died(code)}) while it ran {name}: the framework crashed "
+        f"the check's process died ({proc.ended(code)}) while it ran {name}: the framework crashed "
         "(or ran out of memory) on this model; the other checks ran in a fresh process",
-        condense(log, lines=LOG_TAIL_LINES, limit=1200),
+        first_lines(log, lines=LOG_TAIL_LINES, limit=1200),
     )
 
 
@@ -657,7 +360,7 @@ def _start(work: Path, attempt: int, job: dict) -> tuple[subprocess.Popen, Path,
     cmd = [sys.executable, "-m", "labkit.explore", "--job", str(work / "job.json")]
     cmd += ["--parent", str(os.getpid())]
     with open(log, "wb") as logf:
-        proc = subprocess.Popen(
+        child = subprocess.Popen(
             cmd,
             stdout=logf,
             stderr=subprocess.STDOUT,
@@ -666,7 +369,7 @@ def _start(work: Path, attempt: int, job: dict) -> tuple[subprocess.Popen, Path,
             cwd=work,
             start_new_session=True,
         )
-    return proc, events, log
+    return child, events, log
 
 
 def _run_workers(
@@ -704,13 +407,13 @@ def _run_workers(
                 "checks": requested if run.checks is None else remaining,
                 "exact": run.checks is not None,
             }
-            proc, events, log = _start(work, attempt, job)
+            child, events, log = _start(work, attempt, job)
             attempt += 1
             current, started, seen, code = None, time.perf_counter(), 0, None
             stop, progressed = False, False
             try:
                 while True:
-                    code = proc.poll()
+                    code = child.poll()
                     new, seen = _read_events(events, seen)
                     for ev in new:
                         kind = ev["event"]
@@ -741,7 +444,7 @@ def _run_workers(
                     if code is not None or stop:
                         break
                     if time.perf_counter() - started > timeout_s and run.checks is not None:
-                        runner._kill_group(proc)
+                        proc.kill_group(child)
                         name = current or remaining[0]
                         run.answers[name] = _timed_out(name, timeout_s)
                         remaining.remove(name)
@@ -749,20 +452,20 @@ def _run_workers(
                         current = None
                         break
                     if time.perf_counter() - started > timeout_s:  # could not even start
-                        runner._kill_group(proc)
+                        proc.kill_group(child)
                         raise _WorkerError(
                             f"loading the model took longer than {timeout_s:g} s: "
-                            f"{condense(_log_tail(log), lines=LOG_TAIL_LINES, limit=800)}"
+                            f"{first_lines(_log_tail(log), lines=LOG_TAIL_LINES, limit=800)}"
                         )
                     time.sleep(0.05)
             finally:
-                runner._kill_group(proc)
+                proc.kill_group(child)
             if stop:
                 break
             if run.checks is None:  # died before it chose the checks: it cannot load the model
                 raise _WorkerError(
-                    f"the check process died ({_died(code)}) while it loaded the framework or "
-                    f"built the model: {condense(_log_tail(log), lines=LOG_TAIL_LINES, limit=800)}"
+                    f"the check process died ({proc.ended(code)}) while it loaded the framework or "
+                    f"built the model: {first_lines(_log_tail(log), lines=LOG_TAIL_LINES, limit=800)}"
                 )
             if current is not None:  # died in the middle of a check
                 run.answers[current] = _crashed(current, code, _log_tail(log))
@@ -773,7 +476,7 @@ def _run_workers(
                 for name in list(remaining):
                     run.answers[name] = _crashed(name, code, _log_tail(log))
                     run.answers[name]["path"]["reason"] = (
-                        f"the check process died ({_died(code)}) before its first check, "
+                        f"the check process died ({proc.ended(code)}) before its first check, "
                         "while it loaded the framework or the model"
                     )
                     remaining.remove(name)
@@ -791,7 +494,7 @@ def _safe_check(explorer, name: str, session) -> dict:
             "fails",
             "the check stopped with an error the lab did not expect (the framework's message "
             "says what)",
-            condense(f"{type(exc).__name__}: {exc}\n{traceback.format_exc(limit=-3)}", lines=6),
+            first_lines(f"{type(exc).__name__}: {exc}\n{traceback.format_exc(limit=-3)}", lines=6),
         )
     answer["path"].setdefault("details", {})["seconds"] = round(time.perf_counter() - t0, 3)
     return answer
@@ -844,7 +547,7 @@ def check(
         chosen = _choose(explorer, source.obj, requested)
         source.name = explorer.describe(source.obj)
     name = source.name
-    report = Report(name, source.framework or "", models.describe_arrays(arrays))
+    report = Report(name, source.framework or "", describe_arrays(arrays))
 
     from tqdm.auto import tqdm
 
@@ -965,14 +668,14 @@ def _worker_main(argv: Sequence[str] | None = None) -> int:
     job = json.loads(Path(args.job).read_text())
     events = Path(job["events"])
     if args.parent:
-        runner._exit_with_parent(args.parent, Path(args.job).parent)
+        proc.exit_with_parent(args.parent, remove=Path(args.job).parent)
     try:
         model, fw, explorer, checks = _load(job)
     except Exception as exc:  # noqa: BLE001 - reported to the parent, whatever it was
         if job["kind"] == "packed":  # the parent checks it in its own process instead
-            _emit(events, {"event": "unpack_failed", "error": condense(exc)})
+            _emit(events, {"event": "unpack_failed", "error": first_lines(exc)})
         else:
-            message = str(exc) if isinstance(exc, ValueError) else condense(exc, lines=4)
+            message = str(exc) if isinstance(exc, ValueError) else first_lines(exc, lines=4)
             _emit(events, {"event": "error", "message": message})
         os._exit(0)
     with np.load(job["inputs"]) as data:
@@ -1046,11 +749,11 @@ def bench(
     prof = profile if isinstance(profile, profiles.Profile) else profiles.get(profile)
     if modes is not None:
         runner._pick("mode", modes, runner.mode_names())
-    tks = runner._pick("task", tasks, bench_lib.TASKS)
+    tks = runner._pick("task", tasks, TASKS)
     precs = runner._pick(
-        "precision", precisions if precisions is not None else ["fp32"], bench_lib.PRECISIONS
+        "precision", precisions if precisions is not None else ["fp32"], PRECISIONS
     )
-    (dev,) = runner._pick("device", [device], bench_lib.DEVICES)
+    (dev,) = runner._pick("device", [device], DEVICES)
     cells = []
     for fw in fws:
         for mode in runner.resolve_modes(fw, modes):

@@ -5,7 +5,9 @@ The framework-specific helpers (``labkit.frameworks.torch.graphs``, ``tensorflow
 or a list of steps with the tensors each one reads and writes.
 
 - :class:`OpCounts`: how many nodes of each kind a graph holds; *compute* nodes are the ones
-  that do arithmetic on tensors (not constants, attribute reads or list building).
+  that do arithmetic on tensors (not constants, attribute reads or list building). It and
+  :class:`Step` are defined in :mod:`labkit.frameworks._kit.graphs`, where the framework
+  packages build them.
 - :func:`fold_batchnorm`: the arithmetic behind Conv+BatchNorm folding (inference only).
 - :func:`plan_memory`: how much memory the intermediate tensors need if every one gets its own
   buffer, against the peak of the tensors alive at the same time (what a planner that reuses
@@ -14,45 +16,23 @@ or a list of steps with the tensors each one reads and writes.
 
 from __future__ import annotations
 
-import collections
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
 
+from .frameworks._kit.graphs import OpCounts, Step
 from .util import tables
 
-
-@dataclass(frozen=True)
-class OpCounts:
-    """Node counts of one graph, by kind, with the kinds that do no arithmetic set apart."""
-
-    by_kind: dict[str, int]
-    bookkeeping: frozenset[str] = frozenset()  # kinds that are not computation
-
-    @classmethod
-    def of(cls, kinds: Iterable[str], is_bookkeeping: Callable[[str], bool]) -> OpCounts:
-        counts = collections.Counter(kinds)
-        return cls(dict(counts.most_common()), frozenset(k for k in counts if is_bookkeeping(k)))
-
-    @property
-    def total(self) -> int:
-        return sum(self.by_kind.values())
-
-    @property
-    def compute(self) -> int:
-        """Nodes that compute on tensors (constants, attribute reads, list building excluded)."""
-        return sum(n for k, n in self.by_kind.items() if k not in self.bookkeeping)
-
-    def __getitem__(self, kind: str) -> int:
-        return self.by_kind.get(kind, 0)
-
-    def count(self, *substrings: str) -> int:
-        """Nodes whose kind contains any of ``substrings`` (e.g. ``count("batch_norm")``)."""
-        return sum(n for k, n in self.by_kind.items() if any(s in k for s in substrings))
-
-    def top(self, n: int = 8) -> str:
-        return ", ".join(f"{k} x{v}" for k, v in list(self.by_kind.items())[:n])
+__all__ = [
+    "MemoryPlan",
+    "OpCounts",
+    "Step",
+    "fold_batchnorm",
+    "markdown",
+    "plan_memory",
+    "stage_rows",
+]
 
 
 def stage_rows(stages: dict[str, OpCounts], watch: Sequence[str] = ()) -> list[dict]:
@@ -93,15 +73,6 @@ def fold_batchnorm(
     b = np.zeros(cout) if bias is None else np.asarray(bias, np.float64)
     w = weight * scale.reshape((cout,) + (1,) * (weight.ndim - 1))
     return w.astype(np.float32), ((b - mean) * scale + beta).astype(np.float32)
-
-
-@dataclass(frozen=True)
-class Step:
-    """One node in execution order: the intermediate tensors it reads and the ones it writes."""
-
-    name: str
-    reads: tuple[str, ...]
-    writes: tuple[str, ...]
 
 
 @dataclass

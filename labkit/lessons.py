@@ -7,22 +7,30 @@
 - :func:`recorded_warnings`: run a callable and keep the warnings it emits (category, first line),
   for showing and asserting deprecation and tracer warnings in a notebook;
 - :func:`native_output`: run a callable and capture what native (C/C++) code writes to standard
-  output or error, such as MindSpore's graph-mode ``print``, which ``redirect_stdout`` cannot see;
+  output or error, such as MindSpore's graph-mode ``print``, which ``redirect_stdout`` cannot see
+  (defined in :mod:`labkit.util.stdio`, which the framework packages use too);
 - :func:`break_even_figure`: cumulative time of eager vs compiled calls, with the break-even.
 """
 
 from __future__ import annotations
 
-import ctypes
 import math
-import os
-import sys
-import tempfile
 import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from . import bench, profiles, results
+from .util.stdio import native_output
+
+__all__ = [
+    "Caught",
+    "break_even_calls",
+    "break_even_figure",
+    "native_output",
+    "recorded_warnings",
+    "timed",
+    "us",
+]
 
 
 def timed(
@@ -103,41 +111,6 @@ def recorded_warnings(fn: Callable[[], object]) -> tuple[object, list[Caught]]:
         if item not in seen:
             seen.append(item)
     return result, seen
-
-
-def _flush_c_stdio() -> None:
-    try:
-        ctypes.CDLL(None).fflush(None)  # C stdio buffers (C++ iostreams sync with them)
-    except (OSError, AttributeError, TypeError):  # no C runtime reachable this way (Windows)
-        pass
-
-
-def native_output(fn: Callable[[], object], fd: int = 1) -> tuple[object, str]:
-    """Run ``fn`` with file descriptor ``fd`` (1: stdout, 2: stderr) sent to a temporary file.
-
-    Returns ``(result, text written to fd)``. For output that native code writes straight to the
-    process's descriptors: a notebook kernel forwards it to the cell late and out of order, and a
-    flood of it (hundreds of KB of C++ logging) can even stall the kernel, whose pipe fills up.
-    Python's own ``print`` is captured too where ``sys.stdout`` writes to descriptor 1 (a script,
-    a terminal), not in a Jupyter kernel, whose ``sys.stdout`` is a separate stream.
-    """
-    if fd not in (1, 2):
-        raise ValueError(f"fd must be 1 (standard output) or 2 (standard error), got {fd!r}")
-    stream = sys.stdout if fd == 1 else sys.stderr
-    stream.flush()
-    _flush_c_stdio()
-    with tempfile.TemporaryFile() as tmp:
-        saved = os.dup(fd)
-        os.dup2(tmp.fileno(), fd)
-        try:
-            result = fn()
-        finally:
-            stream.flush()
-            _flush_c_stdio()
-            os.dup2(saved, fd)
-            os.close(saved)
-        tmp.seek(0)
-        return result, tmp.read().decode(errors="replace")
 
 
 def break_even_figure(

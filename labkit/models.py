@@ -35,6 +35,7 @@ from pathlib import Path
 import numpy as np
 
 from . import frameworks as fw_registry
+from .frameworks._kit.explore import random_array
 
 #: the model every benchmark measures unless told otherwise (``labkit.resnet``)
 DEFAULT = "resnet50"
@@ -125,25 +126,6 @@ def shapes_text(inputs: Sequence[Input]) -> str:
 def with_batch(inputs: Sequence[Input], batch: int) -> list[Input]:
     """The same inputs with a batch of ``batch``."""
     return [Input((batch, *i.shape[1:]), i.dtype) for i in inputs]
-
-
-def describe_arrays(arrays: Sequence[np.ndarray]) -> str:
-    """``"8x16x32,8x16:int64"`` for host arrays (a scalar input reads as ``scalar``)."""
-    return ",".join(
-        ("x".join(map(str, a.shape)) or "scalar") + ("" if a.dtype == np.float32 else f":{a.dtype}")
-        for a in arrays
-    )
-
-
-def random_array(shape: Sequence[int], dtype: str | np.dtype, seed: int) -> np.ndarray:
-    """Seeded example values: standard normal floats, integers 0..9, random booleans."""
-    rng = np.random.default_rng(seed)
-    dt = np.dtype(dtype)
-    if dt.kind == "f":
-        return rng.standard_normal(tuple(shape)).astype(dt)
-    if dt.kind == "b":
-        return rng.integers(0, 2, tuple(shape)).astype(bool)
-    return rng.integers(0, 10, tuple(shape)).astype(dt)
 
 
 def example_arrays(inputs: Sequence[Input], seed: int = 0) -> list[np.ndarray]:
@@ -307,11 +289,11 @@ def build(spec: str | os.PathLike | Spec) -> object:
     return model
 
 
-def child_pythonpath() -> str:
-    """``PYTHONPATH`` for a process that must import what this one can: labkit first, then
-    this process's own search path (the current folder included), so that a spec or a pickled
-    model whose module this process imported resolves there too."""
+def child_pythonpath() -> list[str]:
+    """The ``PYTHONPATH`` entries for a process that must import what this one can: labkit
+    first, then this process's own search path (the current folder included), so that a spec or
+    a pickled model whose module this process imported resolves there too."""
     root = str(Path(__file__).resolve().parents[1])
     entries = [root, *os.environ.get("PYTHONPATH", "").split(os.pathsep)]
     entries += [p or os.getcwd() for p in sys.path]
-    return os.pathsep.join(dict.fromkeys(e for e in entries if e))
+    return list(dict.fromkeys(e for e in entries if e))

@@ -16,8 +16,9 @@ from pathlib import Path
 
 from matplotlib.figure import Figure as _Figure
 
-from . import bench, results
+from . import results
 from .frameworks import specs
+from .frameworks.contract import TASKS
 from .util import stats
 
 
@@ -79,7 +80,7 @@ def _bars(ax, ys, widths, rows: list[dict], **kw) -> None:
 
 
 def _tasks(rows: list[dict]) -> list[str]:
-    return [t for t in bench.TASKS if any(r["task"] == t for r in rows)]
+    return [t for t in TASKS if any(r["task"] == t for r in rows)]
 
 
 def _empty(fig: Figure, what: str) -> Figure:

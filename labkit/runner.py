@@ -34,7 +34,6 @@ import contextlib
 import json
 import math
 import os
-import shutil
 import signal
 import subprocess
 import sys
@@ -49,20 +48,14 @@ from pathlib import Path
 
 from . import bench, hardware, profiles, results
 from . import frameworks as fw_registry
-from .util import jsonio, stats, tempdirs
+from .frameworks.contract import DEVICES, PRECISIONS, TASKS, Prepared, Unsupported
+from .util import jsonio, proc, stats, tempdirs
 
 FAULT_ENV = "LABKIT_TEST_FAULT"
 FAULTS = ("fail", "hang", "oom")
-#: environment variables that size the thread pools of every framework's math libraries
-THREAD_ENV = (
-    "OMP_NUM_THREADS",
-    "MKL_NUM_THREADS",
-    "OPENBLAS_NUM_THREADS",
-    "TF_NUM_INTRAOP_THREADS",
-)
 #: thread-related variables a cell records (the user's own settings pass through unchanged)
 RECORDED_ENV = (
-    *THREAD_ENV,
+    *proc.THREAD_ENV,
     "TF_NUM_INTEROP_THREADS",
     "OMP_WAIT_POLICY",
     "GOMP_SPINCOUNT",
@@ -202,11 +195,9 @@ class Plan:
         if modes is not None:
             _pick("mode", modes, mode_names())
             modes = [m.strip() for m in modes if m.strip()]
-        tks = _pick("task", tasks, bench.TASKS)
-        precs = _pick(
-            "precision", precisions if precisions is not None else ["fp32"], bench.PRECISIONS
-        )
-        (dev,) = _pick("device", [device], bench.DEVICES)
+        tks = _pick("task", tasks, TASKS)
+        precs = _pick("precision", precisions if precisions is not None else ["fp32"], PRECISIONS)
+        (dev,) = _pick("device", [device], DEVICES)
         sizes = _batches(batch_sizes)
         default_batch = {
             "latency": prof.latency_batch,
@@ -348,7 +339,7 @@ def measure_cell(cell: Cell, threads: int, memory_limit_mb: float | None = None)
             recipe=prepared.recipe,
         )
         out.update(ceiling_fields(m.images_per_s, cell))
-    except bench.Unsupported as exc:
+    except Unsupported as exc:
         out["error"] = f"unsupported: {exc}"
     except MemoryError:
         out["error"] = (
@@ -389,35 +380,15 @@ def ceiling_fields(images_per_s: float, cell: Cell) -> dict:
     }
 
 
-def _prepare_model(adapter, cell: Cell) -> bench.Prepared:
+def _prepare_model(adapter, cell: Cell) -> Prepared:
     """Build a learner's model from its spec and prepare its step (labkit.explore.bench)."""
     from . import models
 
     if not isinstance(adapter, fw_registry.ModelBencher):
-        raise bench.Unsupported(f"labkit cannot benchmark other models with {cell.framework}")
+        raise Unsupported(f"labkit cannot benchmark other models with {cell.framework}")
     model = models.build(cell.model)
     inputs = models.example_arrays(models.parse_inputs(cell.input_shape))
     return adapter.prepare_model(model, inputs, cell.mode, cell.task, cell.precision, cell.device)
-
-
-def _exit_with_parent(parent: int, workdir: Path) -> None:
-    """End this cell if the runner ``parent`` dies (e.g. SIGKILL): no orphan keeps running, and
-    the cell's temporary folder, which the dead runner cannot remove any more, goes too.
-
-    The cell leads its own process group (the runner starts it in a new session), so killing
-    that group also ends what the cell started (compile workers, a test fault's grandchild).
-    """
-
-    def watch() -> None:
-        while os.getppid() == parent:
-            time.sleep(0.5)
-        shutil.rmtree(workdir, ignore_errors=True)
-        if os.getpgrp() == os.getpid():
-            with contextlib.suppress(OSError):
-                os.killpg(os.getpid(), signal.SIGKILL)
-        os._exit(3)
-
-    threading.Thread(target=watch, daemon=True, name="labkit-parent-watch").start()
 
 
 def _cell_main(argv: Sequence[str] | None = None) -> int:
@@ -431,7 +402,9 @@ def _cell_main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--parent", type=int, default=0, help="exit when this process is gone")
     args = parser.parse_args(argv)
     if args.parent:
-        _exit_with_parent(args.parent, Path(args.result).parent)
+        # the runner died (even by SIGKILL): no orphan keeps running, and the cell's temporary
+        # folder goes too; the cell leads its own process group, so what it started goes with it
+        proc.exit_with_parent(args.parent, remove=Path(args.result).parent)
     cell = Cell(**json.loads(args.cell))
     fields = measure_cell(cell, args.threads, args.memory_limit_mb)
     jsonio.write_atomic(args.result, json.dumps(fields))
@@ -474,13 +447,6 @@ class RunResult:
             f"failed or unsupported), {len(self.skipped)} skipped, {self.wall_s:.0f} s, "
             f"appended to {self.out}{unsaved}>"
         )
-
-
-def thread_env(threads: int) -> dict[str, str]:
-    """The environment that gives every framework's math libraries ``threads`` threads."""
-    env = {k: str(threads) for k in THREAD_ENV}
-    env["TF_NUM_INTEROP_THREADS"] = "1"
-    return env
 
 
 #: TensorFlow's XLA flag that keeps compiled executables on disk between processes
@@ -540,62 +506,28 @@ def cache_env(cache: str, cell_dir: Path) -> dict[str, str]:
 
 
 def cell_env(cell: Cell, threads: int, cell_dir: Path, cache: str = "cold") -> dict[str, str]:
-    """The whole environment of a cell's process: this one's, the thread policy, the caches.
+    """The whole environment of a cell's process: this one's, the lab's thread policy at
+    ``threads`` (:func:`labkit.util.proc.child_env`), the caches (:func:`cache_env`).
 
     ``benchmarks/overhead.py`` runs its bare loop in the same environment.
     """
-    env = {
-        **os.environ,
-        **thread_env(threads),
-        **cache_env(cache, cell_dir),
-        "LABKIT_PROFILE": cell.profile,
-        "PROTOCOL_BUFFERS_PYTHON_IMPLEMENTATION": "python",
-        "TF_CPP_MIN_LOG_LEVEL": "2",
-        "PYTHONPATH": os.pathsep.join(
-            filter(None, [str(Path(__file__).resolve().parents[1]), os.environ.get("PYTHONPATH")])
-        ),
-    }
-    if cell.custom:  # the learner's module must import there as it does here
+    path: list[str] = []
+    if cell.custom:  # the learner's model: its module must import there as it does here
         from . import models
 
-        env["PYTHONPATH"] = models.child_pythonpath()
-    return env
-
-
-def _signal_name(code: int) -> str:
-    with contextlib.suppress(ValueError):
-        return signal.Signals(-code).name
-    return f"signal {-code}"
+        path = models.child_pythonpath()
+    extra = {
+        **cache_env(cache, cell_dir),
+        "LABKIT_PROFILE": cell.profile,
+        "TF_CPP_MIN_LOG_LEVEL": "2",
+    }
+    return proc.child_env(threads, path=path, extra=extra)
 
 
 def _crash_reason(code: int, log: str) -> str:
-    if "MemoryError" in log or "std::bad_alloc" in log or "out of memory" in log.lower():
-        return (
-            f"out of memory: the cell's process died (exit status {code}) running out of "
-            "memory; try a smaller batch size or the smoke profile"
-        )
-    if code == -signal.SIGKILL:
-        return (
-            "killed by SIGKILL: most likely the out-of-memory killer (the machine ran out "
-            "of memory); try a smaller batch size or the smoke profile"
-        )
-    if code < 0:
-        return f"the cell's process crashed ({_signal_name(code)})"
-    return f"the cell's process exited with status {code} without a result"
-
-
-def _kill_group(proc: subprocess.Popen) -> None:
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(proc.pid, signal.SIGKILL)
-    with contextlib.suppress(subprocess.TimeoutExpired):
-        proc.wait(timeout=10)
-
-
-def _tail(path: Path) -> str:
-    with contextlib.suppress(OSError):
-        data = path.read_bytes()[-LOG_TAIL_CHARS:]
-        return data.decode("utf-8", errors="replace")
-    return ""
+    return proc.crash_reason(
+        code, log, "the cell's process", "try a smaller batch size or the smoke profile"
+    )
 
 
 def run_cell(
@@ -634,7 +566,7 @@ def run_cell(
         with open(log, "wb") as logf:
             # cwd: the temporary folder, so that files a framework drops there (MindSpore's
             # graph dumps) go with it
-            proc = subprocess.Popen(
+            child = subprocess.Popen(
                 cmd,
                 stdout=logf,
                 stderr=subprocess.STDOUT,
@@ -647,11 +579,11 @@ def run_cell(
             deadline = t0 + timeout_s
             while True:
                 try:
-                    code = proc.wait(timeout=max(0.01, min(1.0, deadline - time.perf_counter())))
+                    code = child.wait(timeout=max(0.01, min(1.0, deadline - time.perf_counter())))
                     break
                 except subprocess.TimeoutExpired:
                     if time.perf_counter() >= deadline:
-                        _kill_group(proc)
+                        proc.kill_group(child)
                         return {
                             "status": "failed",
                             "wall_s": time.perf_counter() - t0,
@@ -662,12 +594,12 @@ def run_cell(
                                 "group was killed); raise the profile's cell_timeout_s "
                                 "or use a smaller profile"
                             ),
-                            "log": _tail(log),
+                            "log": proc.tail(log, LOG_TAIL_CHARS),
                         }
                     if tick is not None:
                         tick()
         finally:
-            _kill_group(proc)  # also reaps stragglers (compile workers) of a finished cell
+            proc.kill_group(child)  # also reaps stragglers (compile workers) of a finished cell
         wall = time.perf_counter() - t0
         base = {"wall_s": wall, "thread_env": recorded, "cache": cache}
         if result.exists():
@@ -680,12 +612,12 @@ def run_cell(
                     **base,
                     "status": "failed",
                     "error": f"the cell's result could not be read: {exc}",
-                    "log": _tail(log),
+                    "log": proc.tail(log, LOG_TAIL_CHARS),
                 }
             if fields.get("status") != "ok" and not fields.get("log"):
-                fields["log"] = _tail(log)
+                fields["log"] = proc.tail(log, LOG_TAIL_CHARS)
             return {**fields, **base}
-        text = _tail(log)
+        text = proc.tail(log, LOG_TAIL_CHARS)
         return {**base, "status": "failed", "error": _crash_reason(code, text), "log": text}
 
 

@@ -70,11 +70,12 @@ _REFERENCES: dict = {}
 
 def assert_float32_close(got, weights: dict, images, what: str = "") -> None:
     """``got`` (float32 logits of ``weights`` on ``images``) is as close to the float64 reference
-    as PyTorch's own float32 logits allow (labkit.crosscheck: FP32_SPREAD times PyTorch's error).
+    as PyTorch's own float32 logits allow (labkit.frameworks.crosscheck: FP32_SPREAD times
+    PyTorch's error).
 
     The reference is computed once per weights object and batch (the callers' fixtures keep
     both alive for the module)."""
-    from labkit import crosscheck
+    from labkit.frameworks import crosscheck
 
     import numpy as np
 

@@ -11,8 +11,8 @@ import json
 import sys
 
 import labkit  # noqa: F401  (protobuf's pure-Python implementation, before any framework)
-from labkit import crosscheck as cc
 from labkit import frameworks, resnet
+from labkit.frameworks import crosscheck as cc
 
 #: (weights seed, batch, image size, width): three batches of ResNet-50, one of the narrow one
 LOGIT_CASES = [(0, 2, 64, 64), (1, 1, 32, 64), (2, 3, 32, 64), (3, 2, 32, 16)]

@@ -14,6 +14,7 @@ import time
 import warnings
 
 from labkit import bench, plots, results
+from labkit.frameworks import contract
 from labkit.util import stats
 
 import numpy as np
@@ -60,7 +61,7 @@ class Counter:
 def test_measure_times_the_first_call_apart_and_counts_calls():
     step = Counter()
     m = bench.measure(
-        bench.Prepared(step, batch_size=4),
+        contract.Prepared(step, batch_size=4),
         warmup=2,
         min_repeats=5,
         min_time_s=0.0,

@@ -15,9 +15,9 @@ import sys
 import time
 from pathlib import Path
 
-from labkit import crosscheck as cc
 from labkit import distributed, resnet
 from labkit.distributed import DistributedError, Job, PortInUse
+from labkit.frameworks import crosscheck as cc
 
 import numpy as np
 import psutil

@@ -11,6 +11,7 @@ import os
 import threading
 
 from labkit import explore, frameworks, models, results
+from labkit.frameworks._kit import explore as kit
 
 import numpy as np
 import pytest
@@ -103,22 +104,22 @@ def test_framework_of_reads_types_and_file_names_without_importing_frameworks():
 
 def test_agreement_catches_shape_value_and_nan_differences():
     a = np.array([[1.0, 2.0], [3.0, 4.0]], np.float32)
-    assert explore.agreement([a + 1e-6], [a])[0]
-    ok, worst, why = explore.agreement([a + 0.1], [a])
+    assert kit.agreement([a + 1e-6], [a])[0]
+    ok, worst, why = kit.agreement([a + 0.1], [a])
     assert not ok and worst == pytest.approx(0.1, rel=1e-3) and "differs by up to 0.1" in why
-    assert "shape" in explore.agreement([a[:1]], [a])[2]
-    assert "NaN" in explore.agreement([a * np.nan], [a])[2]
-    assert "2 outputs instead of 1" in explore.agreement([a, a], [a])[2]
+    assert "shape" in kit.agreement([a[:1]], [a])[2]
+    assert "NaN" in kit.agreement([a * np.nan], [a])[2]
+    assert "2 outputs instead of 1" in kit.agreement([a, a], [a])[2]
 
 
 def test_variations_change_the_batch_and_the_sequence_or_image_size():
-    seq = explore.variations([np.zeros((2, 6, 16), np.float32)])
+    seq = kit.variations([np.zeros((2, 6, 16), np.float32)])
     assert [v.name for v in seq] == ["batch size", "sequence length"]
     assert seq[0].shapes == ["2x6x16", "3x6x16", "4x6x16", "5x6x16"]
     assert seq[1].shapes[1:] == ["2x7x16", "2x8x16", "2x9x16"]
-    img = explore.variations([np.zeros((1, 3, 32, 32), np.float32)])
+    img = kit.variations([np.zeros((1, 3, 32, 32), np.float32)])
     assert img[1].name == "image size" and img[1].shapes[1] == "1x3x40x40"
-    two = explore.variations([np.zeros((4, 8), np.float32), np.zeros((4,), np.int64)])
+    two = kit.variations([np.zeros((4, 8), np.float32), np.zeros((4,), np.int64)])
     assert [v.name for v in two] == ["batch size"] and two[0].shapes[1] == "5x8,5:int64"
 
 
@@ -140,10 +141,8 @@ def test_report_reads_as_markdown_and_plain_data():
         r.path("onnx")
     with pytest.raises(ValueError, match="status 'maybe'"):
         explore.PathResult("eager", "maybe", "")
-    assert explore.user_location(
-        'File "/x/site-packages/t.py", line 1\nFile "/m/my.py", line 7, in f'
-    )
-    assert explore.condense("\x1b[96mstep 1\x1b[0m\n\nstep 2\nstep 3") == "step 1 / step 2"
+    assert kit.user_location('File "/x/site-packages/t.py", line 1\nFile "/m/my.py", line 7, in f')
+    assert kit.first_lines("\x1b[96mstep 1\x1b[0m\n\nstep 2\nstep 3") == "step 1 / step 2"
 
 
 def _record(mode, median, **cell):

@@ -15,6 +15,7 @@ import time
 
 from labkit import distributed, frameworks
 from labkit.distributed import Job, PortInUse
+from labkit.util import net
 
 import psutil
 import pytest
@@ -78,7 +79,7 @@ class Listeners(threading.Thread):
 def consecutive_free_ports(count: int) -> int:
     """The first of ``count`` consecutive ports free on every address."""
     for _ in range(100):
-        base = distributed.free_port()
+        base = net.free_port()
         try:
             distributed.pick_ports(count, base)
             return base
@@ -112,14 +113,14 @@ def test_a_running_job_listens_on_loopback_only(framework, tmp_path):
         assert not exposed, f"listening on other addresses than loopback: {exposed}"
         return
     # the documented exception: exactly the job's ports, on the wildcard, and nothing else
-    assert {address for address, _port in exposed} <= set(distributed.WILDCARDS), exposed
+    assert {address for address, _port in exposed} <= set(net.WILDCARDS), exposed
     assert {port for _address, port in exposed} == ports, (
         f"EVERY_INTERFACE of {framework} says its servers listen on every interface; seen: {seen}"
     )
     pytest.xfail(f"known exception ({framework}): {launch.EVERY_INTERFACE}")
 
 
-@pytest.mark.parametrize("wildcard", distributed.WILDCARDS)
+@pytest.mark.parametrize("wildcard", net.WILDCARDS)
 def test_a_port_held_on_the_wildcard_is_refused_before_anything_starts(wildcard):
     family = socket.AF_INET6 if ":" in wildcard else socket.AF_INET
     try:
@@ -149,8 +150,12 @@ def test_a_port_held_on_another_address_is_refused():
         port = busy.getsockname()[1]
         with socket.socket() as probe:  # really free on loopback
             probe.bind((distributed.HOST, port))
-        with pytest.raises(PortInUse, match=rf"port {port} is already in use .*another address"):
-            distributed.check_port(port)
+        with pytest.raises(
+            net.PortInUse, match=rf"port {port} is already in use .*another address"
+        ):
+            net.check_port(port)
+        with pytest.raises(PortInUse, match=rf"port {port} is already in use .*port=None"):
+            distributed.pick_ports(1, port)
         assert port not in distributed.pick_ports(1, None)
 
 
@@ -164,11 +169,7 @@ def test_the_torch_job_runs_the_bound_rendezvous():
     assert cmd[1:3] == ["-m", launch.BOUND_TORCHRUN]
     assert "--rdzv-backend" in cmd and cmd[cmd.index("--rdzv-backend") + 1] == launch.BOUND_BACKEND
     assert cmd[cmd.index("--rdzv-endpoint") + 1] == "127.0.0.1:29555"
-    assert (
-        env["GLOO_SOCKET_IFNAME"]
-        == env["NCCL_SOCKET_IFNAME"]
-        == distributed.interface_of("127.0.0.1")
-    )
+    assert env["GLOO_SOCKET_IFNAME"] == env["NCCL_SOCKET_IFNAME"] == net.interface_of("127.0.0.1")
     source = (frameworks.spec("torch").folder / "torchrun.py").read_text()
     assert f'BACKEND = "{launch.BOUND_BACKEND}"' in source
     for _host, line in distributed.cluster_commands(Job("torch"), ["a", "b"]):

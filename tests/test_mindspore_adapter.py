@@ -4,7 +4,8 @@ import os
 import subprocess
 import sys
 
-from labkit import bench, resnet
+from labkit import resnet
+from labkit.frameworks import contract
 
 import numpy as np
 import pytest
@@ -68,7 +69,7 @@ def test_max_pool_pads_like_torch(ms_adapter):
 # tests/test_resnet_crosscheck.py (in fresh processes, so the thread count is the one asked).
 
 
-@pytest.mark.parametrize("task", bench.TASKS)
+@pytest.mark.parametrize("task", contract.TASKS)
 def test_prepare_runs_every_mode(ms_adapter, weights, task):
     batch = 1 if task == "latency" else 2
     outputs = {}
@@ -113,7 +114,7 @@ def test_prepare_rejects_bad_choices(ms_adapter, weights):
 
 
 def test_bf16_on_cpu_is_unsupported_with_mindspores_reason(ms_adapter, weights):
-    with pytest.raises(bench.Unsupported, match=r"bfloat16.*CPU.*Conv2D"):
+    with pytest.raises(contract.Unsupported, match=r"bfloat16.*CPU.*Conv2D"):
         ms_adapter.prepare(weights, "pynative", "latency", 1, "bf16", SIZE)
 
 
@@ -122,7 +123,7 @@ def test_gpu_without_a_gpu_plugin_says_how_to_install(ms_adapter, weights):
 
     if ms.device_context.gpu.is_available():
         pytest.skip("MindSpore's GPU plugin loads here")
-    with pytest.raises(bench.Unsupported, match="CUDA.*mindspore.cn/install"):
+    with pytest.raises(contract.Unsupported, match="CUDA.*mindspore.cn/install"):
         ms_adapter.prepare(weights, "pynative", "latency", 1, device="gpu", image_size=SIZE)
 
 

@@ -14,7 +14,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from labkit import bench, deploy, frameworks, recipe, resnet
+from labkit import deploy, frameworks, recipe, resnet
 from labkit.frameworks import contract
 
 import numpy as np
@@ -48,7 +48,7 @@ def test_every_spec_is_complete_and_consistent(spec):
     assert spec.name in frameworks.REGISTRY and frameworks.spec(spec.name) is spec
     assert spec.display and spec.import_name and spec.color.startswith("#") and spec.summary
     assert spec.modes and len(set(spec.modes)) == len(spec.modes)
-    assert set(spec.tasks) <= set(bench.TASKS) and spec.tasks
+    assert set(spec.tasks) <= set(contract.TASKS) and spec.tasks
     assert set(spec.formats) <= set(deploy.format_keys()), "formats must be keys of deploy.FORMATS"
     if spec.eager is None:  # a runtime of exported graphs: measured against its source's eager
         assert frameworks.spec(spec.exported_from).eager is not None
@@ -212,8 +212,8 @@ def test_prepare_names_unknown_modes_and_refuses_tasks_the_spec_leaves_out(adapt
     spec = adapter.SPEC
     with pytest.raises(ValueError, match=f"unknown mode 'turbo' for {spec.name}: valid modes are"):
         adapter.prepare(weights, "turbo", "latency", 1, image_size=32)
-    for task in set(bench.TASKS) - set(spec.tasks):
-        with pytest.raises(bench.Unsupported):
+    for task in set(contract.TASKS) - set(spec.tasks):
+        with pytest.raises(contract.Unsupported):
             adapter.prepare(weights, spec.modes[0], task, 1, image_size=32)
 
 

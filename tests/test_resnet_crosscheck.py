@@ -1,9 +1,9 @@
 """One ResNet-50, four runtimes, the same function: every framework's eval logits, one
 training step and exported models against a float64 reference (PyTorch run in float64).
 
-Each bound is derived, not chosen: a framework may be off by ``labkit.crosscheck.FP32_SPREAD``
+Each bound is derived, not chosen: a framework may be off by ``labkit.frameworks.crosscheck.FP32_SPREAD``
 times PyTorch's own float32 error against the same reference, measured in the same run (see
-labkit.crosscheck). The logits and training steps are measured in fresh processes
+labkit.frameworks.crosscheck). The logits and training steps are measured in fresh processes
 (tests/crosscheck_child.py), once with 1 thread and once with 2 (and, in `make test-standard`,
 with oneDNN held to AVX2): each framework's summation order changes with them, and a bound that
 held for one order only fails here; no thread count an earlier test left can reach them.
@@ -15,8 +15,8 @@ import os
 import subprocess
 import sys
 
-from labkit import crosscheck as cc
 from labkit import frameworks, recipe, resnet
+from labkit.frameworks import crosscheck as cc
 
 import numpy as np
 import pytest

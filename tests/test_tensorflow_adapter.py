@@ -4,8 +4,9 @@ three execution modes as benchmark cells, and its exports (SavedModel, TF Lite).
 Small images (32/64 px) and 10 classes keep this file cheap; the architecture is the full one.
 """
 
-from labkit import bench, resnet
-from labkit.crosscheck import max_rel_diff
+from labkit import resnet
+from labkit.frameworks import contract
+from labkit.frameworks.crosscheck import max_rel_diff
 
 import keras
 import numpy as np
@@ -96,7 +97,7 @@ def test_keras_folds_the_biased_batch_variance_into_running_var(tfa, weights, st
 def test_every_task_runs_in_every_mode_and_agrees_with_eager(tfa, model, weights, stepped, mode):
     for task, batch in MODE_TASKS:
         prepared = tfa.prepare(weights, mode, task, batch, image_size=SIZE)
-        assert isinstance(prepared, bench.Prepared) and prepared.batch_size == batch
+        assert isinstance(prepared, contract.Prepared) and prepared.batch_size == batch
         assert tfa.MODE_NOTES[mode] in prepared.notes
         first, second = prepared.step(), prepared.step()
         images, _ = resnet.random_batch(batch, SIZE, num_classes=CLASSES)
@@ -134,7 +135,7 @@ def test_gpu_cell_runs_or_says_how_to_get_one(tfa, weights):
         prepared = tfa.prepare(weights, "eager", "latency", 1, image_size=SIZE, device="gpu")
         assert prepared.step().shape == (1, CLASSES) and "GPU" in prepared.notes
     else:
-        with pytest.raises(bench.Unsupported, match=r"tensorflow\[and-cuda\]"):
+        with pytest.raises(contract.Unsupported, match=r"tensorflow\[and-cuda\]"):
             tfa.prepare(weights, "eager", "latency", 1, image_size=SIZE, device="gpu")
 
 

@@ -10,8 +10,9 @@ benchmark runner's smoke cells build (seed-0 weights, batch 1, 32 px), so Induct
 cache can serve it.
 """
 
-from labkit import bench, resnet
-from labkit.crosscheck import max_rel_diff
+from labkit import resnet
+from labkit.frameworks import contract
+from labkit.frameworks.crosscheck import max_rel_diff
 
 import numpy as np
 import onnx
@@ -101,7 +102,7 @@ def test_gpu_without_cuda_is_unsupported_with_the_reason(T, weights):
         prepared = T.prepare(weights, "eager", "latency", 1, image_size=SIZE, device="gpu")
         assert prepared.step().device.type == "cuda"
         return
-    with pytest.raises(bench.Unsupported, match="no CUDA GPU"):
+    with pytest.raises(contract.Unsupported, match="no CUDA GPU"):
         T.prepare(weights, "eager", "latency", 1, image_size=SIZE, device="gpu")
 
 
@@ -121,7 +122,7 @@ INFERENCE = [
 @pytest.mark.parametrize("mode,task,batch,precision", INFERENCE)
 def test_inference_modes_agree_with_eager(T, weights, mode, task, batch, precision):
     prepared = T.prepare(weights, mode, task, batch, precision, image_size=SIZE)
-    assert isinstance(prepared, bench.Prepared) and prepared.batch_size == batch
+    assert isinstance(prepared, contract.Prepared) and prepared.batch_size == batch
     out = prepared.step()
     images, _ = resnet.random_batch(batch, SIZE, seed=0, num_classes=CLASSES)  # prepare's batch
     ref = T.predict(T.build_resnet50(weights), images)

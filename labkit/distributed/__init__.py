@@ -4,8 +4,8 @@ Framework-free: no framework is imported here, and none is named. A :class:`Job`
 train; :func:`launch` starts its worker processes the way the framework expects and waits for
 them. How a framework's workers are started (its launcher's command lines and environment) is
 written in that framework's package, ``labkit/frameworks/<name>/launch.py``, and what a worker
-does in ``labkit/frameworks/<name>/distributed.py``; the registry (:mod:`labkit.frameworks`)
-finds both.
+does in ``labkit/frameworks/<name>/distributed.py`` (with the helpers every worker shares,
+:mod:`labkit.frameworks._kit.worker`); the registry (:mod:`labkit.frameworks`) finds both.
 
 One module per concern:
 
@@ -16,7 +16,6 @@ One module per concern:
 - :mod:`~labkit.distributed.folders`: temporary job folders, and the sweep of abandoned ones;
 - :mod:`~labkit.distributed.runs`: a finished :class:`Run` and its statistics (step time,
   throughput, weight differences, scaling efficiency);
-- :mod:`~labkit.distributed.worker`: helpers every framework's worker module shares;
 - :mod:`~labkit.distributed.cli`: ``python -m labkit.distributed`` (``--help``).
 
 Each worker writes ``rank<r>.json`` (losses, step times, the cost of its gradient all-reduce) and
@@ -37,71 +36,41 @@ from .job import (
     FRAMEWORKS,
     HOST,
     MODELS,
-    TINY_CLASSES,
-    WILDCARDS,
     WORKER_MODULES,
     DistributedError,
     Job,
     PortInUse,
-    check_port,
-    free_port,
-    interface_of,
     pick_ports,
     worker_source,
 )
 from .launcher import cluster_commands, launch
 from .processes import ProcessTree, still_running
 from .runs import Run, is_running_statistic, max_difference, scaling_efficiency, steady
-from .worker import (
-    WorkerFailure,
-    maybe_fault,
-    report_step,
-    result_fields,
-    run_worker,
-    start_watchdog,
-    synthetic_sample,
-    worker_parser,
-    write_result,
-)
 
 __all__ = [
     "FAULTS",
     "FRAMEWORKS",
     "HOST",
     "MODELS",
-    "TINY_CLASSES",
     "TMP_PREFIX",
-    "WILDCARDS",
     "WORKER_MODULES",
     "DistributedError",
     "Job",
     "PortInUse",
     "ProcessTree",
     "Run",
-    "WorkerFailure",
     "build_parser",
-    "check_port",
     "cli",
     "cluster_commands",
-    "free_port",
-    "interface_of",
     "is_running_statistic",
     "launch",
     "main",
     "max_difference",
-    "maybe_fault",
     "new_output_dir",
     "pick_ports",
-    "report_step",
-    "result_fields",
-    "run_worker",
     "scaling_efficiency",
-    "start_watchdog",
     "steady",
     "still_running",
     "sweep_orphaned_outputs",
-    "synthetic_sample",
-    "worker_parser",
     "worker_source",
-    "write_result",
 ]

@@ -3,25 +3,19 @@
 from __future__ import annotations
 
 import dataclasses
-import errno
-import socket
 from dataclasses import dataclass
 from pathlib import Path
 
 from .. import hardware, resnet
 from ..frameworks import spec, specs
+from ..frameworks._kit.worker import FAULTS, MODELS
+from ..util import net
 
 #: the registered frameworks that have a data-parallel launcher
 FRAMEWORKS: tuple[str, ...] = tuple(s.name for s in specs() if s.launcher)
 #: the worker module of each framework (run with ``python -m``)
 WORKER_MODULES: dict[str, str] = {s.name: s.worker_module for s in specs() if s.launcher}
-#: resnet50: the course's model (BatchNorm: statistics per worker); tiny: a small CNN without
-#: BatchNorm, for which data-parallel training equals one process on the concatenated batch
-MODELS: tuple[str, ...] = ("resnet50", "tiny")
-TINY_CLASSES = 10
-#: deliberate worker faults, for demonstrations and tests (:func:`.worker.maybe_fault`)
-FAULTS: tuple[str, ...] = ("crash", "hang", "straggler")
-HOST = "127.0.0.1"
+HOST = net.LOOPBACK
 
 
 class DistributedError(RuntimeError):
@@ -33,7 +27,7 @@ class DistributedError(RuntimeError):
         self.log = log
 
 
-class PortInUse(DistributedError, ValueError):
+class PortInUse(DistributedError, net.PortInUse):
     """The port asked for is taken by another program (nothing was started)."""
 
 
@@ -161,70 +155,23 @@ def worker_source(framework: str) -> Path:
 # Ports
 
 
-#: the wildcards: a program that listens on every interface, or on any one address, holds a port
-#: for them too, and a launcher whose servers bind every interface needs the port free on each
-WILDCARDS: tuple[str, ...] = ("0.0.0.0", "::")
-
-
-def free_port(host: str = HOST) -> int:
-    """A TCP port that nobody listens on right now on ``host`` (the OS picks it)."""
-    with socket.socket() as s:
-        s.bind((host, 0))
-        return s.getsockname()[1]
-
-
-def check_port(port: int, host: str = HOST) -> int:
-    """Raise :class:`PortInUse` (naming the fix) if ``port`` cannot be bound on ``host`` or on
-    the wildcards (:data:`WILDCARDS`): a port that another program holds on any address of
-    this machine is refused before anything starts."""
-    if not isinstance(port, int) or not 1 <= port <= 65535:
-        raise ValueError(f"port must be an integer in 1..65535, got {port!r}")
-    for address in dict.fromkeys((host, *WILDCARDS)):
-        family = socket.AF_INET6 if ":" in address else socket.AF_INET
-        try:
-            s = socket.socket(family, socket.SOCK_STREAM)
-        except OSError:  # no IPv6 here: nothing can listen there either
-            continue
-        with s:
-            try:
-                s.bind((address, port))
-            except OSError as exc:
-                if address != host and exc.errno in (errno.EADDRNOTAVAIL, errno.EAFNOSUPPORT):
-                    continue
-                where = (
-                    f"on {host} is already in use by another program ({exc.strerror})"
-                    if address == host
-                    else f"is already in use by another program on another address of this "
-                    f"machine (it cannot be bound on {address}, every interface: {exc.strerror})"
-                )
-                raise PortInUse(
-                    f"port {port} {where}: pass another port, or port=None to let labkit pick "
-                    "a free one"
-                ) from None
-    return port
-
-
-def interface_of(address: str) -> str | None:
-    """The network interface that holds ``address`` (``lo`` for 127.0.0.1 on Linux), None when
-    no interface does."""
-    import psutil
-
-    for name, addresses in psutil.net_if_addrs().items():
-        if any(a.address.split("%")[0] == address for a in addresses):
-            return name
-    return None
-
-
 def pick_ports(count: int, port: int | None) -> list[int]:
-    """``count`` consecutive ports from ``port`` (each checked), or free ones when ``port`` is None."""
+    """``count`` consecutive ports from ``port``, or free ones when ``port`` is None; each one
+    free on every address of this machine (:func:`labkit.util.net.check_port`), else
+    :class:`PortInUse` naming the fix, before anything starts."""
     if port is None:
         ports: list[int] = []
         while len(ports) < count:
-            p = free_port()
+            p = net.free_port(HOST)
             try:  # free on 127.0.0.1 may still be taken on another address
                 if p not in ports:
-                    ports.append(check_port(p))
-            except PortInUse:
+                    ports.append(net.check_port(p, HOST))
+            except net.PortInUse:
                 continue
         return ports
-    return [check_port(port + i) for i in range(count)]
+    try:
+        return [net.check_port(port + i, HOST) for i in range(count)]
+    except net.PortInUse as exc:
+        raise PortInUse(
+            f"{exc}: pass another port, or port=None to let labkit pick a free one"
+        ) from None

@@ -17,12 +17,12 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from ..frameworks import launch_module, specs
+from ..util import proc
 from .folders import new_output_dir
 from .job import HOST, DistributedError, Job, pick_ports
 from .processes import ProcessTree, wait
 from .runs import Run
 
-_REPO = Path(__file__).resolve().parents[2]
 #: files a worker writes into the job's folder (deleted before a job reuses the folder)
 WORKER_FILES = ("rank*.json", "rank*.npz", "rank*.hang", "rank*.steps", "rank*.straggler")
 
@@ -46,29 +46,21 @@ def cluster_commands(
 
 
 def environment(job: Job) -> dict[str, str]:
-    """The workers' environment: ours, the thread counts, the framework's launch settings, and
-    no cluster variable of any launcher (a stale cluster description must not leak in)."""
-    env = dict(os.environ)
-    for s in specs():
-        if s.launcher:
-            for key in launch_module(s.name).CLUSTER_VARIABLES:
-                env.pop(key, None)
-    threads = str(job.threads_per_worker)
-    env.update(
-        {
-            "OMP_NUM_THREADS": threads,
-            "MKL_NUM_THREADS": threads,
-            "PROTOCOL_BUFFERS_PYTHON_IMPLEMENTATION": "python",
+    """The workers' environment: ours (no cluster variable of any launcher: a stale cluster
+    description must not leak in), the lab's thread policy at the job's threads per worker
+    (:func:`labkit.util.proc.child_env`), unbuffered output, this interpreter first on ``PATH``
+    and the framework's launch settings."""
+    cluster = [k for s in specs() if s.launcher for k in launch_module(s.name).CLUSTER_VARIABLES]
+    return proc.child_env(
+        job.threads_per_worker,
+        drop=cluster,
+        extra={
             "PYTHONUNBUFFERED": "1",
-            "PYTHONPATH": os.pathsep.join([str(_REPO), env.get("PYTHONPATH", "")]).rstrip(
-                os.pathsep
-            ),
             # a launcher that calls `python` from PATH gets this interpreter
-            "PATH": os.pathsep.join([str(Path(sys.executable).parent), env.get("PATH", "")]),
+            "PATH": os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")]),
             **launch_module(job.framework).ENVIRONMENT,
-        }
+        },
     )
-    return env
 
 
 def commands(
@@ -212,5 +204,5 @@ def _failure_message(what, results, errors, failed, tree: ProcessTree, text: str
 
 
 def _tail(text: str, what: str = "the workers' output", lines: int = 8) -> str:
-    kept = [ln for ln in text.splitlines() if ln.strip()][-lines:]
+    kept = proc.last_lines(text, lines)
     return (f"\nLast lines of {what}:\n  " + "\n  ".join(kept)) if kept else ""

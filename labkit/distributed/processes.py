@@ -10,18 +10,19 @@ SIGKILL: it is started through :mod:`labkit.distributed.die_with_parent`, which 
 parent-death signal and then execs the command (launchers pass a SIGTERM on to their workers).
 The signal follows the *thread* that started the process: call :func:`labkit.distributed.launch`
 from a thread that outlives the job (a notebook's main thread does). Elsewhere the workers'
-watchdogs (:func:`labkit.distributed.worker.start_watchdog`) still apply.
+watchdogs (:func:`labkit.frameworks._kit.worker.start_watchdog`) still apply.
 """
 
 from __future__ import annotations
 
 import os
-import signal
 import subprocess
 import sys
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
+
+from ..util.proc import stop_processes
 
 #: True where started processes die with their launcher (the parent-death signal: Linux)
 DIES_WITH_PARENT = sys.platform.startswith("linux")
@@ -90,24 +91,13 @@ class ProcessTree:
         everything had already exited)."""
         self.refresh()
         live = self.alive()
-        running = len(live)
-        for sig, wait in ((signal.SIGTERM, grace_s), (signal.SIGKILL, 5.0)):
-            for p in live:
-                try:
-                    if os.getpgid(p.pid) == p.pid:  # a session/group leader: its whole group
-                        os.killpg(p.pid, sig)
-                    p.send_signal(sig)
-                except (ProcessLookupError, PermissionError, self._psutil.Error):
-                    pass
-            _gone, live = self._psutil.wait_procs(live, timeout=wait)
-            if not live:
-                break
+        stop_processes(live, grace_s)
         for root in self.roots:
             try:
                 root.wait(timeout=5)
             except subprocess.TimeoutExpired:  # pragma: no cover - SIGKILL did not take
                 pass
-        return running
+        return len(live)
 
     @property
     def pids(self) -> list[int]:

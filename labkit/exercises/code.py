@@ -23,8 +23,6 @@ import inspect
 import io
 import itertools
 import linecache
-import math
-import re
 import sys
 import textwrap
 import types
@@ -34,7 +32,9 @@ from typing import Any
 
 import numpy as np
 
-from .. import frameworks, lessons
+from .. import frameworks
+from ..frameworks._kit.checks import unwrap, what_broke
+from ..util.stdio import native_output
 from .core import EMPTY, RIGHT, Exercise, Feedback
 
 _REFERENCES = ("starter", "solution", "self")
@@ -141,87 +141,13 @@ def _function_ast(source: str, name: str) -> str | None:
     return None
 
 
-def unwrap(fn: Callable) -> Callable:
-    """The plain Python function under a framework's decorator (tf.function, torch.compile, jit)."""
-    seen = 0
-    while seen < 10:
-        seen += 1
-        inner = (
-            getattr(fn, "python_function", None)  # tf.function
-            or getattr(fn, "_torchdynamo_orig_callable", None)  # torch.compile
-            or getattr(fn, "__wrapped__", None)  # functools.wraps (mindspore.jit, ...)
-        )
-        if inner is None or inner is fn:
-            return fn
-        fn = inner
-    return fn
-
-
-def condense(exc: BaseException, limit: int = 300) -> str:
-    """A framework's exception in one or two lines: its type and the line that says what broke.
-
-    TensorFlow wraps errors raised while tracing in "X in user code:" followed by a stack; the
-    last "SomeError: message" line is the one that matters. Other frameworks put it first and
-    add explanations, hints and C++ stacks below.
-    """
-    text = str(exc).strip()
-    lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
-    name = type(exc).__name__
-    if lines and lines[0].endswith("in user code:"):
-        found = [
-            m for ln in lines if (m := re.match(r"^(\w+(?:Error|Exception|Warning)): (.+)$", ln))
-        ]
-        if found:
-            name, first = found[-1].group(1), found[-1].group(2)
-            return f"{name}: {first}"[:limit]
-    first = lines[0] if lines else "(no message)"
-    extra = next(
-        (ln for ln in lines[1:3] if ln.startswith(("Explanation:", "Hint:", "In file"))), ""
-    )
-    message = f"{name}: {first}" + (f" ({extra})" if extra.startswith("Explanation:") else "")
-    return message if len(message) <= limit else message[: limit - 3] + "..."
-
-
 def _silently(fn: Callable[[], Any]) -> Any:
     """Run ``fn`` with its output swallowed: the function's prints (Python's and the frameworks'
     native ones, such as ``tf.print``) would bury the feedback, once per input and property."""
     sink = io.StringIO()
     with contextlib.redirect_stdout(sink), contextlib.redirect_stderr(sink):
-        result, _ = lessons.native_output(lambda: lessons.native_output(fn, fd=2)[0], fd=1)
+        result, _ = native_output(lambda: native_output(fn, fd=2)[0], fd=1)
     return result
-
-
-def compare(got, want, rtol: float, atol: float) -> str | None:
-    """None when ``got`` equals ``want`` (nested tuples of arrays/numbers), else what differs."""
-    if isinstance(want, (tuple, list)):
-        if not isinstance(got, (tuple, list)) or len(got) != len(want):
-            return f"returns {_kind(got)} where eager returns {_kind(want)}"
-        for i, (g, w) in enumerate(zip(got, want)):
-            problem = compare(g, w, rtol, atol)
-            if problem:
-                return f"output {i}: {problem}"
-        return None
-    g, w = np.asarray(got), np.asarray(want)
-    if g.shape != w.shape:
-        return f"shape {g.shape} where eager gives {w.shape}"
-    if not np.allclose(g, w, rtol=rtol, atol=atol, equal_nan=True):
-        with np.errstate(invalid="ignore"):
-            diff = np.abs(g.astype(np.float64) - w.astype(np.float64))
-        worst = float(np.nanmax(diff)) if diff.size else math.nan
-        return f"differs from eager by up to {worst:.3g} (eager: {_short(w)}, got: {_short(g)})"
-    return None
-
-
-def _kind(value) -> str:
-    if isinstance(value, (tuple, list)):
-        return f"{len(value)} outputs"
-    return f"one array of shape {np.asarray(value).shape}"
-
-
-def _short(a: np.ndarray) -> str:
-    flat = np.asarray(a).ravel()
-    text = np.array2string(flat[:4], precision=4, separator=", ")
-    return text if flat.size <= 4 else text[:-1] + ", ...]"
 
 
 class Code(Exercise):
@@ -335,7 +261,7 @@ class Code(Exercise):
                     )
                 )
             except Exception as exc:  # noqa: BLE001  (the learner's code may raise anything)
-                ok, detail = False, f"it raised {condense(exc)}"
+                ok, detail = False, f"it raised {what_broke(exc)}"
             rows.append((prop, ok, detail))
             if not ok:
                 break

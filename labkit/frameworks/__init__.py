@@ -6,6 +6,8 @@ one you use): ``__init__.py`` declares its :class:`~labkit.frameworks.contract.F
 :class:`~labkit.frameworks.contract.Adapter`, and optional ``graphs.py`` serves the optimisation
 notebook. A framework with a data-parallel launcher adds ``distributed.py`` (the worker) and
 ``launch.py`` (its framework-free command lines, a :class:`~labkit.frameworks.contract.Launch`).
+What the framework packages share is in :mod:`labkit.frameworks._kit`; whether they all compute
+the same ResNet-50 is :mod:`labkit.frameworks.crosscheck`.
 
 :func:`specs` reads the registered specs without importing any framework, so the command line,
 the runner, the plots and the guide can validate and label choices cheaply; :func:`get` imports
@@ -65,7 +67,7 @@ __all__ = [
 #: the registered frameworks, in the order tables and figures list them: each is a package
 #: ``labkit.frameworks.<name>`` whose ``SPEC`` describes it
 REGISTRY: tuple[str, ...] = ("torch", "tensorflow", "mindspore", "onnxruntime")
-#: the framework every other one's logits are compared with (labkit.crosscheck)
+#: the framework every other one's logits are compared with (labkit.frameworks.crosscheck)
 REFERENCE = "torch"
 
 

@@ -10,7 +10,12 @@ frameworks itself.
 that imports the framework; :class:`Launch` that of ``launch.py`` in a framework with a
 data-parallel launcher. ``tests/test_registry.py`` checks every registered adapter and launch
 module against them (and against the spec): a new framework that misses a piece fails there, by
-name.
+name. The words of a benchmark cell (:data:`TASKS`, :data:`PRECISIONS`, :data:`DEVICES`) are
+defined here too, with what an adapter's ``prepare`` returns (:class:`Prepared`) or raises
+(:class:`Unsupported`).
+
+Not for: code shared by the adapters (:mod:`labkit.frameworks._kit`), nor timing
+(:mod:`labkit.bench`).
 """
 
 from __future__ import annotations
@@ -23,7 +28,46 @@ from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 if TYPE_CHECKING:
     import numpy as np
 
-from ..bench import TASKS as ALL_TASKS
+__all__ = [
+    "DEVICES",
+    "PRECISIONS",
+    "TASKS",
+    "Adapter",
+    "Checks",
+    "Command",
+    "Explorer",
+    "Exporter",
+    "FrameworkSpec",
+    "Launch",
+    "ModelBencher",
+    "Prepared",
+    "Trainer",
+    "Unsupported",
+]
+
+#: the benchmark tasks: one-image inference, batched inference, a training step
+TASKS: tuple[str, ...] = ("latency", "throughput", "train")
+PRECISIONS: tuple[str, ...] = ("fp32", "bf16")
+DEVICES: tuple[str, ...] = ("cpu", "gpu")
+
+
+class Unsupported(Exception):
+    """This framework x mode x task x precision x device does not exist here; says why."""
+
+
+@dataclass
+class Prepared:
+    """What an adapter's ``prepare`` returns: one benchmark step, ready to time
+    (:func:`labkit.bench.measure`)."""
+
+    step: Callable[[], object]  # one inference batch or one training step, synchronised
+    batch_size: int
+    notes: str = ""  # how the mode/precision is realised, e.g. "torch.autocast(cpu, bfloat16)"
+    #: seconds of exporting the model to another format before the step could exist (ONNX)
+    export_s: float | None = None
+    #: training only: the hyper-parameters the framework applied, read back from its optimizer
+    #: objects (compare with :data:`labkit.recipe.TRAIN`)
+    recipe: dict | None = None
 
 
 @dataclass(frozen=True)
@@ -36,7 +80,7 @@ class FrameworkSpec:
     modes: tuple[str, ...]  #: execution modes, the eager mode first where there is one
     eager: str | None  #: the eager mode; None for a runtime of exported graphs only
     color: str  #: its colour in every figure
-    tasks: tuple[str, ...] = ALL_TASKS  #: the benchmark tasks its adapter offers
+    tasks: tuple[str, ...] = TASKS  #: the benchmark tasks its adapter offers
     #: deployment formats the lab writes with it (keys of labkit.deploy.FORMATS), the one that
     #: ``adapter.export`` writes first
     formats: tuple[str, ...] = ()
@@ -68,7 +112,7 @@ class FrameworkSpec:
                 f"framework spec {self.name!r} has no eager mode: name the framework it runs "
                 "exports of (exported_from), whose eager mode is its speedup baseline"
             )
-        unknown = [t for t in self.tasks if t not in ALL_TASKS]
+        unknown = [t for t in self.tasks if t not in TASKS]
         if unknown:
             raise ValueError(f"framework spec {self.name!r}: unknown tasks {unknown}")
 
@@ -158,7 +202,7 @@ class Adapter(Protocol):
         image_size: int = 224,
         device: str = "cpu",
     ) -> Any:
-        """The benchmark step (a :class:`labkit.bench.Prepared`); ``Unsupported`` says why not.
+        """The benchmark step (a :class:`Prepared`); ``Unsupported`` says why not.
 
         A training step follows :data:`labkit.recipe.TRAIN` and reports the hyper-parameters
         it applied, read back from its optimizer and loss objects, in ``Prepared.recipe``; an
@@ -227,7 +271,7 @@ class ModelBencher(Protocol):
         precision: str = "fp32",
         device: str = "cpu",
     ) -> Any:
-        """The benchmark step (a :class:`labkit.bench.Prepared`) of a learner's model.
+        """The benchmark step (a :class:`Prepared`) of a learner's model.
 
         ``model`` is what the learner's builder returned; ``inputs`` are host arrays whose first
         dimension is the batch. ``Unsupported`` says why a combination does not exist.

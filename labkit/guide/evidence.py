@@ -19,8 +19,8 @@ from typing import Any, NamedTuple
 import labkit.guide.rules as in_force  # read at call time: a changed rule row changes the advice
 
 from .. import results as labkit_results
-from ..bench import TASKS
 from ..frameworks import spec
+from ..frameworks.contract import TASKS
 from ..sources import claims as labkit_claims
 from .advice import RUNTIMES
 from .questions import CANDIDATES, DISPLAY, NOT_IN_LAB

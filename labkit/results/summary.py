@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from ..bench import TASKS
 from ..frameworks import MODES, NAMES
+from ..frameworks.contract import TASKS
 from .query import is_valid, latest
 from .schema import DEFAULT_MODEL, model_name
 

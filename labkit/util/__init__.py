@@ -8,8 +8,15 @@
 - :mod:`~labkit.util.tempdirs`: this user's own folders in the shared temporary directory (mode
   0700; one that someone else made or can write to is refused), for caches reused across
   processes.
+- :mod:`~labkit.util.proc`: child processes: the one environment builder (the thread policy an
+  explicit parameter), stopping a process group or a set of processes, exiting with the parent,
+  and why a child ended (signal name, crash reason, the tail of its log).
+- :mod:`~labkit.util.net`: a free port, whether a port is free on every address, the interface
+  that holds an address.
+- :mod:`~labkit.util.stdio`: what native (C/C++) code writes to this process's standard output
+  or error, captured.
 
 Not for: anything that knows a framework, a record or a profile. Nothing here imports labkit.
 """
 
-__all__ = ["jsonio", "stats", "tables", "tempdirs"]
+__all__ = ["jsonio", "net", "proc", "stats", "stdio", "tables", "tempdirs"]

@@ -124,15 +124,20 @@ def write_all(f: BinaryIO, data: bytes) -> None:
     os.fsync(f.fileno())
 
 
-def write_atomic(path: str | os.PathLike, text: str) -> Path:
-    """Replace ``path`` with ``text`` (UTF-8) in one step: written to a temporary file beside it,
-    then renamed over it (folders created). Returns the path."""
+def write_atomic(path: str | os.PathLike, data: str | bytes) -> Path:
+    """Replace ``path`` with ``data`` (text as UTF-8, bytes as they are) in one step: written to
+    a temporary file beside it, then renamed over it (folders created), so that a reader, or
+    another process writing the same file, never sees a part of it. Returns the path."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(text)
+        if isinstance(data, bytes):
+            with os.fdopen(fd, "wb") as f:
+                f.write(data)
+        else:
+            with os.fdopen(fd, "w", encoding="utf-8") as f:
+                f.write(data)
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)

@@ -24,8 +24,9 @@ import numpy as np
 from mindspore import nn, ops
 
 from ... import recipe, resnet
-from ...bench import DEVICES, Prepared, Unsupported, check_cell, check_choice, check_threads
 from ...util import tempdirs
+from .._kit.cells import check_cell, check_choice, check_threads, host_batch
+from ..contract import DEVICES, Prepared, Unsupported
 from . import SPEC
 
 NAME = SPEC.name
@@ -369,10 +370,7 @@ def prepare(
                 f"MindSpore {ms.__version__} cannot run bfloat16 convolutions on "
                 f"the {target}: {failure}"
             )
-    num_classes = resnet.validate_weights(weights)
-    images, labels = resnet.random_batch(
-        int(batch_size), image_size, seed=0, num_classes=num_classes
-    )
+    images, labels = host_batch(weights, batch_size, image_size)
     net: nn.Cell = build_resnet50(weights)
     notes = [target]
     if precision == "bf16":

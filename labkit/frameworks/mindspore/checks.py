@@ -16,7 +16,15 @@ import mindspore as ms
 import numpy as np
 from mindspore import nn, ops
 
-from ...exercises.code import compare, condense, unwrap
+from .._kit.checks import (
+    refuse_options,
+    same_outputs,
+    signature,
+    to_numpy,
+    unknown_property,
+    unwrap,
+    what_broke,
+)
 from . import adapter  # noqa: F401  (sends MindSpore's compile-failure reports to a scratch folder)
 
 
@@ -28,16 +36,12 @@ def _args(case: tuple) -> tuple:
     return tuple(ms.Tensor(v) if isinstance(v, np.ndarray) else v for v in case)
 
 
-def _numpy(out):
-    if isinstance(out, (tuple, list)):
-        return tuple(_numpy(o) for o in out)
+def _array(out) -> np.ndarray:
     return out.asnumpy() if isinstance(out, ms.Tensor) else np.asarray(out)
 
 
-def _signature(case: tuple) -> str:
-    return ", ".join(
-        f"tensor {tuple(v.shape)}" if isinstance(v, np.ndarray) else repr(v) for v in case
-    )
+def _numpy(out):
+    return to_numpy(out, _array)
 
 
 def eager(fn: Callable, case: tuple):
@@ -56,7 +60,7 @@ def graph_mode(fn: Callable, cases: list[tuple]) -> tuple[bool, str]:
         try:
             _numpy(compiled(*_args(case)))
         except Exception as exc:
-            return False, f"input {i + 1} ({_signature(case)}): {condense(exc)}"
+            return False, f"input {i + 1} ({signature(case)}): {what_broke(exc)}"
     return True, f"compiled whole (strict syntax) and ran on all {len(cases)} inputs"
 
 
@@ -64,18 +68,15 @@ def matches_eager(
     fn: Callable, cases: list[tuple], reference: Callable, rtol: float, atol: float
 ) -> tuple[bool, str]:
     compiled = _graph(fn)
-    for i, case in enumerate(cases):
-        try:
-            got = _numpy(compiled(*_args(case)))
-        except Exception as exc:
-            return False, f"input {i + 1} raised {condense(exc)}"
-        problem = compare(got, eager(reference, case), rtol, atol)
-        if problem:
-            return (
-                False,
-                f"input {i + 1} ({_signature(case)}): {problem.replace('eager', 'PyNative')}",
-            )
-    return True, f"same outputs as PyNative on all {len(cases)} inputs"
+    return same_outputs(
+        lambda case: _numpy(compiled(*_args(case))),
+        lambda case: eager(reference, case),
+        cases,
+        rtol,
+        atol,
+        passed=f"same outputs as PyNative on all {len(cases)} inputs",
+        baseline="PyNative",
+    )
 
 
 def verify(
@@ -88,10 +89,9 @@ def verify(
     atol: float,
     **options: Any,
 ) -> tuple[bool, str]:
-    if options:
-        raise ValueError(f"MindSpore checks take no options, got {sorted(options)}")
+    refuse_options("MindSpore", options)
     if prop == "graph_mode":
         return graph_mode(fn, cases)
     if prop == "matches_eager":
         return matches_eager(fn, cases, reference, rtol, atol)
-    raise ValueError(f"unknown MindSpore property {prop!r}")
+    raise unknown_property("MindSpore", prop)

@@ -21,17 +21,18 @@ module.
 from __future__ import annotations
 
 import os
-import statistics
 import time
 
 import numpy as np
 
-from ... import distributed, resnet
+from ... import resnet
+from ...util import stats
+from .._kit import worker
+from . import SPEC
 
 
 def main() -> None:
-    args = distributed.worker_parser("mindspore").parse_args()
-    distributed.start_watchdog(args.deadline)
+    args = worker.start(SPEC)
     if os.environ.get("MS_ROLE") == "MS_SCHED":  # msrun runs this file as its scheduler too
         from mindspore.communication import init
 
@@ -39,27 +40,16 @@ def main() -> None:
         return
     launched = "MS_ROLE" in os.environ
     rank = int(os.environ.get("RANK_ID", "0"))
-    distributed.run_worker(
-        "mindspore", rank, lambda: train(args, launched, rank), args.out, hard_exit=False
+    worker.run_worker(
+        SPEC.name, rank, lambda: train(args, launched, rank), args.out, hard_exit=False
     )
 
 
-class Synthetic:
+class Synthetic(worker.SyntheticImages):
     """Random-access source for ``GeneratorDataset``: sample i is the same in every process."""
 
-    def __init__(self, length: int, image_size: int, seed: int, num_classes: int):
-        self.length, self.image_size, self.seed, self.num_classes = (
-            length,
-            image_size,
-            seed,
-            num_classes,
-        )
-
-    def __len__(self) -> int:
-        return self.length
-
     def __getitem__(self, i: int):
-        x, y = distributed.synthetic_sample(int(i), self.image_size, self.seed, self.num_classes)
+        x, y = super().__getitem__(i)
         return x, np.int32(y)
 
 
@@ -78,7 +68,7 @@ def build_model(name: str, seed: int, width: int = resnet.WIDTH):
             super().__init__()
             self.conv1 = nn.Conv2d(3, 16, 3, pad_mode="pad", padding=1, has_bias=True)
             self.conv2 = nn.Conv2d(16, 32, 3, stride=2, pad_mode="pad", padding=1, has_bias=True)
-            self.fc = nn.Dense(32, distributed.TINY_CLASSES)
+            self.fc = nn.Dense(32, worker.TINY_CLASSES)
             self.relu = nn.ReLU()
 
         def construct(self, x):
@@ -129,39 +119,31 @@ def train(args, launched: bool, rank: int) -> None:
     grad_fn = ms.value_and_grad(lambda x, y: loss_fn(net(x), y), None, optimizer.parameters)
     reducer = nn.DistributedGradReducer(optimizer.parameters) if launched else (lambda g: g)
 
-    losses, step_s, data_sum = [], [], 0.0
-    for i, (x, y) in enumerate(data.create_tuple_iterator()):
-        if i == 0:
-            distributed.maybe_fault(rank, args)
-        data_sum += float(x.asnumpy().astype(np.float64).sum())  # which images this worker saw
-        start = time.perf_counter()
+    steps = worker.Steps(args, rank)
+    for x, y in data.create_tuple_iterator():
+        # which images this worker saw
+        started = steps.begin(float(x.asnumpy().astype(np.float64).sum()))
         loss, grads = grad_fn(x, y)
         optimizer(reducer(grads))  # the reducer averages the gradients across workers
-        losses.append(float(loss.asnumpy()))  # asnumpy() waits for the step
-        step_s.append(time.perf_counter() - start)
-        distributed.report_step(args.out, rank)
+        steps.end(float(loss.asnumpy()), started)  # asnumpy() waits for the step
     weights = weights_of(net, args.model)
 
     params = int(sum(np.prod(p.shape) for p in net.trainable_params()))
-    result = distributed.result_fields(
-        args,
-        framework="mindspore",
+    result = worker.result_fields(
+        steps,
+        framework=SPEC.name,
         version=ms.__version__,
-        rank=rank,
         world=world,
         launcher="msrun" if launched else "single process",
         backend="DATA_PARALLEL (CPU collectives)" if launched else "",
         device="cpu",
         threads=args.threads or "default",
         parameters=params,
-        losses=losses,
-        step_s=step_s,
-        data_sum=data_sum,
         init_s=init_s,
     )
     if args.measure and launched:
         result.update(measure_allreduce(params, args.measure))
-    distributed.write_result(args.out, rank, result, weights)
+    worker.write_result(args.out, rank, result, weights)
 
 
 def measure_allreduce(params: int, repeats: int) -> dict:
@@ -177,7 +159,7 @@ def measure_allreduce(params: int, repeats: int) -> dict:
         start = time.perf_counter()
         float(reduce(flat)[0].asnumpy())
         times.append(time.perf_counter() - start)
-    return {"allreduce_s": statistics.median(times)}
+    return {"allreduce_s": stats.median(times)}
 
 
 if __name__ == "__main__":

@@ -30,6 +30,9 @@ from pathlib import Path
 import mindspore as ms
 import numpy as np
 
+from ...util.proc import child_env
+from ...util.stdio import native_output
+
 
 def compiled_graphs() -> int:
     """Graphs compiled so far in this process by ``jit`` in ``ast`` mode (and ``GRAPH_MODE``)."""
@@ -73,8 +76,6 @@ def _make_branchy(log: list) -> object:
 
 def _capture_demo(modes: list[str]) -> None:
     """Run in a child by :func:`capture_mode_demo`; stops at the first mode that raises."""
-    from ... import lessons
-
     rows = {}
     for mode in modes:
         log: list = []
@@ -86,7 +87,7 @@ def _capture_demo(modes: list[str]) -> None:
             ]
 
         try:
-            outs, printed = lessons.native_output(calls)
+            outs, printed = native_output(calls)
             rows[mode] = {
                 "python_runs": len(log),
                 "prints": printed.count(DEMO_PRINT),
@@ -111,14 +112,7 @@ def capture_mode_demo(timeout: float = 300) -> dict[str, dict]:
     body ran over the three calls of :data:`DEMO_INPUTS`, how many lines its ``print`` wrote,
     the results (compare :data:`DEMO_EAGER`) and the error if the mode failed.
     """
-    env = {
-        **os.environ,
-        "GLOG_v": os.environ.get("GLOG_v", "4"),
-        "PROTOCOL_BUFFERS_PYTHON_IMPLEMENTATION": "python",
-        "PYTHONPATH": os.pathsep.join(
-            filter(None, [str(Path(__file__).resolve().parents[3]), os.environ.get("PYTHONPATH")])
-        ),
-    }
+    env = child_env(None, extra={"GLOG_v": os.environ.get("GLOG_v", "4")})
     remaining, rows = list(capture_modes()), {}
     with tempfile.TemporaryDirectory(prefix="graphlab-capture-") as work:
         # a script file, not `python -c` or `-m`: trace capture reads the source line of every

@@ -43,9 +43,10 @@ import onnxruntime as ort
 from onnx import numpy_helper
 
 from ... import resnet
-from ...bench import DEVICES, Prepared, Unsupported, check_cell, check_choice, check_threads
-from ...util import tempdirs
+from ...util import jsonio, tempdirs
 from .. import framework_of, get, installed_version, spec
+from .._kit.cells import check_cell, check_choice, check_threads, host_batch
+from ..contract import DEVICES, Prepared, Unsupported
 from . import SPEC
 
 NAME = SPEC.name
@@ -122,18 +123,6 @@ def _cache_dir() -> Path:
     return tempdirs.private_dir("labkit-onnx-cache")
 
 
-def _write_atomically(model: onnx.ModelProto, path: Path) -> None:
-    """Concurrent processes may build the same file: write aside, then rename into place."""
-    fd, tmp = tempfile.mkstemp(dir=path.parent, suffix=".onnx.part")
-    os.close(fd)
-    try:
-        onnx.save(model, tmp)
-        os.replace(tmp, path)
-    finally:
-        if os.path.exists(tmp):
-            os.remove(tmp)
-
-
 def _exporter_key() -> str:
     """What the exported graph depends on: the exporter's versions and the torch adapter's code."""
     code = (spec(SPEC.exported_from).folder / "adapter.py").read_bytes()
@@ -147,10 +136,11 @@ def _template(num_classes: int, width: int = resnet.WIDTH) -> Path:
     if not path.exists():
         torch_adapter = get(SPEC.exported_from)  # the exporter; imported only when needed
 
-        with tempfile.TemporaryDirectory(dir=path.parent) as tmp:
+        with tempfile.TemporaryDirectory() as tmp:
             model = torch_adapter.build_resnet50(resnet.init_weights(0, num_classes, width))
             exported = torch_adapter.export(model, tmp)
-            os.replace(exported, path)
+            # concurrent processes may build the same file: each replaces it whole
+            jsonio.write_atomic(path, exported.read_bytes())
     return path
 
 
@@ -175,7 +165,8 @@ def model_file(weights: dict[str, np.ndarray]) -> Path:
             if init.name in weights:
                 arr = np.asarray(weights[init.name], dtype=np.float32)
                 init.CopyFrom(numpy_helper.from_array(arr, init.name))
-        _write_atomically(model, path)
+        # concurrent processes may build the same file: each replaces it whole
+        jsonio.write_atomic(path, model.SerializeToString())
     return path
 
 
@@ -230,8 +221,7 @@ def prepare(
     cache, :func:`model_file`) is timed apart: ``Prepared.export_s``.
     """
     check_cell(NAME, MODES, mode, task, batch_size, precision, device)
-    num_classes = resnet.validate_weights(weights)
-    images, _ = resnet.random_batch(int(batch_size), image_size, seed=0, num_classes=num_classes)
+    images, _ = host_batch(weights, batch_size, image_size)
     if task == "train":
         raise Unsupported(
             "ONNX Runtime here is an inference engine; training needs onnxruntime-training"

@@ -23,7 +23,7 @@ import numpy as np
 import onnx
 import onnxruntime as ort
 
-from ... import explore as ex
+from .._kit import explore as ex
 from . import SPEC
 from .adapter import feed
 from .graphs import LEVELS, counts, optimize, session_options
@@ -129,7 +129,7 @@ def _check_file(s: Session) -> dict:
         model = onnx.load(str(s.path))
         onnx.checker.check_model(model)
     except Exception as exc:  # noqa: BLE001 - a framework error is the check's finding
-        return ex.result(path, "fails", "not a valid ONNX file", ex.condense(exc, lines=2))
+        return ex.result(path, "fails", "not a valid ONNX file", ex.first_lines(exc, lines=2))
     opsets = ", ".join(f"{o.domain or 'ai.onnx'} {o.version}" for o in model.opset_import)
     nodes = len(model.graph.node)
     try:
@@ -139,7 +139,7 @@ def _check_file(s: Session) -> dict:
             path,
             "fails",
             f"valid, but it does not run on these inputs (it declares: {_inputs_text(s.path)})",
-            ex.condense(exc, lines=2),
+            ex.first_lines(exc, lines=2),
             nodes=nodes,
         )
     shapes = ", ".join("x".join(map(str, o.shape)) or "scalar" for o in outs)
@@ -193,7 +193,7 @@ def _new_shapes(s: Session) -> dict:
                 run(sess, xs)
             taken.append(v.name)
         except Exception as exc:  # noqa: BLE001 - a framework error is the check's finding
-            fixed.append(f"{v.name} ({ex.condense(exc, lines=1, limit=160)})")
+            fixed.append(f"{v.name} ({ex.first_lines(exc, lines=1, limit=160)})")
     if not fixed:
         return ex.result(
             path,

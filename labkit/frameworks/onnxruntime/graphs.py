@@ -29,7 +29,7 @@ import numpy as np
 import onnx
 import onnxruntime as ort
 
-from ...graphs import OpCounts, Step
+from .._kit.graphs import OpCounts, Step
 
 #: optimisation level names, lowest first, and ONNX Runtime's enum for each (those it has)
 _LEVEL_ENUM = {

@@ -32,7 +32,9 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from ... import bench, recipe, resnet
+from ... import recipe, resnet
+from .._kit.cells import check_cell, check_choice, check_threads, host_batch
+from ..contract import DEVICES, PRECISIONS, Prepared, Unsupported
 from . import SPEC
 
 NAME = SPEC.name
@@ -62,7 +64,7 @@ def set_threads(n: int) -> None:
     touches TensorFlow (the benchmark runner does it first thing in each fresh subprocess). A
     later call with a different count raises ``RuntimeError`` saying so.
     """
-    n = bench.check_threads(n)
+    n = check_threads(n)
     threading = tf.config.threading
     current = (
         threading.get_intra_op_parallelism_threads(),
@@ -265,7 +267,7 @@ def _sgd_step(
 
 
 def check_mode(mode: str) -> str:
-    return bench.check_choice(NAME, "mode", mode, MODES)
+    return check_choice(NAME, "mode", mode, MODES)
 
 
 def _wrap(fn: Callable, mode: str) -> Callable:
@@ -323,15 +325,15 @@ def train_step(
 
 
 def _policy(precision: str) -> str:
-    return POLICIES[bench.check_choice(NAME, "precision", precision, bench.PRECISIONS)]
+    return POLICIES[check_choice(NAME, "precision", precision, PRECISIONS)]
 
 
 def _device_name(device: str) -> str:
-    bench.check_choice(NAME, "device", device, bench.DEVICES)
+    check_choice(NAME, "device", device, DEVICES)
     if device == "cpu":
         return "/CPU:0"
     if not tf.config.list_physical_devices("GPU"):
-        raise bench.Unsupported(
+        raise Unsupported(
             "no GPU visible to TensorFlow; install the CUDA build: "
             "pip install 'tensorflow[and-cuda]' (Linux, NVIDIA driver required) in place of "
             "tensorflow-cpu"
@@ -347,7 +349,7 @@ def prepare(
     precision: str = "fp32",
     image_size: int = 224,
     device: str = "cpu",
-) -> bench.Prepared:
+) -> Prepared:
     """The benchmark callable for one cell; see :mod:`labkit.bench`.
 
     The host batch (numpy, NHWC) is made here; each ``step()`` converts it to a tensor on the
@@ -356,10 +358,9 @@ def prepare(
     call of ``function`` and ``xla`` traces (and compiles) the step. Training follows the lab's
     recipe (:data:`labkit.recipe.TRAIN`).
     """
-    bench.check_cell(NAME, MODES, mode, task, batch_size, precision, device)
+    check_cell(NAME, MODES, mode, task, batch_size, precision, device)
     device_name = _device_name(device)
-    num_classes = resnet.validate_weights(weights)
-    images, labels = resnet.random_batch(batch_size, image_size, num_classes=num_classes)
+    images, labels = host_batch(weights, batch_size, image_size)
     images = to_nhwc(images)
     notes = MODE_NOTES[mode]
     if precision == "bf16":
@@ -382,7 +383,7 @@ def prepare(
                 with tf.device(device_name):
                     return fn(tf.constant(images)).numpy()
 
-    return bench.Prepared(
+    return Prepared(
         step=step, batch_size=batch_size, notes=f"{notes} on {device_name}", recipe=applied
     )
 
@@ -480,7 +481,7 @@ def prepare_model(
     task: str,
     precision: str = "fp32",
     device: str = "cpu",
-) -> bench.Prepared:
+) -> Prepared:
     """The benchmark step of a learner's model: the same call in each of the three modes.
 
     Inference calls the model with ``training=False``; ``train`` (a Keras model or layer
@@ -489,9 +490,9 @@ def prepare_model(
     the outputs back (``.numpy()``), which waits for the work.
     """
     batch = int(inputs[0].shape[0]) if inputs and np.ndim(inputs[0]) else 1
-    bench.check_cell(NAME, MODES, mode, task, batch, precision, device)
+    check_cell(NAME, MODES, mode, task, batch, precision, device)
     if precision == "bf16":
-        raise bench.Unsupported(
+        raise Unsupported(
             "a learner's Keras model computes in the dtype policy it was built with: build it "
             "under keras.mixed_precision.set_global_policy('mixed_bfloat16') to measure bf16"
         )
@@ -502,9 +503,7 @@ def prepare_model(
     with tf.device(device_name):
         if task == "train":
             if not isinstance(model, keras.layers.Layer) or not model.trainable_variables:
-                raise bench.Unsupported(
-                    "training needs a Keras model or layer with trainable variables"
-                )
+                raise Unsupported("training needs a Keras model or layer with trainable variables")
             opt = optimizer()  # the lab's recipe
             opt.build(model.trainable_variables)
 
@@ -529,4 +528,4 @@ def prepare_model(
             out = fn(*[tf.constant(a) for a in hosts])
             return [t.numpy() for t in tf.nest.flatten(out)]
 
-    return bench.Prepared(step=step, batch_size=batch, notes=f"{notes} on {device_name}")
+    return Prepared(step=step, batch_size=batch, notes=f"{notes} on {device_name}")

@@ -15,7 +15,14 @@ from typing import Any
 import numpy as np
 import tensorflow as tf
 
-from ...exercises.code import compare, condense, unwrap
+from .._kit.checks import (
+    refuse_options,
+    same_outputs,
+    to_numpy,
+    unknown_property,
+    unwrap,
+    what_broke,
+)
 
 
 def namespace() -> dict[str, Any]:
@@ -30,10 +37,12 @@ def _args(case: tuple) -> tuple:
     return tuple(_tensor(v) for v in case)
 
 
-def _numpy(out):
-    if isinstance(out, (tuple, list)):
-        return tuple(_numpy(o) for o in out)
+def _array(out) -> np.ndarray:
     return out.numpy() if hasattr(out, "numpy") else np.asarray(out)
+
+
+def _numpy(out):
+    return to_numpy(out, _array)
 
 
 def _describe(value) -> str:
@@ -73,7 +82,7 @@ def traces_once(fn: Callable, cases: list[tuple]) -> tuple[bool, str]:
         try:
             graph(*_args(case))
         except Exception as exc:  # an error while tracing or running the graph
-            return False, f"call {i + 1} ({_signature(case)}) raised {condense(exc)}"
+            return False, f"call {i + 1} ({_signature(case)}) raised {what_broke(exc)}"
         if graph.experimental_get_tracing_count() > count:
             traced_at.append(i)
     new = graph.experimental_get_tracing_count() - before
@@ -91,16 +100,16 @@ def matches_eager(
     fn: Callable, cases: list[tuple], reference: Callable, rtol: float, atol: float
 ) -> tuple[bool, str]:
     graph = graph_function(fn)
-    for i, case in enumerate(cases):
-        want = eager(reference, case)
-        try:
-            got = _numpy(graph(*_args(case)))
-        except Exception as exc:
-            return False, f"call {i + 1} raised {condense(exc)}"
-        problem = compare(got, want, rtol, atol)
-        if problem:
-            return False, f"call {i + 1} ({_signature(case)}): {problem}"
-    return True, f"same outputs as eager on all {len(cases)} inputs"
+    return same_outputs(
+        lambda case: _numpy(graph(*_args(case))),
+        lambda case: eager(reference, case),
+        cases,
+        rtol,
+        atol,
+        passed=f"same outputs as eager on all {len(cases)} inputs",
+        call="call",
+        describe=_signature,
+    )
 
 
 def verify(
@@ -113,10 +122,9 @@ def verify(
     atol: float,
     **options: Any,
 ) -> tuple[bool, str]:
-    if options:
-        raise ValueError(f"TensorFlow checks take no options, got {sorted(options)}")
+    refuse_options("TensorFlow", options)
     if prop == "traces_once":
         return traces_once(fn, cases)
     if prop == "matches_eager":
         return matches_eager(fn, cases, reference, rtol, atol)
-    raise ValueError(f"unknown TensorFlow property {prop!r}")
+    raise unknown_property("TensorFlow", prop)

@@ -27,20 +27,21 @@ from __future__ import annotations
 
 import json
 import os
-import statistics
 import time
 
 import numpy as np
 
-from ... import distributed, resnet
+from ... import resnet
+from ...util import stats
+from .._kit import worker
+from . import SPEC
 
 
 def main() -> None:
-    args = distributed.worker_parser("tensorflow").parse_args()
-    distributed.start_watchdog(args.deadline)
+    args = worker.start(SPEC)
     config = json.loads(os.environ.get("TF_CONFIG") or "null")
     rank = int(config["task"]["index"]) if config else 0
-    distributed.run_worker("tensorflow", rank, lambda: train(args, config, rank), args.out)
+    worker.run_worker(SPEC.name, rank, lambda: train(args, config, rank), args.out)
 
 
 def make_strategy(config):
@@ -69,7 +70,7 @@ def build_model(name: str, seed: int, width: int = resnet.WIDTH):
             keras.layers.ZeroPadding2D(1),
             keras.layers.Conv2D(32, 3, strides=2, activation="relu", name="conv2"),
             keras.layers.GlobalAveragePooling2D(),
-            keras.layers.Dense(distributed.TINY_CLASSES, name="fc"),
+            keras.layers.Dense(worker.TINY_CLASSES, name="fc"),
         ],
         name="tiny",
     )
@@ -90,7 +91,7 @@ def dataset_fn(args, global_batch: int, num_classes: int):
     size = args.image_size
 
     def load(i):
-        x, y = distributed.synthetic_sample(int(i), size, args.seed, num_classes)
+        x, y = worker.synthetic_sample(int(i), size, args.seed, num_classes)
         return x.transpose(1, 2, 0), np.int64(y)  # NHWC: TensorFlow is channels-last
 
     def fn(ctx: tf.distribute.InputContext):
@@ -138,43 +139,34 @@ def train(args, config, rank: int) -> None:
         losses = strategy.run(replica_step, args=(x, y))
         return strategy.reduce(tf.distribute.ReduceOp.SUM, losses, axis=None)
 
-    losses, step_s, data_sum = [], [], 0.0
-    for i, (x, y) in enumerate(data):
-        if i == 0:
-            distributed.maybe_fault(rank, args)
-        data_sum += sum(
+    steps = worker.Steps(args, rank)
+    for x, y in data:
+        seen = sum(  # which images this worker saw
             float(tf.reduce_sum(tf.cast(v, tf.float64)))
             for v in strategy.experimental_local_results(x)
         )
-        start = time.perf_counter()
-        loss = float(step(x, y).numpy())  # .numpy() waits for the step to finish
-        step_s.append(time.perf_counter() - start)
-        losses.append(loss)
-        distributed.report_step(args.out, rank)
+        started = steps.begin(seen)
+        steps.end(float(step(x, y).numpy()), started)  # .numpy() waits for the step to finish
     weights = weights_of(model, args.model)
 
     params = int(sum(np.prod(v.shape) for v in model.trainable_variables))
-    result = distributed.result_fields(
-        args,
-        framework="tensorflow",
+    result = worker.result_fields(
+        steps,
+        framework=SPEC.name,
         version=tf.__version__,
-        rank=rank,
         world=world,
         launcher="TF_CONFIG" if config else "single process",
         backend="MultiWorkerMirroredStrategy (AUTO collectives)" if config else "",
         device="cpu",
         threads=args.threads or "default",
         parameters=params,
-        losses=losses,
-        step_s=step_s,
-        data_sum=data_sum,
         init_s=init_s,
     )
     if config:
         result["auto_shard_ids"] = auto_shard_ids(strategy, AUTO_SHARD_SAMPLES)
     if args.measure and config:
         result.update(measure_allreduce(strategy, params, args.measure))
-    distributed.write_result(args.out, rank, result, weights)
+    worker.write_result(args.out, rank, result, weights)
 
 
 #: the size of the dataset :func:`auto_shard_ids` distributes
@@ -218,7 +210,7 @@ def measure_allreduce(strategy, params: int, repeats: int) -> dict:
         start = time.perf_counter()
         float(strategy.reduce(tf.distribute.ReduceOp.SUM, reduce(), axis=None).numpy())
         times.append(time.perf_counter() - start)
-    return {"allreduce_s": statistics.median(times)}
+    return {"allreduce_s": stats.median(times)}
 
 
 if __name__ == "__main__":

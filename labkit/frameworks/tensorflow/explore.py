@@ -33,7 +33,7 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from ... import explore as ex
+from .._kit import explore as ex
 from . import SPEC
 from .adapter import is_tf_function, model_caller
 
@@ -197,7 +197,7 @@ def _fails(path: str, what: str, exc: BaseException) -> dict:
         path,
         "fails",
         f"{what}: {plain(text)}" + (f" (at {where})" if where else ""),
-        ex.condense(_first_meaningful(text) or exc, lines=2),
+        ex.first_lines(_first_meaningful(text) or exc, lines=2),
     )
 
 
@@ -225,17 +225,9 @@ def _eager(s: Session) -> dict:
             "fails",
             "the model does not run on these inputs in eager TensorFlow: give inputs of the "
             "shape it takes (batch first), or fix the model",
-            ex.condense(exc, lines=2),
+            ex.first_lines(exc, lines=2),
         )
-    shapes = ", ".join("x".join(map(str, o.shape)) or "scalar" for o in outs)
-    takes = [v.name for v, why in s.accepted() if not why]
-    refuses = [f"{v.name} ({why})" for v, why in s.accepted() if why]
-    reason = f"runs: {len(outs)} output(s) of shape {shapes}"
-    if takes:
-        reason += f"; also takes other {' and '.join(n + 's' for n in takes)}"
-    if refuses:
-        reason += f"; not another {', '.join(refuses)}"
-    return ex.result("eager", "works", reason, outputs=[list(o.shape) for o in outs])
+    return s.works(outs)
 
 
 def _function(s: Session) -> dict:
@@ -286,13 +278,13 @@ def _count_traces(fn, inputs: list[list[np.ndarray]], run: Callable) -> tuple[li
         try:
             run(fn, xs)
         except Exception as exc:  # noqa: BLE001 - a framework error is the check's finding
-            error = ex.condense(_first_meaningful(str(exc)) or exc, lines=1, limit=160)
+            error = ex.first_lines(_first_meaningful(str(exc)) or exc, lines=1, limit=160)
             break
         counts.append(fn.experimental_get_tracing_count() - before)
     return counts, error
 
 
-#: the dimensions each variation (labkit.explore.variations) changes, by its name
+#: the dimensions each variation (labkit.frameworks._kit.explore.variations) changes, by its name
 _CHANGING = {"batch size": (0,), "sequence length": (1,), "image size": (2, 3, 4)}
 
 

@@ -26,12 +26,10 @@ APIs, checked by the tests against the pinned TensorFlow.
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 import warnings
 from collections.abc import Callable, Sequence
-from pathlib import Path
 
 import numpy as np
 import tensorflow as tf
@@ -39,7 +37,8 @@ from tensorflow.core.protobuf import config_pb2, meta_graph_pb2
 from tensorflow.python.framework import convert_to_constants
 from tensorflow.python.grappler import tf_optimizer
 
-from ...graphs import OpCounts
+from ...util.proc import child_env
+from .._kit.graphs import OpCounts
 
 #: node kinds that do no arithmetic on tensors
 BOOKKEEPING: frozenset[str] = frozenset(
@@ -235,15 +234,7 @@ def grappler_runs(timeout: float = 300) -> list[tuple[str, int]]:
     writes when ``TF_CPP_VMODULE=meta_optimizer=1`` is set before it is imported, hence the child
     process (a TensorFlow import: a few seconds).
     """
-    env = {
-        **os.environ,
-        "TF_CPP_VMODULE": "meta_optimizer=1",
-        "TF_CPP_MIN_LOG_LEVEL": "0",
-        "PROTOCOL_BUFFERS_PYTHON_IMPLEMENTATION": "python",
-        "PYTHONPATH": os.pathsep.join(
-            filter(None, [str(Path(__file__).resolve().parents[3]), os.environ.get("PYTHONPATH")])
-        ),
-    }
+    env = child_env(None, extra={"TF_CPP_VMODULE": "meta_optimizer=1", "TF_CPP_MIN_LOG_LEVEL": "0"})
     code = f"from {__name__} import _grappler_demo; _grappler_demo()"
     proc = subprocess.run(
         [sys.executable, "-c", code],

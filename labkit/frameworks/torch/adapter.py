@@ -25,7 +25,8 @@ from torch import nn
 from torch.utils import _pytree as pytree
 
 from ... import recipe, resnet
-from ...bench import DEVICES, Prepared, Unsupported, check_cell, check_choice, check_threads
+from .._kit.cells import check_cell, check_choice, check_threads, host_batch
+from ..contract import DEVICES, Prepared, Unsupported
 from . import SPEC
 
 NAME = SPEC.name
@@ -221,7 +222,7 @@ def _step(model: nn.Module, images, labels, lr: float, momentum: float) -> float
 
 
 def predict_float64(weights: dict[str, np.ndarray], images: np.ndarray) -> np.ndarray:
-    """Eval-mode logits of ``weights`` computed in float64 (:mod:`labkit.crosscheck`)."""
+    """Eval-mode logits of ``weights`` computed in float64 (:mod:`labkit.frameworks.crosscheck`)."""
     model = build_resnet50(weights).double()
     with torch.inference_mode():
         return model(torch.from_numpy(resnet.check_images(images)).double()).numpy()
@@ -269,7 +270,7 @@ def _autocast(precision: str, dev: torch.device) -> Callable[[], contextlib.Abst
 
 
 @contextlib.contextmanager
-def _quiet_torchscript():
+def quiet_torchscript():
     """TorchScript is deprecated in PyTorch 2.x and says so on every trace/freeze; the course
     uses it on purpose (it is what older code and the sources describe), so hush it here.
     Tracing train-mode BatchNorm also warns (TracerWarning) about its Python check that a
@@ -283,7 +284,7 @@ def _quiet_torchscript():
 
 def _compile(model: nn.Module) -> Callable:
     # Inductor imports torch.utils.mkldnn, which is built on TorchScript and warns as it loads
-    with _quiet_torchscript():
+    with quiet_torchscript():
         return torch.compile(model)
 
 
@@ -294,7 +295,7 @@ def _inference_net(
         return model, "eager nn.Module, torch.inference_mode"
     if mode == "torchscript":
         # the network has no data-dependent control flow, so one trace is exact; skip the check
-        with _quiet_torchscript(), torch.no_grad(), autocast():
+        with quiet_torchscript(), torch.no_grad(), autocast():
             frozen = torch.jit.freeze(torch.jit.trace(model, example, check_trace=False))
         return frozen, "torch.jit.trace + torch.jit.freeze (conv-BN folded), inference_mode"
     return _compile(model), "torch.compile (Inductor, default options), inference_mode"
@@ -306,7 +307,7 @@ def _train_net(
     if mode == "eager":
         return model, "eager nn.Module"
     if mode == "torchscript":
-        with _quiet_torchscript(), autocast():
+        with quiet_torchscript(), autocast():
             traced = torch.jit.trace(model, example, check_trace=False)
         return traced, "torch.jit.trace in train mode (not frozen: weights change)"
     return _compile(model), "torch.compile (Inductor) of the model; backward via AOTAutograd"
@@ -331,10 +332,7 @@ def prepare(
     """
     check_cell(NAME, MODES, mode, task, batch_size, precision, device)
     dev = _torch_device(device)
-    num_classes = resnet.validate_weights(weights)
-    images, labels = resnet.random_batch(
-        int(batch_size), image_size, seed=0, num_classes=num_classes
-    )
+    images, labels = host_batch(weights, batch_size, image_size)
     model = build_resnet50(weights).to(dev)
     autocast = _autocast(precision, dev)
     example = torch.from_numpy(images).to(dev)

@@ -33,7 +33,15 @@ import torch._dynamo
 import torch.nn.functional as F
 from torch.overrides import TorchFunctionMode
 
-from ...exercises.code import compare, condense, unwrap
+from .._kit.checks import (
+    compare,
+    same_outputs,
+    signature,
+    to_numpy,
+    unknown_property,
+    unwrap,
+    what_broke,
+)
 
 
 def namespace() -> dict[str, Any]:
@@ -44,16 +52,12 @@ def _args(case: tuple) -> tuple:
     return tuple(torch.from_numpy(v.copy()) if isinstance(v, np.ndarray) else v for v in case)
 
 
-def _numpy(out):
-    if isinstance(out, (tuple, list)):
-        return tuple(_numpy(o) for o in out)
+def _array(out) -> np.ndarray:
     return out.detach().numpy() if isinstance(out, torch.Tensor) else np.asarray(out)
 
 
-def _signature(case: tuple) -> str:
-    return ", ".join(
-        f"tensor {tuple(v.shape)}" if isinstance(v, np.ndarray) else repr(v) for v in case
-    )
+def _numpy(out):
+    return to_numpy(out, _array)
 
 
 @contextlib.contextmanager
@@ -82,14 +86,14 @@ def no_graph_breaks(fn: Callable, cases: list[tuple]) -> tuple[bool, str]:
             try:
                 explained = torch._dynamo.explain(plain)(*_args(case))
             except Exception as exc:
-                return False, f"call {i + 1} raised {condense(exc)}"
+                return False, f"call {i + 1} raised {what_broke(exc)}"
             if explained.graph_break_count:
                 reason = explained.break_reasons[0]
                 line = reason.user_stack[-1].lineno if reason.user_stack else "?"
                 first = str(reason.reason).strip().splitlines()[0]
                 return False, (
                     f"{explained.graph_break_count} graph break(s) on input {i + 1} "
-                    f"({_signature(case)}), the first at line {line} of the function: {first}"
+                    f"({signature(case)}), the first at line {line} of the function: {first}"
                 )
     return True, f"one graph, no breaks, on all {len(cases)} inputs"
 
@@ -101,7 +105,7 @@ def fullgraph(fn: Callable, cases: list[tuple]) -> tuple[bool, str]:
             try:
                 compiled(*_args(case))
             except Exception as exc:
-                return False, f"input {i + 1} ({_signature(case)}): {condense(exc)}"
+                return False, f"input {i + 1} ({signature(case)}): {what_broke(exc)}"
     return True, f"one graph for each of the {len(cases)} inputs"
 
 
@@ -121,16 +125,16 @@ def exports(
         try:
             program = torch.export.export(_Module(unwrap(fn)), _args(cases[0]))
         except Exception as exc:
-            return False, f"torch.export failed: {condense(exc)}"
+            return False, f"torch.export failed: {what_broke(exc)}"
         run = program.module()
         for i, case in enumerate(cases):
             try:
                 got = _numpy(run(*_args(case)))
             except Exception as exc:
-                return False, f"the exported program failed on input {i + 1}: {condense(exc)}"
+                return False, f"the exported program failed on input {i + 1}: {what_broke(exc)}"
             problem = compare(got, eager(reference, case), rtol, atol)
             if problem:
-                return False, f"exported, but on input {i + 1} ({_signature(case)}): {problem}"
+                return False, f"exported, but on input {i + 1} ({signature(case)}): {problem}"
     return True, f"one exported graph, eager outputs on all {len(cases)} inputs"
 
 
@@ -139,32 +143,28 @@ def matches_eager(
 ) -> tuple[bool, str]:
     compiled = torch.compile(unwrap(fn), backend="eager")
     with _quiet():
-        for i, case in enumerate(cases):
-            try:
-                got = _numpy(compiled(*_args(case)))
-            except Exception as exc:
-                return False, f"input {i + 1} raised {condense(exc)}"
-            problem = compare(got, eager(reference, case), rtol, atol)
-            if problem:
-                return False, f"input {i + 1} ({_signature(case)}): {problem}"
-    return True, f"same outputs as eager on all {len(cases)} inputs"
+        return same_outputs(
+            lambda case: _numpy(compiled(*_args(case))),
+            lambda case: eager(reference, case),
+            cases,
+            rtol,
+            atol,
+            passed=f"same outputs as eager on all {len(cases)} inputs",
+        )
 
 
 def equals_reference(
     fn: Callable, cases: list[tuple], reference: Callable, rtol: float, atol: float
 ) -> tuple[bool, str]:
-    for i, case in enumerate(cases):
-        try:
-            got = eager(fn, case)
-        except Exception as exc:
-            return False, f"input {i + 1} raised {condense(exc)}"
-        problem = compare(got, eager(reference, case), rtol, atol)
-        if problem:
-            return (
-                False,
-                f"input {i + 1} ({_signature(case)}): {problem.replace('eager', 'the original')}",
-            )
-    return True, f"the original's outputs on all {len(cases)} inputs"
+    return same_outputs(
+        lambda case: eager(fn, case),
+        lambda case: eager(reference, case),
+        cases,
+        rtol,
+        atol,
+        passed=f"the original's outputs on all {len(cases)} inputs",
+        baseline="the original",
+    )
 
 
 class _Count(TorchFunctionMode):
@@ -262,4 +262,4 @@ def verify(
         return avoids_ops(fn, cases, list(options["avoid"]))
     if prop == "data_parallel":
         return data_parallel(fn, cases, int(options.get("workers", 4)), rtol, atol)
-    raise ValueError(f"unknown PyTorch property {prop!r}")
+    raise unknown_property("PyTorch", prop)

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import statistics
 import time
 
 import numpy as np
@@ -29,32 +28,24 @@ from torch import nn
 from torch.nn.parallel import DistributedDataParallel as DDP
 from torch.utils.data import DataLoader, Dataset, DistributedSampler
 
-from ... import distributed, resnet
+from ... import resnet
+from ...util import stats
+from .._kit import worker
+from . import SPEC
 
 
-class SyntheticImages(Dataset):
-    """``length`` synthetic samples; sample i is the same in every process."""
-
-    def __init__(self, length: int, image_size: int, seed: int, num_classes: int):
-        self.length, self.image_size, self.seed, self.num_classes = (
-            length,
-            image_size,
-            seed,
-            num_classes,
-        )
-
-    def __len__(self) -> int:
-        return self.length
+class SyntheticImages(worker.SyntheticImages, Dataset):
+    """The synthetic data set as a ``Dataset`` of tensors; sample i is the same in every process."""
 
     def __getitem__(self, i: int):
-        x, y = distributed.synthetic_sample(i, self.image_size, self.seed, self.num_classes)
+        x, y = super().__getitem__(i)
         return torch.from_numpy(x), y
 
 
 class TinyNet(nn.Module):
     """A small CNN without BatchNorm: 3x3 conv (16), ReLU, 3x3 conv (32), ReLU, average, linear."""
 
-    def __init__(self, num_classes: int = distributed.TINY_CLASSES):
+    def __init__(self, num_classes: int = worker.TINY_CLASSES):
         super().__init__()
         self.conv1 = nn.Conv2d(3, 16, 3, padding=1)
         self.conv2 = nn.Conv2d(16, 32, 3, stride=2, padding=1)
@@ -84,11 +75,10 @@ def weights_of(model: nn.Module, name: str) -> dict[str, np.ndarray]:
 
 
 def main() -> None:
-    args = distributed.worker_parser("torch").parse_args()
-    distributed.start_watchdog(args.deadline)
+    args = worker.start(SPEC)
     launched = "RANK" in os.environ
     rank = int(os.environ.get("RANK", "0"))
-    distributed.run_worker("torch", rank, lambda: train(args, launched, rank), args.out)
+    worker.run_worker(SPEC.name, rank, lambda: train(args, launched, rank), args.out)
 
 
 def train(args, launched: bool, rank: int) -> None:
@@ -113,39 +103,31 @@ def train(args, launched: bool, rank: int) -> None:
     net = DDP(model) if launched else model  # broadcasts rank 0's weights to every rank
     opt = torch.optim.SGD(net.parameters(), lr=args.lr, momentum=args.momentum)
 
-    losses, step_s, data_sum = [], [], 0.0
-    for step, (x, y) in enumerate(loader):
-        if step == 0:
-            distributed.maybe_fault(rank, args)
-        data_sum += float(x.double().sum())  # which images this worker saw
+    steps = worker.Steps(args, rank)
+    for x, y in loader:
+        seen = float(x.double().sum())  # which images this worker saw
         x, y = x.to(device), y.to(device)
-        start = time.perf_counter()
+        started = steps.begin(seen)
         opt.zero_grad(set_to_none=True)
         loss = F.cross_entropy(net(x), y)
         loss.backward()  # DDP: gradients are averaged across ranks here
         opt.step()
         if cuda:
             torch.cuda.synchronize()
-        step_s.append(time.perf_counter() - start)
-        losses.append(float(loss.item()))
-        distributed.report_step(args.out, rank)
+        steps.end(float(loss.item()), started)
     weights = weights_of(model, args.model)  # before the timing passes below touch BatchNorm
 
     params = sum(p.numel() for p in model.parameters())
-    result = distributed.result_fields(
-        args,
-        framework="torch",
+    result = worker.result_fields(
+        steps,
+        framework=SPEC.name,
         version=torch.__version__,
-        rank=rank,
         world=world,
         launcher="torchrun" if launched else "single process",
         backend=backend if launched else "",
         device=str(device),
         threads=torch.get_num_threads(),
         parameters=params,
-        losses=losses,
-        step_s=step_s,
-        data_sum=data_sum,
         init_s=init_s,
     )
     if args.measure:
@@ -153,7 +135,7 @@ def train(args, launched: bool, rank: int) -> None:
     if launched:
         dist.barrier()
         dist.destroy_process_group()
-    distributed.write_result(args.out, rank, result, weights)
+    worker.write_result(args.out, rank, result, weights)
 
 
 def measure(net, model, loader, device, repeats: int, launched: bool, cuda: bool) -> dict:
@@ -175,7 +157,7 @@ def measure(net, model, loader, device, repeats: int, launched: bool, cuda: bool
         sync()
         compute.append(time.perf_counter() - start)
     net.zero_grad(set_to_none=True)
-    out = {"compute_s": statistics.median(compute)}
+    out = {"compute_s": stats.median(compute)}
     if launched:
         flat = torch.zeros(sum(p.numel() for p in model.parameters()), device=device)
         reduce = []
@@ -185,7 +167,7 @@ def measure(net, model, loader, device, repeats: int, launched: bool, cuda: bool
             dist.all_reduce(flat)
             sync()
             reduce.append(time.perf_counter() - start)
-        out["allreduce_s"] = statistics.median(reduce)
+        out["allreduce_s"] = stats.median(reduce)
     return out
 
 

@@ -40,10 +40,10 @@ import torch._dynamo
 from torch import nn
 from torch._dynamo.utils import counters, guard_failures
 
-from ... import explore as ex
 from .. import explorer as _explorer
+from .._kit import explore as ex
 from . import SPEC
-from .adapter import _quiet_torchscript, as_module, export_model, leaves
+from .adapter import as_module, export_model, leaves, quiet_torchscript
 
 NAME = SPEC.name
 CHECKS: tuple[str, ...] = (
@@ -74,7 +74,7 @@ def describe(model: object) -> str:
 
 
 def pack(model: object, path: Path) -> None:
-    """Pickle the model with cloudpickle (:func:`labkit.explore.write_pickle`)."""
+    """Pickle the model with cloudpickle (:func:`labkit.frameworks._kit.explore.write_pickle`)."""
     ex.write_pickle(model, path)
 
 
@@ -174,7 +174,7 @@ def _from_reason(reason, path: str) -> ex.GraphBreak:
         reason=plain(reason.reason),
         location=location,
         code=(frame.line or "").strip() if frame else "",
-        message=ex.condense(reason.reason, lines=2, limit=240),
+        message=ex.first_lines(reason.reason, lines=2, limit=240),
         path=path,
     )
 
@@ -193,7 +193,8 @@ def _from_counter(message: str, count: int, path: str, where: str) -> ex.GraphBr
         "which runs as plain Python",
         location=ex.user_location(located),
         code=code.group(1).strip() if code else ex.user_code(located),
-        message=ex.condense(first, lines=1, limit=200) + " (then: frame skipped, runs as Python)",
+        message=ex.first_lines(first, lines=1, limit=200)
+        + " (then: frame skipped, runs as Python)",
         count=count,
         path=path,
     )
@@ -244,21 +245,9 @@ def _eager(s: Session) -> dict:
             "fails",
             "the model does not run on these inputs in plain PyTorch: give inputs of the shape "
             "it takes (batch first), or fix the model",
-            ex.condense(exc, lines=2) + (f" (at {where})" if where else ""),
+            ex.first_lines(exc, lines=2) + (f" (at {where})" if where else ""),
         )
-    shapes = ", ".join(models_text(o) for o in outs)
-    takes = [v.name for v, why in s.accepted() if not why]
-    refuses = [f"{v.name} ({why})" for v, why in s.accepted() if why]
-    reason = f"runs: {len(outs)} output(s) of shape {shapes}"
-    if takes:
-        reason += f"; also takes other {' and '.join(n + 's' for n in takes)}"
-    if refuses:
-        reason += f"; not another {', '.join(refuses)}"
-    return ex.result("eager", "works", reason, outputs=[list(o.shape) for o in outs])
-
-
-def models_text(a: np.ndarray) -> str:
-    return "x".join(map(str, a.shape)) or "scalar"
+    return s.works(outs)
 
 
 def _traceback(exc: BaseException) -> str:
@@ -287,7 +276,7 @@ def _compile(s: Session) -> dict:
     torch._dynamo.reset()
     compiled = torch.compile(s.module)
     t0 = time.perf_counter()
-    with _quiet(), _quiet_torchscript():
+    with _quiet(), quiet_torchscript():
         s.run(compiled, s.arrays)
     first = time.perf_counter() - t0
     with _quiet():
@@ -352,7 +341,7 @@ def _fullgraph(s: Session) -> dict:
             path,
             "fails",
             f"not capturable as one graph: {plain(text)}" + (f" (at {where})" if where else ""),
-            ex.condense(exc, lines=2),
+            ex.first_lines(exc, lines=2),
         )
     with _quiet():
         ok, worst, why = s.compare(fn)
@@ -393,7 +382,7 @@ def _new_shapes(s: Session) -> dict:
                 s.run(fn, xs)
                 per_call.append(captured[0] - before)
         reasons = [
-            re.sub(r"^\d+/\d+: ", "", ex.condense(r, lines=1, limit=160))
+            re.sub(r"^\d+/\d+: ", "", ex.first_lines(r, lines=1, limit=160))
             for rs in guard_failures.values()
             for r in rs
         ]
@@ -443,7 +432,7 @@ def _export(s: Session, strict: bool) -> dict:
             path,
             "fails",
             f"torch.export ({how}) rejects it: {plain(text)}" + (f" (at {where})" if where else ""),
-            ex.condense(exc, lines=1),
+            ex.first_lines(exc, lines=1),
         )
     ops = sum(n.op == "call_function" for n in program.graph.nodes)
     with _quiet():
@@ -473,17 +462,17 @@ def _trace(s: Session) -> dict:
                 "fails",
                 "TorchScript's tracer cannot record it (deprecated in PyTorch 2.x: use "
                 "torch.export or torch.compile)",
-                ex.condense(exc, lines=2),
+                ex.first_lines(exc, lines=2),
             )
     tracer = [w for w in caught if issubclass(w.category, torch.jit.TracerWarning)]
     notes = list(
         dict.fromkeys(
-            f"{Path(w.filename).name}:{w.lineno}: {ex.condense(str(w.message), lines=1, limit=120)}"
+            f"{Path(w.filename).name}:{w.lineno}: {ex.first_lines(str(w.message), lines=1, limit=120)}"
             for w in tracer
         )
     )
     extra = [
-        (f"{v.name} {ex.models.describe_arrays(v.inputs[1])}", v.inputs[1])
+        (f"{v.name} {ex.describe_arrays(v.inputs[1])}", v.inputs[1])
         for v, why in s.accepted()
         if not why
     ]
@@ -491,7 +480,7 @@ def _trace(s: Session) -> dict:
         try:
             ok, worst, why = s.compare(traced, extra)
         except Exception as exc:  # noqa: BLE001 - a framework error is the check's finding
-            ok, worst, why = False, float("inf"), f"on another input size: {ex.condense(exc, 1)}"
+            ok, worst, why = False, float("inf"), f"on another input size: {ex.first_lines(exc, 1)}"
     message = "; ".join(notes[:3])
     deprecated = "deprecated in PyTorch 2.x: torch.export or torch.compile for new code"
     if not ok:
@@ -524,7 +513,7 @@ def _onnx(s: Session) -> dict:
     try:
         runtime = _explorer("onnxruntime")
     except Exception as exc:  # noqa: BLE001 - a framework error is the check's finding
-        return ex.result(path, "fails", "ONNX Runtime is not available here", ex.condense(exc))
+        return ex.result(path, "fails", "ONNX Runtime is not available here", ex.first_lines(exc))
     with tempfile.TemporaryDirectory(prefix="labkit-onnx-") as tmp:
         try:
             with _quiet(), contextlib.redirect_stderr(io.StringIO()):
@@ -537,7 +526,7 @@ def _onnx(s: Session) -> dict:
                 "fails",
                 f"torch.onnx.export (the dynamo exporter) cannot export it: {plain(str(exc))}"
                 + (f" (at {where})" if where else ""),
-                ex.condense(cause, lines=1),
+                ex.first_lines(cause, lines=1),
             )
         nodes = runtime.node_count(file)
         session = runtime.session_for(file)

@@ -28,8 +28,8 @@ import numpy as np
 import torch
 from torch import nn
 
-from ...graphs import OpCounts
-from .adapter import _quiet_torchscript
+from .._kit.graphs import OpCounts
+from .adapter import quiet_torchscript
 
 STAGES: tuple[str, ...] = ("traced", "frozen", "optimized")
 #: node kinds that do no arithmetic on tensors
@@ -77,7 +77,7 @@ def stages(model: nn.Module, images: np.ndarray) -> dict[str, torch.jit.ScriptMo
     """The model traced, frozen, and optimised for inference (eval mode, on ``images``' shape)."""
     example = torch.from_numpy(np.ascontiguousarray(images, dtype=np.float32))
     model = model.eval()
-    with _quiet_torchscript(), torch.no_grad():
+    with quiet_torchscript(), torch.no_grad():
         traced = torch.jit.trace(model, example, check_trace=False)
         frozen = torch.jit.freeze(traced)
         optimized = torch.jit.optimize_for_inference(torch.jit.freeze(traced))

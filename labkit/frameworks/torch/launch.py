@@ -20,6 +20,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+from ...util import net
 from . import SPEC
 
 CLUSTER_VARIABLES: tuple[str, ...] = (
@@ -81,9 +82,7 @@ def local_commands(
     bootstrap sockets on GPUs, on ``host``'s interface (NCCL otherwise picks the first
     interface that is not loopback; this one is not checked here: the lab's machines have
     no GPUs)."""
-    from ...distributed.job import interface_of
-
-    interface = interface_of(host)
+    interface = net.interface_of(host)
     env = {k: interface for k in SOCKET_INTERFACES} if interface else {}
     return [(torchrun_command(workers, ports[0], master=host, bound=True) + list(args), env)]
 

@@ -1,9 +1,14 @@
-"""The worker side, shared by every framework's worker module (``labkit/frameworks/<name>/
-distributed.py``) and still framework-free: the synthetic data set, the command line, the
-watchdog, progress and result files, error reporting, and the deliberate faults.
+"""The worker side of data-parallel training, shared by every framework's worker module
+(``labkit/frameworks/<name>/distributed.py``) and framework-free: the models and faults a job
+may ask for, the synthetic data set, the command line and the watchdog (:func:`start`), the
+steps as they are taken (:class:`Steps`: the fault, the progress file), the result files, and
+error reporting (:func:`run_worker`).
 
 Each worker writes ``rank<r>.json`` (losses, step times, the cost of its gradient all-reduce) and
-``rank<r>.npz`` (its final weights) into the job's output folder; the launcher reads them back.
+``rank<r>.npz`` (its final weights) into the job's output folder; the launcher
+(:mod:`labkit.distributed`) reads them back.
+
+Not for: starting, watching or stopping the workers (:mod:`labkit.distributed`).
 """
 
 from __future__ import annotations
@@ -13,7 +18,6 @@ import json
 import os
 import subprocess
 import sys
-import threading
 import time
 import traceback
 from collections.abc import Callable
@@ -21,9 +25,34 @@ from pathlib import Path
 
 import numpy as np
 
-from ..resnet import WIDTH
-from ..util import jsonio
-from .job import FAULTS, MODELS, WORKER_MODULES
+from ...resnet import WIDTH
+from ...util import jsonio, proc
+from ..contract import FrameworkSpec
+
+__all__ = [
+    "FAULTS",
+    "MODELS",
+    "TINY_CLASSES",
+    "Steps",
+    "SyntheticImages",
+    "WorkerFailure",
+    "maybe_fault",
+    "report_step",
+    "result_fields",
+    "run_worker",
+    "start",
+    "start_watchdog",
+    "synthetic_sample",
+    "worker_parser",
+    "write_result",
+]
+
+#: resnet50: the course's model (BatchNorm: statistics per worker); tiny: a small CNN without
+#: BatchNorm, for which data-parallel training equals one process on the concatenated batch
+MODELS: tuple[str, ...] = ("resnet50", "tiny")
+TINY_CLASSES = 10
+#: deliberate worker faults, for demonstrations and tests (:func:`maybe_fault`)
+FAULTS: tuple[str, ...] = ("crash", "hang", "straggler")
 
 
 def synthetic_sample(
@@ -36,10 +65,31 @@ def synthetic_sample(
     return x, int(rng.integers(num_classes))
 
 
-def worker_parser(framework: str) -> argparse.ArgumentParser:
+class SyntheticImages:
+    """``length`` samples of :func:`synthetic_sample`, by index (a random-access data set):
+    sample i is the same in every process. A framework's data set turns each into its types."""
+
+    def __init__(self, length: int, image_size: int, seed: int, num_classes: int):
+        self.length, self.image_size, self.seed, self.num_classes = (
+            length,
+            image_size,
+            seed,
+            num_classes,
+        )
+
+    def __len__(self) -> int:
+        return self.length
+
+    def __getitem__(self, i: int) -> tuple[np.ndarray, int]:
+        return synthetic_sample(int(i), self.image_size, self.seed, self.num_classes)
+
+
+def worker_parser(spec: FrameworkSpec) -> argparse.ArgumentParser:
+    """The command line of ``spec``'s worker module (:meth:`labkit.distributed.Job.worker_args`
+    writes it)."""
     p = argparse.ArgumentParser(
-        prog=f"python -m {WORKER_MODULES[framework]}",
-        description=f"one {framework} data-parallel worker (see labkit.distributed)",
+        prog=f"python -m {spec.worker_module}",
+        description=f"one {spec.name} data-parallel worker (see labkit.distributed)",
     )
     p.add_argument("--out", required=True, help="folder for rank<r>.json and rank<r>.npz")
     p.add_argument("--model", choices=MODELS, default="resnet50")
@@ -68,23 +118,19 @@ def worker_parser(framework: str) -> argparse.ArgumentParser:
 
 def start_watchdog(deadline_s: float, poll_s: float = 0.5) -> None:
     """Exit this worker if its parent process disappears or ``deadline_s`` passes (a daemon
-    thread): a worker never outlives its launcher, even one killed with SIGKILL."""
-    parent, until = os.getppid(), time.monotonic() + deadline_s
+    thread, :func:`labkit.util.proc.exit_with_parent`): a worker never outlives its launcher,
+    even one killed with SIGKILL."""
+    proc.exit_with_parent(
+        os.getppid(), deadline_s=deadline_s, poll_s=poll_s, label="worker watchdog"
+    )
 
-    def watch():
-        while True:
-            time.sleep(poll_s)
-            if os.getppid() != parent:
-                os._exit(3)
-            if time.monotonic() > until:
-                print(
-                    f"worker watchdog: deadline of {deadline_s:.0f} s passed, exiting",
-                    file=sys.stderr,
-                    flush=True,
-                )
-                os._exit(4)
 
-    threading.Thread(target=watch, daemon=True, name="labkit-watchdog").start()
+def start(spec: FrameworkSpec, argv: list[str] | None = None) -> argparse.Namespace:
+    """What every worker does first: read its command line (:func:`worker_parser`) and start
+    its watchdog (:func:`start_watchdog`) with the deadline it was given."""
+    args = worker_parser(spec).parse_args(argv)
+    start_watchdog(args.deadline)
+    return args
 
 
 def report_step(out: str | Path, rank: int) -> None:
@@ -93,21 +139,46 @@ def report_step(out: str | Path, rank: int) -> None:
         f.write(".")
 
 
+class Steps:
+    """A worker's training steps as it takes them: before each (:meth:`begin`) the deliberate
+    fault (before the first step, :func:`maybe_fault`) and the sum of the images it is about to
+    train on (which images this worker saw); after each (:meth:`end`) its loss and time, and
+    one more step in the progress file (:func:`report_step`)."""
+
+    def __init__(self, args: argparse.Namespace, rank: int):
+        self.args, self.rank = args, rank
+        self.losses: list[float] = []
+        self.step_s: list[float] = []
+        self.data_sum = 0.0
+        self._begun = False
+
+    def begin(self, images_sum: float) -> float:
+        """Before a step: returns its start time (``time.perf_counter``)."""
+        if not self._begun:
+            self._begun = True
+            maybe_fault(self.rank, self.args)
+        self.data_sum += images_sum
+        return time.perf_counter()
+
+    def end(self, loss: float, started: float) -> None:
+        """After a step whose ``loss`` is on the host (the work is done)."""
+        self.step_s.append(time.perf_counter() - started)
+        self.losses.append(loss)
+        report_step(self.args.out, self.rank)
+
+
 def result_fields(
-    args: argparse.Namespace,
+    steps: Steps,
     *,
-    rank: int,
     world: int,
     parameters: int,
-    losses: list[float],
-    step_s: list[float],
-    data_sum: float,
     init_s: float,
     **framework: object,
 ) -> dict:
     """A worker's result: what every framework's worker reports (the run, its losses and step
     times, the size of the gradient it all-reduces), after the ``framework``'s own fields
     (name, version, launcher, backend, device, threads)."""
+    args, rank = steps.args, steps.rank
     return {
         **framework,
         "rank": rank,
@@ -118,9 +189,9 @@ def result_fields(
         "batch": args.batch,
         "image_size": args.image_size,
         "steps": args.steps,
-        "losses": losses,
-        "step_s": step_s,
-        "data_sum": data_sum,
+        "losses": steps.losses,
+        "step_s": steps.step_s,
+        "data_sum": steps.data_sum,
         "init_s": init_s,
         "parameters": int(parameters),
         "gradient_mb": int(parameters) * 4 / 1e6,

@@ -19,8 +19,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from . import frameworks as fw
-from . import resnet
+from .. import frameworks as fw
+from .. import resnet
 
 __all__ = [
     "FP32_SPREAD",

@@ -1,0 +1,159 @@
+"""The toolkit of the code-exercise checks (``labkit/frameworks/<name>/checks.py``).
+
+A framework's ``checks.verify(prop, fn, cases, ...)`` runs the learner's function and answers
+``(passed, detail)``. What the frameworks' checks share, numpy only: the function under a
+framework's decorator (:func:`unwrap`), the line of an exception that says what broke
+(:func:`what_broke`), outputs compared with the reference's (:func:`compare`, and over every
+case :func:`same_outputs`), a case described (:func:`signature`), a framework's outputs as
+NumPy (:func:`to_numpy`), and the errors ``verify`` raises for a property or an option it does
+not know (:func:`unknown_property`, :func:`refuse_options`).
+
+Not for: the exercises themselves, their feedback or progress (:mod:`labkit.exercises`).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+__all__ = [
+    "compare",
+    "refuse_options",
+    "same_outputs",
+    "signature",
+    "to_numpy",
+    "unknown_property",
+    "unwrap",
+    "what_broke",
+]
+
+
+def unwrap(fn: Callable) -> Callable:
+    """The plain Python function under a framework's decorator (a graph function, a compiled
+    function, anything that sets ``__wrapped__``)."""
+    seen = 0
+    while seen < 10:
+        seen += 1
+        inner = (
+            getattr(fn, "python_function", None)  # TensorFlow's tf.function
+            or getattr(fn, "_torchdynamo_orig_callable", None)  # PyTorch's torch.compile
+            or getattr(fn, "__wrapped__", None)  # functools.wraps (MindSpore's jit, ...)
+        )
+        if inner is None or inner is fn:
+            return fn
+        fn = inner
+    return fn
+
+
+def what_broke(exc: BaseException, limit: int = 300) -> str:
+    """A framework's exception in one or two lines: its type and the line that says what broke.
+
+    TensorFlow wraps errors raised while tracing in "X in user code:" followed by a stack; the
+    last "SomeError: message" line is the one that matters. Other frameworks put it first and
+    add explanations, hints and C++ stacks below.
+    """
+    text = str(exc).strip()
+    lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
+    name = type(exc).__name__
+    if lines and lines[0].endswith("in user code:"):
+        found = [
+            m for ln in lines if (m := re.match(r"^(\w+(?:Error|Exception|Warning)): (.+)$", ln))
+        ]
+        if found:
+            name, first = found[-1].group(1), found[-1].group(2)
+            return f"{name}: {first}"[:limit]
+    first = lines[0] if lines else "(no message)"
+    extra = next(
+        (ln for ln in lines[1:3] if ln.startswith(("Explanation:", "Hint:", "In file"))), ""
+    )
+    message = f"{name}: {first}" + (f" ({extra})" if extra.startswith("Explanation:") else "")
+    return message if len(message) <= limit else message[: limit - 3] + "..."
+
+
+def compare(got, want, rtol: float, atol: float) -> str | None:
+    """None when ``got`` equals ``want`` (nested tuples of arrays/numbers), else what differs."""
+    if isinstance(want, (tuple, list)):
+        if not isinstance(got, (tuple, list)) or len(got) != len(want):
+            return f"returns {_kind(got)} where eager returns {_kind(want)}"
+        for i, (g, w) in enumerate(zip(got, want)):
+            problem = compare(g, w, rtol, atol)
+            if problem:
+                return f"output {i}: {problem}"
+        return None
+    g, w = np.asarray(got), np.asarray(want)
+    if g.shape != w.shape:
+        return f"shape {g.shape} where eager gives {w.shape}"
+    if not np.allclose(g, w, rtol=rtol, atol=atol, equal_nan=True):
+        with np.errstate(invalid="ignore"):
+            diff = np.abs(g.astype(np.float64) - w.astype(np.float64))
+        worst = float(np.nanmax(diff)) if diff.size else math.nan
+        return f"differs from eager by up to {worst:.3g} (eager: {_short(w)}, got: {_short(g)})"
+    return None
+
+
+def _kind(value) -> str:
+    if isinstance(value, (tuple, list)):
+        return f"{len(value)} outputs"
+    return f"one array of shape {np.asarray(value).shape}"
+
+
+def _short(a: np.ndarray) -> str:
+    flat = np.asarray(a).ravel()
+    text = np.array2string(flat[:4], precision=4, separator=", ")
+    return text if flat.size <= 4 else text[:-1] + ", ...]"
+
+
+def signature(case: tuple) -> str:
+    """One call's arguments in words: ``tensor (2, 3), 4`` (arrays by their shape)."""
+    return ", ".join(
+        f"tensor {tuple(v.shape)}" if isinstance(v, np.ndarray) else repr(v) for v in case
+    )
+
+
+def to_numpy(out: Any, leaf: Callable[[Any], np.ndarray]) -> Any:
+    """A function's output as NumPy: tuples and lists of outputs stay tuples, ``leaf`` turns
+    each one (a framework's tensor, or a plain value) into an array."""
+    if isinstance(out, (tuple, list)):
+        return tuple(to_numpy(o, leaf) for o in out)
+    return leaf(out)
+
+
+def same_outputs(
+    run: Callable[[tuple], Any],
+    want: Callable[[tuple], Any],
+    cases: list[tuple],
+    rtol: float,
+    atol: float,
+    *,
+    passed: str,
+    call: str = "input",
+    baseline: str = "eager",
+    describe: Callable[[tuple], str] = signature,
+) -> tuple[bool, str]:
+    """Whether ``run(case)`` gives ``want(case)`` on every one of ``cases`` (:func:`compare`):
+    ``(True, passed)``, else ``False`` and the first case that raised or differed, in words
+    (``input 2 raised ...``, ``input 2 (tensor (3,)): differs from <baseline> by ...``)."""
+    for i, case in enumerate(cases, 1):
+        try:
+            got = run(case)
+        except Exception as exc:  # the learner's code may raise anything
+            return False, f"{call} {i} raised {what_broke(exc)}"
+        problem = compare(got, want(case), rtol, atol)
+        if problem:
+            return False, f"{call} {i} ({describe(case)}): {problem.replace('eager', baseline)}"
+    return True, passed
+
+
+def unknown_property(display: str, prop: str) -> ValueError:
+    """What ``verify`` raises for a property its framework does not check."""
+    return ValueError(f"unknown {display} property {prop!r}")
+
+
+def refuse_options(display: str, options: dict[str, Any]) -> None:
+    """``ValueError`` when a framework whose checks take no options is given some."""
+    if options:
+        raise ValueError(f"{display} checks take no options, got {sorted(options)}")

@@ -1,0 +1,229 @@
+"""Child processes: their environment, stopping them with all they started, and why they ended.
+
+Every process labkit starts (a benchmark cell, an explore worker, a data-parallel worker, a
+notebook demo's child) gets its environment from :func:`child_env`, which takes the thread
+policy as an explicit parameter: ``threads=N`` is the lab's policy for anything that is timed
+(N intra-op threads in every framework's math libraries, one inter-op thread: :func:`thread_env`),
+``threads=None`` leaves each framework its own defaults (checks and demos that time nothing).
+
+Stopping: :func:`kill_group` ends the process group a child leads (a child started with
+``start_new_session=True``: its own helpers, such as compile workers, go with it);
+:func:`stop_processes` ends a set of processes that may each lead a group (SIGTERM, then SIGKILL
+after a grace period). A child ties its life to its parent with :func:`exit_with_parent` (a
+watching thread: no orphan keeps running after its parent died, even by SIGKILL).
+
+Why a child ended, in words: :func:`signal_name`, :func:`ended`, :func:`crash_reason`; what it
+said last: :func:`tail` (the end of a log file) and :func:`last_lines`.
+
+Not for: what a process measures or reports (the runner's and the launcher's business). Imports
+nothing of labkit (``psutil`` only where a tree of processes is stopped).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
+
+__all__ = [
+    "PARENT_GONE",
+    "PAST_DEADLINE",
+    "ROOT",
+    "THREAD_ENV",
+    "child_env",
+    "crash_reason",
+    "ended",
+    "exit_with_parent",
+    "kill_group",
+    "last_lines",
+    "signal_name",
+    "stop_processes",
+    "tail",
+    "thread_env",
+]
+
+#: the folder that holds the ``labkit`` package: first on every child's ``PYTHONPATH``, so that
+#: the child imports this labkit (a source checkout, or the installed one)
+ROOT = Path(__file__).resolve().parents[2]
+#: environment variables that size the intra-op thread pools of every framework's math libraries
+THREAD_ENV = (
+    "OMP_NUM_THREADS",
+    "MKL_NUM_THREADS",
+    "OPENBLAS_NUM_THREADS",
+    "TF_NUM_INTRAOP_THREADS",
+)
+#: exit statuses of a process that :func:`exit_with_parent` ended
+PARENT_GONE = 3
+PAST_DEADLINE = 4
+
+
+# ---------------------------------------------------------------------------------------------
+# the environment
+
+
+def thread_env(threads: int) -> dict[str, str]:
+    """The variables that give every framework's math libraries ``threads`` intra-op threads
+    and TensorFlow one inter-op thread: the lab's thread policy, as an environment."""
+    env = {k: str(threads) for k in THREAD_ENV}
+    env["TF_NUM_INTEROP_THREADS"] = "1"
+    return env
+
+
+def child_env(
+    threads: int | None,
+    *,
+    path: Sequence[str | os.PathLike] = (),
+    extra: Mapping[str, str] | None = None,
+    drop: Iterable[str] = (),
+) -> dict[str, str]:
+    """The whole environment of a Python child process that runs labkit code.
+
+    This process's environment without the variables in ``drop`` (a stale description of a
+    cluster, say); ``PYTHONPATH`` that starts with :data:`ROOT`, then ``path``, then the
+    inherited entries (each once, empty ones left out); protobuf's pure-Python implementation
+    (what ``import labkit`` sets: MindSpore and TensorFlow in one process need it); then the
+    thread policy, said explicitly:
+
+    - ``threads=N``: the lab's policy for anything timed (:func:`thread_env`), the same in every
+      framework, so that its figures compare;
+    - ``threads=None``: no thread settings; each framework uses its own defaults (and the user's
+      variables pass through).
+
+    ``extra`` is set last, over everything else.
+    """
+    dropped = set(drop)
+    env = {k: v for k, v in os.environ.items() if k not in dropped}
+    entries = [str(ROOT), *map(str, path), *env.get("PYTHONPATH", "").split(os.pathsep)]
+    env["PYTHONPATH"] = os.pathsep.join(dict.fromkeys(e for e in entries if e))
+    env["PROTOCOL_BUFFERS_PYTHON_IMPLEMENTATION"] = "python"
+    if threads is not None:
+        env.update(thread_env(threads))
+    env.update(extra or {})
+    return env
+
+
+# ---------------------------------------------------------------------------------------------
+# stopping
+
+
+def kill_group(proc: subprocess.Popen, wait_s: float = 10.0) -> None:
+    """SIGKILL the process group that ``proc`` leads (started with ``start_new_session=True``),
+    so that what it started goes too, and reap ``proc``. A group already gone is no error."""
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(proc.pid, signal.SIGKILL)
+    with contextlib.suppress(subprocess.TimeoutExpired):
+        proc.wait(timeout=wait_s)
+
+
+def stop_processes(processes: Sequence, grace_s: float = 3.0) -> None:
+    """End ``processes`` (``psutil.Process`` objects): SIGTERM each one (and the whole group of
+    one that leads a group), then SIGKILL what still runs ``grace_s`` seconds later."""
+    import psutil
+
+    live = list(processes)
+    for sig, wait in ((signal.SIGTERM, grace_s), (signal.SIGKILL, 5.0)):
+        for p in live:
+            try:
+                if os.getpgid(p.pid) == p.pid:  # a session/group leader: its whole group
+                    os.killpg(p.pid, sig)
+                p.send_signal(sig)
+            except (ProcessLookupError, PermissionError, psutil.Error):
+                pass
+        _gone, live = psutil.wait_procs(live, timeout=wait)
+        if not live:
+            return
+
+
+def exit_with_parent(
+    parent: int,
+    *,
+    remove: str | os.PathLike | None = None,
+    deadline_s: float | None = None,
+    poll_s: float = 0.5,
+    label: str = "watchdog",
+) -> threading.Thread:
+    """End this process when ``parent`` stops being its parent (it died, even by SIGKILL), or
+    when ``deadline_s`` seconds have passed; a daemon thread watches.
+
+    When the parent is gone: ``remove`` (a folder the dead parent can no longer delete) goes,
+    the process group this process leads (if it leads one) is killed, so that what it started
+    goes too, and the process exits with :data:`PARENT_GONE`. At the deadline it says so on
+    standard error (``label: deadline of ... passed``) and exits with :data:`PAST_DEADLINE`.
+    """
+    until = None if deadline_s is None else time.monotonic() + deadline_s
+
+    def watch() -> None:
+        while os.getppid() == parent:
+            if until is not None and time.monotonic() > until:
+                print(
+                    f"{label}: deadline of {deadline_s:.0f} s passed, exiting",
+                    file=sys.stderr,
+                    flush=True,
+                )
+                os._exit(PAST_DEADLINE)
+            time.sleep(poll_s)
+        if remove is not None:
+            shutil.rmtree(remove, ignore_errors=True)
+        if os.getpgrp() == os.getpid():
+            with contextlib.suppress(OSError):
+                os.killpg(os.getpid(), signal.SIGKILL)
+        os._exit(PARENT_GONE)
+
+    thread = threading.Thread(target=watch, daemon=True, name="labkit-parent-watch")
+    thread.start()
+    return thread
+
+
+# ---------------------------------------------------------------------------------------------
+# why it ended, what it said
+
+
+def signal_name(code: int) -> str:
+    """The signal that a negative exit status ``code`` (``Popen.returncode``) stands for:
+    ``SIGKILL``, or ``signal 77`` for one without a name."""
+    with contextlib.suppress(ValueError):
+        return signal.Signals(-code).name
+    return f"signal {-code}"
+
+
+def ended(code: int) -> str:
+    """How a process with exit status ``code`` ended: ``killed by SIGSEGV``, ``exited with
+    status 1``."""
+    return f"killed by {signal_name(code)}" if code < 0 else f"exited with status {code}"
+
+
+def crash_reason(code: int, log: str, what: str = "the process", fix: str = "") -> str:
+    """Why ``what`` died without a result, from its exit status and the end of its output:
+    out of memory (the log says so, or SIGKILL: most likely the out-of-memory killer), a crash
+    (another signal), or an exit status. ``fix`` follows the two memory cases."""
+    fix = f"; {fix}" if fix else ""
+    if "MemoryError" in log or "std::bad_alloc" in log or "out of memory" in log.lower():
+        return f"out of memory: {what} died (exit status {code}) running out of memory{fix}"
+    if code == -signal.SIGKILL:
+        return (
+            "killed by SIGKILL: most likely the out-of-memory killer (the machine ran out "
+            f"of memory){fix}"
+        )
+    if code < 0:
+        return f"{what} crashed ({signal_name(code)})"
+    return f"{what} exited with status {code} without a result"
+
+
+def tail(path: str | os.PathLike, chars: int = 2000) -> str:
+    """The last ``chars`` bytes of the file ``path`` as text ("" when it cannot be read)."""
+    with contextlib.suppress(OSError):
+        data = Path(path).read_bytes()[-chars:]
+        return data.decode("utf-8", errors="replace")
+    return ""
+
+
+def last_lines(text: str, count: int) -> list[str]:
+    """The last ``count`` lines of ``text`` that are not blank."""
+    return [ln for ln in text.splitlines() if ln.strip()][-count:] if count > 0 else []

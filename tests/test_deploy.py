@@ -1,6 +1,6 @@
-"""labkit.deploy: artefact sizes, logit agreement, the formats table (framework-free)."""
+"""labkit.lessons.deploy: artefact sizes, logit agreement, the formats table (framework-free)."""
 
-from labkit import deploy
+from labkit.lessons import deploy
 
 import numpy as np
 import pytest

@@ -1,6 +1,6 @@
-"""labkit.tracer: record, fold, replay (framework-free, fast)."""
+"""labkit.lessons.tracer: record, fold, replay (framework-free, fast)."""
 
-from labkit import tracer as tr
+from labkit.lessons import tracer as tr
 
 import numpy as np
 import pytest

@@ -13,7 +13,7 @@ node counts before and after each level can be compared and the result run on it
   layout for convolutions on x86 (``com.microsoft.nchwc`` ops, specific to this CPU).
 
 Also here: :func:`memory_steps`, the model's execution order and tensor sizes for
-:func:`labkit.graphs.plan_memory`, and int8 quantisation (:func:`quantize_dynamic`,
+:func:`labkit.lessons.graphs.plan_memory`, and int8 quantisation (:func:`quantize_dynamic`,
 :func:`quantize_static`) with ONNX Runtime's quantization tool.
 """
 

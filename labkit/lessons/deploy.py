@@ -168,8 +168,8 @@ def record(
     ``model`` names the network (:func:`labkit.resnet.model_id`: a narrower ResNet-50 is another
     model, with no ResNet-50 ceiling, and no evidence about ResNet-50's claims).
     """
-    from . import bench, hardware, profiles, results
-    from .runner import Cell, ceiling_fields
+    from .. import bench, hardware, profiles, results
+    from ..runner import Cell, ceiling_fields
 
     prof = profiles.current()
     cell = Cell(

@@ -21,6 +21,8 @@ from pathlib import Path
 
 import numpy as np
 
+from ..util.numeric import max_rel_diff
+
 
 @dataclass(frozen=True)
 class Format:
@@ -137,9 +139,10 @@ def agreement(reference: np.ndarray, other: np.ndarray) -> Agreement:
             f"logits must be two arrays of the same (batch, classes) shape, got "
             f"{reference.shape} and {other.shape}"
         )
-    scale = float(np.abs(reference).max()) or 1.0
+    if reference.size == 0:
+        raise ValueError(f"no logits to compare: the batch is empty, shape {reference.shape}")
     return Agreement(
-        float(np.abs(other - reference).max()) / scale,
+        max_rel_diff(other, reference),
         float(np.mean(reference.argmax(1) == other.argmax(1))),
         reference.shape[0],
     )

@@ -2,6 +2,8 @@
 
 - :mod:`~labkit.util.stats`: quantiles, medians and the interquartile range (one definition:
   linear interpolation between order statistics, numpy's default).
+- :mod:`~labkit.util.numeric`: how far one array is from another (the largest difference over
+  the reference's largest value: the lab's one agreement measure).
 - :mod:`~labkit.util.jsonio`: strict JSON for text labkit did not write (NaN, huge numbers and deep
   nesting refused), a locked append for files several processes share, an atomic write.
 - :mod:`~labkit.util.tables`: Markdown and HTML tables, and the escape for a table cell.
@@ -19,4 +21,4 @@
 Not for: anything that knows a framework, a record or a profile. Nothing here imports labkit.
 """
 
-__all__ = ["jsonio", "net", "proc", "stats", "stdio", "tables", "tempdirs"]
+__all__ = ["jsonio", "net", "numeric", "proc", "stats", "stdio", "tables", "tempdirs"]

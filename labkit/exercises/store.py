@@ -21,6 +21,8 @@ from pathlib import Path
 
 from ..util import jsonio
 
+__all__ = ["DEFAULT", "ENV", "VERSION", "path", "read", "record", "reset"]
+
 ENV = "LABKIT_PROGRESS"
 DEFAULT = Path("~/.graphlab/progress.json")
 VERSION = 1

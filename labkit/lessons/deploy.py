@@ -23,6 +23,17 @@ import numpy as np
 
 from ..util.numeric import max_rel_diff
 
+__all__ = [
+    "FORMATS",
+    "Agreement",
+    "Format",
+    "agreement",
+    "format_keys",
+    "format_rows",
+    "record",
+    "size_bytes",
+]
+
 
 @dataclass(frozen=True)
 class Format:

@@ -19,6 +19,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+__all__ = ["OPS", "Graph", "Node", "Proxy", "TracingError", "const", "exp", "fold", "tanh", "trace"]
+
 #: the operations a graph can hold, and the NumPy function that computes each one
 OPS: dict[str, Callable] = {
     "add": np.add,

@@ -31,6 +31,21 @@ import onnxruntime as ort
 
 from .._kit.graphs import OpCounts, Step
 
+__all__ = [
+    "BOOKKEEPING",
+    "LEVELS",
+    "counts",
+    "load",
+    "memory_steps",
+    "optimize",
+    "optimize_levels",
+    "quantize_dynamic",
+    "quantize_static",
+    "run",
+    "session",
+    "session_options",
+]
+
 #: optimisation level names, lowest first, and ONNX Runtime's enum for each (those it has)
 _LEVEL_ENUM = {
     "disabled": "ORT_DISABLE_ALL",

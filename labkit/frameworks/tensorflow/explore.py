@@ -37,6 +37,22 @@ from .._kit import explore as ex
 from . import SPEC
 from .adapter import is_tf_function, model_caller
 
+__all__ = [
+    "ACCEPTS",
+    "CHECKS",
+    "NAME",
+    "PLAIN",
+    "Session",
+    "accepts",
+    "describe",
+    "pack",
+    "plain",
+    "run_check",
+    "session",
+    "unpack",
+    "versions",
+]
+
 NAME = SPEC.name
 CHECKS: tuple[str, ...] = (
     "eager",

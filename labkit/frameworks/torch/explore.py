@@ -45,6 +45,22 @@ from .._kit import explore as ex
 from . import SPEC
 from .adapter import as_module, export_model, leaves, quiet_torchscript
 
+__all__ = [
+    "ACCEPTS",
+    "CHECKS",
+    "NAME",
+    "PLAIN",
+    "Session",
+    "accepts",
+    "describe",
+    "pack",
+    "plain",
+    "run_check",
+    "session",
+    "unpack",
+    "versions",
+]
+
 NAME = SPEC.name
 CHECKS: tuple[str, ...] = (
     "eager",

@@ -13,6 +13,7 @@
 - :mod:`~labkit.util.proc`: child processes: the one environment builder (the thread policy an
   explicit parameter), stopping a process group or a set of processes, exiting with the parent,
   and why a child ended (signal name, crash reason, the tail of its log).
+- :mod:`~labkit.util.lookup`: one item of a table by its key, or an error listing the keys.
 - :mod:`~labkit.util.net`: a free port, whether a port is free on every address, the interface
   that holds an address.
 - :mod:`~labkit.util.stdio`: what native (C/C++) code writes to this process's standard output
@@ -21,4 +22,4 @@
 Not for: anything that knows a framework, a record or a profile. Nothing here imports labkit.
 """
 
-__all__ = ["jsonio", "net", "numeric", "proc", "stats", "stdio", "tables", "tempdirs"]
+__all__ = ["jsonio", "lookup", "net", "numeric", "proc", "stats", "stdio", "tables", "tempdirs"]

@@ -21,6 +21,18 @@ from .frameworks import specs
 from .frameworks.contract import TASKS
 from .util import stats
 
+__all__ = [
+    "COLORS",
+    "FIGURES",
+    "TASK_TITLES",
+    "Figure",
+    "break_even",
+    "ceiling",
+    "save_all",
+    "speedup",
+    "throughput",
+]
+
 
 class Figure(_Figure):
     """A matplotlib Figure that a notebook shows as a PNG even when pyplot was never imported.

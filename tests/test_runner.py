@@ -439,7 +439,7 @@ def test_a_plan_says_how_long_it_should_take_before_it_starts():
 
 
 def test_a_live_table_fills_in_as_records_arrive(tmp_path, monkeypatch, capsys):
-    from labkit import live
+    from labkit.runner import live
 
     plan = runner.Plan.build(["torch"], ["eager"], ["latency", "throughput"], profile=SMOKE)
     answers = iter([fake_fields(), fake_fields(others_cpus=1e6)])

@@ -34,8 +34,8 @@ from pathlib import Path
 
 import numpy as np
 
-from . import frameworks as fw_registry
-from .frameworks._kit.explore import random_array
+from .. import frameworks as fw_registry
+from ..frameworks._kit.explore import random_array
 
 #: the model every benchmark measures unless told otherwise (``labkit.resnet``)
 DEFAULT = "resnet50"
@@ -293,7 +293,7 @@ def child_pythonpath() -> list[str]:
     """The ``PYTHONPATH`` entries for a process that must import what this one can: labkit
     first, then this process's own search path (the current folder included), so that a spec or
     a pickled model whose module this process imported resolves there too."""
-    root = str(Path(__file__).resolve().parents[1])
+    root = str(Path(__file__).resolve().parents[2])
     entries = [root, *os.environ.get("PYTHONPATH", "").split(os.pathsep)]
     entries += [p or os.getcwd() for p in sys.path]
     return list(dict.fromkeys(e for e in entries if e))

@@ -41,9 +41,9 @@ from pathlib import Path
 
 import numpy as np
 
-from . import frameworks as fw_registry
-from . import models, profiles, runner
-from .frameworks._kit.explore import (
+from .. import frameworks as fw_registry
+from .. import profiles, runner
+from ..frameworks._kit.explore import (
     STATUSES,
     GraphBreak,
     PathResult,
@@ -52,8 +52,9 @@ from .frameworks._kit.explore import (
     first_lines,
     result,
 )
-from .frameworks.contract import DEVICES, PRECISIONS, TASKS
-from .util import proc, tables
+from ..frameworks.contract import DEVICES, PRECISIONS, TASKS
+from ..runner import inputs as models
+from ..util import proc, tables
 
 __all__ = [
     "DEFAULT_TIMEOUT_S",
@@ -784,9 +785,3 @@ def bench(
     return runner.run(
         plan, out, resume=resume, progress=progress, threads=threads, timeout_s=timeout_s
     )
-
-
-if __name__ == "__main__":
-    from labkit.explore import _worker_main as _main  # the module proper, not this __main__ copy
-
-    sys.exit(_main())

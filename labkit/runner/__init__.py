@@ -46,10 +46,10 @@ from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from . import bench, hardware, profiles, results
-from . import frameworks as fw_registry
-from .frameworks.contract import DEVICES, PRECISIONS, TASKS, Prepared, Unsupported
-from .util import jsonio, proc, stats, tempdirs
+from .. import bench, hardware, profiles, results
+from .. import frameworks as fw_registry
+from ..frameworks.contract import DEVICES, PRECISIONS, TASKS, Prepared, Unsupported
+from ..util import jsonio, proc, stats, tempdirs
 
 FAULT_ENV = "LABKIT_TEST_FAULT"
 FAULTS = ("fail", "hang", "oom")
@@ -307,7 +307,7 @@ def measure_cell(cell: Cell, threads: int, memory_limit_mb: float | None = None)
         if cell.custom:
             prepared = _prepare_model(adapter, cell)
         else:
-            from . import resnet
+            from .. import resnet
 
             weights = resnet.init_weights(0)
             prepared = adapter.prepare(
@@ -382,7 +382,7 @@ def ceiling_fields(images_per_s: float, cell: Cell) -> dict:
 
 def _prepare_model(adapter, cell: Cell) -> Prepared:
     """Build a learner's model from its spec and prepare its step (labkit.explore.bench)."""
-    from . import models
+    from . import inputs as models
 
     if not isinstance(adapter, fw_registry.ModelBencher):
         raise Unsupported(f"labkit cannot benchmark other models with {cell.framework}")
@@ -513,7 +513,7 @@ def cell_env(cell: Cell, threads: int, cell_dir: Path, cache: str = "cold") -> d
     """
     path: list[str] = []
     if cell.custom:  # the learner's model: its module must import there as it does here
-        from . import models
+        from . import inputs as models
 
         path = models.child_pythonpath()
     extra = {
@@ -750,7 +750,7 @@ def forecast(plan: Plan, history: Iterable[dict] = (), threads: int | None = Non
     A learner's model (``labkit.explore.bench``) has no known FLOP count: its estimate counts
     the start-up, the compile and the profile's minimum timed work only.
     """
-    from . import resnet
+    from .. import resnet
 
     machine = hardware.fingerprint()
     threads = threads or hardware.default_threads()
@@ -926,7 +926,3 @@ def run(
         bar.close()
         res.wall_s = time.perf_counter() - t_start
     return res
-
-
-if __name__ == "__main__":
-    sys.exit(_cell_main())

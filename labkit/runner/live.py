@@ -17,9 +17,9 @@ from __future__ import annotations
 
 import time
 
-from . import results
-from .runner import Cell, Forecast, Plan, _minutes
-from .util import tables
+from .. import results
+from ..util import tables
+from . import Cell, Forecast, Plan, _minutes
 
 
 def _in_kernel() -> bool:

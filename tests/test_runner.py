@@ -104,9 +104,9 @@ def test_bad_choices_name_the_valid_ones(kwargs, message):
 
 
 def test_crash_reasons_name_the_cause():
-    assert "out-of-memory killer" in runner._crash_reason(-signal.SIGKILL, "")
-    assert "out of memory" in runner._crash_reason(1, "Traceback...\nMemoryError\n")
-    assert "SIGSEGV" in runner._crash_reason(-signal.SIGSEGV, "")
+    assert "out-of-memory killer" in runner.crash_reason(-signal.SIGKILL, "")
+    assert "out of memory" in runner.crash_reason(1, "Traceback...\nMemoryError\n")
+    assert "SIGSEGV" in runner.crash_reason(-signal.SIGSEGV, "")
 
 
 # ----------------------------------------------------------------------------- real cells
@@ -364,7 +364,7 @@ def fake_fields(median=0.1, **extra):
 
 def test_ctrl_c_waits_until_the_record_is_written(tmp_path, monkeypatch):
     plan = runner.Plan.build(["torch"], ["eager"], ["latency", "throughput"], profile=SMOKE)
-    monkeypatch.setattr(runner, "run_cell", lambda *a, **k: fake_fields())
+    monkeypatch.setattr(runner.loop, "run_cell", lambda *a, **k: fake_fields())
     real_append = results.append
 
     def append_interrupted(path, record):
@@ -382,7 +382,7 @@ def test_ctrl_c_waits_until_the_record_is_written(tmp_path, monkeypatch):
 def test_a_result_that_makes_no_valid_record_becomes_a_failed_one(tmp_path, monkeypatch):
     plan = runner.Plan.build(["torch"], ["eager"], ["latency", "throughput"], profile=SMOKE)
     answers = iter([fake_fields(median_s=float("nan")), fake_fields()])
-    monkeypatch.setattr(runner, "run_cell", lambda *a, **k: next(answers))
+    monkeypatch.setattr(runner.loop, "run_cell", lambda *a, **k: next(answers))
     out = tmp_path / "r.jsonl"
     res = runner.run(plan, out, progress=False)
     first, second = results.load(out)
@@ -443,7 +443,7 @@ def test_a_live_table_fills_in_as_records_arrive(tmp_path, monkeypatch, capsys):
 
     plan = runner.Plan.build(["torch"], ["eager"], ["latency", "throughput"], profile=SMOKE)
     answers = iter([fake_fields(), fake_fields(others_cpus=1e6)])
-    monkeypatch.setattr(runner, "run_cell", lambda *a, **k: next(answers))
+    monkeypatch.setattr(runner.loop, "run_cell", lambda *a, **k: next(answers))
     table = live.LiveTable(plan, runner.forecast(plan, history=[]), title="training")
     text = table.markdown()
     assert "0 of 2 cells" in text and text.count("waiting (about") == 2
@@ -464,7 +464,7 @@ def test_a_live_table_fills_in_as_records_arrive(tmp_path, monkeypatch, capsys):
 def test_an_out_that_cannot_be_written_is_refused_before_any_cell(tmp_path, monkeypatch):
     plan = runner.Plan.build(["torch"], ["eager"], ["latency"], profile=SMOKE)
     measured = []
-    monkeypatch.setattr(runner, "run_cell", lambda *a, **k: measured.append(1) or fake_fields())
+    monkeypatch.setattr(runner.loop, "run_cell", lambda *a, **k: measured.append(1) or fake_fields())
     (tmp_path / "afile").write_text("not a folder")
     bad = tmp_path / "afile" / "r.jsonl"  # no one can write under a file, root neither
     with pytest.raises(ValueError) as caught:
@@ -486,7 +486,7 @@ def test_a_write_that_fails_keeps_the_record_and_resume_recovers(tmp_path, monke
     plan = runner.Plan.build(
         ["torch"], ["eager"], ["latency", "throughput", "train"], profile=SMOKE
     )
-    monkeypatch.setattr(runner, "run_cell", lambda *a, **k: fake_fields())
+    monkeypatch.setattr(runner.loop, "run_cell", lambda *a, **k: fake_fields())
     real_append, calls, fragment = results.append, [], []
 
     def disk_full_after_the_first(path, record):
@@ -520,7 +520,7 @@ def test_a_write_that_fails_keeps_the_record_and_resume_recovers(tmp_path, monke
 
 def test_a_write_that_fails_once_is_written_with_the_next_record(tmp_path, monkeypatch):
     plan = runner.Plan.build(["torch"], ["eager"], ["latency", "throughput"], profile=SMOKE)
-    monkeypatch.setattr(runner, "run_cell", lambda *a, **k: fake_fields())
+    monkeypatch.setattr(runner.loop, "run_cell", lambda *a, **k: fake_fields())
     real_append, calls = results.append, []
 
     def fails_once(path, record):
@@ -540,7 +540,7 @@ import sys
 from labkit import profiles, runner
 path, n = sys.argv[1], int(sys.argv[2])
 fields = {fields!r}
-runner.run_cell = lambda *a, **k: dict(fields)  # a cell that takes no time
+runner.loop.run_cell = lambda *a, **k: dict(fields)  # a cell that takes no time
 smoke = profiles.get("smoke")
 cell = runner.Plan.build(["torch"], ["eager"], ["latency"], profile=smoke).cells[0]
 print("ready", flush=True)

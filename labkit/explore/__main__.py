@@ -1,7 +1,8 @@
-"""``python -m labkit.explore``: one worker process of check() (what check() starts)."""
+"""``python -m labkit.explore --job FILE --parent PID``: one worker process of
+:func:`labkit.explore.check` (see :mod:`labkit.explore.workers`)."""
 
 import sys
 
-from labkit.explore import _worker_main
+from labkit.explore.workers import main
 
-sys.exit(_worker_main())
+sys.exit(main())

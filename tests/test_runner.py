@@ -464,7 +464,9 @@ def test_a_live_table_fills_in_as_records_arrive(tmp_path, monkeypatch, capsys):
 def test_an_out_that_cannot_be_written_is_refused_before_any_cell(tmp_path, monkeypatch):
     plan = runner.Plan.build(["torch"], ["eager"], ["latency"], profile=SMOKE)
     measured = []
-    monkeypatch.setattr(runner.loop, "run_cell", lambda *a, **k: measured.append(1) or fake_fields())
+    monkeypatch.setattr(
+        runner.loop, "run_cell", lambda *a, **k: measured.append(1) or fake_fields()
+    )
     (tmp_path / "afile").write_text("not a folder")
     bad = tmp_path / "afile" / "r.jsonl"  # no one can write under a file, root neither
     with pytest.raises(ValueError) as caught:

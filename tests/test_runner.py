@@ -109,6 +109,64 @@ def test_crash_reasons_name_the_cause():
     assert "SIGSEGV" in runner.crash_reason(-signal.SIGSEGV, "")
 
 
+def test_a_learners_model_is_a_plan_of_the_same_cells_with_its_model_and_shapes(tmp_path):
+    spec = ROOT / "tests" / "explore_models.py"
+    plan = runner.Plan.for_model(
+        f"{spec}:clean", "4x3x8x8", "torch", modes=["eager", "graph"], profile=SMOKE
+    )
+    # its own framework and the runtimes of its exports, each of their modes, every task
+    assert {(c.framework, c.mode) for c in plan} == {
+        ("torch", m) for m in frameworks.MODES["torch"]
+    } | {("onnxruntime", m) for m in frameworks.MODES["onnxruntime"]}
+    assert len(plan) == len({(c.framework, c.mode) for c in plan}) * 3
+    for c in plan:
+        assert c.model == f"{spec}:clean" and c.image_size == 0 and c.custom
+        batch = 1 if c.task == "latency" else 4
+        assert (c.batch_size, c.input_shape) == (batch, f"{batch}x3x8x8")
+        assert c.label() == (
+            f"explore_models:clean {c.framework} {c.mode} {c.task} {batch}x3x8x8 fp32 cpu"
+        )
+    # what differs from a ResNet-50 cell: no ceiling, and the learner's modules importable
+    cell = plan.cells[0]
+    assert runner.ceiling_fields(1e9, cell)["ceiling_share"] is None
+    env = runner.cell_env(cell, 2, tmp_path)
+    assert set(runner.inputs.child_pythonpath()) <= set(env["PYTHONPATH"].split(os.pathsep))
+    assert cell.workload is not runner.Plan.build(profile=SMOKE).cells[0].workload
+    # bad choices name the valid ones, as Plan.build's do
+    with pytest.raises(ValueError, match=r"the plan is empty: none of the modes xla belongs to "):
+        runner.Plan.for_model(f"{spec}:clean", "2x8", "torch", modes=["xla"], profile=SMOKE)
+    with pytest.raises(ValueError, match="cannot benchmark other models with MindSpore: choose"):
+        runner.Plan.for_model(f"{spec}:clean", "2x8", "torch", frameworks=["mindspore"])
+    with pytest.raises(ValueError, match="unknown task 'infer': valid tasks are latency"):
+        runner.Plan.for_model(f"{spec}:clean", "2x8", "torch", tasks=["infer"])
+    with pytest.raises(ValueError, match="is not a shape"):
+        runner.Plan.for_model(f"{spec}:clean", "2xx8", "torch")
+
+
+def test_each_room_of_the_runner_has_its_docstring_and_names_and_the_package_shows_them():
+    import importlib
+
+    for name in ("plan", "inputs", "cell", "process", "duration", "loop", "live"):
+        room = importlib.import_module(f"labkit.runner.{name}")
+        assert room.__doc__ and room.__all__, name
+        assert all(hasattr(room, n) for n in room.__all__), name
+    assert runner.__doc__ and all(hasattr(runner, n) for n in runner.__all__)
+    # no room shadows a function of the same name
+    assert callable(runner.run) and callable(runner.forecast)
+    assert runner.run_cell is runner.process.run_cell and runner.Plan is runner.plan.Plan
+    # `python -m labkit.runner` is the cell's entry point, as the run starts it
+    cmd = runner.process.cell_command(runner.Plan.build(profile=SMOKE).cells[0], ROOT, 1)
+    assert cmd[1:3] == ["-m", "labkit.runner"]
+    usage = subprocess.run(
+        [sys.executable, "-m", "labkit.runner", "--help"],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        check=False,
+    )
+    assert usage.returncode == 0 and "usage: python -m labkit.runner" in usage.stdout
+
+
 # ----------------------------------------------------------------------------- real cells
 
 

@@ -17,6 +17,7 @@ alike. Not for: running cells (:mod:`labkit.runner.loop`, :mod:`labkit.runner.pr
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
@@ -318,7 +319,7 @@ class Plan:
     @classmethod
     def for_model(
         cls,
-        spec: str | inputs.Spec,
+        spec: str | os.PathLike | inputs.Spec,
         shapes: str | Sequence,
         framework: str,
         frameworks: Sequence[str] | None = None,

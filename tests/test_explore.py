@@ -205,8 +205,6 @@ def test_records_of_a_learners_model_never_mix_with_resnet50s():
 
 def test_each_room_of_explore_has_its_docstring_and_names_and_the_package_shows_them():
     import importlib
-    import subprocess
-    import sys
 
     for name in ("report", "readiness", "workers", "benchmark"):
         room = importlib.import_module(f"labkit.explore.{name}")
@@ -214,14 +212,6 @@ def test_each_room_of_explore_has_its_docstring_and_names_and_the_package_shows_
         assert all(hasattr(room, n) for n in room.__all__), name
     assert explore.__doc__ and all(hasattr(explore, n) for n in explore.__all__)
     assert callable(explore.check) and callable(explore.bench)  # no room shadows them
-    usage = subprocess.run(
-        [sys.executable, "-m", "labkit.explore", "--help"],
-        capture_output=True,
-        text=True,
-        cwd=ROOT,
-        check=False,
-    )
-    assert usage.returncode == 0 and "usage: python -m labkit.explore" in usage.stdout
 
 
 def test_bad_arguments_to_check_name_the_fix():

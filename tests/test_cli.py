@@ -240,7 +240,7 @@ def test_bench_whose_writes_fail_keeps_going_and_says_what_was_not_written(
     from labkit import runner
 
     fields = {"status": "failed", "error": "boom", "wall_s": 1.0}
-    monkeypatch.setattr(runner, "run_cell", lambda *a, **k: dict(fields))
+    monkeypatch.setattr(runner.loop, "run_cell", lambda *a, **k: dict(fields))
 
     def full(path, record):
         raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(path))

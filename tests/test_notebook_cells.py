@@ -5,7 +5,7 @@ import json
 import subprocess
 import sys
 
-from conftest import ROOT
+from conftest import ROOT, write_notebook
 
 SCRIPT = ROOT / "benchmarks" / "notebook_cells.py"
 
@@ -27,27 +27,6 @@ CELLS = [
 ]
 
 
-def _notebook(path, cells):
-    nb = {
-        "cells": [{"cell_type": "markdown", "id": "md", "metadata": {}, "source": "# Title"}]
-        + [
-            {
-                "cell_type": "code",
-                "execution_count": None,
-                "id": f"c{i}",
-                "metadata": {},
-                "outputs": [],
-                "source": src,
-            }
-            for i, src in enumerate(cells)
-        ],
-        "metadata": {},
-        "nbformat": 4,
-        "nbformat_minor": 5,
-    }
-    path.write_text(json.dumps(nb))
-
-
 def _run(*args):
     return subprocess.run(
         [sys.executable, str(SCRIPT), *map(str, args)],
@@ -60,7 +39,7 @@ def _run(*args):
 
 def test_each_cell_is_counted_by_the_calls_it_makes(tmp_path):
     nb = tmp_path / "05_fixture.ipynb"
-    _notebook(nb, [src for src, _ in CELLS])
+    write_notebook(nb, [src for src, _ in CELLS], "# Title")
     proc = _run(nb, "--cells")
     assert proc.returncode == 0, proc.stderr
     kinds = [line.split()[3] for line in proc.stdout.splitlines() if line.startswith("  cell ")]
@@ -78,7 +57,7 @@ def test_each_cell_is_counted_by_the_calls_it_makes(tmp_path):
 
 def test_more_helper_cells_than_direct_ones_reads_no(tmp_path):
     nb = tmp_path / "06_helpers.ipynb"
-    _notebook(nb, ["from labkit import runner", "runner.run()", "runner.plan()"])
+    write_notebook(nb, ["from labkit import runner", "runner.run()", "runner.plan()"])
     row = _run(nb).stdout.splitlines()[-1]
     assert row.split() == ["06_helpers.ipynb", "0", "2", "0", "0", "1", "no"]
 
@@ -88,10 +67,10 @@ def test_bad_input_is_one_line_and_exit_2(tmp_path):
     assert proc.returncode == 2 and proc.stdout == ""
     assert proc.stderr == f"error: no such notebook: {tmp_path / 'missing.ipynb'}\n"
     broken = tmp_path / "07_broken.ipynb"
-    _notebook(broken, ["x = 1", "def f(:\n    pass"])
+    write_notebook(broken, ["x = 1", "def f(:\n    pass"])
     proc = _run(broken)
     assert proc.returncode == 2
-    assert proc.stderr.strip() == "error: 07_broken.ipynb cell 2 (id 'c1') is not Python: " + (
+    assert proc.stderr.strip() == "error: 07_broken.ipynb cell 1 (id 'c1') is not Python: " + (
         "invalid syntax, line 1"
     )
     notjson = tmp_path / "08_text.ipynb"

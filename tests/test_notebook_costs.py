@@ -10,7 +10,7 @@ import subprocess
 import sys
 
 import pytest
-from conftest import ROOT
+from conftest import ROOT, write_notebook
 
 SCRIPT = ROOT / "benchmarks" / "notebook_costs.py"
 
@@ -22,33 +22,11 @@ def _module():
     return mod
 
 
-def _notebook(path, cells):
-    nb = {
-        "cells": [
-            {
-                "cell_type": "code",
-                "execution_count": None,
-                "id": f"c{i}",
-                "metadata": {},
-                "outputs": [],
-                "source": src,
-            }
-            for i, src in enumerate(cells)
-        ],
-        "metadata": {
-            "kernelspec": {"name": "python3", "display_name": "Python 3", "language": "python"}
-        },
-        "nbformat": 4,
-        "nbformat_minor": 5,
-    }
-    path.write_text(json.dumps(nb))
-
-
 @pytest.mark.slow
 def test_peak_memory_counts_the_processes_the_kernel_starts(tmp_path):
     nb = tmp_path / "01_child.ipynb"
     child = "import time; b = b'x' * (400 * 2**20); time.sleep(2.0)"  # 400 MiB, every page touched
-    _notebook(
+    write_notebook(
         nb,
         [
             "import subprocess, sys",
@@ -94,7 +72,7 @@ def test_peak_memory_counts_the_processes_the_kernel_starts(tmp_path):
 
 def test_a_failing_notebook_is_reported_and_not_saved(tmp_path):
     nb = tmp_path / "02_fails.ipynb"
-    _notebook(nb, ["raise RuntimeError('broken lesson')"])
+    write_notebook(nb, ["raise RuntimeError('broken lesson')"])
     out = tmp_path / "costs.json"
     proc = subprocess.run(
         [
@@ -174,7 +152,7 @@ def test_nbval_runs_fail_a_notebook_over_the_memory_limit(tmp_path, limit_mb, fa
     it starts (no second execution) and fails the notebook's last cell over the limit."""
     nb = tmp_path / "03_child.ipynb"
     child = "import time; b = b'x' * (300 * 2**20); time.sleep(1.5)"  # 300 MiB, every page touched
-    _notebook(
+    write_notebook(
         nb,
         [
             "import subprocess, sys",

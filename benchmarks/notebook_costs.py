@@ -23,7 +23,8 @@ little from machine to machine, time a lot (a busy machine is slower and noisier
 Writes one JSON file (``--out``) and, with ``--executed DIR``, each executed notebook (outputs
 included, the profile and a hash of the source cells in its metadata: ``make book`` reuses them).
 ``--tables SMOKE.json [STANDARD.json]`` rewrites the generated per-notebook table in README.md
-and INSTRUCTORS.md from earlier results instead of running anything.
+and INSTRUCTORS.md from earlier results instead of running anything; a notebook the results do
+not measure keeps the row the table had (measure one notebook, and only its row changes).
 
     python benchmarks/notebook_costs.py --profile smoke --out results/notebook-costs-smoke.json
     python benchmarks/notebook_costs.py --tables results/notebook-costs-smoke.json \\
@@ -38,6 +39,7 @@ import hashlib
 import json
 import os
 import platform
+import re
 import sys
 import threading
 import time
@@ -293,52 +295,109 @@ def _fmt_time(s: float) -> str:
     return f"{s:.0f} s" if s < 90 else f"{s / 60:.1f} min"
 
 
-def table(results: list[dict]) -> str:
-    """The Markdown table of one or more result files (one column pair per profile)."""
-    by_profile = {r["profile"]: {n["notebook"]: n for n in r["notebooks"]} for r in results}
-    names = sorted({name for rows in by_profile.values() for name in rows})
-    head = ["notebook"]
-    for p in by_profile:
-        head += [f"{p}: run time", f"{p}: peak memory"]
+def read_table(text: str) -> dict[str, dict[str, tuple[str, str]]]:
+    """The generated table of a document, as it reads: notebook -> profile -> (run time, peak
+    memory), each cell's text as written ("20 s", "1.9 min", "4.0 GB (over 2 GB)", "not
+    measured"). Empty when the document has no table between the markers."""
+    if BEGIN not in text or END not in text:
+        return {}
+    block = text.split(BEGIN, 1)[1].split(END, 1)[0]
+    rows = [
+        [c.strip() for c in line.strip().strip("|").split("|")]
+        for line in block.splitlines()
+        if line.startswith("|")
+    ]
+    if len(rows) < 2 or rows[0][0] != "notebook":
+        return {}
+    profiles = [h.split(":")[0] for h in rows[0][1::2]]
+    out: dict[str, dict[str, tuple[str, str]]] = {}
+    for row in rows[2:]:
+        cells = row[1:]
+        out[row[0].strip("`")] = {
+            p: (cells[2 * i], cells[2 * i + 1])
+            for i, p in enumerate(profiles)
+            if 2 * i + 1 < len(cells)
+        }
+    return out
+
+
+def _cells(n: dict | None) -> tuple[str, str]:
+    if n is None:
+        return "not measured", "not measured"
+    if n["status"] != "ok":
+        return "failed", "failed"
+    flag = " (over 2 GB)" if peak_mb(n) > BINDER_MB else ""
+    return _fmt_time(n["wall_s"]), f"{peak_mb(n) / 1024:.1f} GB{flag}"
+
+
+Kept = dict[str, dict[str, tuple[str, str]]]  # read_table's form: notebook -> profile -> cells
+
+
+def _note(r: dict, carried: list[str]) -> str:
+    """The footnote's sentence on one result file: when, where, how busy; the rows it kept."""
+    m = r["machine"]
+    loads = [n["load_1min_before"] for n in r["notebooks"] if n.get("load_1min_before") is not None]
+    busy = ""
+    if loads and max(loads) >= (m.get("cores") or 1):
+        busy = (
+            f", a busy machine (1-minute load {min(loads):.1f}-{max(loads):.1f}): "
+            "times are longer than on an idle one"
+        )
+    kept = (
+        f" (the rows of {', '.join(carried)}: from the earlier table, not re-measured)"
+        if carried
+        else ""
+    )
+    return (
+        f"`{r['profile']}`: measured {r['measured'][:10]} on {m.get('cpu', '?')} "
+        f"({m.get('cores', '?')} cores, {m.get('memory_gb', '?')} GB){busy}{kept}"
+    )
+
+
+def _sizing(profile: str, gb: dict[str, float]) -> str:
+    top = max(gb, key=gb.get)
+    limit = (gb[top] + SERVER_GB) * HEADROOM
+    return f"`{profile}`: largest `{top}`, {gb[top]:.1f} GB -> about {limit:.1f} GB per user"
+
+
+def table(results: list[dict], kept: Kept | None = None, earlier: dict[str, str] | None = None):
+    """The Markdown table of one or more result files (one column pair per profile).
+
+    ``kept`` (:func:`read_table` of the table this one replaces) fills the cells of notebooks
+    and profiles the result files do not measure, as the earlier table gave them, and
+    ``earlier`` (:func:`read_notes`) keeps the footnote of a profile no result file measures."""
+    kept, earlier = kept or {}, earlier or {}
+    measured = {r["profile"]: r for r in results}
+    rows = {p: {n["notebook"]: n for n in r["notebooks"]} for p, r in measured.items()}
+    profiles = list(dict.fromkeys([*(p for c in kept.values() for p in c), *measured]))
+    names = sorted({n for r in rows.values() for n in r} | set(kept))
+    head = ["notebook"] + [f"{p}: {what}" for p in profiles for what in ("run time", "peak memory")]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    carried: dict[str, list[str]] = {p: [] for p in profiles}
+    gb: dict[str, dict[str, float]] = {p: {} for p in profiles}
     for name in names:
         cells = [f"`{name}`"]
-        for rows in by_profile.values():
-            n = rows.get(name)
-            if n is None:
-                cells += ["not measured", "not measured"]
-            elif n["status"] != "ok":
-                cells += ["failed", "failed"]
+        for p in profiles:
+            if name in rows.get(p, {}):
+                pair = _cells(rows[p][name])
+                if rows[p][name]["status"] == "ok":
+                    gb[p][name] = peak_mb(rows[p][name]) / 1024
+            elif p in kept.get(name, {}):
+                pair = kept[name][p]
+                carried[p].append(f"`{name}`")
+                if " GB" in pair[1]:
+                    gb[p][name] = float(pair[1].split(" GB")[0])
             else:
-                flag = " (over 2 GB)" if peak_mb(n) > BINDER_MB else ""
-                cells += [_fmt_time(n["wall_s"]), f"{peak_mb(n) / 1024:.1f} GB{flag}"]
+                pair = _cells(None)
+            cells += list(pair)
         lines.append("| " + " | ".join(cells) + " |")
-    notes = []
-    for r in results:
-        m = r["machine"]
-        loads = [
-            n["load_1min_before"] for n in r["notebooks"] if n.get("load_1min_before") is not None
-        ]
-        busy = ""
-        if loads and max(loads) >= (m.get("cores") or 1):
-            busy = (
-                f", a busy machine (1-minute load {min(loads):.1f}-{max(loads):.1f}): "
-                "times are longer than on an idle one"
-            )
-        notes.append(
-            f"`{r['profile']}`: measured {r['measured'][:10]} on {m.get('cpu', '?')} "
-            f"({m.get('cores', '?')} cores, {m.get('memory_gb', '?')} GB){busy}"
-        )
-    sizing = []
-    for r in results:
-        ok = [n for n in r["notebooks"] if n["status"] == "ok"]
-        if ok:
-            top = max(ok, key=peak_mb)
-            limit = (peak_mb(top) / 1024 + SERVER_GB) * HEADROOM
-            sizing.append(
-                f"`{r['profile']}`: largest `{top['notebook']}`, {peak_mb(top) / 1024:.1f} GB "
-                f"-> about {limit:.1f} GB per user"
-            )
+    notes = [
+        _note(measured[p], carried[p])
+        if p in measured
+        else earlier.get(p, f"`{p}`: from the earlier table")
+        for p in profiles
+    ]
+    sizing = [_sizing(p, gb[p]) for p in profiles if gb[p]]
     alone = all("peak_alone_mb" in n for r in results for n in r["notebooks"])
     method = (
         "each process's own pages plus the largest set of library pages one of them maps, "
@@ -356,14 +415,30 @@ def table(results: list[dict]) -> str:
     return "\n".join(lines) + foot
 
 
-def write_tables(results: list[dict], docs=DOCS) -> list[Path]:
-    """Replace the text between the markers in each document with :func:`table`."""
-    text_table = table(results)
+def read_notes(text: str) -> dict[str, str]:
+    """The footnote's sentence per profile in a document's generated table ("`smoke`: measured
+    ... on ..."), to keep for a profile that no new result file measures."""
+    if BEGIN not in text or END not in text:
+        return {}
+    block = text.split(BEGIN, 1)[1].split(END, 1)[0]
+    line = next((ln for ln in block.splitlines() if ln.startswith("Peak memory:")), "")
+    found = re.findall(r"(`(\w+)`: measured [^;]*?)(?=; `\w+`: measured|\.$)", line)
+    return {profile: sentence for sentence, profile in found}
+
+
+def write_tables(results: list[dict], docs=DOCS, notebooks: Path = NOTEBOOKS) -> list[Path]:
+    """Replace the text between the markers in each document with :func:`table`.
+
+    A notebook of ``notebooks`` that the results do not measure keeps its row as the
+    document's table had it (a run of a few notebooks updates their rows only); a notebook
+    that no longer exists there loses its row."""
     changed = []
     for doc in docs:
         text = doc.read_text(encoding="utf-8")
         if BEGIN not in text or END not in text:
             raise ValueError(f"{doc} has no generated-table markers ({BEGIN} ... {END})")
+        kept = {n: c for n, c in read_table(text).items() if (notebooks / n).is_file()}
+        text_table = table(results, kept, read_notes(text))
         head, rest = text.split(BEGIN, 1)
         _, tail = rest.split(END, 1)
         new = f"{head}{BEGIN}\n{text_table}\n{END}{tail}"

@@ -21,6 +21,35 @@ ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
 
 
+def write_notebook(path: Path, code: list[str], markdown: str | None = None) -> None:
+    """A notebook file of these code cells (ids c0, c1, ...), after one markdown cell if given."""
+    import json
+
+    cells = [{"cell_type": "markdown", "id": "md", "metadata": {}, "source": markdown}] * bool(
+        markdown
+    )
+    cells += [
+        {
+            "cell_type": "code",
+            "execution_count": None,
+            "id": f"c{i}",
+            "metadata": {},
+            "outputs": [],
+            "source": src,
+        }
+        for i, src in enumerate(code)
+    ]
+    nb = {
+        "cells": cells,
+        "metadata": {
+            "kernelspec": {"name": "python3", "display_name": "Python 3", "language": "python"}
+        },
+        "nbformat": 4,
+        "nbformat_minor": 5,
+    }
+    path.write_text(json.dumps(nb))
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))

@@ -212,3 +212,65 @@ def test_lesson_notebooks_never_stop_in_a_debugger(name):
         if calls:
             # a breakpoint() may only run while sys.breakpointhook is replaced by a recorder
             assert "sys.breakpointhook = saved_hook" in cell and "finally:" in cell, cell[:200]
+
+
+# ---- INSTRUCTORS.md's lesson plans: they fill their time, end on the guide, name real sections --
+
+
+def _plan_rows(title):
+    from pathlib import Path
+
+    text = (Path(__file__).resolve().parents[1] / "INSTRUCTORS.md").read_text()
+    block = text.split(f"### {title}", 1)[1].split("\n#", 1)[0]
+    rows = [
+        [c.strip() for c in line.strip().strip("|").split("|")]
+        for line in block.splitlines()
+        if line.startswith("| ") and not line.startswith("| minutes")
+    ]
+    assert rows, f"INSTRUCTORS.md has no plan {title!r}"
+    return rows
+
+
+def _headings(stem):
+    import json
+    from pathlib import Path
+
+    (path,) = (Path(__file__).resolve().parents[1] / "notebooks").glob(f"{stem}_*.ipynb")
+    cells = json.loads(path.read_text())["cells"]
+    return [
+        line.lstrip("#").strip()
+        for c in cells
+        if c["cell_type"] == "markdown"
+        for line in "".join(c["source"]).splitlines()
+        if line.startswith(("## ", "### "))
+    ]
+
+
+@pytest.mark.parametrize("title, length", [("90 minutes", 90), ("3 hours", 180)])
+def test_the_lesson_plans_fill_their_time_end_on_the_guide_and_name_real_sections(title, length):
+    import itertools
+    import re
+    from pathlib import Path
+
+    rows = _plan_rows(title)
+    spans = [tuple(int(m) for m in row[0].split("-")) for row in rows]
+    assert spans[0][0] == 0 and spans[-1][1] == length, f"{title}: {spans[0]}..{spans[-1]}"
+    assert all(a[1] == b[0] and a[0] < a[1] for a, b in itertools.pairwise(spans)), spans
+    named = [re.findall(r"`(\d\d[a-z]?)_[a-z0-9_]+`", row[1]) for row in rows]
+    assert any("09" in n for n in named), f"{title}: the course ends on the selection guide, 09"
+    existing = {p.stem[:2] for p in (Path(__file__).resolve().parents[1] / "notebooks").glob("*")}
+    for notebooks, row in zip(named, rows):
+        assert all(n in existing for n in notebooks), row[1]
+        if not notebooks or row[2] == "as above":
+            continue
+        parts = [p.strip() for p in row[2].split(";")] if len(notebooks) > 1 else [row[2]]
+        for part in parts:
+            stem = part[:2] if len(notebooks) > 1 else notebooks[0]
+            heads = _headings(stem)
+            for a, b in re.findall(r"§(\d+)(?:-§(\d+))?", part):
+                for n in range(int(a), int(b or a) + 1):
+                    assert any(h.startswith(f"{n}.") for h in heads), f"{title}: {stem} has no §{n}"
+            for name in re.findall(r"\*([^*]+)\*", part):
+                assert any(h.startswith(name) for h in heads), (
+                    f"{title}: {stem} has no section headed {name!r}: update INSTRUCTORS.md"
+                )

@@ -126,6 +126,16 @@ def test_the_claims_are_built_from_the_tables():
     assert claims.SEED_TRAINING[0] == ("PyTorch 2.0 eager", 1280, 15.2)
 
 
+def test_every_percentage_of_the_seeds_prose_has_a_claim_row():
+    rows = {c.figure: c for c in claims.CLAIMS if c.figure}
+    missing = [f.key for f in seeds.FIGURES if f.key not in rows]
+    assert not missing, f"seeds.FIGURES without a claim in labkit/sources/claims: {missing}"
+    for f in seeds.FIGURES:
+        c = rows[f.key]
+        assert f.percent in c.statement and (c.low, c.high) == (f.low, f.high), f.key
+        assert c.seed_section == f.where
+
+
 def test_no_figure_of_the_tables_is_typed_again_in_labkit():
     distinctive = {r.one_gpu for r in seeds.TRAINING} | {r.eight_gpus for r in seeds.TRAINING}
     distinctive |= {r.epoch_min for r in seeds.TRAINING} | {r.gpu_fps for r in seeds.INFERENCE}

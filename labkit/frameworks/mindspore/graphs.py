@@ -40,6 +40,7 @@ __all__ = [
     "capture_mode_demo",
     "capture_modes",
     "compiled_graphs",
+    "make_branchy",
 ]
 
 
@@ -72,7 +73,10 @@ DEMO_PRINT = "print inside branchy"
 _RESULT = "@@ capture rows: "
 
 
-def _make_branchy(log: list) -> object:
+def make_branchy(log: list) -> object:
+    """The demo function of :func:`capture_mode_demo`: a Python side effect (appending to
+    ``log``), a ``print`` and an ``if`` on a tensor's value."""
+
     def branchy(x):
         log.append("ran")  # a Python side effect
         print(DEMO_PRINT)
@@ -88,7 +92,7 @@ def _capture_demo(modes: list[str]) -> None:
     rows = {}
     for mode in modes:
         log: list = []
-        fn = ms.jit(_make_branchy(log), capture_mode=mode)
+        fn = ms.jit(make_branchy(log), capture_mode=mode)
 
         def calls(fn=fn):
             return [

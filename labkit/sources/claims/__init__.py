@@ -9,13 +9,17 @@ metric). :func:`check` turns records into a :class:`Verdict` that never claims m
 measurement's regime:
 
 - ``holds here`` / ``does not hold here``: the measurement is in the claim's regime and every /
-  no measured ratio's median lies in the claimed range; ``mixed here``: some do (the row says
-  which);
+  no measured ratio's median lies in the claimed range; ``direction holds, larger than claimed``:
+  every ratio is in the range or beyond it on the far side of 1x (a graph mode faster than
+  the claimed gain is no refutation of "graphs are faster"); ``mixed here``: some do, some do
+  not (the row says which);
 - ``different regime``: the measurement differs from the claim's regime in something the claim
   states (a 2-core CPU at 32 px cannot confirm or refute a claim made on A100 GPUs at 224 px, nor
   one about TF Serving or MindSpore Lite, which this lab does not run); the row reports the ratio
   measured here beside the seeds' and names every difference;
-- ``not measured here``: nothing measured for it yet.
+- ``not measured here``: nothing measured for it yet. A claim this lab can measure nothing for
+  (a whole training run on a cluster, MindSpore Lite on a watch) has no ratios and says why
+  (``Claim.untestable``): always "different regime".
 
 Only records of the same task, precision, device, image size and batch size are divided. A ratio
 carries the interval of :func:`labkit.results.ratio` (a bootstrap from the raw step times, as
@@ -56,6 +60,7 @@ from .regimes import (
     A100_TRAINING,
     IN_PROCESS,
     INFERENCE_TABLE,
+    LARGE_SCALE,
     MIXED_PRECISIONS,
     Record,
     Regime,
@@ -64,6 +69,7 @@ from .regimes import (
 from .verdicts import (
     FAILS,
     HOLDS,
+    LARGER,
     MIXED,
     NOT_MEASURED,
     REGIME,
@@ -83,6 +89,7 @@ from .verdicts import (
     pair,
     place,
     ratio,
+    read,
     rows,
     sources,
 )
@@ -96,6 +103,8 @@ __all__ = [
     "INFERENCE_TABLE",
     "IN_PROCESS",
     "JETSON",
+    "LARGER",
+    "LARGE_SCALE",
     "MIXED",
     "MIXED_PRECISIONS",
     "MLPERF_INF",
@@ -134,6 +143,7 @@ __all__ = [
     "pair",
     "place",
     "ratio",
+    "read",
     "regime_of",
     "rows",
     "sources",

@@ -37,7 +37,7 @@ from .published import (
     NV_TF,
     Source,
 )
-from .regimes import A100_TRAINING, IN_PROCESS, INFERENCE_TABLE, Regime
+from .regimes import A100_TRAINING, IN_PROCESS, INFERENCE_TABLE, LARGE_SCALE, Regime
 
 __all__ = [
     "CLAIMS",
@@ -83,6 +83,17 @@ class Claim:
     published: tuple[Source, ...] = ()
     note: str = ""  # what differs between the seeds' setting and this lab
     relative: bool = False  # the range is [low, high] x each ratio's seed_value
+    figure: str = ""  # the key of the seeds' prose figure it restates (seeds.FIGURES), if any
+    untestable: str = ""  # why this lab can measure nothing for it ("": it measures ratios)
+
+    @property
+    def direction(self) -> int:
+        """+1 for a claimed gain (the range lies at or above 1x), -1 for a claimed loss (at or
+        below 1x), 0 when the range is a figure's neighbourhood (relative to the seeds' value).
+        A ratio beyond the range on the far side of 1x keeps the claim's direction, larger."""
+        if self.relative:
+            return 0
+        return 1 if self.low >= 1 else -1 if self.high <= 1 else 0
 
     @property
     def needs(self) -> str:
@@ -122,6 +133,8 @@ NOT_RUN_HERE = (
 _STATIC = figure("static_speedup")
 _TRAIN = figure("training_speedup")
 _ONNX = figure("onnx_kept")
+_CUT = figure("training_time_cut")
+_LITE = figure("lite_vs_tflite")
 _EAGER = ("torch", "eager")  # the training table's baseline row
 
 
@@ -160,11 +173,9 @@ CLAIMS: tuple[Claim, ...] = (
         _STATIC.low,
         _STATIC.high,
         _per_framework("train", "training") + _per_framework("throughput", "inference"),
-        regime=Regime(
-            metric="graph vs eager speed 'in large-scale training and deployment' (the seeds "
-            "name no hardware, model, size or precision: any run can test it, within its regime)"
-        ),
+        regime=LARGE_SCALE,
         note=SCOPE,
+        figure=_STATIC.key,
     ),
     Claim(
         "train_5_10",
@@ -176,6 +187,7 @@ CLAIMS: tuple[Claim, ...] = (
         _per_framework("train", "training"),
         regime=A100_TRAINING,  # the conclusion the seeds draw from their A100 table
         note=SCOPE,
+        figure=_TRAIN.key,
     ),
     Claim(
         "a100_training",
@@ -248,6 +260,7 @@ CLAIMS: tuple[Claim, ...] = (
         ),
         note=f"the seeds do not say what the {_ONNX.percent} is measured against; PyTorch eager "
         "and its current graph compiler (torch.compile) are both shown",
+        figure=_ONNX.key,
     ),
     Claim(
         "cpu_graph_beats_onnx",
@@ -275,7 +288,48 @@ CLAIMS: tuple[Claim, ...] = (
         ),
         note=NOT_RUN_HERE,
     ),
+    Claim(
+        "training_time_cut",
+        f"Graph optimisation (XLA, operator fusion) shortens a ResNet-50 training run by "
+        f"{_CUT.percent} in industrial large-scale training.",
+        f"{_CUT.range} of the training time",
+        _CUT.where,
+        _CUT.low,
+        _CUT.high,
+        (),
+        regime=Regime(
+            hardware=("cluster",),
+            hardware_text="multi-GPU/TPU clusters training on tens of millions of samples for "
+            "days to months",
+            model="ResNet-50",
+            metric="the time of a whole training run",
+        ),
+        figure=_CUT.key,
+        untestable="it needs whole training runs on a cluster, and this lab times training steps "
+        "on synthetic data on one machine (notebooks 06 and 08 show the per-step ratios)",
+    ),
+    Claim(
+        "lite_vs_tflite",
+        f"On resource-limited devices (smart watches, IoT devices) MindSpore Lite infers "
+        f"{_LITE.percent} faster than TensorFlow Lite.",
+        _LITE.range,
+        _LITE.where,
+        _LITE.low,
+        _LITE.high,
+        (),
+        regime=Regime(
+            hardware=("embedded",),
+            hardware_text="resource-limited embedded devices (smart watches, IoT devices)",
+            runtime="MindSpore Lite against TensorFlow Lite",
+            metric="inference speed on the device",
+        ),
+        figure=_LITE.key,
+        untestable="it needs MindSpore Lite and TensorFlow Lite timed on such a device, and "
+        "MindSpore Lite is not installed here (notebook 07 converts to TF Lite and exports "
+        "MindIR, and times neither on a device)",
+    ),
 )
+
 
 #: the seeds' training table, for the epoch-time consistency check: (label, samples/s, minutes)
 SEED_TRAINING: tuple[tuple[str, float, float], ...] = tuple(

@@ -1,15 +1,13 @@
-"""Inside TensorFlow's graphs: what notebook 05 cannot do with TensorFlow's public calls alone.
+"""Inside TensorFlow's graphs: the plumbing notebook 05 needs beside TensorFlow's own calls.
 
 The notebook traces with ``tf.function(...).get_concrete_function``, reads the ``GraphDef``
-(``concrete.graph.as_graph_def()``) and chooses Grappler's passes with a ``ConfigProto``'s
-``graph_options.rewrite_options``; TensorFlow runs Grappler on a ``tf.function``'s graph when
-the runtime first instantiates it and never shows the result. This module makes it visible:
+(``concrete.graph.as_graph_def()``), chooses Grappler's passes with a ``ConfigProto``'s
+``graph_options.rewrite_options`` and runs Grappler itself (``tf_optimizer.OptimizeGraph``).
+What is left here:
 
 - :func:`freeze`: the traced graph with variables turned into constants, which is what lets
   constant folding reach the weights (Keras' BatchNorm becomes a multiply and an add that fold
   into the convolution weights);
-- :func:`grappler`: Grappler's meta-optimizer run on a ``GraphDef`` with a ``ConfigProto``'s
-  rewrite options (its default pipeline when none is given);
 - :func:`run`: executes any ``GraphDef`` (optimised ones included) as it is, in a session with
   Grappler and the classic graph optimiser switched off, to check that it still computes the same
   outputs;
@@ -17,9 +15,9 @@ the runtime first instantiates it and never shows the result. This module makes 
 - :func:`grappler_runs`: when Grappler runs, read from its own log in a child process (tracing
   alone, the first call, later calls, a call that traces a new shape).
 
-The entry points used here (``tf_optimizer.OptimizeGraph`` and the variable-freezing internals of
-``convert_to_constants``) are what TensorFlow's own converters (TF Lite) call; they are internal
-APIs, checked by the tests against the pinned TensorFlow.
+The variable-freezing internals of ``convert_to_constants`` used by :func:`freeze` are what
+TensorFlow's own converters (TF Lite) call; they are internal APIs, checked by the tests against
+the pinned TensorFlow.
 """
 
 from __future__ import annotations
@@ -30,9 +28,8 @@ from collections.abc import Sequence
 
 import numpy as np
 import tensorflow as tf
-from tensorflow.core.protobuf import config_pb2, meta_graph_pb2
+from tensorflow.core.protobuf import config_pb2
 from tensorflow.python.framework import convert_to_constants
-from tensorflow.python.grappler import tf_optimizer
 
 from ...util.proc import child_env
 from .._kit.graphs import OpCounts
@@ -40,10 +37,8 @@ from .._kit.graphs import OpCounts
 __all__ = [
     "BOOKKEEPING",
     "GRAPPLER_STARTS",
-    "OPTIMIZERS",
     "counts",
     "freeze",
-    "grappler",
     "grappler_runs",
     "run",
 ]
@@ -51,20 +46,6 @@ __all__ = [
 #: node kinds that do no arithmetic on tensors
 BOOKKEEPING: frozenset[str] = frozenset(
     {"Const", "Identity", "Placeholder", "ReadVariableOp", "NoOp", "VarHandleOp"}
-)
-#: a few of Grappler's optimisers, by the names ``RewriterConfig.optimizers`` accepts
-OPTIMIZERS: tuple[str, ...] = (
-    "pruning",
-    "function",
-    "constfold",
-    "shape",
-    "arithmetic",
-    "layout",
-    "remapper",
-    "memory",
-    "loop",
-    "dependency",
-    "debug_stripper",
 )
 
 
@@ -75,34 +56,6 @@ def freeze(cf) -> tf.compat.v1.GraphDef:
     )
     frozen, _ = convert_to_constants._replace_variables_by_constants(converter_data=data)
     return frozen
-
-
-def grappler(
-    gd: tf.compat.v1.GraphDef,
-    inputs: Sequence[str],
-    outputs: Sequence[str],
-    config: config_pb2.ConfigProto | None = None,
-) -> tf.compat.v1.GraphDef:
-    """Run Grappler on ``gd``, keeping ``inputs`` and ``outputs`` (tensor names like ``"x:0"``).
-
-    ``config`` is a ``tf.compat.v1.ConfigProto``: its ``graph_options.rewrite_options`` choose
-    the passes (``optimizers``: only those, in that order; a pass's own field, such as
-    ``constant_folding = RewriterConfig.OFF``, switches it off). None, or no list, runs the
-    default meta-optimizer pipeline (what a ``tf.function`` call runs).
-    """
-    config = config_pb2.ConfigProto() if config is None else config
-    unknown = [o for o in config.graph_options.rewrite_options.optimizers if o not in OPTIMIZERS]
-    if unknown:
-        raise ValueError(
-            f"unknown Grappler optimizer(s) {unknown}: valid names include {', '.join(OPTIMIZERS)}"
-        )
-    with tf.Graph().as_default() as graph:
-        tf.compat.v1.import_graph_def(gd, name="")
-        meta = tf.compat.v1.train.export_meta_graph(graph_def=gd, graph=graph)
-    fetch = meta_graph_pb2.CollectionDef()
-    fetch.node_list.value.extend(list(inputs) + list(outputs))
-    meta.collection_def["train_op"].CopyFrom(fetch)  # Grappler keeps what this collection names
-    return tf_optimizer.OptimizeGraph(config, meta)
 
 
 def counts(gd: tf.compat.v1.GraphDef) -> OpCounts:

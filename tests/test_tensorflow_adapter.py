@@ -174,12 +174,3 @@ def test_saved_model_reloads_and_agrees(tfa, weights, exported):
     for batch, size in [(2, 64), (1, 32)]:  # one export serves every batch and image size
         images, _ = resnet.random_batch(batch, size, seed=batch)
         assert_float32_close(run(images), weights, images, f"SavedModel {batch}x{size}")
-
-
-def test_tflite_round_trip_agrees(tfa, weights, exported):
-    flatbuffer = tfa.to_tflite(exported)
-    assert flatbuffer[4:8] == b"TFL3"  # the TF Lite file identifier
-    images, _ = resnet.random_batch(2, SIZE, seed=5)
-    with pytest.warns(UserWarning, match="ai_edge_litert"):
-        got = tfa.tflite_predict(flatbuffer, images)
-    assert_float32_close(got, weights, images, "TF Lite")

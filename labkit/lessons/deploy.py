@@ -51,7 +51,7 @@ FORMATS: tuple[Format, ...] = (
     Format(
         "onnx",
         "ONNX (.onnx)",
-        "torch.onnx.export; converters from TF and others",
+        "torch.onnx.export (dynamo=True); converters from TF and others",
         "ONNX Runtime",
         "yes (CPU, CUDA, other execution providers)",
         "yes (ONNX Runtime Mobile)",
@@ -72,7 +72,7 @@ FORMATS: tuple[Format, ...] = (
         "tflite",
         "TF Lite / LiteRT (.tflite)",
         "tf.lite.TFLiteConverter",
-        "LiteRT (formerly TF Lite)",
+        "LiteRT (formerly TF Lite; Python: ai_edge_litert)",
         "possible, not its aim",
         "yes (Android, iOS)",
         "yes (microcontrollers: LiteRT for Microcontrollers)",
@@ -86,7 +86,7 @@ FORMATS: tuple[Format, ...] = (
         "yes (MindSpore Lite cloud inference: Ascend, x86/Arm CPUs)",
         "yes after conversion to .ms (MindSpore Lite)",
         "yes after conversion to .ms",
-        "https://www.mindspore.cn/tutorials/en/stable/model_infer/lite_infer/overview.html",
+        "https://www.mindspore.cn/tutorials/en/r2.8.0/model_infer/lite_infer/overview.html",
     ),
     Format(
         "torchscript",

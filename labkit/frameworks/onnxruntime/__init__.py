@@ -1,5 +1,5 @@
 """ONNX Runtime in the lab: ``adapter`` (runs the ResNet-50 that PyTorch exports to ONNX) and
-``graphs`` (optimisation levels, node counts and int8 quantisation for notebooks 05 and 07).
+``graphs`` (node counts of ONNX files and tensor sizes for a memory plan, notebooks 05 and 07).
 
 This file is framework-free: it declares what the lab knows about ONNX Runtime and imports
 nothing.

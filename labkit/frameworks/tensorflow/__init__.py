@@ -1,5 +1,5 @@
-"""TensorFlow in the lab: ``adapter`` (the Keras 3 ResNet-50, its modes, SavedModel and TF Lite),
-``graphs`` (GraphDefs and Grappler for the optimisation notebook), ``distributed`` (the
+"""TensorFlow in the lab: ``adapter`` (the Keras 3 ResNet-50, its modes, SavedModel),
+``graphs`` (freezing a GraphDef and running Grappler on it, notebook 05), ``distributed`` (the
 ``MultiWorkerMirroredStrategy`` worker, one process per ``TF_CONFIG`` entry).
 
 This file is framework-free: it declares what the lab knows about TensorFlow and imports nothing.

@@ -24,7 +24,6 @@ Execution modes (``MODES``):
 from __future__ import annotations
 
 import functools
-import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
@@ -62,11 +61,9 @@ __all__ = [
     "prepare_model",
     "resnet50",
     "set_threads",
-    "tflite_predict",
     "threads",
     "to_canonical",
     "to_nhwc",
-    "to_tflite",
     "train_fn",
     "train_step",
     "version",
@@ -450,39 +447,6 @@ def load_exported(path: str | Path) -> Callable[[np.ndarray], np.ndarray]:
 
     run.saved_model = loaded  # keep the loaded object (and its variables) alive
     return run
-
-
-def to_tflite(source: keras.Model | str | Path) -> bytes:
-    """A float32 TF Lite flatbuffer of a Keras model or of a SavedModel written by :func:`export`.
-
-    The converter reads a SavedModel (a Keras model is exported to a temporary one first, the
-    same route ``TFLiteConverter.from_keras_model`` takes); it rewrites the whole graph, which
-    takes tens of seconds for ResNet-50 on a laptop CPU. (Converting a concrete function of the
-    Keras 3 model instead gives a flatbuffer that computes NaN with TF 2.21: its variables are
-    not frozen into it.)
-    """
-    if isinstance(source, keras.Model):
-        with tempfile.TemporaryDirectory() as tmp:
-            return to_tflite(export(source, tmp))
-    return tf.lite.TFLiteConverter.from_saved_model(str(source)).convert()
-
-
-def tflite_predict(tflite_model: bytes, images: np.ndarray) -> np.ndarray:
-    """Run a TF Lite flatbuffer from :func:`to_tflite` on an NCHW host batch; numpy logits.
-
-    Uses ``tf.lite.Interpreter``, which TensorFlow 2.21 still ships but marks as deprecated (it
-    warns once) in favour of ``ai_edge_litert.interpreter.Interpreter`` from the separate
-    ``ai-edge-litert`` package, the same interpreter under its new name.
-    """
-    x = to_nhwc(images)
-    interpreter = tf.lite.Interpreter(model_content=tflite_model)
-    (inp,) = interpreter.get_input_details()
-    interpreter.resize_tensor_input(inp["index"], x.shape)
-    interpreter.allocate_tensors()
-    interpreter.set_tensor(inp["index"], x)
-    interpreter.invoke()
-    (out,) = interpreter.get_output_details()
-    return interpreter.get_tensor(out["index"]).copy()
 
 
 # --------------------------------------------------------------------------- a learner's model

@@ -14,7 +14,7 @@ checks behind ``labkit.explore``).
   Keras' ``ExportArchive`` for Keras objects, a ``tf.Module`` for functions), loaded back with
   ``tf.saved_model.load`` and compared;
 - ``tflite``: that SavedModel converted to TF Lite (builtin ops only, float32) and run by the
-  TF Lite interpreter.
+  LiteRT interpreter (``ai_edge_litert``, the successor of ``tf.lite.Interpreter``).
 """
 
 from __future__ import annotations
@@ -32,6 +32,7 @@ from pathlib import Path
 import keras
 import numpy as np
 import tensorflow as tf
+from ai_edge_litert.interpreter import Interpreter  # LiteRT: tf.lite.Interpreter's successor
 
 from .._kit import explore as ex
 from . import SPEC
@@ -438,7 +439,7 @@ def _tflite(s: Session) -> dict:
         except Exception as exc:  # noqa: BLE001 - a framework error is the check's finding
             return _fails(path, "the TF Lite converter rejects it", exc)
     with _quiet():
-        interpreter = tf.lite.Interpreter(model_content=flat)
+        interpreter = Interpreter(model_content=flat)
         runner = interpreter.get_signature_runner()
         try:
             ok, worst, why = s.compare(None, run=_tflite_run(runner))

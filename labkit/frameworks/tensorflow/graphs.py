@@ -1,41 +1,35 @@
-"""Inside TensorFlow's graphs: a tf.function's traced graph before and after Grappler.
+"""Inside TensorFlow's graphs: the plumbing notebook 05 needs beside TensorFlow's own calls.
 
-Grappler, TensorFlow's graph optimiser, rewrites a ``tf.function``'s traced graph once, when the
-runtime first instantiates it (inside the first call for each traced signature); later calls
-run the optimised graph, which is never shown. This module makes it visible:
+The notebook traces with ``tf.function(...).get_concrete_function``, reads the ``GraphDef``
+(``concrete.graph.as_graph_def()``), chooses Grappler's passes with a ``ConfigProto``'s
+``graph_options.rewrite_options`` and runs Grappler itself (``tf_optimizer.OptimizeGraph``).
+What is left here:
 
-- :func:`trace`: the concrete function of a model or function for one input signature, whose
-  ``GraphDef`` is the graph as traced (variables read with ``ReadVariableOp``);
-- :func:`freeze`: the same graph with variables turned into constants, which is what lets
+- :func:`freeze`: the traced graph with variables turned into constants, which is what lets
   constant folding reach the weights (Keras' BatchNorm becomes a multiply and an add that fold
   into the convolution weights);
-- :func:`grappler`: Grappler's meta-optimizer run on a ``GraphDef``, with its default optimisers or
-  a chosen list (``"constfold"``, ``"arithmetic"``, ``"pruning"``, ``"remapper"``, ...);
 - :func:`run`: executes any ``GraphDef`` (optimised ones included) as it is, in a session with
   Grappler and the classic graph optimiser switched off, to check that it still computes the same
   outputs;
-- :func:`tflite_callable`: a converted TF Lite (LiteRT) flatbuffer, the graph as a phone runs it,
-  kept loaded in one interpreter so that calls can be timed;
+- :func:`counts`: nodes by op type, the graph's function library included;
 - :func:`grappler_runs`: when Grappler runs, read from its own log in a child process (tracing
   alone, the first call, later calls, a call that traces a new shape).
 
-The entry points used here (``tf_optimizer.OptimizeGraph`` and the variable-freezing internals of
-``convert_to_constants``) are what TensorFlow's own converters (TF Lite) call; they are internal
-APIs, checked by the tests against the pinned TensorFlow.
+The variable-freezing internals of ``convert_to_constants`` used by :func:`freeze` are what
+TensorFlow's own converters (TF Lite) call; they are internal APIs, checked by the tests against
+the pinned TensorFlow.
 """
 
 from __future__ import annotations
 
 import subprocess
 import sys
-import warnings
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 
 import numpy as np
 import tensorflow as tf
-from tensorflow.core.protobuf import config_pb2, meta_graph_pb2
+from tensorflow.core.protobuf import config_pb2
 from tensorflow.python.framework import convert_to_constants
-from tensorflow.python.grappler import tf_optimizer
 
 from ...util.proc import child_env
 from .._kit.graphs import OpCounts
@@ -43,60 +37,16 @@ from .._kit.graphs import OpCounts
 __all__ = [
     "BOOKKEEPING",
     "GRAPPLER_STARTS",
-    "OPTIMIZERS",
     "counts",
     "freeze",
-    "graph_def",
-    "grappler",
     "grappler_runs",
-    "io_names",
     "run",
-    "stages",
-    "tflite_callable",
-    "trace",
 ]
 
 #: node kinds that do no arithmetic on tensors
 BOOKKEEPING: frozenset[str] = frozenset(
     {"Const", "Identity", "Placeholder", "ReadVariableOp", "NoOp", "VarHandleOp"}
 )
-#: a few of Grappler's optimisers, by the names ``RewriterConfig.optimizers`` accepts
-OPTIMIZERS: tuple[str, ...] = (
-    "pruning",
-    "function",
-    "constfold",
-    "shape",
-    "arithmetic",
-    "layout",
-    "remapper",
-    "memory",
-    "loop",
-    "dependency",
-    "debug_stripper",
-)
-
-
-def trace(fn: Callable, images: np.ndarray) -> tf.types.experimental.ConcreteFunction:
-    """The concrete function of ``fn`` (a Keras model is called with ``training=False``) traced
-    for ``images``' shape and dtype."""
-    if isinstance(fn, tf.keras.Model):
-        model = fn
-        fn = lambda x: model(x, training=False)
-    if not hasattr(fn, "get_concrete_function"):
-        fn = tf.function(fn)
-    spec = tf.TensorSpec(np.shape(images), tf.as_dtype(np.asarray(images).dtype))
-    return fn.get_concrete_function(spec)
-
-
-def io_names(cf) -> tuple[list[str], list[str]]:
-    """Tensor names of the concrete function's data inputs (not captured variables) and outputs."""
-    inputs = [t.name for t in cf.inputs if t.dtype != tf.resource]
-    return inputs, [t.name for t in cf.outputs]
-
-
-def graph_def(cf) -> tf.compat.v1.GraphDef:
-    """The graph as traced."""
-    return cf.graph.as_graph_def()
 
 
 def freeze(cf) -> tf.compat.v1.GraphDef:
@@ -106,34 +56,6 @@ def freeze(cf) -> tf.compat.v1.GraphDef:
     )
     frozen, _ = convert_to_constants._replace_variables_by_constants(converter_data=data)
     return frozen
-
-
-def grappler(
-    gd: tf.compat.v1.GraphDef,
-    inputs: Sequence[str],
-    outputs: Sequence[str],
-    optimizers: Sequence[str] | None = None,
-) -> tf.compat.v1.GraphDef:
-    """Run Grappler on ``gd``, keeping ``inputs`` and ``outputs`` (tensor names like ``"x:0"``).
-
-    ``optimizers=None`` runs the default meta-optimizer pipeline (what a tf.function call runs);
-    a list runs only those optimisers, in that order.
-    """
-    unknown = [o for o in optimizers or () if o not in OPTIMIZERS]
-    if unknown:
-        raise ValueError(
-            f"unknown Grappler optimizer(s) {unknown}: valid names include {', '.join(OPTIMIZERS)}"
-        )
-    with tf.Graph().as_default() as graph:
-        tf.compat.v1.import_graph_def(gd, name="")
-        meta = tf.compat.v1.train.export_meta_graph(graph_def=gd, graph=graph)
-    fetch = meta_graph_pb2.CollectionDef()
-    fetch.node_list.value.extend(list(inputs) + list(outputs))
-    meta.collection_def["train_op"].CopyFrom(fetch)  # Grappler keeps what this collection names
-    config = config_pb2.ConfigProto()
-    if optimizers is not None:
-        config.graph_options.rewrite_options.optimizers.extend(optimizers)
-    return tf_optimizer.OptimizeGraph(config, meta)
 
 
 def counts(gd: tf.compat.v1.GraphDef) -> OpCounts:
@@ -168,49 +90,6 @@ def _as_is() -> config_pb2.ConfigProto:
     config.graph_options.rewrite_options.disable_meta_optimizer = True
     config.graph_options.optimizer_options.opt_level = config_pb2.OptimizerOptions.L0
     return config
-
-
-def stages(
-    model: tf.keras.Model, images_nhwc: np.ndarray
-) -> tuple[dict[str, tf.compat.v1.GraphDef], list[str], list[str]]:
-    """ResNet-50's inference graph ``{"traced", "frozen", "grappler"}`` and its input/output names."""
-    cf = trace(model, images_nhwc)
-    inputs, outputs = io_names(cf)
-    frozen = freeze(cf)
-    return (
-        {"traced": graph_def(cf), "frozen": frozen, "grappler": grappler(frozen, inputs, outputs)},
-        inputs,
-        outputs,
-    )
-
-
-def tflite_callable(
-    tflite_model: bytes, threads: int | None = None
-) -> Callable[[np.ndarray], np.ndarray]:
-    """A loaded TF Lite interpreter as a callable: NCHW float32 images -> logits (numpy).
-
-    The interpreter is created once and resized only when the batch shape changes, as an app
-    would hold it. ``tf.lite.Interpreter`` is deprecated in TensorFlow 2.21 in favour of the same
-    interpreter in the ``ai-edge-litert`` package (LiteRT); its warning is silenced here.
-    """
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", UserWarning)
-        interpreter = tf.lite.Interpreter(model_content=tflite_model, num_threads=threads)
-    (inp,) = interpreter.get_input_details()
-    (out,) = interpreter.get_output_details()
-    shape: list[tuple[int, ...]] = [()]
-
-    def run(images: np.ndarray) -> np.ndarray:
-        x = np.ascontiguousarray(np.transpose(np.asarray(images, np.float32), (0, 2, 3, 1)))
-        if x.shape != shape[0]:
-            interpreter.resize_tensor_input(inp["index"], x.shape)
-            interpreter.allocate_tensors()
-            shape[0] = x.shape
-        interpreter.set_tensor(inp["index"], x)
-        interpreter.invoke()
-        return interpreter.get_tensor(out["index"]).copy()
-
-    return run
 
 
 # --------------------------------------------------------------------------------------------

@@ -1,5 +1,6 @@
-"""PyTorch in the lab: ``adapter`` (the ResNet-50, its modes, ONNX export), ``graphs`` (TorchScript
-graphs for the optimisation notebook), ``distributed`` (the DDP worker that ``torchrun`` starts).
+"""PyTorch in the lab: ``adapter`` (the ResNet-50, its modes, ONNX export), ``graphs`` (node
+counts of TorchScript graphs and Inductor's kernel launches, notebook 05), ``distributed`` (the
+DDP worker that ``torchrun`` starts).
 
 This file is framework-free: it declares what the lab knows about PyTorch and imports nothing.
 """

@@ -187,17 +187,26 @@ def calls_per_sample(
     As ``torch.utils.benchmark.Timer.blocked_autorange`` estimates its block size: a call that
     takes ``target_s`` or more (``last_call_s``, the last warm-up call, when given) is timed
     alone (1); a faster one is called 1, 2, 4, ... times in a row until a block takes
-    ``target_s``, and the block is scaled to that time (at most :data:`MAX_NUMBER_PER_RUN`).
+    ``target_s`` in the fastest of three tries (one try slowed by another process must not
+    shrink the block), and the block is scaled to that time (at most
+    :data:`MAX_NUMBER_PER_RUN`).
     """
     if target_s <= 0 or (last_call_s is not None and last_call_s >= target_s):
         return 1, 0
     n, untimed = 1, 0
-    while True:
+
+    def block() -> float:
         t0 = clock()
         for _ in range(n):
             step()
-        dt = clock() - t0
+        return clock() - t0
+
+    while True:
+        dt = block()
         untimed += n
+        if dt >= target_s:
+            dt = min(dt, block(), block())
+            untimed += 2 * n
         if dt >= target_s:
             return min(MAX_NUMBER_PER_RUN, max(1, math.ceil(n * target_s / dt))), untimed
         if n >= MAX_NUMBER_PER_RUN:
@@ -322,7 +331,9 @@ def measure(
     ``max_repeats``. A sample is one call, unless the last warm-up call was shorter than
     :func:`sample_target_s` (``2 * min_time_s / max_repeats``): then :func:`calls_per_sample`
     sizes a block of calls (its untimed calls count as warm-up), so that ``max_repeats``
-    samples always reach ``min_time_s``; the times are seconds per call either way.
+    samples reach ``min_time_s``; if they still fall short (the calls became faster than when
+    the block was sized), those samples count as warm-up and the timing runs once more with
+    blocks sized from the samples' median call. The times are seconds per call either way.
     ``prepared`` is an adapter's ``Prepared`` (its ``step`` and ``batch_size``) or a bare
     callable (then give ``images_per_call``).
     Garbage collection is off while the calls are timed (as ``timeit`` does), so a collection
@@ -353,6 +364,12 @@ def measure(
     number, untimed = calls_per_sample(step, target, last, clock)
     load = load_1min()
     times, others = _samples(step, number, min_repeats, min_time_s, max_repeats, clock)
+    timed = sum(times) * number
+    if len(times) == max_repeats and 0 < timed < min_time_s:  # the calls got faster than sized
+        untimed += len(times) * number  # those samples become warm-up; one retry, blocks grown
+        number = min(MAX_NUMBER_PER_RUN, math.ceil(target / stats.median(times)))  # per call
+        load = load_1min()
+        times, others = _samples(step, number, min_repeats, min_time_s, max_repeats, clock)
     blocks = (
         f"{len(times)} calls timed one by one"
         if number == 1

@@ -128,6 +128,28 @@ def test_a_call_too_fast_for_max_repeats_is_timed_in_blocks_that_reach_the_minim
     assert bench.sample_target_s(0.0, 200) == 0.0
 
 
+class SpeedsUp:
+    """A step of 1.5 ms for its first ``slow`` calls (warm-up, sizing the block), then 20 us."""
+
+    def __init__(self, slow=9):
+        self.calls, self.slow = 0, slow
+
+    def __call__(self):
+        self.calls += 1
+        Spin(1.5e-3 if self.calls <= self.slow else 2e-5)()
+
+
+def test_blocks_sized_too_small_are_grown_once_so_the_minimum_time_is_still_met():
+    """A step that gets faster after its block was sized (a cache warmed, another process gone):
+    200 samples of the small block fall short of 0.2 s, so they become warm-up and the timing
+    runs once more with larger blocks."""
+    step = SpeedsUp()
+    m = bench.measure(step, 1, 3, 0.2, max_repeats=200, images_per_call=1)
+    assert m.timed_s >= 0.2 and m.repeats <= 200 and m.number_per_run > 2
+    assert step.calls == 1 + m.warmup + m.repeats * m.number_per_run
+    assert not [r for r in m.judge(threads=1) if "required" in r]
+
+
 def test_the_verdict_counts_a_blocks_calls():
     # 10 samples of 0.001 s per call, 50 calls each: 0.5 s of timed calls
     per_call = [0.001] * 10

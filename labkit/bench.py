@@ -7,9 +7,12 @@ host, the GPU synchronised).
 
 :func:`measure` times a step the way ``torch.utils.benchmark`` does and returns a
 :class:`Measurement` (raw times, median, IQR, p90, images/s, and how it was taken); the first
-call (tracing, compilation) is timed apart, and garbage collection is off while it times.
-:meth:`Measurement.judge` gives the validity verdict (:func:`verdict`: enough calls and time,
-a small spread, a quiet machine). :func:`peak_rss_mb` gives the memory high-water mark.
+call (tracing, compilation) is timed apart, and garbage collection is off while it times. A call
+too fast to reach the minimum time within ``max_repeats`` samples is timed in blocks of calls,
+as ``torch.utils.benchmark.Timer.blocked_autorange`` does (:func:`calls_per_sample`): each
+sample is then the mean of ``number_per_run`` calls, so every profile's limits can be met by any
+call. :meth:`Measurement.judge` gives the validity verdict (:func:`verdict`: enough samples and
+time, a small spread, a quiet machine). :func:`peak_rss_mb` gives the memory high-water mark.
 Statistics are plain Python (:mod:`labkit.util.stats` interpolates as numpy does).
 
 Not for: what a cell is or which ones exist (:mod:`labkit.frameworks.contract`), nor running
@@ -29,14 +32,17 @@ from dataclasses import dataclass
 from .util import stats
 
 __all__ = [
+    "MAX_NUMBER_PER_RUN",
     "MAX_REL_IQR",
     "MAX_STOLEN",
     "Measurement",
     "busy_elsewhere",
+    "calls_per_sample",
     "cpu_sample",
     "load_1min",
     "measure",
     "peak_rss_mb",
+    "sample_target_s",
     "verdict",
 ]
 
@@ -118,20 +124,26 @@ def verdict(
     others: float | None,
     load: float | None,
     cpu_count: int | None = None,
+    number_per_run: int = 1,
 ) -> list[str]:
     """Why a measurement is *invalid* (MLPerf's run rules, in spirit): an empty list is valid.
 
-    - at least ``min_repeats`` timed calls and ``min_time_s`` seconds of them (the profile's);
-    - a spread (IQR / median) of at most :data:`MAX_REL_IQR`;
+    ``times_s`` are seconds per call, one per timed sample; each sample is one call, or the mean
+    of ``number_per_run`` calls timed together (:func:`measure` blocks calls that are too fast).
+
+    - at least ``min_repeats`` timed samples and ``min_time_s`` seconds of timed calls (the
+      profile's);
+    - a spread (IQR / median of the samples) of at most :data:`MAX_REL_IQR`;
     - a quiet machine: while timing, other processes kept at most the CPUs the cell leaves free
       plus :data:`MAX_STOLEN` of the cell's ``threads`` busy (from ``/proc/stat``); where that
       cannot be read, a 1-minute load average below the CPU count when timing started.
     """
     cpus = cpu_count or os.cpu_count() or 1
     reasons = []
-    n, total = len(times_s), float(sum(times_s))
+    n, total = len(times_s), float(sum(times_s)) * number_per_run
     if n < min_repeats:
-        reasons.append(f"{n} timed calls, fewer than the {min_repeats} required")
+        what = "timed calls" if number_per_run == 1 else f"timed samples of {number_per_run} calls"
+        reasons.append(f"{n} {what}, fewer than the {min_repeats} required")
     if total < min_time_s:
         reasons.append(
             f"{total:.2f} s of timed calls, less than the {min_time_s:g} s required "
@@ -153,16 +165,69 @@ def verdict(
     return reasons
 
 
+# ---------------------------------------------------------------------------------------------
+# blocks of calls for calls too fast to time one by one within max_repeats
+
+#: the most calls one timed sample may hold (a call of a few nanoseconds still ends)
+MAX_NUMBER_PER_RUN = 2**20
+
+
+def sample_target_s(min_time_s: float, max_repeats: int) -> float:
+    """The shortest a timed sample may take so that ``max_repeats`` samples reach the minimum
+    time twice over: ``2 * min_time_s / max_repeats`` (0 when no minimum time is asked)."""
+    return 2.0 * min_time_s / max_repeats if min_time_s > 0 and max_repeats > 0 else 0.0
+
+
+def calls_per_sample(
+    step, target_s: float, last_call_s: float | None = None, clock=time.perf_counter
+) -> tuple[int, int]:
+    """``(number, untimed)``: how many calls one timed sample must hold to take ``target_s``,
+    and how many untimed calls finding out took.
+
+    As ``torch.utils.benchmark.Timer.blocked_autorange`` estimates its block size: a call that
+    takes ``target_s`` or more (``last_call_s``, the last warm-up call, when given) is timed
+    alone (1); a faster one is called 1, 2, 4, ... times in a row until a block takes
+    ``target_s`` in the fastest of three tries (one try slowed by another process must not
+    shrink the block), and the block is scaled to that time (at most
+    :data:`MAX_NUMBER_PER_RUN`).
+    """
+    if target_s <= 0 or (last_call_s is not None and last_call_s >= target_s):
+        return 1, 0
+    n, untimed = 1, 0
+
+    def block() -> float:
+        t0 = clock()
+        for _ in range(n):
+            step()
+        return clock() - t0
+
+    while True:
+        dt = block()
+        untimed += n
+        if dt >= target_s:
+            dt = min(dt, block(), block())
+            untimed += 2 * n
+        if dt >= target_s:
+            return min(MAX_NUMBER_PER_RUN, max(1, math.ceil(n * target_s / dt))), untimed
+        if n >= MAX_NUMBER_PER_RUN:
+            return MAX_NUMBER_PER_RUN, untimed
+        n *= 2
+
+
 @dataclass
 class Measurement:
     """Timed calls of one step, in the shape of ``torch.utils.benchmark.Measurement``.
 
     Carries its raw times and says how they were taken (:attr:`how`): the first call (tracing or
-    compilation) is timed apart, then ``warmup`` untimed calls, then calls timed one by one
-    with ``time.perf_counter`` until both ``min_repeats`` calls and ``min_time_s`` seconds are
-    reached (or ``max_repeats``). Each step returns only when its work is done. It also keeps
-    what the validity verdict needs (:meth:`judge`): the minimums it was asked for, the CPUs
-    other processes kept busy while it timed and the load average when timing started.
+    compilation) is timed apart, then ``warmup`` untimed calls, then samples timed one by one
+    with ``time.perf_counter`` until both ``min_repeats`` samples and ``min_time_s`` seconds are
+    reached (or ``max_repeats`` samples). A sample is one call, or, for a call too fast to reach
+    ``min_time_s`` within ``max_repeats`` samples, a block of ``number_per_run`` calls timed
+    together (as ``torch.utils.benchmark``'s ``number_per_run``); :attr:`times_s` holds seconds
+    *per call* either way (a block's time divided by its calls). Each step returns only when its
+    work is done. It also keeps what the validity verdict needs (:meth:`judge`): the minimums it
+    was asked for, the CPUs other processes kept busy while it timed and the load average when
+    timing started.
     """
 
     times_s: list[float]
@@ -175,6 +240,7 @@ class Measurement:
     min_time_s: float = 0.0
     others_cpus: float | None = None  # other processes' busy CPUs while timing (/proc/stat)
     load_1min: float | None = None  # the machine's load average when timing started
+    number_per_run: int = 1  # calls in each timed sample (1: each call timed alone)
 
     @property
     def repeats(self) -> int:
@@ -210,7 +276,13 @@ class Measurement:
             self.others_cpus,
             self.load_1min,
             cpu_count,
+            self.number_per_run,
         )
+
+    @property
+    def timed_s(self) -> float:
+        """Seconds of timed calls in all (every sample's time, blocks whole)."""
+        return sum(self.times_s) * self.number_per_run
 
     def as_dict(self) -> dict:
         return {
@@ -223,6 +295,7 @@ class Measurement:
             "repeats": self.repeats,
             "warmup": self.warmup,
             "times_s": list(self.times_s),
+            "number_per_run": self.number_per_run,
             "others_cpus": self.others_cpus,
             "load_1min": self.load_1min,
         }
@@ -239,6 +312,7 @@ class Measurement:
             f"  p90:    {self.p90_s * scale:.2f} {unit}\n"
             f"  first call: {self.first_call_s:.2f} s\n"
             f"  {self.repeats} measurements, {self.images_per_call} images each"
+            + (f", each the mean of {self.number_per_run} calls" if self.number_per_run > 1 else "")
         )
 
 
@@ -251,11 +325,17 @@ def measure(
     images_per_call: int | None = None,
     label: str = "",
 ) -> Measurement:
-    """Time ``prepared.step``: first call apart, ``warmup`` untimed calls, then timed repeats.
+    """Time ``prepared.step``: first call apart, ``warmup`` untimed calls, then timed samples.
 
-    Timing stops after ``max(min_repeats, calls within min_time_s)`` calls, never more than
-    ``max_repeats``. ``prepared`` is an adapter's ``Prepared`` (its ``step`` and
-    ``batch_size``) or a bare callable (then give ``images_per_call``).
+    Timing stops after ``max(min_repeats, samples within min_time_s)`` samples, never more than
+    ``max_repeats``. A sample is one call, unless the last warm-up call was shorter than
+    :func:`sample_target_s` (``2 * min_time_s / max_repeats``): then :func:`calls_per_sample`
+    sizes a block of calls (its untimed calls count as warm-up), so that ``max_repeats``
+    samples reach ``min_time_s``; if they still fall short (the calls became faster than when
+    the block was sized), those samples count as warm-up and the timing runs once more with
+    blocks sized from the samples' median call. The times are seconds per call either way.
+    ``prepared`` is an adapter's ``Prepared`` (its ``step`` and ``batch_size``) or a bare
+    callable (then give ``images_per_call``).
     Garbage collection is off while the calls are timed (as ``timeit`` does), so a collection
     of earlier garbage cannot land in one call's time; it is back on afterwards.
     """
@@ -275,11 +355,55 @@ def measure(
     t0 = clock()
     step()
     first = clock() - t0
+    last = None
     for _ in range(warmup):
+        t0 = clock()
         step()
+        last = clock() - t0
+    target = sample_target_s(min_time_s, max_repeats)
+    number, untimed = calls_per_sample(step, target, last, clock)
+    load = load_1min()
+    times, others = _samples(step, number, min_repeats, min_time_s, max_repeats, clock)
+    timed = sum(times) * number
+    if len(times) == max_repeats and 0 < timed < min_time_s:  # the calls got faster than sized
+        untimed += len(times) * number  # those samples become warm-up; one retry, blocks grown
+        number = min(MAX_NUMBER_PER_RUN, math.ceil(target / stats.median(times)))  # per call
+        load = load_1min()
+        times, others = _samples(step, number, min_repeats, min_time_s, max_repeats, clock)
+    blocks = (
+        f"{len(times)} calls timed one by one"
+        if number == 1
+        else f"{len(times)} samples of {number} calls each timed together (a call is shorter "
+        f"than {target * 1e3:.3g} ms: {untimed} untimed calls sized the block), seconds per call"
+    )
+    how = (
+        f"first call timed apart; {warmup + untimed} untimed warm-up calls; {blocks} with "
+        f"time.perf_counter, garbage collection off (at least {min_repeats} samples and "
+        f"{min_time_s:g} s, at most {max_repeats} samples); each call returns when its work "
+        "is done"
+    )
+    return Measurement(
+        times,
+        first,
+        int(images),
+        warmup + untimed,
+        label,
+        how,
+        min_repeats,
+        min_time_s,
+        others,
+        load,
+        number,
+    )
+
+
+def _samples(
+    step, number: int, min_repeats: int, min_time_s: float, max_repeats: int, clock
+) -> tuple[list[float], float | None]:
+    """The timed samples (seconds per call, each of ``number`` calls) with garbage collection
+    off, and the CPUs other processes kept busy meanwhile (:func:`busy_elsewhere`)."""
     times: list[float] = []
     total = 0.0
-    load = load_1min()
     collecting = gc.isenabled()
     gc.collect()
     gc.disable()
@@ -287,29 +411,13 @@ def measure(
     try:
         while len(times) < max_repeats and (len(times) < min_repeats or total < min_time_s):
             t0 = clock()
-            step()
+            for _ in range(number):
+                step()
             dt = clock() - t0
-            times.append(dt)
+            times.append(dt / number)
             total += dt
     finally:
         after = cpu_sample()
         if collecting:
             gc.enable()
-    how = (
-        f"first call timed apart; {warmup} untimed warm-up calls; {len(times)} calls timed one "
-        f"by one with time.perf_counter, garbage collection off (at least {min_repeats} calls "
-        f"and {min_time_s:g} s, at most {max_repeats} calls); each call returns when its work "
-        "is done"
-    )
-    return Measurement(
-        times,
-        first,
-        int(images),
-        warmup,
-        label,
-        how,
-        min_repeats,
-        min_time_s,
-        busy_elsewhere(before, after),
-        load,
-    )
+    return times, busy_elsewhere(before, after)

@@ -25,8 +25,10 @@ class Profile:
     throughput_batch: int  # MLPerf Offline: a larger batch
     train_batch: int
     warmup: int  # untimed calls after the first (compile) call
-    min_repeats: int  # timed calls at least ...
-    min_time_s: float  # ... and at least this much timed work
+    min_repeats: int  # timed samples at least ...
+    min_time_s: float  # ... and at least this much timed work (a record is valid with both)
+    #: timed samples at most. A call shorter than 2 * min_time_s / max_repeats is timed in
+    #: blocks of calls (labkit.bench.measure), so max_repeats samples always reach min_time_s
     max_repeats: int
     cell_timeout_s: float  # per benchmark cell (one subprocess)
     demo_steps: int  # size of small teaching loops in notebooks (training steps, calls)
@@ -36,6 +38,13 @@ class Profile:
     #: to fit Binder's 2 GB; the layers, nodes and fusions are the same at any width. The
     #: benchmarks (06, 07, `labkit bench`) always run the real network.
     resnet_width: int
+
+    def __post_init__(self) -> None:
+        if not 1 <= self.min_repeats <= self.max_repeats or self.min_time_s < 0:
+            raise ValueError(
+                f"profile {self.name!r}: need 1 <= min_repeats <= max_repeats and min_time_s >= 0 "
+                f"(got {self.min_repeats}, {self.max_repeats}, {self.min_time_s})"
+            )
 
     def as_dict(self) -> dict:
         return asdict(self)
@@ -54,7 +63,7 @@ PROFILES: dict[str, Profile] = {
             warmup=1,
             min_repeats=3,
             min_time_s=0.2,
-            max_repeats=200,  # enough for 0.2 s of calls: a record must meet both minimums
+            max_repeats=200,  # a call under 2 ms is timed in blocks: 200 samples reach 0.2 s
             cell_timeout_s=240,
             demo_steps=3,
             resnet_width=16,

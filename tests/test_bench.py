@@ -88,16 +88,76 @@ def test_measure_repeats_until_min_time_but_not_past_max_repeats():
         max_repeats=1000,
         images_per_call=1,
     )
-    assert sum(m.times_s) >= 0.1 and m.repeats >= 2
-    m = bench.measure(
-        Counter(first=0, dt=0.01),
-        warmup=0,
-        min_repeats=2,
-        min_time_s=100,
-        max_repeats=4,
-        images_per_call=1,
-    )
-    assert m.repeats == 4
+    assert sum(m.times_s) >= 0.1 and m.repeats >= 2 and m.number_per_run == 1
+    step = Counter(first=0, dt=0.01)
+    m = bench.measure(step, 1, min_repeats=2, min_time_s=0.0, max_repeats=4, images_per_call=1)
+    assert m.repeats == 2 and step.calls == 1 + 1 + 2  # no minimum time: no block, no calibration
+
+
+class Spin:
+    """A step of about ``dt`` seconds that burns the CPU (a sleep cannot be this short)."""
+
+    def __init__(self, dt):
+        self.dt, self.calls = dt, 0
+
+    def __call__(self):
+        self.calls += 1
+        end = time.perf_counter() + self.dt
+        while time.perf_counter() < end:
+            pass
+
+
+def test_a_call_too_fast_for_max_repeats_is_timed_in_blocks_that_reach_the_minimum_time():
+    """A 0.2 ms call under a 0.2 s minimum and 20 samples at most: one by one, 20 calls take 4 ms
+    and the record could never be valid; in blocks (torch.utils.benchmark's number_per_run) the
+    20 samples reach the minimum, and the times stay seconds per call."""
+    step = Spin(2e-4)
+    m = bench.measure(step, 1, 3, 0.2, max_repeats=20, images_per_call=1, label="fast")
+    assert m.number_per_run > 1 and 3 <= m.repeats <= 20
+    assert m.timed_s >= 0.2 and m.timed_s == pytest.approx(sum(m.times_s) * m.number_per_run)
+    assert all(t >= 2e-4 for t in m.times_s)  # per call: never shorter than the call itself
+    # every call is accounted for: first, warm-up and the calls that sized the block, then samples
+    assert step.calls == 1 + m.warmup + m.repeats * m.number_per_run and m.warmup > 1
+    assert f"samples of {m.number_per_run} calls each timed together" in m.how
+    assert f"each the mean of {m.number_per_run} calls" in repr(m)
+    assert m.as_dict()["number_per_run"] == m.number_per_run
+    assert not [r for r in m.judge(threads=1) if "timed calls" in r or "timed samples" in r]
+    # a call that alone takes the sample's target is timed alone, with no extra call
+    assert bench.calls_per_sample(step, 0.01, last_call_s=0.02) == (1, 0)
+    assert bench.sample_target_s(0.2, 200) == pytest.approx(0.002)
+    assert bench.sample_target_s(0.0, 200) == 0.0
+
+
+class SpeedsUp:
+    """A step of 1.5 ms for its first ``slow`` calls (warm-up, sizing the block), then 20 us."""
+
+    def __init__(self, slow=9):
+        self.calls, self.slow = 0, slow
+
+    def __call__(self):
+        self.calls += 1
+        Spin(1.5e-3 if self.calls <= self.slow else 2e-5)()
+
+
+def test_blocks_sized_too_small_are_grown_once_so_the_minimum_time_is_still_met():
+    """A step that gets faster after its block was sized (a cache warmed, another process gone):
+    200 samples of the small block fall short of 0.2 s, so they become warm-up and the timing
+    runs once more with larger blocks."""
+    step = SpeedsUp()
+    m = bench.measure(step, 1, 3, 0.2, max_repeats=200, images_per_call=1)
+    assert m.timed_s >= 0.2 and m.repeats <= 200 and m.number_per_run > 2
+    assert step.calls == 1 + m.warmup + m.repeats * m.number_per_run
+    assert not [r for r in m.judge(threads=1) if "required" in r]
+
+
+def test_the_verdict_counts_a_blocks_calls():
+    # 10 samples of 0.001 s per call, 50 calls each: 0.5 s of timed calls
+    per_call = [0.001] * 10
+    assert bench.verdict(per_call, 5, 0.4, 1, 0.0, None, 4, number_per_run=50) == []
+    short = bench.verdict(per_call, 5, 0.4, 1, 0.0, None, 4)  # the same times as single calls
+    assert short and "0.01 s of timed calls, less than the 0.4 s required" in short[0]
+    few = bench.verdict(per_call[:3], 5, 0.0, 1, 0.0, None, 4, number_per_run=50)
+    assert few == ["3 timed samples of 50 calls, fewer than the 5 required"]
 
 
 def test_measure_rejects_bad_settings():
@@ -315,6 +375,25 @@ def test_a_record_written_before_the_model_field_reads_as_resnet50(tmp_path):
     assert (loaded["model"], loaded["input_shape"]) == ("resnet50", "")
     assert measured(0.1)["model"] == "resnet50"
     assert any("'model' has type" in p for p in results.problems({**measured(0.1), "model": 7}))
+
+
+def test_a_record_written_before_number_per_run_reads_as_calls_timed_alone(tmp_path):
+    """Schema-2 records written before blocks of calls existed lack number_per_run: they load,
+    and are judged, as one call per timed sample."""
+    path = tmp_path / "before-blocks.jsonl"
+    old = {k: v for k, v in measured(0.1).items() if k != "number_per_run"}
+    assert results.problems(old) == [] and "number_per_run" in results.LATER_IN_2
+    path.write_text(json.dumps(old) + "\n")
+    (loaded,) = results.load(path)
+    assert loaded["number_per_run"] == 1 and results.judge(loaded) == results.judge(old)
+    assert measured(0.1)["number_per_run"] == 1
+    assert any(
+        "'number_per_run' has type" in p for p in results.problems({**old, "number_per_run": "x"})
+    )
+    # the same raw times in blocks of 10 calls: ten times the timed work
+    short = {**measured(0.01), "profile": "standard"}  # 8 x 0.01 s < standard's 2 s
+    assert any("less than the 2 s required" in r for r in results.judge(short))
+    assert not any("required" in r for r in results.judge({**short, "number_per_run": 40}))
 
 
 def test_load_names_the_file_line_and_fix(tmp_path):

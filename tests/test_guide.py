@@ -188,6 +188,28 @@ def test_changing_a_rule_row_changes_the_advice(monkeypatch):
     assert rec.top == "tensorflow" and rec.article_top == "torch"  # only the course's row moved
 
 
+def test_a_tpu_is_an_answer_and_the_guide_says_what_the_course_could_not_measure():
+    """The article's large-scale scenario names GPU/TPU clusters: TPU is a hardware answer. The
+    article gives TensorFlow and MindSpore its clusters; the course, with dated sources, TPUStrategy
+    and PyTorch/XLA, and no TPU backend for MindSpore. Nothing in the lab ran on a TPU: a note
+    says so, and the voices' disagreement is shown."""
+    rec = guide.recommend("large_scale_training", hardware="tpu", scale="large")
+    assert rec.inputs["hardware"] == "tpu" and rec.top == "tensorflow"
+    assert rec.score("tensorflow") > rec.score("torch") > rec.score("mindspore")
+    article = {r.framework: r.score for r in rec.article_ranking}
+    plain = {r.framework: r.score for r in guide.recommend("large_scale_training").article_ranking}
+    assert article["tensorflow"] > plain["tensorflow"] and article["mindspore"] > plain["mindspore"]
+    assert any("measured nothing on a TPU" in n and "step 3" in n for n in rec.notes), rec.notes
+    assert [d.topic for d in rec.disagreements if d.topic == "TPUs"] == ["TPUs"]
+    for reason in (x for r in rec.ranking for x in r.reasons if "TPU" in x.text):
+        assert all(key in guide.SOURCES for key in reason.source.split("+")), reason
+    page = rec.to_markdown()
+    assert "Google TPU" in page and "measured nothing on a TPU" in page
+    assert guide.recommend("research", hardware=" TPU ").inputs["hardware"] == "tpu"
+    # hardware the lab measures on gets no such note
+    assert not any("measured nothing" in n for n in guide.recommend("research").notes)
+
+
 # ---- bad, empty and contradictory answers -------------------------------------------------------
 
 
@@ -197,7 +219,7 @@ def test_changing_a_rule_row_changes_the_advice(monkeypatch):
         ("scenario", "gaming", guide.SCENARIOS),
         ("expertise", "jax", guide.EXPERTISE),
         ("targets", ["server", "fridge"], guide.TARGETS),
-        ("hardware", "tpu", guide.HARDWARE),
+        ("hardware", "abacus", guide.HARDWARE),
         ("priority", "price", guide.PRIORITIES),
         ("scale", "huge", guide.SCALES),
         ("hardware", 3, guide.HARDWARE),
@@ -272,7 +294,7 @@ def test_no_combination_of_answers_raises():
             rec = guide.recommend(scenario, expertise, targets, hardware, priority, scale=scale)
             assert rec.top != rec.alternative and rec.toolchain and rec.evidence
             count += 1
-    assert count == 6 * 4 * 4 * 5 * 3 * 6
+    assert count == 6 * 4 * len(guide.HARDWARE) * 5 * 3 * 6
 
 
 # ---- evidence -------------------------------------------------------------------------------
@@ -565,8 +587,10 @@ def test_the_form_updates_the_recommendation_live(tmp_path):
     assert "Recommended: MindSpore" in _shown(form)
     form.set(scenario="special_hardware", hardware="other_accelerator")
     assert form.recommendation.top == "paddlepaddle"
+    form.set(hardware="tpu")  # the seeds' GPU/TPU clusters: an answer like any other
+    assert form.recommendation.inputs["hardware"] == "tpu"
     with pytest.raises(ValueError, match="valid values are"):
-        form.set(hardware="tpu")
+        form.set(hardware="abacus")
     with pytest.raises(ValueError, match="unknown answer"):
         form.set(budget="low")
 

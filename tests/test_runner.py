@@ -509,11 +509,81 @@ def test_a_live_table_fills_in_as_records_arrive(tmp_path, monkeypatch, capsys):
     assert "0 of 2 cells" in capsys.readouterr().out
     runner.run(plan, tmp_path / "r.jsonl", progress=False, on_record=table)
     printed = capsys.readouterr().out.splitlines()
-    assert len(printed) == 2 and "torch eager latency b1" in printed[0]
+    assert len(printed) == 3 and "torch eager latency b1" in printed[0]
+    assert printed[2].startswith("2 of 2 cells in ") and printed[2].endswith("; done")
     text = table.markdown()
     assert "2 of 2 cells" in text and "waiting" not in text and "; done" in text
     assert table.rows()[0][4] == "valid"
     assert table.rows()[1][4].startswith("invalid: busy machine")
+
+
+class FakeDisplay:
+    """IPython's display in a kernel: every output shown, and the updates of each handle."""
+
+    def __init__(self):
+        self.outputs, self.updates = [], []
+
+    def __call__(self, obj, display_id=False):
+        self.outputs.append(obj.data)
+        if display_id:
+            return self
+
+    def update(self, obj):
+        self.updates.append(obj.data)
+
+
+def test_a_live_table_in_a_notebook_marks_the_running_cell_and_ends_with_a_static_table(
+    tmp_path, monkeypatch
+):
+    """Updates of a display are not saved in an executed notebook (the course site shows its
+    first state, every cell "waiting"): the final table must be an output of its own, and the
+    runner shows no progress bar beside the table (a bar's saved copy reads 0%)."""
+    from labkit.runner import live
+
+    import IPython.display
+
+    shown = FakeDisplay()
+    monkeypatch.setattr(IPython.display, "display", shown)
+    monkeypatch.setattr(live, "_in_kernel", lambda: True)
+    plan = runner.Plan.build(["torch"], ["eager"], ["latency", "throughput"], profile=SMOKE)
+    seen = []
+
+    def cell(c, **how):
+        seen.append(table.markdown())  # what the table shows while the cell runs
+        return fake_fields()
+
+    monkeypatch.setattr(runner.loop, "run_cell", cell)
+    bars = []
+    from tqdm import auto as tqdm_auto
+
+    real_tqdm = tqdm_auto.tqdm
+    monkeypatch.setattr(tqdm_auto, "tqdm", lambda *a, **k: bars.append(k) or real_tqdm(*a, **k))
+    table = live.LiveTable(plan, runner.forecast(plan, history=[]), title="inference").show()
+    assert len(shown.outputs) == 1 and "0 of 2 cells" in shown.outputs[0]
+    runner.run(plan, tmp_path / "r.jsonl", on_record=table)  # progress=True, the default
+    assert [k["disable"] for k in bars] == [True]  # the table is the progress display
+    assert "| running (about" in seen[0] and seen[0].count("waiting") == 1
+    assert "| running (about" in seen[1] and "waiting" not in seen[1]
+    assert len(shown.outputs) == 2, "the final table is an output of its own"
+    final = shown.outputs[1]
+    assert "2 of 2 cells in " in final and "; done" in final
+    assert "waiting" not in final and "running" not in final and final.count("| valid |") == 2
+    assert shown.updates[-1].endswith("; done: the final table follows")
+    # interrupted after the first cell: the table ends, saying what was not measured
+    answers = iter([fake_fields(), KeyboardInterrupt()])
+
+    def interrupted(c, **how):
+        answer = next(answers)
+        if isinstance(answer, BaseException):
+            raise answer
+        return answer
+
+    monkeypatch.setattr(runner.loop, "run_cell", interrupted)
+    table = live.LiveTable(plan, title="inference").show()
+    res = runner.run(plan, tmp_path / "r2.jsonl", on_record=table)
+    assert res.interrupted and len(shown.outputs) == 4
+    assert "1 of 2 cells" in shown.outputs[3] and "interrupted" in shown.outputs[3]
+    assert "not measured in this run" in shown.outputs[3]
 
 
 # ----------------------------------------------------------------------------- the results file

@@ -77,6 +77,16 @@ DISAGREEMENTS: tuple[Disagreement, ...] = (
         ("litert", "torchscript_deprecated"),
     ),
     Disagreement(
+        "TPUs",
+        (("hardware", "tpu"),),
+        "TensorFlow and MindSpore: their distributed strategies use GPU/TPU clusters",
+        "TensorFlow first (TPUStrategy), PyTorch second (PyTorch/XLA), MindSpore not at all",
+        "MindSpore has no TPU backend (CPUs, GPUs and Ascend NPUs); TensorFlow trains on TPUs "
+        "with TPUStrategy and PyTorch through PyTorch/XLA, whose README announces TorchTPU as its "
+        "successor",
+        ("tf_tpu", "torch_xla", "mindspore_design"),
+    ),
+    Disagreement(
         "PyTorch on Ascend",
         (("hardware", "ascend"),),
         "MindSpore only",

@@ -88,6 +88,13 @@ SOURCES: dict[str, Source] = {
         "2023-08-18",
         "last change of the page's source, tensorflow/docs commit dfea136",
     ),
+    "tf_tpu": Source(
+        "Use TPUs: tf.distribute.TPUStrategy for synchronous training on Cloud TPUs and TPU Pods "
+        "(TensorFlow guide)",
+        "https://www.tensorflow.org/guide/tpu",
+        "2024-09-04",
+        "last change of the page's source, tensorflow/docs commit 48a1db2",
+    ),
     "tf_savedmodel": Source(
         "Using the SavedModel format: deploy with TFLite, TensorFlow.js or TensorFlow Serving "
         "(TensorFlow guide)",
@@ -131,6 +138,13 @@ SOURCES: dict[str, Source] = {
         "https://github.com/mindspore-ai/docs/blob/d97cfd6f60e20a1c752fd55181f51dfef97243a6/"
         "docs/federated/docs/source_en/index.rst",
         "2023-06-14",
+        "date of the commit the link points to",
+    ),
+    "torch_xla": Source(
+        "PyTorch/XLA README: PyTorch on Cloud TPUs through the XLA compiler; TorchTPU announced "
+        "to replace it once public (pytorch/xla)",
+        "https://github.com/pytorch/xla/blob/5499f03c1ec172caef73949c64302d00c9d86c47/README.md",
+        "2026-04-23",
         "date of the commit the link points to",
     ),
     "torch_npu": Source(

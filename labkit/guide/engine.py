@@ -48,6 +48,7 @@ from .questions import (
     EXPERTISE,
     HARDWARE,
     NOT_IN_LAB,
+    NOT_MEASURED,
     PRIORITIES,
     SCALES,
     SCENARIOS,
@@ -340,6 +341,8 @@ def _notes(
         )
     if not inputs["targets"]:
         notes.append("No deployment target chosen: the toolchain shows the server route.")
+    if inputs["hardware"] in NOT_MEASURED:
+        notes.append(NOT_MEASURED[inputs["hardware"]] + ".")
     if all(r.score == 0 for r in ranking):
         notes.append(
             "No answer favours any framework yet: every candidate scores 0, and the "

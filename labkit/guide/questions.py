@@ -22,6 +22,7 @@ __all__ = [
     "EXPERTISE",
     "HARDWARE",
     "NOT_IN_LAB",
+    "NOT_MEASURED",
     "OUTSIDE_LAB",
     "PRIORITIES",
     "QUESTIONS",
@@ -44,6 +45,7 @@ TARGETS: dict[str, str] = {
 HARDWARE: dict[str, str] = {
     "cpu": "CPU only",
     "gpu": "NVIDIA GPU",
+    "tpu": "Google TPU",
     "ascend": "Huawei Ascend NPU",
     "other_accelerator": "other domestic accelerator (e.g. Biren, MetaX GPUs)",
 }
@@ -70,6 +72,18 @@ DISPLAY: dict[str, str] = {**{s.name: s.display for s in specs()}, **OUTSIDE_LAB
 NOT_IN_LAB: dict[str, str] = {
     "paddlepaddle": "PaddlePaddle is not installed in this lab, so the lab cannot run or measure it: "
     "install `paddlepaddle` in your own environment to benchmark it there",
+}
+#: hardware the course could not measure on, and what that means for the advice
+NOT_MEASURED: dict[str, str] = {
+    hw: f"The course measured nothing on {what}: its benchmarks ran on CPUs (a learner's NVIDIA "
+    "GPU where there is one), so step 3 here cannot compare the candidates on that hardware and "
+    f"the {what} rules rest on the frameworks' documentation only; measure a training step on "
+    f"{what} itself before you commit"
+    for hw, what in (
+        ("tpu", "a TPU"),
+        ("ascend", "an Ascend NPU"),
+        ("other_accelerator", "a domestic accelerator"),
+    )
 }
 #: spellings accepted for a value (case and surrounding spaces are ignored as well)
 ALIASES: dict[str, str] = {

@@ -57,7 +57,9 @@ def timed(
     """Time ``fn`` (which must return only when its work is done) as the profile says.
 
     The first call is timed apart (tracing/compilation shows up there), then ``profile.warmup``
-    untimed calls, then at least ``min_repeats`` calls and ``min_time_s`` seconds of timed calls.
+    untimed calls, then at least ``min_repeats`` samples and ``min_time_s`` seconds of timed
+    calls (a call too short for that within ``max_repeats`` samples is timed in blocks:
+    :func:`labkit.bench.measure`).
     """
     p = profile or profiles.current()
     return bench.measure(

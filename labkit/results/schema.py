@@ -23,6 +23,7 @@ __all__ = [
     "FIELDS",
     "FIELDS_V1",
     "KEY",
+    "LATER_IN_2",
     "MEASURED",
     "NEW_IN_2",
     "NON_NEGATIVE",
@@ -44,6 +45,9 @@ SCHEMA_VERSION = 2
 DEFAULT_MODEL = "resnet50"
 #: what a record without these fields (written before they existed, or by hand) reads as
 DEFAULTS: dict[str, object] = {"model": DEFAULT_MODEL, "input_shape": ""}
+#: fields a schema-2 record written before they existed lacks, and what it reads as then
+#: (filled in on loading by :func:`upgrade`; a record that has one is checked as any field)
+LATER_IN_2: dict[str, object] = {"number_per_run": 1}
 CACHE_STATES: tuple[str, ...] = ("cold", "warm", "unknown")
 
 _NUM = (int, float)
@@ -124,9 +128,23 @@ FIELDS: dict[str, tuple[tuple[type, ...], str]] = {
     "ceiling_share": (_OPT_NUM, "images_per_s / ceiling_images_per_s (null without a ceiling)"),
     "above_ceiling": ((bool,), "images_per_s above the estimated ceiling: flagged, not an error"),
     "ceiling_note": ((str,), "when above the ceiling: its likely cause, in words; else ''"),
-    "repeats": (_OPT_NUM, "timed calls"),
+    "repeats": (_OPT_NUM, "timed samples (each one call, or a block of number_per_run calls)"),
     "warmup": (_OPT_NUM, "untimed calls after the first call"),
-    "times_s": ((list, _NONE), "the raw seconds of every timed call"),
+    "times_s": (
+        (list, _NONE),
+        (
+            "the raw seconds per call of every timed sample: each call timed alone, or the time "
+            "of a block of number_per_run calls divided by number_per_run"
+        ),
+    ),
+    "number_per_run": (
+        (int,),
+        (
+            "calls in each timed sample: 1, or more for a call too short to reach the profile's "
+            "minimum time within max_repeats samples (labkit.bench.measure; a record written "
+            "before this field reads as 1)"
+        ),
+    ),
     "notes": ((str,), "how the adapter realised the mode and precision"),
     "recipe": (
         (dict, _NONE),
@@ -169,6 +187,7 @@ FIELDS: dict[str, tuple[tuple[type, ...], str]] = {
 }
 #: fields schema 1 did not have (filled in by :func:`upgrade`)
 NEW_IN_2: tuple[str, ...] = (
+    "number_per_run",
     "model",
     "input_shape",
     "valid",
@@ -219,7 +238,7 @@ def custom(record: dict) -> bool:
 
 
 def _type_problems(record: dict, fields: dict) -> list[str]:
-    out = [f"missing field {f!r}" for f in fields if f not in record]
+    out = [f"missing field {f!r}" for f in fields if f not in record and f not in LATER_IN_2]
     for f, (types, _) in fields.items():
         v = record.get(f)
         if f in record and not isinstance(v, types) or (isinstance(v, bool) and bool not in types):
@@ -322,8 +341,9 @@ def judge(record: dict) -> list[str]:
     """The validity verdict of a record from its own fields: why it is invalid ([]: valid).
 
     :func:`labkit.bench.verdict` with the record's raw times (else its repeats, median and
-    IQR), its profile's minimum calls and time, its intra-op threads, and the machine readings
-    it carries (``others_cpus``, else ``load_1min``).
+    IQR) and the calls in each sample (``number_per_run``), its profile's minimum samples and
+    time, its intra-op threads, and the machine readings it carries (``others_cpus``, else
+    ``load_1min``).
     """
     if record.get("status") != "ok":
         return ["unsupported here" if record.get("unsupported") else "the cell failed"]
@@ -345,19 +365,23 @@ def judge(record: dict) -> list[str]:
         record.get("others_cpus"),
         record.get("load_1min"),
         machine.get("logical_cpus") or machine.get("cores"),
+        int(record.get("number_per_run") or 1),
     )
 
 
 def upgrade(record: dict) -> dict:
     """A record in today's shape: a schema-1 record with the fields it lacks filled in (see the
-    module's docstring); a current record unchanged."""
+    module's docstring), a schema-2 record with the fields of :data:`LATER_IN_2` it lacks;
+    a current record unchanged."""
     if record.get("schema") != 1 or "valid" in record:
-        return record
+        missing = {k: v for k, v in LATER_IN_2.items() if k not in record}
+        return {**record, **missing} if missing else record
     share = record.get("ceiling_share")
     above = isinstance(share, _NUM) and share > 1
     out = {
         **record,
         **DEFAULTS,
+        **LATER_IN_2,
         "threads": {"intra": record.get("threads"), "inter": None},
         "cache": "unknown",
         "export_s": None,
@@ -384,6 +408,7 @@ def make(**fields) -> dict:
     record.update(
         schema=SCHEMA_VERSION,
         **DEFAULTS,
+        **LATER_IN_2,
         notes="",
         log="",
         versions={},

@@ -10,7 +10,11 @@ In a notebook the table is one output that is updated in place (an IPython displ
 elsewhere each result is printed as a line. Every row says whether the record is valid (and
 why not) and where it stands against the ceiling, so a learner sees the first figure within a
 minute of starting and can stop a plan that would take too long (interrupt the kernel: the
-results written so far stay in the file).
+results written so far stay in the file). The table is the run's progress display (the runner
+shows no progress bar beside it and marks the cell that is running); when the plan ends, even
+interrupted, :meth:`LiveTable.finish` shows the final table as an output of its own, which is
+what a copy of the executed notebook keeps (updates to a display are not saved in the file, so
+the first display there still reads "waiting").
 """
 
 from __future__ import annotations
@@ -63,14 +67,22 @@ class LiveTable:
         self.title = title
         self.records: list[dict] = []
         self.started = time.perf_counter()
+        self.running: Cell | None = None  #: the cell being measured now
+        self.finished = False
+        self.interrupted = False
+        self.ended: float | None = None  #: when the plan ended (perf_counter)
         self._handle = None
 
     # -- what it shows
 
     def status(self) -> str:
         done, total = len(self.records), len(self.plan)
-        elapsed = time.perf_counter() - self.started
+        elapsed = (self.ended or time.perf_counter()) - self.started
         line = f"{done} of {total} cells, {minutes(elapsed)} so far"
+        if self.finished:
+            return f"{done} of {total} cells in {minutes(elapsed)}; " + (
+                "interrupted: the cells not measured are kept out" if self.interrupted else "done"
+            )
         if self.forecast is not None and done < total:
             left = self.forecast.remaining_s(done, elapsed)
             line += f"; about {minutes(left)} to go ({self.forecast})"
@@ -88,7 +100,13 @@ class LiveTable:
             r = done.get(cell.key())
             if r is None:
                 wait = expected.get(cell.key())
-                eta = f"waiting (about {minutes(wait)})" if wait else "waiting"
+                about = f" (about {minutes(wait)})" if wait else ""
+                if self.finished:
+                    eta = "not measured in this run"
+                elif self.running is not None and cell.key() == self.running.key():
+                    eta = "running" + about
+                else:
+                    eta = "waiting" + about
                 out.append([_cell(cell), "", "", "", eta, ""])
             elif r["status"] != "ok":  # an unsupported cell's error already says so
                 why = r["error"] if r["unsupported"] else f"failed: {r['error']}"
@@ -128,13 +146,38 @@ class LiveTable:
             print(self.status(), flush=True)
         return self
 
-    def __call__(self, record: dict) -> None:
-        """Add a record as it arrives (pass the table as ``runner.run(..., on_record=table)``)."""
-        self.records.append(record)
+    def _update(self) -> None:
         if self._handle is not None:
             from IPython.display import Markdown
 
             self._handle.update(Markdown(self.markdown()))
+
+    def start(self, cell: Cell) -> None:
+        """Mark ``cell`` as the one being measured (:func:`labkit.runner.run` calls it)."""
+        self.running = cell
+        self._update()
+
+    def finish(self, interrupted: bool = False) -> None:
+        """The plan has ended (:func:`labkit.runner.run` calls it, also when interrupted): show
+        the final table as a new output (in a notebook; the live display above it then says
+        where to look), else print its status line."""
+        self.finished, self.interrupted, self.running = True, interrupted, None
+        self.ended = time.perf_counter()
+        if self._handle is None:
+            print(self.status(), flush=True)
+            return
+        from IPython.display import Markdown, display
+
+        title = f"**{self.title}**: " if self.title else ""
+        self._handle.update(Markdown(f"{title}{self.status()}: the final table follows"))
+        display(Markdown(self.markdown()))
+
+    def __call__(self, record: dict) -> None:
+        """Add a record as it arrives (pass the table as ``runner.run(..., on_record=table)``)."""
+        self.records.append(record)
+        self.running = None
+        if self._handle is not None:
+            self._update()
         else:
             cell = next((c for c in self.plan if c.key() == results.key(record)), None)
             row = next(

@@ -25,6 +25,7 @@ from .. import bench, hardware, results
 from ..util import jsonio
 from .cell import LOG_TAIL_CHARS
 from .duration import Forecast, forecast
+from .live import LiveTable
 from .plan import Cell, Plan
 from .process import check_cache, run_cell, signals_held, sigterm_as_interrupt
 
@@ -143,6 +144,8 @@ def _measure(
     """Measure each cell of ``todo`` and save its record (``how``: :func:`run_cell`'s
     ``threads``, ``timeout_s``, ``memory_limit_mb`` and ``cache``)."""
     for cell in todo:
+        if isinstance(on_record, LiveTable):
+            on_record.start(cell)
         bar.set_description_str(cell.label())
         fields = run_cell(cell, tick=bar.refresh if live else None, **how)
         with signals_held():  # a Ctrl-C now waits until the line is whole
@@ -177,7 +180,9 @@ def run(
     cell) or ``"warm"`` (shared with earlier runs; see :func:`~labkit.runner.process.cache_env`).
     Before it starts it says how long it should take (:func:`~labkit.runner.duration.forecast` from ``history``, by default the records
     already in ``out``), and it calls ``on_record(record)`` after each record is written (a
-    notebook's live table). Ctrl-C or SIGTERM stops the run after killing the running cell; a
+    notebook's live table: a :class:`~labkit.runner.live.LiveTable` is the progress display, so
+    no progress bar is shown beside it; it is told which cell runs and, when the plan ends,
+    even interrupted, shows its final table). Ctrl-C or SIGTERM stops the run after killing the running cell; a
     record being written is finished first; everything appended so far stays, and the result
     says ``interrupted``. An existing ``out`` that is not a valid results file, or an ``out`` that
     cannot be written (:func:`check_out`), raises ``ValueError`` before anything runs. A write
@@ -202,7 +207,9 @@ def run(
     from tqdm.auto import tqdm
 
     t_start = time.perf_counter()
-    bar = tqdm(total=len(todo), unit="cell", disable=not progress, dynamic_ncols=True)
+    table = on_record if isinstance(on_record, LiveTable) else None
+    shown = progress and table is None  # a live table shows the progress itself
+    bar = tqdm(total=len(todo), unit="cell", disable=not shown, dynamic_ncols=True)
     live = sys.stderr.isatty() or "notebook" in type(bar).__module__  # else one line per cell
     how = {
         "threads": threads,
@@ -218,4 +225,6 @@ def run(
     finally:
         bar.close()
         res.wall_s = time.perf_counter() - t_start
+        if table is not None:
+            table.finish(interrupted=res.interrupted)
     return res

@@ -9,7 +9,11 @@ What MindSpore asks you to write, in order:
 
 1. ``mindspore.communication.init()``: joins the cluster (on CPUs MindSpore's own TCP
    collectives; HCCL on Ascend, NCCL on GPUs);
-2. ``set_auto_parallel_context(parallel_mode=DATA_PARALLEL, gradients_mean=True)``;
+2. ``set_auto_parallel_context(parallel_mode=DATA_PARALLEL, gradients_mean=True)``. MindSpore
+   2.8's docstring flags this call for removal in favour of
+   ``mindspore.parallel.auto_parallel.AutoParallel``, a wrapper of a graph-mode network whose
+   2.8 documentation lists Ascend only; on CPUs (data parallel only, says the same docstring)
+   and in PyNative mode the context is what 2.8 offers, so the worker keeps it;
 3. a dataset with ``num_shards=world, shard_id=rank`` (each worker reads its shard);
 4. ``nn.DistributedGradReducer`` on the gradients before the optimizer: the all-reduce.
 

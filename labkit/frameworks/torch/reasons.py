@@ -117,7 +117,8 @@ def traceback_text(exc: BaseException) -> str:
 _NO_ONNX = re.compile(r"No ONNX function found for <OpOverload\(op='([\w.]+)', overload='(\w+)'\)")
 _UNKNOWN_OUTPUT = re.compile(
     r"(?:Found <class '([\w.]+)'> in output, which is not a known type"
-    r"|outputs with type `?<class '([\w.]+)'>`? is not supported)"
+    r"|outputs with type `?<class '([\w.]+)'>`? is not supported"
+    r"|unrecognized type UserDefinedObjectVariable\((\w+)\) at output)"
 )
 
 
@@ -151,7 +152,7 @@ def _by_class(chain: list[BaseException]) -> str:
             )
         found = _UNKNOWN_OUTPUT.search(text)
         if found:
-            return _unknown_type(found.group(1) or found.group(2))
+            return _unknown_type(next(g for g in found.groups() if g))
         if name in ("GuardOnDataDependentSymNode", "DataDependentOutputException"):
             return plain("Data-dependent branching") if "Guard" in name else plain("nonzero")
     return ""
@@ -179,7 +180,7 @@ def dynamo_words(message: str) -> str:
     """Dynamo's own explanation and first hint in a structured graph-break message, or ""."""
     explanation = re.search(r"Explanation: (.+)", message)
     hint = re.search(r"Hint: (.+)", message)
-    parts = [explanation.group(1).strip()] if explanation else []
+    parts = [explanation.group(1).strip().rstrip(".")] if explanation else []
     if hint:
         parts.append(f"its hint: {hint.group(1).strip()}")
     return "; ".join(parts)

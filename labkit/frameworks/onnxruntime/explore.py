@@ -106,14 +106,17 @@ def run(session: ort.InferenceSession, arrays: Sequence[np.ndarray]) -> list[np.
 # the checks
 
 
-def _declared(path: Path) -> list[tuple[str, np.dtype | None, tuple[int | None, ...]]]:
-    """The file's inputs (initializers aside): name, numpy type, dimensions (None: symbolic)."""
+def _graph_inputs(path: Path) -> list:
+    """The file's declared inputs, initializers (weights stored as inputs) aside."""
     graph = onnx.load(str(path)).graph
     inits = {i.name for i in graph.initializer}
+    return [i for i in graph.input if i.name not in inits]
+
+
+def _declared(path: Path) -> list[tuple[str, np.dtype | None, tuple[int | None, ...]]]:
+    """The file's inputs: name, numpy type, dimensions (None: symbolic)."""
     out = []
-    for i in graph.input:
-        if i.name in inits:
-            continue
+    for i in _graph_inputs(path):
         t = i.type.tensor_type
         dtype = None
         with contextlib.suppress(Exception):
@@ -199,12 +202,8 @@ def bind(model: object, call: ex.Call) -> object:
 
 
 def _inputs_text(path: Path) -> str:
-    graph = onnx.load(str(path)).graph
-    inits = {i.name for i in graph.initializer}
     out = []
-    for i in graph.input:
-        if i.name in inits:
-            continue
+    for i in _graph_inputs(path):
         dims = [d.dim_param or str(d.dim_value) for d in i.type.tensor_type.shape.dim]
         out.append(f"{i.name} {'x'.join(dims) or 'scalar'}")
     return ", ".join(out)

@@ -122,6 +122,30 @@ def _report(args: argparse.Namespace) -> int:
     return 2 if caught else 0
 
 
+def _stopped(args: argparse.Namespace, report) -> str:
+    """The one line that says why the run stopped at its first path, and the fix."""
+    first = report.paths[0]
+    limit = first.details.get("timed_out")
+    if limit:
+        return (
+            f"{args.spec}: {first.path} did not finish within {limit:g} s on inputs "
+            f"{report.inputs}, so no other path was checked; fix: --timeout {4 * limit:g} (or "
+            "more) if it only needs longer; a model that never returns needs fixing first"
+        )
+    if first.status == "crashed":
+        return (
+            f"{args.spec}: the process running {first.path} died ({first.details.get('crashed')}) "
+            f"on inputs {report.inputs}, so no other path was checked: the framework crashed or "
+            f"ran out of memory on this model ({first.message[:300] or 'no output'})"
+        )
+    return (
+        f"{args.spec} does not run on inputs {report.inputs} ({first.path}: "
+        f"{first.message or first.reason}); fix: give --input the shape(s) the model takes, "
+        "batch first, e.g. --input 8x3x224x224 (several inputs: --input 8x16,8x16:int64), or "
+        "a function that returns them: --input my_model.py:example_inputs"
+    )
+
+
 def _explore(args: argparse.Namespace) -> int:
     import json
 
@@ -133,6 +157,7 @@ def _explore(args: argparse.Namespace) -> int:
         framework=args.framework,
         timeout_s=args.timeout,
         checks=_csv(args.checks),
+        layout=args.layout,
     )
     text = report.to_markdown()
     first = report.paths[0]
@@ -145,11 +170,7 @@ def _explore(args: argparse.Namespace) -> int:
         out.write_text(data, encoding="utf-8")
         print(f"\nreport written to {out}", file=sys.stderr)
     if first.status != "works":
-        raise ValueError(
-            f"{args.spec} does not run on inputs {report.inputs} ({first.path}: "
-            f"{first.message or first.reason}); fix: give --input the shape(s) the model takes, "
-            "batch first, e.g. --input 8x3x224x224 (several inputs: --input 8x16,8x16:int64)"
-        )
+        raise ValueError(_stopped(args, report))
     if not args.bench:
         return 0
     res = explore.bench(
@@ -325,9 +346,16 @@ def _add_explore(sub) -> None:
     )
     explore.add_argument(
         "--input",
-        required=True,
         help="input shape(s), batch first: 8x3x224x224; several inputs separated by commas, "
-        "a dtype after a colon: 8x16x64,8x16:int64",
+        "a dtype after a colon: 8x16x64,8x16:int64; or a function that returns the example "
+        "inputs, file.py:example_inputs (args, or (args, kwargs)); leave it out when the "
+        "builder returns (model, example_args, example_kwargs)",
+    )
+    explore.add_argument(
+        "--layout",
+        choices=["NCHW", "NHWC"],
+        help="the layout of image inputs where the model declares none (PyTorch; default: "
+        "NCHW unless the shape says otherwise, and the report says which it took)",
     )
     explore.add_argument(
         "--framework", help="the model's framework (default: found from the model's type)"

@@ -24,10 +24,12 @@ from .util import stats
 __all__ = [
     "COLORS",
     "FIGURES",
+    "LOG_SPAN",
     "TASK_TITLES",
     "Figure",
     "break_even",
     "ceiling",
+    "log_axis",
     "save_all",
     "speedup",
     "throughput",
@@ -155,10 +157,24 @@ def throughput(records: Iterable[dict]) -> Figure:
     return _panels(rows, _title(rows, "throughput"), "measured cells", draw)
 
 
+#: the span of speedups (largest / smallest) past which the speedup figure's axis is logarithmic
+LOG_SPAN = 10.0
+
+
+def log_axis(ratios: Iterable[float]) -> bool:
+    """Whether ratios spanning this much need a log axis (a 0.0014x bar vanishes on a linear
+    one beside a 2x bar)."""
+    rs = [r for r in ratios if r > 0 and math.isfinite(r)]
+    return bool(rs) and max(rs) / min(rs) > LOG_SPAN
+
+
 def speedup(records: Iterable[dict]) -> Figure:
     """Each graph mode's speedup over its eager baseline (1 = no gain), with its 95% confidence
-    interval (:func:`labkit.results.speedups`); pairs with an invalid side drawn hatched."""
+    interval (:func:`labkit.results.speedups`); pairs with an invalid side drawn hatched. When
+    the speedups span more than :data:`LOG_SPAN` times, the axis is logarithmic (a slowdown
+    shows as far left of 1 as the same speedup lies right of it)."""
     rows = results.speedups(records, include_invalid=True)
+    log = log_axis([r["speedup"] for r in rows] + [r["speedup_low"] for r in rows])
 
     def draw(ax, rs):
         ys = range(len(rs))
@@ -170,7 +186,14 @@ def speedup(records: Iterable[dict]) -> Figure:
         ax.axvline(1.0, color="black", lw=1, ls="--")
         ax.set_yticks(list(ys), [f"{_label(r)} vs {r['baseline']}" for r in rs])
         ax.invert_yaxis()
-        ax.set_xlabel("speedup over eager (x; bars: 95% confidence interval)")
+        scale = ""
+        if log:
+            ax.set_xscale("log")
+            lows = [r["speedup_low"] for r in rows if r["speedup_low"] > 0]
+            highs = [r["speedup_high"] for r in rows]
+            ax.set_xlim(min(lows + [1.0]) / 2, max(highs + [1.0]) * 2)
+            scale = ", log scale"
+        ax.set_xlabel(f"speedup over eager (x{scale}; bars: 95% confidence interval)")
 
     return _panels(rows, "Graph mode vs eager", "graph/eager pairs", draw)
 

@@ -697,3 +697,24 @@ def test_the_speedup_figure_agrees_with_its_table():
         label, hatch = by_width[round(row["speedup"], 9)]
         assert ("[invalid]" in label) is (not row["valid"]), label
         assert (hatch == "//") is (not row["valid"]), label
+
+
+def test_a_speedup_figure_spanning_ratios_uses_a_log_axis_and_still_agrees_with_its_table():
+    """A 700x slowdown beside a 2x speedup: on a linear axis the 0.0014x bar vanishes; the axis
+    turns logarithmic past plots.LOG_SPAN, and every bar is still its table row."""
+    recs = [
+        measured(0.001, iqr=0.0001),
+        measured(0.0005, iqr=0.00005, mode="compile"),
+        measured(0.7, iqr=0.01, mode="torchscript"),
+    ]
+    table = results.speedups(recs, include_invalid=True)
+    assert min(r["speedup"] for r in table) < 0.01 < 1 < max(r["speedup"] for r in table)
+    fig = plots.speedup(recs)
+    (ax,) = fig.axes
+    assert ax.get_xscale() == "log" and "log scale" in ax.get_xlabel()
+    low, high = ax.get_xlim()
+    assert low <= min(r["speedup_low"] for r in table) and high >= 1.0
+    widths = sorted(round(bar.get_width(), 9) for bar in ax.patches)
+    assert widths == sorted(round(r["speedup"], 9) for r in table)
+    assert plots.speedup(recs[:2]).axes[0].get_xscale() == "linear"  # 2x alone: linear
+    assert not plots.log_axis([1.5, 2.0]) and plots.log_axis([0.0014, 2.0])

@@ -13,14 +13,14 @@ from pathlib import Path
 
 from .. import profiles, runner
 from ..runner import inputs
-from .readiness import framework_of_spec
+from .readiness import probe_spec
 
 __all__ = ["bench"]
 
 
 def bench(
     spec: str | os.PathLike,
-    example_input_shapes: str | Sequence,
+    example_input_shapes: str | Sequence | None = None,
     modes: Sequence[str] | None = None,
     tasks: Sequence[str] | None = None,
     frameworks: Sequence[str] | None = None,
@@ -42,6 +42,9 @@ def bench(
     ``results/explore-<profile>.jsonl``) with ``model`` = the spec (its file made absolute) and
     ``input_shape`` = the shapes of that cell (``latency``: batch 1; ``throughput`` and
     ``train``: the batch of ``example_input_shapes``). ``images_per_s`` counts samples.
+    ``example_input_shapes`` None: the example inputs the builder returns beside the model
+    (``(model, example_args, example_kwargs)``), masks and keyword arguments included, their
+    rows repeated or cut to each cell's batch.
 
     ``frameworks`` defaults to the model's own framework (``framework``, else found by building
     the model in a worker process) and the runtimes of its exports (a PyTorch model: also ONNX
@@ -51,8 +54,26 @@ def bench(
     ``ValueError``; a model that fails in one cell is a recorded failure.
     """
     s = inputs.parse(spec)
-    shapes = inputs.parse_inputs(example_input_shapes)
-    own = framework or framework_of_spec(s.canonical())
+    if inputs.is_function_spec(example_input_shapes):
+        raise ValueError(
+            "the benchmark takes input shapes, or the example inputs the builder returns beside "
+            "the model (return (model, example_args, example_kwargs)); a separate function of "
+            "example inputs is for the checks only"
+        )
+    found = (
+        probe_spec(s.canonical())
+        if example_input_shapes is None or framework is None
+        else {"framework": framework}
+    )
+    if example_input_shapes is None and not found["inputs"]:
+        raise ValueError(
+            f"{s.text}: give the input shapes (--input 8x3x224x224), or let the builder return "
+            "(model, example_args, example_kwargs)"
+        )
+    shapes = inputs.parse_inputs(
+        found["inputs"] if example_input_shapes is None else example_input_shapes
+    )
+    own = framework or found["framework"]
     plan = runner.Plan.for_model(
         s,
         shapes,

@@ -19,12 +19,12 @@ from pathlib import Path
 import numpy as np
 
 from .. import frameworks as fw_registry
-from ..frameworks._kit.explore import GraphBreak, PathResult, Recompile, describe_arrays
+from ..frameworks._kit.explore import Call, GraphBreak, PathResult, Recompile, describe_arrays
 from ..runner import inputs
 from .report import Report
 from .workers import Run, Source, Tick, choose, offered, run_here, run_workers
 
-__all__ = ["DEFAULT_TIMEOUT_S", "check", "framework_of_spec"]
+__all__ = ["DEFAULT_TIMEOUT_S", "check", "framework_of_spec", "probe_spec"]
 
 #: seconds one check may take before its process is stopped (a compile on a slow laptop)
 DEFAULT_TIMEOUT_S = 300.0
@@ -70,29 +70,35 @@ def _is_shape_like(x: object) -> bool:
     )
 
 
-def _to_numpy(x: object) -> np.ndarray:
-    """A tensor of any framework (or an array) as a host array: ``.detach()``, ``.cpu()`` and
-    ``.numpy()`` where the object has them."""
-    for step in ("detach", "cpu"):
-        if callable(getattr(x, step, None)) and not isinstance(x, np.ndarray):
-            x = getattr(x, step)()
-    if callable(getattr(x, "numpy", None)) and not isinstance(x, np.ndarray):
-        x = x.numpy()
-    return np.ascontiguousarray(np.asarray(x))
+_NO_INPUTS = (
+    "give example inputs: a shape such as '8x3x224x224' (batch first; several inputs "
+    "separated by commas), the tensors/arrays the model takes (keyword ones in kwargs=), or a "
+    "function that returns them ('file.py:example_inputs')"
+)
 
 
-def _example(example_inputs: object) -> list[np.ndarray]:
-    if example_inputs is None:
-        raise ValueError(
-            "give example inputs: a shape such as '8x3x224x224' (batch first; several inputs "
-            "separated by commas), or the tensors/arrays the model takes"
-        )
-    if _is_shape_like(example_inputs):
-        return inputs.example_arrays(inputs.parse_inputs(example_inputs))
+def _example(
+    example_inputs: object, kwargs: dict | None, layout: str | None
+) -> tuple[list[np.ndarray], Call, str | None]:
+    """The example arrays, how the model takes them, and the function that makes them instead
+    (a spec); no arrays and no function: the builder returns them (a spec's worker finds out)."""
+    if inputs.is_function_spec(example_inputs):
+        if kwargs:
+            raise ValueError(
+                "kwargs= goes with tensors; a function of example inputs returns its own"
+            )
+        return [], Call(layout=layout), inputs.parse(example_inputs).canonical()
+    if example_inputs is None and not kwargs:
+        return [], Call(layout=layout), None
     items = list(example_inputs) if isinstance(example_inputs, tuple | list) else [example_inputs]
-    if items and all(_is_shape_like(x) for x in items):
-        return inputs.example_arrays(inputs.parse_inputs(items))
-    return [_to_numpy(x) for x in items]
+    if example_inputs is not None and (
+        _is_shape_like(example_inputs) or (items and all(_is_shape_like(x) for x in items))
+    ):
+        shapes = example_inputs if _is_shape_like(example_inputs) else items
+        arrays = inputs.example_arrays(inputs.parse_inputs(shapes))
+        example_inputs = arrays
+    arrays, call = inputs.example_of(example_inputs, kwargs)
+    return arrays, Call(call.names, call.constants, layout), None
 
 
 # ---------------------------------------------------------------------------------------------
@@ -117,7 +123,7 @@ def _answers(
     explorer,
     chosen: list[str] | None,
     requested: list[str] | None,
-    arrays: list[np.ndarray],
+    given: tuple[list[np.ndarray], Call, str | None],
     timeout_s: float,
     tick: Tick,
     report: Report,
@@ -130,7 +136,7 @@ def _answers(
         if source.kind == "object":
             packed = _pack(source, explorer, Path(tmp) / "model.pkl", report)
         if source.kind != "object" or packed is not None:
-            ran = run_workers(source, packed, arrays, chosen or requested, timeout_s, tick)
+            ran = run_workers(source, packed, *given, chosen or requested, timeout_s, tick)
             if ran.unpack_failed:
                 report.notes.append(
                     "the separate process could not load the pickled model "
@@ -141,7 +147,7 @@ def _answers(
         if source.kind == "object" and not run.answers:
             report.isolated = False
             run.checks = chosen
-            run.answers = run_here(explorer, source.obj, arrays, chosen, tick)
+            run.answers = run_here(explorer, source.obj, given[0], given[1], chosen, tick)
             run.info = {"versions": explorer.versions(), "framework": source.framework}
     return run
 
@@ -150,6 +156,9 @@ def _fill(report: Report, run: Run) -> None:
     """The answers of ``run`` into ``report``, in the checks' order."""
     report.framework = run.info.get("framework", report.framework)
     report.versions = run.info.get("versions", {})
+    report.inputs = run.info.get("inputs", report.inputs)
+    report.call = run.info.get("call_text", report.call)
+    notes = list(run.info.get("notes", []))
     for check_name in run.checks or []:
         if check_name not in run.answers:
             continue
@@ -157,49 +166,65 @@ def _fill(report: Report, run: Run) -> None:
         report.paths.append(PathResult(**answer["path"]))
         report.graph_breaks += [GraphBreak(**b) for b in answer["graph_breaks"]]
         report.recompiles += [Recompile(**r) for r in answer["recompiles"]]
+        notes += answer.get("notes", [])
     first = report.paths[0] if report.paths else None
-    if first is not None and first.status == "fails" and len(run.checks) > 1:
-        report.notes.append(
-            f"the other paths were not checked: the model does not get through {first.path} "
-            "with these inputs"
-        )
+    if first is not None and first.status != "works" and len(run.checks) > 1:
+        why = {
+            "fails": "does not get through",
+            "crashed": "crashed in",
+        }.get(first.status, "stopped in")
+        if first.details.get("timed_out"):
+            why = "did not finish"
+        notes.append(f"the other paths were not checked: the model {why} {first.path}")
+    report.notes += list(dict.fromkeys(notes))
 
 
 def check(
     model: object,
-    example_inputs: object,
+    example_inputs: object = None,
     framework: str | None = None,
     timeout_s: float = DEFAULT_TIMEOUT_S,
     checks: Sequence[str] | None = None,
     progress: bool = True,
+    kwargs: dict | None = None,
+    layout: str | None = None,
 ) -> Report:
     """Check every capture path of ``model`` on ``example_inputs``; see :class:`Report`.
 
     ``model``: a ``torch.nn.Module`` (or a function of tensors), a Keras model or layer, a
     ``tf.function``, an ONNX file (path or ``onnx.ModelProto``), or a spec ``"file.py:build"`` /
-    ``"module:build"`` whose builder returns one of these (it is built in the worker process
-    only). ``example_inputs``: a shape text such as ``"8x3x224x224"`` (several inputs separated
-    by commas), a tuple of ints, or the tensors (arrays) themselves; the first dimension is the
-    batch. ``framework`` overrides the framework found from the model's type. ``timeout_s``
-    bounds each check. ``checks`` picks a subset of the framework's paths (in their order); the
-    first path (eager, or for a saved model its loading) always runs, because nothing else can
-    work when it does not.
+    ``"module:build"`` whose builder returns one of these, or ``(model, example_args,
+    example_kwargs)`` (it is built in the worker process only). ``example_inputs``: a shape
+    text such as ``"8x3x224x224"`` (several inputs separated by commas), a tuple of ints, the
+    tensors (arrays) themselves, or a function that returns them (``"file.py:example_inputs"``:
+    ``example_args`` or ``(example_args, example_kwargs)``); None when the builder returns them.
+    The first dimension is the batch. ``kwargs``: keyword arguments of the call, tensors
+    (``attention_mask=``) or plain values (``use_cache=False``), which every path receives.
+    ``layout``: ``"NCHW"`` or ``"NHWC"`` for image inputs of a framework without an input
+    signature (PyTorch; otherwise guessed, and the report says so). ``framework`` overrides the
+    framework found from the model's type. ``timeout_s`` bounds each check. ``checks`` picks a
+    subset of the framework's paths (in their order); the first path (eager, or for a saved
+    model its loading) always runs, because nothing else can work when it does not.
 
     Bad input (an unknown spec or function, a builder that raises, a model no framework
     claims, unknown checks) raises ``ValueError`` with the fix. The model not running on the
-    inputs is not an error: the report says so on its first path and checks nothing else.
+    inputs is not an error: the report says so on its first path and checks nothing else; nor
+    is eager crashing or running past ``timeout_s`` (then nothing else is tried either).
     """
     if not (isinstance(timeout_s, int | float) and timeout_s > 0):
         raise ValueError(f"timeout_s must be a number of seconds > 0, got {timeout_s!r}")
     source = _resolve(model, framework)
-    arrays = _example(example_inputs)
+    given = _example(example_inputs, kwargs, layout)
+    if source.kind == "object" and not given[0] and given[2] is None:
+        raise ValueError(_NO_INPUTS)
     requested = None if checks is None else [c.strip() for c in checks]
     explorer, chosen = None, None
     if source.kind == "object":  # the framework is loaded here already: choose here
         explorer = fw_registry.explorer(source.framework)
         chosen = choose(explorer, source.obj, requested)
         source.name = explorer.describe(source.obj)
-    report = Report(source.name, source.framework or "", describe_arrays(arrays))
+    report = Report(source.name, source.framework or "", describe_arrays(given[0]))
+    report.call = given[1].text(given[0]) if given[0] else ""
 
     from tqdm.auto import tqdm
 
@@ -213,18 +238,31 @@ def check(
             bar.update(1)
 
     try:
-        run = _answers(source, explorer, chosen, requested, arrays, timeout_s, tick, report)
+        run = _answers(source, explorer, chosen, requested, given, timeout_s, tick, report)
     finally:
         bar.close()
     _fill(report, run)
     return report
 
 
+def probe_spec(
+    spec: str | os.PathLike, example: str | None = None, timeout_s: float = DEFAULT_TIMEOUT_S
+) -> dict:
+    """What a worker process finds in a spec (this one imports nothing): ``framework``, and
+    ``inputs`` (the shapes of the example inputs the builder, or the function ``example``,
+    returns; "" when neither gives any). ``ValueError`` when the spec cannot be built or no
+    framework takes the model."""
+    source = _resolve(spec, None)
+    if source.kind == "file" and example is None:
+        return {"framework": source.framework, "inputs": ""}
+    example = inputs.parse(example).canonical() if example else None
+    ran = run_workers(
+        source, None, [], Call(), example, None, timeout_s, lambda *_: None, probe=True
+    )
+    return {"framework": ran.framework, "inputs": ran.info.get("inputs", "")}
+
+
 def framework_of_spec(spec: str | os.PathLike, timeout_s: float = DEFAULT_TIMEOUT_S) -> str:
     """The framework of the model a spec builds, found in a worker process (this one imports
     nothing); ``ValueError`` when the spec cannot be built or no framework takes the model."""
-    source = _resolve(spec, None)
-    if source.framework is not None:
-        return source.framework
-    ran = run_workers(source, None, [], None, timeout_s, lambda *_: None, probe=True)
-    return ran.framework
+    return probe_spec(spec, timeout_s=timeout_s)["framework"]

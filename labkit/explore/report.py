@@ -30,6 +30,7 @@ class Report:
     notes: list[str] = field(default_factory=list)
     versions: dict = field(default_factory=dict)
     isolated: bool = True  #: the checks ran in worker processes (a crash could not hurt us)
+    call: str = ""  #: how the model was called: ``model(2x16:int64, attention_mask=...)``
 
     def path(self, name: str) -> PathResult:
         for p in self.paths:
@@ -53,6 +54,7 @@ class Report:
             "inputs": self.inputs,
             "versions": dict(self.versions),
             "isolated": self.isolated,
+            "call": self.call,
             "paths": [asdict(p) for p in self.paths],
             "graph_breaks": [asdict(b) for b in self.graph_breaks],
             "recompiles": [{**asdict(r), "total": r.total} for r in self.recompiles],
@@ -68,11 +70,13 @@ class Report:
             if self.isolated
             else "**in this process** (the model could not be handed to a separate one)"
         )
+        called = f" (called as `{self.call}`)" if self.call and "=" in self.call else ""
         lines = [
             f"### Graph readiness of `{self.model}` ({display}{' ' + version if version else ''})",
             "",
-            f"Inputs {self.inputs}; {where}.",
+            f"Inputs {self.inputs}{called}; {where}.",
             "",
+            *[f"> {tables.escape(n)}\n" for n in self.notes if n.startswith("**")],
             "| path | status | what it means | the framework says |",
             "|---|---|---|---|",
         ]
@@ -111,8 +115,9 @@ class Report:
                     f"| {r.path} | {r.varied} | {', '.join(r.shapes)} | "
                     f"{', '.join(map(str, r.compiles))} | {tables.escape('; '.join(r.reasons[:2]), 160)} |"
                 )
-        if self.notes:
-            lines += ["", *[f"- {tables.escape(n)}" for n in self.notes]]
+        rest = [n for n in self.notes if not n.startswith("**")]
+        if rest:
+            lines += ["", *[f"- {tables.escape(n)}" for n in rest]]
         return "\n".join(lines)
 
     def _repr_markdown_(self) -> str:

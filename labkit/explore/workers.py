@@ -1,15 +1,19 @@
 """Both sides of the worker protocol behind :func:`labkit.explore.check`.
 
 The parent (:func:`run_workers`) writes a job (where the model comes from: a :class:`Source`;
-its example inputs as an ``.npz`` file; the checks asked for) into a folder of its own and
-starts ``python -m labkit.explore --job FILE --parent PID`` there. The worker (:func:`main`)
-builds or unpacks the model, finds its framework and the checks to run, and reports as JSON
-lines in the job's events file: ``ready`` (the framework, the checks, the versions), then
-``start`` and ``done`` for each check; ``error`` (a bad spec) or ``unpack_failed`` (a pickled
-model it cannot load) when it cannot begin. The parent follows the events as they come, stops a
-check past its time limit, and after a crash or a timeout starts a fresh worker for the checks
-left; a check that killed its worker is reported as *crashed*. :func:`run_here` runs the checks
-in this process instead (a model that cannot be handed to another one).
+its example inputs as an ``.npz`` file and how the model takes them, a
+:class:`~labkit.frameworks._kit.layout.Call`, or the function that makes them, or neither when
+the builder returns them; the checks asked for) into a folder of its own and starts
+``python -m labkit.explore --job FILE --parent PID`` there. The worker (:func:`main`) builds or
+unpacks the model and its inputs, finds its framework and the checks to run, and reports as
+JSON lines in the job's events file: ``ready`` (the framework, the checks, the versions, the
+inputs, which it also saves for the workers after it), then ``start`` and ``done`` for each
+check; ``error`` (a bad spec) or ``unpack_failed`` (a pickled model it cannot load) when it
+cannot begin. The parent follows the events as they come, stops a check past its time limit,
+and after a crash or a timeout starts a fresh worker for the checks left; a check that killed
+its worker is reported as *crashed*. When that check is the first one (eager), nothing else is
+tried: every other path needs eager's answers. :func:`run_here` runs the checks in this process
+instead (a model that cannot be handed to another one).
 
 Not for: what a check asks (``labkit/frameworks/<name>/explore.py``) or the report
 (:mod:`labkit.explore.report`).
@@ -33,7 +37,7 @@ from pathlib import Path
 import numpy as np
 
 from .. import frameworks as fw_registry
-from ..frameworks._kit.explore import first_lines, result
+from ..frameworks._kit.explore import Call, describe_arrays, first_lines, result
 from ..runner import inputs
 from ..util import jsonio, proc
 
@@ -117,9 +121,9 @@ def _safe_check(explorer, name: str, session) -> dict:
     return answer
 
 
-def run_here(explorer, model, arrays, checks: list[str], tick: Tick) -> dict[str, dict]:
+def run_here(explorer, model, arrays, call: Call, checks: list[str], tick: Tick) -> dict[str, dict]:
     """The answers of ``checks`` run in this process, in order (none after a failed gate)."""
-    session = explorer.session(model, arrays)
+    session = explorer.session(model, arrays, call)
     answers = {}
     for name in checks:
         tick(name, False, len(checks))
@@ -197,23 +201,38 @@ def _log_tail(path: Path) -> str:
     return ""
 
 
-def _crashed(name: str, code: int, log: str) -> dict:
+#: what a run that stopped at its first check says about the others
+_NOTHING_ELSE = "no other check ran: every other path needs eager's answers"
+
+
+def _crashed(name: str, code: int, log: str, after: str) -> dict:
+    """A check that killed its process; ``after``: what became of the checks after it."""
     return result(
         name,
         "crashed",
         f"the check's process died ({proc.ended(code)}) while it ran {name}: the framework crashed "
-        "(or ran out of memory) on this model; the other checks ran in a fresh process",
+        f"(or ran out of memory) on this model{'; ' + after if after else ''}",
         first_lines(log, lines=LOG_TAIL_LINES, limit=1200),
+        crashed=proc.ended(code),
     )
 
 
-def _timed_out(name: str, timeout_s: float) -> dict:
+def _timed_out(name: str, timeout_s: float, after: str) -> dict:
     return result(
         name,
         "fails",
-        f"did not finish within {timeout_s:g} s, so its process was stopped; give check() a "
-        "larger timeout_s if it only needs longer",
+        f"did not finish within {timeout_s:g} s, so its process was stopped (if it only needs "
+        f"longer, raise the limit: --timeout on the command line, timeout_s= in check())"
+        + (f"; {after}" if after else ""),
+        timed_out=timeout_s,
     )
+
+
+def _after(run: Run, name: str) -> str:
+    """What becomes of the checks after ``name`` once it crashed or timed out."""
+    if name == run.checks[0]:
+        return _NOTHING_ELSE
+    return "the checks after it ran in a fresh process" if run.remaining else ""
 
 
 def _start(work: Path, attempt: int, job: dict) -> _Attempt:
@@ -243,7 +262,7 @@ def _on_event(run: Run, at: _Attempt, ev: dict, tick: Tick, probe: bool) -> None
     if kind == "unpack_failed":
         run.unpack_failed, run.info, at.over = True, ev, True
     elif kind == "ready":
-        run.info, run.framework = ev, ev["framework"]
+        run.info, run.framework = {**run.info, **ev}, ev["framework"]
         if run.checks is None:
             run.checks = list(ev["checks"])
             run.remaining = list(run.checks)
@@ -272,10 +291,11 @@ def _past_time(run: Run, at: _Attempt, timeout_s: float, tick: Tick) -> None:
             f"{first_lines(_log_tail(at.log), lines=LOG_TAIL_LINES, limit=800)}"
         )
     name = at.current or run.remaining[0]
-    run.answers[name] = _timed_out(name, timeout_s)
     run.remaining.remove(name)
+    run.answers[name] = _timed_out(name, timeout_s, _after(run, name))
     tick(name, True, len(run.checks))
     at.current = None
+    at.stop = name == run.checks[0]
 
 
 def _follow(run: Run, at: _Attempt, timeout_s: float, tick: Tick, probe: bool) -> None:
@@ -306,12 +326,15 @@ def _after_exit(run: Run, at: _Attempt, tick: Tick) -> None:
             f"built the model: {first_lines(_log_tail(at.log), lines=LOG_TAIL_LINES, limit=800)}"
         )
     if at.current is not None:  # died in the middle of a check
-        run.answers[at.current] = _crashed(at.current, code, _log_tail(at.log))
         run.remaining.remove(at.current)
+        run.answers[at.current] = _crashed(
+            at.current, code, _log_tail(at.log), _after(run, at.current)
+        )
         tick(at.current, True, len(run.checks))
+        at.stop = at.current == run.checks[0]
     elif run.remaining and code is not None and not at.progressed:
         for name in list(run.remaining):
-            run.answers[name] = _crashed(name, code, _log_tail(at.log))
+            run.answers[name] = _crashed(name, code, _log_tail(at.log), "")
             run.answers[name]["path"]["reason"] = (
                 f"the check process died ({proc.ended(code)}) before its first check, "
                 "while it loaded the framework or the model"
@@ -320,32 +343,48 @@ def _after_exit(run: Run, at: _Attempt, tick: Tick) -> None:
             tick(name, True, len(run.checks))
 
 
+def _job_inputs(work: Path, arrays: list[np.ndarray], call: Call, example: str | None) -> dict:
+    """The job's inputs: the arrays given here (saved beside it), else the function that makes
+    them, else none (the builder returns them)."""
+    if arrays:
+        np.savez(work / "inputs.npz", *arrays)
+    return {
+        "inputs": str(work / "inputs.npz") if arrays else None,
+        "count": len(arrays),
+        "call": call.to_dict(),
+        "example": example,
+    }
+
+
 def run_workers(
     source: Source,
     packed: Path | None,
     arrays: list[np.ndarray],
+    call: Call,
+    example: str | None,
     requested: list[str] | None,
     timeout_s: float,
     tick: Tick,
     probe: bool = False,
 ) -> Run:
-    """Run the checks in worker processes; restart after a crash or a timeout.
+    """Run the checks in worker processes; restart after a crash or a timeout, except in the
+    first check (eager): then nothing else is tried.
 
-    The first worker builds (or unpacks) the model, finds its framework and the checks to run,
-    and reports them (``ready``); a bad spec comes back as an ``error`` and raises
-    ``ValueError`` here. ``probe``: stop after ``ready`` (what
+    The inputs are ``arrays`` (taken as ``call`` says), or what the function ``example`` (a
+    spec) returns, or, with neither, what the model's builder returns beside the model. The
+    first worker builds (or unpacks) the model and its inputs, finds its framework and the
+    checks to run, and reports them (``ready``); a bad spec comes back as an ``error`` and
+    raises ``ValueError`` here. ``probe``: stop after ``ready`` (what
     :func:`labkit.explore.framework_of_spec` needs to know).
     """
     run = Run(source.framework, None)
     with tempfile.TemporaryDirectory(prefix="labkit-explore-") as tmp:
         work = Path(tmp)
-        np.savez(work / "inputs.npz", *arrays)
         base = {
             "kind": "packed" if packed else source.kind,
             "value": str(packed) if packed else source.value,
-            "inputs": str(work / "inputs.npz"),
-            "count": len(arrays),
             "probe": probe,
+            **_job_inputs(work, arrays, call, example),
         }
         attempt = 0
         try:
@@ -362,9 +401,17 @@ def run_workers(
                     _follow(run, at, timeout_s, tick, probe)
                 finally:
                     proc.kill_group(at.child)
-                if at.over or at.stop:
+                if at.over:
                     break
-                _after_exit(run, at, tick)
+                if not at.stop:
+                    _after_exit(run, at, tick)
+                if at.stop:
+                    break
+                if run.info.get("saved"):  # the workers after it take the same inputs
+                    base.update(
+                        inputs=run.info["saved"], count=run.info["count"], example=None, saved=True
+                    )
+                    base["call"] = run.info["call"]
         except _WorkerError as exc:
             raise ValueError(str(exc)) from None
     return run
@@ -379,15 +426,47 @@ def _emit(path: Path, event: dict) -> None:
         jsonio.write_all(f, (json.dumps(event, default=str) + "\n").encode())
 
 
-def _load(job: dict) -> tuple[object, str, object, list[str]]:
-    """Build or unpack the model; its framework, explorer and checks (``ValueError`` if bad)."""
-    fw = job["framework"]
+def _model(job: dict) -> tuple[object, tuple[list[np.ndarray], Call] | None]:
+    """Build or unpack the model; the example inputs its builder returned, if any."""
     if job["kind"] == "packed":
-        model = fw_registry.explorer(fw).unpack(Path(job["value"]))
-    elif job["kind"] == "file":
-        model = Path(job["value"])
+        return fw_registry.explorer(job["framework"]).unpack(Path(job["value"])), None
+    if job["kind"] == "file":
+        return Path(job["value"]), None
+    return inputs.build_example(job["value"])
+
+
+def _inputs(job: dict, given) -> tuple[list[np.ndarray], Call, list[str]]:
+    """The example inputs of the job: given here, else made by its function, else the
+    builder's; with the notes the report keeps about where they came from."""
+    declared = Call.from_dict(job["call"])
+    notes = []
+    if job["inputs"]:
+        with np.load(job["inputs"]) as data:
+            arrays = [data[f"arr_{i}"] for i in range(job["count"])]
+        call = declared
+        if given is not None and not job.get("saved"):
+            notes.append("the builder's example inputs were set aside: the inputs given to check")
+    elif job["example"]:
+        arrays, call = inputs.load_example(job["example"])
+    elif given is not None:
+        arrays, call = given
+    elif job["probe"]:  # asked only what the spec builds
+        arrays, call = [], declared
     else:
-        model = inputs.build(job["value"])
+        raise ValueError(
+            "no example inputs: give their shapes (--input 8x3x224x224, or check(model, "
+            "'8x3x224x224')), a function that returns them (--input file.py:example_inputs), "
+            "or let the builder return (model, example_args, example_kwargs)"
+        )
+    call = Call(call.names, call.constants, declared.layout)
+    return [np.ascontiguousarray(a) for a in arrays], call, notes
+
+
+def _load(job: dict):
+    """Build or unpack the model and its inputs; its framework, explorer and checks
+    (``ValueError`` if bad)."""
+    model, given = _model(job)
+    fw = job["framework"]
     if fw is None:
         fw = fw_registry.framework_of(model)
         if fw is None:
@@ -396,7 +475,30 @@ def _load(job: dict) -> tuple[object, str, object, list[str]]:
                 f"no registered framework takes; pass framework= (one of {offered()})"
             )
     explorer = fw_registry.explorer(fw)
-    return model, fw, explorer, choose(explorer, model, job["checks"], job["exact"])
+    checks = choose(explorer, model, job["checks"], job["exact"])
+    arrays, call, notes = _inputs(job, given)
+    return model, fw, explorer, checks, arrays, call, notes
+
+
+def _ready(job: dict, events: Path, fw: str, explorer, checks, arrays, call, notes) -> None:
+    """Say what the worker found, and save the inputs for the workers after it."""
+    saved = Path(job["events"]).parent / "example.npz"
+    np.savez(saved, *arrays)
+    _emit(
+        events,
+        {
+            "event": "ready",
+            "framework": fw,
+            "checks": checks,
+            "versions": explorer.versions(),
+            "inputs": describe_arrays(arrays),
+            "call": call.to_dict(),
+            "call_text": call.text(arrays),
+            "count": len(arrays),
+            "saved": str(saved),
+            "notes": notes,
+        },
+    )
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -412,7 +514,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.parent:
         proc.exit_with_parent(args.parent, remove=Path(args.job).parent)
     try:
-        model, fw, explorer, checks = _load(job)
+        model, fw, explorer, checks, arrays, call, notes = _load(job)
     except Exception as exc:  # noqa: BLE001 - reported to the parent, whatever it was
         if job["kind"] == "packed":  # the parent checks it in its own process instead
             _emit(events, {"event": "unpack_failed", "error": first_lines(exc)})
@@ -420,13 +522,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             message = str(exc) if isinstance(exc, ValueError) else first_lines(exc, lines=4)
             _emit(events, {"event": "error", "message": message})
         os._exit(0)
-    with np.load(job["inputs"]) as data:
-        arrays = [data[f"arr_{i}"] for i in range(job["count"])]
-    versions = explorer.versions()
-    _emit(events, {"event": "ready", "framework": fw, "checks": checks, "versions": versions})
+    _ready(job, events, fw, explorer, checks, arrays, call, notes)
     if job["probe"]:
         os._exit(0)
-    session = explorer.session(model, arrays)
+    session = explorer.session(model, arrays, call)
     for name in checks:
         print(f"{MARK}{name} ===", file=sys.stderr, flush=True)
         _emit(events, {"event": "start", "check": name})

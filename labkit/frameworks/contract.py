@@ -308,8 +308,14 @@ class Explorer(Protocol):
     def unpack(self, path: Path) -> Any:
         """The model :func:`pack` wrote."""
 
-    def session(self, model: Any, inputs: list[np.ndarray]) -> Any:
-        """The state the checks share in one process (the model, its inputs, eager outputs)."""
+    def session(self, model: Any, inputs: list[np.ndarray], call: Any = None) -> Any:
+        """The state the checks share in one process (the model, its inputs, eager outputs);
+        ``call`` (a :class:`labkit.frameworks._kit.layout.Call`) says how the model takes the
+        inputs: keyword tensors, constants, a declared image layout."""
+
+    def bind(self, model: Any, call: Any) -> Any:
+        """``model`` taking every input positionally, as ``call`` says (what the benchmark's
+        cells run)."""
 
     def run_check(self, name: str, session: Any) -> dict:
         """Run one check: ``{"path": {...}, "graph_breaks": [...], "recompiles": [...]}``."""

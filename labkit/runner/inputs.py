@@ -9,9 +9,16 @@ Framework-free. A spec says where the function that builds the model lives:
   (:attr:`~labkit.frameworks.contract.FrameworkSpec.model_files`).
 
 The builder takes no arguments and returns the model (a ``torch.nn.Module``, a Keras model, a
-``tf.function``, ...). :func:`load_builder` finds it and :func:`build` calls it; anything wrong
-raises ``ValueError`` naming the problem and the fix, which the command line turns into one line
-and exit status 2.
+``tf.function``, ...), or the model with its example inputs: ``(model, example_args)`` or
+``(model, example_args, example_kwargs)``, so that a real attention mask, keyword arguments and
+``use_cache=False`` reach every check (:func:`build_example`). A second function, named like a
+builder (``file.py:example_inputs``), can give them instead: it returns ``example_args``, or
+``(example_args, example_kwargs)``, or a dict of keyword arguments (:func:`load_example`).
+Tensors of any framework become host arrays (:func:`to_numpy`); keyword values that are not
+tensors are constants passed as they are (:class:`~labkit.frameworks._kit.layout.Call`).
+:func:`load_builder` finds a function and :func:`build` calls it; anything wrong raises
+``ValueError`` naming the problem and the fix, which the command line turns into one line and
+exit status 2.
 
 Input shapes are written as on the command line: ``"8x3x224x224"``, several inputs separated by
 commas (``"8x16x32,8x16:int64"``), an optional ``:dtype`` after each (float32 by default). The
@@ -39,7 +46,7 @@ from pathlib import Path
 import numpy as np
 
 from .. import frameworks as fw_registry
-from ..frameworks._kit.explore import random_array
+from ..frameworks._kit.layout import Call, random_array
 from ..util import proc
 
 __all__ = [
@@ -47,12 +54,18 @@ __all__ = [
     "Input",
     "Spec",
     "build",
+    "build_example",
     "child_pythonpath",
     "example_arrays",
+    "example_of",
+    "is_function_spec",
     "load_builder",
+    "load_example",
     "parse",
     "parse_inputs",
     "shapes_text",
+    "to_batch",
+    "to_numpy",
     "with_batch",
 ]
 
@@ -175,12 +188,9 @@ class Spec:
 
     @property
     def name(self) -> str:
-        """A short name for titles: ``file:build_model`` (the file's or the module's last
-        name), or a saved model's file name."""
-        if self.saved_model:
-            return self.file.name
-        stem = self.file.stem if self.file else self.module.rpartition(".")[2]
-        return f"{stem}:{self.function}"
+        """The name for titles: the spec as the learner wrote it (``models/bert.py:build``),
+        which tells two files of one name apart."""
+        return self.text
 
 
 _FIX = (
@@ -280,30 +290,148 @@ def load_builder(spec: str | os.PathLike | Spec) -> Callable[[], object]:
     return builder
 
 
-def build(spec: str | os.PathLike | Spec) -> object:
-    """The model the spec's builder returns (a saved model file: its path).
+def _called(s: Spec, what: str) -> object:
+    """What the function a spec names returns; ``ValueError`` when it raises or returns None."""
+    function = load_builder(s)
+    try:
+        value = function()
+    except Exception as exc:
+        raise ValueError(
+            f"model {s.text!r}: the {what} {s.function}() raised {_error(exc)}"
+            f"{_where(exc, s.file)}; fix the {what} (it must take no arguments and return "
+            + ("the model)" if what == "builder" else "the example inputs)")
+        ) from exc
+    if value is None:
+        raise ValueError(
+            f"model {s.text!r}: the {what} {s.function}() returned None; it must return "
+            + ("the model (e.g. `return MyModel()`)" if what == "builder" else "the inputs")
+        )
+    return value
+
+
+def _array_like(x: object) -> bool:
+    return hasattr(x, "shape") and hasattr(x, "dtype")
+
+
+def to_numpy(x: object) -> np.ndarray:
+    """A tensor of any framework (or an array) as a host array: ``.detach()``, ``.cpu()`` and
+    ``.numpy()`` where the object has them."""
+    for step in ("detach", "cpu"):
+        if callable(getattr(x, step, None)) and not isinstance(x, np.ndarray):
+            x = getattr(x, step)()
+    if callable(getattr(x, "numpy", None)) and not isinstance(x, np.ndarray):
+        x = x.numpy()
+    return np.ascontiguousarray(np.asarray(x))
+
+
+_PLAIN = (bool, int, float, str, type(None))
+
+
+def example_of(args: object, kwargs: dict | None = None) -> tuple[list[np.ndarray], Call]:
+    """Example inputs as host arrays and how the model takes them: ``args`` (one tensor or a
+    sequence of them) positionally, the tensors of ``kwargs`` by name, its other values (plain
+    Python: ``use_cache=False``) as constants. ``ValueError`` names a value that is neither."""
+    items = list(args) if isinstance(args, tuple | list) else [] if args is None else [args]
+    arrays, names = [], []
+    for i, x in enumerate(items):
+        if not _array_like(x):
+            raise ValueError(
+                f"example input {i} is a {type(x).__name__}, not a tensor or an array: give "
+                "tensors positionally, and plain values (use_cache=False) as keyword arguments"
+            )
+        arrays.append(to_numpy(x))
+        names.append("")
+    constants = {}
+    for key, value in (kwargs or {}).items():
+        if _array_like(value):
+            arrays.append(to_numpy(value))
+            names.append(str(key))
+        elif isinstance(value, _PLAIN):
+            constants[str(key)] = value
+        else:
+            raise ValueError(
+                f"example keyword {key!r} is a {type(value).__name__}: keyword arguments are "
+                "tensors (attention_mask=...) or plain values (True, 3, 'mean', None)"
+            )
+    return arrays, Call(tuple(names), constants)
+
+
+def _model_and_example(value: object) -> tuple[object, tuple | None]:
+    """``(model, args[, kwargs])`` split; any other value is the model alone."""
+    if isinstance(value, tuple) and len(value) in (2, 3) and not _array_like(value[0]):
+        args, kwargs = value[1], value[2] if len(value) == 3 else None
+        if isinstance(kwargs, dict | type(None)) and (
+            _array_like(args) or isinstance(args, tuple | list | dict)
+        ):
+            return value[0], (args, kwargs)
+    return value, None
+
+
+def build_example(
+    spec: str | os.PathLike | Spec,
+) -> tuple[object, tuple[list[np.ndarray], Call] | None]:
+    """The model the spec's builder returns, and its example inputs when it returned them too
+    (``(model, example_args[, example_kwargs])``; a dict as ``example_args`` is keyword
+    arguments only); a saved model file: its path and None.
 
     ``ValueError`` names the problem when the file, module or function does not exist, or the
     builder raises or returns nothing.
     """
     s = spec if isinstance(spec, Spec) else parse(spec)
     if s.saved_model:
-        return s.file
-    builder = load_builder(s)
+        return s.file, None
+    model, given = _model_and_example(_called(s, "builder"))
+    if given is None:
+        return model, None
+    args, kwargs = given
+    if isinstance(args, dict):
+        args, kwargs = (), {**args, **(kwargs or {})}
+    return model, example_of(args, kwargs)
+
+
+def build(spec: str | os.PathLike | Spec) -> object:
+    """The model the spec's builder returns (without its example inputs, if it gives them; a
+    saved model file: its path). ``ValueError`` as :func:`build_example`."""
+    return build_example(spec)[0]
+
+
+def load_example(spec: str | os.PathLike | Spec) -> tuple[list[np.ndarray], Call]:
+    """The example inputs a function returns (``file.py:example_inputs``): ``example_args``,
+    ``(example_args, example_kwargs)``, or a dict of keyword arguments."""
+    s = spec if isinstance(spec, Spec) else parse(spec)
+    if s.saved_model:
+        raise ValueError(f"{s.text} is a model file, not a function that returns inputs")
+    value = _called(s, "example function")
+    if isinstance(value, dict):
+        return example_of((), value)
+    if isinstance(value, tuple) and len(value) == 2 and isinstance(value[1], dict):
+        return example_of(value[0], value[1])
+    return example_of(value)
+
+
+def is_function_spec(text: object) -> bool:
+    """Whether ``text`` names a function (``file.py:example_inputs``) rather than shapes."""
+    if not isinstance(text, str):
+        return False
     try:
-        model = builder()
-    except Exception as exc:
-        raise ValueError(
-            f"model {s.text!r}: the builder {s.function}() raised {_error(exc)}"
-            f"{_where(exc, s.file)}; fix the builder (it must take no arguments and return the "
-            "model)"
-        ) from exc
-    if model is None:
-        raise ValueError(
-            f"model {s.text!r}: the builder {s.function}() returned None; it must return the "
-            "model (e.g. `return MyModel()`)"
-        )
-    return model
+        parse_inputs(text)
+        return False
+    except ValueError:
+        pass
+    where, sep, function = text.strip().rpartition(":")
+    return bool(sep and where and function.isidentifier())
+
+
+def to_batch(arrays: list[np.ndarray], batch: int) -> list[np.ndarray]:
+    """``arrays`` with ``batch`` rows: the first ones, repeated when there are fewer."""
+    out = []
+    for a in arrays:
+        if a.ndim == 0:
+            out.append(a)
+            continue
+        reps = -(-batch // a.shape[0])
+        out.append(np.ascontiguousarray(np.concatenate([a] * reps)[:batch]))
+    return out
 
 
 def child_pythonpath() -> list[str]:

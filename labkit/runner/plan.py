@@ -81,8 +81,10 @@ class ResNet50:
 
 class LearnerModel:
     """A learner's model: built in the cell's process from its spec (the cell's ``model``) and
-    run on seeded inputs of the cell's ``input_shape``; its FLOP count is unknown, so no
-    ceiling applies and a forecast counts its profile's minimum timed work only."""
+    run on the example inputs its builder returns (their rows repeated or cut to the cell's
+    batch, keyword arguments bound) when they have the cell's ``input_shape``, else on seeded
+    inputs of that shape; its FLOP count is unknown, so no ceiling applies and a forecast
+    counts its profile's minimum timed work only."""
 
     has_ceiling = False
 
@@ -96,8 +98,15 @@ class LearnerModel:
         """Build the model from its spec and prepare its step (in the cell's own process)."""
         if not isinstance(adapter, fw_registry.ModelBencher):
             raise Unsupported(f"labkit cannot benchmark other models with {cell.framework}")
-        model = inputs.build(cell.model)
+        model, given = inputs.build_example(cell.model)
         arrays = inputs.example_arrays(inputs.parse_inputs(cell.input_shape))
+        if given is not None:  # the builder's own inputs, at this cell's batch
+            example = inputs.to_batch(given[0], arrays[0].shape[0] if arrays[0].ndim else 1)
+            if [(a.shape, a.dtype) for a in example] == [(a.shape, a.dtype) for a in arrays]:
+                arrays = example
+                own = fw_registry.framework_of(model)
+                if own is not None and given[1].binds:
+                    model = fw_registry.explorer(own).bind(model, given[1])
         return adapter.prepare_model(
             model, arrays, cell.mode, cell.task, cell.precision, cell.device
         )

@@ -1,14 +1,16 @@
 """The toolkit of the graph-readiness checks (``labkit/frameworks/<name>/explore.py``).
 
 A framework's checks answer in plain data (:func:`result`: a :class:`PathResult` row, its
-:class:`GraphBreak` and :class:`Recompile` findings), which :mod:`labkit.explore` joins into its
-report. What several frameworks' checks share lives here, numpy only: the framework's message
-condensed (:func:`first_lines`) or put in plain words (:func:`plain`), where the learner's code
-is in a traceback (:func:`user_location`, :func:`user_code`), whether outputs agree with eager
-(:func:`agreement`, within :data:`RTOL`), other inputs of the same shapes (:func:`probes`) and of
-new shapes (:func:`variations`), the eager session a framework's checks share
-(:class:`EagerSession`), a model pickled for the worker (:func:`write_pickle`), and seeded
-example arrays (:func:`random_array`, :func:`describe_arrays`).
+:class:`GraphBreak` and :class:`Recompile` findings, notes for the report), which
+:mod:`labkit.explore` joins into its report. What several frameworks' checks share lives here,
+numpy only: the framework's message condensed (:func:`first_lines`) or put in plain words
+(:func:`plain`), where the learner's code is in a traceback (:func:`user_location`,
+:func:`user_code`: the learner's own files first, then a model library's, never the standard
+library's or the framework's), whether outputs agree with eager (:func:`agreement`, within
+:data:`RTOL`), the eager session a framework's checks share (:class:`EagerSession`), a model
+pickled for the worker (:func:`write_pickle`). How the model is called and which axes vary
+(:class:`Call`, :func:`axes`, :func:`variations`, :func:`probes`) are
+:mod:`labkit.frameworks._kit.layout`, re-exported here.
 
 Not for: running the checks, isolating them in worker processes, or the report
 (:mod:`labkit.explore`).
@@ -18,6 +20,8 @@ from __future__ import annotations
 
 import contextlib
 import re
+import sys
+import sysconfig
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -25,10 +29,24 @@ from pathlib import Path
 import numpy as np
 
 from ...util.numeric import difference
+from .layout import (
+    Axes,
+    Call,
+    Variation,
+    axes,
+    describe_arrays,
+    is_mask,
+    probe_notes,
+    probes,
+    random_array,
+    variations,
+)
 
 __all__ = [
     "RTOL",
     "STATUSES",
+    "Axes",
+    "Call",
     "EagerSession",
     "GraphBreak",
     "PathResult",
@@ -36,12 +54,16 @@ __all__ = [
     "Variation",
     "agreement",
     "agrees",
+    "axes",
     "describe_arrays",
     "first_lines",
+    "is_mask",
     "plain",
+    "probe_notes",
     "probes",
     "random_array",
     "result",
+    "slowdown",
     "user_code",
     "user_location",
     "variations",
@@ -51,25 +73,6 @@ __all__ = [
 STATUSES: tuple[str, ...] = ("works", "caveats", "fails", "crashed")
 #: relative tolerance of "agrees with eager" (float32 graphs reorder sums; bigger gaps are bugs)
 RTOL = 1e-3
-
-
-def describe_arrays(arrays: Sequence[np.ndarray]) -> str:
-    """``"8x16x32,8x16:int64"`` for host arrays (a scalar input reads as ``scalar``)."""
-    return ",".join(
-        ("x".join(map(str, a.shape)) or "scalar") + ("" if a.dtype == np.float32 else f":{a.dtype}")
-        for a in arrays
-    )
-
-
-def random_array(shape: Sequence[int], dtype: str | np.dtype, seed: int) -> np.ndarray:
-    """Seeded example values: standard normal floats, integers 0..9, random booleans."""
-    rng = np.random.default_rng(seed)
-    dt = np.dtype(dtype)
-    if dt.kind == "f":
-        return rng.standard_normal(tuple(shape)).astype(dt)
-    if dt.kind == "b":
-        return rng.integers(0, 2, tuple(shape)).astype(bool)
-    return rng.integers(0, 10, tuple(shape)).astype(dt)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -135,13 +138,16 @@ def result(
     message: str = "",
     graph_breaks: Iterable[GraphBreak] = (),
     recompiles: Iterable[Recompile] = (),
+    notes: Iterable[str] = (),
     **details,
 ) -> dict:
-    """One check's answer as plain data (what a worker sends back)."""
+    """One check's answer as plain data (what a worker sends back); ``notes`` are lines for
+    the report's end (a warning that holds for every path)."""
     return {
         "path": asdict(PathResult(path, status, reason, message, details)),
         "graph_breaks": [asdict(b) for b in graph_breaks],
         "recompiles": [asdict(r) for r in recompiles],
+        "notes": list(notes),
     }
 
 
@@ -160,22 +166,57 @@ def first_lines(message: object, lines: int = 2, limit: int = 400) -> str:
 
 
 _FILE_LINE = re.compile(r'File "([^"]+)", line (\d+)(?:, in (\w+))?')
+#: where the standard library lives: never the learner's code
+_STDLIB = tuple(
+    {
+        str(Path(p).resolve())
+        for k in ("stdlib", "platstdlib")
+        if (p := sysconfig.get_paths().get(k))
+    }
+)
+#: packages of the frameworks and their machinery: a frame there is not the model's code
+_MACHINERY_NAMES = (
+    "torch functorch torchgen triton onnx onnxruntime onnxscript tensorflow keras tf_keras "
+    "tensorboard absl tree optree ml_dtypes mindspore numpy sympy google cloudpickle _pytest "
+    "pluggy IPython ipykernel tornado"
+)
+_MACHINERY = frozenset(_MACHINERY_NAMES.split())
+_LABKIT = Path(__file__).resolve().parents[2]
+
+
+def _tier(filename: str) -> int:
+    """0: the learner's code; 1: a model library's (``transformers``, ``torchvision``);
+    2: not the model's (the standard library, a framework, labkit's own plumbing)."""
+    if filename.startswith("<"):
+        return 2
+    path = Path(filename)
+    resolved = str(path.resolve()) if path.is_absolute() else filename
+    parts = path.parts
+    if "site-packages" in parts or "dist-packages" in parts:
+        where = "site-packages" if "site-packages" in parts else "dist-packages"
+        package = parts[parts.index(where) + 1] if parts.index(where) + 1 < len(parts) else ""
+        return 2 if package.split(".")[0] in _MACHINERY else 1
+    if resolved.startswith(_STDLIB) or resolved.startswith(sys.base_prefix + "/lib"):
+        return 2
+    if resolved.startswith(str(_LABKIT)) and path.name != "examples.py":  # the course's models
+        return 2
+    return 0
 
 
 def _user_frame(text: str) -> re.Match | None:
-    found = [
-        m
-        for m in _FILE_LINE.finditer(text)
-        if "site-packages" not in m.group(1)
-        and "dist-packages" not in m.group(1)
-        and not m.group(1).startswith("<")
-    ]
-    return found[-1] if found else None
+    """The last frame of the learner's code in ``text``, else of a model library's."""
+    found = list(_FILE_LINE.finditer(text))
+    for tier in (0, 1):
+        mine = [m for m in found if _tier(m.group(1)) == tier]
+        if mine:
+            return mine[-1]
+    return None
 
 
 def user_location(text: str) -> str:
     """``file.py:12 in forward``: the last place in ``text`` (an error message or traceback)
-    that is the learner's code rather than a library's; "" when there is none."""
+    that is the learner's code (else a model library's, never the standard library's or a
+    framework's); "" when there is none."""
     m = _user_frame(text)
     if m is None:
         return ""
@@ -218,77 +259,6 @@ def agreement(
     return True, worst, ""
 
 
-def probes(arrays: Sequence[np.ndarray]) -> list[tuple[str, list[np.ndarray]]]:
-    """Other inputs of the same shapes, to catch a graph that froze a data-dependent decision:
-    new random values, and all zeros (padding, an empty sequence)."""
-    new = [
-        random_array(a.shape, a.dtype, 1000 + k)
-        if a.dtype.kind != "i"
-        else np.random.default_rng(1000 + k).integers(a.min(), a.max() + 1, a.shape).astype(a.dtype)
-        for k, a in enumerate(arrays)
-    ]
-    return [("new values", new), ("zeros", [np.zeros_like(a) for a in arrays])]
-
-
-@dataclass(frozen=True)
-class Variation:
-    """A series of inputs in which one kind of dimension changes at every call."""
-
-    name: str  #: "batch size", "sequence length" or "image size"
-    inputs: list[list[np.ndarray]]  #: the example first, then three new sizes
-
-    @property
-    def shapes(self) -> list[str]:
-        return [describe_arrays(xs) for xs in self.inputs]
-
-
-def _resized(arrays: Sequence[np.ndarray], dims: dict[int, dict[int, int]], seed: int):
-    """``arrays`` with the sizes in ``dims`` (input -> {dim: size}), values drawn anew."""
-    out = []
-    for k, a in enumerate(arrays):
-        shape = list(a.shape)
-        for d, size in dims.get(k, {}).items():
-            shape[d] = size
-        if a.dtype.kind == "i":
-            rng = np.random.default_rng(seed + k)
-            out.append(rng.integers(a.min(), a.max() + 1, shape).astype(a.dtype))
-        else:
-            out.append(random_array(shape, a.dtype, seed + k))
-    return out
-
-
-def variations(arrays: Sequence[np.ndarray]) -> list[Variation]:
-    """The series the new-shape checks call: the batch (the first dimension of every input)
-    and, for a single input, its sequence length (rank 3: batch, time, features) or its image
-    size (rank 4 and up: the dimensions after the channels)."""
-    out = []
-    if arrays and all(a.ndim >= 1 for a in arrays):
-        b = arrays[0].shape[0]
-        sizes = [b + 1, b + 2, b + 3]
-        out.append(
-            Variation(
-                "batch size",
-                [list(arrays)]
-                + [
-                    _resized(arrays, {k: {0: s} for k in range(len(arrays))}, 10 * s) for s in sizes
-                ],
-            )
-        )
-    if len(arrays) == 1 and arrays[0].ndim >= 3:
-        a = arrays[0]
-        if a.ndim == 3:
-            name, dims = "sequence length", (1,)
-        else:
-            name, dims = "image size", tuple(range(2, a.ndim))
-        step = max(1, a.shape[dims[0]] // 4)
-        series = [
-            _resized(arrays, {0: {d: a.shape[d] + i * step for d in dims}}, 100 + i)
-            for i in (1, 2, 3)
-        ]
-        out.append(Variation(name, [list(arrays)] + series))
-    return out
-
-
 def write_pickle(obj: object, path: Path) -> None:
     """Write ``obj`` with cloudpickle (classes and functions defined in a notebook travel by
     value, those of importable modules by reference); ``ValueError`` when it cannot be pickled."""
@@ -299,6 +269,36 @@ def write_pickle(obj: object, path: Path) -> None:
     except Exception as exc:
         raise ValueError(f"pickling it failed: {type(exc).__name__}: {exc}") from exc
     Path(path).write_bytes(data)
+
+
+#: how much slower than eager a compiled call must be to be reported (a busy machine's noise
+#: stays well below it), and by how many milliseconds at least
+SLOWDOWN = 3.0
+SLOWDOWN_MS = 0.5
+
+
+def slowdown(ms: dict[str, dict[str, float]]) -> str:
+    """A compiled path slower than eager, as a finding ("" when it is not): ``ms`` holds, per
+    grad mode a learner serves in (``no_grad``, ``inference_mode``), the milliseconds of one
+    call ``eager`` and ``compiled``. Past :data:`SLOWDOWN` times eager (and
+    :data:`SLOWDOWN_MS` more) in any mode, it names the mode and the other one's figures."""
+    if not ms:
+        return ""
+    mode, worst = max(ms.items(), key=lambda kv: kv[1]["compiled"] / max(kv[1]["eager"], 1e-9))
+    ratio = worst["compiled"] / max(worst["eager"], 1e-9)
+    if ratio < SLOWDOWN or worst["compiled"] - worst["eager"] < SLOWDOWN_MS:
+        return ""
+    others = "; ".join(
+        f"under torch.{m}: {t['compiled']:.3g} ms compiled, {t['eager']:.3g} ms eager"
+        for m, t in ms.items()
+        if m != mode
+    )
+    return (
+        f"**{ratio:.0f}x slower than eager** under torch.{mode}: {worst['compiled']:.3g} ms a "
+        f"call compiled against {worst['eager']:.3g} ms eager"
+        + (f" ({others})" if others else "")
+        + "; measure it in the mode you serve in before deploying it compiled"
+    )
 
 
 def agrees(worst: float) -> str:
@@ -316,15 +316,21 @@ def plain(message: str, table: Sequence[tuple[tuple[str, ...], str]], default: s
 
 
 class EagerSession:
-    """What an eager framework's checks share: the example inputs, eager outputs computed once
-    per input, agreement with them, and which input sizes eager itself accepts. A framework's
-    session gives ``run(fn, arrays)`` (NumPy in, NumPy out) and ``eager_fn`` (the model's
-    eager callable)."""
+    """What an eager framework's checks share: the example inputs and how the model takes them
+    (:class:`Call`), which axes vary (:class:`Axes`), eager outputs computed once per input,
+    agreement with them, and which input sizes eager itself accepts. A framework's session
+    gives ``run(fn, arrays)`` (NumPy in, NumPy out), ``eager_fn`` (the model's eager callable)
+    and, after a run, ``uncompared``: what the output held besides arrays (a cache object)."""
 
     eager_fn: Callable
 
-    def __init__(self, arrays: Sequence[np.ndarray]):
+    def __init__(
+        self, arrays: Sequence[np.ndarray], call: Call | None = None, layout: Axes | None = None
+    ):
         self.arrays = [np.ascontiguousarray(a) for a in arrays]
+        self.call = call or Call()
+        self.layout = layout or axes(self.arrays, channels=self.call.channels)
+        self.uncompared: list[str] = []
         self._eager: dict[str, list[np.ndarray] | BaseException] = {}
         self._accepted: list[tuple[Variation, str]] | None = None
 
@@ -369,24 +375,67 @@ class EagerSession:
                 return False, worst, f"on the {label} input: {why}"
         return True, worst, ""
 
+    def constant(self) -> bool:
+        """Whether eager gives the same outputs on the example and on new random values: the
+        output does not depend on the input, and "agrees with eager" then proves nothing."""
+        cases = dict(self.cases())
+        if "new values" not in cases:
+            return False
+        same, _, _ = agreement(
+            self.eager("new values", cases["new values"]),
+            self.eager("example", self.arrays),
+            rtol=1e-7,
+        )
+        return same
+
     def works(self, outs: Sequence[np.ndarray]) -> dict:
         """The eager check's answer when the model ran on the example (``outs``): the shapes of
-        its outputs, and which other input sizes eager takes (:meth:`accepted`)."""
+        its outputs, which other input sizes eager takes (:meth:`accepted`), what the output
+        holds that no path compares, and the notes every path shares."""
         shapes = ", ".join("x".join(map(str, o.shape)) or "scalar" for o in outs)
         takes = [v.name for v, why in self.accepted() if not why]
         refuses = [f"{v.name} ({why})" for v, why in self.accepted() if why]
         reason = f"runs: {len(outs)} output(s) of shape {shapes}"
+        if self.uncompared:
+            reason += (
+                f"; its output also holds {', '.join(self.uncompared)}: not an array, so no path "
+                "compares it (use_cache=False in the example's keyword arguments leaves a cache "
+                "out)"
+            )
         if takes:
             reason += f"; also takes other {' and '.join(n + 's' for n in takes)}"
         if refuses:
             reason += f"; not another {', '.join(refuses)}"
-        return result("eager", "works", reason, outputs=[list(o.shape) for o in outs])
+        if self.layout.fixed:
+            reason += "; not varied: " + "; ".join(
+                f"{role} ({why})" for role, why in self.layout.fixed.items()
+            )
+        notes = [*self.layout.notes, *probe_notes(self.arrays, self.call)]
+        constant = self.constant()
+        if constant:
+            warning = (
+                "**the output does not depend on the input**: eager gives the same numbers on "
+                "the example and on new random values, so every 'agrees with eager' below holds "
+                "for any input and proves nothing (random weights that saturate, a constant "
+                "head); check with trained weights or other inputs"
+            )
+            reason += "; " + warning
+            notes.insert(0, warning)
+        return result(
+            "eager",
+            "works",
+            reason,
+            notes=notes,
+            outputs=[list(o.shape) for o in outs],
+            constant_output=constant,
+            call=self.call.text(self.arrays),
+        )
 
     def accepted(self) -> list[tuple[Variation, str]]:
         """Each variation of the inputs, with "" when eager runs every size in it, else why not."""
         if self._accepted is None:
             self._accepted = []
-            for v in variations(self.arrays):
+            for v in variations(self.arrays, self.layout):
                 why = ""
                 for xs in v.inputs[1:]:
                     try:

@@ -15,6 +15,7 @@ Also here, for PyTorch's ``onnx`` check and the benchmark: :func:`node_count`,
 
 from __future__ import annotations
 
+import contextlib
 import tempfile
 from collections.abc import Sequence
 from pathlib import Path
@@ -34,6 +35,7 @@ __all__ = [
     "NAME",
     "Session",
     "accepts",
+    "bind",
     "describe",
     "node_count",
     "pack",
@@ -104,14 +106,79 @@ def run(session: ort.InferenceSession, arrays: Sequence[np.ndarray]) -> list[np.
 # the checks
 
 
-class Session:
-    """The file, its example inputs, and the unoptimised graph's outputs per input."""
+def _graph_inputs(path: Path) -> list:
+    """The file's declared inputs, initializers (weights stored as inputs) aside."""
+    graph = onnx.load(str(path)).graph
+    inits = {i.name for i in graph.initializer}
+    return [i for i in graph.input if i.name not in inits]
 
-    def __init__(self, path: Path, arrays: list[np.ndarray]):
+
+def _declared(path: Path) -> list[tuple[str, np.dtype | None, tuple[int | None, ...]]]:
+    """The file's inputs: name, numpy type, dimensions (None: symbolic)."""
+    out = []
+    for i in _graph_inputs(path):
+        t = i.type.tensor_type
+        dtype = None
+        with contextlib.suppress(Exception):
+            dtype = np.dtype(onnx.helper.tensor_dtype_to_np_dtype(t.elem_type))
+        dims = tuple(None if d.dim_param or not d.dim_value else d.dim_value for d in t.shape.dim)
+        out.append((i.name, dtype, dims))
+    return out
+
+
+def _kinds(declared, arrays: Sequence[np.ndarray]) -> tuple[list[str], list[str]]:
+    """Inputs whose type the file refuses (another kind: a float for an int64), and the casts
+    it takes (float64 to float32)."""
+    refused, casts = [], []
+    for (name, want, _), a in zip(declared, arrays):
+        if want is None or want == a.dtype:
+            continue
+        if (want.kind in "iu") != (a.dtype.kind in "iu") or (want.kind == "b") != (
+            a.dtype.kind == "b"
+        ):
+            refused.append(f"{name} is {want} in the file, but the example gives {a.dtype}")
+        else:
+            casts.append(f"{name}: {a.dtype} cast to {want}, as the file declares")
+    return refused, casts
+
+
+class Session:
+    """The file, its example inputs (in the file's order: keyword ones by name), the axes its
+    declared dimensions leave open, and the unoptimised graph's outputs per input."""
+
+    def __init__(self, path: Path, arrays: list[np.ndarray], call: ex.Call | None = None):
         self.path = Path(path)
-        self.arrays = arrays
+        call = call or ex.Call()
+        self.declared = _declared(self.path)
+        self.arrays = self._ordered(list(arrays), call)
+        self.refused, self.casts = _kinds(self.declared, self.arrays)
+        dims = [d for _, _, d in self.declared] if len(self.declared) == len(arrays) else None
+        self.layout = ex.axes(
+            self.arrays,
+            dims,
+            call.channels,
+            "the ONNX file's declared inputs",
+            "the layout given (layout=, --layout)",
+        )
         self._reference: dict[str, list[np.ndarray]] = {}
         self._plain: ort.InferenceSession | None = None
+
+    def _ordered(self, arrays: list[np.ndarray], call: ex.Call) -> list[np.ndarray]:
+        """``arrays`` in the file's input order: keyword ones by name, positional ones in the
+        places left; ``ValueError`` for a name the file does not have."""
+        if not any(call.names):
+            return arrays
+        args, named = call.split(arrays)
+        names = [n for n, _, _ in self.declared]
+        unknown = sorted(set(named) - set(names))
+        if unknown:
+            raise ValueError(
+                f"the file has no input {', '.join(map(repr, unknown))}: its inputs are "
+                f"{', '.join(names)}"
+            )
+        rest = iter(args)
+        ordered = [named[n] if n in named else next(rest, None) for n in names]
+        return [a for a in ordered if a is not None]
 
     def reference(self, key: str, arrays: Sequence[np.ndarray]) -> list[np.ndarray]:
         if key not in self._reference:
@@ -124,17 +191,19 @@ class Session:
         return [("example", self.arrays), *ex.probes(self.arrays)]
 
 
-def session(model: Path, arrays: list[np.ndarray]) -> Session:
-    return Session(model, arrays)
+def session(model: Path, arrays: list[np.ndarray], call: ex.Call | None = None) -> Session:
+    return Session(model, arrays, call)
+
+
+def bind(model: object, call: ex.Call) -> object:
+    """The file itself: ONNX Runtime takes its inputs in the file's order (keyword ones are
+    placed by name in :class:`Session`); constants have no meaning for a file."""
+    return model
 
 
 def _inputs_text(path: Path) -> str:
-    graph = onnx.load(str(path)).graph
-    inits = {i.name for i in graph.initializer}
     out = []
-    for i in graph.input:
-        if i.name in inits:
-            continue
+    for i in _graph_inputs(path):
         dims = [d.dim_param or str(d.dim_value) for d in i.type.tensor_type.shape.dim]
         out.append(f"{i.name} {'x'.join(dims) or 'scalar'}")
     return ", ".join(out)
@@ -149,6 +218,15 @@ def _check_file(s: Session) -> dict:
         return ex.result(path, "fails", "not a valid ONNX file", ex.first_lines(exc, lines=2))
     opsets = ", ".join(f"{o.domain or 'ai.onnx'} {o.version}" for o in model.opset_import)
     nodes = len(model.graph.node)
+    if s.refused:
+        return ex.result(
+            path,
+            "fails",
+            f"the example's types are not the file's ({'; '.join(s.refused)}): give inputs of "
+            f"the types it declares (it declares: {_inputs_text(s.path)}), e.g. --input "
+            "2x16:int64 for token ids",
+            nodes=nodes,
+        )
     try:
         outs = s.reference("example", s.arrays)
     except Exception as exc:  # noqa: BLE001 - a framework error is the check's finding
@@ -160,12 +238,16 @@ def _check_file(s: Session) -> dict:
             nodes=nodes,
         )
     shapes = ", ".join("x".join(map(str, o.shape)) or "scalar" for o in outs)
+    cast = f"; {'; '.join(s.casts)}" if s.casts else ""
+    fixed = "; ".join(f"not varied: {r} ({why})" for r, why in s.layout.fixed.items())
     return ex.result(
         path,
         "works",
         f"a valid file (opset {opsets}; {nodes} nodes; inputs {_inputs_text(s.path)}); runs "
-        f"unoptimised: {len(outs)} output(s) of shape {shapes}",
+        f"unoptimised: {len(outs)} output(s) of shape {shapes}{cast}"
+        + (f"; {fixed}" if fixed else ""),
         nodes=nodes,
+        notes=[*s.layout.notes, *ex.probe_notes(s.arrays)],
     )
 
 
@@ -203,8 +285,9 @@ def _level(s: Session, level: str) -> dict:
 def _new_shapes(s: Session) -> dict:
     path = "onnxruntime(new shapes)"
     sess = session_for(s.path, "all")
-    fixed, taken = [], []
-    for v in ex.variations(s.arrays):
+    fixed = [f"{role} ({why})" for role, why in s.layout.fixed.items()]
+    taken = []
+    for v in ex.variations(s.arrays, s.layout):
         try:
             for xs in v.inputs[1:]:
                 run(sess, xs)

@@ -45,6 +45,7 @@ __all__ = [
     "PLAIN",
     "Session",
     "accepts",
+    "bind",
     "describe",
     "pack",
     "plain",
@@ -116,13 +117,61 @@ def unpack(path: Path) -> object:
 # the state the checks share in one process
 
 
-class Session(ex.EagerSession):
-    """The model's eager callable, its example inputs, and eager outputs per input."""
+def _declared(model: object, count: int) -> tuple[list[tuple] | None, str]:
+    """The input shapes the model declares (``None`` where open), and where they come from."""
+    found, source = None, ""
+    if isinstance(model, keras.Model):
+        with contextlib.suppress(Exception):
+            found, source = [tuple(i.shape) for i in model.inputs], "Keras model.inputs"
+    elif is_tf_function(model) and model.input_signature is not None:
+        found = [tuple(spec.shape) for spec in tf.nest.flatten(model.input_signature)]
+        source = "the tf.function's input_signature"
+    if found is None or len(found) != count:
+        return None, ""
+    return found, source
 
-    def __init__(self, model: object, arrays: list[np.ndarray]):
-        super().__init__(arrays)
+
+def bind(model: object, call: ex.Call) -> Callable:
+    """The model's eager callable taking every input positionally: a Keras model gets its
+    keyword tensors as a dict of named inputs when it has no positional one (else as keyword
+    arguments), and ``training=False`` with the constants; a function gets them as keyword
+    arguments."""
+    caller = model_caller(model)
+    if not call.binds:
+        return caller
+    if not isinstance(model, keras.layers.Layer):
+        fn = model.python_function if is_tf_function(model) else model
+        return lambda *xs: fn(*call.split(xs)[0], **call.split(xs)[1], **call.constants)
+
+    def bound(*xs):
+        args, named = call.split(xs)
+        if not args:
+            return model(named, training=False, **call.constants)
+        first = args[0] if len(args) == 1 else list(args)
+        return model(first, training=False, **named, **call.constants)
+
+    return bound
+
+
+class Session(ex.EagerSession):
+    """The model's eager callable (bound to its call), its example inputs (with the axes its
+    input signature declares), and eager outputs per input."""
+
+    def __init__(self, model: object, arrays: list[np.ndarray], call: ex.Call | None = None):
+        call = call or ex.Call()
+        declared, source = _declared(model, len(arrays))
+        keras_layout = keras.config.image_data_format() == "channels_last"
+        if call.channels:
+            channels, told = call.channels, "the layout given (layout=, --layout)"
+        elif isinstance(model, keras.layers.Layer):
+            channels = "last" if keras_layout else "first"
+            told = f"Keras' image_data_format() is {keras.config.image_data_format()}"
+        else:
+            channels, told = "last", "TensorFlow's default layout (NHWC)"
+        layout = ex.axes(arrays, declared, channels, source, told)
+        super().__init__(arrays, call, layout)
         self.model = model
-        self.call = self.eager_fn = model_caller(model)
+        self.fn = self.eager_fn = bind(model, call)
         self.options = _options(model)
 
     @staticmethod
@@ -132,11 +181,15 @@ class Session(ex.EagerSession):
     def run(self, fn: Callable, arrays: Sequence[np.ndarray]) -> list[np.ndarray]:
         return [np.asarray(t) for t in tf.nest.flatten(fn(*self.tensors(arrays)))]
 
-    def signature(self, dynamic: Sequence[int] = (0,)) -> list[tf.TensorSpec]:
-        """Input specs of the example's shapes with ``None`` in the ``dynamic`` dimensions."""
+    def signature(self, varied: ex.Variation | None = None) -> list[tf.TensorSpec]:
+        """Input specs of the example's shapes with ``None`` for the batch and for the
+        dimensions ``varied`` changes."""
         return [
             tf.TensorSpec(
-                [None if d in dynamic else n for d, n in enumerate(a.shape)],
+                [
+                    None if d == 0 or (varied and d in varied.changing(i)) else n
+                    for d, n in enumerate(a.shape)
+                ],
                 tf.as_dtype(a.dtype),
                 name=f"input_{i}",
             )
@@ -144,8 +197,8 @@ class Session(ex.EagerSession):
         ]
 
 
-def session(model: object, arrays: list[np.ndarray]) -> Session:
-    return Session(model, arrays)
+def session(model: object, arrays: list[np.ndarray], call: ex.Call | None = None) -> Session:
+    return Session(model, arrays, call)
 
 
 @contextlib.contextmanager
@@ -242,7 +295,8 @@ def _eager(s: Session) -> dict:
             "fails",
             "the model does not run on these inputs in eager TensorFlow: give inputs of the "
             "shape it takes (batch first), or fix the model",
-            ex.first_lines(exc, lines=2),
+            f"{type(exc).__name__}: "
+            + ex.first_lines(_first_meaningful(str(exc)) or exc, lines=4, limit=700),
         )
     return s.works(outs)
 
@@ -257,7 +311,7 @@ def _first_call(s: Session, fn: Callable) -> float:
 
 def _function(s: Session) -> dict:
     path = "tf.function"
-    fn = tf.function(s.call, **s.options)
+    fn = tf.function(s.fn, **s.options)
     try:
         first = _first_call(s, fn)
     except Exception as exc:  # noqa: BLE001 - a framework error is the check's finding
@@ -306,10 +360,6 @@ def _count_traces(fn, inputs: list[list[np.ndarray]], run: Callable) -> tuple[li
     return counts, error
 
 
-#: the dimensions each variation (labkit.frameworks._kit.explore.variations) changes, by its name
-_CHANGING = {"batch size": (0,), "sequence length": (1,), "image size": (2, 3, 4)}
-
-
 def _new_shapes(s: Session) -> dict:
     path = "tf.function(new shapes)"
     tried = s.accepted()
@@ -322,15 +372,14 @@ def _new_shapes(s: Session) -> dict:
     own = "tf.function" + (f"({', '.join(s.options)})" if s.options else "")
     groups: list[list[ex.Recompile]] = []
     for v in usable:
-        dynamic = sorted({0, *_CHANGING[v.name]})
         variants = {
             own: s.options,
             "tf.function(reduce_retracing=True)": {"reduce_retracing": True},
-            "tf.function(input_signature)": {"input_signature": s.signature(dynamic)},
+            "tf.function(input_signature)": {"input_signature": s.signature(v)},
         }
         group = []
         for label, options in variants.items():
-            fn = tf.function(s.call, **options)
+            fn = tf.function(s.fn, **options)
             with _quiet():
                 per_call, error = _count_traces(fn, v.inputs, s.run)
             reasons = [f"stopped at call {len(per_call) + 1}: {error}"] if error else []
@@ -362,7 +411,7 @@ def _new_shapes(s: Session) -> dict:
 
 def _xla(s: Session) -> dict:
     path = "xla"
-    fn = tf.function(s.call, jit_compile=True)
+    fn = tf.function(s.fn, jit_compile=True)
     try:
         first = _first_call(s, fn)
     except Exception as exc:  # noqa: BLE001 - a framework error is the check's finding
@@ -382,16 +431,16 @@ def _xla(s: Session) -> dict:
 
 def _save(s: Session, directory: Path) -> Path:
     """A SavedModel with a ``serve`` signature taking any batch size."""
-    specs = s.signature((0,))
+    specs = s.signature()
     out = directory / "savedmodel"
     if isinstance(s.model, keras.layers.Layer):
         archive = keras.export.ExportArchive()
         archive.track(s.model)
-        archive.add_endpoint("serve", s.call, input_signature=specs)
+        archive.add_endpoint("serve", s.fn, input_signature=specs)
         archive.write_out(str(out), verbose=False)
     else:
         module = tf.Module()
-        module.serve = tf.function(s.call, input_signature=specs)
+        module.serve = tf.function(s.fn, input_signature=specs)
         tf.saved_model.save(module, str(out), signatures={"serving_default": module.serve})
     return out
 

@@ -2,10 +2,13 @@
 
 Each check is one row of the report, run in a worker process by :mod:`labkit.explore`:
 
-- ``eager``: the model runs on the example inputs (and which other sizes it takes);
+- ``eager``: the model runs on the example inputs (and which other sizes it takes, and what
+  its output holds that is not a tensor: a cache object);
 - ``torch.compile``: ``torch._dynamo.explain`` counts the graphs and the graph breaks with their
   reasons and source lines; Dynamo's counters add the functions it skipped entirely (a graph
-  break inside a loop); then the model is compiled with Inductor and checked against eager;
+  break inside a loop) and the modules it does not trace (an LSTM); then the model is compiled
+  with Inductor, checked against eager, and timed against eager under ``torch.no_grad`` and
+  ``torch.inference_mode`` (the modes a learner serves in): a slowdown is a finding;
 - ``torch.compile(fullgraph)``: capture as one graph or fail with Dynamo's first reason
   (backend ``eager``: the capture alone, no code generation);
 - ``torch.compile(new shapes)``: how many graphs Dynamo captures as the batch size (and the
@@ -14,12 +17,16 @@ Each check is one row of the report, run in a worker process by :mod:`labkit.exp
 - ``torch.export`` (non-strict, the default since 2.7) and ``torch.export(strict)`` (Dynamo's
   bytecode capture): one whole-program graph or the first error, condensed;
 - ``torch.jit.trace``: TorchScript's trace (deprecated in 2.x, still common) with its
-  TracerWarnings, replayed on other inputs: a frozen branch shows up as a disagreement;
+  TracerWarnings, replayed on other inputs: a frozen branch shows up as a disagreement; a
+  dict-like output (a ``ModelOutput``) is traced again with ``strict=False``, as its error says;
 - ``onnx``: ``torch.onnx.export`` (the dynamo exporter), run by ONNX Runtime and compared.
 
 "Agrees with eager" means: the same outputs, within a relative tolerance, on the example and on
-two other inputs of the same shapes (new random values, and zeros), which is how a graph that
-froze a data-dependent decision gets caught.
+two other inputs of the same shapes (new random values, and zeros; a 0/1 mask stays a valid
+mask), which is how a graph that froze a data-dependent decision gets caught. The model is
+called as the example says (:class:`~labkit.frameworks._kit.layout.Call`: keyword tensors such
+as ``attention_mask=`` and constants such as ``use_cache=False``), through :class:`Bound`, a
+module every path takes. The reasons of a failure come from :mod:`.reasons`.
 """
 
 from __future__ import annotations
@@ -39,22 +46,32 @@ import torch
 import torch._dynamo
 from torch import nn
 from torch._dynamo.utils import counters, guard_failures
+from torch.utils import _pytree as pytree
 
 from .. import explorer as _explorer
 from .._kit import explore as ex
 from . import SPEC
 from .adapter import as_module, export_model, leaves, quiet_torchscript
+from .reasons import (
+    DEPRECATED,
+    diagnose,
+    from_counter,
+    from_reason,
+    merge,
+    trace_failed,
+    traceback_text,
+)
 
 __all__ = [
     "ACCEPTS",
     "CHECKS",
     "NAME",
-    "PLAIN",
+    "Bound",
     "Session",
     "accepts",
+    "bind",
     "describe",
     "pack",
-    "plain",
     "run_check",
     "session",
     "unpack",
@@ -99,15 +116,55 @@ def unpack(path: Path) -> object:
 
 
 # --------------------------------------------------------------------------------------------
-# the state the checks share in one process
+# the model as every path takes it, and the state the checks share in one process
+
+
+class Bound(nn.Module):
+    """The model called as its example says: ``forward(*arrays)`` passes the positional ones
+    first, then the keyword tensors by name and the constants (``use_cache=False``), which is
+    what ``torch.export``, tracing and ONNX export take (positional tensors only)."""
+
+    def __init__(self, model: nn.Module, call: ex.Call):
+        super().__init__()
+        self.model = model
+        self.call = call
+
+    def forward(self, *xs):
+        args, named = self.call.split(xs)
+        return self.model(*args, **named, **self.call.constants)
+
+
+def bind(model: object, call: ex.Call) -> object:
+    """``model`` taking every input positionally (:class:`Bound`), or itself when the call has
+    no keyword inputs or constants."""
+    return Bound(as_module(model), call) if call.binds else model
+
+
+def _others(out: object) -> list[str]:
+    """What the output holds besides tensors and plain values: ``a DynamicCache
+    (past_key_values)``."""
+    found = []
+    for where, leaf in pytree.tree_flatten_with_path(out)[0]:
+        if isinstance(leaf, torch.Tensor | bool | int | float | str | type(None)):
+            continue
+        key = re.sub(r"\W+", ".", pytree.keystr(where)).strip(".")
+        found.append(f"a {type(leaf).__name__}" + (f" ({key})" if key else ""))
+    return list(dict.fromkeys(found))
 
 
 class Session(ex.EagerSession):
-    """The model in eval mode, its example inputs, and eager outputs computed once per input."""
+    """The model in eval mode (bound to its call), its example inputs, and eager outputs
+    computed once per input."""
 
-    def __init__(self, model: object, arrays: list[np.ndarray]):
-        super().__init__(arrays)
-        self.module = self.eager_fn = as_module(model).eval()
+    def __init__(self, model: object, arrays: list[np.ndarray], call: ex.Call | None = None):
+        call = call or ex.Call()
+        layout = ex.axes(
+            arrays, channels=call.channels, channels_from="the layout given (layout=, --layout)"
+        )
+        super().__init__(arrays, call, layout)
+        self.model = as_module(model).eval()
+        self.module = self.eager_fn = bind(self.model, call)
+        self.output_type = ""
 
     @staticmethod
     def tensors(arrays: Sequence[np.ndarray]) -> list[torch.Tensor]:
@@ -116,104 +173,17 @@ class Session(ex.EagerSession):
     def run(self, fn: Callable, arrays: Sequence[np.ndarray]) -> list[np.ndarray]:
         with torch.no_grad():
             out = fn(*self.tensors(arrays))
+        if fn is self.eager_fn and not self.output_type:
+            self.output_type = type(out).__name__
+            self.uncompared = _others(out)
         return [
             t.detach().cpu().float().numpy() if t.is_floating_point() else t.detach().cpu().numpy()
             for t in leaves(out)
         ]
 
 
-def session(model: object, arrays: list[np.ndarray]) -> Session:
-    return Session(model, arrays)
-
-
-# --------------------------------------------------------------------------------------------
-# Dynamo's reasons in plain words
-
-#: (substrings of Dynamo's or export's message, what it means), first match wins
-PLAIN: tuple[tuple[tuple[str, ...], str], ...] = (
-    (
-        ("Data-dependent branching", "generic_jump", "data-dependent expression"),
-        (
-            "a Python if/while on a tensor's value (data-dependent control flow): a graph "
-            "cannot hold a Python branch; torch.cond (or torch.where) keeps it in the graph"
-        ),
-    ),
-    (
-        ("Tensor.item()", "item()", "Tensor.tolist", "Converting a tensor to a Python"),
-        (
-            "reads a tensor's value into Python (.item(), .tolist(), float(t)): the graph "
-            "stops to hand Python the number"
-        ),
-    ),
-    (
-        ("Dynamic shape operator", "nonzero", "data dependent output shape"),
-        (
-            "an operation whose output shape depends on the values (boolean masking, nonzero, "
-            "unique): the graph cannot size it ahead of time"
-        ),
-    ),
-    (
-        ("`print`", "builtin print"),
-        "a Python print(): a side effect, so it runs in Python between two graphs (every call)",
-    ),
-    (("numpy", "NumPy"), "a NumPy call on a tensor: it runs in Python, outside the graph"),
-    (
-        ("graph break in loop", "Skipping the frame"),
-        "a graph break inside a loop: Dynamo skips the whole function, which runs as Python",
-    ),
-    (
-        ("skip", "Unsupported function call", "Failed to trace builtin", "call_function"),
-        (
-            "a call Dynamo cannot trace (C code or an unsupported library function): it runs "
-            "in Python between graphs"
-        ),
-    ),
-)
-
-
-def plain(message: str) -> str:
-    return ex.plain(message, PLAIN, "the capture stopped here (the framework's message says why)")
-
-
-def _frame_name(name: str) -> str:
-    """Dynamo's resume functions (``torch_dynamo_resume_in_forward_at_10``) as the function."""
-    m = re.fullmatch(r"torch_dynamo_resume_in_(\w+?)_at_\d+", name)
-    return m.group(1) if m else name
-
-
-def _from_reason(reason, path: str) -> ex.GraphBreak:
-    frame = reason.user_stack[-1] if reason.user_stack else None
-    location = (
-        f"{Path(frame.filename).name}:{frame.lineno} in {_frame_name(frame.name)}" if frame else ""
-    )
-    return ex.GraphBreak(
-        reason=plain(reason.reason),
-        location=location,
-        code=(frame.line or "").strip() if frame else "",
-        message=ex.first_lines(reason.reason, lines=2, limit=240),
-        path=path,
-    )
-
-
-_CODE = re.compile(r"code: (.+)")
-
-
-def _from_counter(message: str, count: int, path: str, where: str) -> ex.GraphBreak:
-    """A graph break that made Dynamo skip a whole function (it sits in a loop); ``where`` is
-    an error text that locates it when the message does not (see :func:`_locate`)."""
-    first = message.split("*** While handling", 1)[0]
-    code = _CODE.search(first)
-    located = first if ex.user_location(first) else where
-    return ex.GraphBreak(
-        reason=plain(first) + "; it sits inside a loop, so Dynamo skipped the whole function, "
-        "which runs as plain Python",
-        location=ex.user_location(located),
-        code=code.group(1).strip() if code else ex.user_code(located),
-        message=ex.first_lines(first, lines=1, limit=200)
-        + " (then: frame skipped, runs as Python)",
-        count=count,
-        path=path,
-    )
+def session(model: object, arrays: list[np.ndarray], call: ex.Call | None = None) -> Session:
+    return Session(model, arrays, call)
 
 
 def _locate(s: Session) -> str:
@@ -225,18 +195,6 @@ def _locate(s: Session) -> str:
     except Exception as exc:  # noqa: BLE001 - the error is what we want
         return str(exc)
     return ""
-
-
-def _merge(breaks: list[ex.GraphBreak]) -> list[ex.GraphBreak]:
-    """One entry per place and reason, counting repeats (a break in a loop body, say)."""
-    seen: dict[tuple[str, str], ex.GraphBreak] = {}
-    for b in breaks:
-        key = (b.location, b.reason)
-        if key in seen:
-            seen[key].count += b.count
-        else:
-            seen[key] = b
-    return list(seen.values())
 
 
 @contextlib.contextmanager
@@ -255,7 +213,7 @@ def _eager(s: Session) -> dict:
     try:
         outs = s.eager("example", s.arrays)
     except Exception as exc:  # noqa: BLE001 - a framework error is the check's finding
-        where = ex.user_location(_traceback(exc))
+        where = ex.user_location(traceback_text(exc))
         return ex.result(
             "eager",
             "fails",
@@ -266,25 +224,58 @@ def _eager(s: Session) -> dict:
     return s.works(outs)
 
 
-def _fails(
-    path: str, what: str, exc: BaseException, lines: int, cause: BaseException | None = None
-) -> dict:
-    """A failed capture: what failed, the framework's message in plain words and where in the
-    learner's code (read from ``cause``, by default ``exc``), its first ``lines`` lines."""
-    cause = exc if cause is None else cause
-    where = ex.user_location(str(cause))
+def _fails(path: str, what: str, exc: BaseException, **details) -> dict:
+    """A failed capture: what failed, why in plain words (:func:`.reasons.diagnose`: the
+    framework's error classes, then its message) and where in the learner's code."""
+    reason, message, where = diagnose(exc)
     return ex.result(
         path,
         "fails",
-        f"{what}: {plain(str(exc))}" + (f" (at {where})" if where else ""),
-        ex.first_lines(cause, lines=lines),
+        f"{what}: {reason}" + (f" (at {where})" if where else ""),
+        message,
+        **details,
     )
 
 
-def _traceback(exc: BaseException) -> str:
-    import traceback
+def _graph_breaks(s: Session, explained, path: str) -> list[ex.GraphBreak]:
+    """``explain``'s break reasons, plus what Dynamo counted but did not list: functions it
+    skipped whole (a break inside a loop), and, when it captured nothing, why (an LSTM)."""
+    breaks = [from_reason(r, path) for r in explained.break_reasons]
+    found = dict(counters["unimplemented"])
+    skipped = {m: n for m, n in found.items() if "Skipping the frame" in m or "frame skipped" in m}
+    if skipped:
+        where = _locate(s)
+        breaks += [from_counter(m, n, path, where, skipped=True) for m, n in skipped.items()]
+    if explained.graph_count <= 0 and not breaks and found:
+        where = _locate(s)
+        breaks += [from_counter(m, n, path, where, skipped=False) for m, n in found.items()]
+    return merge(breaks)
 
-    return "".join(traceback.format_exception(exc))
+
+#: the grad modes a learner serves a model in (they can differ by orders of magnitude compiled)
+_SERVING = {"no_grad": torch.no_grad, "inference_mode": torch.inference_mode}
+
+
+def _per_call(s: Session, fn: Callable, mode: Callable, calls: int = 5) -> float:
+    """Milliseconds of one call of ``fn`` under ``mode`` (the fastest of ``calls``: a busy
+    machine only adds time; after one call that may compile for this mode), inputs made in
+    that mode as a server makes them."""
+    with mode(), _quiet():
+        fn(*s.tensors(s.arrays))
+        times = []
+        for _ in range(calls):
+            xs = s.tensors(s.arrays)
+            t0 = time.perf_counter()
+            fn(*xs)
+            times.append(time.perf_counter() - t0)
+    return 1e3 * min(times)
+
+
+def _timings(s: Session, compiled: Callable) -> dict[str, dict[str, float]]:
+    return {
+        name: {"eager": _per_call(s, s.module, mode), "compiled": _per_call(s, compiled, mode)}
+        for name, mode in _SERVING.items()
+    }
 
 
 def _compile(s: Session) -> dict:
@@ -293,16 +284,7 @@ def _compile(s: Session) -> dict:
     counters.clear()
     with _quiet():
         explained = torch._dynamo.explain(s.module)(*s.tensors(s.arrays))
-    breaks = [_from_reason(r, path) for r in explained.break_reasons]
-    skipped = {
-        msg: n
-        for msg, n in counters["unimplemented"].items()
-        if "Skipping the frame" in msg or "frame skipped" in msg
-    }
-    if skipped:
-        where = _locate(s)
-        breaks += [_from_counter(msg, n, path, where) for msg, n in skipped.items()]
-    breaks = _merge(breaks)
+    breaks = _graph_breaks(s, explained, path)
     graphs = max(explained.graph_count, 0)
     torch._dynamo.reset()
     compiled = torch.compile(s.module)
@@ -312,11 +294,8 @@ def _compile(s: Session) -> dict:
     first = time.perf_counter() - t0
     with _quiet():
         ok, worst, why = s.compare(compiled)
-    details = {
-        "graphs": graphs,
-        "breaks": sum(b.count for b in breaks),
-        "first_call_s": first,
-    }
+    ms = _timings(s, compiled) if ok else {}
+    details = {"graphs": graphs, "breaks": sum(b.count for b in breaks), "first_call_s": first}
     message = "; ".join(dict.fromkeys(b.message for b in breaks))
     if not ok:
         return ex.result(
@@ -327,33 +306,45 @@ def _compile(s: Session) -> dict:
             breaks,
             **details,
         )
+    slower = ex.slowdown(ms)
+    calls = ", ".join(f"{m} {t['compiled']:.3g} vs {t['eager']:.3g} ms" for m, t in ms.items())
+    tail = f"; {slower}" if slower else f"; a call compiled vs eager: {calls}"
     if graphs == 0:
+        cause = f" ({breaks[0].reason})" if breaks else ""
         return ex.result(
             path,
             "caveats",
-            "Dynamo captured no graph: the whole forward runs as plain Python, so torch.compile "
-            f"cannot speed it up (it {ex.agrees(worst)})",
+            f"Dynamo captured no graph{cause}: the whole forward runs as plain Python, so "
+            f"torch.compile cannot speed it up; it {ex.agrees(worst)}{tail}",
             message,
             breaks,
+            ms_per_call=ms,
             **details,
         )
-    if breaks:
+    if breaks or slower:
+        where = (
+            f"{graphs} graphs with {sum(b.count for b in breaks)} graph break(s) between them "
+            "(listed below): Python runs at each break; "
+            if breaks
+            else "one graph, no graph break; "
+        )
         return ex.result(
             path,
             "caveats",
-            f"{graphs} graphs with {sum(b.count for b in breaks)} graph break(s) between them "
-            f"(listed below): Python runs at each break; Inductor's code {ex.agrees(worst)}; "
-            f"first call {first:.1f} s (compiling)",
+            f"{where}Inductor's code {ex.agrees(worst)}; first call {first:.1f} s (compiling)"
+            + tail,
             message,
             breaks,
+            ms_per_call=ms,
             **details,
         )
     return ex.result(
         path,
         "works",
         f"one graph, no graph break; Inductor's code {ex.agrees(worst)}; first call {first:.1f} s "
-        "(compiling)",
+        f"(compiling){tail}",
         "",
+        ms_per_call=ms,
         **details,
     )
 
@@ -366,7 +357,7 @@ def _fullgraph(s: Session) -> dict:
         with _quiet():
             s.run(fn, s.arrays)
     except Exception as exc:  # noqa: BLE001 - a framework error is the check's finding
-        return _fails(path, "not capturable as one graph", exc, lines=2)
+        return _fails(path, "not capturable as one graph", exc)
     with _quiet():
         ok, worst, why = s.compare(fn)
     if not ok:
@@ -450,7 +441,7 @@ def _export(s: Session, strict: bool) -> dict:
         with _quiet(), contextlib.redirect_stderr(io.StringIO()):
             program = torch.export.export(s.module, tuple(s.tensors(s.arrays)), strict=strict)
     except Exception as exc:  # noqa: BLE001 - a framework error is the check's finding
-        return _fails(path, f"torch.export ({how}) rejects it", exc, lines=1)
+        return _fails(path, f"torch.export ({how}) rejects it", exc)
     ops = sum(n.op == "call_function" for n in program.graph.nodes)
     with _quiet():
         ok, worst, why = s.compare(program.module())
@@ -467,20 +458,28 @@ def _export(s: Session, strict: bool) -> dict:
     )
 
 
+#: what strict tracing says of a dict or list output, and that strict=False takes it
+_CONTAINER = ("Encountering a dict at the output", "Encountering a list at the output")
+
+
 def _trace(s: Session) -> dict:
     path = "torch.jit.trace"
+    s.eager("example", s.arrays)  # what the output holds, for the reasons below
+    relaxed = False
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         try:
-            traced = torch.jit.trace(s.module, tuple(s.tensors(s.arrays)), check_trace=False)
+            try:
+                traced = torch.jit.trace(s.module, tuple(s.tensors(s.arrays)), check_trace=False)
+            except RuntimeError as exc:
+                if not any(k in str(exc) for k in _CONTAINER):
+                    raise
+                relaxed = True  # what its message advises: strict=False takes a dict output
+                traced = torch.jit.trace(
+                    s.module, tuple(s.tensors(s.arrays)), check_trace=False, strict=False
+                )
         except Exception as exc:  # noqa: BLE001 - a framework error is the check's finding
-            return ex.result(
-                path,
-                "fails",
-                "TorchScript's tracer cannot record it (deprecated in PyTorch 2.x: use "
-                "torch.export or torch.compile)",
-                ex.first_lines(exc, lines=2),
-            )
+            return trace_failed(exc, s.uncompared)
     tracer = [w for w in caught if issubclass(w.category, torch.jit.TracerWarning)]
     notes = list(
         dict.fromkeys(
@@ -499,29 +498,43 @@ def _trace(s: Session) -> dict:
         except Exception as exc:  # noqa: BLE001 - a framework error is the check's finding
             ok, worst, why = False, float("inf"), f"on another input size: {ex.first_lines(exc, 1)}"
     message = "; ".join(notes[:3])
-    deprecated = "deprecated in PyTorch 2.x: torch.export or torch.compile for new code"
+    how = (
+        f"traced only with torch.jit.trace(..., strict=False): the model returns a "
+        f"{s.output_type} (a dict-like output), which strict tracing refuses because a "
+        "container's structure could change with the inputs; "
+        if relaxed
+        else ""
+    )
     if not ok:
         return ex.result(
             path,
             "fails",
-            f"the trace computes different numbers than eager {why}: it recorded the Python "
-            f"decisions of one run and replays them for every input ({deprecated})",
+            f"{how}the trace computes different numbers than eager {why}: it recorded the "
+            f"Python decisions of one run and replays them for every input ({DEPRECATED})",
             message,
             tracer_warnings=len(notes),
+            strict=not relaxed,
         )
-    if notes:
+    if notes or relaxed:
+        warned = (
+            f"{len(notes)} TracerWarning(s): the trace froze a value or decision of the example "
+            "run; "
+            if notes
+            else ""
+        )
         return ex.result(
             path,
             "caveats",
-            f"{len(notes)} TracerWarning(s): the trace froze a value or decision of the example "
-            f"run; it {ex.agrees(worst)} on the inputs tried, maybe not on others ({deprecated})",
+            f"{how}{warned}it {ex.agrees(worst)} on the inputs tried, maybe not on others "
+            f"({DEPRECATED})",
             message,
             tracer_warnings=len(notes),
+            strict=not relaxed,
         )
     return ex.result(
         path,
         "works",
-        f"the trace replays correctly on new values and sizes; {ex.agrees(worst)} ({deprecated})",
+        f"the trace replays correctly on new values and sizes; {ex.agrees(worst)} ({DEPRECATED})",
     )
 
 
@@ -537,8 +550,7 @@ def _onnx(s: Session) -> dict:
                 file = export_model(s.module, s.arrays, tmp)
         except Exception as exc:  # noqa: BLE001 - a framework error is the check's finding
             what = "torch.onnx.export (the dynamo exporter) cannot export it"
-            # the exporter wraps what torch.export raised: the cause says where and what first
-            return _fails(path, what, exc, lines=1, cause=exc.__cause__ or exc)
+            return _fails(path, what, exc)
         nodes = runtime.node_count(file)
         session = runtime.session_for(file)
         worst, why = 0.0, ""

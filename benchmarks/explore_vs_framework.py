@@ -1,0 +1,226 @@
+"""labkit.explore's verdicts beside what each framework says directly, per model.
+
+For each spec, a fresh process asks the framework itself, with the calls a framework engineer
+would type (``torch._dynamo.explain``, ``torch.compile(fullgraph=True)``, ``torch.export.export``
+strict and non-strict, ``torch.jit.trace``, ``torch.onnx.export`` + ``onnxruntime``;
+``tf.function`` and ``experimental_get_tracing_count`` over new batch sizes,
+``jit_compile=True``, ``tf.saved_model``, ``tf.lite.TFLiteConverter``), and ``labkit.explore``
+checks the same spec; the table sets the two side by side. Run it by hand (it compiles and
+exports every model: minutes):
+
+    .venv/bin/python benchmarks/explore_vs_framework.py [SPEC ...] [--out FILE.md]
+
+Default specs: the tiny real models of ``tests/explore_real_models.py``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+os.environ.setdefault("PROTOCOL_BUFFERS_PYTHON_IMPLEMENTATION", "python")
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+
+import labkit  # noqa: F401  (first: the protobuf setting)
+
+MODELS = ROOT / "tests" / "explore_real_models.py"
+DEFAULT = [
+    (f"{MODELS}:bert_with_mask", None),
+    (f"{MODELS}:gpt2", "2x16:int64"),
+    (f"{MODELS}:gpt2_no_cache", None),
+    (f"{MODELS}:vit", "2x3x32x32"),
+    (f"{MODELS}:lstm", "2x16:int64"),
+    (f"{MODELS}:no_onnx", "2x8"),
+    (f"{MODELS}:keras_cnn", "2x32x32x3"),
+    (f"{MODELS}:keras_mobilenet", "2x32x32x3"),
+]
+
+
+def _tried(fn) -> str:
+    try:
+        return fn()
+    except Exception as exc:  # noqa: BLE001 - the framework's answer is what we report
+        text = str(exc).strip().splitlines()
+        return f"error: {type(exc).__name__}: {text[0][:160] if text else ''}"
+
+
+def _torch_direct(model, args: tuple, kwargs: dict) -> dict[str, str]:
+    """What PyTorch says, called directly."""
+    import tempfile
+    import warnings
+
+    import numpy as np
+    import onnxruntime as ort
+    import torch
+    import torch._dynamo
+    from torch.utils import _pytree as pytree
+
+    warnings.simplefilter("ignore")
+
+    def leaves(out):
+        return [t for t in pytree.tree_leaves(out) if isinstance(t, torch.Tensor)]
+
+    with torch.no_grad():
+        ref = leaves(model(*args, **kwargs))
+
+    def explain():
+        e = torch._dynamo.explain(model)(*args, **kwargs)
+        return f"{e.graph_count} graph(s), {max(e.graph_break_count, 0)} break(s)"
+
+    def fullgraph():
+        torch._dynamo.reset()
+        with torch.no_grad():
+            torch.compile(model, fullgraph=True, backend="eager")(*args, **kwargs)
+        return "one graph"
+
+    def export(strict):
+        p = torch.export.export(model, args, kwargs, strict=strict)
+        return f"exported ({sum(n.op == 'call_function' for n in p.graph.nodes)} ops)"
+
+    def trace():
+        for strict in (True, False):
+            try:
+                torch.jit.trace(model, args, check_trace=False, strict=strict)
+                return f"traced (strict={strict})"
+            except RuntimeError as exc:
+                last = exc
+        raise last
+
+    def onnx():
+        with tempfile.TemporaryDirectory() as tmp:
+            program = torch.onnx.export(model, args, kwargs=kwargs, dynamo=True, verbose=False)
+            program.save(f"{tmp}/m.onnx")
+            sess = ort.InferenceSession(f"{tmp}/m.onnx", providers=["CPUExecutionProvider"])
+            feeds = [t.numpy() for t in leaves((args, kwargs))]
+            names = [i.name for i in sess.get_inputs()]
+            outs = sess.run(None, dict(zip(names, feeds)))
+        worst = max(float(np.abs(o - r.numpy()).max()) for o, r in zip(outs, ref))
+        return f"ORT agrees to {worst:.1g}"
+
+    return {
+        "torch.compile": _tried(explain),
+        "torch.compile(fullgraph)": _tried(fullgraph),
+        "torch.export": _tried(lambda: export(False)),
+        "torch.export(strict)": _tried(lambda: export(True)),
+        "torch.jit.trace": _tried(trace),
+        "onnx": _tried(onnx),
+    }
+
+
+def _tf_direct(model, arrays: list) -> dict[str, str]:
+    """What TensorFlow says, called directly."""
+    import tempfile
+
+    import numpy as np
+    import tensorflow as tf
+
+    x = arrays[0]
+
+    def retracing():
+        fn = tf.function(lambda t: model(t, training=False))
+        for b in (x.shape[0], x.shape[0] + 1, x.shape[0] + 2):
+            fn(tf.constant(np.resize(x, (b, *x.shape[1:]))))
+        return f"{fn.experimental_get_tracing_count()} traces for 3 batch sizes"
+
+    def xla():
+        tf.function(lambda t: model(t, training=False), jit_compile=True)(tf.constant(x))
+        return "compiled"
+
+    def saved():
+        with tempfile.TemporaryDirectory() as tmp:
+            model.export(f"{tmp}/sm", verbose=False)
+            tf.saved_model.load(f"{tmp}/sm").serve(tf.constant(x))
+        return "saved and loaded"
+
+    def tflite():
+        flat = tf.lite.TFLiteConverter.from_keras_model(model).convert()
+        return f"converted ({len(flat) / 1e6:.2g} MB)"
+
+    y1 = np.asarray(model(x, training=False))
+    y2 = np.asarray(model(np.random.default_rng(1).standard_normal(x.shape).astype(x.dtype)))
+    return {
+        "eager": f"output varies with the input: {bool(np.abs(y1 - y2).max() > 0)}",
+        "tf.function(new shapes)": _tried(retracing),
+        "xla": _tried(xla),
+        "savedmodel": _tried(saved),
+        "tflite": _tried(tflite),
+    }
+
+
+def direct(spec: str, shapes: str | None) -> dict[str, str]:
+    """The framework's own answers for one spec (run in a process of its own)."""
+    from labkit import frameworks
+    from labkit.runner import inputs
+
+    model, given = inputs.build_example(spec)
+    if given is None:
+        arrays, call = inputs.example_arrays(inputs.parse_inputs(shapes)), None
+    else:
+        arrays, call = given
+    if frameworks.framework_of(model) == "tensorflow":
+        return _tf_direct(model, arrays)
+    import torch
+
+    tensors = [torch.from_numpy(a) for a in arrays]
+    if call is None:
+        return _torch_direct(model, tuple(tensors), {})
+    args, named = call.split(tensors)
+    return _torch_direct(model, tuple(args), {**named, **call.constants})
+
+
+def compare(spec: str, shapes: str | None) -> list[str]:
+    """Markdown rows: each path's explorer verdict beside the framework's own answer."""
+    from labkit import explore
+
+    child = subprocess.run(
+        [sys.executable, __file__, "--direct", spec, "--shapes", shapes or ""],
+        capture_output=True,
+        text=True,
+        check=False,
+        cwd=ROOT,
+    )
+    lines = [ln for ln in child.stdout.splitlines() if ln.startswith("{")]
+    own = json.loads(lines[-1]) if lines else {"error": child.stderr[-300:]}
+    report = explore.check(spec, shapes, progress=False)
+    name = spec.rpartition(":")[2]
+    rows = []
+    for p in report.paths:
+        said = own.get(p.path, "")
+        rows.append(f"| {name} | {p.path} | {p.status} | {said.replace('|', '/')} |")
+    for r in report.recompiles:
+        if r.varied == "sequence length":
+            rows.append(f"| {name} | {r.path} (sequence length) | compiles {r.compiles} | |")
+    return rows
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("specs", nargs="*", help="SPEC or SPEC@SHAPES (default: the test models)")
+    parser.add_argument("--out", help="also write the table to this Markdown file")
+    parser.add_argument("--direct", help=argparse.SUPPRESS)
+    parser.add_argument("--shapes", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.direct:
+        print(json.dumps(direct(args.direct, args.shapes or None)))
+        return 0
+    todo = [tuple(s.split("@", 1)) if "@" in s else (s, None) for s in args.specs] or DEFAULT
+    table = [
+        "| model | path | labkit.explore | the framework, called directly |",
+        "|---|---|---|---|",
+    ]
+    for spec, shapes in todo:
+        table += compare(spec, shapes)
+        print("\n".join(table[-12:]), flush=True)
+    if args.out:
+        Path(args.out).write_text("\n".join(table) + "\n", encoding="utf-8")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,364 @@
+"""labkit.explore on what real models do: masks and keyword arguments given through the spec,
+token inputs and their sequence length, channels-last images, a cache object in the output, a
+dict-like output, an LSTM, an operator without an ONNX translation, an output that does not
+depend on the input, a model that hangs or crashes in eager.
+
+The models (tests/explore_real_models.py) are tiny and built from configs with random weights:
+Hugging Face ``transformers`` (the test extra; nothing is downloaded, HF_HUB_OFFLINE=1) and
+Keras applications with ``weights=None``. Framework-free pieces first; the checks then run in
+real worker processes (``slow``; whole reports are ``costly``).
+"""
+
+import os
+import time
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+
+from labkit import explore
+from labkit.frameworks._kit import explore as kit
+from labkit.frameworks._kit import layout
+from labkit.frameworks.torch import reasons
+from labkit.runner import inputs
+
+import numpy as np
+import pytest
+from conftest import ROOT, require, run_labkit, skip_or_fail
+
+MODELS = ROOT / "tests" / "explore_real_models.py"
+
+
+def spec(name: str) -> str:
+    return f"{MODELS}:{name}"
+
+
+def require_transformers():
+    require("torch")
+    try:
+        import transformers  # noqa: F401
+    except ImportError as exc:
+        skip_or_fail(f"transformers (the test extra) is not installed: {exc}")
+
+
+def _tokens():
+    ids = np.random.default_rng(0).integers(1, 100, (2, 16))
+    mask = np.ones((2, 16), np.int64)
+    mask[1, 10:] = 0
+    return ids, mask
+
+
+# --------------------------------------------------------------------------------------------
+# framework-free: which axes vary, masks, calls, reasons
+
+
+def test_the_signature_decides_which_axes_vary_and_a_guess_says_so():
+    x = np.zeros((2, 32, 32, 3), np.float32)
+    keras_like = layout.axes([x], [(None, None, None, 3)], "last", "Keras model.inputs", "Keras")
+    image = layout.variations([x], keras_like)[1]
+    assert image.name == "image size" and image.shapes[1:] == [
+        "2x40x40x3",
+        "2x48x48x3",
+        "2x56x56x3",
+    ]
+    fixed = layout.axes([x], [(None, 32, 32, 3)], "last", "Keras model.inputs")
+    assert [v.name for v in layout.variations([x], fixed)] == ["batch size"]
+    assert fixed.fixed == {"image size": "Keras model.inputs fixes it at 32x32"}
+    guessed = layout.axes([x])  # no signature, no layout given: a guess, said so
+    assert guessed.roles["image size"] == [(0, 1), (0, 2)] and "guessed" in guessed.notes[0]
+    nchw = layout.axes([np.zeros((2, 3, 32, 32), np.float32)])
+    assert nchw.roles["image size"] == [(0, 2), (0, 3)] and "assumed" in nchw.notes[0]
+    declared = layout.axes([x], channels="first", channels_from="the layout given")
+    assert declared.roles["image size"] == [(0, 2), (0, 3)]
+    onnx_like = layout.axes([np.zeros((3, 8), np.float32)], [(3, 8)], source="the ONNX file")
+    assert onnx_like.fixed == {"batch size": "the ONNX file fixes it at 3"}
+
+
+def test_token_inputs_get_a_sequence_length_series_and_masks_stay_masks():
+    ids, mask = _tokens()
+    series = {v.name: v for v in layout.variations([ids, mask])}
+    assert list(series) == ["batch size", "sequence length"]
+    assert series["sequence length"].shapes[1:] == [
+        "2x20:int64,2x20:int64",
+        "2x24:int64,2x24:int64",
+        "2x28:int64,2x28:int64",
+    ]
+    for xs in series["sequence length"].inputs[1:]:
+        new_mask = xs[1]
+        assert layout.is_mask(new_mask) and new_mask[:, 0].all()  # a padding mask, never empty
+        assert np.all(np.diff(new_mask, axis=1) <= 0)  # ones, then zeros
+        assert xs[0].min() >= ids.min() and xs[0].max() <= ids.max()
+    (_, new), (_, zeros) = layout.probes([ids, mask])
+    assert layout.is_mask(new[1]) and new[1][:, 0].all()
+    assert np.array_equal(zeros[1], mask) and not zeros[0].any()  # the mask kept, ids zeroed
+    (note,) = layout.probe_notes([ids, mask], layout.Call(("", "attention_mask")))
+    assert "attention_mask" in note and "leaves it as given" in note
+    assert layout.probe_notes([ids]) == []
+
+
+def test_example_inputs_from_a_builder_or_a_function(tmp_path):
+    ids, mask = _tokens()
+    arrays, call = inputs.example_of((ids,), {"attention_mask": mask, "use_cache": False})
+    assert call.names == ("", "attention_mask") and call.constants == {"use_cache": False}
+    assert call.text(arrays) == "model(2x16:int64, attention_mask=2x16:int64, use_cache=False)"
+    assert call.split(["a", "b"]) == (["a"], {"attention_mask": "b"})
+    with pytest.raises(ValueError, match="keyword arguments are tensors"):
+        inputs.example_of((ids,), {"cache": object()})
+    with pytest.raises(ValueError, match="not a tensor or an array"):
+        inputs.example_of(("text",))
+    (tmp_path / "m.py").write_text(
+        "import numpy as np\n"
+        "def build():\n    return 'the model', (np.zeros((2, 4)),), {'flag': True}\n"
+        "def plain():\n    return 'the model'\n"
+        "def example_inputs():\n    return (np.ones((2, 4)),), {'mask': np.ones((2, 4), int)}\n"
+    )
+    model, (arrays, call) = inputs.build_example(f"{tmp_path / 'm.py'}:build")
+    assert model == "the model" and arrays[0].shape == (2, 4) and call.constants == {"flag": True}
+    assert inputs.build(f"{tmp_path / 'm.py'}:build") == "the model"
+    assert inputs.build_example(f"{tmp_path / 'm.py'}:plain") == ("the model", None)
+    arrays, call = inputs.load_example(f"{tmp_path / 'm.py'}:example_inputs")
+    assert call.names == ("", "mask") and len(arrays) == 2
+    assert inputs.is_function_spec(f"{tmp_path / 'm.py'}:example_inputs")
+    assert not inputs.is_function_spec("2x16:int64") and not inputs.is_function_spec((2, 3))
+    assert [a.shape[0] for a in inputs.to_batch([ids, mask], 5)] == [5, 5]
+    assert np.array_equal(inputs.to_batch([ids], 1)[0], ids[:1])
+
+
+def test_a_slowdown_is_a_finding_in_the_mode_it_happens():
+    ms = {
+        "no_grad": {"eager": 0.5, "compiled": 0.5},
+        "inference_mode": {"eager": 0.5, "compiled": 345.0},
+    }
+    found = kit.slowdown(ms)
+    assert "690x slower than eager" in found and "torch.inference_mode" in found
+    assert "under torch.no_grad: 0.5 ms compiled" in found
+    assert kit.slowdown({"no_grad": {"eager": 1.0, "compiled": 1.5}}) == ""  # noise, not a finding
+    assert kit.slowdown({"no_grad": {"eager": 0.01, "compiled": 0.05}}) == ""  # 40 us: nothing
+    assert kit.slowdown({}) == ""
+
+
+def test_the_learners_frame_is_found_not_the_standard_librarys():
+    import ctypes
+
+    text = (
+        f'File "{MODELS}", line 12, in forward\n'
+        '  File "/v/lib/python3.11/site-packages/transformers/models/bert/modeling_bert.py", '
+        "line 40, in forward\n"
+        '  File "/v/lib/python3.11/site-packages/torch/nn/modules/module.py", line 9, in _call\n'
+        f'  File "{ctypes.__file__}", line 5, in __getattr__\n'
+    )
+    assert kit.user_location(text) == "explore_real_models.py:12 in forward"
+    library = text.split("\n", 1)[1]  # no learner's frame: the model library's, not ctypes'
+    assert kit.user_location(library) == "modeling_bert.py:40 in forward"
+    assert kit.user_location(library.split("\n", 2)[2]) == ""  # torch and ctypes only
+
+
+def test_reasons_come_from_the_frameworks_error_classes():
+    class DispatchError(Exception):
+        pass
+
+    class ConversionError(Exception):
+        pass
+
+    inner = DispatchError(
+        "No ONNX function found for <OpOverload(op='aten.cummax', overload='default')>."
+    )
+    try:
+        try:
+            raise inner
+        except DispatchError as exc:
+            raise ConversionError("Failed to convert the exported program (call_function)") from exc
+    except ConversionError as exc:
+        why, message, _ = reasons.diagnose(exc)
+    assert "aten.cummax.default has no ONNX translation" in why and "Dynamo" not in why
+    assert message.startswith("DispatchError: No ONNX function found")
+    cache = RuntimeError(
+        "Found <class 'transformers.cache_utils.DynamicCache'> in output, which is not a known type."
+    )
+    why, _, _ = reasons.diagnose(cache)
+    assert "use_cache=False" in why and "register DynamicCache as a pytree node" in why
+    strict = AssertionError("Encountered unrecognized type UserDefinedObjectVariable(DynamicCache)")
+    assert "use_cache=False" in reasons.diagnose(AssertionError(f"{strict} at output 1"))[0]
+    rnn = "Attempted to wrap RNN, GRU, or LSTM\n  Explanation: Dynamo does not support RNN.\n  Hint: Set x"
+    assert reasons.dynamo_words(rnn) == "Dynamo does not support RNN; its hint: Set x"
+    assert "allow_rnn" in reasons.plain(rnn)
+
+
+# --------------------------------------------------------------------------------------------
+# PyTorch: transformers models, an LSTM, cummax, a hang, a crash
+
+
+@pytest.mark.slow
+def test_a_bert_like_model_with_a_real_mask_through_the_spec_agrees_and_recompiles_per_length():
+    require_transformers()
+    require("onnxruntime")
+    report = explore.check(
+        spec("bert_with_mask"), checks=["torch.compile(new shapes)", "onnx"], progress=False
+    )
+    assert report.inputs == "2x16:int64,2x16:int64"
+    assert report.call == "model(2x16:int64, attention_mask=2x16:int64)"
+    assert report.status("eager") == "works" and report.status("onnx") == "works"
+    assert "ONNX Runtime agrees with eager" in report.path("onnx").reason
+    by = {r.varied: r for r in report.recompiles}
+    assert by["sequence length"].shapes[1] == "2x20:int64,2x20:int64"
+    assert by["sequence length"].compiles[0] == 1  # the example compiles; later lengths reuse
+    assert any("attention_mask a 0/1 mask" in n for n in report.notes)
+    assert "called as `model(2x16:int64, attention_mask=2x16:int64)`" in report.to_markdown()
+
+
+@pytest.mark.slow
+def test_a_decoders_cache_output_is_reported_and_the_hint_names_use_cache():
+    require_transformers()
+    report = explore.check(
+        spec("gpt2"), "2x16:int64", checks=["torch.export", "torch.jit.trace"], progress=False
+    )
+    eager = report.path("eager")
+    assert (
+        "DynamicCache (past_key_values)" in eager.reason and "no path compares it" in eager.reason
+    )
+    export = report.path("torch.export")
+    assert export.status == "fails" and "use_cache=False" in export.reason
+    assert "register DynamicCache as a pytree node" in export.reason
+    assert export.message.startswith("RuntimeError: Found <class")
+    trace = report.path("torch.jit.trace")
+    assert trace.status == "fails" and "use_cache=False" in trace.reason
+
+
+@pytest.mark.slow
+def test_a_dict_output_traces_with_strict_false_and_an_lstm_says_why_nothing_compiles():
+    require_transformers()
+    report = explore.check(spec("bert_with_mask"), checks=["torch.jit.trace"], progress=False)
+    trace = report.path("torch.jit.trace")
+    assert trace.status == "caveats" and "strict=False" in trace.reason
+    assert "BaseModelOutputWithPoolingAndCrossAttentions" in trace.reason
+    assert trace.details["strict"] is False
+    lstm = explore.check(spec("lstm"), "2x16:int64", checks=["torch.compile"], progress=False)
+    row = lstm.path("torch.compile")
+    assert row.status == "caveats" and "Dynamo captured no graph (an nn.RNN/GRU/LSTM" in row.reason
+    assert "allow_rnn=True" in row.message
+    (brk,) = lstm.graph_breaks
+    assert brk.location.startswith("explore_real_models.py:")  # the learner's line, not torch's
+    assert set(row.details["ms_per_call"]) == {"no_grad", "inference_mode"}
+    assert all(t["eager"] > 0 and t["compiled"] > 0 for t in row.details["ms_per_call"].values())
+
+
+@pytest.mark.slow
+def test_an_operator_without_an_onnx_translation_is_named_as_such():
+    require("torch")
+    require("onnxruntime")
+    report = explore.check(spec("no_onnx"), "2x8", checks=["onnx"], progress=False)
+    row = report.path("onnx")
+    assert row.status == "fails" and "aten.cummax.default has no ONNX translation" in row.reason
+    assert "Dynamo" not in row.reason and row.message.startswith("DispatchError")
+
+
+@pytest.mark.slow
+def test_timeout_20_on_a_model_that_hangs_returns_within_30_s_and_names_the_option():
+    require("torch")
+    t0 = time.perf_counter()
+    proc = run_labkit("explore", spec("hangs"), "--input", "2x3", "--timeout", "20", timeout=120)
+    took = time.perf_counter() - t0
+    assert proc.returncode == 2, proc.stderr[-2000:]
+    (line,) = [ln for ln in proc.stderr.splitlines() if ln.startswith("error:")]
+    assert "eager did not finish within 20 s" in line and "--timeout" in line
+    assert "timeout_s" not in line and "no other path was checked" in line
+    assert took < 45, f"took {took:.0f} s"  # 20 s, plus starting PyTorch on a busy machine
+
+
+@pytest.mark.slow
+def test_a_crash_in_eager_stops_the_run_and_says_what_ran(tmp_path):
+    require("torch")
+    (tmp_path / "dies.py").write_text(
+        "import os, signal, torch\n"
+        "class Dies(torch.nn.Module):\n"
+        "    def forward(self, x):\n"
+        "        os.kill(os.getpid(), signal.SIGKILL)\n"
+        "def build():\n"
+        "    return Dies()\n"
+    )
+    report = explore.check(f"{tmp_path / 'dies.py'}:build", "2x3", progress=False)
+    assert [p.path for p in report.paths] == ["eager"] and report.status("eager") == "crashed"
+    assert "no other check ran" in report.path("eager").reason
+    assert "fresh process" not in report.path("eager").reason
+    proc = run_labkit("explore", f"{tmp_path / 'dies.py'}:build", "--input", "2x3", timeout=120)
+    (line,) = [ln for ln in proc.stderr.splitlines() if ln.startswith("error:")]
+    assert proc.returncode == 2 and "died (killed by SIGKILL)" in line
+    assert "--input" not in line  # a crash is not a shape problem
+
+
+# --------------------------------------------------------------------------------------------
+# TensorFlow and ONNX: channels-last images, a constant output, an int64 input
+
+
+@pytest.mark.slow
+def test_a_channels_last_keras_cnn_varies_height_and_width():
+    require("tensorflow")
+    report = explore.check(
+        spec("keras_cnn"), "2x32x32x3", checks=["tf.function(new shapes)"], progress=False
+    )
+    assert report.status("eager") == "works"
+    assert "also takes other batch sizes and image sizes" in report.path("eager").reason
+    image = next(r for r in report.recompiles if r.varied == "image size")
+    assert image.shapes == ["2x32x32x3", "2x40x40x3", "2x48x48x3", "2x56x56x3"]
+    assert any("channels-last (NHWC)" in n and "Keras" in n for n in report.notes)
+
+
+@pytest.mark.slow
+def test_a_keras_application_with_random_weights_warns_that_agreement_is_vacuous():
+    require("tensorflow")
+    report = explore.check(
+        spec("keras_mobilenet"), "2x32x32x3", checks=["tf.function"], progress=False
+    )
+    eager = report.path("eager")
+    assert eager.details["constant_output"] is True
+    assert "the output does not depend on the input" in eager.reason
+    assert "image size (Keras model.inputs fixes it at 32x32)" in eager.reason
+    md = report.to_markdown()
+    assert md.index("does not depend on the input") < md.index("| path |")  # said first
+
+
+def _int64_onnx(path):
+    import onnx
+    from onnx import TensorProto, helper
+
+    node = helper.make_node("Cast", ["ids"], ["y"], to=TensorProto.FLOAT)
+    graph = helper.make_graph(
+        [node],
+        "ids",
+        [helper.make_tensor_value_info("ids", TensorProto.INT64, ["batch", 8])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["batch", 8])],
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    onnx.save(model, str(path))
+    return path
+
+
+@pytest.mark.slow
+def test_an_onnx_int64_input_refuses_a_float_example(tmp_path):
+    require("onnxruntime")
+    path = _int64_onnx(tmp_path / "ids.onnx")
+    refused = explore.check(path, "2x8", progress=False)
+    assert [p.path for p in refused.paths] == ["onnx"] and refused.status("onnx") == "fails"
+    assert "ids is int64 in the file, but the example gives float32" in refused.path("onnx").reason
+    report = explore.check(path, "2x8:int32", checks=["onnxruntime(new shapes)"], progress=False)
+    assert "ids: int32 cast to int64, as the file declares" in report.path("onnx").reason
+    shapes = report.path("onnxruntime(new shapes)")  # its declared dims: batch open, 8 fixed
+    assert shapes.status == "caveats" and shapes.reason.startswith(
+        "the file fixes the sequence length:"
+    )
+
+
+# --------------------------------------------------------------------------------------------
+# whole reports (costly: every path compiles and exports)
+
+
+@pytest.mark.slow
+@pytest.mark.costly
+@pytest.mark.parametrize("name, shapes", [("bert_with_mask", None), ("gpt2_no_cache", None)])
+def test_every_path_of_a_transformer_given_its_inputs_agrees_with_eager(name, shapes):
+    require_transformers()
+    require("onnxruntime")
+    report = explore.check(spec(name), shapes, progress=False)
+    statuses = {p.path: p.status for p in report.paths}
+    assert statuses.pop("torch.jit.trace") == "caveats"  # strict=False, with TracerWarnings
+    assert set(statuses.values()) == {"works"}, report.to_markdown()
+    assert any(r.varied == "sequence length" for r in report.recompiles)

@@ -1,5 +1,6 @@
 """ONNX Runtime in the lab: ``adapter`` (runs the ResNet-50 that PyTorch exports to ONNX) and
-``graphs`` (optimisation levels, node counts and int8 quantisation for notebooks 05 and 07).
+``graphs`` (optimisation levels, node counts and int8 quantisation for notebooks 05 and 07) and
+``serving`` (the session for an inference server).
 
 This file is framework-free: it declares what the lab knows about ONNX Runtime and imports
 nothing.
@@ -20,4 +21,5 @@ SPEC = FrameworkSpec(
     summary="an inference engine for exported ONNX graphs (ORT_ENABLE_ALL optimisations)",
     model_packages=("onnx", "onnxruntime"),
     model_files=(".onnx",),
+    serve_modes=("ort",),
 )

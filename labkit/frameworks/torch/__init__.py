@@ -1,5 +1,6 @@
 """PyTorch in the lab: ``adapter`` (the ResNet-50, its modes, ONNX export), ``graphs`` (TorchScript
-graphs for the optimisation notebook), ``distributed`` (the DDP worker that ``torchrun`` starts).
+graphs for the optimisation notebook), ``distributed`` (the DDP worker that ``torchrun`` starts),
+``serving`` (eager and ``torch.compile`` for an inference server).
 
 This file is framework-free: it declares what the lab knows about PyTorch and imports nothing.
 """
@@ -15,6 +16,7 @@ SPEC = FrameworkSpec(
     color="#ee4c2c",
     formats=("onnx", "torchscript"),
     launcher="torchrun",
+    serve_modes=("eager", "compile", "compile_dynamic"),
     summary="eager nn.Module; TorchScript trace+freeze (deprecated, still met in older code); "
     "torch.compile (Inductor)",
     model_packages=("torch",),

@@ -1,0 +1,47 @@
+"""Serving: ResNet-50 behind a real HTTP inference server, and the load that shows how it
+behaves when requests arrive at random and compete.
+
+For: the server (:mod:`~labkit.serve.app`: FastAPI on uvicorn, on 127.0.0.1, speaking the Open
+Inference Protocol of KServe, Triton and MLServer, :mod:`~labkit.serve.protocol`), the model it
+answers with in one framework and serving mode (:mod:`~labkit.serve.model`), dynamic batching
+and load shedding (:mod:`~labkit.serve.batching`), the load generator (open-loop Poisson
+arrivals, MLPerf's Server scenario, and closed-loop clients: :mod:`~labkit.serve.loadgen`, a
+run of steps: :mod:`~labkit.serve.sweep`), the records of each step and what they say (the p99
+bound, the highest rate under it, the knee: :mod:`~labkit.serve.records`), the processes and
+their pinning (:mod:`~labkit.serve.process`), the seeds' serving claims checked from a run
+(:mod:`~labkit.serve.claims`) and the latency-vs-load figure (:mod:`~labkit.serve.figures`).
+``python -m labkit serve`` and ``python -m labkit load`` are its commands; notebook 07b its
+lesson.
+
+Not for: a production server (one model, one process, no TLS or authentication: it listens on
+this machine only), another machine (the load generator drives loopback only), nor timing a
+model in a loop (:mod:`labkit.runner`). Importing it imports no framework and no web library.
+"""
+
+from . import protocol
+from .batching import Batcher, Overloaded, padded_size, warm_shapes
+from .model import MODEL_NAME, modes, network_name
+from .process import Server, cpu_split, measure, run_load
+from .records import Bound, capacity, config_of, knee, meets, p99_bound, table
+
+__all__ = [
+    "MODEL_NAME",
+    "Batcher",
+    "Bound",
+    "Overloaded",
+    "Server",
+    "capacity",
+    "config_of",
+    "cpu_split",
+    "knee",
+    "measure",
+    "meets",
+    "modes",
+    "network_name",
+    "p99_bound",
+    "padded_size",
+    "protocol",
+    "run_load",
+    "table",
+    "warm_shapes",
+]

@@ -1,0 +1,315 @@
+"""Serving records: one result record per load step, the latency bound they are held to, and
+what a run of steps says (the highest rate under the bound, the knee).
+
+:func:`p99_bound` is the seeds' figure for a real-time service, 100 ms, scaled to the image
+size; :func:`step_record` turns a :class:`~labkit.serve.loadgen.Step` and what the server said
+about itself into a record of :mod:`labkit.results` (``task: "serve"``, judged by
+:func:`labkit.results.serving.verdict`); :func:`capacity` reads the highest offered rate whose
+p99 stayed under the bound from a run's records, :func:`knee` where the latency turns up, and
+:func:`table` prints a run.
+
+Not for: sending requests (:mod:`labkit.serve.loadgen`).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable
+
+from .. import bench, results
+from ..util import stats, tables
+from .loadgen import Step
+
+__all__ = [
+    "FAILURE_SHARE",
+    "FLOOR_S",
+    "SEED_BOUND_S",
+    "SEED_IMAGE_SIZE",
+    "Bound",
+    "capacity",
+    "config_of",
+    "knee",
+    "meets",
+    "p99_bound",
+    "step_record",
+    "table",
+]
+
+#: the seeds' latency limit of a real-time recommender ("under 100 ms"), and the image it is
+#: scaled from (ResNet-50's 224x224)
+SEED_BOUND_S = 0.100
+SEED_IMAGE_SIZE = 224
+#: the bound never goes below this: an HTTP request's own cost does not shrink with the image
+FLOOR_S = 0.025
+#: the share of a step's requests that may go unanswered (shed, timed out, failed) and still
+#: count as under the bound
+FAILURE_SHARE = 0.01
+
+
+class Bound(float):
+    """A latency bound in seconds that says where it comes from (``.why``)."""
+
+    why: str
+
+    def __new__(cls, seconds: float, why: str):
+        self = super().__new__(cls, seconds)
+        self.why = why
+        return self
+
+
+def p99_bound(image_size: int) -> Bound:
+    """The p99 bound for ``image_size`` images: the seeds' 100 ms times the image's pixels over
+    224x224's (the work per image scales with them), at least :data:`FLOOR_S`."""
+    share = (image_size / SEED_IMAGE_SIZE) ** 2
+    scaled = SEED_BOUND_S * share
+    why = (
+        f"p99 under {max(scaled, FLOOR_S) * 1e3:.0f} ms: the seeds' 100 ms for a real-time "
+        f"recommender, scaled to {image_size}x{image_size} images ({share:.2f} of 224x224's "
+        "pixels, so of the work per image)"
+    )
+    if scaled < FLOOR_S:
+        why += (
+            f", raised to {FLOOR_S * 1e3:.0f} ms because a request's own cost through HTTP and "
+            "JSON (a few ms with this lab's Python client and server) does not shrink with the "
+            "image"
+        )
+    return Bound(max(scaled, FLOOR_S), why)
+
+
+def _server_delta(before: dict, after: dict) -> dict:
+    """The server's own counts over a step (the statistics' ``labkit`` part, after - before)."""
+    d = {k: after.get(k, 0) - before.get(k, 0) for k in ("requests", "images", "batches")}
+    for k in ("padded_images", "new_shapes", "new_shape_s", "queue_s", "compute_s", "cpu_s"):
+        d[k] = after.get(k, 0) - before.get(k, 0)
+    return {
+        "batches": d["batches"],
+        "mean_batch": d["images"] / d["batches"] if d["batches"] else None,
+        "padded_images": d["padded_images"],
+        "queue_mean_s": d["queue_s"] / d["requests"] if d["requests"] else None,
+        "compute_mean_s": d["compute_s"] / d["batches"] if d["batches"] else None,
+        "new_shapes": d["new_shapes"],
+        "new_shape_s": d["new_shape_s"],
+        "cpu_s": d["cpu_s"],
+    }
+
+
+def _others(step: Step, server_cpu_s: float) -> float | None:
+    """CPUs that processes other than the client and the server kept busy during the step."""
+    mine = bench.busy_elsewhere(step.cpu_before, step.cpu_after)
+    if mine is None:
+        return None
+    return max(0.0, mine - server_cpu_s / step.wall_s) if step.wall_s > 0 else None
+
+
+def _figures(step: Step) -> dict:
+    lat = sorted(step.latencies_s)
+    if not lat:
+        return {}
+    return {
+        "median_s": stats.median(lat),
+        "iqr_s": stats.iqr(lat),
+        "p90_s": stats.quantile(lat, 0.9),
+        "p99_s": stats.quantile(lat, 0.99),
+        "mean_s": sum(lat) / len(lat),
+        "times_s": step.latencies_s,
+        "repeats": len(lat),
+    }
+
+
+def step_record(
+    step: Step,
+    server: dict,
+    stats_before: dict,
+    stats_after: dict,
+    *,
+    encoding: str,
+    client_cpus: list[int] | None,
+    bound_s: float,
+    machine: dict,
+) -> dict:
+    """The results record of one load step: ``server`` is the metadata's ``parameters``,
+    ``stats_*`` the statistics' ``labkit`` parts before and after the step, ``machine`` the
+    fingerprint (:func:`labkit.hardware.fingerprint`, read before the client was pinned)."""
+    delta = _server_delta(stats_before, stats_after)
+    achieved = step.answered / step.wall_s if step.wall_s > 0 else 0.0
+    lag = stats.quantile(sorted(step.lags_s), 0.9) if step.lags_s else None
+    reasons = "; ".join(
+        f"{n} x {why}" for why, n in sorted(step.reasons.items(), key=lambda x: -x[1])
+    )
+    fields = dict(
+        framework=server["framework"],
+        mode=server["mode"],
+        task=results.serving.SERVE_TASK,
+        batch_size=int(server["max_batch"]),
+        precision="fp32",
+        image_size=int(server["image_size"]),
+        device="cpu",
+        profile=server["profile"],
+        export_s=server.get("export_s"),
+        prepare_s=server.get("prepare_s"),
+        first_call_s=server.get("first_call_s"),
+        warmup=max(0, (server.get("warmup_calls") or 1) - 1),
+        cache="warm",
+        images_per_s=achieved or None,
+        peak_rss_mb=stats_after.get("peak_rss_mb"),
+        notes=f"{server.get('notes', '')}; {server.get('network', '')}".strip("; "),
+        threads=server.get("threads") or {"intra": None, "inter": None},
+        thread_env=server.get("thread_env") or {},
+        versions=server.get("versions") or {},
+        machine=machine,
+        wall_s=step.wall_s,
+        load_1min=step.load_1min,
+        others_cpus=_others(step, delta["cpu_s"]),
+        load=step.load,
+        offered_rps=step.offered_rps,
+        concurrency=step.concurrency,
+        achieved_rps=achieved,
+        achieved_rps_halves=step.halves(),
+        requests=step.requests,
+        shed=step.shed,
+        timeouts=step.timeouts,
+        errors=step.errors,
+        client_timeout_s=step.timeout_s,
+        send_lag_p90_s=lag,
+        max_wait_ms=server.get("max_wait_ms"),
+        padding=server.get("padding", "none"),
+        encoding=encoding,
+        p99_bound_s=float(bound_s),
+        server_cpus=server.get("cpus"),
+        client_cpus=client_cpus,
+        server_stats=delta,
+        log=reasons[:2000],
+        **_figures(step),
+    )
+    if not step.latencies_s:
+        fields.update(status="failed", error=f"no request was answered: {reasons or 'none sent'}")
+    else:
+        fields.update(status="ok", error=None)
+    return results.make(**fields)
+
+
+# ---------------------------------------------------------------------------------------------
+# what a run of steps says
+
+
+def config_of(record: dict) -> tuple:
+    """What a sweep varies besides the load: framework, mode, batching (max batch, wait,
+    padding), encoding and image size."""
+    return tuple(
+        record.get(k)
+        for k in (
+            "framework",
+            "mode",
+            "batch_size",
+            "max_wait_ms",
+            "padding",
+            "encoding",
+            "image_size",
+        )
+    )
+
+
+def meets(record: dict, bound_s: float | None = None) -> bool:
+    """Whether a step stayed under the bound: answered, p99 at most ``bound_s`` (default: the
+    record's own), and at most :data:`FAILURE_SHARE` of its requests unanswered."""
+    if record.get("status") != "ok":
+        return False
+    bound = bound_s if bound_s is not None else record.get("p99_bound_s")
+    lost = sum(int(record.get(k) or 0) for k in ("shed", "timeouts", "errors"))
+    return record["p99_s"] <= bound and lost <= FAILURE_SHARE * max(1, record["requests"])
+
+
+def _open_loop(records: Iterable[dict]) -> list[dict]:
+    return sorted(
+        (
+            r
+            for r in records
+            if r.get("task") == results.serving.SERVE_TASK and r.get("load") == "poisson"
+        ),
+        key=lambda r: r["offered_rps"],
+    )
+
+
+def capacity(
+    records: Iterable[dict], bound_s: float | None = None, include_invalid: bool = False
+) -> float | None:
+    """The highest offered rate (requests/s) of ``records`` (one configuration's open-loop steps)
+    that met the bound (:func:`meets`) with every lower rate tried also meeting it; None when
+    even the lowest did not. Invalid steps are left out unless ``include_invalid``."""
+    best = None
+    for r in _open_loop(records):
+        if not include_invalid and not results.is_valid(r):
+            continue
+        if not meets(r, bound_s):
+            break
+        best = r["offered_rps"]
+    return best
+
+
+def knee(records: Iterable[dict]) -> float | None:
+    """The lowest offered rate at which the server stopped keeping up: it answered under 95% of
+    the offered rate, or its median latency passed twice the lowest rate's. None when it kept
+    up at every rate tried."""
+    steps = [r for r in _open_loop(records) if r.get("status") == "ok"]
+    if not steps:
+        return None
+    base = steps[0]["median_s"]
+    for r in steps:
+        if r["achieved_rps"] < 0.95 * r["offered_rps"] or r["median_s"] > 2 * base:
+            return r["offered_rps"]
+    return None
+
+
+def _ms(value: float | None) -> str:
+    return "-" if value is None or not math.isfinite(value) else f"{value * 1e3:.1f}"
+
+
+def table(records: Iterable[dict]) -> str:
+    """A Markdown table of serving steps: load, what was answered, latencies, batching."""
+    head = [
+        "framework/mode",
+        "batching",
+        "load",
+        "answered/s",
+        "p50 ms",
+        "p90 ms",
+        "p99 ms",
+        "shed",
+        "timeouts",
+        "errors",
+        "mean batch",
+        "under bound",
+        "valid",
+    ]
+    rows = []
+    for r in records:
+        batching = (
+            "off"
+            if r["batch_size"] == 1
+            else (f"{r['batch_size']} / {r['max_wait_ms']:g} ms, {r['padding']}")
+        )
+        load = (
+            f"{r['offered_rps']:g}/s"
+            if r.get("load") == "poisson"
+            else f"{r.get('concurrency')} clients"
+        )
+        ok = r.get("status") == "ok"
+        mean_batch = (r.get("server_stats") or {}).get("mean_batch")
+        rows.append(
+            [
+                f"{r['framework']}/{r['mode']}",
+                batching,
+                load,
+                f"{r['achieved_rps']:.1f}" if ok else "0",
+                _ms(r.get("median_s")),
+                _ms(r.get("p90_s")),
+                _ms(r.get("p99_s")),
+                str(r.get("shed")),
+                str(r.get("timeouts")),
+                str(r.get("errors")),
+                f"{mean_batch:.2f}" if mean_batch else "-",
+                "yes" if meets(r) else "no",
+                "yes" if results.is_valid(r) else "NO",
+            ]
+        )
+    return tables.markdown(head, rows)

@@ -100,8 +100,9 @@ class _State:
         profile = profiles.current()
         self.image_size = config.image_size or profile.image_size
         self.width = config.width or profile.resnet_width
-        self.spec = models.tensor_spec(self.image_size, config.max_request)
-        self.limit = body_limit(self.image_size, config.max_request)
+        largest = min(config.max_request, config.max_queue)  # a larger one could never queue
+        self.spec = models.tensor_spec(self.image_size, largest)
+        self.limit = body_limit(self.image_size, largest)
         self.model: models.Loaded | None = None
         self.batcher: Batcher | None = None
         self.thread = ModelThread()

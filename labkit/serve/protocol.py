@@ -239,7 +239,9 @@ def _values(tensor: dict, spec: TensorSpec, shape: tuple[int, ...], rest: bytes)
             f"input {spec.name!r}: shape {list(shape)} holds {count} values, data has "
             f"{values.size}",
         )
-    return _finite(values.reshape(shape).astype(dtype), spec)
+    with np.errstate(over="ignore"):  # beyond float32: infinite, refused below
+        values = values.reshape(shape).astype(dtype)
+    return _finite(values, spec)
 
 
 def _finite(values: np.ndarray, spec: TensorSpec) -> np.ndarray:

@@ -289,7 +289,7 @@ def test_a_real_server_driven_at_two_rates_gives_records_with_latencies_and_verd
     out = tmp_path / "serve.jsonl"
     with serve.Server(framework, mode, max_batch=4, max_wait_ms=2) as server:
         assert _listening(server.process.pid) == [("127.0.0.1", server.port)]  # loopback only
-        found = serve.run_load(server.url, [10, 30], duration_s=2.5, out=out)
+        found = serve.run_load(server.url, serve.Plan(rates=[10, 30], duration_s=2.5, out=out))
         params = server.metadata()["parameters"]
     assert params["network"].startswith("a narrow ResNet-50 (width 16")
     assert server.process.returncode is not None and not psutil.pid_exists(server.process.pid)
@@ -415,3 +415,32 @@ def test_a_server_whose_parent_is_killed_stops_by_itself(tmp_path):
     finally:
         if parent.poll() is None:
             parent.kill()
+
+
+def _ladder(mode, batch, latencies_by_rate, **server):
+    out = []
+    for rate, (low, high, shed) in latencies_by_rate.items():
+        lat = np.random.default_rng(int(rate)).uniform(low, high, 150)
+        out.append(_record(_step(rate, lat, shed=shed), mode=mode, max_batch=batch, **server))
+    return out
+
+
+def test_the_summary_and_the_claim_rows_read_a_run_as_it_went():
+    eager = _ladder("eager", 1, {5: (0.010, 0.012, 0), 10: (0.03, 0.05, 0), 20: (0.3, 0.9, 30)})
+    graph = _ladder("compile", 1, {5: (0.006, 0.008, 0), 10: (0.008, 0.010, 0), 20: (0.01, 0.02, 0)})
+    batched = _ladder("eager", 4, {5: (0.040, 0.050, 0)}, max_wait_ms=2.0, padding="none")
+    rows = {(r["mode"], r["max_batch"]): r for r in records.summary(eager + graph + batched)}
+    assert rows["eager", 1]["capacity_rps"] == 5 and rows["eager", 1]["knee_rps"] == 10
+    assert rows["compile", 1]["capacity_rps"] == 20 and rows["compile", 1]["at_least"]
+    assert "at least 20 requests/s" in records.summary_table(list(rows.values()))
+    verdicts = {c["claim"]: c for c in serve.claims.check(eager + graph + batched)}
+    concurrency = verdicts[serve.claims.CLAIMS["graph_concurrency"]]
+    assert concurrency["verdict"] == "holds here" and "compile 20 requests/s vs eager 5" in (
+        concurrency["measured here"]
+    )
+    assert verdicts[serve.claims.CLAIMS["serving_system"]]["verdict"] == "not measured here"
+    assert verdicts[serve.claims.CLAIMS["realtime"]]["verdict"] == "mixed here"  # batched: none
+    assert "| claim | seeds | verdict |" in serve.claims.markdown(list(verdicts.values()))
+    fig = serve.figures.latency_vs_load(eager + graph)
+    lat, got = fig.axes
+    assert len(got.lines) == 3 and lat.get_yscale() == "log"  # 2 configurations and the diagonal

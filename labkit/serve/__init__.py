@@ -18,21 +18,37 @@ this machine only), another machine (the load generator drives loopback only), n
 model in a loop (:mod:`labkit.runner`). Importing it imports no framework and no web library.
 """
 
-from . import protocol
+from . import claims, figures, protocol
 from .batching import Batcher, Overloaded, padded_size, warm_shapes
 from .model import MODEL_NAME, modes, network_name
 from .process import Server, cpu_split, measure, run_load
-from .records import Bound, capacity, config_of, knee, meets, p99_bound, table
+from .records import (
+    Bound,
+    capacity,
+    config_of,
+    configs,
+    knee,
+    meets,
+    p99_bound,
+    summary,
+    summary_table,
+    table,
+)
+from .sweep import Plan
 
 __all__ = [
     "MODEL_NAME",
     "Batcher",
     "Bound",
     "Overloaded",
+    "Plan",
     "Server",
     "capacity",
+    "claims",
     "config_of",
+    "configs",
     "cpu_split",
+    "figures",
     "knee",
     "measure",
     "meets",
@@ -42,6 +58,8 @@ __all__ = [
     "padded_size",
     "protocol",
     "run_load",
+    "summary",
+    "summary_table",
     "table",
     "warm_shapes",
 ]

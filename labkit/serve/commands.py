@@ -65,6 +65,7 @@ def _plan(args: argparse.Namespace, client_cpus: list[int] | None, machine: dict
         rates=_numbers(args.rates, float, "--rates"),
         concurrency=_numbers(args.concurrency, int, "--concurrency"),
         duration_s=args.duration,
+        min_requests=args.min_requests,
         max_requests=args.max_requests,
         timeout_s=args.timeout,
         encoding=args.encoding,
@@ -182,6 +183,13 @@ def add_load(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--concurrency", help="closed-loop client counts, e.g. 1,4")
     parser.add_argument(
         "--duration", type=float, default=10.0, help="seconds of arrivals per step (default 10)"
+    )
+    parser.add_argument(
+        "--min-requests",
+        type=int,
+        default=0,
+        help="make each open-loop step long enough to offer about this many requests (a p99 "
+        "needs 100)",
     )
     parser.add_argument(
         "--max-requests", type=int, default=5000, help="requests one step may send (default 5000)"

@@ -35,6 +35,7 @@ from pathlib import Path
 from .. import hardware, profiles, results
 from ..util import net, proc
 from .model import MODEL_NAME
+from .sweep import Plan
 
 __all__ = ["Server", "cpu_split", "cpus_for", "measure", "parse_cpus", "pin", "run_load", "target"]
 
@@ -234,44 +235,16 @@ class Server:
         self.stop()
 
 
-def run_load(
-    url: str,
-    rates: list[float] = (),
-    *,
-    concurrency: list[int] = (),
-    duration_s: float = 10.0,
-    out: str | Path | None = None,
-    cpus: list[int] | str | None = "auto",
-    options: tuple[str, ...] = (),
-) -> list[dict]:
-    """Run ``python -m labkit load url`` (pinned to ``cpus``; ``"auto"``: :func:`cpu_split`'s
-    client CPU) and return its records, also appended to ``out`` when given. ``options`` are
-    further arguments of the command (``("--refine", "2", "--half")``). ``RuntimeError`` with
-    its message when it fails."""
+def run_load(url: str, plan: Plan, cpus: list[int] | str | None = "auto") -> list[dict]:
+    """Run ``python -m labkit load url`` with ``plan`` (pinned to ``cpus``; ``"auto"``:
+    :func:`cpu_split`'s client CPU) and return its records, also appended to ``plan.out`` when
+    it names a file. ``RuntimeError`` with its message when it fails without a record."""
     cpus = cpu_split()[1] if cpus == "auto" else cpus
+    plan.check()
     with tempfile.TemporaryDirectory(prefix="labkit-load-") as tmp:
         part = Path(tmp) / "steps.jsonl"
-        command = [
-            sys.executable,
-            "-m",
-            "labkit",
-            "load",
-            url,
-            "--duration",
-            f"{duration_s:g}",
-            "--out",
-            str(part),
-            "--parent",
-            str(os.getpid()),
-            *_cpu_text(cpus),
-            *options,
-        ]
-        if rates:
-            command += ["--rates", ",".join(f"{r:g}" for r in rates)]
-        if concurrency:
-            command += ["--concurrency", ",".join(map(str, concurrency))]
-        steps = len(rates) + len(concurrency) + 4  # refinements and the half-rate step
-        limit = 120 + steps * (duration_s + 15)
+        command = [sys.executable, "-m", "labkit", "load", url, *plan.arguments()]
+        command += ["--out", str(part), "--parent", str(os.getpid()), *_cpu_text(cpus)]
         child = subprocess.Popen(
             command,
             stdout=subprocess.PIPE,
@@ -281,38 +254,34 @@ def run_load(
             start_new_session=True,
         )
         try:
-            text, _ = child.communicate(timeout=limit)
+            text, _ = child.communicate(timeout=plan.seconds() + 60)
         except subprocess.TimeoutExpired:
-            text = f"stopped after {limit:.0f} s"
+            text = f"stopped after {plan.seconds() + 60:.0f} s"
         finally:
             proc.kill_group(child)
         found = results.load(part) if part.exists() else []
     if child.returncode != 0 and not found:
         raise RuntimeError(f"python -m labkit load {proc.ended(child.returncode)}: {text[-1500:]}")
-    for record in found if out is not None else ():
-        results.append(out, record)
+    for record in found if plan.out is not None else ():
+        results.append(plan.out, record)
     return found
 
 
 def measure(
     framework: str,
     mode: str,
-    rates: list[float],
+    plan: Plan,
     *,
     max_batch: int = 1,
     max_wait_ms: float = 0.0,
     pad: bool | None = None,
-    duration_s: float = 10.0,
-    out: str | Path | None = None,
     pin: bool = True,
-    options: tuple[str, ...] = (),
 ) -> list[dict]:
-    """Serve ``framework``/``mode`` with that batching and drive it at ``rates``: the records
-    (appended to ``out``); the server is stopped afterwards whatever happens."""
+    """Serve ``framework``/``mode`` with that batching and drive it through ``plan``: the
+    records (appended to ``plan.out``); the server is stopped afterwards whatever happens.
+    ``pin``: server and client on separate CPUs (:func:`cpu_split`)."""
     cpus = "auto" if pin else None
     with Server(
         framework, mode, max_batch=max_batch, max_wait_ms=max_wait_ms, pad=pad, cpus=cpus
     ) as server:
-        return run_load(
-            server.url, rates, duration_s=duration_s, out=out, cpus=cpus, options=options
-        )
+        return run_load(server.url, plan, cpus=cpus)

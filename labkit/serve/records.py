@@ -28,10 +28,13 @@ __all__ = [
     "Bound",
     "capacity",
     "config_of",
+    "configs",
     "knee",
     "meets",
     "p99_bound",
     "step_record",
+    "summary",
+    "summary_table",
     "table",
 ]
 
@@ -258,6 +261,79 @@ def knee(records: Iterable[dict]) -> float | None:
         if r["achieved_rps"] < 0.95 * r["offered_rps"] or r["median_s"] > 2 * base:
             return r["offered_rps"]
     return None
+
+
+def configs(records: Iterable[dict]) -> dict[tuple, list[dict]]:
+    """The serving steps of ``records`` grouped by :func:`config_of`, in first-seen order."""
+    out: dict[tuple, list[dict]] = {}
+    for r in records:
+        if r.get("task") == results.serving.SERVE_TASK:
+            out.setdefault(config_of(r), []).append(r)
+    return out
+
+
+def _batching(r: dict) -> str:
+    if r["batch_size"] == 1:
+        return "off"
+    return f"up to {r['batch_size']} within {r['max_wait_ms']:g} ms, padding {r['padding']}"
+
+
+def summary(records: Iterable[dict], include_invalid: bool = False) -> list[dict]:
+    """One row per configuration: its highest rate under the bound (:func:`capacity`), the p99
+    measured at half that rate (a step run there, e.g. by ``--half``), the knee, and the p50 at
+    the lowest rate tried (about one request's own time); ``valid``: every open-loop step used
+    was valid."""
+    rows = []
+    for steps in configs(records).values():
+        open_loop = _open_loop(steps)
+        if not open_loop:
+            continue
+        first = open_loop[0]
+        best = capacity(open_loop, include_invalid=include_invalid)
+        half = [r for r in open_loop if best and math.isclose(r["offered_rps"], round(best / 2, 2))]
+        rows.append(
+            {
+                "framework": first["framework"],
+                "mode": first["mode"],
+                "batching": _batching(first),
+                "max_batch": first["batch_size"],
+                "capacity_rps": best,
+                #: the highest rate tried still met the bound: the capacity is at least that
+                "at_least": best is not None and best >= open_loop[-1]["offered_rps"],
+                "p99_at_half_s": half[-1].get("p99_s") if half else None,
+                "knee_rps": knee(open_loop),
+                "low_load_p50_s": first.get("median_s"),
+                "bound_s": first.get("p99_bound_s"),
+                "steps": len(open_loop),
+                "valid": all(results.is_valid(r) for r in open_loop),
+            }
+        )
+    return rows
+
+
+def _capacity_text(row: dict) -> str:
+    if not row["capacity_rps"]:
+        return "none of the rates tried"
+    return ("at least " if row["at_least"] else "") + f"{row['capacity_rps']:g} requests/s"
+
+
+def summary_table(rows: list[dict]) -> str:
+    """:func:`summary`'s rows as a Markdown table."""
+    head = ["framework/mode", "batching", "highest rate under the bound", "p99 at half of it",
+            "knee", "p50 at the lowest rate", "all steps valid"]  # fmt: skip
+    body = [
+        [
+            f"{r['framework']}/{r['mode']}",
+            r["batching"],
+            _capacity_text(r),
+            f"{_ms(r['p99_at_half_s'])} ms" if r["p99_at_half_s"] else "-",
+            f"{r['knee_rps']:g} requests/s" if r["knee_rps"] else "beyond the rates tried",
+            f"{_ms(r['low_load_p50_s'])} ms",
+            "yes" if r["valid"] else "no",
+        ]
+        for r in rows
+    ]
+    return tables.markdown(head, body)
 
 
 def _ms(value: float | None) -> str:

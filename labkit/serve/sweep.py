@@ -127,7 +127,7 @@ class _Run:
                 r["body"],
                 r["headers"],
                 rate,
-                p.duration_s,
+                p.step_s(rate),
                 p.max_requests,
                 p.timeout_s,
                 seed=len(self.records),
@@ -200,6 +200,8 @@ class Plan:
     rates: Sequence[float] = ()  #: offered rates of the open-loop steps, requests/s
     concurrency: Sequence[int] = ()  #: client counts of the closed-loop steps
     duration_s: float = 10.0  #: each step's arrival window (open loop) or length (closed)
+    #: an open-loop step lasts long enough to offer about this many requests (0: duration_s)
+    min_requests: int = 0
     max_requests: int = 5000  #: requests one step may send
     timeout_s: float = 2.0  #: how long the client waits for an answer
     encoding: str = "auto"  #: auto | json | binary
@@ -235,10 +237,32 @@ class Plan:
             runner.check_out(self.out)
         return self
 
+    def step_s(self, rate: float) -> float:
+        """How long the open-loop step at ``rate`` offers requests."""
+        return max(self.duration_s, self.min_requests / rate if rate > 0 else 0.0)
+
     def seconds(self) -> float:
         """The longest the run can take (its steps, their timeouts and the refinements)."""
-        steps = len(self.rates) + len(self.concurrency) + self.refine + int(self.half)
-        return self.ready_timeout_s + steps * (self.duration_s + self.timeout_s + 10)
+        rates = list(self.rates) or [1.0]
+        longest = max(self.step_s(r) for r in rates)
+        steps = len(rates) + len(self.concurrency) + self.refine + int(self.half)
+        return self.ready_timeout_s + steps * (longest + self.timeout_s + 10)
+
+    def arguments(self) -> list[str]:
+        """This plan as ``python -m labkit load`` options (``out`` and the CPUs left out)."""
+        args = ["--duration", f"{self.duration_s:g}", "--timeout", f"{self.timeout_s:g}"]
+        args += ["--max-requests", str(self.max_requests), "--encoding", self.encoding]
+        if self.rates:
+            args += ["--rates", ",".join(f"{r:g}" for r in self.rates)]
+        if self.concurrency:
+            args += ["--concurrency", ",".join(map(str, self.concurrency))]
+        if self.min_requests:
+            args += ["--min-requests", str(self.min_requests)]
+        if self.bound_s is not None:
+            args += ["--bound-ms", f"{self.bound_s * 1e3:g}"]
+        if self.refine:
+            args += ["--refine", str(self.refine)]
+        return args + ["--half"] * self.half
 
 
 def run(url: str, plan: Plan, on_record: Callable[[dict], None] = _line) -> list[dict]:

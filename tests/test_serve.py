@@ -427,7 +427,9 @@ def _ladder(mode, batch, latencies_by_rate, **server):
 
 def test_the_summary_and_the_claim_rows_read_a_run_as_it_went():
     eager = _ladder("eager", 1, {5: (0.010, 0.012, 0), 10: (0.03, 0.05, 0), 20: (0.3, 0.9, 30)})
-    graph = _ladder("compile", 1, {5: (0.006, 0.008, 0), 10: (0.008, 0.010, 0), 20: (0.01, 0.02, 0)})
+    graph = _ladder(
+        "compile", 1, {5: (0.006, 0.008, 0), 10: (0.008, 0.010, 0), 20: (0.01, 0.02, 0)}
+    )
     batched = _ladder("eager", 4, {5: (0.040, 0.050, 0)}, max_wait_ms=2.0, padding="none")
     rows = {(r["mode"], r["max_batch"]): r for r in records.summary(eager + graph + batched)}
     assert rows["eager", 1]["capacity_rps"] == 5 and rows["eager", 1]["knee_rps"] == 10
@@ -435,8 +437,9 @@ def test_the_summary_and_the_claim_rows_read_a_run_as_it_went():
     assert "at least 20 requests/s" in records.summary_table(list(rows.values()))
     verdicts = {c["claim"]: c for c in serve.claims.check(eager + graph + batched)}
     concurrency = verdicts[serve.claims.CLAIMS["graph_concurrency"]]
-    assert concurrency["verdict"] == "holds here" and "compile 20 requests/s vs eager 5" in (
-        concurrency["measured here"]
+    assert (
+        concurrency["verdict"] == "holds here"
+        and "compile 20 requests/s vs eager 5" in (concurrency["measured here"])
     )
     assert verdicts[serve.claims.CLAIMS["serving_system"]]["verdict"] == "not measured here"
     assert verdicts[serve.claims.CLAIMS["realtime"]]["verdict"] == "mixed here"  # batched: none

@@ -106,10 +106,15 @@ SERVE_FIELDS: dict[str, tuple[tuple[type, ...], str]] = {
     "server_stats": (
         (dict, _NONE),
         (
-            "serve: the server's own counts over the step: batches, mean_batch, padded_images, "
-            "queue_mean_s, compute_mean_s, new_shapes (graphs built for a batch size first met), "
-            "new_shape_s, cpu_s"
+            "serve: the server's own counts over the step (batches, mean_batch, padded_images, "
+            "queue_mean_s, compute_mean_s, new_shapes: batch sizes first met, new_shape_s: the "
+            "seconds their batches took, cpu_s) and its warm-up before it was ready (warmed: "
+            "the batch sizes run, warmup_s)"
         ),
+    ),
+    "refusals": (
+        (dict, _NONE),
+        "serve: why requests were shed or failed, each reason (status and message) -> count",
     ),
 }
 

@@ -222,6 +222,7 @@ def _stats(state: _State) -> dict:
         **s.as_dict(),
         "cpu_s": own.user + own.system + own.children_user + own.children_system,
         "peak_rss_mb": bench.peak_rss_mb(),
+        "new_shape_running_s": state.batcher.new_shape_running_s() if state.batcher else 0.0,
         "uptime_s": time.perf_counter() - state.started,
     }
     return {

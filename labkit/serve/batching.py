@@ -111,8 +111,8 @@ class Stats:
     compute_s: float = 0.0  #: the seconds model calls took (sum)
     shed: int = 0  #: requests refused for overload
     failed: int = 0  #: requests whose batch raised
-    new_shapes: int = 0  #: batch sizes met for the first time while serving
-    new_shape_s: float = 0.0  #: the seconds the batches of those sizes took
+    new_shapes: int = 0  #: batch sizes met for the first time while serving (from their start)
+    new_shape_s: float = 0.0  #: the seconds the finished batches of those sizes took
     batch_sizes: dict[int, int] = field(default_factory=dict)  #: images per batch -> batches
 
     def as_dict(self) -> dict:
@@ -160,6 +160,7 @@ class Batcher:
         self._pending: collections.deque[_Pending] = collections.deque()
         self._waiting = 0  # images queued
         self._inside = 0  # requests admitted and not yet answered
+        self._new_since: float | None = None  # when the running batch of a new size started
         self._arrived = asyncio.Event()
 
     @contextlib.contextmanager
@@ -235,14 +236,23 @@ class Batcher:
         if size > n:
             images = np.concatenate([images, np.zeros((size - n, *images.shape[1:]), images.dtype)])
         started = time.perf_counter()
+        new = size not in self.seen
+        if new:  # counted now: a compile in progress shows before it ends
+            self.seen.add(size)
+            self.stats.new_shapes += 1
+            self._new_since = started
         try:
             out, seconds = await self.model.run(self._run_model, images)
         except Exception as exc:  # noqa: BLE001 - each request of the batch gets it
+            self._new_since = None
             self.stats.failed += len(batch)
             for p in batch:
                 _settle(p.future, None, RuntimeError(f"the model failed on this batch: {exc}"))
             return
         self._count(batch, n, size, started, seconds)
+        if new:
+            self.stats.new_shape_s += seconds
+            self._new_since = None
         row = 0
         for p in batch:
             _settle(p.future, out[row : row + len(p.images)], None)
@@ -257,10 +267,10 @@ class Batcher:
         s.queue_s += sum(started - p.arrived for p in batch)
         s.compute_s += seconds
         s.batch_sizes[n] = s.batch_sizes.get(n, 0) + 1
-        if size not in self.seen:
-            self.seen.add(size)
-            s.new_shapes += 1
-            s.new_shape_s += seconds
+
+    def new_shape_running_s(self) -> float:
+        """How long a batch of a size met for the first time has been running (0: none is)."""
+        return 0.0 if self._new_since is None else time.perf_counter() - self._new_since
 
     async def run(self) -> None:
         """The batch loop: collect a batch, run it, forever (cancel the task to stop it)."""

@@ -153,6 +153,7 @@ class Server:
         self.port: int | None = None
         self.process: subprocess.Popen | None = None
         self.folder: Path | None = None
+        self.command: list[str] = []  #: the command line it runs, as one would type it
         self._said = ""
 
     @property
@@ -170,8 +171,8 @@ class Server:
         of its log when it dies or is not ready in time (it is stopped then)."""
         self.port = net.free_port()
         self.folder = Path(tempfile.mkdtemp(prefix="labkit-serve-"))
-        command = [sys.executable, "-m", "labkit", "serve", *self.args]
-        command += ["--port", str(self.port), "--parent", str(os.getpid())]
+        self.command = ["python", "-m", "labkit", "serve", *self.args, "--port", str(self.port)]
+        command = [sys.executable, *self.command[1:], "--parent", str(os.getpid())]
         with open(self.folder / "server.log", "wb") as log:
             self.process = subprocess.Popen(
                 command,

@@ -81,9 +81,13 @@ def p99_bound(image_size: int) -> Bound:
 
 def _server_delta(before: dict, after: dict) -> dict:
     """The server's own counts over a step (the statistics' ``labkit`` part, after - before)."""
-    d = {k: after.get(k, 0) - before.get(k, 0) for k in ("requests", "images", "batches")}
-    for k in ("padded_images", "new_shapes", "new_shape_s", "queue_s", "compute_s", "cpu_s"):
-        d[k] = after.get(k, 0) - before.get(k, 0)
+    keys = ("requests", "images", "batches", "padded_images", "new_shapes", "queue_s", "compute_s")
+    d = {k: after.get(k, 0) - before.get(k, 0) for k in (*keys, "cpu_s")}
+    # a batch of a new size still running (a compile) counts with the seconds it has run so far
+    d["new_shape_s"] = sum(
+        sign * (side.get("new_shape_s", 0) + side.get("new_shape_running_s", 0))
+        for sign, side in ((1, after), (-1, before))
+    )
     return {
         "batches": d["batches"],
         "mean_batch": d["images"] / d["batches"] if d["batches"] else None,
@@ -134,7 +138,9 @@ def step_record(
     ``stats_*`` the statistics' ``labkit`` parts before and after the step, ``machine`` the
     fingerprint (:func:`labkit.hardware.fingerprint`, read before the client was pinned)."""
     delta = _server_delta(stats_before, stats_after)
-    achieved = step.answered / step.wall_s if step.wall_s > 0 else 0.0
+    # answers per second from the start to the last answer (at least the arrival window)
+    span = max(step.planned_s, max(step.done_at, default=step.started) - step.started)
+    achieved = step.answered / span if span > 0 else 0.0
     lag = stats.quantile(sorted(step.lags_s), 0.9) if step.lags_s else None
     reasons = "; ".join(
         f"{n} x {why}" for why, n in sorted(step.reasons.items(), key=lambda x: -x[1])
@@ -180,8 +186,8 @@ def step_record(
         p99_bound_s=float(bound_s),
         server_cpus=server.get("cpus"),
         client_cpus=client_cpus,
-        server_stats=delta,
-        log=reasons[:2000],
+        server_stats={**delta, "warmup_s": server.get("warmup_s"), "warmed": server.get("warmed")},
+        refusals=dict(step.reasons),
         **_figures(step),
     )
     if not step.latencies_s:
@@ -197,19 +203,9 @@ def step_record(
 
 def config_of(record: dict) -> tuple:
     """What a sweep varies besides the load: framework, mode, batching (max batch, wait,
-    padding), encoding and image size."""
-    return tuple(
-        record.get(k)
-        for k in (
-            "framework",
-            "mode",
-            "batch_size",
-            "max_wait_ms",
-            "padding",
-            "encoding",
-            "image_size",
-        )
-    )
+    padding), encoding, image size and the CPUs the server was pinned to."""
+    keys = ("framework", "mode", "batch_size", "max_wait_ms", "padding", "encoding", "image_size")
+    return (*(record.get(k) for k in keys), tuple(record.get("server_cpus") or ()))
 
 
 def meets(record: dict, bound_s: float | None = None) -> bool:
@@ -250,15 +246,15 @@ def capacity(
 
 
 def knee(records: Iterable[dict]) -> float | None:
-    """The lowest offered rate at which the server stopped keeping up: it answered under 95% of
-    the offered rate, or its median latency passed twice the lowest rate's. None when it kept
-    up at every rate tried."""
-    steps = [r for r in _open_loop(records) if r.get("status") == "ok"]
-    if not steps:
-        return None
-    base = steps[0]["median_s"]
+    """The lowest offered rate at which the server stopped keeping up: it left more than 5% of
+    the requests sent unanswered (shed, timed out, failed), or its median latency passed twice
+    the lowest rate's. None when it kept up at every rate tried."""
+    steps = _open_loop(records)
+    base = next((r["median_s"] for r in steps if r.get("status") == "ok"), None)
     for r in steps:
-        if r["achieved_rps"] < 0.95 * r["offered_rps"] or r["median_s"] > 2 * base:
+        answered = (r.get("repeats") or 0) if r.get("status") == "ok" else 0
+        slow = base is not None and r.get("status") == "ok" and r["median_s"] > 2 * base
+        if answered < 0.95 * (r.get("requests") or 0) or slow:
             return r["offered_rps"]
     return None
 
@@ -367,7 +363,7 @@ def table(records: Iterable[dict]) -> str:
         load = (
             f"{r['offered_rps']:g}/s"
             if r.get("load") == "poisson"
-            else f"{r.get('concurrency')} clients"
+            else f"{r.get('concurrency')} client" + "s" * (r.get("concurrency") != 1)
         )
         ok = r.get("status") == "ok"
         mean_batch = (r.get("server_stats") or {}).get("mean_batch")

@@ -8,6 +8,8 @@ import sys
 import warnings
 from pathlib import Path
 
+__all__ = ["build_parser", "figure_folder", "main"]
+
 
 def _doctor(args: argparse.Namespace) -> int:
     from . import doctor

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from . import frameworks, hardware, profiles
 
+__all__ = ["framework_rows", "machine_rows", "markdown", "text"]
+
 
 def framework_rows() -> list[dict]:
     """One row per framework (and onnx): version, whether it imports, the error and the fix."""

@@ -21,6 +21,18 @@ from .frameworks import specs
 from .frameworks.contract import TASKS
 from .util import stats
 
+__all__ = [
+    "COLORS",
+    "FIGURES",
+    "TASK_TITLES",
+    "Figure",
+    "break_even",
+    "ceiling",
+    "save_all",
+    "speedup",
+    "throughput",
+]
+
 
 class Figure(_Figure):
     """A matplotlib Figure that a notebook shows as a PNG even when pyplot was never imported.
@@ -55,9 +67,15 @@ TASK_TITLES = {
 COLORS: dict[str, str] = {s.name: s.color for s in specs()}
 
 
+def _valid(row: dict) -> bool:
+    """A record's verdict (:func:`labkit.results.is_valid`), or a row derived from records (a
+    speedup or break-even pair, which has no ``status``): its own ``valid``, both sides valid."""
+    return results.is_valid(row) if "status" in row else row.get("valid") is True
+
+
 def _label(r: dict) -> str:
     extra = "" if r["precision"] == "fp32" else f" {r['precision']}"
-    flag = "" if results.is_valid(r) else " [invalid]"
+    flag = "" if _valid(r) else " [invalid]"
     if results.custom(r):
         name = results.model_name(r["model"])
         shape = r["input_shape"] or f"b{r['batch_size']}"  # a narrow ResNet-50 has no shapes
@@ -74,7 +92,7 @@ def _bars(ax, ys, widths, rows: list[dict], **kw) -> None:
     """Horizontal bars in each framework's colour; invalid rows hatched and pale."""
     bars = ax.barh(ys, widths, color=[COLORS.get(r["framework"], "grey") for r in rows], **kw)
     for bar, r in zip(bars, rows):
-        if not results.is_valid(r):
+        if not _valid(r):
             bar.set_alpha(0.35)
             bar.set_hatch("//")
 

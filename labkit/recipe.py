@@ -17,6 +17,8 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass
 
+__all__ = ["TRAIN", "Recipe", "applied"]
+
 
 @dataclass(frozen=True)
 class Recipe:

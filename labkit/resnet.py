@@ -21,6 +21,38 @@ from dataclasses import dataclass
 
 import numpy as np
 
+__all__ = [
+    "BN_BUFFERS",
+    "BN_EPS",
+    "BN_PARAMS",
+    "EXPANSION",
+    "MIN_IMAGE_SIZE",
+    "STAGES",
+    "STRIDE",
+    "TRAINABLE_PARAMETERS",
+    "WIDTH",
+    "Block",
+    "Conv",
+    "all_convs",
+    "blocks",
+    "check_image_size",
+    "check_images",
+    "check_width",
+    "count_trainable",
+    "features",
+    "flops",
+    "init_weights",
+    "is_trainable",
+    "macs",
+    "model_id",
+    "param_shapes",
+    "random_batch",
+    "stem",
+    "trainable_names",
+    "validate_weights",
+    "width_of",
+]
+
 #: (blocks, bottleneck width) of the four stages, at the default width
 STAGES: tuple[tuple[int, int], ...] = ((3, 64), (4, 128), (6, 256), (3, 512))
 #: ResNet-50's base width: the stem's output channels and the first stage's bottleneck width

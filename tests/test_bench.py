@@ -593,3 +593,28 @@ def test_every_figure_draws_and_saves(tmp_path):
     assert any("(!)" in t for t in labels)
     unknown = [{**r, "ceiling_share": None, "ceiling_images_per_s": None} for r in flagged]
     assert "unknown" in plots.ceiling(unknown).axes[0].texts[0].get_text()
+
+
+def test_the_speedup_figure_agrees_with_its_table():
+    """Each bar is a row of results.speedups: its length, its label and, only where the table
+    says a side is invalid, its hatching and "[invalid]" (pairs have no ``status`` of their own)."""
+    recs = [
+        measured(0.2, iqr=0.01),
+        measured(0.1, iqr=0.01, mode="compile"),
+        measured(0.15, iqr=0.01, mode="torchscript"),
+        measured(0.3, iqr=0.01, task="train"),
+        measured(0.6, iqr=0.01, task="train", mode="compile", valid=False, invalid_reasons=["x"]),
+    ]
+    table = results.speedups(recs, include_invalid=True)
+    assert [r["valid"] for r in table] == [True, True, False]
+    fig = plots.speedup(recs)
+    drawn = []
+    for ax in fig.axes:
+        labels = [t.get_text() for t in ax.get_yticklabels()]
+        drawn += [(lab, bar.get_width(), bar.get_hatch()) for lab, bar in zip(labels, ax.patches)]
+    assert len(drawn) == len(table)
+    by_width = {round(w, 9): (lab, hatch) for lab, w, hatch in drawn}
+    for row in table:
+        label, hatch = by_width[round(row["speedup"], 9)]
+        assert ("[invalid]" in label) is (not row["valid"]), label
+        assert (hatch == "//") is (not row["valid"]), label

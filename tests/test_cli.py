@@ -240,7 +240,7 @@ def test_bench_whose_writes_fail_keeps_going_and_says_what_was_not_written(
     from labkit import runner
 
     fields = {"status": "failed", "error": "boom", "wall_s": 1.0}
-    monkeypatch.setattr(runner, "run_cell", lambda *a, **k: dict(fields))
+    monkeypatch.setattr(runner.loop, "run_cell", lambda *a, **k: dict(fields))
 
     def full(path, record):
         raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(path))
@@ -259,3 +259,50 @@ def test_distributed_subcommand_prints_the_commands_for_several_machines():
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.count("--rdzv-endpoint a:29500") == 2
     assert "# on b:" in proc.stdout
+
+
+# ----------------------------------------------------------------------------- golden messages
+
+GOLDEN = [  # the exact last line each bad command prints (kept through labkit's move to rooms)
+    (
+        ["bench", "--profile", "tiny"],
+        (
+            "error: unknown profile 'tiny': valid profiles are smoke, standard, full "
+            "(e.g. export LABKIT_PROFILE=smoke)"
+        ),
+    ),
+    (
+        ["bench", "--tasks", "serve"],
+        "error: unknown task 'serve': valid tasks are latency, throughput, train",
+    ),
+    (
+        ["report", "/nonexistent.jsonl"],
+        (
+            "error: cannot read results file /nonexistent.jsonl: No such file or directory; fix: "
+            "give the path of a file written by `python -m labkit bench --out FILE.jsonl`"
+        ),
+    ),
+    (
+        ["class", "report", "--db", "/nonexistent.duckdb", "--out", "unused"],
+        (
+            "error: no class database at /nonexistent.duckdb; fix: "
+            "python -m labkit class collect FOLDER --db /nonexistent.duckdb"
+        ),
+    ),
+]
+
+
+@pytest.mark.parametrize("args,message", GOLDEN, ids=[" ".join(a[:2]) for a, _ in GOLDEN])
+def test_golden_error_messages(args, message, tmp_path):
+    proc = run_labkit(*args, cwd=tmp_path)
+    assert proc.returncode == 2, proc.stderr
+    assert proc.stderr.strip().splitlines()[-1] == message
+
+
+def test_golden_message_for_a_missing_model_file(tmp_path):
+    proc = run_labkit("explore", "nofile.py:build", "--input", "2x3", cwd=tmp_path)
+    assert proc.returncode == 2
+    last = proc.stderr.strip().splitlines()[-1]
+    assert (
+        last == f"error: model 'nofile.py:build': no such file 'nofile.py' (looked in {tmp_path})"
+    )

@@ -1,6 +1,6 @@
-"""labkit.deploy: artefact sizes, logit agreement, the formats table (framework-free)."""
+"""labkit.lessons.deploy: artefact sizes, logit agreement, the formats table (framework-free)."""
 
-from labkit import deploy
+from labkit.lessons import deploy
 
 import numpy as np
 import pytest
@@ -28,6 +28,8 @@ def test_agreement():
     assert "top-1 agreement 50% on 2 inputs" in str(a)
     with pytest.raises(ValueError, match="same"):
         deploy.agreement(ref, ref[:1])
+    with pytest.raises(ValueError, match=r"the batch is empty, shape \(0, 3\)"):
+        deploy.agreement(ref[:0], ref[:0])
 
 
 def test_formats_table_is_complete():

@@ -213,14 +213,14 @@ def test_progress_off_and_a_broken_file_never_stop_a_lesson(progress_file, monke
     assert not progress_file.exists() and "not recorded" in exercises.progress().source
     monkeypatch.setenv(store.ENV, str(progress_file))
     progress_file.write_text("{ not json")
-    store._warned.clear()
+    store.forget_warnings()
     with pytest.warns(RuntimeWarning, match="is not a progress file"):
         broken = exercises.progress()
     assert broken.answered == 0
     blocked = progress_file.parent / "a-file"
     blocked.write_text("")
     monkeypatch.setenv(store.ENV, str(blocked / "progress.json"))  # its folder is a file
-    store._warned.clear()
+    store.forget_warnings()
     q = exercises.load("00.profile")
     with pytest.warns(RuntimeWarning, match="cannot write"):
         answer = q.check("a")

@@ -10,8 +10,9 @@ import json
 import os
 import threading
 
-from labkit import explore, frameworks, models, results
+from labkit import explore, frameworks, results
 from labkit.frameworks._kit import explore as kit
+from labkit.runner import inputs
 
 import numpy as np
 import pytest
@@ -35,19 +36,19 @@ def line_of(marker: str) -> int:
 
 
 def test_input_shapes_parse_from_text_tuples_and_lists():
-    assert models.parse_inputs("8x3x32x32") == [models.Input((8, 3, 32, 32))]
-    assert models.parse_inputs("2x16x64,2x16:int64") == [
-        models.Input((2, 16, 64)),
-        models.Input((2, 16), "int64"),
+    assert inputs.parse_inputs("8x3x32x32") == [inputs.Input((8, 3, 32, 32))]
+    assert inputs.parse_inputs("2x16x64,2x16:int64") == [
+        inputs.Input((2, 16, 64)),
+        inputs.Input((2, 16), "int64"),
     ]
-    assert models.parse_inputs((4, 8)) == models.parse_inputs("4X8") == [models.Input((4, 8))]
-    assert models.shapes_text(models.with_batch(models.parse_inputs("8x16,8x16:int64"), 1)) == (
+    assert inputs.parse_inputs((4, 8)) == inputs.parse_inputs("4X8") == [inputs.Input((4, 8))]
+    assert inputs.shapes_text(inputs.with_batch(inputs.parse_inputs("8x16,8x16:int64"), 1)) == (
         "1x16,1x16:int64"
     )
-    arrays = models.example_arrays(models.parse_inputs("2x3,2x5:int64"))
+    arrays = inputs.example_arrays(inputs.parse_inputs("2x3,2x5:int64"))
     assert arrays[0].dtype == np.float32 and arrays[1].dtype == np.int64
     assert arrays[1].min() >= 0 and arrays[1].max() <= 9
-    assert np.array_equal(arrays[0], models.example_arrays(models.parse_inputs("2x3"))[0])
+    assert np.array_equal(arrays[0], inputs.example_arrays(inputs.parse_inputs("2x3"))[0])
 
 
 @pytest.mark.parametrize(
@@ -61,36 +62,36 @@ def test_input_shapes_parse_from_text_tuples_and_lists():
 )
 def test_bad_input_shapes_say_how_to_write_them(text, message):
     with pytest.raises(ValueError, match=message) as err:
-        models.parse_inputs(text)
+        inputs.parse_inputs(text)
     assert "batch first" in str(err.value) or "no input shape" in str(err.value)
 
 
 def test_bad_specs_name_the_problem(tmp_path):
     with pytest.raises(ValueError, match="names no builder function"):
-        models.parse("just_a_name")
+        inputs.parse("just_a_name")
     with pytest.raises(ValueError, match="no such file 'missing.py'"):
-        models.parse("missing.py:build")
+        inputs.parse("missing.py:build")
     with pytest.raises(ValueError, match=r"has no function 'nothing' \(it defines: .*two_breaks"):
-        models.build(spec("nothing"))
+        inputs.build(spec("nothing"))
     with pytest.raises(ValueError, match="no module named 'no_such_module'"):
-        models.build("no_such_module:build")
+        inputs.build("no_such_module:build")
     with pytest.raises(
         ValueError,
         match=r"raises\(\) raised RuntimeError: the weights file is missing "
         rf"\(explore_models.py line {line_of('the weights file is missing')}\)",
     ):
-        models.build(spec("raises"))
+        inputs.build(spec("raises"))
     (tmp_path / "none.py").write_text("def build():\n    pass\n")
     with pytest.raises(ValueError, match=r"returned None; it must return the model"):
-        models.build(f"{tmp_path / 'none.py'}:build")
+        inputs.build(f"{tmp_path / 'none.py'}:build")
     (tmp_path / "edited.py").write_text("def build():\n    return 1\n")
-    assert models.build(f"{tmp_path / 'edited.py'}:build") == 1
+    assert inputs.build(f"{tmp_path / 'edited.py'}:build") == 1
     (tmp_path / "edited.py").write_text("def build():\n    return 2\n")  # a cell rewrote it
-    assert models.build(f"{tmp_path / 'edited.py'}:build") == 2
+    assert inputs.build(f"{tmp_path / 'edited.py'}:build") == 2
     (tmp_path / "broken.py").write_text("import no_such_package_here\n")
     with pytest.raises(ValueError, match="importing it failed: ModuleNotFoundError"):
-        models.build(f"{tmp_path / 'broken.py'}:build")
-    assert models.parse(spec("clean")).canonical() == f"{FIXTURES}:clean"
+        inputs.build(f"{tmp_path / 'broken.py'}:build")
+    assert inputs.parse(spec("clean")).canonical() == f"{FIXTURES}:clean"
 
 
 def test_framework_of_reads_types_and_file_names_without_importing_frameworks():
@@ -200,6 +201,17 @@ def test_records_of_a_learners_model_never_mix_with_resnet50s():
         {"resnet50"},
         {mine["model"]},
     )
+
+
+def test_each_room_of_explore_has_its_docstring_and_names_and_the_package_shows_them():
+    import importlib
+
+    for name in ("report", "readiness", "workers", "benchmark"):
+        room = importlib.import_module(f"labkit.explore.{name}")
+        assert room.__doc__ and room.__all__, name
+        assert all(hasattr(room, n) for n in room.__all__), name
+    assert explore.__doc__ and all(hasattr(explore, n) for n in explore.__all__)
+    assert callable(explore.check) and callable(explore.bench)  # no room shadows them
 
 
 def test_bad_arguments_to_check_name_the_fix():

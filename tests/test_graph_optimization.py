@@ -9,7 +9,8 @@ import os
 import subprocess
 import sys
 
-from labkit import graphs, resnet
+from labkit import resnet
+from labkit.lessons import graphs
 
 import numpy as np
 import pytest
@@ -357,8 +358,8 @@ def test_grappler_shrinks_resnet50(weights, images):
 
 
 def test_int8_quantisation_of_resnet50(onnx_files, images, tmp_path):
-    from labkit import deploy
     from labkit.frameworks.onnxruntime import graphs as og
+    from labkit.lessons import deploy
 
     files, want = onnx_files
     dyn = og.quantize_dynamic(files["exported"], tmp_path / "dynamic.onnx")

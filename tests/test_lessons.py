@@ -114,6 +114,48 @@ def test_native_output_captures_standard_error_and_rejects_other_descriptors(cap
         lessons.native_output(lambda: None, fd=3)
 
 
+def test_show_prints_a_helpers_source_outside_jupyter(capsys):
+    import inspect
+
+    lessons.show(lessons.us)
+    out = capsys.readouterr().out
+    assert out == inspect.getsource(lessons.us)
+    assert out.startswith("def us(") and "median_s * 1e6 / per" in out
+
+    def nested():  # indented in this file: shown from its own left margin
+        return 1
+
+    lessons.show(nested)
+    assert (
+        capsys.readouterr().out == "def nested():  # indented in this file: shown from its "
+        "own left margin\n    return 1\n"
+    )
+    with pytest.raises(ValueError, match="no source to show for <built-in function len>"):
+        lessons.show(len)
+
+
+def test_show_displays_a_code_block_in_a_jupyter_kernel(tmp_path):
+    nbformat = pytest.importorskip("nbformat")
+    nbclient = pytest.importorskip("nbclient")
+    cell = (
+        "from labkit.lessons import show, us\n"
+        "show(us)\n"
+        "def fenced():\n"
+        "    return '```'\n"
+        "show(fenced)\n"
+    )
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(cell)])
+    nbclient.NotebookClient(
+        nb, timeout=120, resources={"metadata": {"path": str(tmp_path)}}
+    ).execute()
+    outputs = nb.cells[0].outputs
+    assert [o.output_type for o in outputs] == ["display_data", "display_data"]  # nothing printed
+    first, second = (o.data["text/markdown"] for o in outputs)
+    assert first.startswith("```python\ndef us(") and first.endswith("\n```")
+    # a fence longer than any run of backticks in the source, so the block is not cut short
+    assert second == "````python\ndef fenced():\n    return '```'\n````"
+
+
 # ---- notebooks 01-04: structure that nbval cannot check ------------------------------------
 
 LESSON_NOTEBOOKS = [

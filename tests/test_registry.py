@@ -14,8 +14,9 @@ import subprocess
 import sys
 from pathlib import Path
 
-from labkit import deploy, frameworks, recipe, resnet
+from labkit import frameworks, recipe, resnet
 from labkit.frameworks import contract
+from labkit.lessons import deploy
 
 import numpy as np
 import pytest

@@ -104,9 +104,67 @@ def test_bad_choices_name_the_valid_ones(kwargs, message):
 
 
 def test_crash_reasons_name_the_cause():
-    assert "out-of-memory killer" in runner._crash_reason(-signal.SIGKILL, "")
-    assert "out of memory" in runner._crash_reason(1, "Traceback...\nMemoryError\n")
-    assert "SIGSEGV" in runner._crash_reason(-signal.SIGSEGV, "")
+    assert "out-of-memory killer" in runner.crash_reason(-signal.SIGKILL, "")
+    assert "out of memory" in runner.crash_reason(1, "Traceback...\nMemoryError\n")
+    assert "SIGSEGV" in runner.crash_reason(-signal.SIGSEGV, "")
+
+
+def test_a_learners_model_is_a_plan_of_the_same_cells_with_its_model_and_shapes(tmp_path):
+    spec = ROOT / "tests" / "explore_models.py"
+    plan = runner.Plan.for_model(
+        f"{spec}:clean", "4x3x8x8", "torch", modes=["eager", "graph"], profile=SMOKE
+    )
+    # its own framework and the runtimes of its exports, each of their modes, every task
+    assert {(c.framework, c.mode) for c in plan} == {
+        ("torch", m) for m in frameworks.MODES["torch"]
+    } | {("onnxruntime", m) for m in frameworks.MODES["onnxruntime"]}
+    assert len(plan) == len({(c.framework, c.mode) for c in plan}) * 3
+    for c in plan:
+        assert c.model == f"{spec}:clean" and c.image_size == 0 and c.custom
+        batch = 1 if c.task == "latency" else 4
+        assert (c.batch_size, c.input_shape) == (batch, f"{batch}x3x8x8")
+        assert c.label() == (
+            f"explore_models:clean {c.framework} {c.mode} {c.task} {batch}x3x8x8 fp32 cpu"
+        )
+    # what differs from a ResNet-50 cell: no ceiling, and the learner's modules importable
+    cell = plan.cells[0]
+    assert runner.ceiling_fields(1e9, cell)["ceiling_share"] is None
+    env = runner.cell_env(cell, 2, tmp_path)
+    assert set(runner.inputs.child_pythonpath()) <= set(env["PYTHONPATH"].split(os.pathsep))
+    assert cell.workload is not runner.Plan.build(profile=SMOKE).cells[0].workload
+    # bad choices name the valid ones, as Plan.build's do
+    with pytest.raises(ValueError, match=r"the plan is empty: none of the modes xla belongs to "):
+        runner.Plan.for_model(f"{spec}:clean", "2x8", "torch", modes=["xla"], profile=SMOKE)
+    with pytest.raises(ValueError, match="cannot benchmark other models with MindSpore: choose"):
+        runner.Plan.for_model(f"{spec}:clean", "2x8", "torch", frameworks=["mindspore"])
+    with pytest.raises(ValueError, match="unknown task 'infer': valid tasks are latency"):
+        runner.Plan.for_model(f"{spec}:clean", "2x8", "torch", tasks=["infer"])
+    with pytest.raises(ValueError, match="is not a shape"):
+        runner.Plan.for_model(f"{spec}:clean", "2xx8", "torch")
+
+
+def test_each_room_of_the_runner_has_its_docstring_and_names_and_the_package_shows_them():
+    import importlib
+
+    for name in ("plan", "inputs", "cell", "process", "duration", "loop", "live"):
+        room = importlib.import_module(f"labkit.runner.{name}")
+        assert room.__doc__ and room.__all__, name
+        assert all(hasattr(room, n) for n in room.__all__), name
+    assert runner.__doc__ and all(hasattr(runner, n) for n in runner.__all__)
+    # no room shadows a function of the same name
+    assert callable(runner.run) and callable(runner.forecast)
+    assert runner.run_cell is runner.process.run_cell and runner.Plan is runner.plan.Plan
+    # `python -m labkit.runner` is the cell's entry point, as the run starts it
+    cmd = runner.process.cell_command(runner.Plan.build(profile=SMOKE).cells[0], ROOT, 1)
+    assert cmd[1:3] == ["-m", "labkit.runner"]
+    usage = subprocess.run(
+        [sys.executable, "-m", "labkit.runner", "--help"],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        check=False,
+    )
+    assert usage.returncode == 0 and "usage: python -m labkit.runner" in usage.stdout
 
 
 # ----------------------------------------------------------------------------- real cells
@@ -364,7 +422,7 @@ def fake_fields(median=0.1, **extra):
 
 def test_ctrl_c_waits_until_the_record_is_written(tmp_path, monkeypatch):
     plan = runner.Plan.build(["torch"], ["eager"], ["latency", "throughput"], profile=SMOKE)
-    monkeypatch.setattr(runner, "run_cell", lambda *a, **k: fake_fields())
+    monkeypatch.setattr(runner.loop, "run_cell", lambda *a, **k: fake_fields())
     real_append = results.append
 
     def append_interrupted(path, record):
@@ -382,7 +440,7 @@ def test_ctrl_c_waits_until_the_record_is_written(tmp_path, monkeypatch):
 def test_a_result_that_makes_no_valid_record_becomes_a_failed_one(tmp_path, monkeypatch):
     plan = runner.Plan.build(["torch"], ["eager"], ["latency", "throughput"], profile=SMOKE)
     answers = iter([fake_fields(median_s=float("nan")), fake_fields()])
-    monkeypatch.setattr(runner, "run_cell", lambda *a, **k: next(answers))
+    monkeypatch.setattr(runner.loop, "run_cell", lambda *a, **k: next(answers))
     out = tmp_path / "r.jsonl"
     res = runner.run(plan, out, progress=False)
     first, second = results.load(out)
@@ -439,11 +497,11 @@ def test_a_plan_says_how_long_it_should_take_before_it_starts():
 
 
 def test_a_live_table_fills_in_as_records_arrive(tmp_path, monkeypatch, capsys):
-    from labkit import live
+    from labkit.runner import live
 
     plan = runner.Plan.build(["torch"], ["eager"], ["latency", "throughput"], profile=SMOKE)
     answers = iter([fake_fields(), fake_fields(others_cpus=1e6)])
-    monkeypatch.setattr(runner, "run_cell", lambda *a, **k: next(answers))
+    monkeypatch.setattr(runner.loop, "run_cell", lambda *a, **k: next(answers))
     table = live.LiveTable(plan, runner.forecast(plan, history=[]), title="training")
     text = table.markdown()
     assert "0 of 2 cells" in text and text.count("waiting (about") == 2
@@ -464,7 +522,9 @@ def test_a_live_table_fills_in_as_records_arrive(tmp_path, monkeypatch, capsys):
 def test_an_out_that_cannot_be_written_is_refused_before_any_cell(tmp_path, monkeypatch):
     plan = runner.Plan.build(["torch"], ["eager"], ["latency"], profile=SMOKE)
     measured = []
-    monkeypatch.setattr(runner, "run_cell", lambda *a, **k: measured.append(1) or fake_fields())
+    monkeypatch.setattr(
+        runner.loop, "run_cell", lambda *a, **k: measured.append(1) or fake_fields()
+    )
     (tmp_path / "afile").write_text("not a folder")
     bad = tmp_path / "afile" / "r.jsonl"  # no one can write under a file, root neither
     with pytest.raises(ValueError) as caught:
@@ -486,7 +546,7 @@ def test_a_write_that_fails_keeps_the_record_and_resume_recovers(tmp_path, monke
     plan = runner.Plan.build(
         ["torch"], ["eager"], ["latency", "throughput", "train"], profile=SMOKE
     )
-    monkeypatch.setattr(runner, "run_cell", lambda *a, **k: fake_fields())
+    monkeypatch.setattr(runner.loop, "run_cell", lambda *a, **k: fake_fields())
     real_append, calls, fragment = results.append, [], []
 
     def disk_full_after_the_first(path, record):
@@ -520,7 +580,7 @@ def test_a_write_that_fails_keeps_the_record_and_resume_recovers(tmp_path, monke
 
 def test_a_write_that_fails_once_is_written_with_the_next_record(tmp_path, monkeypatch):
     plan = runner.Plan.build(["torch"], ["eager"], ["latency", "throughput"], profile=SMOKE)
-    monkeypatch.setattr(runner, "run_cell", lambda *a, **k: fake_fields())
+    monkeypatch.setattr(runner.loop, "run_cell", lambda *a, **k: fake_fields())
     real_append, calls = results.append, []
 
     def fails_once(path, record):
@@ -540,7 +600,7 @@ import sys
 from labkit import profiles, runner
 path, n = sys.argv[1], int(sys.argv[2])
 fields = {fields!r}
-runner.run_cell = lambda *a, **k: dict(fields)  # a cell that takes no time
+runner.loop.run_cell = lambda *a, **k: dict(fields)  # a cell that takes no time
 smoke = profiles.get("smoke")
 cell = runner.Plan.build(["torch"], ["eager"], ["latency"], profile=smoke).cells[0]
 print("ready", flush=True)

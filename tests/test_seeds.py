@@ -83,6 +83,19 @@ def test_figures_render_as_the_article_writes_them():
         seeds.figure("nope")
 
 
+def test_unknown_keys_name_the_known_ones_word_for_word():
+    with pytest.raises(ValueError) as article:
+        seeds.article("001")
+    assert str(article.value) == "unknown article '001': the seeds are 000, 003"
+    with pytest.raises(ValueError) as scenario:
+        seeds.scenario("hobby")
+    assert str(scenario.value) == (
+        "unknown scenario 'hobby': scenarios are research, large_scale_training, deployment, "
+        "small_team, special_hardware"
+    )
+    assert seeds.scenario("deployment").key == "deployment"
+
+
 def test_ratios_the_tables_imply():
     assert seeds.training_ratio(("torch", "torchscript"), ("torch", "eager")) == 1350 / 1280
     assert seeds.training_ratio(("mindspore", "graph"), ("torch", "eager"), gpus=8) == 10500 / 9800

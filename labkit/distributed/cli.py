@@ -11,6 +11,8 @@ from .job import FAULTS, FRAMEWORKS, MODELS, DistributedError, Job
 from .launcher import cluster_commands, launch
 from .runs import is_running_statistic, max_difference, scaling_efficiency
 
+__all__ = ["build_parser", "cli", "main"]
+
 
 def build_parser(parser: argparse.ArgumentParser | None = None) -> argparse.ArgumentParser:
     p = parser or argparse.ArgumentParser(

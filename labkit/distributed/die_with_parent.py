@@ -19,6 +19,8 @@ import os
 import signal
 import sys
 
+__all__ = ["PARENT_GONE", "PR_SET_PDEATHSIG", "main"]
+
 PR_SET_PDEATHSIG = 1
 PARENT_GONE = 3
 

@@ -8,6 +8,8 @@ import shutil
 import tempfile
 from pathlib import Path
 
+__all__ = ["TMP_PREFIX", "new_output_dir", "sweep_orphaned_outputs"]
+
 #: temporary output folders start with this; each holds ``owner.pid``, the process that made it
 TMP_PREFIX = "labkit-dp-"
 

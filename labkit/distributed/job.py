@@ -11,6 +11,18 @@ from ..frameworks import spec, specs
 from ..frameworks._kit.worker import FAULTS, MODELS
 from ..util import net
 
+__all__ = [
+    "FRAMEWORKS",
+    "HOST",
+    "WORKER_MODULES",
+    "DistributedError",
+    "Job",
+    "PortInUse",
+    "check_framework",
+    "pick_ports",
+    "worker_source",
+]
+
 #: the registered frameworks that have a data-parallel launcher
 FRAMEWORKS: tuple[str, ...] = tuple(s.name for s in specs() if s.launcher)
 #: the worker module of each framework (run with ``python -m``)

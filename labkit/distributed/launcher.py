@@ -23,6 +23,8 @@ from .job import HOST, DistributedError, Job, pick_ports
 from .processes import ProcessTree, wait
 from .runs import Run
 
+__all__ = ["WORKER_FILES", "cluster_commands", "commands", "environment", "launch"]
+
 #: files a worker writes into the job's folder (deleted before a job reuses the folder)
 WORKER_FILES = ("rank*.json", "rank*.npz", "rank*.hang", "rank*.steps", "rank*.straggler")
 

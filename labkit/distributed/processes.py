@@ -24,6 +24,15 @@ from pathlib import Path
 
 from ..util.proc import stop_processes
 
+__all__ = [
+    "DIES_WITH_PARENT",
+    "ProcessTree",
+    "dying_with_parent",
+    "program",
+    "still_running",
+    "wait",
+]
+
 #: True where started processes die with their launcher (the parent-death signal: Linux)
 DIES_WITH_PARENT = sys.platform.startswith("linux")
 _WRAPPER = Path(__file__).with_name("die_with_parent.py")

@@ -13,6 +13,8 @@ from .. import resnet
 from ..util import stats
 from .job import Job
 
+__all__ = ["Run", "is_running_statistic", "max_difference", "scaling_efficiency", "steady"]
+
 
 @dataclass
 class Run:

@@ -37,6 +37,8 @@ from ..frameworks._kit.checks import unwrap, what_broke
 from ..util.stdio import native_output
 from .core import EMPTY, RIGHT, Exercise, Feedback
 
+__all__ = ["Check", "Code", "function_from_source", "function_name"]
+
 _REFERENCES = ("starter", "solution", "self")
 _counter = itertools.count()
 

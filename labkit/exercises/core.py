@@ -27,6 +27,8 @@ from dataclasses import dataclass, field
 
 from .store import record
 
+__all__ = ["EMPTY", "RIGHT", "WRONG", "Choice", "Exercise", "Feedback", "Number", "Text"]
+
 
 @dataclass(frozen=True)
 class Feedback:

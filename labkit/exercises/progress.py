@@ -12,6 +12,8 @@ from dataclasses import dataclass
 from .bank import notebook_entries, notebooks, title
 from .store import ENV, path, read
 
+__all__ = ["MARKS", "Progress", "Row", "progress"]
+
 MARKS = {"right": "✓", "tried": "✗", "open": "·"}
 
 

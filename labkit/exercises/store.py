@@ -21,6 +21,8 @@ from pathlib import Path
 
 from ..util import jsonio
 
+__all__ = ["DEFAULT", "ENV", "VERSION", "forget_warnings", "path", "read", "record", "reset"]
+
 ENV = "LABKIT_PROGRESS"
 DEFAULT = Path("~/.graphlab/progress.json")
 VERSION = 1
@@ -33,6 +35,11 @@ def path() -> Path | None:
     if value.lower() in ("off", "0", "none", "false"):
         return None
     return Path(value).expanduser() if value else DEFAULT.expanduser()
+
+
+def forget_warnings() -> None:
+    """Warn again about problems already reported (each is reported once per process)."""
+    _warned.clear()
 
 
 def _warn(problem: str) -> None:

@@ -85,8 +85,8 @@ class FrameworkSpec:
     eager: str | None  #: the eager mode; None for a runtime of exported graphs only
     color: str  #: its colour in every figure
     tasks: tuple[str, ...] = TASKS  #: the benchmark tasks its adapter offers
-    #: deployment formats the lab writes with it (keys of labkit.deploy.FORMATS), the one that
-    #: ``adapter.export`` writes first
+    #: deployment formats the lab writes with it (keys of labkit.lessons.deploy.FORMATS), the
+    #: one that ``adapter.export`` writes first
     formats: tuple[str, ...] = ()
     exported_from: str | None = None  #: the framework whose export it runs (ONNX Runtime: torch)
     launcher: str | None = None  #: its data-parallel launcher, None when the lab has none

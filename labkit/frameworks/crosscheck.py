@@ -21,6 +21,7 @@ import numpy as np
 
 from .. import frameworks as fw
 from .. import resnet
+from ..util.numeric import max_rel_diff
 
 __all__ = [
     "FP32_SPREAD",
@@ -29,7 +30,7 @@ __all__ = [
     "LogitCheck",
     "StepCheck",
     "crosscheck",
-    "max_rel_diff",
+    "max_rel_diff",  # the measure of LogitCheck's errors (labkit.util.numeric's)
     "reference_logits",
     "step_check",
 ]
@@ -43,14 +44,6 @@ REFERENCE = fw.REFERENCE
 #: the worst single tensor. BatchNorm at a tiny batch conditions the gradient badly, so a
 #: different summation order moves a tensor's update by percents; a bug moves it by 100%.
 FP32_SPREAD = 10.0
-
-
-def max_rel_diff(got, ref) -> float:
-    """The largest ``|got - ref|`` divided by the largest ``|ref|`` (0 when both are zero)."""
-    ref = np.asarray(ref, dtype=np.float64)
-    diff = np.abs(np.asarray(got, dtype=np.float64) - ref).max(initial=0.0)
-    scale = float(np.abs(ref).max(initial=0.0))
-    return float(diff) / scale if scale else float(diff)
 
 
 def _norm_rel(got, ref) -> float:

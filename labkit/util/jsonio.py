@@ -30,6 +30,18 @@ from itertools import accumulate
 from pathlib import Path
 from typing import BinaryIO
 
+__all__ = [
+    "MAX_DEPTH",
+    "MIN_FREE_BYTES",
+    "JSONError",
+    "depth",
+    "loads",
+    "locked",
+    "unwritable",
+    "write_all",
+    "write_atomic",
+]
+
 try:
     import fcntl
 except ImportError:  # Windows: no advisory locks; the last writer wins

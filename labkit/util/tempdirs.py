@@ -18,6 +18,8 @@ import stat
 import tempfile
 from pathlib import Path
 
+__all__ = ["UnsafeFolder", "check_private", "owner_name", "private_dir"]
+
 
 class UnsafeFolder(ValueError):
     """A folder labkit would reuse can be written by someone else: it is not used."""

@@ -15,8 +15,8 @@ and :mod:`labkit.profiles`; what several of them need lives here:
 
 Framework-free: nothing here imports a framework. Not for notebooks: the rooms above that use
 the kit (:mod:`labkit.explore`, :mod:`labkit.exercises`, :mod:`labkit.distributed`,
-:mod:`labkit.graphs`) show a learner what they need under their own names. Nor for anything
-that orchestrates the frameworks.
+:mod:`labkit.lessons.graphs`) show a learner what they need under their own names. Nor for
+anything that orchestrates the frameworks.
 """
 
 __all__ = ["cells", "checks", "explore", "graphs", "worker"]

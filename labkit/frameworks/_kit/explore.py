@@ -24,6 +24,8 @@ from pathlib import Path
 
 import numpy as np
 
+from ...util.numeric import difference
+
 __all__ = [
     "RTOL",
     "STATUSES",
@@ -203,15 +205,16 @@ def agreement(
         if ref.size == 0:
             continue
         a, b = out.astype(np.float64), ref.astype(np.float64)
-        nan = np.isnan(a) | np.isnan(b)
         if np.any(np.isnan(a) != np.isnan(b)):
             return False, float("inf"), f"output {i} has NaN where eager has none (or the reverse)"
-        diff = np.abs(a - b)[~nan]
-        scale = float(np.max(np.abs(b[~nan]))) if diff.size else 0.0
-        biggest = float(diff.max()) if diff.size else 0.0
-        worst = max(worst, biggest)
-        if biggest > rtol * max(scale, 1e-6):
-            return False, worst, f"output {i} differs by up to {biggest:.3g} (scale {scale:.3g})"
+        d = difference(a, b, skip_nan=True)
+        worst = max(worst, d.largest)
+        if d.exceeds(rtol, floor=1e-6):
+            return (
+                False,
+                worst,
+                f"output {i} differs by up to {d.largest:.3g} (scale {d.scale:.3g})",
+            )
     return True, worst, ""
 
 

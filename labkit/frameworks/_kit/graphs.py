@@ -2,8 +2,8 @@
 node counts by kind (:class:`OpCounts`) and the nodes in execution order with the tensors each
 reads and writes (:class:`Step`).
 
-Not for: what is computed from them (:mod:`labkit.graphs`: stage tables, BatchNorm folding,
-memory plans).
+Not for: what is computed from them (:mod:`labkit.lessons.graphs`: stage tables, BatchNorm
+folding, memory plans).
 """
 
 from __future__ import annotations

@@ -7,6 +7,8 @@ This file is framework-free: it declares what the lab knows about MindSpore and 
 
 from ..contract import FrameworkSpec
 
+__all__ = ["SPEC"]
+
 SPEC = FrameworkSpec(
     name="mindspore",
     display="MindSpore",

@@ -29,6 +29,31 @@ from .._kit.cells import check_cell, check_choice, check_threads, host_batch
 from ..contract import DEVICES, Prepared, Unsupported
 from . import SPEC
 
+__all__ = [
+    "BN_NAMES",
+    "DEBRIS_ENV",
+    "MODES",
+    "NAME",
+    "SPEC",
+    "Bottleneck",
+    "ResNet50",
+    "applied_recipe",
+    "build_resnet50",
+    "export",
+    "load_exported",
+    "max_pool",
+    "native_name",
+    "predict",
+    "prepare",
+    "redirect_debris",
+    "scratch_folder",
+    "set_threads",
+    "threads",
+    "to_canonical",
+    "train_step",
+    "version",
+]
+
 NAME = SPEC.name
 MODES = SPEC.modes
 

@@ -27,6 +27,8 @@ from .._kit.checks import (
 )
 from . import adapter  # noqa: F401  (sends MindSpore's compile-failure reports to a scratch folder)
 
+__all__ = ["eager", "graph_mode", "matches_eager", "namespace", "verify"]
+
 
 def namespace() -> dict[str, Any]:
     return {"ms": ms, "ops": ops, "nn": nn, "np": np}

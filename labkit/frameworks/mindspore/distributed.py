@@ -30,6 +30,8 @@ from ...util import stats
 from .._kit import worker
 from . import SPEC
 
+__all__ = ["Synthetic", "build_model", "main", "measure_allreduce", "train", "weights_of"]
+
 
 def main() -> None:
     args = worker.start(SPEC)

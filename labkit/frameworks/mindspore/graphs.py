@@ -33,6 +33,15 @@ import numpy as np
 from ...util.proc import child_env
 from ...util.stdio import native_output
 
+__all__ = [
+    "DEMO_EAGER",
+    "DEMO_INPUTS",
+    "DEMO_PRINT",
+    "capture_mode_demo",
+    "capture_modes",
+    "compiled_graphs",
+]
+
 
 def compiled_graphs() -> int:
     """Graphs compiled so far in this process by ``jit`` in ``ast`` mode (and ``GRAPH_MODE``)."""

@@ -18,6 +18,18 @@ from pathlib import Path
 
 from . import SPEC
 
+__all__ = [
+    "CLUSTER_VARIABLES",
+    "ENTRY",
+    "ENTRY_FILE",
+    "ENVIRONMENT",
+    "EVERY_INTERFACE",
+    "cluster_commands",
+    "local_commands",
+    "msrun_command",
+    "ports_needed",
+]
+
 CLUSTER_VARIABLES: tuple[str, ...] = (
     "MS_ROLE",
     "MS_SCHED_HOST",

@@ -8,6 +8,8 @@ nothing.
 
 from ..contract import FrameworkSpec
 
+__all__ = ["SPEC"]
+
 SPEC = FrameworkSpec(
     name="onnxruntime",
     display="ONNX Runtime",

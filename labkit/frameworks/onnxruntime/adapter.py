@@ -49,6 +49,25 @@ from .._kit.cells import check_cell, check_choice, check_threads, host_batch
 from ..contract import DEVICES, Prepared, Unsupported
 from . import SPEC
 
+__all__ = [
+    "MODES",
+    "NAME",
+    "SPEC",
+    "ResNetSession",
+    "build_resnet50",
+    "feed",
+    "model_file",
+    "predict",
+    "prepare",
+    "prepare_model",
+    "session_from_file",
+    "set_threads",
+    "threads",
+    "to_canonical",
+    "version",
+    "weights_digest",
+]
+
 NAME = SPEC.name
 MODES = SPEC.modes
 

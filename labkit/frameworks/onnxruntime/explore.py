@@ -28,6 +28,23 @@ from . import SPEC
 from .adapter import feed
 from .graphs import LEVELS, counts, optimize, session_options
 
+__all__ = [
+    "ACCEPTS",
+    "CHECKS",
+    "NAME",
+    "Session",
+    "accepts",
+    "describe",
+    "node_count",
+    "pack",
+    "run",
+    "run_check",
+    "session",
+    "session_for",
+    "unpack",
+    "versions",
+]
+
 NAME = SPEC.name
 CHECKS: tuple[str, ...] = (
     "onnx",

@@ -13,7 +13,7 @@ node counts before and after each level can be compared and the result run on it
   layout for convolutions on x86 (``com.microsoft.nchwc`` ops, specific to this CPU).
 
 Also here: :func:`memory_steps`, the model's execution order and tensor sizes for
-:func:`labkit.graphs.plan_memory`, and int8 quantisation (:func:`quantize_dynamic`,
+:func:`labkit.lessons.graphs.plan_memory`, and int8 quantisation (:func:`quantize_dynamic`,
 :func:`quantize_static`) with ONNX Runtime's quantization tool.
 """
 
@@ -30,6 +30,21 @@ import onnx
 import onnxruntime as ort
 
 from .._kit.graphs import OpCounts, Step
+
+__all__ = [
+    "BOOKKEEPING",
+    "LEVELS",
+    "counts",
+    "load",
+    "memory_steps",
+    "optimize",
+    "optimize_levels",
+    "quantize_dynamic",
+    "quantize_static",
+    "run",
+    "session",
+    "session_options",
+]
 
 #: optimisation level names, lowest first, and ONNX Runtime's enum for each (those it has)
 _LEVEL_ENUM = {

@@ -8,6 +8,8 @@ This file is framework-free: it declares what the lab knows about TensorFlow and
 
 from ..contract import FrameworkSpec
 
+__all__ = ["SPEC"]
+
 SPEC = FrameworkSpec(
     name="tensorflow",
     display="TensorFlow",

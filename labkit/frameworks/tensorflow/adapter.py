@@ -37,6 +37,41 @@ from .._kit.cells import check_cell, check_choice, check_threads, host_batch
 from ..contract import DEVICES, PRECISIONS, Prepared, Unsupported
 from . import SPEC
 
+__all__ = [
+    "BN_MOMENTUM",
+    "LOSS",
+    "MODES",
+    "MODE_NOTES",
+    "NAME",
+    "POLICIES",
+    "SPEC",
+    "applied_recipe",
+    "build_resnet50",
+    "check_mode",
+    "export",
+    "inference_fn",
+    "is_tf_function",
+    "keras_name",
+    "load_exported",
+    "load_weights",
+    "loss_fn",
+    "model_caller",
+    "optimizer",
+    "predict",
+    "prepare",
+    "prepare_model",
+    "resnet50",
+    "set_threads",
+    "tflite_predict",
+    "threads",
+    "to_canonical",
+    "to_nhwc",
+    "to_tflite",
+    "train_fn",
+    "train_step",
+    "version",
+]
+
 NAME = SPEC.name
 MODES = SPEC.modes
 

@@ -24,6 +24,8 @@ from .._kit.checks import (
     what_broke,
 )
 
+__all__ = ["eager", "graph_function", "matches_eager", "namespace", "traces_once", "verify"]
+
 
 def namespace() -> dict[str, Any]:
     return {"tf": tf, "np": np}

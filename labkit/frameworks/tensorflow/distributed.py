@@ -36,6 +36,18 @@ from ...util import stats
 from .._kit import worker
 from . import SPEC
 
+__all__ = [
+    "AUTO_SHARD_SAMPLES",
+    "auto_shard_ids",
+    "build_model",
+    "dataset_fn",
+    "main",
+    "make_strategy",
+    "measure_allreduce",
+    "train",
+    "weights_of",
+]
+
 
 def main() -> None:
     args = worker.start(SPEC)

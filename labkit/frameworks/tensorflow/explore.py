@@ -37,6 +37,22 @@ from .._kit import explore as ex
 from . import SPEC
 from .adapter import is_tf_function, model_caller
 
+__all__ = [
+    "ACCEPTS",
+    "CHECKS",
+    "NAME",
+    "PLAIN",
+    "Session",
+    "accepts",
+    "describe",
+    "pack",
+    "plain",
+    "run_check",
+    "session",
+    "unpack",
+    "versions",
+]
+
 NAME = SPEC.name
 CHECKS: tuple[str, ...] = (
     "eager",
@@ -230,16 +246,21 @@ def _eager(s: Session) -> dict:
     return s.works(outs)
 
 
+def _first_call(s: Session, fn: Callable) -> float:
+    """Seconds of ``fn``'s first call on the example inputs (tracing and compiling included)."""
+    t0 = time.perf_counter()
+    with _quiet():
+        s.run(fn, s.arrays)
+    return time.perf_counter() - t0
+
+
 def _function(s: Session) -> dict:
     path = "tf.function"
     fn = tf.function(s.call, **s.options)
-    t0 = time.perf_counter()
     try:
-        with _quiet():
-            s.run(fn, s.arrays)
+        first = _first_call(s, fn)
     except Exception as exc:  # noqa: BLE001 - a framework error is the check's finding
         return _fails(path, "tracing it into a graph failed", exc)
-    first = time.perf_counter() - t0
     with _quiet():
         ok, worst, why = s.compare(fn)
     traces = fn.experimental_get_tracing_count()
@@ -341,13 +362,10 @@ def _new_shapes(s: Session) -> dict:
 def _xla(s: Session) -> dict:
     path = "xla"
     fn = tf.function(s.call, jit_compile=True)
-    t0 = time.perf_counter()
     try:
-        with _quiet():
-            s.run(fn, s.arrays)
+        first = _first_call(s, fn)
     except Exception as exc:  # noqa: BLE001 - a framework error is the check's finding
         return _fails(path, "XLA cannot compile it", exc)
-    first = time.perf_counter() - t0
     with _quiet():
         ok, worst, why = s.compare(fn)
     if not ok:

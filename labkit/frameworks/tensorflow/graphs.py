@@ -40,6 +40,22 @@ from tensorflow.python.grappler import tf_optimizer
 from ...util.proc import child_env
 from .._kit.graphs import OpCounts
 
+__all__ = [
+    "BOOKKEEPING",
+    "GRAPPLER_STARTS",
+    "OPTIMIZERS",
+    "counts",
+    "freeze",
+    "graph_def",
+    "grappler",
+    "grappler_runs",
+    "io_names",
+    "run",
+    "stages",
+    "tflite_callable",
+    "trace",
+]
+
 #: node kinds that do no arithmetic on tensors
 BOOKKEEPING: frozenset[str] = frozenset(
     {"Const", "Identity", "Placeholder", "ReadVariableOp", "NoOp", "VarHandleOp"}

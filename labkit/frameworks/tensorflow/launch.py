@@ -18,6 +18,16 @@ from pathlib import Path
 
 from . import SPEC
 
+__all__ = [
+    "CLUSTER_VARIABLES",
+    "ENVIRONMENT",
+    "EVERY_INTERFACE",
+    "cluster_commands",
+    "local_commands",
+    "ports_needed",
+    "tf_config",
+]
+
 CLUSTER_VARIABLES: tuple[str, ...] = ("TF_CONFIG",)
 ENVIRONMENT: dict[str, str] = {"TF_CPP_MIN_LOG_LEVEL": "2"}  # errors only
 EVERY_INTERFACE: str | None = (

@@ -7,6 +7,8 @@ This file is framework-free: it declares what the lab knows about PyTorch and im
 
 from ..contract import FrameworkSpec
 
+__all__ = ["SPEC"]
+
 SPEC = FrameworkSpec(
     name="torch",
     display="PyTorch",

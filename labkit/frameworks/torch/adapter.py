@@ -29,6 +29,35 @@ from .._kit.cells import check_cell, check_choice, check_threads, host_batch
 from ..contract import DEVICES, Prepared, Unsupported
 from . import SPEC
 
+__all__ = [
+    "LOSS",
+    "MODES",
+    "NAME",
+    "SPEC",
+    "Bottleneck",
+    "FunctionModule",
+    "ResNet50",
+    "applied_recipe",
+    "as_module",
+    "build_resnet50",
+    "export",
+    "export_model",
+    "leaves",
+    "load_canonical",
+    "load_exported",
+    "predict",
+    "predict_float64",
+    "prepare",
+    "prepare_model",
+    "quiet_torchscript",
+    "set_threads",
+    "threads",
+    "to_canonical",
+    "train_step",
+    "train_step_float64",
+    "version",
+]
+
 NAME = SPEC.name
 MODES = SPEC.modes
 

@@ -43,6 +43,21 @@ from .._kit.checks import (
     what_broke,
 )
 
+__all__ = [
+    "avoids_ops",
+    "data_parallel",
+    "eager",
+    "equals_reference",
+    "exports",
+    "fullgraph",
+    "matches_eager",
+    "max_ops",
+    "namespace",
+    "no_graph_breaks",
+    "operations",
+    "verify",
+]
+
 
 def namespace() -> dict[str, Any]:
     return {"torch": torch, "F": F, "np": np}

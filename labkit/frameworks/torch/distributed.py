@@ -33,6 +33,8 @@ from ...util import stats
 from .._kit import worker
 from . import SPEC
 
+__all__ = ["SyntheticImages", "TinyNet", "build_model", "main", "measure", "train", "weights_of"]
+
 
 class SyntheticImages(worker.SyntheticImages, Dataset):
     """The synthetic data set as a ``Dataset`` of tensors; sample i is the same in every process."""

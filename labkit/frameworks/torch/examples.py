@@ -20,6 +20,18 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+__all__ = [
+    "MaskedRNN",
+    "PaddedRNN",
+    "SelfAttention",
+    "SmallCNN",
+    "TransformerBlock",
+    "masked_rnn",
+    "padded_rnn",
+    "small_cnn",
+    "transformer_block",
+]
+
 
 class SelfAttention(nn.Module):
     """Multi-head self-attention: one projection to queries, keys and values, softmax attention

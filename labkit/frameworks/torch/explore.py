@@ -45,6 +45,22 @@ from .._kit import explore as ex
 from . import SPEC
 from .adapter import as_module, export_model, leaves, quiet_torchscript
 
+__all__ = [
+    "ACCEPTS",
+    "CHECKS",
+    "NAME",
+    "PLAIN",
+    "Session",
+    "accepts",
+    "describe",
+    "pack",
+    "plain",
+    "run_check",
+    "session",
+    "unpack",
+    "versions",
+]
+
 NAME = SPEC.name
 CHECKS: tuple[str, ...] = (
     "eager",
@@ -250,6 +266,21 @@ def _eager(s: Session) -> dict:
     return s.works(outs)
 
 
+def _fails(
+    path: str, what: str, exc: BaseException, lines: int, cause: BaseException | None = None
+) -> dict:
+    """A failed capture: what failed, the framework's message in plain words and where in the
+    learner's code (read from ``cause``, by default ``exc``), its first ``lines`` lines."""
+    cause = exc if cause is None else cause
+    where = ex.user_location(str(cause))
+    return ex.result(
+        path,
+        "fails",
+        f"{what}: {plain(str(exc))}" + (f" (at {where})" if where else ""),
+        ex.first_lines(cause, lines=lines),
+    )
+
+
 def _traceback(exc: BaseException) -> str:
     import traceback
 
@@ -335,14 +366,7 @@ def _fullgraph(s: Session) -> dict:
         with _quiet():
             s.run(fn, s.arrays)
     except Exception as exc:  # noqa: BLE001 - a framework error is the check's finding
-        text = str(exc)
-        where = ex.user_location(text)
-        return ex.result(
-            path,
-            "fails",
-            f"not capturable as one graph: {plain(text)}" + (f" (at {where})" if where else ""),
-            ex.first_lines(exc, lines=2),
-        )
+        return _fails(path, "not capturable as one graph", exc, lines=2)
     with _quiet():
         ok, worst, why = s.compare(fn)
     if not ok:
@@ -426,14 +450,7 @@ def _export(s: Session, strict: bool) -> dict:
         with _quiet(), contextlib.redirect_stderr(io.StringIO()):
             program = torch.export.export(s.module, tuple(s.tensors(s.arrays)), strict=strict)
     except Exception as exc:  # noqa: BLE001 - a framework error is the check's finding
-        text = str(exc)
-        where = ex.user_location(text)
-        return ex.result(
-            path,
-            "fails",
-            f"torch.export ({how}) rejects it: {plain(text)}" + (f" (at {where})" if where else ""),
-            ex.first_lines(exc, lines=1),
-        )
+        return _fails(path, f"torch.export ({how}) rejects it", exc, lines=1)
     ops = sum(n.op == "call_function" for n in program.graph.nodes)
     with _quiet():
         ok, worst, why = s.compare(program.module())
@@ -519,15 +536,9 @@ def _onnx(s: Session) -> dict:
             with _quiet(), contextlib.redirect_stderr(io.StringIO()):
                 file = export_model(s.module, s.arrays, tmp)
         except Exception as exc:  # noqa: BLE001 - a framework error is the check's finding
-            cause = exc.__cause__ or exc  # the exporter wraps what torch.export raised
-            where = ex.user_location(str(cause))
-            return ex.result(
-                path,
-                "fails",
-                f"torch.onnx.export (the dynamo exporter) cannot export it: {plain(str(exc))}"
-                + (f" (at {where})" if where else ""),
-                ex.first_lines(cause, lines=1),
-            )
+            what = "torch.onnx.export (the dynamo exporter) cannot export it"
+            # the exporter wraps what torch.export raised: the cause says where and what first
+            return _fails(path, what, exc, lines=1, cause=exc.__cause__ or exc)
         nodes = runtime.node_count(file)
         session = runtime.session_for(file)
         worst, why = 0.0, ""

@@ -31,6 +31,20 @@ from torch import nn
 from .._kit.graphs import OpCounts
 from .adapter import quiet_torchscript
 
+__all__ = [
+    "BOOKKEEPING",
+    "STAGES",
+    "counts",
+    "graph_of",
+    "inductor",
+    "inductor_kernels",
+    "is_generated",
+    "kinds",
+    "launches",
+    "run",
+    "stages",
+]
+
 STAGES: tuple[str, ...] = ("traced", "frozen", "optimized")
 #: node kinds that do no arithmetic on tensors
 BOOKKEEPING: frozenset[str] = frozenset(

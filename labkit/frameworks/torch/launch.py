@@ -23,6 +23,19 @@ from pathlib import Path
 from ...util import net
 from . import SPEC
 
+__all__ = [
+    "BOUND_BACKEND",
+    "BOUND_TORCHRUN",
+    "CLUSTER_VARIABLES",
+    "ENVIRONMENT",
+    "EVERY_INTERFACE",
+    "SOCKET_INTERFACES",
+    "cluster_commands",
+    "local_commands",
+    "ports_needed",
+    "torchrun_command",
+]
+
 CLUSTER_VARIABLES: tuple[str, ...] = (
     "RANK",
     "WORLD_SIZE",

@@ -36,6 +36,16 @@ from torch.distributed.elastic.rendezvous import (
 )
 from torch.distributed.elastic.rendezvous.utils import parse_rendezvous_endpoint
 
+__all__ = [
+    "BACKEND",
+    "TIMEOUT_S",
+    "BoundStaticRendezvous",
+    "bound_store",
+    "create_handler",
+    "listening_socket",
+    "main",
+]
+
 BACKEND = "bound-static"
 TIMEOUT_S = 600  # torchrun's static rendezvous waits as long
 

@@ -14,6 +14,7 @@ import math
 from dataclasses import dataclass, field
 
 from ...frameworks import specs
+from ...util.lookup import by_key
 from ..seeds import (
     EPOCH_IMAGES,
     INFERENCE,
@@ -283,10 +284,7 @@ SEED_TRAINING: tuple[tuple[str, float, float], ...] = tuple(
 
 
 def claim(key: str) -> Claim:
-    for c in CLAIMS:
-        if c.key == key:
-            return c
-    raise ValueError(f"unknown claim {key!r}: valid claims are {', '.join(c.key for c in CLAIMS)}")
+    return by_key(CLAIMS, key, "claim", "valid claims are")
 
 
 #: the epoch-time consistency check: a claim on the seeds' own numbers, no machine needed

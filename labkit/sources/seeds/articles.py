@@ -14,6 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ...frameworks import NAMES, spec
+from ...util.lookup import by_key
 
 __all__ = [
     "ARTICLES",
@@ -107,10 +108,7 @@ FIGURES: tuple[Figure, ...] = (
 
 
 def figure(key: str) -> Figure:
-    for f in FIGURES:
-        if f.key == key:
-            return f
-    raise ValueError(f"unknown figure {key!r}: figures are {', '.join(f.key for f in FIGURES)}")
+    return by_key(FIGURES, key, "figure", "figures are")
 
 
 def _pct(key: str) -> str:
@@ -202,7 +200,4 @@ ARTICLES: tuple[Article, ...] = (
 
 
 def article(key: str) -> Article:
-    for a in ARTICLES:
-        if a.key == key:
-            return a
-    raise ValueError(f"unknown article {key!r}: the seeds are {', '.join(a.key for a in ARTICLES)}")
+    return by_key(ARTICLES, key, "article", "the seeds are")

@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ...util import tables
+from ...util.lookup import by_key
 from .articles import display, figure
 
 __all__ = [
@@ -131,12 +132,7 @@ SCENARIOS: tuple[Scenario, ...] = (
 
 
 def scenario(key: str) -> Scenario:
-    for s in SCENARIOS:
-        if s.key == key:
-            return s
-    raise ValueError(
-        f"unknown scenario {key!r}: scenarios are {', '.join(s.key for s in SCENARIOS)}"
-    )
+    return by_key(SCENARIOS, key, "scenario", "scenarios are")
 
 
 @dataclass(frozen=True)

@@ -19,6 +19,20 @@ from dataclasses import dataclass
 
 import numpy as np
 
+__all__ = [
+    "OPS",
+    "Graph",
+    "Node",
+    "Proxy",
+    "TracingError",
+    "const",
+    "exp",
+    "fold",
+    "recording",
+    "tanh",
+    "trace",
+]
+
 #: the operations a graph can hold, and the NumPy function that computes each one
 OPS: dict[str, Callable] = {
     "add": np.add,
@@ -117,6 +131,11 @@ for _op, _dunder in (("add", "add"), ("sub", "sub"), ("mul", "mul"), ("div", "tr
 
 
 _tracing: list[Graph] = []  # the graph being recorded, if any (TensorFlow's "default graph")
+
+
+def recording() -> Graph | None:
+    """The graph being recorded now (TensorFlow's "default graph"); None outside a trace."""
+    return _tracing[-1] if _tracing else None
 
 
 def const(value: object) -> object:

@@ -21,6 +21,19 @@ from pathlib import Path
 
 import numpy as np
 
+from ..util.numeric import max_rel_diff
+
+__all__ = [
+    "FORMATS",
+    "Agreement",
+    "Format",
+    "agreement",
+    "format_keys",
+    "format_rows",
+    "record",
+    "size_bytes",
+]
+
 
 @dataclass(frozen=True)
 class Format:
@@ -137,9 +150,10 @@ def agreement(reference: np.ndarray, other: np.ndarray) -> Agreement:
             f"logits must be two arrays of the same (batch, classes) shape, got "
             f"{reference.shape} and {other.shape}"
         )
-    scale = float(np.abs(reference).max()) or 1.0
+    if reference.size == 0:
+        raise ValueError(f"no logits to compare: the batch is empty, shape {reference.shape}")
     return Agreement(
-        float(np.abs(other - reference).max()) / scale,
+        max_rel_diff(other, reference),
         float(np.mean(reference.argmax(1) == other.argmax(1))),
         reference.shape[0],
     )
@@ -168,8 +182,8 @@ def record(
     ``model`` names the network (:func:`labkit.resnet.model_id`: a narrower ResNet-50 is another
     model, with no ResNet-50 ceiling, and no evidence about ResNet-50's claims).
     """
-    from . import bench, hardware, profiles, results
-    from .runner import Cell, ceiling_fields
+    from .. import bench, hardware, profiles, results
+    from ..runner import Cell, ceiling_fields
 
     prof = profiles.current()
     cell = Cell(

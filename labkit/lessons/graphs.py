@@ -21,8 +21,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .frameworks._kit.graphs import OpCounts, Step
-from .util import tables
+from ..frameworks._kit.graphs import OpCounts, Step
+from ..util import tables
 
 __all__ = [
     "MemoryPlan",

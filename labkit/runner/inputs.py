@@ -17,6 +17,10 @@ Input shapes are written as on the command line: ``"8x3x224x224"``, several inpu
 commas (``"8x16x32,8x16:int64"``), an optional ``:dtype`` after each (float32 by default). The
 first dimension of every input is the batch. :func:`example_arrays` makes seeded random inputs
 of those shapes (integers in 0..9, valid indices for any embedding table).
+
+It lives in the runner's room because the runner builds the model in each cell's process (a
+learner's model is a kind of plan: :meth:`labkit.runner.Plan.for_model`); :mod:`labkit.explore`
+uses it too. Not for: checking or measuring the model.
 """
 
 from __future__ import annotations
@@ -34,11 +38,24 @@ from pathlib import Path
 
 import numpy as np
 
-from . import frameworks as fw_registry
-from .frameworks._kit.explore import random_array
+from .. import frameworks as fw_registry
+from ..frameworks._kit.explore import random_array
+from ..util import proc
 
-#: the model every benchmark measures unless told otherwise (``labkit.resnet``)
-DEFAULT = "resnet50"
+__all__ = [
+    "DTYPES",
+    "Input",
+    "Spec",
+    "build",
+    "child_pythonpath",
+    "example_arrays",
+    "load_builder",
+    "parse",
+    "parse_inputs",
+    "shapes_text",
+    "with_batch",
+]
+
 DTYPES: tuple[str, ...] = ("float32", "float64", "float16", "int64", "int32", "bool")
 _SHAPE_HELP = (
     "write shapes as on the command line: 8x3x224x224 (batch first), several inputs separated "
@@ -293,7 +310,6 @@ def child_pythonpath() -> list[str]:
     """The ``PYTHONPATH`` entries for a process that must import what this one can: labkit
     first, then this process's own search path (the current folder included), so that a spec or
     a pickled model whose module this process imported resolves there too."""
-    root = str(Path(__file__).resolve().parents[1])
-    entries = [root, *os.environ.get("PYTHONPATH", "").split(os.pathsep)]
+    entries = [str(proc.ROOT), *os.environ.get("PYTHONPATH", "").split(os.pathsep)]
     entries += [p or os.getcwd() for p in sys.path]
     return list(dict.fromkeys(e for e in entries if e))

@@ -17,9 +17,12 @@ from __future__ import annotations
 
 import time
 
-from . import results
-from .runner import Cell, Forecast, Plan, _minutes
-from .util import tables
+from .. import results
+from ..util import tables
+from .duration import Forecast, minutes
+from .plan import Cell, Plan
+
+__all__ = ["LiveTable"]
 
 
 def _in_kernel() -> bool:
@@ -67,10 +70,10 @@ class LiveTable:
     def status(self) -> str:
         done, total = len(self.records), len(self.plan)
         elapsed = time.perf_counter() - self.started
-        line = f"{done} of {total} cells, {_minutes(elapsed)} so far"
+        line = f"{done} of {total} cells, {minutes(elapsed)} so far"
         if self.forecast is not None and done < total:
             left = self.forecast.remaining_s(done, elapsed)
-            line += f"; about {_minutes(left)} to go ({self.forecast})"
+            line += f"; about {minutes(left)} to go ({self.forecast})"
         elif done == total:
             line += "; done"
         return line
@@ -85,7 +88,7 @@ class LiveTable:
             r = done.get(cell.key())
             if r is None:
                 wait = expected.get(cell.key())
-                eta = f"waiting (about {_minutes(wait)})" if wait else "waiting"
+                eta = f"waiting (about {minutes(wait)})" if wait else "waiting"
                 out.append([_cell(cell), "", "", "", eta, ""])
             elif r["status"] != "ok":  # an unsupported cell's error already says so
                 why = r["error"] if r["unsupported"] else f"failed: {r['error']}"

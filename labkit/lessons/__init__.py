@@ -1,4 +1,6 @@
-"""Small framework-free helpers for the mechanism notebooks (01-04).
+"""What a lesson shows a learner: the helpers two notebooks share, and what a lesson displays.
+
+For: a notebook's own small measurements and demonstrations, the same way in every notebook.
 
 - :func:`timed`: time a zero-argument callable with :func:`labkit.bench.measure`, sized by the
   run profile (``LABKIT_PROFILE``), so every notebook measures the same way;
@@ -9,18 +11,33 @@
 - :func:`native_output`: run a callable and capture what native (C/C++) code writes to standard
   output or error, such as MindSpore's graph-mode ``print``, which ``redirect_stdout`` cannot see
   (defined in :mod:`labkit.util.stdio`, which the framework packages use too);
-- :func:`break_even_figure`: cumulative time of eager vs compiled calls, with the break-even.
+- :func:`break_even_figure`: cumulative time of eager vs compiled calls, with the break-even;
+- :func:`show`: the source of a helper, displayed, so a learner can read what it does.
+
+Its modules: :mod:`.tracer` (a tracer small enough to read in one screen, notebook 01),
+:mod:`.graphs` (what a graph compiler does, framework-free: node counts, BatchNorm folding, memory
+planning; notebooks 05 and 07), :mod:`.deploy` (the deployment formats as data, artefact sizes,
+logit agreement, a record for a path timed in the notebook; notebook 07).
+
+Not for: measuring what the lab reports as its results (the runner times each cell in a process
+of its own, :mod:`labkit.runner`; the timing primitives are :mod:`labkit.bench`), nor anything
+a framework package needs (that is :mod:`labkit.frameworks._kit`: nothing here is imported by
+a framework).
 """
 
 from __future__ import annotations
 
+import inspect
 import math
+import re
+import sys
+import textwrap
 import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from . import bench, profiles, results
-from .util.stdio import native_output
+from .. import bench, profiles, results
+from ..util.stdio import native_output
 
 __all__ = [
     "Caught",
@@ -28,6 +45,7 @@ __all__ = [
     "break_even_figure",
     "native_output",
     "recorded_warnings",
+    "show",
     "timed",
     "us",
 ]
@@ -158,3 +176,33 @@ def break_even_figure(
     ax.set_title(title)
     ax.legend(loc="upper left", fontsize=8)
     return fig
+
+
+def show(fn: object) -> None:
+    """Display the source of ``fn`` (a function, class or module), so a learner reads what a
+    helper does: a highlighted code block in Jupyter, plain text anywhere else."""
+    try:
+        source = textwrap.dedent(inspect.getsource(fn)).rstrip("\n") + "\n"
+    except (OSError, TypeError) as e:
+        raise ValueError(
+            f"no source to show for {fn!r} ({e}): pass a function, class or module written in "
+            "Python, such as lessons.timed"
+        ) from None
+    if not _in_notebook():
+        print(source, end="")
+        return
+    from IPython.display import Markdown, display
+
+    longest = max((len(run) for run in _BACKTICKS.findall(source)), default=0)
+    fence = "`" * max(3, longest + 1)  # a fence no run of backticks in the source can close
+    display(Markdown(f"{fence}python\n{source}{fence}"))
+
+
+_BACKTICKS = re.compile("`+")
+
+
+def _in_notebook() -> bool:
+    """Whether this runs in a Jupyter kernel (not plain Python, not a terminal IPython)."""
+    ipython = sys.modules.get("IPython")  # never imported here: only a running one counts
+    shell = ipython.get_ipython() if ipython is not None else None
+    return getattr(shell, "kernel", None) is not None

@@ -1,0 +1,230 @@
+"""Graph readiness: :func:`check` asks a learner's model the course's questions, path by path.
+
+It picks the framework from the model's type (or from what a spec builds, in a worker), turns
+the example inputs into arrays, hands the model to worker processes
+(:mod:`labkit.explore.workers`: a spec is rebuilt there, a live object is pickled by the
+framework's ``pack``; one that cannot be pickled is checked in this process, and the report says
+so) and joins their answers into a :class:`~labkit.explore.report.Report`. Not for: what a
+check asks (``labkit/frameworks/<name>/explore.py``), or measuring speed
+(:func:`labkit.explore.bench`).
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+
+from .. import frameworks as fw_registry
+from ..frameworks._kit.explore import GraphBreak, PathResult, Recompile, describe_arrays
+from ..runner import inputs
+from .report import Report
+from .workers import Run, Source, Tick, choose, offered, run_here, run_workers
+
+__all__ = ["DEFAULT_TIMEOUT_S", "check", "framework_of_spec"]
+
+#: seconds one check may take before its process is stopped (a compile on a slow laptop)
+DEFAULT_TIMEOUT_S = 300.0
+#: how the report says a model had to be checked in this process
+_HERE = (
+    "the checks ran in this one: a check that crashes would end it. Give check() a spec "
+    "('file.py:build_model') to isolate them."
+)
+
+
+# ---------------------------------------------------------------------------------------------
+# the model and its inputs
+
+
+def _resolve(model: object, framework: str | None) -> Source:
+    """Where the model comes from, without building it here: a spec is built by the worker (so
+    this process never imports the learner's framework, nor runs the builder)."""
+    if framework is not None:
+        fw_registry.spec(framework)  # ValueError naming the valid ones
+    if isinstance(model, str | os.PathLike):
+        spec = inputs.parse(model)
+        if spec.saved_model:
+            fw = framework or fw_registry.framework_of(spec.file)
+            return Source("file", str(spec.file), fw, spec.name, spec.file)
+        return Source("spec", spec.canonical(), framework, spec.name)
+    fw = framework or fw_registry.framework_of(model)
+    if fw is None:
+        raise ValueError(
+            f"cannot tell which framework a {type(model).__module__}.{type(model).__name__} "
+            f"belongs to: pass framework= (one of {offered()}), or give the model as "
+            "'file.py:build_model'"
+        )
+    return Source("object", None, fw, "", model)
+
+
+def _is_shape_like(x: object) -> bool:
+    if isinstance(x, str | inputs.Input):
+        return True
+    return (
+        isinstance(x, tuple | list)
+        and bool(x)
+        and all(isinstance(d, int | np.integer) and not isinstance(d, bool) for d in x)
+    )
+
+
+def _to_numpy(x: object) -> np.ndarray:
+    """A tensor of any framework (or an array) as a host array: ``.detach()``, ``.cpu()`` and
+    ``.numpy()`` where the object has them."""
+    for step in ("detach", "cpu"):
+        if callable(getattr(x, step, None)) and not isinstance(x, np.ndarray):
+            x = getattr(x, step)()
+    if callable(getattr(x, "numpy", None)) and not isinstance(x, np.ndarray):
+        x = x.numpy()
+    return np.ascontiguousarray(np.asarray(x))
+
+
+def _example(example_inputs: object) -> list[np.ndarray]:
+    if example_inputs is None:
+        raise ValueError(
+            "give example inputs: a shape such as '8x3x224x224' (batch first; several inputs "
+            "separated by commas), or the tensors/arrays the model takes"
+        )
+    if _is_shape_like(example_inputs):
+        return inputs.example_arrays(inputs.parse_inputs(example_inputs))
+    items = list(example_inputs) if isinstance(example_inputs, tuple | list) else [example_inputs]
+    if items and all(_is_shape_like(x) for x in items):
+        return inputs.example_arrays(inputs.parse_inputs(items))
+    return [_to_numpy(x) for x in items]
+
+
+# ---------------------------------------------------------------------------------------------
+# the checks
+
+
+def _pack(source: Source, explorer, path: Path, report: Report) -> Path | None:
+    """``path`` with the live model pickled into it, or None (the report says why) when the
+    framework cannot pickle it."""
+    try:
+        explorer.pack(source.obj, path)
+    except ValueError as exc:
+        report.notes.append(
+            f"the model could not be handed to a separate process ({exc}), so {_HERE}"
+        )
+        return None
+    return path
+
+
+def _answers(
+    source: Source,
+    explorer,
+    chosen: list[str] | None,
+    requested: list[str] | None,
+    arrays: list[np.ndarray],
+    timeout_s: float,
+    tick: Tick,
+    report: Report,
+) -> Run:
+    """The checks' answers: from worker processes, else (a live model that cannot travel) from
+    this process, which the report then says."""
+    run = Run(source.framework, chosen)
+    with tempfile.TemporaryDirectory(prefix="labkit-pack-") as tmp:
+        packed = None
+        if source.kind == "object":
+            packed = _pack(source, explorer, Path(tmp) / "model.pkl", report)
+        if source.kind != "object" or packed is not None:
+            ran = run_workers(source, packed, arrays, chosen or requested, timeout_s, tick)
+            if ran.unpack_failed:
+                report.notes.append(
+                    "the separate process could not load the pickled model "
+                    f"({ran.info.get('error', '')}), so {_HERE}"
+                )
+            else:
+                run = ran
+        if source.kind == "object" and not run.answers:
+            report.isolated = False
+            run.checks = chosen
+            run.answers = run_here(explorer, source.obj, arrays, chosen, tick)
+            run.info = {"versions": explorer.versions(), "framework": source.framework}
+    return run
+
+
+def _fill(report: Report, run: Run) -> None:
+    """The answers of ``run`` into ``report``, in the checks' order."""
+    report.framework = run.info.get("framework", report.framework)
+    report.versions = run.info.get("versions", {})
+    for check_name in run.checks or []:
+        if check_name not in run.answers:
+            continue
+        answer = run.answers[check_name]
+        report.paths.append(PathResult(**answer["path"]))
+        report.graph_breaks += [GraphBreak(**b) for b in answer["graph_breaks"]]
+        report.recompiles += [Recompile(**r) for r in answer["recompiles"]]
+    first = report.paths[0] if report.paths else None
+    if first is not None and first.status == "fails" and len(run.checks) > 1:
+        report.notes.append(
+            f"the other paths were not checked: the model does not get through {first.path} "
+            "with these inputs"
+        )
+
+
+def check(
+    model: object,
+    example_inputs: object,
+    framework: str | None = None,
+    timeout_s: float = DEFAULT_TIMEOUT_S,
+    checks: Sequence[str] | None = None,
+    progress: bool = True,
+) -> Report:
+    """Check every capture path of ``model`` on ``example_inputs``; see :class:`Report`.
+
+    ``model``: a ``torch.nn.Module`` (or a function of tensors), a Keras model or layer, a
+    ``tf.function``, an ONNX file (path or ``onnx.ModelProto``), or a spec ``"file.py:build"`` /
+    ``"module:build"`` whose builder returns one of these (it is built in the worker process
+    only). ``example_inputs``: a shape text such as ``"8x3x224x224"`` (several inputs separated
+    by commas), a tuple of ints, or the tensors (arrays) themselves; the first dimension is the
+    batch. ``framework`` overrides the framework found from the model's type. ``timeout_s``
+    bounds each check. ``checks`` picks a subset of the framework's paths (in their order); the
+    first path (eager, or for a saved model its loading) always runs, because nothing else can
+    work when it does not.
+
+    Bad input (an unknown spec or function, a builder that raises, a model no framework
+    claims, unknown checks) raises ``ValueError`` with the fix. The model not running on the
+    inputs is not an error: the report says so on its first path and checks nothing else.
+    """
+    if not (isinstance(timeout_s, int | float) and timeout_s > 0):
+        raise ValueError(f"timeout_s must be a number of seconds > 0, got {timeout_s!r}")
+    source = _resolve(model, framework)
+    arrays = _example(example_inputs)
+    requested = None if checks is None else [c.strip() for c in checks]
+    explorer, chosen = None, None
+    if source.kind == "object":  # the framework is loaded here already: choose here
+        explorer = fw_registry.explorer(source.framework)
+        chosen = choose(explorer, source.obj, requested)
+        source.name = explorer.describe(source.obj)
+    report = Report(source.name, source.framework or "", describe_arrays(arrays))
+
+    from tqdm.auto import tqdm
+
+    bar = tqdm(total=len(chosen or []), unit="check", disable=not progress, dynamic_ncols=True)
+
+    def tick(check_name: str, done: bool, total: int) -> None:
+        if bar.total != total:
+            bar.reset(total=total)
+        bar.set_description_str(f"{source.name}: {check_name}")
+        if done:
+            bar.update(1)
+
+    try:
+        run = _answers(source, explorer, chosen, requested, arrays, timeout_s, tick, report)
+    finally:
+        bar.close()
+    _fill(report, run)
+    return report
+
+
+def framework_of_spec(spec: str | os.PathLike, timeout_s: float = DEFAULT_TIMEOUT_S) -> str:
+    """The framework of the model a spec builds, found in a worker process (this one imports
+    nothing); ``ValueError`` when the spec cannot be built or no framework takes the model."""
+    source = _resolve(spec, None)
+    if source.framework is not None:
+        return source.framework
+    ran = run_workers(source, None, [], None, timeout_s, lambda *_: None, probe=True)
+    return ran.framework

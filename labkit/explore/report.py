@@ -1,0 +1,123 @@
+"""The report of :func:`labkit.explore.check`: per capture path *works*, *caveats*, *fails* or
+*crashed*, the reason in plain words and the framework's own message, then the graph breaks and
+the recompilations found, as Markdown (:meth:`Report.to_markdown`, what a notebook shows) or
+plain data (:meth:`Report.to_dict`, what ``--out report.json`` writes). Its rows are defined
+with the checks' toolkit (:mod:`labkit.frameworks._kit.explore`: :class:`PathResult`,
+:class:`GraphBreak`, :class:`Recompile`). Not for: running the checks.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+
+from .. import frameworks as fw_registry
+from ..frameworks._kit.explore import STATUSES, GraphBreak, PathResult, Recompile
+from ..util import tables
+
+__all__ = ["Report"]
+
+
+@dataclass
+class Report:
+    """What :func:`check` found: ``.paths``, ``.graph_breaks``, ``.recompiles``, ``.notes``."""
+
+    model: str
+    framework: str
+    inputs: str
+    paths: list[PathResult] = field(default_factory=list)
+    graph_breaks: list[GraphBreak] = field(default_factory=list)
+    recompiles: list[Recompile] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    versions: dict = field(default_factory=dict)
+    isolated: bool = True  #: the checks ran in worker processes (a crash could not hurt us)
+
+    def path(self, name: str) -> PathResult:
+        for p in self.paths:
+            if p.path == name:
+                return p
+        raise KeyError(
+            f"no path {name!r} in this report: it has {', '.join(p.path for p in self.paths)}"
+        )
+
+    def status(self, name: str) -> str:
+        return self.path(name).status
+
+    def counts(self) -> dict[str, int]:
+        return {s: sum(p.status == s for p in self.paths) for s in STATUSES}
+
+    def to_dict(self) -> dict:
+        """Plain data (JSON-serialisable): what ``--out report.json`` writes."""
+        return {
+            "model": self.model,
+            "framework": self.framework,
+            "inputs": self.inputs,
+            "versions": dict(self.versions),
+            "isolated": self.isolated,
+            "paths": [asdict(p) for p in self.paths],
+            "graph_breaks": [asdict(b) for b in self.graph_breaks],
+            "recompiles": [{**asdict(r), "total": r.total} for r in self.recompiles],
+            "notes": list(self.notes),
+        }
+
+    def to_markdown(self) -> str:
+        """The report as Markdown: a table of paths, then graph breaks and recompilations."""
+        display = fw_registry.spec(self.framework).display
+        version = self.versions.get(self.framework)
+        where = (
+            "checked in a worker process (a fresh one after a crash)"
+            if self.isolated
+            else "**in this process** (the model could not be handed to a separate one)"
+        )
+        lines = [
+            f"### Graph readiness of `{self.model}` ({display}{' ' + version if version else ''})",
+            "",
+            f"Inputs {self.inputs}; {where}.",
+            "",
+            "| path | status | what it means | the framework says |",
+            "|---|---|---|---|",
+        ]
+        for p in self.paths:
+            status = p.status if p.status in ("works", "caveats") else f"**{p.status}**"
+            lines.append(
+                f"| {p.path} | {status} | {tables.escape(p.reason)} | {tables.escape(p.message, 240)} |"
+            )
+        if self.graph_breaks:
+            lines += [
+                "",
+                (
+                    f"**Graph breaks** ({sum(b.count for b in self.graph_breaks)}): where "
+                    "capture stopped and Python took over"
+                ),
+                "",
+                "| path | where | code | why | the framework says |",
+                "|---|---|---|---|---|",
+            ]
+            for b in self.graph_breaks:
+                times = f" (x{b.count})" if b.count > 1 else ""
+                lines.append(
+                    f"| {b.path} | {tables.escape(b.location)}{times} | `{tables.escape(b.code, 80)}` | "
+                    f"{tables.escape(b.reason)} | {tables.escape(b.message, 160)} |"
+                )
+        if self.recompiles:
+            lines += [
+                "",
+                "**New input shapes**: graphs compiled (traced) at each call",
+                "",
+                "| path | changing | shapes called | compiles per call | why |",
+                "|---|---|---|---|---|",
+            ]
+            for r in self.recompiles:
+                lines.append(
+                    f"| {r.path} | {r.varied} | {', '.join(r.shapes)} | "
+                    f"{', '.join(map(str, r.compiles))} | {tables.escape('; '.join(r.reasons[:2]), 160)} |"
+                )
+        if self.notes:
+            lines += ["", *[f"- {tables.escape(n)}" for n in self.notes]]
+        return "\n".join(lines)
+
+    def _repr_markdown_(self) -> str:
+        return self.to_markdown()
+
+    def __repr__(self) -> str:
+        counts = ", ".join(f"{n} {s}" for s, n in self.counts().items() if n)
+        return f"<labkit.explore.Report {self.model} ({self.framework}): {counts}>"

@@ -1,0 +1,81 @@
+"""Run a benchmark plan: every cell in a fresh subprocess, every result appended as it exists.
+
+For: measuring. A :class:`Plan` lists the cells (:meth:`Plan.build`: the lab's ResNet-50 over
+frameworks x modes x tasks x batch sizes x precisions; :meth:`Plan.for_model`: a learner's model
+from its spec and input shapes, the same cells otherwise); :func:`run` measures each
+:class:`Cell` in its own Python process (``python -m labkit.runner --cell ...``, the path every
+figure of the lab takes; ``benchmarks/overhead.py`` checks it against a bare loop) with one
+thread policy (``threads`` intra-op, one inter-op, read back into the record), cold compile
+caches unless ``cache="warm"``, and a timeout after which the cell's whole process group is
+killed; a cell that fails, hangs or runs out of memory is a recorded failure and the plan goes
+on, each record is appended to the results file the moment it exists (an interrupted run keeps
+everything measured; ``resume=True`` measures only what is missing), :func:`forecast` says
+beforehand how long it should take, and :class:`~labkit.runner.live.LiveTable` shows the
+records as they arrive. The rooms: :mod:`~labkit.runner.plan` (cells, plans, the two
+workloads), :mod:`~labkit.runner.inputs` (a learner's model spec and its inputs),
+:mod:`~labkit.runner.cell` (the child: measuring one cell, the test faults),
+:mod:`~labkit.runner.process` (the child's process, environment, caches and signals),
+:mod:`~labkit.runner.duration` (the forecast), :mod:`~labkit.runner.loop` (the run) and
+:mod:`~labkit.runner.live`. Not for: the timing itself (:mod:`labkit.bench`), the record format
+and reading results (:mod:`labkit.results`), or asking a learner's model whether its graphs
+capture (:mod:`labkit.explore`).
+"""
+
+from . import inputs, live
+from .cell import FAULT_ENV, FAULTS, LOG_TAIL_CHARS, ceiling_fields, measure_cell
+from .duration import (
+    COMPILE_S,
+    EFFICIENCY,
+    STARTUP_S,
+    UNKNOWN_GFLOPS_PER_THREAD,
+    Forecast,
+    forecast,
+    minutes,
+)
+from .live import LiveTable
+from .loop import RunResult, check_out, done_keys, run
+from .plan import Cell, Plan, mode_names, resolve_modes
+from .process import (
+    RECORDED_ENV,
+    XLA_CACHE_FLAG,
+    cache_env,
+    cell_env,
+    check_cache,
+    crash_reason,
+    run_cell,
+    shared_cache_dir,
+)
+
+__all__ = [
+    "COMPILE_S",
+    "EFFICIENCY",
+    "FAULTS",
+    "FAULT_ENV",
+    "LOG_TAIL_CHARS",
+    "RECORDED_ENV",
+    "STARTUP_S",
+    "UNKNOWN_GFLOPS_PER_THREAD",
+    "XLA_CACHE_FLAG",
+    "Cell",
+    "Forecast",
+    "LiveTable",
+    "Plan",
+    "RunResult",
+    "cache_env",
+    "ceiling_fields",
+    "cell_env",
+    "check_cache",
+    "check_out",
+    "crash_reason",
+    "done_keys",
+    "forecast",
+    "inputs",
+    "live",
+    "measure_cell",
+    "minutes",
+    "mode_names",
+    "resolve_modes",
+    "run",
+    "run_cell",
+    "shared_cache_dir",
+]

@@ -1,0 +1,203 @@
+"""One cell, measured inside its own process: ``python -m labkit.runner --cell ...``.
+
+The runner (:func:`labkit.runner.process.run_cell`) starts this process for each cell;
+:func:`main` reads the cell, ties the process's life to the runner's, measures the cell with
+:func:`measure_cell` (the lab's thread policy first, the workload's step prepared, timed by
+:func:`labkit.bench.measure`, compared with the ceiling: :func:`ceiling_fields`) and writes the
+record's fields as JSON for the runner to read. A framework problem is a result (``status:
+"failed"`` and why), never a crash.
+
+Test hook: ``LABKIT_TEST_FAULT=KIND[:FRAMEWORK/MODE/TASK][,...]`` (:data:`FAULT_ENV`) makes
+matching cells (all cells when no selector is given) misbehave here before any framework loads:
+``fail`` raises, ``hang`` sleeps forever (in a grandchild process too, so that killing the
+whole process group is tested), ``oom`` allocates until ``MemoryError`` (only under a cell
+memory limit, ``run(..., memory_limit_mb=...)``, so that it can never hurt the machine).
+
+Not for: starting or watching the process (:mod:`labkit.runner.process`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import os
+import subprocess
+import sys
+import time
+import traceback
+from collections.abc import Sequence
+from pathlib import Path
+
+from .. import bench, hardware, profiles
+from .. import frameworks as fw_registry
+from ..frameworks.contract import Unsupported
+from ..util import jsonio, proc
+from .plan import Cell
+
+__all__ = ["FAULTS", "FAULT_ENV", "LOG_TAIL_CHARS", "ceiling_fields", "main", "measure_cell"]
+
+FAULT_ENV = "LABKIT_TEST_FAULT"
+FAULTS = ("fail", "hang", "oom")
+#: how much of a failed cell's output (its traceback, its log) the record keeps
+LOG_TAIL_CHARS = 2000
+
+
+def _faults(cell: Cell) -> list[str]:
+    """The test faults that ``LABKIT_TEST_FAULT`` asks of ``cell``."""
+    spec = os.environ.get(FAULT_ENV, "").strip()
+    found = []
+    for item in filter(None, (s.strip() for s in spec.split(","))):
+        kind, _, where = item.partition(":")
+        if kind not in FAULTS:
+            raise ValueError(
+                f"{FAULT_ENV}: unknown fault {kind!r}: valid faults are "
+                f"{', '.join(FAULTS)} (format KIND[:FRAMEWORK/MODE/TASK])"
+            )
+        if not where or where == f"{cell.framework}/{cell.mode}/{cell.task}":
+            found.append(kind)
+    return found
+
+
+def _inject(kind: str, memory_limited: bool) -> None:
+    if kind == "fail":
+        raise RuntimeError(f"test fault injected by {FAULT_ENV}")
+    if kind == "hang":
+        child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(3600)"])
+        print(f"test fault: hanging, grandchild pid {child.pid}", file=sys.stderr, flush=True)
+        time.sleep(3600)
+    if kind == "oom":
+        if not memory_limited:
+            raise RuntimeError(
+                f"{FAULT_ENV}=oom needs a cell memory limit (memory_limit_mb) "
+                "so that it cannot exhaust the machine"
+            )
+        hog = []
+        while True:  # calloc'd zero pages: address space runs out, resident memory does not grow
+            hog.append(bytes(64 * 2**20))
+
+
+def _versions(framework: str, adapter) -> dict:
+    import labkit
+
+    import numpy
+
+    out = {
+        framework: adapter.version() if adapter is not None else None,
+        "numpy": numpy.__version__,
+        "labkit": labkit.__version__,
+    }
+    extra = fw_registry.spec(framework).extra_packages  # e.g. the exporter of ONNX Runtime's model
+    out.update({p: fw_registry.installed_version(p) for p in extra})
+    return out
+
+
+def measure_cell(cell: Cell, threads: int, memory_limit_mb: float | None = None) -> dict:
+    """Measure ``cell`` in this process and return the record's fields (run in a fresh process).
+
+    Sets the lab's thread policy first (``threads`` intra-op, one inter-op) and stores what each
+    framework reports back; times an export apart (``export_s``) from the rest of the
+    preparation; compares the result with the ceiling of its precision. Never raises for a
+    framework problem: the fields then say ``status: failed`` and why.
+    """
+    if memory_limit_mb:
+        import resource
+
+        limit = int(memory_limit_mb * 2**20)
+        resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+    prof = profiles.get(cell.profile)
+    out: dict = {
+        "status": "failed",
+        "versions": {},
+        "load_1min": bench.load_1min(),
+        "threads": {"intra": None, "inter": None},
+    }
+    adapter = None
+    try:
+        for kind in _faults(cell):
+            _inject(kind, bool(memory_limit_mb))
+        adapter = fw_registry.get(cell.framework)
+        adapter.set_threads(threads)
+        t0 = time.perf_counter()
+        prepared = cell.workload.prepare(adapter, cell)
+        prepare_s = time.perf_counter() - t0 - (prepared.export_s or 0.0)
+        out["threads"] = adapter.threads()
+        m = bench.measure(
+            prepared,
+            prof.warmup,
+            prof.min_repeats,
+            prof.min_time_s,
+            prof.max_repeats,
+            label=cell.label(),
+        )
+        out.update(
+            m.as_dict(),
+            status="ok",
+            prepare_s=prepare_s,
+            export_s=prepared.export_s,
+            notes=prepared.notes,
+            recipe=prepared.recipe,
+        )
+        out.update(ceiling_fields(m.images_per_s, cell))
+    except Unsupported as exc:
+        out["error"] = f"unsupported: {exc}"
+    except MemoryError:
+        out["error"] = (
+            "out of memory: MemoryError while measuring (the cell needs more memory "
+            "than it may use here: try a smaller batch size or the smoke profile)"
+        )
+    except Exception as exc:  # noqa: BLE001 - a framework error is a result, not a crash
+        out["error"] = f"{type(exc).__name__}: {exc}".strip()
+        out["log"] = traceback.format_exc()[-LOG_TAIL_CHARS:]
+    out["peak_rss_mb"] = bench.peak_rss_mb()
+    with contextlib.suppress(Exception):
+        out["versions"] = _versions(cell.framework, adapter)
+    return out
+
+
+def ceiling_fields(images_per_s: float, cell: Cell) -> dict:
+    """``ceiling_images_per_s``, ``ceiling_share``, ``above_ceiling`` and ``ceiling_note`` of a
+    measured cell: its figure against this machine's ceiling at its precision (the CPU only, and
+    a workload whose FLOP count is known; null where the ceiling is unknown)."""
+    none = {
+        "ceiling_images_per_s": None,
+        "ceiling_share": None,
+        "above_ceiling": False,
+        "ceiling_note": "",
+    }
+    if cell.device != "cpu" or not cell.workload.has_ceiling:  # the CPU's, for the ResNet-50
+        return none
+    c = hardware.ceiling(cell.precision)
+    top = c.images_per_s_at(cell.image_size, training=(cell.task == "train"))
+    if top is None:
+        return none
+    above = images_per_s > top
+    return {
+        "ceiling_images_per_s": top,
+        "ceiling_share": images_per_s / top,
+        "above_ceiling": above,
+        "ceiling_note": c.explain_above() if above else "",
+    }
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """``python -m labkit.runner``: measure the cell ``--cell`` names, write ``--result``."""
+    parser = argparse.ArgumentParser(
+        prog="python -m labkit.runner", description="measure one benchmark cell (used by run())"
+    )
+    parser.add_argument("--cell", required=True, help="the Cell as JSON")
+    parser.add_argument("--result", required=True, help="write the record's fields here (JSON)")
+    parser.add_argument("--threads", type=int, required=True)
+    parser.add_argument("--memory-limit-mb", type=float, default=None)
+    parser.add_argument("--parent", type=int, default=0, help="exit when this process is gone")
+    args = parser.parse_args(argv)
+    if args.parent:
+        # the runner died (even by SIGKILL): no orphan keeps running, and the cell's temporary
+        # folder goes too; the cell leads its own process group, so what it started goes with it
+        proc.exit_with_parent(args.parent, remove=Path(args.result).parent)
+    cell = Cell(**json.loads(args.cell))
+    fields = measure_cell(cell, args.threads, args.memory_limit_mb)
+    jsonio.write_atomic(args.result, json.dumps(fields))
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(0)  # skip framework teardown (MindSpore and thread pools can hang or abort at exit)

@@ -1,0 +1,221 @@
+"""The run: every cell of a plan in turn, every record appended the moment it exists.
+
+:func:`run` says how long the plan should take (:func:`labkit.runner.duration.forecast`),
+measures each cell in its own process (:func:`labkit.runner.process.run_cell`), turns what came
+back into a record (a result that makes no valid record becomes a failed one that says why) and
+appends it to the results file (:func:`labkit.results.append`). An interrupted run (Ctrl-C,
+SIGTERM, a crash) keeps everything measured, ``resume=True`` measures only what is missing
+(:func:`done_keys`), and a write that fails keeps the record in memory and goes on. Not for:
+what a cell is (:mod:`labkit.runner.plan`) or how its process is handled
+(:mod:`labkit.runner.process`).
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import sys
+import time
+import warnings
+from collections.abc import Iterable
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from .. import bench, hardware, results
+from ..util import jsonio
+from .cell import LOG_TAIL_CHARS
+from .duration import Forecast, forecast
+from .plan import Cell, Plan
+from .process import check_cache, run_cell, signals_held, sigterm_as_interrupt
+
+__all__ = ["RunResult", "check_out", "done_keys", "run"]
+
+
+@dataclass
+class RunResult:
+    """What :func:`run` did: the records it appended, the cells it skipped, whether it finished."""
+
+    out: Path
+    records: list[dict] = field(default_factory=list)
+    skipped: list[Cell] = field(default_factory=list)
+    interrupted: bool = False
+    wall_s: float = 0.0
+    forecast: Forecast | None = None  #: what the run expected before it started
+    #: records measured but not (yet) written to ``out``: a write failed (see :func:`run`)
+    unsaved: list[dict] = field(default_factory=list)
+    write_error: str = ""  #: why the last write that failed did
+
+    @property
+    def failed(self) -> list[dict]:
+        return [r for r in self.records if r["status"] != "ok"]
+
+    def __repr__(self) -> str:
+        state = "interrupted (rerun with resume=True)" if self.interrupted else "complete"
+        unsaved = (
+            f"; {len(self.unsaved)} NOT written ({self.write_error}), kept in .unsaved"
+            if self.unsaved
+            else ""
+        )
+        return (
+            f"<RunResult {state}: {len(self.records)} cells measured ({len(self.failed)} "
+            f"failed or unsupported), {len(self.skipped)} skipped, {self.wall_s:.0f} s, "
+            f"appended to {self.out}{unsaved}>"
+        )
+
+
+def _warn_if_busy(threads: int) -> None:
+    load, cpus = bench.load_1min(), os.cpu_count() or 1
+    if load is not None and load >= cpus:
+        passive = "" if "OMP_WAIT_POLICY" in os.environ else " or OMP_WAIT_POLICY=PASSIVE"
+        warnings.warn(
+            f"this machine is busy (1-minute load {load:.1f} on {cpus} CPUs): timings "
+            f"will be slower and noisier than on an idle machine (records will say so: "
+            f"valid=False), and runtimes whose {threads} threads spin-wait (OpenMP in PyTorch) "
+            f"can slow down many-fold; close other work, or try fewer threads "
+            f"(--threads 1){passive}",
+            UserWarning,
+            stacklevel=3,
+        )
+
+
+def done_keys(records: Iterable[dict]) -> set[tuple]:
+    """Cells that need no new measurement: measured, or unsupported here."""
+    return {results.key(r) for r in records if r["status"] == "ok" or r["unsupported"]}
+
+
+def _record(cell: Cell, fields: dict, machine: dict) -> dict:
+    """The record of a cell; a result that does not make a valid record becomes a failed one
+    that says why (and the plan goes on)."""
+    known = {k: v for k, v in fields.items() if k in results.FIELDS}
+    try:
+        return results.make(**{**asdict(cell), **known, "machine": machine})
+    except (ValueError, TypeError) as exc:
+        wall = known.get("wall_s")
+        return results.make(
+            **asdict(cell),
+            status="failed",
+            error=f"the cell's result could not be recorded: {exc}",
+            log=str(fields.get("log") or "")[-LOG_TAIL_CHARS:],
+            wall_s=wall if isinstance(wall, float) and math.isfinite(wall) else None,
+            cache=known.get("cache") if known.get("cache") in results.CACHE_STATES else "unknown",
+            machine=machine,
+        )
+
+
+def check_out(out: str | os.PathLike) -> None:
+    """``ValueError`` naming ``out`` and the fix when the results file cannot be written (its
+    folder is read-only or a file, its disk full): found before anything is measured."""
+    why = jsonio.unwritable(out)
+    if why:
+        raise ValueError(
+            f"cannot write results to {out}: {why}; fix: choose a results file in a folder you "
+            f"can write to (--out FILE.jsonl, out= in Python) or free space on its disk; nothing "
+            f"was measured"
+        )
+
+
+def _save(res: RunResult, record: dict) -> None:
+    """Append ``record`` to ``res.out`` after any that an earlier write could not; a write that
+    fails keeps them in ``res.unsaved`` and says where it could not write, and the run goes on
+    (a full disk may have room again after the next cell)."""
+    res.unsaved.append(record)
+    while res.unsaved:
+        try:
+            results.append(res.out, res.unsaved[0])
+        except OSError as exc:
+            from tqdm.auto import tqdm
+
+            res.write_error = f"{type(exc).__name__}: {exc.strerror or exc}"
+            tqdm.write(
+                f"labkit: could not write to {res.out} ({res.write_error}); {len(res.unsaved)} "
+                f"result(s) kept in memory only (RunResult.unsaved), tried again after the next "
+                f"cell; free space, then rerun with --resume (resume=True) to measure what is "
+                f"missing",
+                file=sys.stderr,
+            )
+            return
+        res.unsaved.pop(0)
+
+
+def _measure(
+    res: RunResult, todo: list[Cell], machine: dict, bar, live: bool, on_record, **how
+) -> None:
+    """Measure each cell of ``todo`` and save its record (``how``: :func:`run_cell`'s
+    ``threads``, ``timeout_s``, ``memory_limit_mb`` and ``cache``)."""
+    for cell in todo:
+        bar.set_description_str(cell.label())
+        fields = run_cell(cell, tick=bar.refresh if live else None, **how)
+        with signals_held():  # a Ctrl-C now waits until the line is whole
+            record = _record(cell, fields, machine)
+            res.records.append(record)
+            _save(res, record)
+        bar.set_postfix_str(
+            f"{record['images_per_s']:.2f} images/s" if record["status"] == "ok" else "failed"
+        )
+        bar.update(1)
+        if on_record is not None:
+            on_record(record)
+
+
+def run(
+    plan: Plan,
+    out: str | os.PathLike,
+    resume: bool = False,
+    progress: bool = True,
+    threads: int | None = None,
+    timeout_s: float | None = None,
+    memory_limit_mb: float | None = None,
+    cache: str = "cold",
+    history: Iterable[dict] | None = None,
+    on_record=None,
+) -> RunResult:
+    """Measure every cell of ``plan`` and append each record to ``out`` as soon as it exists.
+
+    ``resume=True`` skips cells that ``out`` already holds (measured, or unsupported here).
+    ``threads`` defaults to :func:`labkit.hardware.default_threads`; ``timeout_s`` to the
+    profile's ``cell_timeout_s``; ``cache`` is ``"cold"`` (every compile cache empty for each
+    cell) or ``"warm"`` (shared with earlier runs; see :func:`~labkit.runner.process.cache_env`).
+    Before it starts it says how long it should take (:func:`~labkit.runner.duration.forecast` from ``history``, by default the records
+    already in ``out``), and it calls ``on_record(record)`` after each record is written (a
+    notebook's live table). Ctrl-C or SIGTERM stops the run after killing the running cell; a
+    record being written is finished first; everything appended so far stays, and the result
+    says ``interrupted``. An existing ``out`` that is not a valid results file, or an ``out`` that
+    cannot be written (:func:`check_out`), raises ``ValueError`` before anything runs. A write
+    that fails later (a full disk) keeps the record in ``records`` and ``unsaved``, says so, and
+    the run goes on; the next append (or the next run with ``resume``) sets aside a partial line.
+    """
+    out = Path(out)
+    threads = threads or hardware.default_threads()
+    timeout_s = timeout_s or plan.profile.cell_timeout_s
+    check_cache(cache)  # a bad cache value, or an unsafe shared cache, fails before anything runs
+    # refuse to append to a corrupt file (ValueError with the fix) before anything runs
+    existing = results.load(out) if out.exists() else []
+    check_out(out)
+    _warn_if_busy(threads)
+    done = done_keys(existing) if resume else set()
+    todo = [c for c in plan if c.key() not in done]
+    res = RunResult(out, skipped=[c for c in plan if c.key() in done])
+    res.forecast = forecast(Plan(todo, plan.profile), existing if history is None else history)
+    if progress and todo and on_record is None:  # a live table shows it itself
+        print(f"labkit: {res.forecast}", file=sys.stderr, flush=True)
+    machine = hardware.fingerprint()
+    from tqdm.auto import tqdm
+
+    t_start = time.perf_counter()
+    bar = tqdm(total=len(todo), unit="cell", disable=not progress, dynamic_ncols=True)
+    live = sys.stderr.isatty() or "notebook" in type(bar).__module__  # else one line per cell
+    how = {
+        "threads": threads,
+        "timeout_s": timeout_s,
+        "memory_limit_mb": memory_limit_mb,
+        "cache": cache,
+    }
+    try:
+        with sigterm_as_interrupt():
+            _measure(res, todo, machine, bar, live, on_record, **how)
+    except KeyboardInterrupt:
+        res.interrupted = True
+    finally:
+        bar.close()
+        res.wall_s = time.perf_counter() - t_start
+    return res

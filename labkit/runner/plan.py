@@ -1,0 +1,370 @@
+"""What a run measures: its cells, and the two workloads a cell can measure.
+
+A :class:`Cell` is one measurement (a framework's mode on a task at a batch size, precision and
+device, sized by a profile); a :class:`Plan` is the cells of a run, in order. Two workloads:
+
+- the lab's ResNet-50 (:data:`RESNET50`): :meth:`Plan.build` crosses frameworks x modes x tasks
+  x batch sizes x precisions;
+- a learner's model (:data:`LEARNER_MODEL`): :meth:`Plan.for_model` crosses frameworks x modes x
+  tasks x precisions for a spec and its input shapes (:mod:`labkit.runner.inputs`), the cells
+  recording ``model`` and ``input_shape``.
+
+Where the two differ (a cell's label, how its step is prepared, its cost per call for a forecast,
+whether a compute ceiling applies, what its process must be able to import) is said once, by
+the workload classes here (:attr:`Cell.workload`); the rest of the runner treats every cell
+alike. Not for: running cells (:mod:`labkit.runner.loop`, :mod:`labkit.runner.process`).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+
+from .. import frameworks as fw_registry
+from .. import profiles, resnet, results
+from ..frameworks.contract import DEVICES, PRECISIONS, TASKS, Prepared, Unsupported
+from . import inputs
+
+__all__ = [
+    "LEARNER_MODEL",
+    "RESNET50",
+    "Cell",
+    "LearnerModel",
+    "Plan",
+    "ResNet50",
+    "mode_names",
+    "resolve_modes",
+]
+
+
+# ---------------------------------------------------------------------------------------------
+# the workloads
+
+
+class ResNet50:
+    """The lab's workload: ResNet-50 from the seed-0 weights (:mod:`labkit.resnet`) at the
+    cell's batch and image size; its FLOP count is known, so a forecast can estimate its calls
+    and a measured figure stands against this machine's compute ceiling."""
+
+    #: a measured figure of it stands against the CPU's compute ceiling
+    has_ceiling = True
+
+    def label(self, cell: Cell) -> str:
+        return (
+            f"{cell.framework} {cell.mode} {cell.task} b{cell.batch_size} {cell.precision} "
+            f"{cell.image_size}px {cell.device}"
+        )
+
+    def prepare(self, adapter, cell: Cell) -> Prepared:
+        """The cell's step, prepared by ``adapter`` (in the cell's own process)."""
+        weights = resnet.init_weights(0)
+        return adapter.prepare(
+            weights,
+            cell.mode,
+            cell.task,
+            cell.batch_size,
+            cell.precision,
+            cell.image_size,
+            cell.device,
+        )
+
+    def gflop(self, cell: Cell) -> float | None:
+        """The work of one call, in GFLOP."""
+        training = cell.task == "train"
+        return cell.batch_size * resnet.flops(cell.image_size, training=training) / 1e9
+
+    def child_path(self) -> list[str]:
+        """``PYTHONPATH`` entries the cell's process needs besides labkit's own: none."""
+        return []
+
+
+class LearnerModel:
+    """A learner's model: built in the cell's process from its spec (the cell's ``model``) and
+    run on seeded inputs of the cell's ``input_shape``; its FLOP count is unknown, so no
+    ceiling applies and a forecast counts its profile's minimum timed work only."""
+
+    has_ceiling = False
+
+    def label(self, cell: Cell) -> str:
+        return (
+            f"{results.model_name(cell.model)} {cell.framework} {cell.mode} {cell.task} "
+            f"{cell.input_shape} {cell.precision} {cell.device}"
+        )
+
+    def prepare(self, adapter, cell: Cell) -> Prepared:
+        """Build the model from its spec and prepare its step (in the cell's own process)."""
+        if not isinstance(adapter, fw_registry.ModelBencher):
+            raise Unsupported(f"labkit cannot benchmark other models with {cell.framework}")
+        model = inputs.build(cell.model)
+        arrays = inputs.example_arrays(inputs.parse_inputs(cell.input_shape))
+        return adapter.prepare_model(
+            model, arrays, cell.mode, cell.task, cell.precision, cell.device
+        )
+
+    def gflop(self, cell: Cell) -> float | None:
+        return None
+
+    def child_path(self) -> list[str]:
+        """The learner's module must import in the cell's process as it does here."""
+        return inputs.child_pythonpath()
+
+
+RESNET50 = ResNet50()
+LEARNER_MODEL = LearnerModel()
+
+
+@dataclass(frozen=True)
+class Cell:
+    """One measurement: a framework's mode on a task at a batch size, precision and device."""
+
+    framework: str
+    mode: str
+    task: str
+    batch_size: int
+    precision: str
+    image_size: int
+    device: str
+    profile: str
+    #: the model: ResNet-50, or a learner's spec (:meth:`Plan.for_model`) with its input shapes
+    model: str = results.DEFAULT_MODEL
+    input_shape: str = ""
+
+    @property
+    def custom(self) -> bool:
+        """Whether the cell measures a learner's model rather than the ResNet-50."""
+        return self.model != results.DEFAULT_MODEL
+
+    @property
+    def workload(self) -> ResNet50 | LearnerModel:
+        return LEARNER_MODEL if self.custom else RESNET50
+
+    def label(self) -> str:
+        return self.workload.label(self)
+
+    def key(self) -> tuple:
+        return tuple(getattr(self, k) for k in results.KEY)
+
+
+# ---------------------------------------------------------------------------------------------
+# choosing
+
+
+def _unknown(kind: str, bad: Sequence[str], valid: Iterable[str]) -> ValueError:
+    return ValueError(
+        f"unknown {kind} {', '.join(map(repr, bad))}: valid {kind}s are {', '.join(valid)}"
+    )
+
+
+def _pick(kind: str, given: Sequence[str] | None, valid: Sequence[str]) -> list[str]:
+    if given is None:
+        return list(valid)
+    given = [g.strip() for g in given if g.strip()]
+    if not given:
+        raise ValueError(f"no {kind} given: choose from {', '.join(valid)}")
+    bad = [g for g in given if g not in valid]
+    if bad:
+        raise _unknown(kind, bad, valid)
+    return list(dict.fromkeys(given))
+
+
+def mode_names() -> list[str]:
+    """Every word ``--modes`` accepts: eager, graph, and each framework's own mode names."""
+    own = [m for fw in fw_registry.NAMES for m in fw_registry.MODES[fw]]
+    return list(dict.fromkeys(["eager", "graph", *own]))
+
+
+def resolve_modes(framework: str, modes: Sequence[str] | None) -> list[str]:
+    """The modes of ``framework`` that ``modes`` selects (None: all of them).
+
+    ``eager`` is the framework's eager mode (MindSpore: pynative), ``graph`` every other mode
+    (ONNX Runtime's only mode is a graph), and a mode's own name selects it.
+    """
+    spec = fw_registry.spec(framework)
+    if modes is None:
+        return list(spec.modes)
+    out: list[str] = []
+    for m in modes:
+        if m == "eager":
+            out += [spec.eager] if spec.eager else []
+        elif m == "graph":
+            out += spec.graph_modes
+        elif m in spec.modes:
+            out.append(m)
+    return list(dict.fromkeys(x for x in spec.modes if x in out))  # the framework's order
+
+
+def _batches(sizes: Sequence[int] | None) -> list[int] | None:
+    if sizes is None:
+        return None
+    bad = [b for b in sizes if isinstance(b, bool) or not isinstance(b, int) or b < 1]
+    if bad or not sizes:
+        raise ValueError(
+            f"batch sizes must be whole numbers >= 1, got {list(sizes)}: e.g. --batch-sizes 1,8"
+        )
+    return list(dict.fromkeys(sizes))
+
+
+def _profile(profile: str | profiles.Profile | None) -> profiles.Profile:
+    return profile if isinstance(profile, profiles.Profile) else profiles.get(profile)
+
+
+@dataclass(frozen=True)
+class _Choices:
+    """The modes, tasks, precisions and device of a plan, checked."""
+
+    modes: list[str] | None
+    tasks: list[str]
+    precisions: list[str]
+    device: str
+
+
+def _choices(
+    modes: Sequence[str] | None,
+    tasks: Sequence[str] | None,
+    precisions: Sequence[str] | None,
+    device: str,
+) -> _Choices:
+    if modes is not None:
+        _pick("mode", modes, mode_names())
+        modes = [m.strip() for m in modes if m.strip()]
+    tks = _pick("task", tasks, TASKS)
+    precs = _pick("precision", precisions if precisions is not None else ["fp32"], PRECISIONS)
+    (dev,) = _pick("device", [device], DEVICES)
+    return _Choices(modes, tks, precs, dev)
+
+
+def _cells(
+    fws: Sequence[str],
+    chosen: _Choices,
+    prof: profiles.Profile,
+    sized: Callable[[str], list[dict]],
+    offered: bool,
+) -> list[Cell]:
+    """The cells of frameworks x modes x tasks x sizes x precisions, each once, in that order;
+    ``sized(task)``: the fields of a task's cells that the workload decides (batch size, image
+    size, model, input shape). None at all: ``ValueError`` (``offered``: naming each
+    framework's modes)."""
+    cells = [
+        Cell(fw, mode, task, precision=prec, device=chosen.device, profile=prof.name, **size)
+        for fw in fws
+        for mode in resolve_modes(fw, chosen.modes)
+        for task in chosen.tasks
+        for size in sized(task)
+        for prec in chosen.precisions
+    ]
+    if not cells:
+        theirs = ""
+        if offered:
+            modes = "; ".join(f"{fw}: {', '.join(fw_registry.MODES[fw])}" for fw in fws)
+            theirs = f"their modes: {modes}; "
+        raise ValueError(
+            f"the plan is empty: none of the modes {', '.join(chosen.modes or [])} belongs to "
+            f"{', '.join(fws)} ({theirs}eager and graph work for every framework)"
+        )
+    return list(dict.fromkeys(cells))
+
+
+# ---------------------------------------------------------------------------------------------
+# the plan
+
+
+@dataclass
+class Plan:
+    """The cells to measure, in order, and the profile that sizes them."""
+
+    cells: list[Cell]
+    profile: profiles.Profile
+
+    def __len__(self) -> int:
+        return len(self.cells)
+
+    def __iter__(self):
+        return iter(self.cells)
+
+    @classmethod
+    def build(
+        cls,
+        frameworks: Sequence[str] | None = None,
+        modes: Sequence[str] | None = None,
+        tasks: Sequence[str] | None = None,
+        batch_sizes: Sequence[int] | None = None,
+        precisions: Sequence[str] | None = None,
+        device: str = "cpu",
+        profile: str | profiles.Profile | None = None,
+    ) -> Plan:
+        """The ResNet-50's cells: validate every choice (``ValueError`` names the valid ones).
+
+        Defaults: every framework, every mode, every task, fp32, the CPU, the current profile.
+        ``latency`` always runs one image per call (``profile.latency_batch``); ``throughput``
+        and ``train`` run ``batch_sizes`` when given, else the profile's batch for that task.
+        """
+        prof = _profile(profile)
+        fws = _pick("framework", frameworks, fw_registry.NAMES)
+        chosen = _choices(modes, tasks, precisions, device)
+        sizes = _batches(batch_sizes)
+        default_batch = {
+            "latency": prof.latency_batch,
+            "throughput": prof.throughput_batch,
+            "train": prof.train_batch,
+        }
+
+        def sized(task: str) -> list[dict]:
+            batched = sizes or [default_batch[task]]
+            chosen_sizes = [prof.latency_batch] if task == "latency" else batched
+            return [{"batch_size": b, "image_size": prof.image_size} for b in chosen_sizes]
+
+        return cls(_cells(fws, chosen, prof, sized, offered=True), prof)
+
+    @classmethod
+    def for_model(
+        cls,
+        spec: str | os.PathLike | inputs.Spec,
+        shapes: str | Sequence,
+        framework: str,
+        frameworks: Sequence[str] | None = None,
+        modes: Sequence[str] | None = None,
+        tasks: Sequence[str] | None = None,
+        precisions: Sequence[str] | None = None,
+        device: str = "cpu",
+        profile: str | profiles.Profile | None = None,
+    ) -> Plan:
+        """A learner's model's cells: the model a spec builds (``"file.py:build"``), on inputs
+        of ``shapes`` (``"8x16x64"``, batch first: :func:`labkit.runner.inputs.parse_inputs`).
+
+        ``framework`` is the model's own; ``frameworks`` defaults to it and the runtimes of its
+        exports (a PyTorch model: also ONNX Runtime). Each cell records ``model`` (the spec,
+        its file made absolute) and ``input_shape``: batch 1 for ``latency``, the batch of
+        ``shapes`` for ``throughput`` and ``train``; its ``image_size`` is 0. ``modes``,
+        ``tasks``, ``precisions``, ``device`` and ``profile`` as in :meth:`build`; bad input
+        raises ``ValueError`` naming the valid choices.
+        """
+        model = (spec if isinstance(spec, inputs.Spec) else inputs.parse(spec)).canonical()
+        given = inputs.parse_inputs(shapes)
+        if frameworks is None:
+            fws = [framework] + [
+                x.name for x in fw_registry.specs() if x.exported_from == framework
+            ]
+        else:
+            fws = _pick("framework", frameworks, fw_registry.NAMES)
+        for fw in fws:
+            if not fw_registry.spec(fw).explores:
+                raise ValueError(
+                    f"labkit cannot benchmark other models with {fw_registry.spec(fw).display}: "
+                    f"choose from {', '.join(x.name for x in fw_registry.specs() if x.explores)}"
+                )
+        prof = _profile(profile)
+        chosen = _choices(modes, tasks, precisions, device)
+
+        def sized(task: str) -> list[dict]:
+            batched = inputs.with_batch(given, 1 if task == "latency" else given[0].batch)
+            return [
+                {
+                    "batch_size": batched[0].batch,
+                    "image_size": 0,
+                    "model": model,
+                    "input_shape": inputs.shapes_text(batched),
+                }
+            ]
+
+        return cls(_cells(fws, chosen, prof, sized, offered=False), prof)

@@ -1,0 +1,52 @@
+"""How far one array is from another: the largest difference relative to the reference's scale.
+
+The lab's one agreement measure, ``max |got - ref| / max |ref|`` in float64: a framework's
+logits against the float64 reference (:mod:`labkit.frameworks.crosscheck`), an explored path's
+outputs against eager (:mod:`labkit.frameworks._kit.explore`), a deployed model's logits against
+the model it was exported from (:mod:`labkit.lessons.deploy`).
+
+Not for: how close is close enough (each caller has its own bound), nor shapes (the arrays are
+broadcast against each other; a caller that needs equal shapes checks them first).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+__all__ = ["Difference", "difference", "max_rel_diff"]
+
+
+@dataclass(frozen=True)
+class Difference:
+    """The largest ``|got - ref|`` and the largest ``|ref|`` (both 0 for empty arrays)."""
+
+    largest: float
+    scale: float
+
+    def relative(self, floor: float = 0.0) -> float:
+        """``largest / max(scale, floor)``; ``largest`` itself when that scale is 0."""
+        scale = max(self.scale, floor)
+        return self.largest / scale if scale else self.largest
+
+    def exceeds(self, rtol: float, floor: float = 0.0) -> bool:
+        """Whether ``largest`` is more than ``rtol`` times ``max(scale, floor)``."""
+        return self.largest > rtol * max(self.scale, floor)
+
+
+def difference(got, ref, skip_nan: bool = False) -> Difference:
+    """The :class:`Difference` of ``got`` from ``ref``, in float64. A NaN on either side makes
+    both NaN, unless ``skip_nan``: then the places where either side is NaN are left out."""
+    got, ref = np.asarray(got, dtype=np.float64), np.asarray(ref, dtype=np.float64)
+    diff = np.abs(got - ref)
+    if skip_nan:
+        keep = ~(np.isnan(got) | np.isnan(ref))
+        diff, ref = diff[keep], np.broadcast_to(ref, keep.shape)[keep]
+    return Difference(float(diff.max(initial=0.0)), float(np.abs(ref).max(initial=0.0)))
+
+
+def max_rel_diff(got, ref, floor: float = 0.0) -> float:
+    """The largest ``|got - ref|`` divided by the largest ``|ref|`` (or by ``floor`` where that
+    is larger); the largest difference itself when the scale is 0 (0 when both are zero)."""
+    return difference(got, ref).relative(floor)

@@ -230,12 +230,12 @@ def test_the_text_table_keeps_its_layout():
 
 
 def test_the_package_re_exports_every_public_name_of_its_rooms():
-    rooms = ["schema", "store", "query", "compare", "summary", "cards", "serving"]
+    rooms = ["schema", "store", "query", "compare", "summary", "cards", "serving", "sweeps"]
     for name in rooms:
         room = importlib.import_module(f"labkit.results.{name}")
         assert room.__doc__ and room.__all__, name
         assert all(hasattr(room, n) for n in room.__all__), name
-        if name not in ("cards", "serving"):  # reached as results.cards / results.serving
+        if name not in ("cards", "serving", "sweeps"):  # reached as results.<room>
             missing = set(room.__all__) - set(results.__all__)
             assert not missing, f"labkit.results does not re-export {name}.{sorted(missing)}"
             assert all(getattr(results, n) is getattr(room, n) for n in room.__all__), name

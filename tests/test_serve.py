@@ -17,7 +17,9 @@ import sys
 import time
 
 from labkit import resnet, results, serve
+from labkit.results import sweeps
 from labkit.serve import batching, loadgen, protocol, records
+from labkit.sources import claims
 from labkit.util import net
 
 import httpx
@@ -212,7 +214,7 @@ def test_a_step_becomes_a_valid_serve_record_that_round_trips_through_a_results_
     assert r["task"] == "serve" and r["status"] == "ok" and r["valid"], r["invalid_reasons"]
     assert r["median_s"] < r["p90_s"] < r["p99_s"] <= 0.020 and len(r["times_s"]) == 200
     assert r["achieved_rps"] == pytest.approx(20.0) and r["offered_rps"] == 10
-    assert records.meets(r) and r["p99_bound_s"] == pytest.approx(0.0327, rel=1e-2)
+    assert sweeps.meets(r) and r["p99_bound_s"] == pytest.approx(0.0327, rel=1e-2)
     path = tmp_path / "serve.jsonl"
     results.append(path, r)
     assert results.load(path) == [r]
@@ -243,7 +245,7 @@ def test_the_serving_verdict_names_each_rule_a_step_broke():
     uneven.done_at = [100.0 + 1.0 * i / 200 for i in range(200)]  # every answer in the first half
     assert any("unsteady achieved rate" in x for x in _record(uneven)["invalid_reasons"])
     shed = _record(_step(10, [0.01] * 200, shed=50))
-    assert shed["valid"] and not records.meets(shed)  # overload is a result, not a broken run
+    assert shed["valid"] and not sweeps.meets(shed)  # overload is a result, not a broken run
 
 
 def test_capacity_is_the_highest_rate_under_the_bound_and_the_knee_where_latency_turns_up():
@@ -254,9 +256,9 @@ def test_capacity_is_the_highest_rate_under_the_bound_and_the_knee_where_latency
         _record(_step(20, rng.uniform(0.030, 0.040, 150))),
         _record(_step(40, rng.uniform(0.2, 0.5, 150), shed=40)),
     ]
-    assert records.capacity(steps) == 10 and records.knee(steps) == 20
-    assert records.capacity(steps, bound_s=0.050) == 20
-    assert records.capacity(steps[2:]) is None
+    assert sweeps.capacity(steps) == 10 and sweeps.knee(steps) == 20
+    assert sweeps.capacity(steps, bound_s=0.050) == 20
+    assert sweeps.capacity(steps[2:]) is None
     assert "| torch/eager | off | 40/s |" in records.table(steps)
 
 
@@ -431,22 +433,22 @@ def test_the_summary_and_the_claim_rows_read_a_run_as_it_went():
         "compile", 1, {5: (0.006, 0.008, 0), 10: (0.008, 0.010, 0), 20: (0.01, 0.02, 0)}
     )
     batched = _ladder("eager", 4, {5: (0.040, 0.050, 0)}, max_wait_ms=2.0, padding="none")
-    rows = {(r["mode"], r["max_batch"]): r for r in records.summary(eager + graph + batched)}
+    rows = {(r["mode"], r["max_batch"]): r for r in sweeps.summary(eager + graph + batched)}
     assert rows["eager", 1]["capacity_rps"] == 5 and rows["eager", 1]["knee_rps"] == 10
     assert rows["compile", 1]["capacity_rps"] == 20 and rows["compile", 1]["at_least"]
     assert "at least 20 requests/s" in records.summary_table(list(rows.values()))
-    verdicts = {c["claim"]: c for c in serve.claims.check(eager + graph + batched)}
-    concurrency = verdicts[serve.claims.CLAIMS["graph_concurrency"]]
+    verdicts = {c["claim"]: c for c in claims.serving.check(eager + graph + batched)}
+    concurrency = verdicts[claims.serving.CLAIMS["graph_concurrency"]]
     assert (
         concurrency["verdict"] == "holds here"
         and "compile 20 requests/s vs torch eager 5" in (concurrency["measured here"])
     )
-    assert verdicts[serve.claims.CLAIMS["serving_system"]]["verdict"] == "not measured here"
-    realtime = verdicts[serve.claims.CLAIMS["realtime"]]
+    assert verdicts[claims.serving.CLAIMS["serving_system"]]["verdict"] == "not measured here"
+    realtime = verdicts[claims.serving.CLAIMS["realtime"]]
     assert (
         realtime["verdict"] == "holds here" and "2 of 3 configurations" in realtime["measured here"]
     )
-    assert "| claim | seeds | verdict |" in serve.claims.markdown(list(verdicts.values()))
+    assert "| claim | seeds | verdict |" in claims.serving.markdown(list(verdicts.values()))
     fig = serve.figures.latency_vs_load(eager + graph)
     lat, got = fig.axes
     assert len(got.lines) == 3 and lat.get_yscale() == "log"  # 2 configurations and the diagonal

@@ -3,9 +3,10 @@ of measuring or drawing: the fields of a record and their checks (:mod:`~labkit.
 reading and appending results files (:mod:`~labkit.results.store`), choosing and pairing records
 (:mod:`~labkit.results.query`), comparing them (:mod:`~labkit.results.compare`: ratios with their
 intervals, break-evens), the summary rows and text table (:mod:`~labkit.results.summary`), a
-learner's result card (:mod:`~labkit.results.cards`) and the fields and verdict of a serving
-record (:mod:`~labkit.results.serving`, reached as ``results.serving``). Not for: measuring (:mod:`labkit.runner`,
-:mod:`labkit.bench`) or plotting (:mod:`labkit.plots`).
+learner's result card (:mod:`~labkit.results.cards`), the fields and verdict of a serving record
+(:mod:`~labkit.results.serving`) and what a serving sweep says (:mod:`~labkit.results.sweeps`),
+the last two reached as ``results.serving`` and ``results.sweeps``. Not for: measuring
+(:mod:`labkit.runner`, :mod:`labkit.bench`) or plotting (:mod:`labkit.plots`).
 
 The benchmark results file: one JSON object per line (JSONL), appended as each cell finishes.
 
@@ -44,7 +45,7 @@ tables here, the figures (:mod:`labkit.plots`), the claim check (:mod:`labkit.cl
 guide and the notebooks.
 """
 
-from . import cards, serving
+from . import cards, serving, sweeps
 from .compare import (
     CONFIDENCE,
     RESAMPLES,
@@ -156,6 +157,7 @@ __all__ = [
     "serving",
     "speedups",
     "summary_rows",
+    "sweeps",
     "table",
     "truncated_tail",
     "upgrade",

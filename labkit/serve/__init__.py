@@ -6,10 +6,12 @@ Inference Protocol of KServe, Triton and MLServer, :mod:`~labkit.serve.protocol`
 answers with in one framework and serving mode (:mod:`~labkit.serve.model`), dynamic batching
 and load shedding (:mod:`~labkit.serve.batching`), the load generator (open-loop Poisson
 arrivals, MLPerf's Server scenario, and closed-loop clients: :mod:`~labkit.serve.loadgen`, a
-run of steps: :mod:`~labkit.serve.sweep`), the records of each step and what they say (the p99
-bound, the highest rate under it, the knee: :mod:`~labkit.serve.records`), the processes and
-their pinning (:mod:`~labkit.serve.process`), the seeds' serving claims checked from a run
-(:mod:`~labkit.serve.claims`) and the latency-vs-load figure (:mod:`~labkit.serve.figures`).
+run of steps: :mod:`~labkit.serve.sweep`), the records of each step and the p99 bound
+(:mod:`~labkit.serve.records`; what a sweep says, the highest rate under the bound and the
+knee, is :mod:`labkit.results.sweeps`'s, re-exported here), the processes and their pinning
+(:mod:`~labkit.serve.process`) and the latency-vs-load figure (:mod:`~labkit.serve.figures`).
+The seeds' serving claims are checked from a run's records by
+:mod:`labkit.sources.claims.serving`.
 ``python -m labkit serve`` and ``python -m labkit load`` are its commands; notebook 07b its
 lesson.
 
@@ -18,22 +20,12 @@ this machine only), another machine (the load generator drives loopback only), n
 model in a loop (:mod:`labkit.runner`). Importing it imports no framework and no web library.
 """
 
-from . import claims, figures, protocol
+from ..results.sweeps import capacity, config_of, configs, knee, meets, summary
+from . import figures, protocol
 from .batching import Batcher, Overloaded, padded_size, warm_shapes
 from .model import MODEL_NAME, modes, network_name
 from .process import Server, cpu_split, measure, run_load
-from .records import (
-    Bound,
-    capacity,
-    config_of,
-    configs,
-    knee,
-    meets,
-    p99_bound,
-    summary,
-    summary_table,
-    table,
-)
+from .records import Bound, p99_bound, summary_table, table
 from .sweep import Plan
 
 __all__ = [
@@ -44,7 +36,6 @@ __all__ = [
     "Plan",
     "Server",
     "capacity",
-    "claims",
     "config_of",
     "configs",
     "cpu_split",

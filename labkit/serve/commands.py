@@ -82,6 +82,7 @@ def load(args: argparse.Namespace) -> int:
     """Run the load of ``args``: 0 when every step was answered, 1 when one was not, 130 after
     Ctrl-C (the steps measured so far are kept)."""
     from .. import hardware
+    from ..results import sweeps
     from . import process, records, sweep
 
     if (args.url is None) == (args.serve is None):
@@ -107,7 +108,7 @@ def load(args: argparse.Namespace) -> int:
     if found:
         bound = records.p99_bound(found[0]["image_size"])
         why = bound.why if not args.bound_ms else f"p99 under {args.bound_ms:g} ms (--bound-ms)"
-        best = records.capacity(found, plan.bound_s, include_invalid=True)
+        best = sweeps.capacity(found, plan.bound_s, include_invalid=True)
         rate = f"{best:g} requests/s" if best else "none of the rates tried"
         print(f"\nhighest offered rate with {why}: {rate}", file=sys.stderr)
     return 0 if all(r["status"] == "ok" for r in found) else 1

@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from .. import frameworks, results
-from . import records
+from ..results import sweeps
 
 __all__ = ["latency_vs_load"]
 
@@ -38,7 +38,7 @@ def latency_vs_load(steps: Iterable[dict], title: str = ""):
 
     fig, (lat, got) = plt.subplots(1, 2, figsize=(12, 4.6), constrained_layout=True)
     bound, top = None, 0.0
-    for group in records.configs(steps).values():
+    for group in sweeps.configs(steps).values():
         runs = sorted(
             (r for r in group if r.get("load") == "poisson" and r["status"] == "ok"),
             key=lambda r: r["offered_rps"],
@@ -57,7 +57,7 @@ def latency_vs_load(steps: Iterable[dict], title: str = ""):
         for r in runs:
             if not results.is_valid(r):
                 lat.plot(r["offered_rps"], r["p99_s"] * 1e3, "o", mfc="white", **style)
-        knee = records.knee(runs)
+        knee = sweeps.knee(runs)
         if knee:
             lat.axvline(knee, alpha=0.25, **style)
         top = max(top, *x)

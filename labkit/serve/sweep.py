@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .. import hardware, resnet, results
+from ..results import sweeps
 from . import loadgen, records
 from .model import MODEL_NAME
 from .protocol import BINARY_EXTENSION, parse_response, request_body
@@ -167,7 +168,7 @@ class _Run:
                 (r for r in self.records if r.get("load") == "poisson"),
                 key=lambda r: r["offered_rps"],
             )
-            good = records.capacity(steps, include_invalid=True)
+            good = sweeps.capacity(steps, include_invalid=True)
             above = [r["offered_rps"] for r in steps if good is None or r["offered_rps"] > good]
             if good is None or not above:
                 return
@@ -303,7 +304,7 @@ async def _drive(target: Target, plan: Plan, on_record: Callable[[dict], None]) 
         for rate in sorted(plan.rates):
             await run_.step(rate=rate)
         await run_.refine(plan.refine)
-        best = records.capacity(run_.records, include_invalid=True)
+        best = sweeps.capacity(run_.records, include_invalid=True)
         if plan.half and best:
             await run_.step(rate=round(best / 2, 2))
         for n in sorted(plan.concurrency):

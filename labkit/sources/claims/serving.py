@@ -5,7 +5,8 @@ concurrency inference (part 1.2); TensorFlow Serving serves high-concurrency inf
 (part 3, the multi-target deployment scenario, whose trait is a latency limit: "a real-time
 recommender within 100 ms"); and a small team's basic deployment is a Flask or FastAPI service
 (part 3, the small-team scenario). None of them gives a number to divide, so each row here says
-what this run measured in its place, with the verdict words of :mod:`labkit.sources.claims`:
+what a serving run (notebook 07b, :mod:`labkit.serve`) measured in its place, with the verdict
+words of the benchmark claims (:mod:`labkit.sources.claims.verdicts`):
 
 - ``holds here`` / ``does not hold here`` / ``mixed here``: measured in the lab's own setting (one
   server process on this machine's CPUs, the profile's images), which the row names;
@@ -13,18 +14,20 @@ what this run measured in its place, with the verdict words of :mod:`labkit.sour
   row reports what it ran instead;
 - ``not measured here``: the run has no steps for it.
 
-Not for: the benchmark claims (ratios of the seeds' tables, :mod:`labkit.sources.claims`).
+Reached as ``claims.serving`` (its names stay its own). Not for: the benchmark claims (ratios
+of the seeds' tables, the rest of :mod:`labkit.sources.claims`), nor running the load.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
 
-from .. import frameworks
-from ..sources import claims as seed_claims
-from ..sources import seeds
-from ..util import tables
-from . import records
+from ... import frameworks
+from ...results import sweeps
+from ...results.serving import SERVE_TASK
+from ...util import tables
+from .. import seeds
+from .verdicts import FAILS, HOLDS, MIXED, NOT_MEASURED, REGIME
 
 __all__ = ["CLAIMS", "SEED_SECTIONS", "check", "markdown"]
 
@@ -83,7 +86,7 @@ def _pairs(rows: list[dict]) -> list[tuple[dict, dict]]:
 def _graph_concurrency(rows: list[dict]) -> tuple[str, str]:
     pairs = _pairs(rows)
     if not pairs:
-        return seed_claims.NOT_MEASURED, (
+        return NOT_MEASURED, (
             "no graph mode and its eager baseline served alike with either meeting the bound"
         )
     wins = [(g["capacity_rps"] or 0) > (e["capacity_rps"] or 0) for g, e in pairs]
@@ -92,13 +95,7 @@ def _graph_concurrency(rows: list[dict]) -> tuple[str, str]:
         f"{e['mode']} {_rate(e['capacity_rps'])} (batching {g['batching']})"
         for g, e in pairs
     )
-    verdict = (
-        seed_claims.HOLDS
-        if all(wins)
-        else seed_claims.FAILS
-        if not any(wins)
-        else seed_claims.MIXED
-    )
+    verdict = HOLDS if all(wins) else FAILS if not any(wins) else MIXED
     return verdict, f"highest rate under the bound, graph vs eager: {said}"
 
 
@@ -108,10 +105,10 @@ def _serving_system(rows: list[dict]) -> tuple[str, str]:
         r for r in rows for s in saved if (r["framework"], r["mode"]) == (s.name, "savedmodel")
     ]
     if not found:
-        return seed_claims.NOT_MEASURED, "no SavedModel served in this run"
+        return NOT_MEASURED, "no SavedModel served in this run"
     said = "; ".join(f"{_rate(r['capacity_rps'])} (batching {r['batching']})" for r in found)
     return (
-        seed_claims.REGIME,
+        REGIME,
         f"TF Serving is not installed here; the same SavedModel in the lab's FastAPI server: {said}",
     )
 
@@ -119,15 +116,15 @@ def _serving_system(rows: list[dict]) -> tuple[str, str]:
 def _small_team(rows: list[dict]) -> tuple[str, str]:
     eager = [r for r in rows if _is_eager(r) and r["max_batch"] == 1]
     if not eager:
-        return seed_claims.NOT_MEASURED, "no eager mode served without batching"
+        return NOT_MEASURED, "no eager mode served without batching"
     best = max(eager, key=lambda r: r["capacity_rps"] or 0)
     alone = f"one request alone: {(best['low_load_p50_s'] or 0) * 1e3:.1f} ms at p50"
     if not best["capacity_rps"]:
-        return seed_claims.FAILS, (
+        return FAILS, (
             f"a FastAPI server of the eager model, no batching: p99 over the bound at every rate "
             f"tried ({alone}); a lower traffic, or a faster machine, is needed"
         )
-    return seed_claims.HOLDS, (
+    return HOLDS, (
         f"a FastAPI server of the eager model, no batching: {best['framework']} within the bound "
         f"up to {_rate(best['capacity_rps'])} ({alone}): enough for a service whose traffic stays "
         "below that"
@@ -139,11 +136,11 @@ def _realtime(rows: list[dict]) -> tuple[str, str]:
     if not rows or not met:
         bound = rows[0]["bound_s"] if rows else None
         limit = f"p99 under {bound * 1e3:.0f} ms" if bound else "the bound"
-        return seed_claims.NOT_MEASURED, f"no configuration kept {limit} at any rate tried"
+        return NOT_MEASURED, f"no configuration kept {limit} at any rate tried"
     best = max(met, key=lambda r: r["capacity_rps"])
     best_eager = max((r["capacity_rps"] for r in met if _is_eager(r)), default=None)
     graph = not _is_eager(best)
-    verdict = seed_claims.HOLDS if graph else seed_claims.FAILS
+    verdict = HOLDS if graph else FAILS
     return verdict, (
         f"{len(met)} of {len(rows)} configurations kept p99 under {best['bound_s'] * 1e3:.0f} ms "
         f"(the 100 ms scaled to these images) at some rate; the most: {best['framework']} "
@@ -162,10 +159,10 @@ _CHECKS = {
 
 def check(steps: Iterable[dict], include_invalid: bool = True) -> list[dict]:
     """One row per claim: the claim, where the seeds make it, the verdict and what was measured
-    (from :func:`labkit.serve.records.summary` of ``steps``), and the run's scope."""
+    (from :func:`labkit.results.sweeps.summary` of ``steps``), and the run's scope."""
     steps = list(steps)
-    rows = records.summary(steps, include_invalid=include_invalid)
-    first = next((r for r in steps if r.get("task") == "serve"), {})
+    rows = sweeps.summary(steps, include_invalid=include_invalid)
+    first = next((r for r in steps if r.get("task") == SERVE_TASK), {})
     machine = first.get("machine") or {}
     scope = (
         f"this machine ({machine.get('cpu', 'CPU')}, {machine.get('logical_cpus', '?')} CPUs), "

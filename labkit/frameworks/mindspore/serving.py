@@ -8,12 +8,12 @@
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 
 import numpy as np
 
 from .._kit.cells import check_choice
+from .._kit.serving import from_export
 from ..contract import Served
 from . import SPEC, adapter
 
@@ -27,8 +27,5 @@ def load(weights: dict[str, np.ndarray], mode: str, directory: str | Path) -> Se
     net = adapter.build_resnet50(weights)
     if mode == "pynative":
         return Served(lambda images: adapter.predict(net, images), "PyNative: plain Cell calls")
-    t0 = time.perf_counter()
-    run = adapter.load_exported(adapter.export(net, directory))
-    export_s = time.perf_counter() - t0
     notes = "mindspore.export MindIR (dynamic shape), loaded as nn.GraphCell"
-    return Served(run, notes, export_s=export_s)
+    return from_export(adapter, net, directory, notes)

@@ -12,12 +12,12 @@ server (notebook 07b says how to start TF Serving on it).
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 
 import numpy as np
 
 from .._kit.cells import check_choice
+from .._kit.serving import from_export
 from ..contract import Served
 from . import SPEC, adapter
 
@@ -31,8 +31,5 @@ def load(weights: dict[str, np.ndarray], mode: str, directory: str | Path) -> Se
     model = adapter.build_resnet50(weights)
     if mode == "eager":
         return Served(lambda images: adapter.predict(model, images), "eager Keras calls")
-    t0 = time.perf_counter()
-    run = adapter.load_exported(adapter.export(model, directory))
-    export_s = time.perf_counter() - t0
     notes = "Keras model.export SavedModel, serving_default signature (tf.saved_model.load)"
-    return Served(run, notes, export_s=export_s)
+    return from_export(adapter, model, directory, notes)

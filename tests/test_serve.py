@@ -14,6 +14,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 
 from labkit import resnet, results, serve
@@ -452,3 +453,38 @@ def test_the_summary_and_the_claim_rows_read_a_run_as_it_went():
     fig = serve.figures.latency_vs_load(eager + graph)
     lat, got = fig.axes
     assert len(got.lines) == 3 and lat.get_yscale() == "log"  # 2 configurations and the diagonal
+
+
+def test_an_open_loop_step_offers_at_least_its_minimum_of_requests():
+    """Poisson arrivals for the duration, or until the minimum is reached if that comes later;
+    sent to a real (tiny) server of this test's own on 127.0.0.1."""
+    import uvicorn
+    from fastapi import FastAPI
+
+    app = FastAPI()
+
+    @app.post("/infer")
+    async def infer():
+        return {}
+
+    port = net.free_port()
+    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    while not server.started:
+        time.sleep(0.02)
+
+    async def steps():
+        async with httpx.AsyncClient() as client:
+            url = f"http://127.0.0.1:{port}/infer"
+            few = await loadgen.poisson_step(client, url, b"", {}, 20, 0.5, 1000, 2.0)
+            more = await loadgen.poisson_step(client, url, b"", {}, 20, 0.5, 1000, 2.0, 0, 40)
+            return few, more
+
+    try:
+        few, more = asyncio.run(steps())
+    finally:
+        server.should_exit = True
+        thread.join(timeout=10)
+    assert few.requests < 40 and more.requests == 40 == more.answered
+    assert more.planned_s > 1.0  # the window grew to the 40th arrival

@@ -189,8 +189,8 @@ def add_load(parser: argparse.ArgumentParser) -> None:
         "--min-requests",
         type=int,
         default=0,
-        help="make each open-loop step long enough to offer about this many requests (a p99 "
-        "needs 100)",
+        help="make each open-loop step last until it has offered at least this many requests (a "
+        "p99 needs 100)",
     )
     parser.add_argument(
         "--max-requests", type=int, default=5000, help="requests one step may send (default 5000)"

@@ -159,18 +159,21 @@ async def poisson_step(
     max_requests: int,
     timeout_s: float,
     seed: int = 0,
+    min_requests: int = 0,
 ) -> Step:
-    """One open-loop step: Poisson arrivals at ``rate`` per second for ``duration_s`` seconds
-    (at most ``max_requests``)."""
+    """One open-loop step: Poisson arrivals at ``rate`` per second for ``duration_s`` seconds,
+    or until the ``min_requests``-th arrival if that comes later (at most ``max_requests``)."""
     if rate <= 0 or duration_s <= 0 or max_requests < 1:
         raise ValueError(
             f"need rate > 0, duration > 0, max_requests >= 1; got {rate}, "
             f"{duration_s}, {max_requests}"
         )
     rng = np.random.default_rng(seed)
-    gaps = rng.exponential(1.0 / rate, size=int(rate * duration_s * 2 + 20))
-    times = np.cumsum(gaps)
-    times = times[times < duration_s][:max_requests]
+    drawn = max(int(rate * duration_s * 2 + 20), 2 * min_requests + 20)
+    times = np.cumsum(rng.exponential(1.0 / rate, size=drawn))
+    within = times[times < duration_s]
+    times = (within if len(within) >= min_requests else times[:min_requests])[:max_requests]
+    duration_s = max(duration_s, float(times[-1]) if len(times) else 0.0)
     step = Step("poisson", float(rate), None, timeout_s)
     _begin(step, duration_s)
     tasks = []

@@ -128,10 +128,11 @@ class _Run:
                 r["body"],
                 r["headers"],
                 rate,
-                p.step_s(rate),
+                p.duration_s,
                 p.max_requests,
                 p.timeout_s,
                 seed=len(self.records),
+                min_requests=p.min_requests,
             )
         else:
             step = await loadgen.closed_step(
@@ -201,7 +202,7 @@ class Plan:
     rates: Sequence[float] = ()  #: offered rates of the open-loop steps, requests/s
     concurrency: Sequence[int] = ()  #: client counts of the closed-loop steps
     duration_s: float = 10.0  #: each step's arrival window (open loop) or length (closed)
-    #: an open-loop step lasts long enough to offer about this many requests (0: duration_s)
+    #: an open-loop step lasts until it has offered at least this many requests (0: duration_s)
     min_requests: int = 0
     max_requests: int = 5000  #: requests one step may send
     timeout_s: float = 2.0  #: how long the client waits for an answer
@@ -239,8 +240,8 @@ class Plan:
         return self
 
     def step_s(self, rate: float) -> float:
-        """How long the open-loop step at ``rate`` offers requests."""
-        return max(self.duration_s, self.min_requests / rate if rate > 0 else 0.0)
+        """About how long the open-loop step at ``rate`` offers requests (its arrivals decide)."""
+        return max(self.duration_s, 1.5 * self.min_requests / rate if rate > 0 else 0.0)
 
     def seconds(self) -> float:
         """The longest the run can take (its steps, their timeouts and the refinements)."""

@@ -69,9 +69,11 @@ book: install
 # The release check: under the standard profile, what `make test` (smoke) leaves out: the tests
 # marked costly (torch.compile training and inference graphs, the export cross-checks, a real
 # ONNX export) and the notebooks whose cells skip work under smoke (06: every training mode,
-# torch.compile and XLA included; 07: the isolated inference cells; 09: the quick benchmark).
+# torch.compile and XLA included; 07: the isolated inference cells; 07b: the graph modes served;
+# 09: the quick benchmark).
 STANDARD_NOTEBOOKS := notebooks/06_resnet50_training_benchmark.ipynb \
-    notebooks/07_inference_and_deployment.ipynb notebooks/09_selection_guide.ipynb
+    notebooks/07_inference_and_deployment.ipynb notebooks/07b_serving_under_load.ipynb \
+    notebooks/09_selection_guide.ipynb
 test-standard: install
 	LABKIT_PROFILE=standard $(PY) -m pytest tests -m costly -p no:cacheprovider
 	LABKIT_PROFILE=standard $(PY) -m pytest $(STANDARD_NOTEBOOKS) --nbval-lax --nbval-current-env \

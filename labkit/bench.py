@@ -37,6 +37,7 @@ __all__ = [
     "MAX_STOLEN",
     "Measurement",
     "busy_elsewhere",
+    "busy_machine",
     "calls_per_sample",
     "cpu_sample",
     "load_1min",
@@ -138,7 +139,6 @@ def verdict(
       plus :data:`MAX_STOLEN` of the cell's ``threads`` busy (from ``/proc/stat``); where that
       cannot be read, a 1-minute load average below the CPU count when timing started.
     """
-    cpus = cpu_count or os.cpu_count() or 1
     reasons = []
     n, total = len(times_s), float(sum(times_s)) * number_per_run
     if n < min_repeats:
@@ -153,16 +153,29 @@ def verdict(
         rel = stats.iqr(times_s) / stats.median(times_s) if stats.median(times_s) > 0 else math.inf
         if rel > MAX_REL_IQR:
             reasons.append(f"spread too wide: IQR/median {rel:.0%} > {MAX_REL_IQR:.0%}")
+    return reasons + busy_machine(threads, others, load, cpu_count)
+
+
+def busy_machine(
+    threads: int, others: float | None, load: float | None, cpu_count: int | None = None
+) -> list[str]:
+    """Why the machine was too busy for a measurement that used ``threads`` CPUs (empty: quiet
+    enough): other processes kept more than the CPUs it left free plus :data:`MAX_STOLEN` of its
+    ``threads`` busy (``others``, from ``/proc/stat``); where that could not be read, a 1-minute
+    load average of at least the CPU count when it started."""
+    cpus = cpu_count or os.cpu_count() or 1
     if others is not None:
         limit = max(0, cpus - threads) + MAX_STOLEN * threads
         if others > limit:
-            reasons.append(
-                f"busy machine: other processes kept {others:.2f} CPUs busy while timing "
-                f"(at most {limit:.2f} with {threads} threads on {cpus} CPUs)"
-            )
+            return [
+                (
+                    f"busy machine: other processes kept {others:.2f} CPUs busy while timing "
+                    f"(at most {limit:.2f} with {threads} threads on {cpus} CPUs)"
+                )
+            ]
     elif load is not None and load >= cpus:
-        reasons.append(f"busy machine: 1-minute load {load:.1f} >= {cpus} CPUs when timing started")
-    return reasons
+        return [f"busy machine: 1-minute load {load:.1f} >= {cpus} CPUs when timing started"]
+    return []
 
 
 # ---------------------------------------------------------------------------------------------

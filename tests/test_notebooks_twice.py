@@ -29,12 +29,18 @@ from conftest import NOTEBOOKS
 DECLARED_OUTPUTS = {
     "06": {"results"},
     "07": {"results"},
+    "07b": {"results"},
     "09": {"results"},
     "10": {"results"},
     "11": {"results"},
 }
 #: run by default (see the module's docstring for the cost of the others)
 DEFAULT = "00,01,02,03,04,05,09,11"
+
+
+def _number(path) -> str:
+    """A notebook's number: "07", or "07b" for the lesson placed after 07."""
+    return path.stem.split("_")[0]
 
 
 def _selected():
@@ -44,10 +50,10 @@ def _selected():
     if choice in ("none", "off", "0"):
         return []
     wanted = {part.strip().zfill(2) for part in choice.split(",") if part.strip()}
-    unknown = wanted - {p.stem[:2] for p in NOTEBOOKS}
+    unknown = wanted - {_number(p) for p in NOTEBOOKS}
     if unknown:
         raise ValueError(f"LABKIT_TWICE names unknown notebooks {sorted(unknown)}")
-    return [p for p in NOTEBOOKS if p.stem[:2] in wanted]
+    return [p for p in NOTEBOOKS if _number(p) in wanted]
 
 
 def _plain(text: str) -> str:
@@ -71,7 +77,7 @@ def _kernel_manager():
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("path", _selected(), ids=lambda p: p.stem[:2])
+@pytest.mark.parametrize("path", _selected(), ids=_number)
 def test_notebook_runs_twice_in_one_kernel_and_leaves_nothing_beside_it(path, tmp_path):
     import nbformat
     from nbclient import NotebookClient
@@ -102,7 +108,7 @@ def test_notebook_runs_twice_in_one_kernel_and_leaves_nothing_beside_it(path, tm
                         pytrace=False,
                     )
     left = sorted(p.name for p in folder.iterdir() if p != copy)
-    unexpected = [name for name in left if name not in DECLARED_OUTPUTS.get(path.stem[:2], set())]
+    unexpected = [name for name in left if name not in DECLARED_OUTPUTS.get(_number(path), set())]
     assert not unexpected, (
         f"running {path.name} left {unexpected} beside it: send framework files to a temporary "
         "folder (e.g. labkit.frameworks.mindspore.adapter.redirect_debris)"

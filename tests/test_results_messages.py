@@ -11,7 +11,7 @@ import json
 import warnings
 
 from labkit import results
-from labkit.results import cards
+from labkit.results import cards, serving
 
 import pytest
 
@@ -230,14 +230,15 @@ def test_the_text_table_keeps_its_layout():
 
 
 def test_the_package_re_exports_every_public_name_of_its_rooms():
-    rooms = ["schema", "store", "query", "compare", "summary", "cards"]
+    rooms = ["schema", "store", "query", "compare", "summary", "cards", "serving", "sweeps"]
     for name in rooms:
         room = importlib.import_module(f"labkit.results.{name}")
         assert room.__doc__ and room.__all__, name
         assert all(hasattr(room, n) for n in room.__all__), name
-        if name != "cards":  # cards is reached as results.cards, its names stay its own
+        if name not in ("cards", "serving", "sweeps"):  # reached as results.<room>
             missing = set(room.__all__) - set(results.__all__)
             assert not missing, f"labkit.results does not re-export {name}.{sorted(missing)}"
             assert all(getattr(results, n) is getattr(room, n) for n in room.__all__), name
-    assert results.cards is cards and callable(results.table) and callable(results.load)
+    assert results.serving is serving and results.cards is cards
+    assert callable(results.table) and callable(results.load)
     assert all(hasattr(results, n) for n in results.__all__)

@@ -41,7 +41,7 @@ from .core import Choice, Exercise, Number, Text
 __all__ = ["FOLDER", "build", "entry", "ids", "notebook_entries", "notebooks", "title"]
 
 FOLDER = Path(__file__).resolve().parent / "bank"
-_ID = re.compile(r"^(\d\d)\.([a-z][a-z0-9_]*)$")
+_ID = re.compile(r"^(\d\d[a-z]?)\.([a-z][a-z0-9_]*)$")  # 07b: the lesson after 07
 _COMMON = {"type", "prompt", "explanation", "hint"}
 _FIELDS = {
     "choice": _COMMON | {"choices", "answer", "wrong"},

@@ -2,9 +2,11 @@
 of measuring or drawing: the fields of a record and their checks (:mod:`~labkit.results.schema`),
 reading and appending results files (:mod:`~labkit.results.store`), choosing and pairing records
 (:mod:`~labkit.results.query`), comparing them (:mod:`~labkit.results.compare`: ratios with their
-intervals, break-evens), the summary rows and text table (:mod:`~labkit.results.summary`) and a
-learner's result card (:mod:`~labkit.results.cards`). Not for: measuring (:mod:`labkit.runner`,
-:mod:`labkit.bench`) or plotting (:mod:`labkit.plots`).
+intervals, break-evens), the summary rows and text table (:mod:`~labkit.results.summary`), a
+learner's result card (:mod:`~labkit.results.cards`), the fields and verdict of a serving record
+(:mod:`~labkit.results.serving`) and what a serving sweep says (:mod:`~labkit.results.sweeps`),
+the last two reached as ``results.serving`` and ``results.sweeps``. Not for: measuring
+(:mod:`labkit.runner`, :mod:`labkit.bench`) or plotting (:mod:`labkit.plots`).
 
 The benchmark results file: one JSON object per line (JSONL), appended as each cell finishes.
 
@@ -34,7 +36,8 @@ against version 1's fields and then read with the fields it lacks filled in (:fu
 threads were not recorded); ``cache`` "unknown"; ``export_s``, ``recipe`` and ``others_cpus``
 null; ``above_ceiling`` true when its ``ceiling_share`` exceeded 1 (the ceiling of that time);
 ``valid`` and ``invalid_reasons`` judged by today's rules from its raw times, its profile's
-minimums and the load average it recorded when it started.
+minimums and the load average it recorded when it started. A record written before the
+serving fields existed (:data:`OPTIONAL`) reads them as null.
 
 One pairing (:func:`pair`, :func:`baseline_pairs`), one ratio with a bootstrap confidence
 interval from the raw times (:func:`ratio`) and one break-even (:func:`break_even`) serve the
@@ -42,7 +45,7 @@ tables here, the figures (:mod:`labkit.plots`), the claim check (:mod:`labkit.cl
 guide and the notebooks.
 """
 
-from . import cards
+from . import cards, serving, sweeps
 from .compare import (
     CONFIDENCE,
     RESAMPLES,
@@ -79,8 +82,10 @@ from .schema import (
     MEASURED,
     NEW_IN_2,
     NON_NEGATIVE,
+    OPTIONAL,
     POSITIVE,
     SCHEMA_VERSION,
+    SERVE_KEY,
     custom,
     judge,
     key,
@@ -117,9 +122,11 @@ __all__ = [
     "MEASURED",
     "NEW_IN_2",
     "NON_NEGATIVE",
+    "OPTIONAL",
     "POSITIVE",
     "RESAMPLES",
     "SCHEMA_VERSION",
+    "SERVE_KEY",
     "BadLine",
     "BreakEven",
     "Estimate",
@@ -149,8 +156,10 @@ __all__ = [
     "problems",
     "ratio",
     "repair_tail",
+    "serving",
     "speedups",
     "summary_rows",
+    "sweeps",
     "table",
     "truncated_tail",
     "upgrade",

@@ -3,7 +3,10 @@
 :data:`FIELDS` documents each field (its accepted types and meaning); :func:`problems` and
 :func:`validate` check a record against the schema of its version, :func:`judge` gives its
 validity verdict from its own fields, :func:`upgrade` reads a schema-1 record in today's shape,
-and :func:`make` builds a complete, validated record. Nothing here reads or writes a file (see
+and :func:`make` builds a complete, validated record. The fields of a serving record (one load
+step against an inference server) and its verdict are :mod:`labkit.results.serving`'s: they
+are in :data:`FIELDS` too, null in other records, and a record written before they existed
+reads them as null (:data:`OPTIONAL`). Nothing here reads or writes a file (see
 :mod:`labkit.results.store`).
 """
 
@@ -14,6 +17,7 @@ from pathlib import Path
 
 from .. import bench, profiles
 from ..frameworks import NAMES
+from . import serving
 
 __all__ = [
     "CACHE_STATES",
@@ -27,8 +31,10 @@ __all__ = [
     "MEASURED",
     "NEW_IN_2",
     "NON_NEGATIVE",
+    "OPTIONAL",
     "POSITIVE",
     "SCHEMA_VERSION",
+    "SERVE_KEY",
     "custom",
     "judge",
     "key",
@@ -72,9 +78,21 @@ FIELDS: dict[str, tuple[tuple[type, ...], str]] = {
         ),
     ),
     "framework": ((str,), "a registered framework: " + " | ".join(NAMES)),
-    "mode": ((str,), "execution mode, one of labkit.frameworks.spec(framework).modes"),
-    "task": ((str,), "latency (batch 1, p50/p90) | throughput (larger batch) | train (SGD step)"),
-    "batch_size": ((int,), "images per call"),
+    "mode": (
+        (str,),
+        (
+            "execution mode, one of labkit.frameworks.spec(framework).modes (serve: one of its "
+            "serve_modes)"
+        ),
+    ),
+    "task": (
+        (str,),
+        (
+            "latency (batch 1, p50/p90) | throughput (larger batch) | train (SGD step) | serve (a "
+            "load step against an inference server, labkit.serve)"
+        ),
+    ),
+    "batch_size": ((int,), "images per call (serve: the server's largest batch)"),
     "precision": ((str,), "fp32 | bf16 (in-process deployment records also int8-...)"),
     "image_size": (
         (int,),
@@ -184,7 +202,10 @@ FIELDS: dict[str, tuple[tuple[type, ...], str]] = {
     ),
     "log": ((str,), "the tail of the cell's stderr when it failed, else ''"),
     "timestamp": ((str,), "when the cell finished, ISO 8601 UTC"),
+    **serving.SERVE_FIELDS,
 }
+#: fields a record may lack (written before they existed): it reads them as null
+OPTIONAL: tuple[str, ...] = tuple(serving.SERVE_FIELDS)
 #: fields schema 1 did not have (filled in by :func:`upgrade`)
 NEW_IN_2: tuple[str, ...] = (
     "number_per_run",
@@ -214,12 +235,19 @@ KEY = (
     "profile",
     "input_shape",
 )
+#: what tells the steps of one serving run apart, besides :data:`KEY` (serve records only)
+SERVE_KEY = ("load", "offered_rps", "concurrency", "max_wait_ms", "padding", "encoding")
 #: what two records must share to be compared: everything but framework, mode and profile
 CONTEXT = ("model", "input_shape", "task", "precision", "device", "image_size", "batch_size")
 
 
 def key(record: dict) -> tuple:
-    return tuple(record.get(k, DEFAULTS.get(k)) for k in KEY)
+    """The cell a record measured (:data:`KEY`; a serving record's step adds
+    :data:`SERVE_KEY`)."""
+    cell = tuple(record.get(k, DEFAULTS.get(k)) for k in KEY)
+    if record.get("task") == serving.SERVE_TASK:
+        return cell + tuple(record.get(k) for k in SERVE_KEY)
+    return cell
 
 
 def model_name(model: str) -> str:
@@ -238,7 +266,8 @@ def custom(record: dict) -> bool:
 
 
 def _type_problems(record: dict, fields: dict) -> list[str]:
-    out = [f"missing field {f!r}" for f in fields if f not in record and f not in LATER_IN_2]
+    later = (*LATER_IN_2, *OPTIONAL)
+    out = [f"missing field {f!r}" for f in fields if f not in record and f not in later]
     for f, (types, _) in fields.items():
         v = record.get(f)
         if f in record and not isinstance(v, types) or (isinstance(v, bool) and bool not in types):
@@ -351,6 +380,8 @@ def judge(record: dict) -> list[str]:
         prof = profiles.get(record.get("profile"))
     except ValueError:
         return [f"unknown profile {record.get('profile')!r}: its minimums cannot be checked"]
+    if record.get("task") == serving.SERVE_TASK:
+        return serving.verdict(record, prof.min_time_s)
     times = record.get("times_s")
     if not times:  # no raw times: the count, and a spread around the median with that IQR
         n, med, spread = int(record["repeats"]), record["median_s"], record["iqr_s"]
@@ -370,9 +401,12 @@ def judge(record: dict) -> list[str]:
 
 
 def upgrade(record: dict) -> dict:
-    """A record in today's shape: a schema-1 record with the fields it lacks filled in (see the
-    module's docstring), a schema-2 record with the fields of :data:`LATER_IN_2` it lacks;
-    a current record unchanged."""
+    """A record in today's shape: the :data:`OPTIONAL` fields it lacks read as null; a schema-1
+    record with the fields it lacks filled in (see the module's docstring), a schema-2 record with
+    the fields of :data:`LATER_IN_2` it lacks; a current, complete record unchanged."""
+    missing = [f for f in OPTIONAL if f not in record]
+    if missing:
+        record = {**record, **dict.fromkeys(missing)}
     if record.get("schema") != 1 or "valid" in record:
         missing = {k: v for k, v in LATER_IN_2.items() if k not in record}
         return {**record, **missing} if missing else record

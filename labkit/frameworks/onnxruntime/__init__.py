@@ -1,5 +1,6 @@
-"""ONNX Runtime in the lab: ``adapter`` (runs the ResNet-50 that PyTorch exports to ONNX) and
-``graphs`` (node counts of ONNX files and tensor sizes for a memory plan, notebooks 05 and 07).
+"""ONNX Runtime in the lab: ``adapter`` (runs the ResNet-50 that PyTorch exports to ONNX),
+``graphs`` (node counts of ONNX files and tensor sizes for a memory plan, notebooks 05 and 07) and
+``serving`` (the session for an inference server).
 
 This file is framework-free: it declares what the lab knows about ONNX Runtime and imports
 nothing.
@@ -22,4 +23,5 @@ SPEC = FrameworkSpec(
     summary="an inference engine for exported ONNX graphs (ORT_ENABLE_ALL optimisations)",
     model_packages=("onnx", "onnxruntime"),
     model_files=(".onnx",),
+    serve_modes=("ort",),
 )

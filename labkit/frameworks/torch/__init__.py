@@ -1,6 +1,7 @@
 """PyTorch in the lab: ``adapter`` (the ResNet-50, its modes, ONNX export), ``graphs`` (node
 counts of TorchScript graphs and Inductor's kernel launches, notebook 05), ``distributed`` (the
-DDP worker that ``torchrun`` starts).
+DDP worker that ``torchrun`` starts), ``serving`` (eager and ``torch.compile`` for an inference
+server).
 
 This file is framework-free: it declares what the lab knows about PyTorch and imports nothing.
 """
@@ -18,6 +19,7 @@ SPEC = FrameworkSpec(
     color="#ee4c2c",
     formats=("onnx", "torchscript"),
     launcher="torchrun",
+    serve_modes=("eager", "compile", "compile_dynamic"),
     summary="eager nn.Module; TorchScript trace+freeze (deprecated, still met in older code); "
     "torch.compile (Inductor)",
     model_packages=("torch",),

@@ -29,10 +29,12 @@ the reverse) is reported as "within noise". Only the two modes each ratio declar
 unless asked for (``include_invalid``).
 
 The claims and their regimes are data (:mod:`.catalog`, :mod:`.regimes`, :mod:`.published`); the
-judging and the claim-check table are :mod:`.verdicts`. Everything is read as ``claims.X``. Not
-for: the articles' own tables (:mod:`labkit.sources.seeds`) or measuring (the runner does that).
+judging and the claim-check table are :mod:`.verdicts`. Everything is read as ``claims.X``; the
+seeds' serving claims, checked from a serving run's records, as ``claims.serving.X``. Not for:
+the articles' own tables (:mod:`labkit.sources.seeds`) or measuring (the runner does that).
 """
 
+from . import serving
 from .catalog import (
     CLAIMS,
     EPOCH_CLAIM,
@@ -146,5 +148,6 @@ __all__ = [
     "read",
     "regime_of",
     "rows",
+    "serving",
     "sources",
 ]

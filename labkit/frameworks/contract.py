@@ -98,6 +98,9 @@ class FrameworkSpec:
     #: the properties its ``checks`` module verifies in code exercises (labkit.exercises.Code),
     #: as (name, what it means to the learner) pairs; empty when it has no checks module
     code_checks: tuple[tuple[str, str], ...] = ()
+    #: packages that must not be loaded before this framework in one process (importing it
+    #: after them crashes the process): :func:`labkit.frameworks.get` refuses to import it then
+    import_before: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         if not self.modes:

@@ -170,7 +170,7 @@ def test_scenarios_flow_and_comparisons_render_with_display_names():
     for rows in (seeds.DISTRIBUTED, seeds.MOBILE):
         out = seeds.capability_markdown(rows)
         assert "| TensorFlow |" in out and "| PyTorch |" in out
-    assert seeds.display("paddlepaddle") == "PaddlePaddle" and seeds.display("torch") == "PyTorch"
+    assert seeds.display("paddle") == "PaddlePaddle" and seeds.display("torch") == "PyTorch"
     with pytest.raises(ValueError, match="unknown framework 'jax': known are torch"):
         seeds.display("jax")
 

@@ -138,7 +138,7 @@ ALTERNATIVES: dict[str, tuple[Alternative, ...]] = {
     ),
     "special_hardware": (
         Alternative(
-            "paddlepaddle",
+            "paddle",
             "your accelerator is a domestic GPU that PaddlePaddle supports, "
             "or you need its Chinese NLP or industrial-inspection toolkits",
         ),
@@ -200,7 +200,7 @@ DEVELOP: dict[str, str] = {
     "tensorflow": "TensorFlow 2 / Keras eagerly to develop; tf.function + XLA (jit_compile=True) "
     "to train fast",
     "mindspore": "MindSpore PyNative to develop; GRAPH_MODE / jit to train fast",
-    "paddlepaddle": "PaddlePaddle dynamic graph to develop; paddle.jit.to_static to train fast",
+    "paddle": "PaddlePaddle dynamic graph to develop; paddle.jit.to_static to train fast",
 }
 DEPLOY: dict[str, dict[str, str]] = {
     "torch": {
@@ -221,7 +221,7 @@ DEPLOY: dict[str, dict[str, str]] = {
         "embedded": "MindSpore -> MindIR -> MindSpore Lite",
         "browser": "MindSpore -> ONNX -> ONNX Runtime Web (no native browser runtime)",
     },
-    "paddlepaddle": {
+    "paddle": {
         "server": "PaddlePaddle -> Paddle Inference / Paddle Serving",
         "mobile": "PaddlePaddle -> Paddle Lite",
         "embedded": "PaddlePaddle -> Paddle Lite",

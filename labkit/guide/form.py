@@ -91,7 +91,7 @@ def quick_plan(
     The task is the one that answers the learner's need (``rec.task``; throughput when no
     answer points to one). A runtime that serves a candidate's exports (PyTorch's deployment
     route, ONNX Runtime) is measured too where it offers the task. Candidates this lab cannot
-    run (PaddlePaddle) are left out.
+    run (:data:`labkit.guide.questions.OUTSIDE_LAB`) are left out.
     """
     prof = profile if isinstance(profile, profiles.Profile) else profiles.get(profile)
     task = rec.task or "throughput"

@@ -18,9 +18,9 @@ read as ``seeds.X``:
 - :data:`SCENARIOS`: its five project scenarios with the framework it recommends for each, the
   guide's scenarios too; :data:`DECISION_FLOW`: its four-step decision flow (:mod:`.scenarios`).
 
-Framework names are the registry's (``torch``, ``tensorflow``, ``mindspore``, ``onnxruntime``)
-plus ``paddlepaddle`` (:data:`OUTSIDE_LAB`), which the articles recommend but the lab does not
-install. Not for: measurements (the claims check them against records) or the guide's rules.
+Framework names are the registry's (``torch``, ``tensorflow``, ``mindspore``, ``paddle``,
+``onnxruntime``, ...), plus :data:`OUTSIDE_LAB`, any the articles recommend that the lab does
+not install (none today). Not for: measurements (the claims check them against records) or the guide's rules.
 """
 
 from .articles import (

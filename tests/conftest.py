@@ -23,6 +23,11 @@ ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
 
 
+def notebook_key(path: Path) -> str:
+    """A notebook's number as its exercises and options name it: "04", "04b" (before the "_")."""
+    return path.stem.split("_")[0]
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -98,6 +103,25 @@ def _names(item) -> set[str]:
     return set(re.split(r"[^a-z0-9]+", item.nodeid.lower()))
 
 
+def _code_exercises(framework: str) -> set[str]:
+    """The ids of the code exercises whose checks run ``framework`` ("04b.no_list_index")."""
+    from labkit.exercises import bank
+
+    return {
+        i
+        for i in bank.ids()
+        if bank.entry(i)["type"] == "code" and bank.entry(i)["check"]["framework"] == framework
+    }
+
+
+def _uses(item, framework: str, exercises: set[str]) -> bool:
+    """Whether a test runs ``framework`` in this process: its id names it (test_paddle_adapter,
+    a ``[paddle]`` parameter) or one of its code exercises; notebook cells run in kernels."""
+    if hasattr(item, "cell_num"):
+        return False
+    return framework in _names(item) or any(f"[{e}]" in item.nodeid for e in exercises)
+
+
 def import_first(items) -> None:
     """Import now, before any test runs, each framework whose spec says it must be imported
     before other packages (``import_before``: PaddlePaddle before TensorFlow, the other order
@@ -106,17 +130,17 @@ def import_first(items) -> None:
     pytest runs every test file in this one process, in alphabetical order, and TensorFlow
     loads in the tests of test_explore.py and test_graph_optimization.py long before
     test_registry.py reaches its ``[paddle]`` cases; importing PaddlePaddle here, after
-    collection (which imports no framework), makes every order safe. A test uses a framework
-    when its id names it (test_paddle_adapter.py, a ``[paddle]`` parameter); notebooks run in
-    kernels of their own and do not count. Skipped when the framework is not installed (its
-    tests then skip, or fail under CI, through :func:`require`).
+    collection (which imports no framework), makes every order safe. Which tests use it:
+    :func:`_uses`. Skipped when the framework is not installed (its tests then skip, or fail
+    under CI, through :func:`require`).
     """
     from labkit import frameworks
 
     for s in frameworks.specs():
         if not s.import_before or frameworks.installed_version(s.import_name) is None:
             continue
-        if not any(s.name in _names(i) and not hasattr(i, "cell_num") for i in items):
+        exercises = _code_exercises(s.name)
+        if not any(_uses(i, s.name, exercises) for i in items):
             continue
         try:
             frameworks.check_import_order(s.name)

@@ -21,7 +21,7 @@ import os
 import re
 
 import pytest
-from conftest import NOTEBOOKS
+from conftest import NOTEBOOKS, notebook_key
 
 #: what a notebook writes beside itself on purpose (the learner runs it to get these): the
 #: benchmark records of 06, 07 and 10, the recommendation 09 exports (outside a checkout, where
@@ -34,7 +34,7 @@ DECLARED_OUTPUTS = {
     "11": {"results"},
 }
 #: run by default (see the module's docstring for the cost of the others)
-DEFAULT = "00,01,02,03,04,05,09,11"
+DEFAULT = "00,01,02,03,04,04b,05,09,11"
 
 
 def _selected():
@@ -44,10 +44,10 @@ def _selected():
     if choice in ("none", "off", "0"):
         return []
     wanted = {part.strip().zfill(2) for part in choice.split(",") if part.strip()}
-    unknown = wanted - {p.stem[:2] for p in NOTEBOOKS}
+    unknown = wanted - {notebook_key(p) for p in NOTEBOOKS}
     if unknown:
         raise ValueError(f"LABKIT_TWICE names unknown notebooks {sorted(unknown)}")
-    return [p for p in NOTEBOOKS if p.stem[:2] in wanted]
+    return [p for p in NOTEBOOKS if notebook_key(p) in wanted]
 
 
 def _plain(text: str) -> str:
@@ -71,7 +71,7 @@ def _kernel_manager():
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("path", _selected(), ids=lambda p: p.stem[:2])
+@pytest.mark.parametrize("path", _selected(), ids=notebook_key)
 def test_notebook_runs_twice_in_one_kernel_and_leaves_nothing_beside_it(path, tmp_path):
     import nbformat
     from nbclient import NotebookClient
@@ -102,7 +102,9 @@ def test_notebook_runs_twice_in_one_kernel_and_leaves_nothing_beside_it(path, tm
                         pytrace=False,
                     )
     left = sorted(p.name for p in folder.iterdir() if p != copy)
-    unexpected = [name for name in left if name not in DECLARED_OUTPUTS.get(path.stem[:2], set())]
+    unexpected = [
+        name for name in left if name not in DECLARED_OUTPUTS.get(notebook_key(path), set())
+    ]
     assert not unexpected, (
         f"running {path.name} left {unexpected} beside it: send framework files to a temporary "
         "folder (e.g. labkit.frameworks.mindspore.adapter.redirect_debris)"

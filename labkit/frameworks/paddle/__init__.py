@@ -1,7 +1,7 @@
 """PaddlePaddle in the lab: ``adapter`` (the ``paddle.nn.Layer`` ResNet-50 in dygraph, under
 ``paddle.jit.to_static`` with its two capture paths, and the saved inference program run by
-Paddle Inference) and ``graphs`` (what ``to_static`` makes of Python control flow, for the
-PaddlePaddle lesson).
+Paddle Inference), ``graphs`` (what ``to_static`` makes of Python control flow, for the
+PaddlePaddle lesson) and ``checks`` (the properties its code exercises verify).
 
 This file is framework-free: it declares what the lab knows about PaddlePaddle and imports
 nothing. ``import_before``: importing ``paddle`` after ``tensorflow`` in one process crashes it
@@ -23,5 +23,9 @@ SPEC = FrameworkSpec(
     summary="dygraph (eager, the default); paddle.jit.to_static with bytecode capture (SOT) or "
     "source conversion (AST, full_graph=True); the saved program run by Paddle Inference",
     model_packages=("paddle",),
+    code_checks=(
+        ("full_graph", "source conversion accepts it (paddle.jit.to_static(full_graph=True))"),
+        ("matches_eager", "the converted program's outputs match dygraph"),
+    ),
     import_before=("tensorflow",),
 )

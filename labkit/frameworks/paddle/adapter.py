@@ -30,8 +30,11 @@ CINN compiler.
 
 Threads: :func:`set_threads` sets Paddle's CPU math-library threads
 (``paddle.base.core.set_num_threads``, recorded in Paddle's flag ``FLAGS_paddle_num_threads``,
-which :func:`threads` reads back) and runs the static executor's operators one at a time
-(``FLAGS_new_executor_serial_run``: one inter-op thread). Paddle sets ``OMP_NUM_THREADS=1`` in
+which :func:`threads` reads back) and runs a static program's operators one after another in
+the calling thread (``FLAGS_enable_pir_in_executor_trace_run``, the executor's "trace mode",
+which SOT programs and Paddle Inference use anyway): one inter-op thread. By default a
+``to_static(full_graph=True)`` program runs in "multi-thread mode", where a pool of host
+threads launches independent operators side by side. Paddle sets ``OMP_NUM_THREADS=1`` in
 the environment as it loads (and warns when it finds more); :func:`labkit.frameworks.get` puts
 the variable back.
 """
@@ -67,7 +70,7 @@ BN_NAMES: dict[str, str] = {
 _BN_MODULES: frozenset[str] = frozenset(c.bn for c in resnet.all_convs())
 _BN_MOMENTUM = 0.9  # = torch's 0.1
 #: the flags that hold the lab's thread policy (Paddle has no getter for its math threads)
-THREAD_FLAGS = ("FLAGS_paddle_num_threads", "FLAGS_new_executor_serial_run")
+THREAD_FLAGS = ("FLAGS_paddle_num_threads", "FLAGS_enable_pir_in_executor_trace_run")
 
 paddle.set_device("cpu")
 
@@ -80,8 +83,8 @@ _threads: int | None = None
 
 
 def set_threads(n: int) -> None:
-    """Use ``n`` intra-op threads (Paddle's CPU math library) and run the static executor's
-    operators one at a time (one inter-op thread); idempotent."""
+    """Use ``n`` intra-op threads (Paddle's CPU math library) and run a static program's
+    operators one after another (one inter-op thread); idempotent."""
     global _threads
     n = check_threads(n)
     paddle.base.core.set_num_threads(n)
@@ -90,8 +93,8 @@ def set_threads(n: int) -> None:
 
 
 def threads() -> dict[str, int | None]:
-    """``{"intra": N, "inter": M}`` read back from Paddle's flags; ``inter`` is None while the
-    static executor may run operators side by side (Paddle's default)."""
+    """``{"intra": N, "inter": M}`` read back from Paddle's flags; ``inter`` is None while a
+    static program may run operators side by side (Paddle's default)."""
     flags = paddle.get_flags(list(THREAD_FLAGS))
     intra = int(flags[THREAD_FLAGS[0]])
     return {"intra": intra, "inter": 1 if flags[THREAD_FLAGS[1]] else None}

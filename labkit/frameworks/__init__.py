@@ -70,7 +70,14 @@ __all__ = [
 
 #: the registered frameworks, in the order tables and figures list them: each is a package
 #: ``labkit.frameworks.<name>`` whose ``SPEC`` describes it
-REGISTRY: tuple[str, ...] = ("torch", "tensorflow", "mindspore", "paddle", "onnxruntime")
+REGISTRY: tuple[str, ...] = (
+    "torch",
+    "tensorflow",
+    "mindspore",
+    "paddle",
+    "onnxruntime",
+    "tvm",
+)
 #: the framework every other one's logits are compared with (labkit.frameworks.crosscheck)
 REFERENCE = "torch"
 

@@ -13,7 +13,17 @@ import urllib.request
 import pytest
 from conftest import NOTEBOOKS, ROOT, free_port, run_labkit
 
-FRAMEWORK_MODULES = ("torch", "tensorflow", "mindspore", "onnxruntime", "onnx", "keras", "jax")
+FRAMEWORK_MODULES = (
+    "torch",
+    "tensorflow",
+    "mindspore",
+    "paddle",
+    "onnxruntime",
+    "tvm",
+    "onnx",
+    "keras",
+    "jax",
+)
 
 
 def test_import_labkit_is_fast_and_imports_no_framework():

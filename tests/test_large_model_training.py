@@ -125,6 +125,27 @@ def test_a_killed_worker_without_restarts_fails_the_job_naming_the_kill(tmp_path
     assert re.match(r"worker 1 \(pid \d+\) was killed with SIGKILL at step 2", str(info.value))
 
 
+# ---- MindSpore's AutoParallel ------------------------------------------------------------
+
+
+def test_mindspore_autoparallel_in_data_parallel_form_refuses_the_cpu(tmp_path):
+    """MindSpore 2.8 documents AutoParallel for Ascend only; under msrun on CPUs its compile
+    refuses with this message. When a MindSpore release runs it here, this test fails: then
+    the course can show it running."""
+    require("mindspore")
+    job = Job(
+        "mindspore", workers=2, steps=1, batch=2, model="tiny", measure=0, strategy="auto_parallel"
+    )
+    with pytest.raises(DistributedError) as info:
+        distributed.launch(job, timeout=TIMEOUT, out_dir=tmp_path)
+    assert (
+        "Invalid communication backend: CPU for semi_auto_parallel/auto_parallel mode, "
+        "currently only support Ascend/GPU backend" in str(info.value)
+    )
+    with pytest.raises(ValueError, match="strategy 'auto_parallel' is offered by mindspore"):
+        Job("torch", strategy="auto_parallel")
+
+
 # ---- the job's options, checked before anything starts -----------------------------------
 
 
@@ -135,7 +156,7 @@ def test_options_a_framework_does_not_offer_are_refused_by_name():
         Job("mindspore", comm_hook="powersgd")
     with pytest.raises(ValueError, match="restarting failed workers is offered by torch"):
         Job("tensorflow", max_restarts=1)
-    with pytest.raises(ValueError, match="unknown strategy 'zero3': valid choices are ddp, fsdp"):
+    with pytest.raises(ValueError, match="unknown strategy 'zero3': valid choices are ddp, fsdp, "):
         Job("torch", strategy="zero3")
     with pytest.raises(ValueError, match="hooks DDP's all-reduce: use strategy 'ddp'"):
         Job("torch", strategy="fsdp", comm_hook="powersgd")

@@ -59,7 +59,8 @@ def build_parser(parser: argparse.ArgumentParser | None = None) -> argparse.Argu
         choices=STRATEGIES,
         default=STRATEGIES[0],
         help="ddp: a whole replica per worker; fsdp: parameters, gradients and optimizer state "
-        "sharded over the workers (torch)",
+        "sharded over the workers (torch); auto_parallel: MindSpore's AutoParallel, "
+        "data-parallel (Ascend and GPU only in 2.8)",
     )
     p.add_argument(
         "--comm-hook", choices=COMM_HOOKS, default=None, help="compress DDP's gradients (torch)"

@@ -58,8 +58,10 @@ TINY_CLASSES = 10
 FAULTS: tuple[str, ...] = ("crash", "hang", "straggler", "kill")
 #: how the workers hold the model: ``ddp`` every worker a whole replica (data parallel: DDP,
 #: MirroredStrategy, msrun's data parallel); ``fsdp`` each worker a shard of the parameters,
-#: gradients and optimizer state, gathered layer by layer when needed (PyTorch's FSDP2)
-STRATEGIES: tuple[str, ...] = ("ddp", "fsdp")
+#: gradients and optimizer state, gathered layer by layer when needed (PyTorch's FSDP2);
+#: ``auto_parallel`` MindSpore's AutoParallel, which plans the parallelism of a static graph
+#: (the lab asks for its data-parallel form)
+STRATEGIES: tuple[str, ...] = ("ddp", "fsdp", "auto_parallel")
 #: gradient communication hooks: ``powersgd`` all-reduces low-rank factors of each gradient
 #: matrix instead of the matrix (PyTorch's PowerSGD DDP hook)
 COMM_HOOKS: tuple[str, ...] = ("powersgd",)

@@ -661,3 +661,21 @@ def test_quick_benchmark_runs_real_cells_and_feeds_the_recommendation(tmp_path):
     assert "measured on your machine" in _shown(form)
     again = form.run_quick_benchmark(plan=plan)  # resumes: nothing measured twice
     assert again == [] and "already measured" in form.bench_status.value
+
+
+def test_the_guide_says_plainly_what_the_lab_cannot_run_for_these_answers():
+    rec = guide.recommend("deployment", targets=["server", "embedded"], hardware="gpu")
+    assert [e.key for e in rec.out_of_reach] == [
+        "tensorrt",
+        "mindspore_lite",
+        "tf_serving",
+        "jetson",
+    ]
+    text = rec.to_markdown()
+    assert "### What this lab cannot run here" in text and "`trtexec --onnx=" in text
+    assert "not evidence" in text
+    ascend = guide.recommend("large_scale_training", hardware="ascend")
+    assert [e.key for e in ascend.out_of_reach] == ["ascend"]
+    assert "msrun --worker_num 8" in ascend.to_markdown()
+    plain = guide.recommend("research")
+    assert plain.out_of_reach == () and "cannot run here" not in plain.to_markdown()

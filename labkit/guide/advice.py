@@ -18,6 +18,7 @@ __all__ = [
     "DEPLOY",
     "DEVELOP",
     "DISAGREEMENTS",
+    "OUT_OF_REACH_WHEN",
     "RUNTIMES",
     "Alternative",
     "Conflict",
@@ -227,6 +228,16 @@ DEPLOY: dict[str, dict[str, str]] = {
         "embedded": "PaddlePaddle -> Paddle Lite",
         "browser": "PaddlePaddle -> Paddle.js",
     },
+}
+
+#: the answers that bring up a system the lab cannot run (keys of
+#: :data:`labkit.sources.seeds.OUT_OF_REACH`), shown with what would run it and its claimed figure
+OUT_OF_REACH_WHEN: dict[str, tuple[tuple[str, str], ...]] = {
+    "tensorrt": (("hardware", "gpu"),),
+    "mindspore_lite": (("targets", "mobile"), ("targets", "embedded"), ("scenario", "deployment")),
+    "tf_serving": (("targets", "server"), ("scenario", "deployment")),
+    "ascend": (("hardware", "ascend"), ("scenario", "special_hardware")),
+    "jetson": (("targets", "embedded"),),
 }
 
 #: runtimes whose figures count for a candidate: its own, and the runtimes of its exports

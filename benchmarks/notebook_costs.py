@@ -475,7 +475,7 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     profile = args.profile or os.environ.get("LABKIT_PROFILE") or "smoke"
     paths = [Path(p).resolve() for p in args.notebooks] or sorted(
-        NOTEBOOKS.glob("[0-9][0-9]*_*.ipynb")  # 07b_...: the lesson after 07
+        NOTEBOOKS.glob("[0-9][0-9]*_*.ipynb")  # NN_ and NNx_ (04b)
     )
     missing = [str(p) for p in paths if not p.is_file()]
     if missing:

@@ -32,7 +32,7 @@ NOTEBOOKS = ROOT / "notebooks"
 
 
 def notebooks() -> list[Path]:
-    return sorted(NOTEBOOKS.glob("[0-9][0-9]*_*.ipynb"))  # 07b_...: the lesson after 07
+    return sorted(NOTEBOOKS.glob("[0-9][0-9]*_*.ipynb"))  # NN_ and NNx_ (04b)
 
 
 def stale(executed: Path, profile: str) -> list[Path]:

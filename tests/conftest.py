@@ -1,6 +1,8 @@
 """Shared test setup. The protobuf setting must precede any framework import (see labkit/__init__)."""
 
+import contextlib
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -48,6 +50,11 @@ def write_notebook(path: Path, code: list[str], markdown: str | None = None) -> 
         "nbformat_minor": 5,
     }
     path.write_text(json.dumps(nb))
+
+
+def notebook_key(path: Path) -> str:
+    """A notebook's number as its exercises and options name it: "04", "04b" (before the "_")."""
+    return path.stem.split("_")[0]
 
 
 def free_port() -> int:
@@ -120,12 +127,70 @@ def assert_float32_close(got, weights: dict, images, what: str = "") -> None:
     )
 
 
+def _names(item) -> set[str]:
+    """The words of a test's id (its file, function and parameters: ``[paddle]`` gives paddle)."""
+    return set(re.split(r"[^a-z0-9]+", item.nodeid.lower()))
+
+
+def _code_exercises(framework: str) -> set[str]:
+    """The ids of the code exercises whose checks run ``framework`` ("04b.no_list_index")."""
+    from labkit.exercises import bank
+
+    return {
+        i
+        for i in bank.ids()
+        if bank.entry(i)["type"] == "code" and bank.entry(i)["check"]["framework"] == framework
+    }
+
+
+def _uses(item, framework: str, exercises: set[str]) -> bool:
+    """Whether a test runs ``framework`` in this process: its id names it (test_paddle_adapter,
+    a ``[paddle]`` parameter) or one of its code exercises; notebook cells run in kernels."""
+    if hasattr(item, "cell_num"):
+        return False
+    return framework in _names(item) or any(f"[{e}]" in item.nodeid for e in exercises)
+
+
+def import_first(items) -> None:
+    """Import now, before any test runs, each framework whose spec says it must be imported
+    before other packages (``import_before``: PaddlePaddle before TensorFlow, the other order
+    crashes the process), when a selected test uses it in this process.
+
+    pytest runs every test file in this one process, in alphabetical order, and TensorFlow
+    loads in the tests of test_explore.py and test_graph_optimization.py long before
+    test_registry.py reaches its ``[paddle]`` cases; importing PaddlePaddle here, after
+    collection (which imports no framework), makes every order safe. Which tests use it:
+    :func:`_uses`. Skipped when the framework is not installed (its tests then skip, or fail
+    under CI, through :func:`require`).
+    """
+    from labkit import frameworks
+
+    for s in frameworks.specs():
+        if not s.import_before or frameworks.installed_version(s.import_name) is None:
+            continue
+        exercises = _code_exercises(s.name)
+        if not any(_uses(i, s.name, exercises) for i in items):
+            continue
+        try:
+            frameworks.check_import_order(s.name)
+        except frameworks.FrameworkUnavailable as exc:
+            raise pytest.UsageError(
+                f"the selected tests use {s.display} in this process, and it cannot be "
+                f"imported first: {exc} (a test module imports it at collection: move that "
+                "import into the test)"
+            ) from exc
+        with contextlib.suppress(frameworks.FrameworkUnavailable):
+            frameworks.get(s.name)  # one that does not import: its tests say so (require)
+
+
 def pytest_collection_modifyitems(config, items):
     """Tests marked ``costly`` (another compiled graph, another export) are skipped under the
     smoke profile (``make test``, CI) and run by ``make test-standard`` (LABKIT_PROFILE=standard,
-    ``-m costly``): the release check."""
+    ``-m costly``): the release check. Frameworks that must be imported first are imported
+    (:func:`import_first`)."""
     from labkit import profiles
 
+    import_first(items)
     if profiles.current().name != "smoke":
         return
     skip = pytest.mark.skip(reason="costly under the smoke profile: `make test-standard` runs it")

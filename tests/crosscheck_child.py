@@ -19,13 +19,13 @@ LOGIT_CASES = [(0, 2, 64, 64), (1, 1, 32, 64), (2, 3, 32, 64), (3, 2, 32, 16)]
 #: (weights seed, batch seed, batch, image size): the first is the step that failed on the Intel
 #: AMX machine (seed-0 weights, batch 2, 64 px), the second a batch of 3
 STEP_CASES = [(0, 3, 2, 64), (4, 4, 3, 64)]
-OTHERS = ("tensorflow", "mindspore", "onnxruntime")
-TRAINING = ("tensorflow", "mindspore")
+OTHERS = ("tensorflow", "mindspore", "paddle", "onnxruntime")
+TRAINING = ("tensorflow", "mindspore", "paddle")
 
 
 def main(threads: int, out: str) -> None:
     names = [cc.REFERENCE, *OTHERS]
-    for name in names:
+    for name in frameworks.import_order(names):  # PaddlePaddle before TensorFlow
         frameworks.get(name).set_threads(threads)
     logits = {}
     for seed, batch, size, width in LOGIT_CASES:

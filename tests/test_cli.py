@@ -71,14 +71,14 @@ SMOKE_CELL = ["bench", "--profile", "smoke", "--frameworks", "torch", "--modes",
             ["--frameworks", "torch,jax"],
             (
                 "unknown framework 'jax': valid frameworks are torch, tensorflow, "
-                "mindspore, onnxruntime"
+                "mindspore, paddle, onnxruntime, tvm"
             ),
         ),
         (
             ["--modes", "eager,turbo"],
             (
                 "unknown mode 'turbo': valid modes are eager, graph, torchscript, "
-                "compile, function, xla, pynative, ort"
+                "compile, function, xla, pynative, dygraph, sot, ast, inference, ort, relax"
             ),
         ),
         (
@@ -219,7 +219,7 @@ def test_bad_input_through_the_real_command_line(tmp_path):
     assert proc.returncode == 2
     assert proc.stderr.strip() == (
         "error: unknown framework 'caffe': valid frameworks are torch, "
-        "tensorflow, mindspore, onnxruntime"
+        "tensorflow, mindspore, paddle, onnxruntime, tvm"
     )
 
 

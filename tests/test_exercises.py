@@ -13,7 +13,7 @@ from labkit.exercises import bank, store
 from labkit.exercises.code import function_from_source
 
 import pytest
-from conftest import NOTEBOOKS, ROOT, require
+from conftest import NOTEBOOKS, ROOT, notebook_key, require
 
 
 @pytest.fixture(autouse=True)
@@ -116,12 +116,7 @@ def _code_cells(path):
 ANSWER_KEYWORDS = {"answer", "explanation", "wrong", "accepted", "solution", "hints", "choices"}
 
 
-def _number(path) -> str:
-    """A notebook's number as its exercise ids start: "07", "07b"."""
-    return path.stem.split("_")[0]
-
-
-@pytest.mark.parametrize("path", NOTEBOOKS, ids=[_number(p) for p in NOTEBOOKS])
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=[notebook_key(p) for p in NOTEBOOKS])
 def test_no_notebook_shows_an_answer_key(path):
     """Questions come from the bank by id: no constructor with its answer, no solution code."""
     loaded = []
@@ -142,7 +137,7 @@ def test_no_notebook_shows_an_answer_key(path):
                 keys = {k.arg for k in node.keywords} & ANSWER_KEYWORDS
                 assert not keys, f"{path.name} cell {cell_id} passes an answer key: {keys}"
                 loaded.append(node.args[0].value)
-    nb = _number(path)
+    nb = notebook_key(path)
     expected = bank.ids(nb) if nb in bank.notebooks() else []
     assert loaded == expected, f"{path.name} loads {loaded}, its bank file has {expected}"
     text = path.read_text()
@@ -159,7 +154,7 @@ def test_no_notebook_shows_an_answer_key(path):
 @pytest.mark.parametrize("exercise_id", CODE_IDS)
 def test_the_starting_code_is_what_the_notebook_shows_and_checks(exercise_id):
     q = exercises.load(exercise_id)
-    path = next(p for p in NOTEBOOKS if _number(p) == exercise_id.split(".")[0])
+    path = next(p for p in NOTEBOOKS if notebook_key(p) == exercise_id.split(".")[0])
     cells = [s for _, s in _code_cells(path) if q.starter.strip() in s]
     assert len(cells) == 1, f"{path.name} does not show the starting code of {exercise_id}"
     assert re.search(rf"^q\d+\.check\({q.entry}\)$", cells[0], re.MULTILINE), cells[0]

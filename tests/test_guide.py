@@ -28,7 +28,7 @@ ARTICLE_ADVICE = [
     ("small_team", {}, "torch"),
     ("small_team", {"priority": "maintenance"}, "tensorflow"),  # "industrial deployment coming"
     ("special_hardware", {"hardware": "ascend"}, "mindspore"),
-    ("special_hardware", {"hardware": "other_accelerator"}, "paddlepaddle"),
+    ("special_hardware", {"hardware": "other_accelerator"}, "paddle"),
     ("special_hardware", {}, "mindspore"),  # privacy needs on ordinary hardware
 ]
 
@@ -43,9 +43,9 @@ COURSE_ADVICE = [
     ("deployment", {"targets": ("mobile", "embedded"), "hardware": "ascend"}, "mindspore", "torch"),
     ("small_team", {}, "torch", "tensorflow"),
     ("small_team", {"priority": "maintenance"}, "torch", "tensorflow"),  # the voices part here
-    ("special_hardware", {"hardware": "ascend"}, "mindspore", "paddlepaddle"),
-    ("special_hardware", {"hardware": "other_accelerator"}, "paddlepaddle", "mindspore"),
-    ("special_hardware", {}, "mindspore", "paddlepaddle"),
+    ("special_hardware", {"hardware": "ascend"}, "mindspore", "paddle"),
+    ("special_hardware", {"hardware": "other_accelerator"}, "paddle", "mindspore"),
+    ("special_hardware", {}, "mindspore", "paddle"),
 ]
 
 
@@ -135,7 +135,7 @@ def test_every_course_rule_has_a_dated_checkable_source_and_the_table_prints_it(
         ("large_scale_training", {"tensorflow", "mindspore"}),
         ("deployment", {"tensorflow", "mindspore"}),
         ("small_team", {"torch"}),
-        ("special_hardware", {"mindspore", "paddlepaddle"}),
+        ("special_hardware", {"mindspore", "paddle"}),
     ],
 )
 def test_the_articles_recommended_frameworks_lead_its_ranking(scenario, primary):
@@ -153,14 +153,32 @@ def test_toolchains_follow_the_course():
     assert "MindSpore Lite" in ms.toolchain[1]
 
 
-def test_paddlepaddle_is_ranked_and_flagged_as_not_in_the_lab():
+def test_paddlepaddle_is_ranked_benchmarked_and_answered_from_measurements():
+    """PaddlePaddle is a registered framework: step 3 benchmarks it, and its rows of evidence
+    and points come from the learner's records like every other candidate's."""
     rec = guide.recommend("special_hardware", hardware="other_accelerator")
-    assert rec.top == "paddlepaddle" == rec.article_top
-    assert any("not installed in this lab" in n for n in rec.notes)
-    assert "paddlepaddle" not in rec.candidates  # the lab cannot benchmark it
-    assert any(
-        "paddlepaddle" in e.frameworks and "not installed" in e.statement for e in rec.evidence
+    assert rec.top == "paddle" == rec.article_top
+    assert "paddle" in rec.candidates and not any("not installed" in n for n in rec.notes)
+    from labkit.guide import form as widgets
+
+    quick = {(c.framework, c.mode) for c in widgets.quick_plan(rec, "smoke")}
+    assert {("paddle", "dygraph"), ("paddle", "sot")} <= quick
+    records = [
+        _ok("paddle", "dygraph", "train", 2),
+        _ok("paddle", "ast", "train", 4),
+        _ok("mindspore", "pynative", "train", 3),
+        _ok("mindspore", "graph", "train", 10),
+    ]
+    rec = guide.recommend(
+        "special_hardware",
+        hardware="other_accelerator",
+        priority="training_throughput",
+        results=records,
     )
+    line = next(e.statement for e in rec.evidence if e.frameworks == ("paddle",) and e.measured)
+    assert "best 4 images/s with ast" in line and "2.00x" in line and "dygraph" in line
+    assert [g.framework for g in rec.gaps] == ["paddle"]  # 4 against 10 images/s: -3 points
+    assert "PaddlePaddle ast" in rec.gaps[0].slower
 
 
 def test_every_score_is_the_sum_of_its_reasons_and_every_reason_is_a_rule_of_its_voice():
@@ -294,7 +312,7 @@ def test_no_combination_of_answers_raises():
             rec = guide.recommend(scenario, expertise, targets, hardware, priority, scale=scale)
             assert rec.top != rec.alternative and rec.toolchain and rec.evidence
             count += 1
-    assert count == 6 * 4 * len(guide.HARDWARE) * 5 * 3 * 6
+    assert count == 6 * 5 * len(guide.HARDWARE) * 5 * 3 * 6  # expertise: none, or one of four
 
 
 # ---- evidence -------------------------------------------------------------------------------
@@ -586,7 +604,7 @@ def test_the_form_updates_the_recommendation_live(tmp_path):
     form.hardware.value = "ascend"
     assert "Recommended: MindSpore" in _shown(form)
     form.set(scenario="special_hardware", hardware="other_accelerator")
-    assert form.recommendation.top == "paddlepaddle"
+    assert form.recommendation.top == "paddle"
     form.set(hardware="tpu")  # the seeds' GPU/TPU clusters: an answer like any other
     assert form.recommendation.inputs["hardware"] == "tpu"
     with pytest.raises(ValueError, match="valid values are"):
@@ -667,3 +685,21 @@ def test_quick_benchmark_runs_real_cells_and_feeds_the_recommendation(tmp_path):
     assert "measured on your machine" in _shown(form)
     again = form.run_quick_benchmark(plan=plan)  # resumes: nothing measured twice
     assert again == [] and "already measured" in form.bench_status.value
+
+
+def test_the_guide_says_plainly_what_the_lab_cannot_run_for_these_answers():
+    rec = guide.recommend("deployment", targets=["server", "embedded"], hardware="gpu")
+    assert [e.key for e in rec.out_of_reach] == [
+        "tensorrt",
+        "mindspore_lite",
+        "tf_serving",
+        "jetson",
+    ]
+    text = rec.to_markdown()
+    assert "### What this lab cannot run here" in text and "`trtexec --onnx=" in text
+    assert "not evidence" in text
+    ascend = guide.recommend("large_scale_training", hardware="ascend")
+    assert [e.key for e in ascend.out_of_reach] == ["ascend"]
+    assert "msrun --worker_num 8" in ascend.to_markdown()
+    plain = guide.recommend("research")
+    assert plain.out_of_reach == () and "cannot run here" not in plain.to_markdown()

@@ -21,7 +21,7 @@ import os
 import re
 
 import pytest
-from conftest import NOTEBOOKS
+from conftest import NOTEBOOKS, notebook_key
 
 #: what a notebook writes beside itself on purpose (the learner runs it to get these): the
 #: benchmark records of 06, 07 and 10, the recommendation 09 exports (outside a checkout, where
@@ -35,12 +35,7 @@ DECLARED_OUTPUTS = {
     "11": {"results"},
 }
 #: run by default (see the module's docstring for the cost of the others)
-DEFAULT = "00,01,02,03,04,05,09,11"
-
-
-def _number(path) -> str:
-    """A notebook's number: "07", or "07b" for the lesson placed after 07."""
-    return path.stem.split("_")[0]
+DEFAULT = "00,01,02,03,04,04b,05,09,11"
 
 
 def _selected():
@@ -50,10 +45,10 @@ def _selected():
     if choice in ("none", "off", "0"):
         return []
     wanted = {part.strip().zfill(2) for part in choice.split(",") if part.strip()}
-    unknown = wanted - {_number(p) for p in NOTEBOOKS}
+    unknown = wanted - {notebook_key(p) for p in NOTEBOOKS}
     if unknown:
         raise ValueError(f"LABKIT_TWICE names unknown notebooks {sorted(unknown)}")
-    return [p for p in NOTEBOOKS if _number(p) in wanted]
+    return [p for p in NOTEBOOKS if notebook_key(p) in wanted]
 
 
 def _plain(text: str) -> str:
@@ -77,7 +72,7 @@ def _kernel_manager():
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("path", _selected(), ids=_number)
+@pytest.mark.parametrize("path", _selected(), ids=notebook_key)
 def test_notebook_runs_twice_in_one_kernel_and_leaves_nothing_beside_it(path, tmp_path):
     import nbformat
     from nbclient import NotebookClient
@@ -108,7 +103,9 @@ def test_notebook_runs_twice_in_one_kernel_and_leaves_nothing_beside_it(path, tm
                         pytrace=False,
                     )
     left = sorted(p.name for p in folder.iterdir() if p != copy)
-    unexpected = [name for name in left if name not in DECLARED_OUTPUTS.get(_number(path), set())]
+    unexpected = [
+        name for name in left if name not in DECLARED_OUTPUTS.get(notebook_key(path), set())
+    ]
     assert not unexpected, (
         f"running {path.name} left {unexpected} beside it: send framework files to a temporary "
         "folder (e.g. labkit.frameworks.mindspore.adapter.redirect_debris)"

@@ -393,6 +393,7 @@ NAMES_ALLOWED = {
     "labkit.sources.seeds.throughput": "the source articles' benchmark tables name frameworks",
     "labkit.sources.seeds.comparisons": "the source articles compare named frameworks",
     "labkit.sources.seeds.scenarios": "the source articles' advice names the frameworks",
+    "labkit.sources.seeds.outside": "the systems out of reach cite the frameworks' table rows",
     "labkit.guide.questions": "the selection guide's answers name the frameworks a team knows",
     "labkit.guide.rules": "the selection guide's rule tables name the frameworks they score",
     "labkit.guide.advice": "the selection guide's alternatives and toolchains name frameworks",

@@ -1,4 +1,4 @@
-"""One ResNet-50, four runtimes, the same function: every framework's eval logits, one
+"""One ResNet-50, five runtimes, the same function: every framework's eval logits, one
 training step and exported models against a float64 reference (PyTorch run in float64).
 
 Each bound is derived, not chosen: a framework may be off by ``labkit.frameworks.crosscheck.FP32_SPREAD``
@@ -24,8 +24,8 @@ from conftest import ROOT, require
 
 pytestmark = pytest.mark.slow
 
-OTHERS = ("tensorflow", "mindspore", "onnxruntime")
-TRAINING = ("tensorflow", "mindspore")
+OTHERS = ("tensorflow", "mindspore", "paddle", "onnxruntime")
+TRAINING = ("tensorflow", "mindspore", "paddle")
 # Under smoke, test_tensorflow_adapter and test_mindspore_adapter already check that their
 # exports reload and match their own models, which match PyTorch (above): exporting again
 # here (about 25 s on 2 cores) is left to `make test-standard` (skipped under smoke: conftest).
@@ -34,6 +34,7 @@ EXPORTERS = [
     "torch",  # ONNX, run by ONNX Runtime
     pytest.param("tensorflow", marks=COSTLY_IN_SMOKE),  # SavedModel
     pytest.param("mindspore", marks=COSTLY_IN_SMOKE),  # MindIR
+    pytest.param("paddle", marks=COSTLY_IN_SMOKE),  # paddle.jit.save, run by Paddle Inference
 ]
 # the summation orders the checks run under: threads, and oneDNN's instruction set (PyTorch,
 # TensorFlow and ONNX Runtime's oneDNN kernels honour ONEDNN_MAX_CPU_ISA; MindSpore's own do not)
@@ -76,7 +77,7 @@ def measured(request, tmp_path_factory):
 
 
 def test_the_checks_ran_with_the_threads_asked_for(measured):
-    for name in ("torch", "tensorflow", "onnxruntime"):
+    for name in ("torch", "tensorflow", "paddle", "onnxruntime"):
         assert measured["threads"][name] == {"intra": measured["asked_threads"], "inter": 1}, name
 
 

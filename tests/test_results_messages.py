@@ -158,8 +158,8 @@ def test_an_unregistered_framework_is_kept_with_this_warning(tmp_path):
             results.UnregisteredFramework,
             (
                 f"{path} line 2: framework 'jax' (1 record(s)) is not registered in this labkit "
-                "(it knows torch, tensorflow, mindspore, onnxruntime); its records are kept and "
-                "shown, but compared with no baseline"
+                "(it knows torch, tensorflow, mindspore, paddle, onnxruntime, tvm); its records are "
+                "kept and shown, but compared with no baseline"
             ),
         )
     ]

@@ -52,13 +52,18 @@ def test_graph_selects_every_non_eager_mode_and_own_names_work():
         ("tensorflow", "function"),
         ("tensorflow", "xla"),
         ("mindspore", "graph"),
+        ("paddle", "sot"),
+        ("paddle", "ast"),
+        ("paddle", "inference"),
         ("onnxruntime", "ort"),
+        ("tvm", "relax"),
     }
     plan = runner.Plan.build(modes=["eager"], tasks=["latency"], profile=SMOKE)
     assert {(c.framework, c.mode) for c in plan} == {
         ("torch", "eager"),
         ("tensorflow", "eager"),
         ("mindspore", "pynative"),
+        ("paddle", "dygraph"),
     }
     plan = runner.Plan.build(modes=["xla", "compile"], tasks=["train"], profile=SMOKE)
     assert labels(plan) == [("torch", "compile", "train", 4), ("tensorflow", "xla", "train", 4)]

@@ -193,7 +193,7 @@ def test_scenarios_flow_and_comparisons_render_with_display_names():
     for rows in (seeds.DISTRIBUTED, seeds.MOBILE):
         out = seeds.capability_markdown(rows)
         assert "| TensorFlow |" in out and "| PyTorch |" in out
-    assert seeds.display("paddlepaddle") == "PaddlePaddle" and seeds.display("torch") == "PyTorch"
+    assert seeds.display("paddle") == "PaddlePaddle" and seeds.display("torch") == "PyTorch"
     with pytest.raises(ValueError, match="unknown framework 'jax': known are torch"):
         seeds.display("jax")
 
@@ -204,3 +204,24 @@ def test_the_guides_article_voice_agrees_with_the_articles_scenarios():
         assert rec.article_top == s.recommended[0], s.key
         ranked = tuple(r.framework for r in rec.article_ranking)
         assert ranked[: len(s.recommended)] == s.recommended, s.key
+
+
+def test_what_the_lab_cannot_run_says_why_what_would_and_the_articles_figure():
+    entries = {e.key: e for e in seeds.OUT_OF_REACH}
+    assert set(entries) == {"tensorrt", "mindspore_lite", "tf_serving", "ascend", "jetson"}
+    for e in entries.values():
+        assert e.needs and e.command and e.claim and e.where.startswith("seed 00"), e.key
+    # the figures are the articles' tables, read from them, not typed again
+    lite, serving = seeds.inference("mindspore"), seeds.inference("tensorflow")
+    assert f"{lite.cpu_fps:g} on the CPU" in entries["mindspore_lite"].claim
+    assert seeds.figure("lite_vs_tflite").percent in entries["mindspore_lite"].claim
+    assert f"{serving.gpu_fps:g} on the GPU (T4)" in entries["tf_serving"].claim
+    for fw in ("torch", "tensorflow", "mindspore"):
+        assert f"{seeds.inference(fw).embedded_fps:g}" in entries["jetson"].claim
+    assert entries["tensorrt"].claim.startswith("no figure")
+    assert "trtexec --onnx=" in entries["tensorrt"].command
+    assert "converter_lite --fmk=MINDIR" in entries["mindspore_lite"].command
+    with pytest.raises(ValueError, match="unknown system 'tpu': the ones out of reach are"):
+        seeds.out_of_reach("tpu")
+    table = seeds.out_of_reach_markdown()
+    assert table.count("\n") == len(entries) + 1 and "| TensorFlow Serving |" in table

@@ -32,10 +32,13 @@ long.
 from .cli import build_parser, cli, main
 from .folders import TMP_PREFIX, new_output_dir, sweep_orphaned_outputs
 from .job import (
+    CHECKPOINT,
+    COMM_HOOKS,
     FAULTS,
     FRAMEWORKS,
     HOST,
     MODELS,
+    STRATEGIES,
     WORKER_MODULES,
     DistributedError,
     Job,
@@ -48,10 +51,13 @@ from .processes import ProcessTree, still_running
 from .runs import Run, is_running_statistic, max_difference, scaling_efficiency, steady
 
 __all__ = [
+    "CHECKPOINT",
+    "COMM_HOOKS",
     "FAULTS",
     "FRAMEWORKS",
     "HOST",
     "MODELS",
+    "STRATEGIES",
     "TMP_PREFIX",
     "WORKER_MODULES",
     "DistributedError",

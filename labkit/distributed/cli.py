@@ -7,7 +7,7 @@ import json
 import sys
 
 from ..resnet import WIDTH
-from .job import FAULTS, FRAMEWORKS, MODELS, DistributedError, Job
+from .job import COMM_HOOKS, FAULTS, FRAMEWORKS, MODELS, STRATEGIES, DistributedError, Job
 from .launcher import cluster_commands, launch
 from .runs import is_running_statistic, max_difference, scaling_efficiency
 
@@ -54,6 +54,28 @@ def build_parser(parser: argparse.ArgumentParser | None = None) -> argparse.Argu
     )
     p.add_argument("--fault-rank", type=int, default=1)
     p.add_argument(
+        "--fault-step", type=int, default=1, help="the step (1, 2, ...) the fault happens at"
+    )
+    p.add_argument(
+        "--strategy",
+        choices=STRATEGIES,
+        default=STRATEGIES[0],
+        help="ddp: a whole replica per worker; fsdp: parameters, gradients and optimizer state "
+        "sharded over the workers (torch); auto_parallel: MindSpore's AutoParallel, "
+        "data-parallel (Ascend and GPU only in 2.8)",
+    )
+    p.add_argument(
+        "--comm-hook", choices=COMM_HOOKS, default=None, help="compress DDP's gradients (torch)"
+    )
+    p.add_argument("--powersgd-rank", type=int, default=1, help="PowerSGD's approximation rank")
+    p.add_argument(
+        "--max-restarts",
+        type=int,
+        default=0,
+        help="start every worker again (from the last checkpoint) when one fails, up to N times "
+        "(torch: torchrun --max-restarts)",
+    )
+    p.add_argument(
         "--hosts",
         default=None,
         help="comma-separated machines: print the commands to run there instead",
@@ -74,6 +96,11 @@ def cli(args: argparse.Namespace) -> int:
         threads=args.threads,
         fault=args.fault,
         fault_rank=args.fault_rank,
+        fault_step=args.fault_step,
+        strategy=args.strategy,
+        comm_hook=args.comm_hook,
+        powersgd_rank=args.powersgd_rank,
+        max_restarts=args.max_restarts,
     )
     if args.hosts:
         hosts = [h.strip() for h in args.hosts.split(",") if h.strip()]

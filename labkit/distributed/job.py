@@ -7,8 +7,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .. import hardware, resnet
-from ..frameworks import spec, specs
-from ..frameworks._kit.worker import FAULTS, MODELS
+from ..frameworks import launch_module, spec, specs
+from ..frameworks._kit.worker import COMM_HOOKS, FAULTS, MODELS, STRATEGIES
 from ..util import net
 
 __all__ = [
@@ -65,7 +65,15 @@ class Job:
     ``fault`` exists to show (and test) what happens when a worker goes wrong: ``"crash"`` makes
     worker ``fault_rank`` raise at its first step, ``"hang"`` makes it stop there for good (its
     peers then wait in the all-reduce until the launcher's timeout), ``"straggler"`` makes it
-    start a process that outlives it (the launcher stops it when the job ends).
+    start a process that outlives it (the launcher stops it when the job ends), ``"kill"``
+    makes it die from SIGKILL at step ``fault_step``, as an out-of-memory killer ends a process.
+
+    Beyond replicas (what a framework's launcher offers, its launch module says):
+    ``strategy="fsdp"`` shards the model's parameters, gradients and optimizer state over the
+    workers; ``comm_hook="powersgd"`` compresses the gradient all-reduce to rank-
+    ``powersgd_rank`` factors; ``max_restarts=N`` lets the launcher start every worker again
+    (up to N times) when one fails, each resuming from the checkpoint the job writes after
+    every step.
     """
 
     framework: str
@@ -83,9 +91,15 @@ class Job:
     single: bool = False
     fault: str | None = None
     fault_rank: int = 1
+    fault_step: int = 1  # the step (1, 2, ...) at which the fault happens
+    strategy: str = STRATEGIES[0]
+    comm_hook: str | None = None
+    powersgd_rank: int = 1
+    max_restarts: int = 0
 
     def __post_init__(self):
         check_framework(self.framework)
+        self._check_large_model_options()
         if self.model not in MODELS:
             raise ValueError(f"unknown model {self.model!r}: valid choices are {', '.join(MODELS)}")
         for name in ("workers", "steps", "batch"):
@@ -111,8 +125,56 @@ class Job:
                 raise ValueError(
                     f"fault_rank must name a worker, 0..{self.workers - 1}; got {self.fault_rank}"
                 )
+        if not isinstance(self.fault_step, int) or not 1 <= self.fault_step <= self.steps:
+            raise ValueError(f"fault_step must be a step, 1..{self.steps}; got {self.fault_step!r}")
         resnet.check_image_size(self.image_size)
         resnet.check_width(self.width)
+
+    def _check_large_model_options(self) -> None:
+        """The strategy, the communication hook and restarts: known, and offered by the
+        framework's launcher (its launch module's STRATEGIES, COMM_HOOKS and RESTARTS)."""
+        launcher = launch_module(self.framework)
+        if self.strategy not in STRATEGIES:
+            raise ValueError(
+                f"unknown strategy {self.strategy!r}: valid choices are {', '.join(STRATEGIES)}"
+            )
+        if self.strategy not in getattr(launcher, "STRATEGIES", STRATEGIES[:1]):
+            where = _offered_by("STRATEGIES", self.strategy)
+            raise ValueError(f"strategy {self.strategy!r} is {where}, not {self.framework}")
+        if self.comm_hook is not None:
+            if self.comm_hook not in COMM_HOOKS:
+                raise ValueError(
+                    f"unknown comm_hook {self.comm_hook!r}: valid choices are "
+                    f"{', '.join(COMM_HOOKS)} (or None)"
+                )
+            if self.comm_hook not in getattr(launcher, "COMM_HOOKS", ()):
+                where = _offered_by("COMM_HOOKS", self.comm_hook)
+                raise ValueError(f"comm_hook {self.comm_hook!r} is {where}, not {self.framework}")
+            if self.strategy != "ddp":
+                raise ValueError(
+                    f"comm_hook {self.comm_hook!r} hooks DDP's all-reduce: use strategy 'ddp'"
+                )
+        if not isinstance(self.max_restarts, int) or self.max_restarts < 0:
+            raise ValueError(f"max_restarts must be a whole number >= 0, got {self.max_restarts!r}")
+        if not isinstance(self.powersgd_rank, int) or self.powersgd_rank < 1:
+            raise ValueError(
+                f"powersgd_rank must be a whole number >= 1, got {self.powersgd_rank!r}"
+            )
+        if self.max_restarts:
+            self._check_restarts(launcher)
+
+    def _check_restarts(self, launcher) -> None:
+        if not getattr(launcher, "RESTARTS", False):
+            where = _offered_by("RESTARTS", True)
+            raise ValueError(f"restarting failed workers is {where}, not {self.framework}")
+        if self.single:
+            raise ValueError("a single-process job has no launcher to restart it: max_restarts=0")
+        if self.comm_hook:
+            raise ValueError(
+                f"comm_hook {self.comm_hook!r} keeps error-feedback state that the checkpoint "
+                "does not hold, so a restarted job would not continue the same run: use "
+                "max_restarts=0"
+            )
 
     @property
     def global_batch(self) -> int:
@@ -137,6 +199,8 @@ class Job:
             threads=threads,
             fault=None,
             fault_rank=0,
+            fault_step=1,
+            max_restarts=0,
         )
 
     def worker_args(
@@ -154,7 +218,29 @@ class Job:
         args += ["--measure", str(self.measure), "--deadline", f"{deadline_s:.0f}"]
         if self.fault is not None:
             args += ["--fault", self.fault, "--fault-rank", str(self.fault_rank)]
+            args += ["--fault-step", str(self.fault_step)] if self.fault_step != 1 else []
+        if self.strategy != STRATEGIES[0]:
+            args += ["--strategy", self.strategy]
+        if self.comm_hook:
+            args += ["--comm-hook", self.comm_hook, "--powersgd-rank", str(self.powersgd_rank)]
+        if self.max_restarts:
+            args += ["--checkpoint", str(Path(out_dir) / CHECKPOINT)]
         return args
+
+
+#: the file a job that may restart keeps its state in, in the job's folder
+CHECKPOINT = "checkpoint.pt"
+
+
+def _offered_by(attribute: str, value: object) -> str:
+    """ "offered by torch": the frameworks whose launch module's ``attribute`` (STRATEGIES,
+    COMM_HOOKS, RESTARTS) offers ``value``."""
+    names = []
+    for name in FRAMEWORKS:
+        got = getattr(launch_module(name), attribute, None)
+        if got is True or (isinstance(got, tuple) and value in got):
+            names.append(name)
+    return f"offered by {', '.join(names)}" if names else "offered by no framework here"
 
 
 def worker_source(framework: str) -> Path:

@@ -19,14 +19,22 @@ from pathlib import Path
 from ..frameworks import launch_module, specs
 from ..util import proc
 from .folders import new_output_dir
-from .job import HOST, DistributedError, Job, pick_ports
+from .job import CHECKPOINT, HOST, DistributedError, Job, pick_ports
 from .processes import ProcessTree, wait
 from .runs import Run
 
 __all__ = ["WORKER_FILES", "cluster_commands", "commands", "environment", "launch"]
 
 #: files a worker writes into the job's folder (deleted before a job reuses the folder)
-WORKER_FILES = ("rank*.json", "rank*.npz", "rank*.hang", "rank*.steps", "rank*.straggler")
+WORKER_FILES = (
+    "rank*.json",
+    "rank*.npz",
+    "rank*.hang",
+    "rank*.steps",
+    "rank*.straggler",
+    "rank*.killed",
+    CHECKPOINT,
+)
 
 
 def cluster_commands(
@@ -72,7 +80,10 @@ def commands(
     args = job.worker_args(out_dir, deadline_s)
     if job.single:  # the reference: one plain process, no launcher
         return [([sys.executable, "-m", job.worker_module, *args], {})]
-    return launch_module(job.framework).local_commands(job.workers, ports, args, out_dir, HOST)
+    restarts = {"restarts": job.max_restarts} if job.max_restarts else {}  # launchers that can
+    return launch_module(job.framework).local_commands(
+        job.workers, ports, args, out_dir, HOST, **restarts
+    )
 
 
 def launch(
@@ -150,7 +161,8 @@ def _launch(
     results = _read_results(out, job.workers)
     errors = [r for r in results if r and "error" in r]
     if failed is not None or errors or len([r for r in results if r]) < job.workers:
-        raise DistributedError(_failure_message(what, results, errors, failed, tree, text), text)
+        message = _failure_message(what, results, errors, failed, tree, text)
+        raise DistributedError(_killed(out) + message, text)
     return Run(job, results, wall, [c for c, _ in cmds], [e for _, e in cmds], out, text, tree.pids)
 
 
@@ -203,6 +215,15 @@ def _failure_message(what, results, errors, failed, tree: ProcessTree, text: str
         f"the {what} failed: {why}. All {len(tree.pids)} of its processes were stopped "
         f"(pids {tree.pids}).{detail}"
     )
+
+
+def _killed(out: Path) -> str:
+    """What the ``kill`` fault did, first: the cause its peers' errors come from."""
+    said = []
+    for path in sorted(out.glob("rank*.killed")):
+        pid, step = (path.read_text().split() + ["?", "?"])[:2]
+        said.append(f"worker {path.stem[4:]} (pid {pid}) was killed with SIGKILL at step {step}")
+    return f"{'; '.join(said)} (the kill fault), and no restart was left. " if said else ""
 
 
 def _tail(text: str, what: str = "the workers' output", lines: int = 8) -> str:

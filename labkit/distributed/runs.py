@@ -78,7 +78,26 @@ class Run:
             "gradient_mb": w0.get("gradient_mb"),
             "final_loss": self.final_loss,
             "wall_s": round(self.wall_s, 1),
+            **self.large_model_summary(),
         }
+
+    def large_model_summary(self) -> dict:
+        """What a worker held (parameters, gradients, optimizer state), what PowerSGD sent,
+        and the restarts, where the workers report them (PyTorch's do)."""
+        w0, out = self.workers[0], {}
+        if self.job.strategy != "ddp" or "param_bytes" in w0:
+            out["strategy"] = self.job.strategy
+        held = [w0.get(k) for k in ("param_bytes", "grad_bytes", "optimizer_bytes")]
+        if all(isinstance(v, int) for v in held):
+            out["held_mb_per_worker"] = round(sum(held) / 1e6, 3)
+        for key in ("comm_hook", "powersgd_rank", "allreduce_bytes", "powersgd_bytes"):
+            if key in w0:
+                out[key] = w0[key]
+        attempts = [w.get("attempt", 0) for w in self.workers]
+        if self.job.max_restarts or any(attempts):
+            out["restarts"] = max(attempts)
+            out["resumed_from_step"] = w0.get("resumed_from_step", 0)
+        return out
 
 
 def steady(times: Sequence[float]) -> float:

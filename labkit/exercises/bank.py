@@ -1,4 +1,5 @@
-"""The course's exercises, kept out of the notebooks: ``labkit/exercises/bank/NN.toml``.
+"""The course's exercises, kept out of the notebooks: ``labkit/exercises/bank/NN.toml``
+(``NNx.toml`` for a notebook numbered ``NNx``, such as 04b).
 
 A notebook shows a question, never its answer key: it loads the exercise by its short id,
 ``exercises.load("02.one_graph")``, and the learner sees the prompt (and a code exercise's
@@ -41,7 +42,7 @@ from .core import Choice, Exercise, Number, Text
 __all__ = ["FOLDER", "build", "entry", "ids", "notebook_entries", "notebooks", "title"]
 
 FOLDER = Path(__file__).resolve().parent / "bank"
-_ID = re.compile(r"^(\d\d[a-z]?)\.([a-z][a-z0-9_]*)$")  # 07b: the lesson after 07
+_ID = re.compile(r"^(\d\d[a-z]?)\.([a-z][a-z0-9_]*)$")  # "04b.name": a notebook 04b
 _COMMON = {"type", "prompt", "explanation", "hint"}
 _FIELDS = {
     "choice": _COMMON | {"choices", "answer", "wrong"},

@@ -26,10 +26,12 @@ import importlib.metadata
 import os
 import subprocess
 import sys
+from collections.abc import Iterable
 from dataclasses import dataclass
 from types import ModuleType
 
 from .. import _pins
+from ..util import proc
 from .contract import (
     Adapter,
     Checks,
@@ -60,10 +62,12 @@ __all__ = [
     "Serving",
     "Trainer",
     "available",
+    "check_import_order",
     "checks",
     "explorer",
     "framework_of",
     "get",
+    "import_order",
     "launch_module",
     "probe_all",
     "serving",
@@ -73,7 +77,14 @@ __all__ = [
 
 #: the registered frameworks, in the order tables and figures list them: each is a package
 #: ``labkit.frameworks.<name>`` whose ``SPEC`` describes it
-REGISTRY: tuple[str, ...] = ("torch", "tensorflow", "mindspore", "onnxruntime")
+REGISTRY: tuple[str, ...] = (
+    "torch",
+    "tensorflow",
+    "mindspore",
+    "paddle",
+    "onnxruntime",
+    "tvm",
+)
 #: the framework every other one's logits are compared with (labkit.frameworks.crosscheck)
 REFERENCE = "torch"
 
@@ -192,9 +203,37 @@ def available() -> list[str]:
     return [n for n in NAMES if probes[PACKAGES[n]].importable]
 
 
-def get(name: str) -> ModuleType:
-    """The adapter module for ``name``; raises ``FrameworkUnavailable`` with the fix if missing."""
+def check_import_order(name: str) -> None:
+    """``FrameworkUnavailable`` when importing ``name`` now would crash this process: a package
+    its spec must be imported before (``import_before``) is loaded already, and it is not."""
     s = spec(name)
+    loaded = [p for p in s.import_before if p in sys.modules]
+    if loaded and s.import_name not in sys.modules:
+        raise FrameworkUnavailable(
+            f"{s.display} cannot be imported in this process: {', '.join(loaded)} is loaded "
+            f"already, and importing {s.import_name} after it crashes the process (a "
+            f"segmentation fault in {s.import_name}'s native library). Run {s.display} in a "
+            f"fresh process (the benchmark runner does: each cell has its own), or import it "
+            f"first: restart the kernel and call labkit.frameworks.get({name!r}) before "
+            f"anything loads {loaded[0]}"
+        )
+
+
+def import_order(names: Iterable[str]) -> list[str]:
+    """``names`` in an order that imports safely in one process: each framework before the
+    packages its spec must be imported before (PaddlePaddle before TensorFlow), the rest kept
+    in their order."""
+    names = [check_name(n) for n in names]
+    first = [n for n in names if spec(n).import_before]
+    return first + [n for n in names if n not in first]
+
+
+def get(name: str) -> ModuleType:
+    """The adapter module for ``name``; raises ``FrameworkUnavailable`` with the fix if missing
+    (or if importing it here would crash the process: :func:`check_import_order`)."""
+    s = spec(name)
+    check_import_order(name)
+    threads = {k: os.environ.get(k) for k in proc.THREAD_ENV}
     try:
         importlib.import_module(s.import_name)
     except Exception as exc:  # ImportError, or a broken binary's RuntimeError
@@ -202,7 +241,19 @@ def get(name: str) -> ModuleType:
             f"{name} is not available here ({type(exc).__name__}: {exc}); "
             f"{install_hint(s.import_name)}"
         ) from exc
+    finally:
+        _restore(threads)
     return importlib.import_module(s.adapter_module)
+
+
+def _restore(variables: dict[str, str | None]) -> None:
+    """Put the thread variables back as they were: the thread policy is the lab's (PaddlePaddle
+    sets OMP_NUM_THREADS=1 as it loads, which every later child process would inherit)."""
+    for key, value in variables.items():
+        if value is None:
+            os.environ.pop(key, None)
+        else:
+            os.environ[key] = value
 
 
 def explorer(name: str) -> ModuleType:

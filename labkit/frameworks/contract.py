@@ -105,6 +105,9 @@ class FrameworkSpec:
     #: the modes its ``serving`` module loads for an inference server (:mod:`labkit.serve`), the
     #: eager one first where there is one; empty when the lab does not serve it
     serve_modes: tuple[str, ...] = ()
+    #: packages that must not be loaded before this framework in one process (importing it
+    #: after them crashes the process): :func:`labkit.frameworks.get` refuses to import it then
+    import_before: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         if not self.modes:

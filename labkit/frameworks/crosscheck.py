@@ -111,7 +111,7 @@ def crosscheck(
     images, _ = resnet.random_batch(batch, image_size, seed)
     exact, bound = reference_logits(weights, images)
     errors = {REFERENCE: bound.reference_error}
-    for name in (n for n in names if n != REFERENCE):
+    for name in fw.import_order(n for n in names if n != REFERENCE):  # PaddlePaddle first
         adapter = fw.get(name)
         logits = np.asarray(adapter.predict(adapter.build_resnet50(weights), images))
         if logits.shape != exact.shape:
@@ -119,7 +119,7 @@ def crosscheck(
                 f"{name} returned logits of shape {logits.shape}, the reference {exact.shape}"
             )
         errors[name] = max_rel_diff(logits, exact)
-    return LogitCheck(errors, bound)
+    return LogitCheck({n: errors[n] for n in [REFERENCE, *names] if n in errors}, bound)
 
 
 def reference_logits(
@@ -186,7 +186,7 @@ def step_check(
     floors["update"] = _stacked_rel(stored, exact_update, trainable)
     floors["loss"] = float(np.finfo(np.float32).eps)
     errors = {}
-    for name in [REFERENCE, *(n for n in frameworks if n != REFERENCE)]:
+    for name in [REFERENCE, *fw.import_order(n for n in frameworks if n != REFERENCE)]:
         loss, new = fw.get(fw.check_name(name)).train_step(weights, images, labels)
         update = {n: new[n].astype(np.float64) - weights[n] for n in tensors}
         errors[name] = {n: _norm_rel(update[n], exact_update[n]) for n in tensors}

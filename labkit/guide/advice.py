@@ -18,6 +18,7 @@ __all__ = [
     "DEPLOY",
     "DEVELOP",
     "DISAGREEMENTS",
+    "OUT_OF_REACH_WHEN",
     "RUNTIMES",
     "Alternative",
     "Conflict",
@@ -148,7 +149,7 @@ ALTERNATIVES: dict[str, tuple[Alternative, ...]] = {
     ),
     "special_hardware": (
         Alternative(
-            "paddlepaddle",
+            "paddle",
             "your accelerator is a domestic GPU that PaddlePaddle supports, "
             "or you need its Chinese NLP or industrial-inspection toolkits",
         ),
@@ -210,7 +211,7 @@ DEVELOP: dict[str, str] = {
     "tensorflow": "TensorFlow 2 / Keras eagerly to develop; tf.function + XLA (jit_compile=True) "
     "to train fast",
     "mindspore": "MindSpore PyNative to develop; GRAPH_MODE / jit to train fast",
-    "paddlepaddle": "PaddlePaddle dynamic graph to develop; paddle.jit.to_static to train fast",
+    "paddle": "PaddlePaddle dynamic graph to develop; paddle.jit.to_static to train fast",
 }
 DEPLOY: dict[str, dict[str, str]] = {
     "torch": {
@@ -231,12 +232,22 @@ DEPLOY: dict[str, dict[str, str]] = {
         "embedded": "MindSpore -> MindIR -> MindSpore Lite",
         "browser": "MindSpore -> ONNX -> ONNX Runtime Web (no native browser runtime)",
     },
-    "paddlepaddle": {
+    "paddle": {
         "server": "PaddlePaddle -> Paddle Inference / Paddle Serving",
         "mobile": "PaddlePaddle -> Paddle Lite",
         "embedded": "PaddlePaddle -> Paddle Lite",
         "browser": "PaddlePaddle -> Paddle.js",
     },
+}
+
+#: the answers that bring up a system the lab cannot run (keys of
+#: :data:`labkit.sources.seeds.OUT_OF_REACH`), shown with what would run it and its claimed figure
+OUT_OF_REACH_WHEN: dict[str, tuple[tuple[str, str], ...]] = {
+    "tensorrt": (("hardware", "gpu"),),
+    "mindspore_lite": (("targets", "mobile"), ("targets", "embedded"), ("scenario", "deployment")),
+    "tf_serving": (("targets", "server"), ("scenario", "deployment")),
+    "ascend": (("hardware", "ascend"), ("scenario", "special_hardware")),
+    "jetson": (("targets", "embedded"),),
 }
 
 #: runtimes whose figures count for a candidate: its own, and the runtimes of its exports

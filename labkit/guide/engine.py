@@ -30,12 +30,14 @@ from typing import Any, NamedTuple
 
 import labkit.guide.rules as in_force  # read at call time: a changed rule row changes the advice
 
+from ..sources.seeds import OUT_OF_REACH, OutOfReach
 from .advice import (
     ALTERNATIVES,
     CONFLICTS,
     DEPLOY,
     DEVELOP,
     DISAGREEMENTS,
+    OUT_OF_REACH_WHEN,
     Alternative,
     Disagreement,
 )
@@ -98,6 +100,8 @@ class Recommendation:
     moved_by: tuple[Gap, ...] = ()  # the measurements that changed the course's order
     gaps: tuple[Gap, ...] = ()  # every measured gap that cost points (moved the order or not)
     disagreements: tuple[Disagreement, ...] = ()  # where the voices part, for these answers
+    #: systems the answers bring up that this lab cannot run (labkit.sources.seeds.OUT_OF_REACH)
+    out_of_reach: tuple[OutOfReach, ...] = ()
 
     @property
     def top(self) -> str:
@@ -285,6 +289,11 @@ def recommend(
         gaps=tuple(found),
         disagreements=tuple(
             d for d in DISAGREEMENTS if any(_holds(f, v, inputs) for f, v in d.when)
+        ),
+        out_of_reach=tuple(
+            e
+            for e in OUT_OF_REACH
+            if any(_holds(f, v, inputs) for f, v in OUT_OF_REACH_WHEN.get(e.key, ()))
         ),
     )
 

@@ -89,14 +89,20 @@ def quick_plan(
     """Step 3 as a benchmark plan: eager vs first graph mode of the top candidates.
 
     The task is the one that answers the learner's need (``rec.task``; throughput when no
-    answer points to one). A runtime that serves a candidate's exports (PyTorch's deployment
-    route, ONNX Runtime) is measured too where it offers the task. Candidates this lab cannot
-    run (PaddlePaddle) are left out.
+    answer points to one). The first runtime that serves a candidate's exports (PyTorch's
+    deployment route, ONNX Runtime) is measured too where it offers the task. Candidates this lab cannot
+    run (:data:`labkit.guide.questions.OUTSIDE_LAB`) are left out.
     """
     prof = profile if isinstance(profile, profiles.Profile) else profiles.get(profile)
     task = rec.task or "throughput"
     chosen = [fw for fw in rec.candidates if fw in frameworks.NAMES][:how_many]
-    chosen += [s.name for s in frameworks.specs() if s.exported_from in chosen and task in s.tasks]
+    # one runtime of each candidate's exports, the first registered (ONNX Runtime before TVM,
+    # whose compile alone takes longer than the rest of a quick benchmark)
+    runtimes = {}
+    for s in frameworks.specs():
+        if s.exported_from in chosen and task in s.tasks:
+            runtimes.setdefault(s.exported_from, s.name)
+    chosen += list(runtimes.values())
     cells: list[runner.Cell] = []
     for fw in chosen:
         cells += runner.Plan.build([fw], list(quick_modes(fw)), [task], profile=prof).cells

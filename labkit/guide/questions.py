@@ -70,8 +70,8 @@ CANDIDATES: tuple[str, ...] = (*EXPERTISE, *OUTSIDE_LAB)
 DISPLAY: dict[str, str] = {**{s.name: s.display for s in specs()}, **OUTSIDE_LAB}
 #: candidates this lab cannot run or measure, and why
 NOT_IN_LAB: dict[str, str] = {
-    "paddlepaddle": "PaddlePaddle is not installed in this lab, so the lab cannot run or measure it: "
-    "install `paddlepaddle` in your own environment to benchmark it there",
+    fw: f"{name} is not installed in this lab, so the lab cannot run or measure it"
+    for fw, name in OUTSIDE_LAB.items()
 }
 #: hardware the course could not measure on, and what that means for the advice
 NOT_MEASURED: dict[str, str] = {
@@ -89,7 +89,7 @@ NOT_MEASURED: dict[str, str] = {
 ALIASES: dict[str, str] = {
     "pytorch": "torch",
     "tf": "tensorflow",
-    "paddle": "paddlepaddle",
+    "paddlepaddle": "paddle",
     "none": "",
     "any": "",
 }

@@ -261,8 +261,30 @@ def markdown(rec) -> str:
     """The recommendation (a ``labkit.guide.Recommendation``) as Markdown, both voices."""
     numbers: dict[str, int] = {}  # the course's sources, numbered in order of first reference
     lines = _summary(rec) + _rankings(rec, numbers) + _differences(rec, numbers)
-    lines += _changed(rec) + _evidence(rec) + _sources(numbers)
+    lines += _changed(rec) + _evidence(rec) + _out_of_reach(rec) + _sources(numbers)
     return "\n".join(lines) + "\n"
+
+
+def _out_of_reach(rec) -> list[str]:
+    """The systems these answers bring up that this lab cannot run, said plainly."""
+    if not rec.out_of_reach:
+        return []
+    rows = [
+        [e.name, e.needs, f"`{escape(e.command)}`", f"{e.claim} ({e.where})"]
+        for e in rec.out_of_reach
+    ]
+    head = ["system", "why this lab cannot run it", "what would run it", "the articles' figure"]
+    return [
+        "",
+        "### What this lab cannot run here",
+        "",
+        (
+            "Your answers bring these up; the lab cannot measure them, so their figures are the "
+            "articles' claims, not evidence:"
+        ),
+        "",
+        tables.markdown(head, rows),
+    ]
 
 
 # ---- the rule tables --------------------------------------------------------------------------

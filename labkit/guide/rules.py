@@ -182,7 +182,7 @@ ARTICLE_RULES: tuple[Rule, ...] = (
     _article(
         "scenario",
         "special_hardware",
-        "paddlepaddle",
+        "paddle",
         3,
         "deep adaptation to domestic GPUs (Biren, MetaX) and toolkits for Chinese NLP and "
         "industrial inspection",
@@ -217,7 +217,7 @@ ARTICLE_RULES: tuple[Rule, ...] = (
     _article(
         "hardware",
         "other_accelerator",
-        "paddlepaddle",
+        "paddle",
         3,
         "the article names PaddlePaddle for domestic GPUs such as Biren and MetaX",
         A_SPECIAL,
@@ -443,7 +443,7 @@ COURSE_RULES: tuple[Rule, ...] = (
     _course(
         "scenario",
         "special_hardware",
-        "paddlepaddle",
+        "paddle",
         3,
         "custom-device plugins for domestic accelerators (Ascend NPU, Biren GPU, Cambricon MLU, "
         "Enflame GCU, ...)",
@@ -469,7 +469,7 @@ COURSE_RULES: tuple[Rule, ...] = (
     _course(
         "hardware",
         "ascend",
-        "paddlepaddle",
+        "paddle",
         1,
         "runs on Ascend through its custom-device plugin",
         "paddle_custom_device",
@@ -501,7 +501,7 @@ COURSE_RULES: tuple[Rule, ...] = (
     _course(
         "hardware",
         "other_accelerator",
-        "paddlepaddle",
+        "paddle",
         3,
         "custom-device plugins cover domestic GPUs such as Biren's",
         "paddle_custom_device",

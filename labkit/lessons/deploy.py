@@ -108,6 +108,16 @@ FORMATS: tuple[Format, ...] = (
         "yes (embedded, microcontrollers)",
         "https://docs.pytorch.org/executorch",
     ),
+    Format(
+        "paddle_inference",
+        "Paddle inference program (.json + .pdiparams)",
+        "paddle.jit.save",
+        "Paddle Inference (Paddle Lite after paddle_lite_opt)",
+        "yes (Paddle Inference, Paddle Serving)",
+        "yes after conversion to .nb (Paddle Lite)",
+        "yes after conversion to .nb (Paddle Lite)",
+        "https://www.paddlepaddle.org.cn/inference/master/guides/introduction/index_intro.html",
+    ),
 )
 
 

@@ -52,14 +52,15 @@ def unwrap(fn: Callable) -> Callable:
 def what_broke(exc: BaseException, limit: int = 300) -> str:
     """A framework's exception in one or two lines: its type and the line that says what broke.
 
-    TensorFlow wraps errors raised while tracing in "X in user code:" followed by a stack; the
-    last "SomeError: message" line is the one that matters. Other frameworks put it first and
-    add explanations, hints and C++ stacks below.
+    TensorFlow wraps errors raised while tracing in "X in user code:" followed by a stack, and
+    PaddlePaddle errors raised while converting source in "In transformed code:" followed by
+    the source: the last "SomeError: message" line is the one that matters. Other frameworks
+    put it first and add explanations, hints and C++ stacks below.
     """
     text = str(exc).strip()
     lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
     name = type(exc).__name__
-    if lines and lines[0].endswith("in user code:"):
+    if lines and lines[0].endswith(("in user code:", "In transformed code:")):
         found = [
             m for ln in lines if (m := re.match(r"^(\w+(?:Error|Exception|Warning)): (.+)$", ln))
         ]

@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -30,8 +31,10 @@ from ...util import jsonio, proc
 from ..contract import FrameworkSpec
 
 __all__ = [
+    "COMM_HOOKS",
     "FAULTS",
     "MODELS",
+    "STRATEGIES",
     "TINY_CLASSES",
     "Steps",
     "SyntheticImages",
@@ -52,7 +55,16 @@ __all__ = [
 MODELS: tuple[str, ...] = ("resnet50", "tiny")
 TINY_CLASSES = 10
 #: deliberate worker faults, for demonstrations and tests (:func:`maybe_fault`)
-FAULTS: tuple[str, ...] = ("crash", "hang", "straggler")
+FAULTS: tuple[str, ...] = ("crash", "hang", "straggler", "kill")
+#: how the workers hold the model: ``ddp`` every worker a whole replica (data parallel: DDP,
+#: MirroredStrategy, msrun's data parallel); ``fsdp`` each worker a shard of the parameters,
+#: gradients and optimizer state, gathered layer by layer when needed (PyTorch's FSDP2);
+#: ``auto_parallel`` MindSpore's AutoParallel, which plans the parallelism of a static graph
+#: (the lab asks for its data-parallel form)
+STRATEGIES: tuple[str, ...] = ("ddp", "fsdp", "auto_parallel")
+#: gradient communication hooks: ``powersgd`` all-reduces low-rank factors of each gradient
+#: matrix instead of the matrix (PyTorch's PowerSGD DDP hook)
+COMM_HOOKS: tuple[str, ...] = ("powersgd",)
 
 
 def synthetic_sample(
@@ -113,6 +125,11 @@ def worker_parser(spec: FrameworkSpec) -> argparse.ArgumentParser:
         "--fault", choices=FAULTS, default=None, help="go wrong on purpose (demos, tests)"
     )
     p.add_argument("--fault-rank", type=int, default=1)
+    p.add_argument("--fault-step", type=int, default=1, help="the step (1, 2, ...) it happens at")
+    p.add_argument("--strategy", choices=STRATEGIES, default=STRATEGIES[0])
+    p.add_argument("--comm-hook", choices=COMM_HOOKS, default=None)
+    p.add_argument("--powersgd-rank", type=int, default=1, help="PowerSGD's approximation rank")
+    p.add_argument("--checkpoint", default="", help="file to save after every step and resume from")
     return p
 
 
@@ -141,22 +158,31 @@ def report_step(out: str | Path, rank: int) -> None:
 
 class Steps:
     """A worker's training steps as it takes them: before each (:meth:`begin`) the deliberate
-    fault (before the first step, :func:`maybe_fault`) and the sum of the images it is about to
-    train on (which images this worker saw); after each (:meth:`end`) its loss and time, and
-    one more step in the progress file (:func:`report_step`)."""
+    fault (before step ``--fault-step``, :func:`maybe_fault`) and the sum of the images it is
+    about to train on (which images this worker saw); after each (:meth:`end`) its loss and
+    time, and one more step in the progress file (:func:`report_step`).
 
-    def __init__(self, args: argparse.Namespace, rank: int):
-        self.args, self.rank = args, rank
+    ``attempt``: 0 the first time the worker runs, 1 after a restart by its launcher, ...; a
+    restarted worker that resumes from a checkpoint first takes the steps done before
+    (:meth:`resume`), so its losses cover the whole run and ``resumed_from`` says where it
+    started."""
+
+    def __init__(self, args: argparse.Namespace, rank: int, attempt: int = 0):
+        self.args, self.rank, self.attempt = args, rank, attempt
         self.losses: list[float] = []
         self.step_s: list[float] = []
         self.data_sum = 0.0
-        self._begun = False
+        self.resumed_from = 0
+
+    def resume(self, losses: list[float]) -> None:
+        """Continue after the steps a checkpoint holds (their losses, in order)."""
+        self.losses = [float(v) for v in losses]
+        self.resumed_from = len(self.losses)
 
     def begin(self, images_sum: float) -> float:
         """Before a step: returns its start time (``time.perf_counter``)."""
-        if not self._begun:
-            self._begun = True
-            maybe_fault(self.rank, self.args)
+        if len(self.losses) + 1 == self.args.fault_step:
+            maybe_fault(self.rank, self.args, self.attempt)
         self.data_sum += images_sum
         return time.perf_counter()
 
@@ -191,6 +217,8 @@ def result_fields(
         "steps": args.steps,
         "losses": steps.losses,
         "step_s": steps.step_s,
+        "attempt": steps.attempt,
+        "resumed_from_step": steps.resumed_from,
         "data_sum": steps.data_sum,
         "init_s": init_s,
         "parameters": int(parameters),
@@ -250,11 +278,19 @@ class WorkerFailure(RuntimeError):
     """Raised on purpose by the worker that ``--fault crash --fault-rank r`` names."""
 
 
-def maybe_fault(rank: int, args: argparse.Namespace) -> None:
+def maybe_fault(rank: int, args: argparse.Namespace, attempt: int = 0) -> None:
     """Go wrong here if this worker was asked to: raise (crash), stop for good (hang; a file
-    ``rank<r>.hang`` says that the worker got this far), or start a process that outlives it
-    (straggler, as a data-loader or compiler helper may: ``rank<r>.straggler`` holds its pid)."""
+    ``rank<r>.hang`` says that the worker got this far), start a process that outlives it
+    (straggler, as a data-loader or compiler helper may: ``rank<r>.straggler`` holds its pid),
+    or die at once from SIGKILL, as a machine's out-of-memory killer ends a process (kill; on
+    the first attempt only, so that a restarted worker runs on; ``rank<r>.killed`` holds the
+    pid and the step)."""
     if args.fault is None or rank != args.fault_rank:
+        return
+    if args.fault == "kill":
+        if attempt == 0:
+            (Path(args.out) / f"rank{rank}.killed").write_text(f"{os.getpid()} {args.fault_step}")
+            os.kill(os.getpid(), signal.SIGKILL)
         return
     if args.fault == "crash":
         raise WorkerFailure(f"worker {rank} was told to crash (--fault crash --fault-rank {rank})")

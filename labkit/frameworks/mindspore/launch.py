@@ -41,6 +41,9 @@ CLUSTER_VARIABLES: tuple[str, ...] = (
     "RANK_SIZE",
 )
 ENVIRONMENT: dict[str, str] = {"GLOG_v": "3"}  # errors only
+#: beside data-parallel replicas: AutoParallel in its data-parallel form (its compile refuses
+#: CPUs in MindSpore 2.8, which the job then reports)
+STRATEGIES: tuple[str, ...] = ("ddp", "auto_parallel")
 #: the scheduler listens on the master address, each worker on ``MS_WORKER_IP`` (without it, on
 #: the first network interface MindSpore finds): both are ``host`` on one machine
 EVERY_INTERFACE: str | None = None

@@ -204,7 +204,13 @@ def to_canonical(session: ResNetSession) -> dict[str, np.ndarray]:
             "to_canonical needs a session made by labkit (build_resnet50 or "
             "session_from_file): ONNX Runtime does not hand its weights back"
         )
-    graph = onnx.load(str(session.model_path)).graph
+    return weights_of(session.model_path)
+
+
+def weights_of(path: str | os.PathLike) -> dict[str, np.ndarray]:
+    """The canonical weights stored in an ONNX file that :func:`model_file` wrote (its
+    initializers carry the canonical names; exact copies)."""
+    graph = onnx.load(str(path)).graph
     stored = {init.name: init for init in graph.initializer}
     num_classes = int(stored["fc.bias"].dims[0])
     width = int(stored["conv1.weight"].dims[0])

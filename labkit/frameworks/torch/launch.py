@@ -51,6 +51,11 @@ BOUND_TORCHRUN = "labkit.frameworks.torch.torchrun"
 BOUND_BACKEND = "bound-static"  # labkit.frameworks.torch.torchrun.BACKEND
 #: the variables that tell gloo and NCCL which network interface to use
 SOCKET_INTERFACES: tuple[str, ...] = ("GLOO_SOCKET_IFNAME", "NCCL_SOCKET_IFNAME")
+#: what this launcher's workers offer beyond data-parallel replicas (labkit.distributed.Job
+#: checks a job against them): sharded training, PowerSGD, and restarts of failed workers
+STRATEGIES: tuple[str, ...] = ("ddp", "fsdp")
+COMM_HOOKS: tuple[str, ...] = ("powersgd",)
+RESTARTS = True  # torchrun --max-restarts: every worker starts again when one fails
 
 
 def ports_needed(workers: int) -> int:
@@ -66,18 +71,21 @@ def torchrun_command(
     master: str = "127.0.0.1",
     python: str = sys.executable,
     bound: bool = False,
+    restarts: int = 0,
 ) -> list[str]:
     """``torchrun`` starting ``workers`` processes on this node of ``nnodes``.
 
     ``bound`` (one node): labkit's torchrun (:data:`BOUND_TORCHRUN`), whose rendezvous store
     listens on ``master`` alone; else torchrun itself, whose store listens on every interface
-    (one node: the static rendezvous at ``master``; several: a c10d rendezvous there)."""
+    (one node: the static rendezvous at ``master``; several: a c10d rendezvous there).
+    ``restarts``: ``--max-restarts``, how often torchrun starts the whole group of workers
+    again after one fails (they resume from the job's checkpoint)."""
     if bound:
         if nnodes != 1:
             raise ValueError(f"a bound rendezvous runs one machine, got nnodes={nnodes}")
         cmd = [python, "-m", BOUND_TORCHRUN, "--nnodes", "1", "--nproc-per-node", str(workers)]
         cmd += ["--rdzv-backend", BOUND_BACKEND, "--rdzv-endpoint", f"{master}:{port}"]
-        return [*cmd, "--max-restarts", "0", "-m", SPEC.worker_module]
+        return [*cmd, "--max-restarts", str(restarts), "-m", SPEC.worker_module]
     cmd = [python, "-m", "torch.distributed.run", "--nnodes", str(nnodes)]
     cmd += ["--nproc-per-node", str(workers)]
     if nnodes == 1:
@@ -85,11 +93,16 @@ def torchrun_command(
     else:
         cmd += ["--node-rank", str(node_rank), "--rdzv-backend", "c10d"]
         cmd += ["--rdzv-endpoint", f"{master}:{port}"]
-    return [*cmd, "--max-restarts", "0", "-m", SPEC.worker_module]
+    return [*cmd, "--max-restarts", str(restarts), "-m", SPEC.worker_module]
 
 
 def local_commands(
-    workers: int, ports: Sequence[int], args: list[str], out_dir: Path, host: str
+    workers: int,
+    ports: Sequence[int],
+    args: list[str],
+    out_dir: Path,
+    host: str,
+    restarts: int = 0,
 ) -> list[tuple[list[str], dict[str, str]]]:
     """torchrun on ``host`` (the store listens there only); gloo's sockets, and NCCL's
     bootstrap sockets on GPUs, on ``host``'s interface (NCCL otherwise picks the first
@@ -97,7 +110,8 @@ def local_commands(
     no GPUs)."""
     interface = net.interface_of(host)
     env = {k: interface for k in SOCKET_INTERFACES} if interface else {}
-    return [(torchrun_command(workers, ports[0], master=host, bound=True) + list(args), env)]
+    command = torchrun_command(workers, ports[0], master=host, bound=True, restarts=restarts)
+    return [(command + list(args), env)]
 
 
 def cluster_commands(

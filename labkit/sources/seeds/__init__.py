@@ -15,12 +15,15 @@ read as ``seeds.X``:
 - :data:`TRAINING` and :data:`INFERENCE`: article 000's two benchmark tables (ResNet-50), with
   :data:`TRAINING_SETTING` / :data:`INFERENCE_SETTING` saying where they were measured
   (:mod:`.throughput`);
+- :data:`OUT_OF_REACH`: the systems the articles name that the lab cannot run (TensorRT,
+  MindSpore Lite, TF Serving, Ascend, Jetson), each with what would run it and their figure
+  (:mod:`.outside`);
 - :data:`SCENARIOS`: its five project scenarios with the framework it recommends for each, the
   guide's scenarios too; :data:`DECISION_FLOW`: its four-step decision flow (:mod:`.scenarios`).
 
-Framework names are the registry's (``torch``, ``tensorflow``, ``mindspore``, ``onnxruntime``)
-plus ``paddlepaddle`` (:data:`OUTSIDE_LAB`), which the articles recommend but the lab does not
-install. Not for: measurements (the claims check them against records) or the guide's rules.
+Framework names are the registry's (``torch``, ``tensorflow``, ``mindspore``, ``paddle``,
+``onnxruntime``, ...), plus :data:`OUTSIDE_LAB`, any the articles recommend that the lab does
+not install (none today). Not for: measurements (the claims check them against records) or the guide's rules.
 """
 
 from .articles import (
@@ -43,6 +46,7 @@ from .comparisons import (
     capability_markdown,
     comparison_markdown,
 )
+from .outside import OUT_OF_REACH, OutOfReach, out_of_reach, out_of_reach_markdown
 from .scenarios import (
     DECISION_FLOW,
     SCENARIOS,
@@ -83,6 +87,7 @@ __all__ = [
     "INFERENCE_SETTING",
     "MOBILE",
     "OUTSIDE_LAB",
+    "OUT_OF_REACH",
     "SCENARIOS",
     "SIDES",
     "SUMMARY",
@@ -94,6 +99,7 @@ __all__ = [
     "Figure",
     "FlowStep",
     "InferenceRow",
+    "OutOfReach",
     "Scenario",
     "TrainingRow",
     "article",
@@ -105,6 +111,8 @@ __all__ = [
     "inference",
     "inference_markdown",
     "inference_ratio",
+    "out_of_reach",
+    "out_of_reach_markdown",
     "scaling_efficiency",
     "scenario",
     "scenarios_markdown",

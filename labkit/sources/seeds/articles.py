@@ -5,8 +5,8 @@
 - :data:`FIGURES`: the percentages article 000 states (e.g. static graphs 20-50% faster), each
   typed once as a ratio range;
 - :data:`OUTSIDE_LAB` and :func:`display`: the frameworks the articles name, by display name
-  (the registry's, plus ``paddlepaddle``, which the articles recommend and the lab does not
-  install).
+  (the registry's, plus any the articles recommend that the lab does not install: none since
+  PaddlePaddle joined the registry).
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ __all__ = [
 ]
 
 #: frameworks the articles recommend that the lab does not install, with their display names
-OUTSIDE_LAB: dict[str, str] = {"paddlepaddle": "PaddlePaddle"}
+OUTSIDE_LAB: dict[str, str] = {}
 
 
 def display(name: str) -> str:

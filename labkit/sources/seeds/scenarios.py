@@ -117,7 +117,7 @@ SCENARIOS: tuple[Scenario, ...] = (
         "special hardware (Ascend, domestic accelerators) or privacy needs",
         "Chinese AI chips such as Huawei Ascend, or privacy constraints that call for federated "
         "learning (for example on medical data)",
-        ("mindspore", "paddlepaddle"),
+        ("mindspore", "paddle"),
         "",
         "",
         (

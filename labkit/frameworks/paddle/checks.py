@@ -1,0 +1,93 @@
+"""PaddlePaddle's properties for code exercises (labkit.exercises.Code).
+
+- ``full_graph``: ``paddle.jit.to_static(fn, full_graph=True)`` converts the function's source
+  into one static program and runs it on every input. Source conversion rewrites ``if`` and
+  ``while`` on tensors into graph control flow, but Python that needs a tensor's *value* while
+  converting (indexing a list with it, a dictionary lookup) fails here with Paddle's error.
+- ``matches_eager``: that program's outputs equal the reference's, run in dygraph.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+import paddle
+
+from .._kit.checks import (
+    refuse_options,
+    same_outputs,
+    signature,
+    to_numpy,
+    unknown_property,
+    unwrap,
+    what_broke,
+)
+
+
+def namespace() -> dict[str, Any]:
+    return {"paddle": paddle, "nn": paddle.nn, "np": np}
+
+
+def _args(case: tuple) -> tuple:
+    return tuple(paddle.to_tensor(v) if isinstance(v, np.ndarray) else v for v in case)
+
+
+def _array(out) -> np.ndarray:
+    return out.numpy() if isinstance(out, paddle.Tensor) else np.asarray(out)
+
+
+def _numpy(out):
+    return to_numpy(out, _array)
+
+
+def eager(fn: Callable, case: tuple):
+    return _numpy(unwrap(fn)(*_args(case)))
+
+
+def _static(fn: Callable) -> Callable:
+    return paddle.jit.to_static(unwrap(fn), full_graph=True, backend=None)
+
+
+def full_graph(fn: Callable, cases: list[tuple]) -> tuple[bool, str]:
+    converted = _static(fn)
+    for i, case in enumerate(cases):
+        try:
+            _numpy(converted(*_args(case)))
+        except Exception as exc:
+            return False, f"input {i + 1} ({signature(case)}): {what_broke(exc)}"
+    return True, f"converted whole (full_graph=True) and ran on all {len(cases)} inputs"
+
+
+def matches_eager(
+    fn: Callable, cases: list[tuple], reference: Callable, rtol: float, atol: float
+) -> tuple[bool, str]:
+    converted = _static(fn)
+    return same_outputs(
+        lambda case: _numpy(converted(*_args(case))),
+        lambda case: eager(reference, case),
+        cases,
+        rtol,
+        atol,
+        passed=f"same outputs as dygraph on all {len(cases)} inputs",
+        baseline="dygraph",
+    )
+
+
+def verify(
+    prop: str,
+    fn: Callable,
+    cases: list[tuple],
+    *,
+    reference: Callable,
+    rtol: float,
+    atol: float,
+    **options: Any,
+) -> tuple[bool, str]:
+    refuse_options("PaddlePaddle", options)
+    if prop == "full_graph":
+        return full_graph(fn, cases)
+    if prop == "matches_eager":
+        return matches_eager(fn, cases, reference, rtol, atol)
+    raise unknown_property("PaddlePaddle", prop)

@@ -1,0 +1,194 @@
+"""Apache TVM adapter: the PyTorch-exported ResNet-50, compiled by TVM for this CPU (inference).
+
+Where the model comes from: the ONNX file that ONNX Runtime runs (``model_file`` of
+:mod:`labkit.frameworks.onnxruntime.adapter`, reached through the registry: PyTorch's
+``torch.onnx.export``, canonical weight names on its initializers, dynamic batch and image
+size). TVM imports it into its Relax IR (``tvm.relax.frontend.onnx.from_onnx``), compiles it with
+``tvm.compile`` for ``llvm`` with the host's processor (``mcpu``: what LLVM detects here,
+:func:`host_cpu`, which selects the instruction set) and runs it in Relax's virtual machine.
+
+How far the import gets as exported, and why (:func:`import_error`): TVM 0.27's converter of the
+ONNX ``Constant`` operator reads only a tensor ``value``, and the export writes the two
+constants of its final flatten (``torch.flatten`` on a dynamic batch becomes ``Shape``,
+``Squeeze``, ``Reshape``, ``Concat``) as ``value_ints``: ``ValueError: no value in Constant``.
+Converting those constants by hand gets one operator further, to a ``Reshape`` of the batch
+size, a scalar, which TVM's ``Reshape`` refuses ("expects the input data to be a Tensor"). TVM
+compiles for one input shape anyway, so :func:`static_graph` fixes the input's shape and folds
+the shape arithmetic into constants (``onnxscript.optimizer``, the exporter's own optimiser):
+the import then succeeds and every node left is a Conv, BatchNormalization, Relu, Add, MaxPool,
+ReduceMean, Reshape or Gemm. One compile per input shape (:class:`Compiled` keeps them).
+
+The compile uses Relax's default CPU pipeline, *untuned*: operators are lowered to loops and
+fused, but not scheduled (no tiling, no threads). TVM's speed on a CPU comes from tuning
+(``relax.get_pipeline("static_shape_tuning", total_trials=...)``, MetaSchedule): minutes to
+hours of measured trials, which the lab leaves out and the course discusses. The compile time
+is the cell's preparation (``prepare_s``, beside the export's ``export_s``): both count in the
+break-even.
+
+Threads: :func:`set_threads` sizes TVM's runtime thread pool (``runtime.config_threadpool``);
+TVM has no getter for the size it was given, so :func:`threads` reports the value it accepted.
+The Relax VM runs one kernel at a time: one inter-op thread.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import onnx
+import onnx_ir
+import onnxscript.optimizer
+import tvm
+from tvm import relax
+from tvm.relax.frontend.onnx import from_onnx
+
+from ... import resnet
+from .. import get
+from .._kit.cells import check_cell, check_threads, host_batch
+from ..contract import Prepared, Unsupported
+from . import SPEC
+
+NAME = SPEC.name
+MODES = SPEC.modes
+#: the exported graph's runtime, whose file TVM compiles and whose logits it must give
+SOURCE = "onnxruntime"
+_BIG_CORES = 1  # TVM's ThreadGroup::AffinityMode kBig: every core of a uniform CPU
+
+_threads: int | None = None
+
+
+def version() -> str:
+    return tvm.__version__
+
+
+def set_threads(n: int) -> None:
+    """Use ``n`` threads in TVM's runtime pool (for kernels that run in parallel)."""
+    global _threads
+    n = check_threads(n)
+    tvm.get_global_func("runtime.config_threadpool")(_BIG_CORES, n)
+    _threads = n
+
+
+def threads() -> dict[str, int | None]:
+    """``{"intra": N, "inter": 1}`` as set (None before :func:`set_threads`: TVM's default)."""
+    return {"intra": _threads, "inter": None if _threads is None else 1}
+
+
+def host_cpu() -> str:
+    """The processor LLVM detects on this machine (``znver4``, ``sapphirerapids``, ...)."""
+    return str(tvm.target.codegen.llvm_get_system_cpu())
+
+
+def target() -> tvm.target.Target:
+    """``llvm`` for this CPU: ``mcpu`` is the host's processor, so LLVM uses its instruction
+    set (AVX2, AVX-512, ...)."""
+    return tvm.target.Target({"kind": "llvm", "mcpu": host_cpu()})
+
+
+# --------------------------------------------------------------------------------------------
+# The exported graph, as TVM can import it
+
+
+def import_error(path: str | Path) -> str | None:
+    """Why importing the ONNX file as exported fails (``"ValueError: ..."``), None if it works."""
+    try:
+        from_onnx(onnx.load(str(path)), keep_params_in_input=False)
+    except Exception as exc:  # noqa: BLE001 - the frontend's error is the answer
+        return f"{type(exc).__name__}: {' '.join(str(exc).split())}"
+    return None
+
+
+def static_graph(path: str | Path, shape: tuple[int, ...]) -> onnx.ModelProto:
+    """The ONNX file with its input fixed to ``shape`` and its shape arithmetic folded into
+    constants (what TVM's importer takes: see the module's docstring)."""
+    model = onnx.load(str(path))
+    dims = model.graph.input[0].type.tensor_type.shape.dim
+    if len(dims) != len(shape):
+        raise ValueError(f"the graph takes {len(dims)}-d input, got shape {shape}")
+    for dim, value in zip(dims, shape):
+        dim.ClearField("dim_param")
+        dim.dim_value = int(value)
+    graph = onnx_ir.serde.deserialize_model(model)
+    onnxscript.optimizer.fold_constants(graph)
+    onnxscript.optimizer.remove_unused_nodes(graph)
+    return onnx_ir.serde.serialize_model(graph)
+
+
+def compile_graph(model: onnx.ModelProto) -> relax.VirtualMachine:
+    """Import into Relax and compile for :func:`target`: a VM on the CPU, ready to call."""
+    module = from_onnx(model, keep_params_in_input=False)
+    return relax.VirtualMachine(tvm.compile(module, target=target()), tvm.cpu())
+
+
+@dataclass
+class Compiled:
+    """The exported ResNet-50 of one ONNX file, compiled once per input shape as it is called."""
+
+    path: Path
+    machines: dict[tuple[int, ...], relax.VirtualMachine] = field(default_factory=dict)
+
+    def machine(self, shape: tuple[int, ...]) -> relax.VirtualMachine:
+        if shape not in self.machines:
+            self.machines[shape] = compile_graph(static_graph(self.path, shape))
+        return self.machines[shape]
+
+    def __call__(self, images: np.ndarray) -> np.ndarray:
+        vm = self.machine(tuple(images.shape))
+        return vm["main"](tvm.runtime.tensor(images, tvm.cpu())).numpy()
+
+
+def build_resnet50(weights: dict[str, np.ndarray]) -> Compiled:
+    """The exported ResNet-50 holding ``weights``, compiled on first use per input shape.
+
+    A missing, unexpected or misshaped tensor raises ``ValueError`` naming it.
+    """
+    return Compiled(Path(get(SOURCE).model_file(weights)))
+
+
+def to_canonical(model: Compiled) -> dict[str, np.ndarray]:
+    """The canonical weights of the ONNX file the model was compiled from (exact copies)."""
+    if not isinstance(model, Compiled):
+        raise ValueError("to_canonical needs a model made by build_resnet50")
+    return get(SOURCE).weights_of(model.path)
+
+
+def predict(model: Compiled, images: np.ndarray) -> np.ndarray:
+    """Logits for a host batch (NCHW float32); the first call of a shape compiles it."""
+    return model(resnet.check_images(images))
+
+
+def prepare(
+    weights: dict[str, np.ndarray],
+    mode: str,
+    task: str,
+    batch_size: int,
+    precision: str = "fp32",
+    image_size: int = 224,
+    device: str = "cpu",
+) -> Prepared:
+    """One inference batch through the compiled module (see :mod:`labkit.bench`).
+
+    The export to ONNX (or finding it in ONNX Runtime's cache) is timed apart as
+    ``Prepared.export_s``; importing and compiling happen here, in the cell's preparation.
+    """
+    check_cell(NAME, MODES, mode, task, batch_size, precision, device)
+    images, _ = host_batch(weights, batch_size, image_size)
+    if task == "train":
+        raise Unsupported("TVM compiles exported graphs for inference; training is not offered")
+    if precision == "bf16":
+        raise Unsupported("the exported graph is float32; the lab compiles it as it is")
+    if device == "gpu":
+        raise Unsupported("the lab compiles for this CPU (llvm); a GPU target needs a CUDA build")
+    t0 = time.perf_counter()
+    model = build_resnet50(weights)
+    export_s = time.perf_counter() - t0
+    vm = model.machine(tuple(images.shape))
+    x = tvm.runtime.tensor(images, tvm.cpu())
+    notes = f"torch.onnx.export -> relax.frontend.onnx -> llvm mcpu={host_cpu()} (untuned)"
+
+    def step() -> np.ndarray:
+        return vm["main"](x).numpy()
+
+    return Prepared(step, int(batch_size), notes, export_s=export_s)

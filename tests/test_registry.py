@@ -324,7 +324,17 @@ def test_explorer_implements_the_protocol_and_its_adapter_benchmarks_any_model(e
 FRAMEWORK_MODULES = {
     f"labkit.frameworks.{s.name}.{part}"
     for s in SPECS
-    for part in ("adapter", "graphs", "distributed", "checks", "explore", "examples", "torchrun")
+    for part in (
+        "adapter",
+        "graphs",
+        "distributed",
+        "checks",
+        "explore",
+        "examples",
+        "torchrun",
+        "peak",
+        "modes",
+    )
 }
 #: modules that are data about named frameworks by nature, and why
 NAMES_ALLOWED = {

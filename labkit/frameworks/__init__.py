@@ -27,7 +27,7 @@ import sys
 from dataclasses import dataclass
 from types import ModuleType
 
-from .. import _pins
+from .. import _pins, hardware
 from .contract import (
     Adapter,
     Checks,
@@ -36,6 +36,7 @@ from .contract import (
     FrameworkSpec,
     Launch,
     ModelBencher,
+    PeakProbe,
     Trainer,
 )
 
@@ -52,6 +53,7 @@ __all__ = [
     "FrameworkUnavailable",
     "Launch",
     "ModelBencher",
+    "PeakProbe",
     "Trainer",
     "available",
     "checks",
@@ -59,6 +61,7 @@ __all__ = [
     "framework_of",
     "get",
     "launch_module",
+    "peak_probes",
     "probe_all",
     "spec",
     "specs",
@@ -260,3 +263,14 @@ def checks(name: str) -> ModuleType:
         )
     get(name)
     return importlib.import_module(s.checks_module)
+
+
+def peak_probes() -> list[hardware.Probe]:
+    """The matrix-multiply probes of the installed frameworks that have one (spec
+    ``peak_precisions``), in registry order, each with its framework's version (a new version
+    is measured anew: :mod:`labkit.hardware.measured`). Imports no framework."""
+    return [
+        hardware.Probe(s.peak_module, s.peak_precisions, ((s.import_name, version),))
+        for s in specs()
+        if s.peak_module and (version := installed_version(s.import_name))
+    ]

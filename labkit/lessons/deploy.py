@@ -21,7 +21,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..util.numeric import max_rel_diff
+from ..util.numeric import max_rel_diff, top1_agreement
 
 __all__ = [
     "FORMATS",
@@ -154,7 +154,7 @@ def agreement(reference: np.ndarray, other: np.ndarray) -> Agreement:
         raise ValueError(f"no logits to compare: the batch is empty, shape {reference.shape}")
     return Agreement(
         max_rel_diff(other, reference),
-        float(np.mean(reference.argmax(1) == other.argmax(1))),
+        top1_agreement(reference, other),
         reference.shape[0],
     )
 

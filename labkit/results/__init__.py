@@ -68,6 +68,7 @@ from .query import (
     valid,
 )
 from .schema import (
+    ADDED_IN_2,
     CACHE_STATES,
     CONTEXT,
     DEFAULT_MODEL,
@@ -102,6 +103,7 @@ from .store import (
 from .summary import flags, summary_rows, table
 
 __all__ = [
+    "ADDED_IN_2",
     "BASELINE",
     "CACHE_STATES",
     "CONFIDENCE",

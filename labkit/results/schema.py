@@ -2,8 +2,9 @@
 
 :data:`FIELDS` documents each field (its accepted types and meaning); :func:`problems` and
 :func:`validate` check a record against the schema of its version, :func:`judge` gives its
-validity verdict from its own fields, :func:`upgrade` reads a schema-1 record in today's shape,
-and :func:`make` builds a complete, validated record. Nothing here reads or writes a file (see
+validity verdict from its own fields, :func:`upgrade` reads a schema-1 record (or a schema-2
+record written before the fields of :data:`ADDED_IN_2` existed) in today's shape, and
+:func:`make` builds a complete, validated record. Nothing here reads or writes a file (see
 :mod:`labkit.results.store`).
 """
 
@@ -16,6 +17,7 @@ from .. import bench, profiles
 from ..frameworks import NAMES
 
 __all__ = [
+    "ADDED_IN_2",
     "CACHE_STATES",
     "CONTEXT",
     "DEFAULTS",
@@ -71,7 +73,10 @@ FIELDS: dict[str, tuple[tuple[type, ...], str]] = {
     "mode": ((str,), "execution mode, one of labkit.frameworks.spec(framework).modes"),
     "task": ((str,), "latency (batch 1, p50/p90) | throughput (larger batch) | train (SGD step)"),
     "batch_size": ((int,), "images per call"),
-    "precision": ((str,), "fp32 | bf16 (in-process deployment records also int8-...)"),
+    "precision": (
+        (str,),
+        "fp32 | bf16 | int8 (in-process deployment records also int8-dynamic, int8-static)",
+    ),
     "image_size": (
         (int,),
         "input side in pixels (square RGB images); 0 for another model (see input_shape)",
@@ -124,6 +129,49 @@ FIELDS: dict[str, tuple[tuple[type, ...], str]] = {
     "ceiling_share": (_OPT_NUM, "images_per_s / ceiling_images_per_s (null without a ceiling)"),
     "above_ceiling": ((bool,), "images_per_s above the estimated ceiling: flagged, not an error"),
     "ceiling_note": ((str,), "when above the ceiling: its likely cause, in words; else ''"),
+    "measured_peak": (
+        (dict, _NONE),
+        (
+            "the matrix-multiply peak this machine attained at this precision and thread count "
+            "with the frameworks' own kernels (labkit.hardware.measured): {gflops, iqr_gflops, "
+            "threads, kernel, measured_at}; null on a GPU, without a ResNet-50 FLOP count, or "
+            "where it was not measured (measured_peak_note says why)"
+        ),
+    ),
+    "measured_peak_images_per_s": (
+        _OPT_NUM,
+        "ResNet-50 images/s at this size and task if it ran at the measured peak (null: none)",
+    ),
+    "measured_peak_share": (
+        _OPT_NUM,
+        (
+            "images_per_s / measured_peak_images_per_s: how close the cell came to what the "
+            "machine attains at its precision (null without a measured peak)"
+        ),
+    ),
+    "above_measured_peak": (
+        (bool,),
+        (
+            "images_per_s above the measured peak: at fp32 almost surely a timing error, at "
+            "bf16/int8 possibly a better kernel than the plain GEMM (measured_peak_note)"
+        ),
+    ),
+    "measured_peak_note": (
+        (str,),
+        "above the measured peak: its likely cause; without one: why there is none; else ''",
+    ),
+    "accuracy": (
+        (dict, _NONE),
+        (
+            "low-precision inference: its cost against the same framework's fp32 model on a "
+            "few hundred synthetic images: {reference, images, max_abs_diff (largest logit "
+            "difference), max_rel_diff (that over the largest fp32 logit), top1_agreement "
+            "(share of images with the same top class), top1_classes (distinct top classes "
+            "of fp32: with random weights most images share one, a weak test), "
+            "centred_top1_agreement (the same on the logits minus each class's mean over the "
+            "images)} (labkit.frameworks._kit.accuracy), or {error}; null for fp32 and training"
+        ),
+    ),
     "repeats": (_OPT_NUM, "timed calls"),
     "warmup": (_OPT_NUM, "untimed calls after the first call"),
     "times_s": ((list, _NONE), "the raw seconds of every timed call"),
@@ -180,6 +228,16 @@ NEW_IN_2: tuple[str, ...] = (
     "recipe",
     "others_cpus",
 )
+#: fields added to schema 2 after its first records were written, with what a record without
+#: them reads as (:func:`upgrade` fills them in; a labkit that predates them ignores them)
+ADDED_IN_2: dict[str, object] = {
+    "measured_peak": None,
+    "measured_peak_images_per_s": None,
+    "measured_peak_share": None,
+    "above_measured_peak": False,
+    "measured_peak_note": "",
+    "accuracy": None,
+}
 #: fields that must be numbers (not null) in an ``ok`` record
 MEASURED = ("first_call_s", "median_s", "iqr_s", "p90_s", "images_per_s", "peak_rss_mb", "repeats")
 #: the fields that identify a cell (two records with the same key measured the same thing)
@@ -285,7 +343,7 @@ def newer_schema(record: object) -> int | float | None:
 
 #: schema 1's fields: today's minus the new ones, with ``threads`` a number
 FIELDS_V1: dict[str, tuple[tuple[type, ...], str]] = {
-    **{f: v for f, v in FIELDS.items() if f not in NEW_IN_2},
+    **{f: v for f, v in FIELDS.items() if f not in NEW_IN_2 and f not in ADDED_IN_2},
     "threads": ((int,), "intra-op threads given to the framework"),
 }
 
@@ -296,7 +354,8 @@ def problems(record: object) -> list[str]:
         return [f"expected a JSON object, got {type(record).__name__}"]
     if record.get("schema") == 1 and "valid" not in record:  # a version-1 line, as written
         return _type_problems(record, FIELDS_V1) + _status_problems(record) + _time_problems(record)
-    out = _type_problems(record, FIELDS) + _status_problems(record) + _time_problems(record)
+    fields = {f: v for f, v in FIELDS.items() if f in record or f not in ADDED_IN_2}
+    out = _type_problems(record, fields) + _status_problems(record) + _time_problems(record)
     if record.get("cache") not in CACHE_STATES and "cache" in record:
         out.append(f"cache must be one of {', '.join(CACHE_STATES)}, got {record['cache']!r}")
     if isinstance(record.get("valid"), bool):
@@ -350,14 +409,17 @@ def judge(record: dict) -> list[str]:
 
 def upgrade(record: dict) -> dict:
     """A record in today's shape: a schema-1 record with the fields it lacks filled in (see the
-    module's docstring); a current record unchanged."""
+    module's docstring), a schema-2 record with those of :data:`ADDED_IN_2` it lacks; a current
+    record unchanged."""
     if record.get("schema") != 1 or "valid" in record:
-        return record
+        missing = {f: v for f, v in ADDED_IN_2.items() if f not in record}
+        return {**record, **missing} if missing else record
     share = record.get("ceiling_share")
     above = isinstance(share, _NUM) and share > 1
     out = {
         **record,
         **DEFAULTS,
+        **ADDED_IN_2,
         "threads": {"intra": record.get("threads"), "inter": None},
         "cache": "unknown",
         "export_s": None,
@@ -384,6 +446,7 @@ def make(**fields) -> dict:
     record.update(
         schema=SCHEMA_VERSION,
         **DEFAULTS,
+        **ADDED_IN_2,
         notes="",
         log="",
         versions={},

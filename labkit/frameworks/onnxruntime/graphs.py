@@ -203,12 +203,18 @@ def quantize_dynamic(src: str | Path, out: str | Path) -> Path:
     return out
 
 
-def quantize_static(src: str | Path, out: str | Path, calibration: Iterable[np.ndarray]) -> Path:
+def quantize_static(
+    src: str | Path,
+    out: str | Path,
+    calibration: Iterable[np.ndarray],
+    per_channel: bool = False,
+) -> Path:
     """int8 *static* quantisation in QDQ format, calibrated on ``calibration`` batches.
 
     Activation ranges are measured once (min/max over the calibration batches) and fixed, so
     ONNX Runtime can replace each QuantizeLinear/DequantizeLinear pair and the operator between
-    them by one integer kernel (``QLinearConv``). Weights int8, activations uint8. Returns ``out``.
+    them by one integer kernel (``QLinearConv``). Weights int8 (one scale per output channel
+    with ``per_channel``, else one per tensor), activations uint8. Returns ``out``.
     """
     from onnxruntime import quantization
 
@@ -235,5 +241,6 @@ def quantize_static(src: str | Path, out: str | Path, calibration: Iterable[np.n
             quant_format=quantization.QuantFormat.QDQ,
             weight_type=quantization.QuantType.QInt8,
             activation_type=quantization.QuantType.QUInt8,
+            per_channel=per_channel,
         )
     return out

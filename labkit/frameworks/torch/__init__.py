@@ -1,5 +1,7 @@
-"""PyTorch in the lab: ``adapter`` (the ResNet-50, its modes, ONNX export), ``graphs`` (TorchScript
-graphs for the optimisation notebook), ``distributed`` (the DDP worker that ``torchrun`` starts).
+"""PyTorch in the lab: ``adapter`` (the ResNet-50, its modes, ONNX export), ``precision`` (bf16
+under a frozen compile, the accuracy cost), ``peak`` (its matrix-multiply kernels, timed),
+``graphs`` (TorchScript graphs for the optimisation notebook), ``distributed`` (the DDP worker
+that ``torchrun`` starts).
 
 This file is framework-free: it declares what the lab knows about PyTorch and imports nothing.
 """
@@ -16,6 +18,7 @@ SPEC = FrameworkSpec(
     eager="eager",
     color="#ee4c2c",
     formats=("onnx", "torchscript"),
+    peak_precisions=("fp32", "bf16", "int8"),
     launcher="torchrun",
     summary="eager nn.Module; TorchScript trace+freeze (deprecated, still met in older code); "
     "torch.compile (Inductor)",

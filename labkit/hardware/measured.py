@@ -36,7 +36,7 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from .. import resnet
+from .. import bench, resnet
 from ..util import jsonio, proc, stats
 from .files import ROOT, read
 from .machines import machine_of
@@ -47,6 +47,7 @@ from .topology import default_threads
 __all__ = [
     "CACHE_ENV",
     "FIXTURE_FILE",
+    "MAX_PLAUSIBLE_GHZ",
     "PROBE_TIMEOUT_S",
     "SECONDS",
     "KernelRate",
@@ -67,6 +68,8 @@ CACHE_ENV = "LABKIT_CACHE_DIR"
 #: timed seconds per kernel (each probe times a few kernels per precision)
 SECONDS = 0.4
 PROBE_TIMEOUT_S = 300.0
+#: a clock no CPU core sustains: a measurement that implies more is flagged
+MAX_PLAUSIBLE_GHZ = 6.0
 #: a fixture tree's recorded probe output (the shape of a cache file)
 FIXTURE_FILE = "peak-probes.json"
 _FORMAT = 1  # the cache file's format
@@ -133,7 +136,8 @@ class MeasuredPeak:
     kernel: str  #: the best kernel, in words
     estimate_gflops: float | None  #: the spec-sheet estimate for ``threads`` cores, if known
     implied_clock_ghz: float | None  #: gflops / (cores used x FLOPs per cycle per core)
-    above_estimate: bool  #: the measured rate beats the estimate: its inputs are off
+    #: the measured rate beats the estimate (or implies an impossible clock): an input is off
+    above_estimate: bool
     note: str  #: how far it sits from the estimate; why it is flagged or not measured
     kernels: tuple[KernelRate, ...] = ()
 
@@ -190,6 +194,10 @@ class MeasuredPeaks:
     versions: dict[str, str] = field(default_factory=dict)  #: the probes' libraries
     problems: tuple[str, ...] = ()  #: probes that did not run, and why
     source: str = ""  #: the cache file or fixture it was read from ("" when just measured)
+    #: CPUs other processes kept busy while the probes ran (None: not known)
+    others_cpus: float | None = None
+    #: why the machine was too busy for a trustworthy peak ("" when quiet or not known)
+    busy: str = ""
 
     def __getitem__(self, precision: str) -> MeasuredPeak:
         return self.peaks["int8" if precision.startswith("int8") else precision]
@@ -227,7 +235,13 @@ def _versus_estimate(precision: str, best: KernelRate, threads: int, root) -> di
         implied = f"; it implies at least {clock:.2f} GHz at {fpc:g} {precision} " if clock else ""
         implied += "FLOP/cycle per core" if clock else ""
         note = f"no spec-sheet estimate (the clock is unknown){implied}"
-        return {"estimate_gflops": None, "implied_clock_ghz": clock, "above": False, "note": note}
+        fast = clock is not None and clock > MAX_PLAUSIBLE_GHZ
+        if fast:
+            note += (
+                f": no CPU runs that fast (above {MAX_PLAUSIBLE_GHZ:g} GHz), so labkit's FLOPs "
+                "per cycle for this CPU are too low, or the timing is wrong"
+            )
+        return {"estimate_gflops": None, "implied_clock_ghz": clock, "above": fast, "note": note}
     estimate = c.peak_gflops * used / c.cores
     share = best.gflops / estimate
     note = f"{share:.0%} of the spec-sheet estimate ({estimate:,.0f} GFLOP/s)"
@@ -285,6 +299,23 @@ def judge(
     )
 
 
+def _busy(outputs: list[dict], threads: int) -> tuple[float | None, str]:
+    """The most CPUs other processes kept busy during a probe, and why that is too many for a
+    trustworthy peak (the limit of :func:`labkit.bench.verdict`)."""
+    seen = [o["others_cpus"] for o in outputs if isinstance(o.get("others_cpus"), int | float)]
+    if not seen:
+        return None, ""
+    worst, cpus = max(seen), os.cpu_count() or 1
+    limit = max(0, cpus - threads) + bench.MAX_STOLEN * threads
+    if worst <= limit:
+        return worst, ""
+    return worst, (
+        f"measured on a busy machine: other processes kept {worst:.2f} CPUs busy (at most "
+        f"{limit:.2f} with {threads} threads on {cpus} CPUs), so the peaks are likely low; "
+        "measure again when the machine is quiet (python -m labkit doctor --remeasure)"
+    )
+
+
 def _peaks(outputs: list[dict], threads: int, root, measured_at: str, source: str):
     """:class:`MeasuredPeaks` from the probes' outputs (``{"module", "output" | "error"}``)."""
     rates, versions, problems = [], {}, []
@@ -299,7 +330,10 @@ def _peaks(outputs: list[dict], threads: int, root, measured_at: str, source: st
     if not outputs:
         reasons = {p: reasons[p] or "not measured: no framework here has a probe" for p in reasons}
     peaks = {p: judge(p, rates, threads, root, reasons[p]) for p in CEILING_PRECISIONS}
-    return MeasuredPeaks(threads, peaks, measured_at, versions, tuple(problems), source)
+    others, busy = _busy(outputs, threads)
+    return MeasuredPeaks(
+        threads, peaks, measured_at, versions, tuple(problems), source, others, busy
+    )
 
 
 # ---------------------------------------------------------------------------------------------
@@ -354,10 +388,17 @@ def cached(probes: Sequence[Probe], threads: int | None = None) -> MeasuredPeaks
         return None
 
 
+def _children_cpu_s() -> float:
+    t = os.times()
+    return t.children_user + t.children_system
+
+
 def _run(probe: Probe, threads: int, precisions: list[str], seconds: float) -> dict:
-    """One probe's output (``{"module", "output"}``), or why it gave none (``"error"``)."""
+    """One probe's output (``{"module", "output", "others_cpus"}``: the CPUs other processes
+    kept busy meanwhile), or why it gave none (``"error"``)."""
     cmd = [sys.executable, "-m", probe.module, "--threads", str(threads)]
     cmd += ["--precisions", ",".join(precisions), "--seconds", str(seconds)]
+    before, children = bench.cpu_sample(), _children_cpu_s()
     try:
         done = subprocess.run(
             cmd,
@@ -369,12 +410,21 @@ def _run(probe: Probe, threads: int, precisions: list[str], seconds: float) -> d
         )
     except subprocess.TimeoutExpired:
         return {"module": probe.module, "error": f"no result within {PROBE_TIMEOUT_S:.0f} s"}
+    after, probe_cpu = bench.cpu_sample(), _children_cpu_s() - children
+    others = bench.busy_elsewhere(before, after)  # the probe counts as another process here
+    wall = after[0] - before[0] if before and after else 0.0
+    others = max(0.0, others - probe_cpu / wall) if others is not None and wall > 0 else None
     lines = done.stdout.strip().splitlines()
     try:
-        return {"module": probe.module, "output": json.loads(lines[-1])}
+        return {"module": probe.module, "output": json.loads(lines[-1]), "others_cpus": others}
     except (IndexError, ValueError):
         why = proc.crash_reason(done.returncode, done.stderr, f"python -m {probe.module}")
         return {"module": probe.module, "error": why}
+
+
+def _quiet_now() -> bool:
+    load = bench.load_1min()
+    return load is not None and load < 0.5 * (os.cpu_count() or 1)
 
 
 def measure(
@@ -385,10 +435,13 @@ def measure(
 ) -> MeasuredPeaks:
     """The measured peaks with ``threads`` threads (default: :func:`default_threads`): from the
     cache, or (``refresh=True``, or none cached) measured now by every probe in turn, a few
-    seconds each, and cached. A probe that fails is named in ``problems``; the others count."""
+    seconds each, and cached (one measured on a busy machine is measured again when the load
+    average has dropped below half the CPUs). A probe that fails is named in ``problems``; the
+    others count."""
     threads = threads or default_threads()
-    if not refresh and (found := cached(probes, threads)) is not None:
-        return found
+    found = None if refresh else cached(probes, threads)
+    if found is not None and not (found.busy and _quiet_now()):
+        return found  # a peak measured on a busy machine is measured again once it is quiet
     wanted = [p for p, why in to_measure().items() if not why]
     outputs = [
         _run(probe, threads, asked, seconds)

@@ -100,7 +100,7 @@ from .store import (
     repair_tail,
     truncated_tail,
 )
-from .summary import flags, summary_rows, table
+from .summary import accuracy_text, flags, summary_rows, table
 
 __all__ = [
     "ADDED_IN_2",
@@ -124,6 +124,7 @@ __all__ = [
     "BreakEven",
     "Estimate",
     "UnregisteredFramework",
+    "accuracy_text",
     "append",
     "baseline_pairs",
     "best",

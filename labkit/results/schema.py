@@ -134,7 +134,7 @@ FIELDS: dict[str, tuple[tuple[type, ...], str]] = {
         (
             "the matrix-multiply peak this machine attained at this precision and thread count "
             "with the frameworks' own kernels (labkit.hardware.measured): {gflops, iqr_gflops, "
-            "threads, kernel, measured_at}; null on a GPU, without a ResNet-50 FLOP count, or "
+            "threads, kernel, measured_at, others_cpus (CPUs other processes kept busy meanwhile)}; null on a GPU, without a ResNet-50 FLOP count, or "
             "where it was not measured (measured_peak_note says why)"
         ),
     ),

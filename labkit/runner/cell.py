@@ -223,6 +223,7 @@ def ceiling_fields(images_per_s: float, cell: Cell, threads: int | None = None) 
             "threads": peak.threads,
             "kernel": peak.kernel,
             "measured_at": found.measured_at,
+            "others_cpus": found.others_cpus,
         },
         measured_peak_images_per_s=best,
         measured_peak_share=images_per_s / best,

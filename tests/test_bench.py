@@ -317,6 +317,23 @@ def test_a_record_written_before_the_model_field_reads_as_resnet50(tmp_path):
     assert any("'model' has type" in p for p in results.problems({**measured(0.1), "model": 7}))
 
 
+def test_a_schema_2_file_written_before_the_measured_peak_fields_still_loads(tmp_path):
+    """Records written before the measured peak and the accuracy cost existed load with those
+    fields filled in (no measured peak, no accuracy cost); a field of the wrong type is named."""
+    path = tmp_path / "before.jsonl"
+    old = {k: v for k, v in measured(0.1).items() if k not in results.ADDED_IN_2}
+    assert old["schema"] == 2 and results.problems(old) == []
+    path.write_text(json.dumps(old) + "\n")
+    (loaded,) = results.load(path)
+    assert {k: loaded[k] for k in results.ADDED_IN_2} == results.ADDED_IN_2
+    assert loaded == measured(0.1) | {"timestamp": old["timestamp"]}
+    assert set(results.ADDED_IN_2) <= set(results.FIELDS)  # documented with the others
+    bad = {**measured(0.1), "measured_peak_share": "high"}
+    assert results.problems(bad) == ["field 'measured_peak_share' has type str"]
+    int8 = measured(0.1, precision="int8", accuracy={"top1_agreement": 1.0})
+    assert results.problems(int8) == [] and results.load(path)  # int8 is a precision
+
+
 def test_load_names_the_file_line_and_fix(tmp_path):
     path = tmp_path / "r.jsonl"
     with pytest.raises(ValueError, match="cannot read results file .*r.jsonl.*fix"):

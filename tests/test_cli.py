@@ -313,7 +313,11 @@ def test_doctor_measures_this_machine_once_and_reads_the_cache_after(tmp_path):
 def test_doctor_refuses_a_root_that_is_no_machine(tmp_path):
     bad = run_labkit("doctor", "--root", str(tmp_path), timeout=120)
     assert bad.returncode == 2 and bad.stdout == ""
-    assert bad.stderr.strip().splitlines()[-1].endswith(
-        "not a machine's file tree (no proc/ folder or sysctl file); give one of "
-        "tests/data/machines/*"
+    assert (
+        bad.stderr.strip()
+        .splitlines()[-1]
+        .endswith(
+            "not a machine's file tree (no proc/ folder or sysctl file); give one of "
+            "tests/data/machines/*"
+        )
     )

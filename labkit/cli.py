@@ -293,7 +293,11 @@ def _add_bench(sub) -> None:
         help="batch sizes of throughput and train, e.g. 1,8 "
         "(default: the profile's; latency is always 1)",
     )
-    bench.add_argument("--precision", help="fp32 (default), bf16, or fp32,bf16")
+    bench.add_argument(
+        "--precision",
+        help="fp32 (default), bf16, int8, or several: fp32,bf16,int8 (a framework without a "
+        "precision records it unsupported, saying why)",
+    )
     bench.add_argument("--device", default="cpu", help="cpu (default) or gpu")
     bench.add_argument(
         "--threads",

@@ -42,6 +42,8 @@ from .catalog import (
 )
 from .published import (
     JETSON,
+    MLPERF_CPU,
+    MLPERF_CPU_GNR,
     MLPERF_INF,
     MLPERF_T4,
     MLPERF_TRAIN,
@@ -98,6 +100,8 @@ __all__ = [
     "JETSON",
     "MIXED",
     "MIXED_PRECISIONS",
+    "MLPERF_CPU",
+    "MLPERF_CPU_GNR",
     "MLPERF_INF",
     "MLPERF_T4",
     "MLPERF_TRAIN",

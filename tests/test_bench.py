@@ -598,6 +598,20 @@ def test_every_figure_draws_and_saves(tmp_path):
     assert sorted(p.name for p in paths) == sorted(f"{n}.png" for n in plots.FIGURES)
     assert all(p.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" for p in paths)
     assert plots.speedup([recs[0]]).axes[0].texts  # nothing to compare: says so
+    shares = [
+        {**measured(0.2), "measured_peak_share": 0.3},
+        {
+            **measured(0.1, precision="bf16"),
+            "measured_peak_share": 1.2,
+            "above_measured_peak": True,
+        },
+    ]
+    ax = plots.measured_peak(shares).axes[0]
+    assert [round(b.get_width()) for b in ax.patches] == [30, 120]
+    labels = [t.get_text() for t in ax.get_yticklabels()]
+    assert labels == ["torch eager (b8)", "torch eager bf16 (b8) (!)"]
+    assert {t.get_text() for t in ax.texts} == {" 40.0 images/s", " 80.0 images/s"}
+    assert "python -m labkit doctor" in plots.measured_peak(recs).axes[0].texts[0].get_text()
     assert plots.ceiling(recs)._repr_png_()[:4] == b"\x89PNG"  # a notebook shows it, no pyplot
     # invalid records are drawn and labelled; a figure above the ceiling is marked
     flagged = [

@@ -12,9 +12,19 @@ __all__ = ["build_parser", "figure_folder", "main"]
 
 
 def _doctor(args: argparse.Namespace) -> int:
-    from . import doctor
+    from . import doctor, hardware
 
-    print(doctor.text())
+    root = args.root or hardware.ROOT
+    if (
+        args.root
+        and not Path(args.root, "proc").is_dir()
+        and not Path(args.root, "sysctl").exists()
+    ):
+        raise ValueError(
+            f"--root {args.root}: not a machine's file tree (no proc/ folder or sysctl file); "
+            "give one of tests/data/machines/*"
+        )
+    print(doctor.text(root, measure=not args.no_measure, refresh=args.remeasure))
     return 0
 
 
@@ -257,9 +267,21 @@ def build_parser() -> argparse.ArgumentParser:
         prog="python -m labkit", description="Graph Lab helper: machine report and benchmarks"
     )
     sub = parser.add_subparsers(dest="command", required=True)
-    sub.add_parser(
-        "doctor", help="machine report, compute ceiling, framework versions"
-    ).set_defaults(func=_doctor)
+    doctor = sub.add_parser(
+        "doctor",
+        help="machine report, compute ceiling (estimated and measured), framework versions",
+        description="The machine, its ceiling per precision (the spec-sheet estimate beside the "
+        "matrix-multiply peak measured with the frameworks' kernels, measured once per machine "
+        "and cached), the profile and the frameworks.",
+    )
+    doctor.add_argument(
+        "--remeasure", action="store_true", help="measure the peaks again (a few seconds)"
+    )
+    doctor.add_argument("--no-measure", action="store_true", help="show only peaks measured before")
+    doctor.add_argument(
+        "--root", help="a fixture tree standing for the filesystem root (tests/data/machines/*)"
+    )
+    doctor.set_defaults(func=_doctor)
     for add in (
         _add_bench,
         _add_report,
@@ -301,7 +323,11 @@ def _add_bench(sub) -> None:
         help="batch sizes of throughput and train, e.g. 1,8 "
         "(default: the profile's; latency is always 1)",
     )
-    bench.add_argument("--precision", help="fp32 (default), bf16, or fp32,bf16")
+    bench.add_argument(
+        "--precision",
+        help="fp32 (default), bf16, int8, or several: fp32,bf16,int8 (a framework without a "
+        "precision records it unsupported, saying why)",
+    )
     bench.add_argument("--device", default="cpu", help="cpu (default) or gpu")
     bench.add_argument(
         "--threads",

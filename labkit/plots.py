@@ -30,6 +30,7 @@ __all__ = [
     "break_even",
     "ceiling",
     "log_axis",
+    "measured_peak",
     "save_all",
     "speedup",
     "throughput",
@@ -259,11 +260,44 @@ def ceiling(records: Iterable[dict]) -> Figure:
     return _panels(rows, "Share of the estimated compute ceiling", "measured cells", draw)
 
 
+def measured_peak(records: Iterable[dict]) -> Figure:
+    """Each CPU cell's images/s as a share of the matrix-multiply peak this machine attained at
+    the cell's own precision (``measured_peak_share``: fp32 against the fp32 peak, bf16 against
+    the bf16 peak, ...), with its images/s; a bar past 100% is flagged "(!)" (at fp32 almost
+    surely a timing error, at bf16/int8 possibly a better kernel than the plain GEMM)."""
+    rows = [
+        r for r in results.latest(results.ok(records)) if r.get("measured_peak_share") is not None
+    ]
+
+    def draw(ax, rs):
+        ys = range(len(rs))
+        _bars(ax, ys, [100 * r["measured_peak_share"] for r in rs], rs)
+        ax.axvline(100, color="black", lw=1, ls="--")
+        for y, r in zip(ys, rs):
+            ax.text(
+                100 * r["measured_peak_share"],
+                y,
+                f" {r['images_per_s']:.1f} images/s",
+                va="center",
+                fontsize=8,
+            )
+        labels = [_label(r) + (" (!)" if r.get("above_measured_peak") else "") for r in rs]
+        ax.set_yticks(list(ys), labels)
+        ax.invert_yaxis()
+        ax.set_xlabel("% of the measured matrix-multiply peak at the cell's precision")
+
+    if not rows and results.ok(records):
+        fig = Figure(figsize=(8, 2.5), layout="constrained")
+        return _empty(fig, "measured peak (python -m labkit doctor measures it)")
+    return _panels(rows, "Share of the measured peak, each at its own precision", "cells", draw)
+
+
 FIGURES: dict[str, Callable[[Iterable[dict]], Figure]] = {
     "throughput": throughput,
     "speedup": speedup,
     "break_even": break_even,
     "ceiling": ceiling,
+    "measured_peak": measured_peak,
 }
 
 

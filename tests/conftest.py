@@ -16,6 +16,13 @@ os.environ.setdefault("LABKIT_PROFILE", "smoke")
 # temporary file, never the home folder of whoever runs the tests
 _PROGRESS_DIR = tempfile.TemporaryDirectory(prefix="graphlab-test-progress-")
 os.environ.setdefault("LABKIT_PROGRESS", os.path.join(_PROGRESS_DIR.name, "progress.json"))
+# the measured matrix-multiply peaks (labkit.hardware.measured) of test runs are cached in this
+# user's own temporary folder, shared by the test runs on this machine, never the home folder;
+# a test that needs an empty cache sets LABKIT_CACHE_DIR itself
+if "LABKIT_CACHE_DIR" not in os.environ:
+    from labkit.util import tempdirs
+
+    os.environ["LABKIT_CACHE_DIR"] = str(tempdirs.private_dir("labkit-test-cache"))
 
 import pytest
 

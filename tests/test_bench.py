@@ -382,7 +382,7 @@ def test_a_record_written_before_number_per_run_reads_as_calls_timed_alone(tmp_p
     and are judged, as one call per timed sample."""
     path = tmp_path / "before-blocks.jsonl"
     old = {k: v for k, v in measured(0.1).items() if k != "number_per_run"}
-    assert results.problems(old) == [] and "number_per_run" in results.LATER_IN_2
+    assert results.problems(old) == [] and results.ADDED_IN_2["number_per_run"] == 1
     path.write_text(json.dumps(old) + "\n")
     (loaded,) = results.load(path)
     assert loaded["number_per_run"] == 1 and results.judge(loaded) == results.judge(old)
@@ -394,6 +394,23 @@ def test_a_record_written_before_number_per_run_reads_as_calls_timed_alone(tmp_p
     short = {**measured(0.01), "profile": "standard"}  # 8 x 0.01 s < standard's 2 s
     assert any("less than the 2 s required" in r for r in results.judge(short))
     assert not any("required" in r for r in results.judge({**short, "number_per_run": 40}))
+
+
+def test_a_schema_2_file_written_before_the_measured_peak_fields_still_loads(tmp_path):
+    """Records written before the measured peak and the accuracy cost existed load with those
+    fields filled in (no measured peak, no accuracy cost); a field of the wrong type is named."""
+    path = tmp_path / "before.jsonl"
+    old = {k: v for k, v in measured(0.1).items() if k not in results.ADDED_IN_2}
+    assert old["schema"] == 2 and results.problems(old) == []
+    path.write_text(json.dumps(old) + "\n")
+    (loaded,) = results.load(path)
+    assert {k: loaded[k] for k in results.ADDED_IN_2} == results.ADDED_IN_2
+    assert loaded == measured(0.1) | {"timestamp": old["timestamp"]}
+    assert set(results.ADDED_IN_2) <= set(results.FIELDS)  # documented with the others
+    bad = {**measured(0.1), "measured_peak_share": "high"}
+    assert results.problems(bad) == ["field 'measured_peak_share' has type str"]
+    int8 = measured(0.1, precision="int8", accuracy={"top1_agreement": 1.0})
+    assert results.problems(int8) == [] and results.load(path)  # int8 is a precision
 
 
 def test_load_names_the_file_line_and_fix(tmp_path):
@@ -660,6 +677,20 @@ def test_every_figure_draws_and_saves(tmp_path):
     assert sorted(p.name for p in paths) == sorted(f"{n}.png" for n in plots.FIGURES)
     assert all(p.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" for p in paths)
     assert plots.speedup([recs[0]]).axes[0].texts  # nothing to compare: says so
+    shares = [
+        {**measured(0.2), "measured_peak_share": 0.3},
+        {
+            **measured(0.1, precision="bf16"),
+            "measured_peak_share": 1.2,
+            "above_measured_peak": True,
+        },
+    ]
+    ax = plots.measured_peak(shares).axes[0]
+    assert [round(b.get_width()) for b in ax.patches] == [30, 120]
+    labels = [t.get_text() for t in ax.get_yticklabels()]
+    assert labels == ["torch eager (b8)", "torch eager bf16 (b8) (!)"]
+    assert {t.get_text() for t in ax.texts} == {" 40.0 images/s", " 80.0 images/s"}
+    assert "python -m labkit doctor" in plots.measured_peak(recs).axes[0].texts[0].get_text()
     assert plots.ceiling(recs)._repr_png_()[:4] == b"\x89PNG"  # a notebook shows it, no pyplot
     # invalid records are drawn and labelled; a figure above the ceiling is marked
     flagged = [

@@ -4,6 +4,7 @@ results file is ever damaged, and report prints a table and writes the figures."
 import errno
 import json
 import os
+from pathlib import Path
 
 from labkit import cli, plots, results
 
@@ -305,4 +306,65 @@ def test_golden_message_for_a_missing_model_file(tmp_path):
     last = proc.stderr.strip().splitlines()[-1]
     assert (
         last == f"error: model 'nofile.py:build': no such file 'nofile.py' (looked in {tmp_path})"
+    )
+
+
+# --------------------------------------------------------------------------------------------
+# doctor: the estimate and the measured peak side by side
+
+MACHINES = Path(__file__).resolve().parent / "data" / "machines"
+
+
+def _ceiling_lines(out: str) -> dict[str, list[str]]:
+    """precision -> the cells of its row in doctor's ceiling table."""
+    head = out.index("Ceiling per precision")
+    rows = out[head:].splitlines()[2:5]
+    return {r.split()[0]: r.split() for r in rows}
+
+
+def test_doctor_on_fixture_trees_shows_the_estimate_beside_the_measured_peak():
+    amx = run_labkit("doctor", "--root", str(MACHINES / "intel_amx"), timeout=120)
+    assert amx.returncode == 0, amx.stderr
+    assert "the fixture tree" in amx.stdout and "Frameworks" not in amx.stdout
+    rows = _ceiling_lines(amx.stdout)
+    assert rows["fp32"][1:5] == ["973", "505", "(6)", "52%"]  # estimate, measured (IQR), share
+    assert rows["bf16"][1:3] == ["15,565", "2,950"] and rows["int8"][1:3] == ["31,130", "5,200"]
+    assert ">= 1.97 GHz" in amx.stdout and "matrix units promise" in amx.stdout
+    vm = run_labkit("doctor", "--root", str(MACHINES / "container_v1_unknown_clock"), timeout=120)
+    rows = _ceiling_lines(vm.stdout)
+    assert rows["fp32"][1:3] == ["unknown", "230"] and "implies at least 3.59 GHz" in vm.stdout
+    laptop = run_labkit("doctor", "--root", str(MACHINES / "smt_laptop"), timeout=120)
+    rows = _ceiling_lines(laptop.stdout)
+    assert rows["fp32"][1:4] == ["243", "280", "(4)"] and "above it" in laptop.stdout
+    assert rows["bf16"][1:4] == ["243", "not", "measured"] and "no bf16 unit" in laptop.stdout
+    zen4 = run_labkit("doctor", "--root", str(MACHINES / "amd_zen4"), timeout=120)
+    assert "the fixture tree holds no peak-probes.json" in zen4.stdout
+
+
+def test_doctor_measures_this_machine_once_and_reads_the_cache_after(tmp_path):
+    env = {"LABKIT_CACHE_DIR": str(tmp_path / "cache")}
+    before = run_labkit("doctor", "--no-measure", env=env, timeout=300)
+    assert before.returncode == 0, before.stderr
+    assert "not measured yet (python -m labkit doctor measures it)" in before.stdout
+    first = run_labkit("doctor", env=env, timeout=600)
+    assert first.returncode == 0, first.stderr
+    rows = _ceiling_lines(first.stdout)
+    assert rows["fp32"][2].replace(",", "").isdigit(), first.stdout  # a measured fp32 peak
+    assert "best kernel" in first.stdout and "GHz" in rows["fp32"][-1]
+    cache = list((tmp_path / "cache").glob("peaks-*.json"))
+    assert len(cache) == 1 and str(cache[0]) in first.stdout
+    again = run_labkit("doctor", "--no-measure", env=env, timeout=300)
+    assert _ceiling_lines(again.stdout)["fp32"][1:3] == rows["fp32"][1:3]
+
+
+def test_doctor_refuses_a_root_that_is_no_machine(tmp_path):
+    bad = run_labkit("doctor", "--root", str(tmp_path), timeout=120)
+    assert bad.returncode == 2 and bad.stdout == ""
+    assert (
+        bad.stderr.strip()
+        .splitlines()[-1]
+        .endswith(
+            "not a machine's file tree (no proc/ folder or sysctl file); give one of "
+            "tests/data/machines/*"
+        )
     )

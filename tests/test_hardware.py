@@ -195,3 +195,105 @@ def test_this_machine_gives_consistent_readings():
     assert c.peak_gflops is None or (c.peak_gflops > 0 and math.isfinite(c.peak_gflops))
     fp = hardware.fingerprint()
     assert set(fp["peak_gflops"]) == {"fp32", "bf16", "int8"} and fp["threads"] == r.threads
+
+
+# --------------------------------------------------------------------------------------------
+# the measured peak: fixture trees record their probes' output (tests/data/make_peak_fixtures.py)
+
+
+def test_a_measured_peak_sits_beside_the_estimate_with_the_clock_it_implies():
+    # Xeon 8488C, 4 threads: estimate fp32 4 x 3.8 x 64 = 972.8; the best fp32 kernel (oneDNN,
+    # pre-packed) 505 GFLOP/s = 52% of it, implying 505 / (4 x 64) = 1.97 GHz
+    found = hardware.recorded(machine("intel_amx"))
+    fp32 = found["fp32"]
+    assert found.threads == 4 and found.source.endswith(hardware.FIXTURE_FILE)
+    assert fp32.gflops == pytest.approx(505.0, rel=1e-3) and "oneDNN" in fp32.kernel
+    assert fp32.estimate_gflops == pytest.approx(972.8)
+    assert fp32.of_estimate == pytest.approx(505 / 972.8, rel=1e-3)
+    assert fp32.implied_clock_ghz == pytest.approx(505 / 256, rel=1e-3)
+    assert "52% of the spec-sheet estimate" in fp32.note and not fp32.above_estimate
+    assert 0 < fp32.iqr_gflops < 0.05 * fp32.gflops
+    assert fp32.images_per_s_at(224) == pytest.approx(fp32.gflops * 1e9 / resnet.flops(224))
+    # bf16 on AMX: 2950 of 15564.8; the plain GEMM is far from the matrix units' promise
+    bf16 = found["bf16"]
+    assert bf16.gflops == pytest.approx(2950.0, rel=1e-3) and bf16.of_estimate < 0.2
+    assert "matrix units" in bf16.note
+    assert found["int8-static"] is found["int8"]  # deployment records' precisions
+    assert {k.kernel for k in found["int8"].kernels} >= {"torch._int_mm"}
+
+
+def test_without_a_clock_the_measurement_still_gives_a_peak_and_implies_a_clock():
+    found = hardware.recorded(machine("container_v1_unknown_clock"))
+    fp32 = found["fp32"]
+    assert fp32.estimate_gflops is None and fp32.of_estimate is None
+    assert fp32.gflops == pytest.approx(230.0, rel=1e-3) and "onnxruntime" in fp32.kernel
+    # 2 cores (the quota) x 32 fp32 FLOP/cycle (Zen 4): 230 / 64 = 3.59 GHz
+    assert fp32.implied_clock_ghz == pytest.approx(230 / 64, rel=1e-3)
+    assert "implies at least 3.59 GHz" in fp32.note and not fp32.above_estimate
+
+
+def test_a_peak_above_the_estimate_is_flagged_and_what_cannot_be_measured_says_why():
+    found = hardware.recorded(machine("smt_laptop"))
+    fp32 = found["fp32"]
+    # 280 GFLOP/s against 4 x 1.9 (the model name's base clock) x 32 = 243.2
+    assert fp32.above_estimate and fp32.of_estimate == pytest.approx(280 / 243.2, rel=1e-3)
+    assert "base clock" in fp32.note and "cannot outrun the FMA units" in fp32.note
+    failed = [k for k in fp32.kernels if k.gflops is None]
+    assert len(failed) == 1 and "no such kernel" in failed[0].error
+    for precision in ("bf16", "int8"):  # AVX2 only: no unit of its own to measure
+        peak = found[precision]
+        assert peak.gflops is None and not peak.measured
+        assert "not measured" in peak.note and f"no {precision} unit" in peak.note
+        assert peak.images_per_s_at(128) is None and peak.explain_above() == ""
+    assert hardware.recorded(machine("amd_zen4")) is None  # no recorded probe output
+
+
+def test_an_impossible_implied_clock_is_flagged():
+    rate = hardware.KernelRate("fp32", "torch.mm", "x.torch.peak", 2048, False, 2000.0, 1.0, 5)
+    peak = hardware.measured.judge("fp32", [rate], 2, machine("container_v1_unknown_clock"))
+    # 2000 / (2 x 32) = 31 GHz: the FLOPs per cycle or the timing are wrong
+    assert peak.above_estimate and "no CPU runs that fast" in peak.note
+    nothing = hardware.measured.judge("fp32", [], 2, machine("amd_zen4"), "not measured: why")
+    assert nothing.gflops is None and nothing.note == "not measured: why"
+
+
+def test_a_figure_above_the_measured_peak_is_explained_by_its_precision():
+    found = hardware.recorded(machine("intel_amx"))
+    fp32, int8 = found["fp32"].explain_above(), found["int8"].explain_above()
+    assert "almost surely a timing error" in fp32 and "505 GFLOP/s with 4 threads" in fp32
+    assert "better kernel than the plain GEMM" in int8 and "--remeasure" in int8
+
+
+def test_which_precisions_this_kind_of_cpu_measures():
+    assert hardware.to_measure(machine("intel_amx")) == {"fp32": "", "bf16": "", "int8": ""}
+    laptop = hardware.to_measure(machine("smt_laptop"))
+    assert laptop["fp32"] == "" and laptop["bf16"] and laptop["int8"]
+
+
+@pytest.mark.slow
+def test_the_measurement_runs_here_and_is_plausible(tmp_path, monkeypatch):
+    """The probes of the installed frameworks, for real, in subprocesses, into an empty cache:
+    every measured rate is positive and below the estimate where one exists, or flagged."""
+    from labkit import frameworks
+
+    monkeypatch.setenv(hardware.CACHE_ENV, str(tmp_path / "cache"))
+    probes = frameworks.peak_probes()
+    if not probes:
+        pytest.skip("no framework with a matrix-multiply probe is installed")
+    found = hardware.measure(probes, threads=1, seconds=0.05)
+    assert not found.problems, found.problems
+    assert found.threads == 1 and found.source.startswith(str(tmp_path / "cache"))
+    assert found["fp32"].measured
+    for precision, why in hardware.to_measure().items():
+        peak = found[precision]
+        assert peak.measured == (not why), (precision, peak.note)
+        if not peak.measured:
+            continue
+        assert all(k.gflops > 0 and k.calls >= 5 for k in peak.kernels if not k.error)
+        assert peak.gflops == max(k.gflops for k in peak.kernels if k.gflops)
+        if peak.estimate_gflops is not None:
+            assert peak.above_estimate == (peak.gflops > peak.estimate_gflops), peak.note
+        assert peak.implied_clock_ghz > 0 and peak.note
+    again = hardware.measure(probes, threads=1)  # from the cache: nothing is measured
+    assert again.measured_at == found.measured_at and again["fp32"].gflops == found["fp32"].gflops
+    assert hardware.cached(probes, threads=2) is None  # another thread count is another peak

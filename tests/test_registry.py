@@ -76,6 +76,12 @@ def test_every_spec_is_complete_and_consistent(spec):
     else:
         assert spec.launch_module is None and spec.worker_module is None
     assert frameworks.REFERENCE in frameworks.NAMES
+    assert "fp32" in spec.precisions and set(spec.precisions) <= set(contract.PRECISIONS)
+    if spec.peak_precisions:  # a matrix-multiply probe: its module, run as python -m
+        assert (spec.folder / "peak.py").is_file(), f"{spec.name}: write peak.py"
+        assert spec.peak_module == f"labkit.frameworks.{spec.name}.peak"
+    else:
+        assert spec.peak_module is None
 
 
 def test_a_bad_spec_says_what_is_wrong():
@@ -85,6 +91,8 @@ def test_a_bad_spec_says_what_is_wrong():
         contract.FrameworkSpec("x", "X", "x", ("run",), None, "#000000")
     with pytest.raises(ValueError, match="unknown framework 'jax': valid frameworks are torch"):
         frameworks.spec("jax")
+    with pytest.raises(ValueError, match=r"unknown precisions \['fp16'\]"):
+        contract.FrameworkSpec("x", "X", "x", ("eager",), "eager", "#000000", precisions=("fp16",))
     without = next((s.name for s in SPECS if not s.launcher), None)
     if without:
         with pytest.raises(ValueError, match=f"{without} has no data-parallel launcher"):
@@ -216,6 +224,79 @@ def test_prepare_names_unknown_modes_and_refuses_tasks_the_spec_leaves_out(adapt
     for task in set(contract.TASKS) - set(spec.tasks):
         with pytest.raises(contract.Unsupported):
             adapter.prepare(weights, spec.modes[0], task, 1, image_size=32)
+
+
+def test_prepare_refuses_the_precisions_the_spec_leaves_out_saying_why(adapter, weights):
+    spec = adapter.SPEC
+    with pytest.raises(ValueError, match=f"unknown precision 'fp16' for {spec.name}"):
+        adapter.prepare(weights, spec.modes[0], "latency", 1, "fp16", image_size=32)
+    for precision in set(contract.PRECISIONS) - set(spec.precisions):
+        for mode in spec.modes:
+            with pytest.raises(contract.Unsupported) as refused:
+                adapter.prepare(weights, mode, "throughput", 2, precision, image_size=32)
+            assert len(str(refused.value)) > 40, "say why, and what to use instead"
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", NAMES)
+def test_each_low_precision_step_carries_its_accuracy_cost(name, weights):
+    """The graph path of each precision the spec offers beyond fp32 (eager where there is no
+    cheaper one): the step runs, and its accuracy cost against fp32 is measured after timing,
+    or the combination is refused here with the framework's reason."""
+    adapter = require(name)
+    spec = adapter.SPEC
+    for precision in [p for p in spec.precisions if p != "fp32"]:
+        try:
+            prepared = adapter.prepare(weights, spec.modes[0], "throughput", 2, precision, 32)
+        except contract.Unsupported as exc:  # MindSpore: no bf16 convolution on the CPU
+            assert precision in str(exc) or "bfloat16" in str(exc), str(exc)
+            continue
+        assert prepared.step() is not None and prepared.accuracy is not None
+        cost = prepared.accuracy()
+        assert cost["images"] >= 256 and cost["images"] % 2 == 0
+        assert 0 <= cost["top1_agreement"] <= 1 and 0 <= cost["centred_top1_agreement"] <= 1
+        assert 0 < cost["max_abs_diff"] and 0 < cost["max_rel_diff"] < 0.5, cost
+        assert cost["top1_classes"] >= 1 and "fp32" in cost["reference"]
+    fp32 = adapter.prepare(weights, spec.modes[0], "throughput", 2, "fp32", 32)
+    assert fp32.accuracy is None
+
+
+@pytest.mark.parametrize("spec", [s for s in SPECS if s.peak_precisions], ids=lambda s: s.name)
+def test_each_peak_probe_follows_the_protocol_and_prints_its_kernels(spec):
+    require(spec.name)
+    import importlib
+
+    probe = importlib.import_module(spec.peak_module)
+    assert isinstance(probe, frameworks.PeakProbe)
+    assert tuple(probe.KERNELS) == spec.peak_precisions
+    out = subprocess.run(
+        [sys.executable, "-m", spec.peak_module, "--threads", "1", "--precisions", "fp32"]
+        + ["--seconds", "0.01"],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=300,
+        check=False,
+    )
+    assert out.returncode == 0, out.stderr[-2000:]
+    printed = json.loads(out.stdout.strip().splitlines()[-1])
+    assert printed["threads"] == 1 and printed["versions"]
+    kernels = printed["kernels"]
+    assert [k["kernel"] for k in kernels] == list(probe.KERNELS["fp32"])
+    ok = [k for k in kernels if not k["error"]]
+    assert ok, kernels
+    for k in ok:
+        assert k["ops"] == 2 * k["n"] ** 3 and len(k["times_s"]) >= 5
+        assert all(t > 0 for t in k["times_s"])
+    bad = subprocess.run(
+        [sys.executable, "-m", spec.peak_module, "--threads", "0"],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=300,
+        check=False,
+    )
+    assert bad.returncode == 2 and "--threads >= 1" in bad.stderr
 
 
 # the bad-input contract: weights that do not fit the spec and images the network cannot take
@@ -384,6 +465,8 @@ FRAMEWORK_MODULES = {
         "examples",
         "torchrun",
         "serving",
+        "peak",
+        "modes",
     )
 }
 #: modules that are data about named frameworks by nature, and why

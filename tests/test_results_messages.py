@@ -204,19 +204,19 @@ def test_the_text_table_keeps_its_layout():
     assert lines[:5] == [
         (
             "framework  mode         task        batch  prec  size  dev  images/s  median ms  "
-            "IQR ms  p90 ms  first s  ceiling  RSS MB  valid"
+            "IQR ms  p90 ms  first s  ceiling  peak  RSS MB  valid"
         ),
         (
             "---------  -----------  ----------  -----  ----  ----  ---  --------  ---------  "
-            "------  ------  -------  -------  ------  -----"
+            "------  ------  -------  -------  ----  ------  -----"
         ),
         (
             "torch      eager        throughput  8      fp32  32    cpu     80.00      100.0     "
-            "0.0   100.0     1.00        -     500    yes"
+            "0.0   100.0     1.00        -     -     500    yes"
         ),
         (
             "torch      torchscript  throughput  8      fp32  32    cpu     80.00      100.0     "
-            "0.0   100.0     1.00        -     500     NO"
+            "0.0   100.0     1.00        -     -     500     NO"
         ),
         "torch      compile      throughput  8      fp32  32    cpu  FAILED: boom",
     ]
@@ -242,3 +242,39 @@ def test_the_package_re_exports_every_public_name_of_its_rooms():
     assert results.serving is serving and results.cards is cards
     assert callable(results.table) and callable(results.load)
     assert all(hasattr(results, n) for n in results.__all__)
+
+
+def test_the_table_shows_the_measured_peak_share_and_the_accuracy_cost_below_it():
+    cost = {
+        "reference": "fp32 eager",
+        "images": 256,
+        "max_abs_diff": 0.0026,
+        "max_rel_diff": 0.0076,
+        "top1_agreement": 1.0,
+        "top1_classes": 1,
+        "centred_top1_agreement": 0.9,
+    }
+    bf16 = measured(precision="bf16", measured_peak_share=0.4, accuracy=cost)
+    above = measured(
+        mode="compile",
+        measured_peak_share=1.2,
+        above_measured_peak=True,
+        measured_peak_note="above the measured fp32 matrix-multiply peak: a timing error",
+    )
+    lines = results.table([bf16, above]).split("\n")
+    assert lines[2].split()[:5] + lines[2].split()[-3:] == [
+        *("torch", "eager", "throughput", "8", "bf16"),
+        *("40.0%", "500", "yes"),
+    ]
+    assert lines[3].split()[-4:] == ["120.0%", "(!)", "500", "yes"]
+    assert lines[5:] == [
+        "flags:",
+        "  torch compile throughput: above the measured fp32 matrix-multiply peak: a timing error",
+        "",
+        "accuracy against fp32:",
+        (
+            "  torch eager throughput bf16: largest logit difference 0.0026 (0.8% of the largest "
+            "fp32 logit), top-1 agreement 100% on 256 synthetic images (1 top class(es) in fp32; "
+            "on the image-dependent part of the logits 90%)"
+        ),
+    ]

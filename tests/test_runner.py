@@ -226,6 +226,24 @@ def check_measured(records, plan, framework):
         assert r["recipe"] == (recipe.TRAIN.as_dict() if r["task"] == "train" else None)
         spec = frameworks.spec(framework)
         assert (r["export_s"] is not None) == (spec.exported_from is not None)
+        check_measured_peak(r, threads)
+
+
+def check_measured_peak(r, threads):
+    """The run measured the peaks first (or found them cached): each record carries the share
+    of the measured peak at its precision and threads, or says why there is none."""
+    peak = runner.cached_peaks(threads)[r["precision"]]
+    if not peak.measured:
+        assert r["measured_peak_share"] is None and r["measured_peak_note"] == peak.note
+        return
+    assert r["measured_peak"]["gflops"] == peak.gflops and r["measured_peak"]["threads"] == threads
+    training = r["task"] == "train"
+    best = peak.images_per_s_at(r["image_size"], training=training)
+    assert r["measured_peak_images_per_s"] == pytest.approx(best)
+    assert r["measured_peak_share"] == pytest.approx(r["images_per_s"] / best)
+    assert r["above_measured_peak"] == (r["measured_peak_share"] > 1)
+    assert bool(r["measured_peak_note"]) == r["above_measured_peak"]
+    assert r["accuracy"] is None  # fp32
 
 
 def run_plan(tmp_path, framework, modes, tasks):
@@ -263,6 +281,54 @@ def test_every_mode_of_each_framework_in_real_subprocesses(tmp_path, framework):
     check_measured(records, plan, framework)
     if framework == "onnxruntime":  # a cold cache: the cell exported the model itself
         assert records[0]["export_s"] > 0
+
+
+def test_low_precision_cells_carry_their_peak_share_and_accuracy_cost(tmp_path, monkeypatch):
+    """int8 through every framework and bf16 through PyTorch's eager mode, from an empty peak
+    cache: the run measures the peaks first; a low-precision record stands against the peak of
+    its own precision and carries its accuracy cost; an int8 cell of a framework without an
+    int8 path is recorded unsupported with the reason."""
+    require("torch")
+    require("onnxruntime")
+    monkeypatch.setenv(hardware.CACHE_ENV, str(tmp_path / "cache"))
+    threads = hardware.default_threads()
+    assert runner.cached_peaks(threads) is None
+    plan = runner.Plan.build(
+        ["torch", "onnxruntime"],
+        ["eager", "ort"],
+        ["throughput"],
+        precisions=["int8", "bf16"],
+        profile=SMOKE,
+    )
+    res = runner.run(plan, tmp_path / "r.jsonl", progress=False)
+    found = runner.cached_peaks(threads)
+    assert found is not None and found.source.startswith(str(tmp_path / "cache"))
+    by = {(r["framework"], r["precision"]): r for r in res.records}
+    assert by["torch", "int8"]["unsupported"] and "torchao" in by["torch", "int8"]["error"]
+    assert (
+        by["onnxruntime", "bf16"]["unsupported"]
+        and "bfloat16" in by["onnxruntime", "bf16"]["error"]
+    )
+    for key in (("torch", "bf16"), ("onnxruntime", "int8")):
+        r = by[key]
+        assert r["status"] == "ok", r["error"]
+        assert results.problems(r) == []
+        peak = found[r["precision"]]
+        if peak.measured:
+            assert r["measured_peak"]["gflops"] == peak.gflops
+            assert r["measured_peak_share"] == pytest.approx(
+                r["images_per_s"] / peak.images_per_s_at(r["image_size"])
+            )
+        else:  # a CPU without that unit: no peak, and the record says why
+            assert r["measured_peak_share"] is None and "not measured" in r["measured_peak_note"]
+        cost = r["accuracy"]
+        assert (
+            cost["images"] >= 256
+            and 0 <= cost["top1_agreement"] <= 1
+            and "fp32" in cost["reference"]
+        )
+        assert cost["max_abs_diff"] > 0
+    assert "quantize_static" in by["onnxruntime", "int8"]["notes"]
 
 
 def test_gpu_cells_pass_the_device_through(tmp_path):

@@ -30,7 +30,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from types import ModuleType
 
-from .. import _pins
+from .. import _pins, hardware
 from ..util import proc
 from .contract import (
     Adapter,
@@ -40,6 +40,7 @@ from .contract import (
     FrameworkSpec,
     Launch,
     ModelBencher,
+    PeakProbe,
     Served,
     Serving,
     Trainer,
@@ -58,6 +59,7 @@ __all__ = [
     "FrameworkUnavailable",
     "Launch",
     "ModelBencher",
+    "PeakProbe",
     "Served",
     "Serving",
     "Trainer",
@@ -69,6 +71,7 @@ __all__ = [
     "get",
     "import_order",
     "launch_module",
+    "peak_probes",
     "probe_all",
     "serving",
     "spec",
@@ -333,3 +336,14 @@ def serving(name: str) -> ModuleType:
         raise ValueError(f"the lab does not serve {s.display} models; it serves {served}")
     get(name)
     return importlib.import_module(s.serving_module)
+
+
+def peak_probes() -> list[hardware.Probe]:
+    """The matrix-multiply probes of the installed frameworks that have one (spec
+    ``peak_precisions``), in registry order, each with its framework's version (a new version
+    is measured anew: :mod:`labkit.hardware.measured`). Imports no framework."""
+    return [
+        hardware.Probe(s.peak_module, s.peak_precisions, ((s.import_name, version),))
+        for s in specs()
+        if s.peak_module and (version := installed_version(s.import_name))
+    ]

@@ -42,6 +42,7 @@ __all__ = [
     "FrameworkSpec",
     "Launch",
     "ModelBencher",
+    "PeakProbe",
     "Prepared",
     "Served",
     "Serving",
@@ -51,7 +52,9 @@ __all__ = [
 
 #: the benchmark tasks: one-image inference, batched inference, a training step
 TASKS: tuple[str, ...] = ("latency", "throughput", "train")
-PRECISIONS: tuple[str, ...] = ("fp32", "bf16")
+#: the arithmetic of a cell: float32; bfloat16 (autocast, a mixed-precision policy); int8
+#: (static quantisation). A framework offers those of its spec's ``precisions``.
+PRECISIONS: tuple[str, ...] = ("fp32", "bf16", "int8")
 DEVICES: tuple[str, ...] = ("cpu", "gpu")
 
 
@@ -72,6 +75,9 @@ class Prepared:
     #: training only: the hyper-parameters the framework applied, read back from its optimizer
     #: objects (compare with :data:`labkit.recipe.TRAIN`)
     recipe: dict | None = None
+    #: low-precision inference only: called once after timing, it returns the accuracy cost
+    #: against the framework's fp32 model (:func:`labkit.frameworks._kit.accuracy.cost`)
+    accuracy: Callable[[], dict] | None = None
 
 
 @dataclass(frozen=True)
@@ -85,6 +91,12 @@ class FrameworkSpec:
     eager: str | None  #: the eager mode; None for a runtime of exported graphs only
     color: str  #: its colour in every figure
     tasks: tuple[str, ...] = TASKS  #: the benchmark tasks its adapter offers
+    #: the precisions its adapter's ``prepare`` offers (a device may still refuse one, saying
+    #: why); the others of :data:`PRECISIONS` raise :class:`Unsupported` with the reason
+    precisions: tuple[str, ...] = ("fp32", "bf16")
+    #: the precisions whose matrix-multiply rate its ``peak`` module measures with the
+    #: framework's own kernels (:class:`PeakProbe`); empty when it has none
+    peak_precisions: tuple[str, ...] = ()
     #: deployment formats the lab writes with it (keys of labkit.lessons.deploy.FORMATS), the
     #: one that ``adapter.export`` writes first
     formats: tuple[str, ...] = ()
@@ -125,6 +137,9 @@ class FrameworkSpec:
         unknown = [t for t in self.tasks if t not in TASKS]
         if unknown:
             raise ValueError(f"framework spec {self.name!r}: unknown tasks {unknown}")
+        unknown = [p for p in (*self.precisions, *self.peak_precisions) if p not in PRECISIONS]
+        if unknown:
+            raise ValueError(f"framework spec {self.name!r}: unknown precisions {unknown}")
 
     @property
     def graph_modes(self) -> tuple[str, ...]:
@@ -160,6 +175,11 @@ class FrameworkSpec:
         """The module that loads its serving modes (a :class:`Serving`), None without
         ``serve_modes``."""
         return f"labkit.frameworks.{self.name}.serving" if self.serve_modes else None
+
+    def peak_module(self) -> str | None:
+        """The module that measures its matrix-multiply rates (run with ``python -m``), None
+        without ``peak_precisions``."""
+        return f"labkit.frameworks.{self.name}.peak" if self.peak_precisions else None
 
     @property
     def launch_module(self) -> str | None:
@@ -360,6 +380,31 @@ class Serving(Protocol):
     def load(self, weights: dict[str, np.ndarray], mode: str, directory: str | Path) -> Served:
         """The model of serving ``mode`` holding ``weights``, in eval mode; an export goes under
         ``directory`` (the caller's to delete). ``ValueError`` names an unknown mode."""
+
+
+@runtime_checkable
+class PeakProbe(Protocol):
+    """The module ``labkit/frameworks/<name>/peak.py`` of a framework with ``peak_precisions``:
+    the attainable matrix-multiply rate with the framework's own kernels.
+
+    Run as ``python -m labkit.frameworks.<name>.peak --threads N --precisions fp32,int8
+    --seconds S`` (:mod:`labkit.hardware.measured` starts it and reads the one JSON line it
+    prints: :func:`labkit.frameworks._kit.peak.main`); each kernel is a large square GEMM sized
+    to take a few hundredths of a second per call, timed for about ``S`` seconds.
+    """
+
+    #: the kernels it times per precision, in words (the fast paths of the library)
+    KERNELS: dict[str, tuple[str, ...]]
+
+    def versions(self) -> dict[str, str]:
+        """The versions of the libraries whose kernels it times."""
+
+    def set_threads(self, n: int) -> None:
+        """Use ``n`` intra-op threads (the lab's thread policy)."""
+
+    def kernels(self, precision: str) -> list[tuple[str, bool, Callable[[int], Callable]]]:
+        """``(kernel, prepacked, make)`` per kernel at ``precision``: ``make(n)`` builds an
+        ``n x n x n`` GEMM and returns the call to time (it computes ``2 n^3`` operations)."""
 
 
 #: one process to start: its command line and what it gets on top of the launcher's environment

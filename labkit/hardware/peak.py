@@ -83,6 +83,9 @@ class PerCycle:
     flops: float
     how: str
     caveat: str = ""  # why a figure might honestly beat this rate
+    #: the CPU has arithmetic of its own for this precision (False: it computes at a fallback
+    #: rate, e.g. bf16 through fp32 units, so there is no low-precision unit to measure)
+    native: bool = True
 
 
 def _x86_fp32(flags: set[str], vendor: str, family: int) -> PerCycle:
@@ -110,13 +113,15 @@ def _x86(flags: set[str], vendor: str, family: int) -> dict[str, PerCycle]:
     elif "avx512_bf16" in flags:
         bf16 = PerCycle(2 * f, "AVX-512 BF16 dot products: 2x the fp32 rate")
     else:
-        bf16 = PerCycle(f, "no bf16 arithmetic: computed at the fp32 rate")
+        bf16 = PerCycle(f, "no bf16 arithmetic: computed at the fp32 rate", native=False)
     if {"amx_int8", "amx_tile"} <= flags:
         int8 = PerCycle(2048, "AMX tiles: 2048 int8 op/cycle")
     elif "avx512_vnni" in flags or "avx_vnni" in flags:
         int8 = PerCycle(4 * f, "VNNI dot products: 4x the fp32 rate")
     else:
-        int8 = PerCycle(2 * f, "no VNNI: 8-bit multiply-adds at most 2x the fp32 rate")
+        int8 = PerCycle(
+            2 * f, "no VNNI: 8-bit multiply-adds at most 2x the fp32 rate", native=False
+        )
     return {"fp32": fp32, "bf16": bf16, "int8": int8}
 
 
@@ -134,14 +139,16 @@ def _arm(flags: set[str], implementer: str, part: str) -> dict[str, PerCycle]:
     bf16 = (
         PerCycle(4 * f, "BF16 matrix multiply-accumulate (BFMMLA): up to 4x the fp32 rate", caveat)
         if "bf16" in flags
-        else PerCycle(f, "no bf16 arithmetic: computed at the fp32 rate", caveat)
+        else PerCycle(f, "no bf16 arithmetic: computed at the fp32 rate", caveat, native=False)
     )
     if "i8mm" in flags:
         int8 = PerCycle(8 * f, "int8 matrix multiply-accumulate (SMMLA): 8x the fp32 rate", caveat)
     elif "asimddp" in flags:
         int8 = PerCycle(4 * f, "int8 dot products (SDOT): 4x the fp32 rate", caveat)
     else:
-        int8 = PerCycle(2 * f, "no int8 dot products: at most 2x the fp32 rate", caveat)
+        int8 = PerCycle(
+            2 * f, "no int8 dot products: at most 2x the fp32 rate", caveat, native=False
+        )
     return {"fp32": fp32, "bf16": bf16, "int8": int8}
 
 
@@ -160,7 +167,7 @@ def _apple(mac: dict[str, str]) -> dict[str, PerCycle]:
         "Apple's matrix coprocessor (used by the Accelerate framework) is not counted and can "
         "beat the NEON rate"
     )
-    return {p: PerCycle(c.flops, c.how, amx) for p, c in out.items()}
+    return {p: PerCycle(c.flops, c.how, amx, c.native) for p, c in out.items()}
 
 
 def per_cycle(root: str | os.PathLike = ROOT) -> dict[str, PerCycle]:
@@ -178,7 +185,9 @@ def per_cycle(root: str | os.PathLike = ROOT) -> dict[str, PerCycle]:
     machine = platform.machine().lower() if str(root) == ROOT else ""
     if machine in ("arm64", "aarch64"):
         return _arm(set(), "", "")
-    unknown = PerCycle(math.nan, "unknown: no /proc/cpuinfo or sysctl data to read the ISA from")
+    unknown = PerCycle(
+        math.nan, "unknown: no /proc/cpuinfo or sysctl data to read the ISA from", native=False
+    )
     return dict.fromkeys(CEILING_PRECISIONS, unknown)
 
 

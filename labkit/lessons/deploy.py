@@ -21,7 +21,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..util.numeric import max_rel_diff
+from ..util.numeric import max_rel_diff, top1_agreement
 
 __all__ = [
     "FORMATS",
@@ -164,7 +164,7 @@ def agreement(reference: np.ndarray, other: np.ndarray) -> Agreement:
         raise ValueError(f"no logits to compare: the batch is empty, shape {reference.shape}")
     return Agreement(
         max_rel_diff(other, reference),
-        float(np.mean(reference.argmax(1) == other.argmax(1))),
+        top1_agreement(reference, other),
         reference.shape[0],
     )
 
@@ -186,7 +186,9 @@ def record(
     """A results record for a :class:`labkit.bench.Measurement` taken in this process.
 
     Judged like a runner record (its validity verdict from the measurement) and compared with
-    the ceiling of its precision (int8 for ``int8-...``). ``threads`` is what the framework
+    the ceiling of its precision (int8 for ``int8-...``): the estimate, and the measured peak
+    at the framework's intra-op threads where one is cached (:func:`labkit.runner.measured_peaks`
+    measures it). ``threads`` is what the framework
     reports (an adapter's ``threads()``), unknown when not given; ``cache`` is ``"warm"`` by
     default, since a notebook's process keeps whatever it compiled or exported before.
     ``model`` names the network (:func:`labkit.resnet.model_id`: a narrower ResNet-50 is another
@@ -214,7 +216,7 @@ def record(
         cache=cache,
         **m.as_dict(),
         peak_rss_mb=bench.peak_rss_mb(),
-        **ceiling_fields(m.images_per_s, cell),
+        **ceiling_fields(m.images_per_s, cell, (threads or {}).get("intra")),
         notes=(notes + "; " if notes else "") + "timed in the notebook's process",
         threads=threads or {"intra": None, "inter": None},
         profile=prof.name,

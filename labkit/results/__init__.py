@@ -36,8 +36,9 @@ against version 1's fields and then read with the fields it lacks filled in (:fu
 threads were not recorded); ``cache`` "unknown"; ``export_s``, ``recipe`` and ``others_cpus``
 null; ``above_ceiling`` true when its ``ceiling_share`` exceeded 1 (the ceiling of that time);
 ``valid`` and ``invalid_reasons`` judged by today's rules from its raw times, its profile's
-minimums and the load average it recorded when it started. A record written before the
-serving fields existed (:data:`OPTIONAL`) reads them as null.
+minimums and the load average it recorded when it started. A schema-2 record written before
+a field of :data:`ADDED_IN_2` existed (``number_per_run``, the serving fields, the measured
+peak's, ``accuracy``) reads it as that dict gives.
 
 One pairing (:func:`pair`, :func:`baseline_pairs`), one ratio with a bootstrap confidence
 interval from the raw times (:func:`ratio`) and one break-even (:func:`break_even`) serve the
@@ -71,6 +72,7 @@ from .query import (
     valid,
 )
 from .schema import (
+    ADDED_IN_2,
     CACHE_STATES,
     CONTEXT,
     DEFAULT_MODEL,
@@ -78,11 +80,9 @@ from .schema import (
     FIELDS,
     FIELDS_V1,
     KEY,
-    LATER_IN_2,
     MEASURED,
     NEW_IN_2,
     NON_NEGATIVE,
-    OPTIONAL,
     POSITIVE,
     SCHEMA_VERSION,
     SERVE_KEY,
@@ -105,9 +105,10 @@ from .store import (
     repair_tail,
     truncated_tail,
 )
-from .summary import flags, summary_rows, table
+from .summary import accuracy_text, flags, summary_rows, table
 
 __all__ = [
+    "ADDED_IN_2",
     "BASELINE",
     "CACHE_STATES",
     "CONFIDENCE",
@@ -118,11 +119,9 @@ __all__ = [
     "FIELDS",
     "FIELDS_V1",
     "KEY",
-    "LATER_IN_2",
     "MEASURED",
     "NEW_IN_2",
     "NON_NEGATIVE",
-    "OPTIONAL",
     "POSITIVE",
     "RESAMPLES",
     "SCHEMA_VERSION",
@@ -131,6 +130,7 @@ __all__ = [
     "BreakEven",
     "Estimate",
     "UnregisteredFramework",
+    "accuracy_text",
     "append",
     "baseline_pairs",
     "best",

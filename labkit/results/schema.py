@@ -2,11 +2,11 @@
 
 :data:`FIELDS` documents each field (its accepted types and meaning); :func:`problems` and
 :func:`validate` check a record against the schema of its version, :func:`judge` gives its
-validity verdict from its own fields, :func:`upgrade` reads a schema-1 record in today's shape,
-and :func:`make` builds a complete, validated record. The fields of a serving record (one load
+validity verdict from its own fields, :func:`upgrade` reads a schema-1 record (or a schema-2
+record written before the fields of :data:`ADDED_IN_2` existed) in today's shape, and
+:func:`make` builds a complete, validated record. The fields of a serving record (one load
 step against an inference server) and its verdict are :mod:`labkit.results.serving`'s: they
-are in :data:`FIELDS` too, null in other records, and a record written before they existed
-reads them as null (:data:`OPTIONAL`). Nothing here reads or writes a file (see
+are in :data:`FIELDS` too, null in other records. Nothing here reads or writes a file (see
 :mod:`labkit.results.store`).
 """
 
@@ -20,6 +20,7 @@ from ..frameworks import NAMES
 from . import serving
 
 __all__ = [
+    "ADDED_IN_2",
     "CACHE_STATES",
     "CONTEXT",
     "DEFAULTS",
@@ -27,11 +28,9 @@ __all__ = [
     "FIELDS",
     "FIELDS_V1",
     "KEY",
-    "LATER_IN_2",
     "MEASURED",
     "NEW_IN_2",
     "NON_NEGATIVE",
-    "OPTIONAL",
     "POSITIVE",
     "SCHEMA_VERSION",
     "SERVE_KEY",
@@ -51,9 +50,6 @@ SCHEMA_VERSION = 2
 DEFAULT_MODEL = "resnet50"
 #: what a record without these fields (written before they existed, or by hand) reads as
 DEFAULTS: dict[str, object] = {"model": DEFAULT_MODEL, "input_shape": ""}
-#: fields a schema-2 record written before they existed lacks, and what it reads as then
-#: (filled in on loading by :func:`upgrade`; a record that has one is checked as any field)
-LATER_IN_2: dict[str, object] = {"number_per_run": 1}
 CACHE_STATES: tuple[str, ...] = ("cold", "warm", "unknown")
 
 _NUM = (int, float)
@@ -93,7 +89,10 @@ FIELDS: dict[str, tuple[tuple[type, ...], str]] = {
         ),
     ),
     "batch_size": ((int,), "images per call (serve: the server's largest batch)"),
-    "precision": ((str,), "fp32 | bf16 (in-process deployment records also int8-...)"),
+    "precision": (
+        (str,),
+        ("fp32 | bf16 | int8 (in-process deployment records also int8-dynamic, int8-static)"),
+    ),
     "image_size": (
         (int,),
         "input side in pixels (square RGB images); 0 for another model (see input_shape)",
@@ -146,6 +145,49 @@ FIELDS: dict[str, tuple[tuple[type, ...], str]] = {
     "ceiling_share": (_OPT_NUM, "images_per_s / ceiling_images_per_s (null without a ceiling)"),
     "above_ceiling": ((bool,), "images_per_s above the estimated ceiling: flagged, not an error"),
     "ceiling_note": ((str,), "when above the ceiling: its likely cause, in words; else ''"),
+    "measured_peak": (
+        (dict, _NONE),
+        (
+            "the matrix-multiply peak this machine attained at this precision and thread count "
+            "with the frameworks' own kernels (labkit.hardware.measured): {gflops, iqr_gflops, "
+            "threads, kernel, measured_at, others_cpus (CPUs other processes kept busy meanwhile)}; null on a GPU, without a ResNet-50 FLOP count, or "
+            "where it was not measured (measured_peak_note says why)"
+        ),
+    ),
+    "measured_peak_images_per_s": (
+        _OPT_NUM,
+        "ResNet-50 images/s at this size and task if it ran at the measured peak (null: none)",
+    ),
+    "measured_peak_share": (
+        _OPT_NUM,
+        (
+            "images_per_s / measured_peak_images_per_s: how close the cell came to what the "
+            "machine attains at its precision (null without a measured peak)"
+        ),
+    ),
+    "above_measured_peak": (
+        (bool,),
+        (
+            "images_per_s above the measured peak: at fp32 almost surely a timing error, at "
+            "bf16/int8 possibly a better kernel than the plain GEMM (measured_peak_note)"
+        ),
+    ),
+    "measured_peak_note": (
+        (str,),
+        "above the measured peak: its likely cause; without one: why there is none; else ''",
+    ),
+    "accuracy": (
+        (dict, _NONE),
+        (
+            "low-precision inference: its cost against the same framework's fp32 model on a "
+            "few hundred synthetic images: {reference, images, max_abs_diff (largest logit "
+            "difference), max_rel_diff (that over the largest fp32 logit), top1_agreement "
+            "(share of images with the same top class), top1_classes (distinct top classes "
+            "of fp32: with random weights most images share one, a weak test), "
+            "centred_top1_agreement (the same on the logits minus each class's mean over the "
+            "images)} (labkit.frameworks._kit.accuracy), or {error}; null for fp32 and training"
+        ),
+    ),
     "repeats": (_OPT_NUM, "timed samples (each one call, or a block of number_per_run calls)"),
     "warmup": (_OPT_NUM, "untimed calls after the first call"),
     "times_s": (
@@ -204,8 +246,6 @@ FIELDS: dict[str, tuple[tuple[type, ...], str]] = {
     "timestamp": ((str,), "when the cell finished, ISO 8601 UTC"),
     **serving.SERVE_FIELDS,
 }
-#: fields a record may lack (written before they existed): it reads them as null
-OPTIONAL: tuple[str, ...] = tuple(serving.SERVE_FIELDS)
 #: fields schema 1 did not have (filled in by :func:`upgrade`)
 NEW_IN_2: tuple[str, ...] = (
     "number_per_run",
@@ -220,6 +260,18 @@ NEW_IN_2: tuple[str, ...] = (
     "recipe",
     "others_cpus",
 )
+#: fields added to schema 2 after its first records were written, with what a record without
+#: them reads as (:func:`upgrade` fills them in; a labkit that predates them ignores them)
+ADDED_IN_2: dict[str, object] = {
+    "number_per_run": 1,
+    **dict.fromkeys(serving.SERVE_FIELDS),
+    "measured_peak": None,
+    "measured_peak_images_per_s": None,
+    "measured_peak_share": None,
+    "above_measured_peak": False,
+    "measured_peak_note": "",
+    "accuracy": None,
+}
 #: fields that must be numbers (not null) in an ``ok`` record
 MEASURED = ("first_call_s", "median_s", "iqr_s", "p90_s", "images_per_s", "peak_rss_mb", "repeats")
 #: the fields that identify a cell (two records with the same key measured the same thing)
@@ -266,8 +318,7 @@ def custom(record: dict) -> bool:
 
 
 def _type_problems(record: dict, fields: dict) -> list[str]:
-    later = (*LATER_IN_2, *OPTIONAL)
-    out = [f"missing field {f!r}" for f in fields if f not in record and f not in later]
+    out = [f"missing field {f!r}" for f in fields if f not in record]
     for f, (types, _) in fields.items():
         v = record.get(f)
         if f in record and not isinstance(v, types) or (isinstance(v, bool) and bool not in types):
@@ -333,7 +384,7 @@ def newer_schema(record: object) -> int | float | None:
 
 #: schema 1's fields: today's minus the new ones, with ``threads`` a number
 FIELDS_V1: dict[str, tuple[tuple[type, ...], str]] = {
-    **{f: v for f, v in FIELDS.items() if f not in NEW_IN_2},
+    **{f: v for f, v in FIELDS.items() if f not in NEW_IN_2 and f not in ADDED_IN_2},
     "threads": ((int,), "intra-op threads given to the framework"),
 }
 
@@ -344,7 +395,8 @@ def problems(record: object) -> list[str]:
         return [f"expected a JSON object, got {type(record).__name__}"]
     if record.get("schema") == 1 and "valid" not in record:  # a version-1 line, as written
         return _type_problems(record, FIELDS_V1) + _status_problems(record) + _time_problems(record)
-    out = _type_problems(record, FIELDS) + _status_problems(record) + _time_problems(record)
+    fields = {f: v for f, v in FIELDS.items() if f in record or f not in ADDED_IN_2}
+    out = _type_problems(record, fields) + _status_problems(record) + _time_problems(record)
     if record.get("cache") not in CACHE_STATES and "cache" in record:
         out.append(f"cache must be one of {', '.join(CACHE_STATES)}, got {record['cache']!r}")
     if isinstance(record.get("valid"), bool):
@@ -401,21 +453,18 @@ def judge(record: dict) -> list[str]:
 
 
 def upgrade(record: dict) -> dict:
-    """A record in today's shape: the :data:`OPTIONAL` fields it lacks read as null; a schema-1
-    record with the fields it lacks filled in (see the module's docstring), a schema-2 record with
-    the fields of :data:`LATER_IN_2` it lacks; a current, complete record unchanged."""
-    missing = [f for f in OPTIONAL if f not in record]
-    if missing:
-        record = {**record, **dict.fromkeys(missing)}
+    """A record in today's shape: a schema-1 record with the fields it lacks filled in (see the
+    module's docstring), a schema-2 record with those of :data:`ADDED_IN_2` it lacks; a current
+    record unchanged."""
     if record.get("schema") != 1 or "valid" in record:
-        missing = {k: v for k, v in LATER_IN_2.items() if k not in record}
+        missing = {f: v for f, v in ADDED_IN_2.items() if f not in record}
         return {**record, **missing} if missing else record
     share = record.get("ceiling_share")
     above = isinstance(share, _NUM) and share > 1
     out = {
         **record,
         **DEFAULTS,
-        **LATER_IN_2,
+        **ADDED_IN_2,
         "threads": {"intra": record.get("threads"), "inter": None},
         "cache": "unknown",
         "export_s": None,
@@ -442,7 +491,7 @@ def make(**fields) -> dict:
     record.update(
         schema=SCHEMA_VERSION,
         **DEFAULTS,
-        **LATER_IN_2,
+        **ADDED_IN_2,
         notes="",
         log="",
         versions={},

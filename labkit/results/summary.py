@@ -14,7 +14,7 @@ from ..frameworks.contract import TASKS
 from .query import is_valid, latest
 from .schema import DEFAULT_MODEL, model_name
 
-__all__ = ["flags", "summary_rows", "table"]
+__all__ = ["accuracy_text", "flags", "summary_rows", "table"]
 
 #: the columns of :func:`table` after the cell's own (framework, mode, ...)
 _FIGURE_COLUMNS = (
@@ -24,6 +24,7 @@ _FIGURE_COLUMNS = (
     "p90 ms",
     "first s",
     "ceiling",
+    "peak",
     "RSS MB",
     "valid",
 )
@@ -31,7 +32,7 @@ _FIGURE_COLUMNS = (
 
 def flags(record: dict) -> list[str]:
     """What a reader must know before trusting a record: why it is invalid, and the
-    above-ceiling note (empty for a valid record within its ceiling)."""
+    above-ceiling and above-measured-peak notes (empty for a valid record within both)."""
     out = [] if is_valid(record) else list(record.get("invalid_reasons") or ["no validity verdict"])
     above = record.get("above_ceiling")
     if above is None:  # a record that predates the flag: its recorded share says it
@@ -39,7 +40,28 @@ def flags(record: dict) -> list[str]:
         above = isinstance(share, int | float) and share > 1.0
     if above:
         out.append(record.get("ceiling_note") or "above the estimated compute ceiling")
+    if record.get("above_measured_peak"):
+        out.append(record.get("measured_peak_note") or "above the measured peak")
     return list(dict.fromkeys(out))
+
+
+def accuracy_text(accuracy: dict | None) -> str:
+    """A record's accuracy cost in words ("" without one)."""
+    if not accuracy:
+        return ""
+    if accuracy.get("error"):
+        return f"accuracy not measured: {accuracy['error']}"
+    text = (
+        f"largest logit difference {accuracy['max_abs_diff']:.2g} ({accuracy['max_rel_diff']:.1%}"
+        f" of the largest fp32 logit), top-1 agreement {accuracy['top1_agreement']:.0%} on "
+        f"{accuracy['images']} synthetic images"
+    )
+    if "centred_top1_agreement" in accuracy:
+        text += (
+            f" ({accuracy['top1_classes']} top class(es) in fp32; on the image-dependent part "
+            f"of the logits {accuracy['centred_top1_agreement']:.0%})"
+        )
+    return text
 
 
 def summary_rows(records: Iterable[dict]) -> list[dict]:
@@ -73,6 +95,9 @@ def _summary_row(r: dict) -> dict:
         "cache": r.get("cache", "unknown"),
         "ceiling_share": r["ceiling_share"] if ok_ else None,
         "above_ceiling": bool(r.get("above_ceiling")),
+        "measured_peak_share": r.get("measured_peak_share") if ok_ else None,
+        "above_measured_peak": bool(r.get("above_measured_peak")),
+        "accuracy": r.get("accuracy") if ok_ else None,
         "peak_rss_mb": r["peak_rss_mb"] if ok_ else None,
         "threads": r.get("threads"),
         "error": r["error"] or "",
@@ -99,17 +124,19 @@ def _row_order():
     )
 
 
-def _ceiling_text(r: dict) -> str:
-    if r["ceiling_share"] is None:
+def _share_text(share: float | None, above: bool) -> str:
+    if share is None:
         return "-"
-    return f"{r['ceiling_share']:.1%}" + (" (!)" if r["above_ceiling"] else "")
+    return f"{share:.1%}" + (" (!)" if above else "")
 
 
 def table(records: Iterable[dict]) -> str:
     """A plain-text table of :func:`summary_rows` (what ``python -m labkit report`` prints).
 
-    ``valid`` says whether a measured cell passed its validity verdict; the reasons, and the
-    likely cause of a figure above the ceiling (marked ``(!)``), follow the table. Records of a
+    ``valid`` says whether a measured cell passed its validity verdict; ``ceiling`` is the share
+    of the spec-sheet estimate, ``peak`` that of the measured matrix-multiply peak at the
+    record's precision. The reasons, the likely cause of a figure above either (marked
+    ``(!)``) and the accuracy cost of each low-precision record follow the table. Records of a
     learner's model (``labkit.explore.bench``) add a ``model`` column, and their ``size`` is the
     input shape.
     """
@@ -117,15 +144,21 @@ def table(records: Iterable[dict]) -> str:
     models = any(r["model"] != DEFAULT_MODEL for r in rows)
     lead = ("model",) * models + ("framework", "mode", "task", "batch", "prec", "size", "dev")
     n = len(lead)
-    lines, notes = [], []
+    lines, notes, costs = [], [], []
     for r in rows:
         cells = _cells(r, models)
         if r["status"] == "ok" and r["flags"]:
             notes.append(f"{' '.join(cells[: n - 4])}: " + "; ".join(r["flags"]))
+        if r["accuracy"]:
+            costs.append(
+                f"{' '.join(cells[: n - 4])} {r['precision']}: " + accuracy_text(r["accuracy"])
+            )
         lines.append(cells)
     out = _aligned(lead + _FIGURE_COLUMNS, n, lines)
     if notes:
         out += ["", "flags:"] + [f"  {n}" for n in notes]
+    if costs:
+        out += ["", "accuracy against fp32:"] + [f"  {c}" for c in costs]
     return "\n".join(out)
 
 
@@ -149,7 +182,8 @@ def _cells(r: dict, models: bool) -> list[str]:
         f"{r['iqr_ms']:.1f}",
         f"{r['p90_ms']:.1f}",
         f"{r['first_call_s']:.2f}",
-        _ceiling_text(r),
+        _share_text(r["ceiling_share"], r["above_ceiling"]),
+        _share_text(r["measured_peak_share"], r["above_measured_peak"]),
         f"{r['peak_rss_mb']:.0f}",
         "yes" if r["valid"] else "NO",
     ]

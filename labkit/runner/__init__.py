@@ -15,6 +15,7 @@ records as they arrive. The rooms: :mod:`~labkit.runner.plan` (cells, plans, the
 workloads), :mod:`~labkit.runner.inputs` (a learner's model spec and its inputs),
 :mod:`~labkit.runner.cell` (the child: measuring one cell, the test faults),
 :mod:`~labkit.runner.process` (the child's process, environment, caches and signals),
+:mod:`~labkit.runner.peaks` (the measured matrix-multiply peaks every record is compared with),
 :mod:`~labkit.runner.duration` (the forecast), :mod:`~labkit.runner.loop` (the run) and
 :mod:`~labkit.runner.live`. Not for: the timing itself (:mod:`labkit.bench`), the record format
 and reading results (:mod:`labkit.results`), or asking a learner's model whether its graphs
@@ -34,6 +35,7 @@ from .duration import (
 )
 from .live import LiveTable
 from .loop import RunResult, check_out, done_keys, run
+from .peaks import cached_peaks, measured_peaks
 from .plan import Cell, Plan, mode_names, resolve_modes
 from .process import (
     RECORDED_ENV,
@@ -62,6 +64,7 @@ __all__ = [
     "Plan",
     "RunResult",
     "cache_env",
+    "cached_peaks",
     "ceiling_fields",
     "cell_env",
     "check_cache",
@@ -72,6 +75,7 @@ __all__ = [
     "inputs",
     "live",
     "measure_cell",
+    "measured_peaks",
     "minutes",
     "mode_names",
     "resolve_modes",

@@ -33,6 +33,7 @@ from .. import bench, hardware, profiles
 from .. import frameworks as fw_registry
 from ..frameworks.contract import Unsupported
 from ..util import jsonio, proc
+from .peaks import cached_peaks
 from .plan import Cell
 
 __all__ = ["FAULTS", "FAULT_ENV", "LOG_TAIL_CHARS", "ceiling_fields", "main", "measure_cell"]
@@ -138,7 +139,8 @@ def measure_cell(cell: Cell, threads: int, memory_limit_mb: float | None = None)
             notes=prepared.notes,
             recipe=prepared.recipe,
         )
-        out.update(ceiling_fields(m.images_per_s, cell))
+        out.update(ceiling_fields(m.images_per_s, cell, threads))
+        out["accuracy"] = _accuracy(prepared)
     except Unsupported as exc:
         out["error"] = f"unsupported: {exc}"
     except MemoryError:
@@ -155,29 +157,80 @@ def measure_cell(cell: Cell, threads: int, memory_limit_mb: float | None = None)
     return out
 
 
-def ceiling_fields(images_per_s: float, cell: Cell) -> dict:
-    """``ceiling_images_per_s``, ``ceiling_share``, ``above_ceiling`` and ``ceiling_note`` of a
-    measured cell: its figure against this machine's ceiling at its precision (the CPU only, and
-    a workload whose FLOP count is known; null where the ceiling is unknown)."""
-    none = {
+def _accuracy(prepared) -> dict | None:
+    """The accuracy cost of a low-precision step (after its timing), or why it is missing."""
+    if prepared.accuracy is None:
+        return None
+    try:
+        return prepared.accuracy()
+    except Exception as exc:  # noqa: BLE001 - the timing stands; the record says what failed
+        return {"error": f"{type(exc).__name__}: {exc}".strip()[:LOG_TAIL_CHARS]}
+
+
+def ceiling_fields(images_per_s: float, cell: Cell, threads: int | None = None) -> dict:
+    """A measured cell's figure against this machine, at its precision (the CPU only, and a
+    workload whose FLOP count is known):
+
+    - the spec-sheet estimate: ``ceiling_images_per_s``, ``ceiling_share``, ``above_ceiling``,
+      ``ceiling_note`` (null where the estimate is unknown);
+    - the measured matrix-multiply peak with ``threads`` threads (default: the lab's count),
+      read from the cache (:func:`labkit.runner.peaks.cached_peaks`): ``measured_peak``,
+      ``measured_peak_images_per_s``, ``measured_peak_share``, ``above_measured_peak``,
+      ``measured_peak_note`` (null with the reason where there is none).
+    """
+    out: dict = {
         "ceiling_images_per_s": None,
         "ceiling_share": None,
         "above_ceiling": False,
         "ceiling_note": "",
+        "measured_peak": None,
+        "measured_peak_images_per_s": None,
+        "measured_peak_share": None,
+        "above_measured_peak": False,
+        "measured_peak_note": "",
     }
     if cell.device != "cpu" or not cell.workload.has_ceiling:  # the CPU's, for the ResNet-50
-        return none
+        return out
+    training = cell.task == "train"
     c = hardware.ceiling(cell.precision)
-    top = c.images_per_s_at(cell.image_size, training=(cell.task == "train"))
-    if top is None:
-        return none
-    above = images_per_s > top
-    return {
-        "ceiling_images_per_s": top,
-        "ceiling_share": images_per_s / top,
-        "above_ceiling": above,
-        "ceiling_note": c.explain_above() if above else "",
-    }
+    top = c.images_per_s_at(cell.image_size, training=training)
+    if top is not None:
+        above = images_per_s > top
+        out.update(
+            ceiling_images_per_s=top,
+            ceiling_share=images_per_s / top,
+            above_ceiling=above,
+            ceiling_note=c.explain_above() if above else "",
+        )
+    threads = threads or hardware.default_threads()
+    found = cached_peaks(threads)
+    if found is None:
+        out["measured_peak_note"] = (
+            f"no measured peak for {threads} threads on this machine yet (python -m labkit "
+            "doctor measures it; so does every benchmark run)"
+        )
+        return out
+    peak = found[cell.precision]
+    best = peak.images_per_s_at(cell.image_size, training=training)
+    if best is None:
+        out["measured_peak_note"] = peak.note
+        return out
+    above = images_per_s > best
+    out.update(
+        measured_peak={
+            "gflops": peak.gflops,
+            "iqr_gflops": peak.iqr_gflops,
+            "threads": peak.threads,
+            "kernel": peak.kernel,
+            "measured_at": found.measured_at,
+            "others_cpus": found.others_cpus,
+        },
+        measured_peak_images_per_s=best,
+        measured_peak_share=images_per_s / best,
+        above_measured_peak=above,
+        measured_peak_note=peak.explain_above() if above else "",
+    )
+    return out
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -52,10 +52,22 @@ def _verdict(r: dict) -> str:
 
 
 def _ceiling(r: dict) -> str:
-    share = r.get("ceiling_share")
-    if r["status"] != "ok" or share is None:
-        return "-" if r["status"] != "ok" else "unknown"
-    return f"{share:.0%}" + (" (!) " + r["ceiling_note"] if r["above_ceiling"] else "")
+    """The share of the estimated ceiling, then of the measured peak, each flagged when above."""
+    if r["status"] != "ok":
+        return "-"
+    out = []
+    for share, above, note, name in (
+        (r.get("ceiling_share"), r["above_ceiling"], r["ceiling_note"], "estimate"),
+        (
+            r.get("measured_peak_share"),
+            r.get("above_measured_peak"),
+            r.get("measured_peak_note"),
+            "measured peak",
+        ),
+    ):
+        text = "unknown" if share is None else f"{share:.0%}" + (f" (!) {note}" if above else "")
+        out.append(f"{text} of the {name}")
+    return "; ".join(out)
 
 
 class LiveTable:

@@ -26,6 +26,7 @@ from ..util import jsonio
 from .cell import LOG_TAIL_CHARS
 from .duration import Forecast, forecast
 from .live import LiveTable
+from .peaks import cached_peaks, measured_peaks
 from .plan import Cell, Plan
 from .process import check_cache, run_cell, signals_held, sigterm_as_interrupt
 
@@ -77,6 +78,24 @@ def _warn_if_busy(threads: int) -> None:
             UserWarning,
             stacklevel=3,
         )
+
+
+def _ensure_peaks(todo: list[Cell], threads: int, progress: bool) -> None:
+    """Measure this machine's matrix-multiply peaks before the first cell that is compared with
+    them (once per machine type, thread count and framework versions; then the cache), so that
+    no cell's process measures while another is timed."""
+    if not any(c.device == "cpu" and c.workload.has_ceiling for c in todo):
+        return
+    if cached_peaks(threads) is None and progress:
+        print(
+            f"labkit: measuring this machine's matrix-multiply peaks with {threads} threads "
+            "(once per machine; a few seconds per framework)",
+            file=sys.stderr,
+            flush=True,
+        )
+    found = measured_peaks(threads)
+    for problem in found.problems:
+        warnings.warn(f"measured peak: {problem}", UserWarning, stacklevel=3)
 
 
 def done_keys(records: Iterable[dict]) -> set[tuple]:
@@ -178,7 +197,8 @@ def run(
     ``threads`` defaults to :func:`labkit.hardware.default_threads`; ``timeout_s`` to the
     profile's ``cell_timeout_s``; ``cache`` is ``"cold"`` (every compile cache empty for each
     cell) or ``"warm"`` (shared with earlier runs; see :func:`~labkit.runner.process.cache_env`).
-    Before it starts it says how long it should take (:func:`~labkit.runner.duration.forecast` from ``history``, by default the records
+    Before it starts it measures the machine's matrix-multiply peaks if they are not cached
+    (:func:`labkit.runner.peaks.measured_peaks`) and says how long it should take (:func:`~labkit.runner.duration.forecast` from ``history``, by default the records
     already in ``out``), and it calls ``on_record(record)`` after each record is written (a
     notebook's live table: a :class:`~labkit.runner.live.LiveTable` is the progress display, so
     no progress bar is shown beside it; it is told which cell runs and, when the plan ends,
@@ -203,6 +223,7 @@ def run(
     res.forecast = forecast(Plan(todo, plan.profile), existing if history is None else history)
     if progress and todo and on_record is None:  # a live table shows it itself
         print(f"labkit: {res.forecast}", file=sys.stderr, flush=True)
+    _ensure_peaks(todo, threads, progress)
     machine = hardware.fingerprint()
     from tqdm.auto import tqdm
 

@@ -3,7 +3,9 @@
 The lab's one agreement measure, ``max |got - ref| / max |ref|`` in float64: a framework's
 logits against the float64 reference (:mod:`labkit.frameworks.crosscheck`), an explored path's
 outputs against eager (:mod:`labkit.frameworks._kit.explore`), a deployed model's logits against
-the model it was exported from (:mod:`labkit.lessons.deploy`).
+the model it was exported from (:mod:`labkit.lessons.deploy`), a low-precision model's against
+its fp32 model (:mod:`labkit.frameworks._kit.accuracy`), with the share of inputs whose top
+class agrees (:func:`top1_agreement`).
 
 Not for: how close is close enough (each caller has its own bound), nor shapes (the arrays are
 broadcast against each other; a caller that needs equal shapes checks them first).
@@ -15,7 +17,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-__all__ = ["Difference", "difference", "max_rel_diff"]
+__all__ = ["Difference", "difference", "max_rel_diff", "top1_agreement"]
 
 
 @dataclass(frozen=True)
@@ -50,3 +52,10 @@ def max_rel_diff(got, ref, floor: float = 0.0) -> float:
     """The largest ``|got - ref|`` divided by the largest ``|ref|`` (or by ``floor`` where that
     is larger); the largest difference itself when the scale is 0 (0 when both are zero)."""
     return difference(got, ref).relative(floor)
+
+
+def top1_agreement(reference, other) -> float:
+    """The share of rows (inputs) whose largest value (top class) is in the same column in
+    ``other`` as in ``reference`` (two batch x classes arrays of the same shape)."""
+    reference, other = np.asarray(reference), np.asarray(other)
+    return float(np.mean(reference.argmax(1) == other.argmax(1)))

@@ -12,6 +12,10 @@ and :mod:`labkit.profiles`; what several of them need lives here:
 - :mod:`~labkit.frameworks._kit.worker`: the side of a data-parallel worker
   (``<name>/distributed.py``): its command line, watchdog, data, faults and result files;
 - :mod:`~labkit.frameworks._kit.graphs`: the plain data a graph becomes (``<name>/graphs.py``);
+- :mod:`~labkit.frameworks._kit.accuracy`: the accuracy cost of a low-precision step against
+  the framework's fp32 model;
+- :mod:`~labkit.frameworks._kit.peak`: sizing, timing and the command line of the
+  matrix-multiply probes (``<name>/peak.py``);
 - :mod:`~labkit.frameworks._kit.serving`: a serving mode that runs an exported model
   (``<name>/serving.py``).
 
@@ -21,4 +25,4 @@ the kit (:mod:`labkit.explore`, :mod:`labkit.exercises`, :mod:`labkit.distribute
 anything that orchestrates the frameworks.
 """
 
-__all__ = ["cells", "checks", "explore", "graphs", "serving", "worker"]
+__all__ = ["accuracy", "cells", "checks", "explore", "graphs", "peak", "serving", "worker"]

@@ -32,6 +32,7 @@ from . import SPEC
 __all__ = [
     "BN_NAMES",
     "DEBRIS_ENV",
+    "INT8_WHY",
     "MODES",
     "NAME",
     "SPEC",
@@ -357,6 +358,14 @@ def _error_summary(exc: Exception) -> str:
     return " ".join(lines[:2]) or type(exc).__name__
 
 
+#: why there is no int8 cell: MindSpore's int8 inference is MindSpore Lite's converter
+INT8_WHY = (
+    "MindSpore 2.8 has no int8 path in PyNative or GRAPH_MODE on a CPU: its post-training "
+    "quantisation is MindSpore Lite's converter (a separate package, for MindIR files); the "
+    "lab's int8 benchmark path is ONNX Runtime's static quantisation (--frameworks onnxruntime)"
+)
+
+
 def _bf16_failure() -> str | None:
     """Why a bfloat16 convolution fails on the current device, or None if it runs."""
     conv = nn.Conv2d(3, 4, 3, pad_mode="pad", padding=1, has_bias=False).to_float(ms.bfloat16)
@@ -384,9 +393,12 @@ def prepare(
     batch to a ``mindspore.Tensor`` and returns only when ``.asnumpy()`` has the result.
     ``bf16`` uses ``mindspore.amp.auto_mixed_precision(level="auto", dtype=bfloat16)`` where a
     bfloat16 convolution runs; MindSpore 2.8's CPU kernels have none, so on the CPU it raises
-    :class:`Unsupported` with MindSpore's own reason.
+    :class:`Unsupported` with MindSpore's own reason. ``int8`` raises :class:`Unsupported`
+    (:data:`INT8_WHY`).
     """
     check_cell(NAME, MODES, mode, task, batch_size, precision, device)
+    if precision == "int8":
+        raise Unsupported(INT8_WHY)
     target = _use_device(device)
     if precision == "bf16":
         failure = _bf16_failure()

@@ -1,5 +1,6 @@
-"""ONNX Runtime in the lab: ``adapter`` (runs the ResNet-50 that PyTorch exports to ONNX),
-``graphs`` (node counts of ONNX files and tensor sizes for a memory plan, notebooks 05 and 07) and
+"""ONNX Runtime in the lab: ``adapter`` (runs the ResNet-50 that PyTorch exports to ONNX, in fp32
+or quantised to int8), ``graphs`` (node counts of ONNX files, tensor sizes for a memory plan and
+int8 quantisation, notebooks 05 and 07), ``peak`` (its matrix-multiply kernels, timed) and
 ``serving`` (the session for an inference server).
 
 This file is framework-free: it declares what the lab knows about ONNX Runtime and imports
@@ -18,6 +19,8 @@ SPEC = FrameworkSpec(
     eager=None,
     color="#5c5c5c",
     tasks=("latency", "throughput"),
+    precisions=("fp32", "int8"),
+    peak_precisions=("fp32", "int8"),
     exported_from="torch",
     extra_packages=("torch", "onnx"),
     summary="an inference engine for exported ONNX graphs (ORT_ENABLE_ALL optimisations)",

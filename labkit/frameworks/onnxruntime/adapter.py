@@ -15,8 +15,11 @@ runs with all graph optimisations on (``ORT_ENABLE_ALL``: constant folding, Conv
 folding, Conv+Relu fusion, the blocked NCHWc layout on x86).
 
 Modes: ``ort`` only. Tasks: inference latency and throughput; training is not offered
-(that needs the separate onnxruntime-training package). Precision: fp32 only, because ONNX's
-``Conv`` operator has no bfloat16 type. Device ``gpu`` uses the CUDAExecutionProvider when the
+(that needs the separate onnxruntime-training package). Precisions: fp32, and int8 through
+static quantisation (:func:`int8_file`: ``onnxruntime.quantization.quantize_static``, QDQ
+format, per-channel int8 weights, uint8 activations calibrated on synthetic batches, cached
+beside the fp32 file; the session fuses each QDQ pair into ``QLinearConv``); no bf16, because
+ONNX's ``Conv`` operator has no bfloat16 type. Device ``gpu`` uses the CUDAExecutionProvider when the
 installed build has it (``pip install onnxruntime-gpu``).
 
 Threads: ONNX Runtime sizes its thread pools per session, so :func:`set_threads` applies to the
@@ -45,17 +48,20 @@ from onnx import numpy_helper
 from ... import resnet
 from ...util import jsonio, tempdirs
 from .. import framework_of, get, installed_version, spec
+from .._kit import accuracy as acc
 from .._kit.cells import check_cell, check_choice, check_threads, host_batch
 from ..contract import DEVICES, Prepared, Unsupported
-from . import SPEC
+from . import SPEC, graphs
 
 __all__ = [
+    "CALIBRATION",
     "MODES",
     "NAME",
     "SPEC",
     "ResNetSession",
     "build_resnet50",
     "feed",
+    "int8_file",
     "model_file",
     "predict",
     "prepare",
@@ -189,6 +195,25 @@ def model_file(weights: dict[str, np.ndarray]) -> Path:
     return path
 
 
+#: the calibration data of static int8 quantisation: (batches, images per batch) of synthetic
+#: images, seeded apart from the timed batch and the accuracy images
+CALIBRATION = (4, 8)
+
+
+def int8_file(fp32: Path, image_size: int) -> Path:
+    """The int8 model of the fp32 ONNX file ``fp32``, statically quantised (QDQ, per-channel
+    weights) with activation ranges calibrated on :data:`CALIBRATION` synthetic batches at
+    ``image_size``; made once per file and size, then reused from the cache folder."""
+    batches, per = CALIBRATION
+    path = _cache_dir() / f"{fp32.stem}-int8-s{image_size}-c{batches}x{per}.onnx"
+    if not path.exists():
+        data = [resnet.random_batch(per, image_size, seed=100 + i)[0] for i in range(batches)]
+        with tempfile.TemporaryDirectory() as tmp:
+            out = graphs.quantize_static(fp32, Path(tmp) / "int8.onnx", data, per_channel=True)
+            jsonio.write_atomic(path, out.read_bytes())  # whole, even with a concurrent cell
+    return path
+
+
 def build_resnet50(weights: dict[str, np.ndarray], device: str = "cpu") -> ResNetSession:
     """An ONNX Runtime session of the exported ResNet-50 holding ``weights``.
 
@@ -243,7 +268,9 @@ def prepare(
 
     ``session.run`` takes the host array and returns host logits, so a step is complete
     (and, on a GPU, synchronised) when it returns. The export to ONNX (or finding it in the
-    cache, :func:`model_file`) is timed apart: ``Prepared.export_s``.
+    cache, :func:`model_file`) is timed apart: ``Prepared.export_s``. ``int8`` runs the
+    statically quantised model (:func:`int8_file`; its calibration counts in the preparation)
+    and carries its accuracy cost against the fp32 session (``Prepared.accuracy``).
     """
     check_cell(NAME, MODES, mode, task, batch_size, precision, device)
     images, _ = host_batch(weights, batch_size, image_size)
@@ -259,14 +286,28 @@ def prepare(
     t0 = time.perf_counter()
     path = model_file(weights)
     export_s = time.perf_counter() - t0
-    session = session_from_file(path, device)
+    session = session_from_file(
+        int8_file(path, image_size) if precision == "int8" else path, device
+    )
     name = session.get_inputs()[0].name
     notes = f"torch.onnx.export (dynamo) + ORT_ENABLE_ALL on {session.get_providers()[0]}"
+    check = None
+    if precision == "int8":
+        batches, per = CALIBRATION
+        notes += (
+            "; onnxruntime.quantization.quantize_static (QDQ, per-channel int8 weights, uint8 "
+            f"activations, MinMax calibration on {batches * per} synthetic images)"
+        )
+        fp32 = session_from_file(path, device)
+        ref = f"ONNX Runtime {ort.__version__} fp32 session"
+        check = lambda: acc.cost(  # called once, after the timing
+            lambda x: predict(fp32, x), lambda x: predict(session, x), image_size, batch_size, ref
+        )
 
     def step() -> np.ndarray:
         return session.run(None, {name: images})[0]
 
-    return Prepared(step, int(batch_size), notes, export_s=export_s)
+    return Prepared(step, int(batch_size), notes, export_s=export_s, accuracy=check)
 
 
 #: ONNX tensor element types -> numpy dtypes, for casting a learner's inputs
@@ -312,8 +353,11 @@ def prepare_model(
         raise Unsupported(
             "ONNX Runtime here is an inference engine; training needs onnxruntime-training"
         )
-    if precision == "bf16":
-        raise Unsupported("a learner's ONNX model runs in the types its file declares (fp32 here)")
+    if precision != "fp32":
+        raise Unsupported(
+            f"a learner's ONNX model runs in the types its file declares (the lab times fp32 "
+            f"here, not {precision})"
+        )
     providers = _providers(device)
     with tempfile.TemporaryDirectory(prefix="labkit-ort-") as tmp:
         if isinstance(model, str | os.PathLike):

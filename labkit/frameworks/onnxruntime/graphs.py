@@ -13,11 +13,17 @@ same levels:
   (``com.microsoft:FusedConv``, ``com.microsoft.nchwc:Conv``), the nodes that do no arithmetic
   set apart (:data:`BOOKKEEPING`);
 - :func:`memory_steps`: the model's execution order and the measured size of every intermediate
-  tensor, for :func:`labkit.lessons.graphs.plan_memory`.
+  tensor, for :func:`labkit.lessons.graphs.plan_memory`;
+- :func:`quantize_static`: the int8 model the adapter's ``int8`` precision runs (calibrated
+  static QDQ, the benchmark's path; notebook 07 writes its own quantisation calls).
 """
 
 from __future__ import annotations
 
+import contextlib
+import logging
+import tempfile
+from collections.abc import Iterable
 from pathlib import Path
 
 import numpy as np
@@ -26,7 +32,16 @@ import onnxruntime as ort
 
 from .._kit.graphs import OpCounts, Step
 
-__all__ = ["BOOKKEEPING", "LEVELS", "counts", "load", "memory_steps", "optimize", "session_options"]
+__all__ = [
+    "BOOKKEEPING",
+    "LEVELS",
+    "counts",
+    "load",
+    "memory_steps",
+    "optimize",
+    "quantize_static",
+    "session_options",
+]
 
 #: optimisation level names, lowest first, and ONNX Runtime's enum for each (those it has)
 _LEVEL_ENUM = {
@@ -111,3 +126,69 @@ def memory_steps(
     )
     sizes = {name: int(np.asarray(v).nbytes) for name, v in zip(outputs + inner, values)}
     return steps, sizes, outputs
+
+
+# --------------------------------------------------------------------------------------------
+# int8 quantisation
+
+
+@contextlib.contextmanager
+def _quiet_quantization():
+    """The quantization tool logs a reminder to pre-process on the root logger even when the
+    model was pre-processed (its check looks for another tool's marks); keep it out of the way."""
+    root = logging.getLogger()
+    level = root.level
+    root.setLevel(logging.ERROR)
+    try:
+        yield
+    finally:
+        root.setLevel(level)
+
+
+def _preprocessed(src: str | Path, directory: str) -> Path:
+    """ORT's ``basic`` rewrite (constant folding, Conv+BatchNorm folding): the pre-processing
+    ONNX Runtime recommends before quantising, so that BatchNorm is not quantised on its own."""
+    return optimize(src, "basic", Path(directory) / "preprocessed.onnx")
+
+
+def quantize_static(
+    src: str | Path,
+    out: str | Path,
+    calibration: Iterable[np.ndarray],
+    per_channel: bool = False,
+) -> Path:
+    """int8 *static* quantisation in QDQ format, calibrated on ``calibration`` batches.
+
+    Activation ranges are measured once (min/max over the calibration batches) and fixed, so
+    ONNX Runtime can replace each QuantizeLinear/DequantizeLinear pair and the operator between
+    them by one integer kernel (``QLinearConv``). Weights int8 (one scale per output channel
+    with ``per_channel``, else one per tensor), activations uint8. Returns ``out``.
+    """
+    from onnxruntime import quantization
+
+    batches = [np.ascontiguousarray(b, dtype=np.float32) for b in calibration]
+    if not batches:
+        raise ValueError("static quantisation needs at least one calibration batch of images")
+    out = Path(out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    name = load(src).graph.input[0].name
+
+    class Reader(quantization.CalibrationDataReader):
+        def __init__(self):
+            self._it = iter(batches)
+
+        def get_next(self):
+            batch = next(self._it, None)
+            return None if batch is None else {name: batch}
+
+    with tempfile.TemporaryDirectory() as tmp, _quiet_quantization():
+        quantization.quantize_static(
+            str(_preprocessed(src, tmp)),
+            str(out),
+            Reader(),
+            quant_format=quantization.QuantFormat.QDQ,
+            weight_type=quantization.QuantType.QInt8,
+            activation_type=quantization.QuantType.QUInt8,
+            per_channel=per_channel,
+        )
+    return out

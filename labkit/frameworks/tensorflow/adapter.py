@@ -32,12 +32,14 @@ import numpy as np
 import tensorflow as tf
 
 from ... import recipe, resnet
+from .._kit import accuracy as acc
 from .._kit.cells import check_cell, check_choice, check_threads, host_batch
-from ..contract import DEVICES, PRECISIONS, Prepared, Unsupported
+from ..contract import DEVICES, Prepared, Unsupported
 from . import SPEC
 
 __all__ = [
     "BN_MOMENTUM",
+    "INT8_WHY",
     "LOSS",
     "MODES",
     "MODE_NOTES",
@@ -74,6 +76,12 @@ MODES = SPEC.modes
 
 #: Keras dtype policy per labkit precision; bf16 computes in bfloat16 and keeps float32 variables
 POLICIES: dict[str, str] = {"fp32": "float32", "bf16": "mixed_bfloat16"}
+#: why there is no int8 cell: TensorFlow's int8 path is a converter's, not a graph mode's
+INT8_WHY = (
+    "TensorFlow has no int8 path in tf.function or XLA on a CPU: its int8 inference is TF "
+    "Lite's (LiteRT) post-training quantisation, a converter that notebook 07 shows; the lab's "
+    "int8 benchmark path is ONNX Runtime's static quantisation (--frameworks onnxruntime)"
+)
 
 #: how each mode is realised (recorded with every benchmark result)
 MODE_NOTES: dict[str, str] = {
@@ -357,7 +365,7 @@ def train_step(
 
 
 def _policy(precision: str) -> str:
-    return POLICIES[check_choice(NAME, "precision", precision, PRECISIONS)]
+    return POLICIES[check_choice(NAME, "precision", precision, tuple(POLICIES))]
 
 
 def _device_name(device: str) -> str:
@@ -388,9 +396,13 @@ def prepare(
     device, runs one inference batch (``training=False``) or one training step, and copies the
     logits or loss back to the host (``.numpy()``), which waits for the work to finish. The first
     call of ``function`` and ``xla`` traces (and compiles) the step. Training follows the lab's
-    recipe (:data:`labkit.recipe.TRAIN`).
+    recipe (:data:`labkit.recipe.TRAIN`). ``bf16`` builds the model under the Keras
+    ``mixed_bfloat16`` policy, and its inference step carries its accuracy cost against the
+    fp32 model (``Prepared.accuracy``); ``int8`` raises :class:`Unsupported` (:data:`INT8_WHY`).
     """
     check_cell(NAME, MODES, mode, task, batch_size, precision, device)
+    if precision == "int8":
+        raise Unsupported(INT8_WHY)
     device_name = _device_name(device)
     images, labels = host_batch(weights, batch_size, image_size)
     images = to_nhwc(images)
@@ -415,8 +427,23 @@ def prepare(
                 with tf.device(device_name):
                     return fn(tf.constant(images)).numpy()
 
+    def lowp(x: np.ndarray) -> np.ndarray:
+        with tf.device(device_name):
+            return np.asarray(fn(tf.constant(to_nhwc(x))).numpy(), np.float32)
+
+    def check() -> dict:
+        with tf.device(device_name):
+            fp32 = build_resnet50(weights)
+        ref = f"TensorFlow {tf.__version__} fp32 eager Keras model"
+        return acc.cost(lambda x: predict(fp32, x), lowp, image_size, batch_size, ref)
+
+    lowp_inference = precision != "fp32" and task != "train"
     return Prepared(
-        step=step, batch_size=batch_size, notes=f"{notes} on {device_name}", recipe=applied
+        step=step,
+        batch_size=batch_size,
+        notes=f"{notes} on {device_name}",
+        recipe=applied,
+        accuracy=check if lowp_inference else None,
     )
 
 
@@ -490,6 +517,8 @@ def prepare_model(
     """
     batch = int(inputs[0].shape[0]) if inputs and np.ndim(inputs[0]) else 1
     check_cell(NAME, MODES, mode, task, batch, precision, device)
+    if precision == "int8":
+        raise Unsupported(INT8_WHY)
     if precision == "bf16":
         raise Unsupported(
             "a learner's Keras model computes in the dtype policy it was built with: build it "

@@ -1,7 +1,8 @@
-"""PyTorch in the lab: ``adapter`` (the ResNet-50, its modes, ONNX export), ``graphs`` (node
-counts of TorchScript graphs and Inductor's kernel launches, notebook 05), ``distributed`` (the
-DDP worker that ``torchrun`` starts), ``serving`` (eager and ``torch.compile`` for an inference
-server).
+"""PyTorch in the lab: ``adapter`` (the ResNet-50, its modes, ONNX export), ``precision`` (bf16
+under a frozen compile, the accuracy cost), ``peak`` (its matrix-multiply kernels, timed),
+``graphs`` (node counts of TorchScript graphs and Inductor's kernel launches, notebook 05),
+``distributed`` (the DDP worker that ``torchrun`` starts), ``serving`` (eager and
+``torch.compile`` for an inference server).
 
 This file is framework-free: it declares what the lab knows about PyTorch and imports nothing.
 """
@@ -18,6 +19,7 @@ SPEC = FrameworkSpec(
     eager="eager",
     color="#ee4c2c",
     formats=("onnx", "torchscript"),
+    peak_precisions=("fp32", "bf16", "int8"),
     launcher="torchrun",
     serve_modes=("eager", "compile", "compile_dynamic"),
     summary="eager nn.Module; TorchScript trace+freeze (deprecated, still met in older code); "

@@ -8,7 +8,8 @@ canonical weights load 1:1 and come back out unchanged.
 Modes: ``eager`` (plain ``nn.Module`` calls), ``torchscript`` (``torch.jit.trace``, frozen with
 ``torch.jit.freeze`` for inference; deprecated in PyTorch 2.x in favour of ``torch.compile`` /
 ``torch.export``, kept because older code and the course's sources use it) and ``compile``
-(``torch.compile`` with the default Inductor backend).
+(``torch.compile`` with the default Inductor backend; bf16 inference with freezing). How each
+mode and precision is realised is :mod:`labkit.frameworks.torch.modes`.
 """
 
 from __future__ import annotations
@@ -27,7 +28,8 @@ from torch.utils import _pytree as pytree
 from ... import recipe, resnet
 from .._kit.cells import check_cell, check_choice, check_threads, host_batch
 from ..contract import DEVICES, Prepared, Unsupported
-from . import SPEC
+from . import SPEC, modes
+from .modes import quiet_torchscript
 
 __all__ = [
     "LOSS",
@@ -292,56 +294,6 @@ def _sync(dev: torch.device) -> None:
         torch.cuda.synchronize(dev)
 
 
-def _autocast(precision: str, dev: torch.device) -> Callable[[], contextlib.AbstractContextManager]:
-    if precision == "bf16":
-        return lambda: torch.autocast(dev.type, dtype=torch.bfloat16)
-    return contextlib.nullcontext
-
-
-@contextlib.contextmanager
-def quiet_torchscript():
-    """TorchScript is deprecated in PyTorch 2.x and says so on every trace/freeze; the course
-    uses it on purpose (it is what older code and the sources describe), so hush it here.
-    Tracing train-mode BatchNorm also warns (TracerWarning) about its Python check that a
-    batch holds more than one value per channel: that check does not change the graph."""
-    with warnings.catch_warnings():
-        warnings.filterwarnings("ignore", category=DeprecationWarning, message=r".*torch\.jit")
-        warnings.filterwarnings("ignore", category=DeprecationWarning, message=r".*is deprecated")
-        warnings.filterwarnings("ignore", category=torch.jit.TracerWarning)
-        yield
-
-
-def _compile(model: nn.Module) -> Callable:
-    # Inductor imports torch.utils.mkldnn, which is built on TorchScript and warns as it loads
-    with quiet_torchscript():
-        return torch.compile(model)
-
-
-def _inference_net(
-    model: nn.Module, mode: str, example: torch.Tensor | tuple, autocast: Callable
-) -> tuple[Callable, str]:
-    if mode == "eager":
-        return model, "eager nn.Module, torch.inference_mode"
-    if mode == "torchscript":
-        # the network has no data-dependent control flow, so one trace is exact; skip the check
-        with quiet_torchscript(), torch.no_grad(), autocast():
-            frozen = torch.jit.freeze(torch.jit.trace(model, example, check_trace=False))
-        return frozen, "torch.jit.trace + torch.jit.freeze (conv-BN folded), inference_mode"
-    return _compile(model), "torch.compile (Inductor, default options), inference_mode"
-
-
-def _train_net(
-    model: nn.Module, mode: str, example: torch.Tensor | tuple, autocast: Callable
-) -> tuple[nn.Module, str]:
-    if mode == "eager":
-        return model, "eager nn.Module"
-    if mode == "torchscript":
-        with quiet_torchscript(), autocast():
-            traced = torch.jit.trace(model, example, check_trace=False)
-        return traced, "torch.jit.trace in train mode (not frozen: weights change)"
-    return _compile(model), "torch.compile (Inductor) of the model; backward via AOTAutograd"
-
-
 def prepare(
     weights: dict[str, np.ndarray],
     mode: str,
@@ -357,20 +309,23 @@ def prepare(
     ``torch.inference_mode``; ``train`` runs forward, mean cross-entropy, backward and one
     SGD-with-momentum update with the lab's recipe (:data:`labkit.recipe.TRAIN`). Each step copies the host batch in (``torch.from_numpy``, and to
     the GPU on ``device="gpu"``) and returns only when the work is done. With ``compile`` the
-    first call includes compilation. ``bf16`` runs under ``torch.autocast(..., bfloat16)``.
+    first call includes compilation. ``bf16`` runs under ``torch.autocast(..., bfloat16)`` (under
+    ``compile``, inference is compiled with freezing) and its inference step carries its
+    accuracy cost against fp32 (``Prepared.accuracy``); ``int8`` raises :class:`Unsupported`.
     """
     check_cell(NAME, MODES, mode, task, batch_size, precision, device)
+    modes.refuse(precision)
     dev = _torch_device(device)
     images, labels = host_batch(weights, batch_size, image_size)
     model = build_resnet50(weights).to(dev)
-    autocast = _autocast(precision, dev)
+    autocast = modes.autocast(precision, dev)
     example = torch.from_numpy(images).to(dev)
     notes = [] if precision == "fp32" else [f"torch.autocast({dev.type}, bfloat16)"]
     if dev.type == "cuda":
         notes.append(torch.cuda.get_device_name(dev))
 
     if task == "train":
-        net, how = _train_net(model.train(), mode, example, autocast)
+        net, how = modes.train_net(model.train(), mode, example, autocast)
         opt = _optimizer(net.parameters(), recipe.TRAIN.lr, recipe.TRAIN.momentum)
         y = torch.from_numpy(labels).to(dev)
 
@@ -385,7 +340,7 @@ def prepare(
             return float(loss.detach())
 
         return Prepared(step, int(batch_size), "; ".join([how, *notes]), recipe=applied_recipe(opt))
-    net, how = _inference_net(model, mode, example, autocast)
+    net, how = modes.inference_net(model, mode, example, precision, dev)
 
     def step() -> torch.Tensor:
         x = torch.from_numpy(images).to(dev)
@@ -394,7 +349,11 @@ def prepare(
         _sync(dev)
         return out
 
-    return Prepared(step, int(batch_size), "; ".join([how, *notes]))
+    check = None
+    if precision != "fp32":  # the accuracy cost, against the fp32 eager model
+        fp32 = build_resnet50(weights).to(dev)
+        check = modes.accuracy(fp32, net, autocast, dev, image_size, int(batch_size))
+    return Prepared(step, int(batch_size), "; ".join([how, *notes]), accuracy=check)
 
 
 # --------------------------------------------------------------------------------------------
@@ -546,11 +505,12 @@ def prepare_model(
     """
     batch = int(inputs[0].shape[0]) if inputs and np.ndim(inputs[0]) else 1
     check_cell(NAME, MODES, mode, task, batch, precision, device)
+    modes.refuse(precision)
     dev = _torch_device(device)
     net = as_module(model).to(dev)
     hosts = [np.ascontiguousarray(a) for a in inputs]
     example = tuple(torch.from_numpy(a).to(dev) for a in hosts)
-    autocast = _autocast(precision, dev)
+    autocast = modes.autocast(precision, dev)
     notes = [] if precision == "fp32" else [f"torch.autocast({dev.type}, bfloat16)"]
     if dev.type == "cuda":
         notes.append(torch.cuda.get_device_name(dev))
@@ -562,7 +522,7 @@ def prepare_model(
         params = [p for p in net.parameters() if p.requires_grad]
         if not params:
             raise Unsupported("the model has no trainable parameters, so there is nothing to train")
-        graph, how = _train_net(net.train(), mode, example, autocast)
+        graph, how = modes.train_net(net.train(), mode, example, autocast)
         opt = _optimizer(params, recipe.TRAIN.lr, recipe.TRAIN.momentum)  # the lab's recipe
 
         def step() -> float:
@@ -579,7 +539,7 @@ def prepare_model(
 
         how += "; synthetic loss: mean of the squared outputs"
     else:
-        graph, how = _inference_net(net.eval(), mode, example, autocast)
+        graph, how = modes.inference_net(net.eval(), mode, example, precision, dev)
 
         def step() -> object:
             with torch.inference_mode(), autocast():

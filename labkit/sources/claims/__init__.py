@@ -48,6 +48,8 @@ from .catalog import (
 )
 from .published import (
     JETSON,
+    MLPERF_CPU,
+    MLPERF_CPU_GNR,
     MLPERF_INF,
     MLPERF_T4,
     MLPERF_TRAIN,
@@ -109,6 +111,8 @@ __all__ = [
     "LARGE_SCALE",
     "MIXED",
     "MIXED_PRECISIONS",
+    "MLPERF_CPU",
+    "MLPERF_CPU_GNR",
     "MLPERF_INF",
     "MLPERF_T4",
     "MLPERF_TRAIN",

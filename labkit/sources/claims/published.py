@@ -11,6 +11,8 @@ from dataclasses import dataclass
 
 __all__ = [
     "JETSON",
+    "MLPERF_CPU",
+    "MLPERF_CPU_GNR",
     "MLPERF_INF",
     "MLPERF_T4",
     "MLPERF_TRAIN",
@@ -102,6 +104,23 @@ MLPERF_T4 = Source(
 MLPERF_INF = Source(
     "MLPerf Inference results (MLCommons), datacenter and edge, ResNet-50",
     "https://mlcommons.org/benchmarks/inference-datacenter/",
+)
+MLPERF_CPU = Source(
+    "MLPerf Inference v4.1, closed division, Intel 1-node-2S-EMR-PyTorch (2x Xeon Platinum "
+    "8592+, 64 cores each; PyTorch, the model calibrated to int8 per the submission's README), "
+    "ResNet-50 Offline, status available",
+    "https://github.com/mlcommons/inference_results_v4.1/blob/main/closed/Intel/results/"
+    "1-node-2S-EMR-PyTorch/resnet50/Offline/performance/run_1/mlperf_log_summary.txt",
+    "{samples_per_s:,g} samples/s on {cores:g} cores (VALID), about {per_core:.0f} per core",
+    (("samples_per_s", 25204.5), ("cores", 128), ("per_core", 25204.5 / 128)),
+)
+MLPERF_CPU_GNR = Source(
+    "MLPerf Inference v4.1, closed division, Intel 1-node-2S-GNR-PyTorch (2x Xeon 6980P, 128 "
+    "cores each), ResNet-50 Offline, status preview",
+    "https://github.com/mlcommons/inference_results_v4.1/blob/main/closed/Intel/results/"
+    "1-node-2S-GNR-PyTorch/resnet50/Offline/performance/run_1/mlperf_log_summary.txt",
+    "{samples_per_s:,g} samples/s on {cores:g} cores (VALID), about {per_core:.0f} per core",
+    (("samples_per_s", 45617.3), ("cores", 256), ("per_core", 45617.3 / 256)),
 )
 JETSON = Source(
     "NVIDIA Jetson Nano deep learning inference benchmarks",

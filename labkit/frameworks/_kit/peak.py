@@ -1,0 +1,102 @@
+"""What the frameworks' matrix-multiply probes share: sizing a GEMM, timing it, the command line.
+
+A probe is a framework package's ``peak`` module (a
+:class:`~labkit.frameworks.contract.PeakProbe`): it lists the kernels it can time per precision.
+:func:`main` is its ``python -m`` entry point: it sets the thread count, then for each kernel of
+the precisions asked for grows a square ``n x n x n`` GEMM from :data:`SMALLEST` until one call
+takes at least :data:`CALL_S` (so that the timer's and the thread pool's wake-up costs vanish;
+at most :data:`LARGEST`), times it for about ``--seconds`` (at least :data:`MIN_CALLS` calls),
+and prints one JSON line: the library versions, the threads, and per kernel its size, its
+operation count (``2 n^3``) and the raw seconds of every call. :mod:`labkit.hardware.measured`
+reads that line and turns it into rates. A kernel that cannot run here (an operator this build
+lacks) is reported with its error, not a crash.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import json
+import time
+from collections.abc import Callable, Sequence
+
+from ..contract import PRECISIONS
+
+__all__ = ["CALL_S", "LARGEST", "MAX_CALLS", "MIN_CALLS", "SMALLEST", "main", "measure", "size"]
+
+#: the smallest GEMM side tried, and the largest (fp32 at 8192: 768 MiB of operands)
+SMALLEST = 1024
+LARGEST = 8192
+#: a timed call lasts at least this long, where the size allows
+CALL_S = 0.02
+MIN_CALLS = 5
+MAX_CALLS = 200
+
+
+def size(make: Callable[[int], Callable], call_s: float = CALL_S) -> tuple[int, Callable]:
+    """``(n, call)``: the first side from :data:`SMALLEST`, doubling, whose call takes at least
+    ``call_s`` (or :data:`LARGEST`); each size is called twice (the first call packs weights
+    and warms the caches), the second timed."""
+    n = SMALLEST
+    while True:
+        call = make(n)
+        call()
+        t0 = time.perf_counter()
+        call()
+        if time.perf_counter() - t0 >= call_s or n * 2 > LARGEST:
+            return n, call
+        del call
+        n *= 2
+
+
+def _time(call: Callable, seconds: float) -> list[float]:
+    """The seconds of each call: at least :data:`MIN_CALLS` and about ``seconds`` in all."""
+    times: list[float] = []
+    start = time.perf_counter()
+    while len(times) < MAX_CALLS and (
+        len(times) < MIN_CALLS or time.perf_counter() - start < seconds
+    ):
+        t0 = time.perf_counter()
+        call()
+        times.append(time.perf_counter() - t0)
+    return times
+
+
+def measure(probe, precisions: Sequence[str], seconds: float) -> list[dict]:
+    """Every kernel of ``probe`` at ``precisions``, sized and timed: one dict per kernel."""
+    out = []
+    for precision in precisions:
+        for kernel, prepacked, make in probe.kernels(precision):
+            row: dict = {"precision": precision, "kernel": kernel, "prepacked": prepacked}
+            try:
+                n, call = size(make)
+                row.update(n=n, ops=2 * n**3, times_s=_time(call, seconds), error="")
+                del call
+            except Exception as exc:  # noqa: BLE001 - a kernel this build lacks is a result
+                first = next((ln for ln in str(exc).splitlines() if ln.strip()), "")
+                row.update(n=0, ops=0, times_s=[], error=f"{type(exc).__name__}: {first[:300]}")
+            gc.collect()  # the operands of one kernel go before the next one's are made
+            out.append(row)
+    return out
+
+
+def main(probe, argv: Sequence[str] | None = None) -> int:
+    """``python -m labkit.frameworks.<name>.peak``: time ``probe``'s kernels, print one line."""
+    parser = argparse.ArgumentParser(description="time the framework's matrix-multiply kernels")
+    parser.add_argument("--threads", type=int, required=True, help="intra-op threads")
+    parser.add_argument(
+        "--precisions", default=",".join(PRECISIONS), help="comma-separated: fp32,bf16,int8"
+    )
+    parser.add_argument("--seconds", type=float, default=0.4, help="timed seconds per kernel")
+    args = parser.parse_args(argv)
+    asked = [p.strip() for p in args.precisions.split(",") if p.strip()]
+    bad = [p for p in asked if p not in PRECISIONS]
+    if bad or args.threads < 1 or not args.seconds > 0:
+        parser.error(
+            f"give --threads >= 1, --seconds > 0 and precisions among {', '.join(PRECISIONS)} "
+            f"(got --threads {args.threads}, --seconds {args.seconds}, unknown {bad})"
+        )
+    probe.set_threads(args.threads)
+    kernels = measure(probe, [p for p in asked if p in probe.KERNELS], args.seconds)
+    print(json.dumps({"versions": probe.versions(), "threads": args.threads, "kernels": kernels}))
+    return 0

@@ -1,0 +1,138 @@
+"""How PyTorch realises each benchmark mode and precision: the graphs the adapter times.
+
+- ``eager``: the ``nn.Module`` itself; ``torchscript``: ``torch.jit.trace`` (frozen with
+  ``torch.jit.freeze`` for inference: conv-BN folded); ``compile``: ``torch.compile`` with
+  Inductor's default options, except **bf16 inference**, which compiles with freezing
+  (``options={"freezing": True}``, the per-call form of ``torch._inductor.config.freezing``):
+  the weights become constants, BatchNorm folds into the convolutions and the weights are
+  pre-packed once into oneDNN's blocked bfloat16 layout, the path that reaches AVX-512 BF16 and
+  AMX; PyTorch's own CPU inference recipe for bf16.
+- ``bf16`` runs under ``torch.autocast(device, bfloat16)`` in every mode (the weights stay
+  float32; convolutions and matrix multiplies compute in bfloat16).
+- ``int8`` is not offered: PyTorch 2.13's int8 graph path (PT2E quantisation with
+  ``X86InductorQuantizer``, then ``torch.compile``) lives in the separate torchao package; the
+  lab's int8 path is ONNX Runtime's static quantisation (:data:`INT8_WHY`).
+
+:func:`accuracy` is the accuracy cost of a bf16 step against the fp32 eager model.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import warnings
+from collections.abc import Callable
+
+import numpy as np
+import torch
+from torch import nn
+
+from .._kit import accuracy as acc
+from ..contract import Unsupported
+
+__all__ = [
+    "INT8_WHY",
+    "accuracy",
+    "autocast",
+    "compile_model",
+    "inference_net",
+    "quiet_torchscript",
+    "refuse",
+    "train_net",
+]
+
+INT8_WHY = (
+    "PyTorch 2.13's int8 graph path (PT2E quantisation with X86InductorQuantizer, then "
+    "torch.compile) lives in the separate torchao package, which the lab does not install; "
+    "the lab's int8 path is ONNX Runtime's static quantisation (--frameworks onnxruntime)"
+)
+
+
+def refuse(precision: str) -> None:
+    """:class:`Unsupported` for a precision this adapter does not offer (int8)."""
+    if precision == "int8":
+        raise Unsupported(INT8_WHY)
+
+
+def autocast(precision: str, dev: torch.device) -> Callable[[], contextlib.AbstractContextManager]:
+    """A factory of the context the step runs under: bf16 autocast, or nothing."""
+    if precision == "bf16":
+        return lambda: torch.autocast(dev.type, dtype=torch.bfloat16)
+    return contextlib.nullcontext
+
+
+@contextlib.contextmanager
+def quiet_torchscript():
+    """TorchScript is deprecated in PyTorch 2.x and says so on every trace/freeze; the course
+    uses it on purpose (it is what older code and the sources describe), so hush it here.
+    Tracing train-mode BatchNorm also warns (TracerWarning) about its Python check that a
+    batch holds more than one value per channel: that check does not change the graph."""
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", category=DeprecationWarning, message=r".*torch\.jit")
+        warnings.filterwarnings("ignore", category=DeprecationWarning, message=r".*is deprecated")
+        warnings.filterwarnings("ignore", category=torch.jit.TracerWarning)
+        yield
+
+
+def compile_model(model: nn.Module, freezing: bool = False) -> Callable:
+    """``torch.compile`` of ``model`` (Inductor), with freezing for inference when asked."""
+    # Inductor imports torch.utils.mkldnn, which is built on TorchScript and warns as it loads
+    with quiet_torchscript():
+        return torch.compile(model, options={"freezing": True} if freezing else None)
+
+
+def inference_net(
+    model: nn.Module, mode: str, example: torch.Tensor | tuple, precision: str, dev: torch.device
+) -> tuple[Callable, str]:
+    """The eval-mode graph of ``mode`` at ``precision``, and how it was made, in words."""
+    if mode == "eager":
+        return model, "eager nn.Module, torch.inference_mode"
+    if mode == "torchscript":
+        # the network has no data-dependent control flow, so one trace is exact; skip the check
+        with quiet_torchscript(), torch.no_grad(), autocast(precision, dev)():
+            frozen = torch.jit.freeze(torch.jit.trace(model, example, check_trace=False))
+        return frozen, "torch.jit.trace + torch.jit.freeze (conv-BN folded), inference_mode"
+    if precision == "bf16" and dev.type == "cpu":
+        return compile_model(model, freezing=True), (
+            "torch.compile (Inductor, freezing: weights folded and pre-packed), inference_mode"
+        )
+    return compile_model(model), "torch.compile (Inductor, default options), inference_mode"
+
+
+def train_net(
+    model: nn.Module, mode: str, example: torch.Tensor | tuple, autocast: Callable
+) -> tuple[nn.Module, str]:
+    """The train-mode graph of ``mode`` (``autocast``: the step's context factory)."""
+    if mode == "eager":
+        return model, "eager nn.Module"
+    if mode == "torchscript":
+        with quiet_torchscript(), autocast():
+            traced = torch.jit.trace(model, example, check_trace=False)
+        return traced, "torch.jit.trace in train mode (not frozen: weights change)"
+    return compile_model(model), "torch.compile (Inductor) of the model; backward via AOTAutograd"
+
+
+def accuracy(
+    reference: nn.Module,
+    net: Callable,
+    context: Callable,
+    dev: torch.device,
+    image_size: int,
+    batch: int,
+) -> Callable[[], dict]:
+    """The accuracy cost of ``net`` (run under ``context()``) against the fp32 eager
+    ``reference``, as a function to call after timing (``Prepared.accuracy``)."""
+
+    def run(model: Callable, ctx: Callable) -> Callable[[np.ndarray], np.ndarray]:
+        def logits(x: np.ndarray) -> np.ndarray:
+            with torch.inference_mode(), ctx():
+                return model(torch.from_numpy(x).to(dev)).float().cpu().numpy()
+
+        return logits
+
+    return lambda: acc.cost(
+        run(reference.eval(), contextlib.nullcontext),
+        run(net, context),
+        image_size,
+        batch,
+        f"PyTorch {torch.__version__} fp32 eager nn.Module",
+    )

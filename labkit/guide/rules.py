@@ -1,21 +1,15 @@
 """The selection guide's rules: plain data an instructor can read, print and change.
 
 Two voices score the same candidates from the same answers; each :class:`Rule` gives one
-framework points in one voice when one answer holds:
-
-- **the article** (:data:`ARTICLE`, :data:`ARTICLE_RULES`): the advice of the course's source
-  article (seed 000), each rule sourced to the part of the article it restates;
-- **the course today** (:data:`COURSE`, :data:`COURSE_RULES`): what the course recommends for the
-  pinned versions, each rule sourced to a dated, checkable page (:data:`SOURCES` in
-  :mod:`labkit.guide.citations`: release notes, official docs and guides).
-
-Rules in both voices (:data:`BOTH`, :data:`SHARED_RULES`) are the decision flow's judgement that
-the course adopts (a team's expertise saves learning time); they state no fact to date. Step 3's
-parameters (:data:`EVIDENCE_MARGIN`, :data:`EVIDENCE_POINTS`, :data:`EVIDENCE_TASK`) turn a valid
-measurement into points. The engine reads :data:`RULES` and the evidence parameters from this
-module at call time (a changed row changes the advice) and names no framework itself; the guide's
-other tables are :mod:`labkit.guide.questions` (the answers) and :mod:`labkit.guide.advice`
-(disagreements, alternatives, conflicts, toolchains).
+framework points in one voice when one answer holds: **the article** (:data:`ARTICLE_RULES`,
+each restating a part of the source article, seed 000) and **the course today**
+(:data:`COURSE_RULES`, each sourced to a dated, checkable page of :data:`SOURCES` in
+:mod:`labkit.guide.citations`). Rules in both voices (:data:`SHARED_RULES`) are the decision
+flow's judgement the course adopts (a team's expertise saves learning time); they state no fact
+to date. Step 3's parameters (:data:`EVIDENCE_MARGIN`, :data:`EVIDENCE_POINTS`,
+:data:`EVIDENCE_TASK`) turn a valid measurement into points. The engine reads :data:`RULES` and
+these parameters from this module at call time (a changed row changes the advice) and names no
+framework itself; the other tables: :mod:`labkit.guide.questions`, :mod:`labkit.guide.advice`.
 """
 
 from __future__ import annotations

@@ -342,7 +342,7 @@ class Plan:
         of ``shapes`` (``"8x16x64"``, batch first: :func:`labkit.runner.inputs.parse_inputs`).
 
         ``framework`` is the model's own; ``frameworks`` defaults to it and the runtimes of its
-        exports (a PyTorch model: also ONNX Runtime). Each cell records ``model`` (the spec,
+        exports that run a learner's model (a PyTorch model: also ONNX Runtime; not TVM). Each cell records ``model`` (the spec,
         its file made absolute) and ``input_shape``: batch 1 for ``latency``, the batch of
         ``shapes`` for ``throughput`` and ``train``; its ``image_size`` is 0. ``modes``,
         ``tasks``, ``precisions``, ``device`` and ``profile`` as in :meth:`build`; bad input
@@ -352,7 +352,7 @@ class Plan:
         given = inputs.parse_inputs(shapes)
         if frameworks is None:
             fws = [framework] + [
-                x.name for x in fw_registry.specs() if x.exported_from == framework
+                x.name for x in fw_registry.specs() if x.exported_from == framework and x.explores
             ]
         else:
             fws = _pick("framework", frameworks, fw_registry.NAMES)

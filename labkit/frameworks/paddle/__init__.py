@@ -11,6 +11,10 @@ registry refuses to import Paddle there; the benchmark runner gives every cell a
 
 from ..contract import FrameworkSpec
 
+__all__ = [
+    "SPEC",
+]
+
 SPEC = FrameworkSpec(
     name="paddle",
     display="PaddlePaddle",

@@ -57,8 +57,41 @@ from .._kit.cells import check_cell, check_choice, check_threads, host_batch
 from ..contract import DEVICES, Prepared, Unsupported
 from . import SPEC
 
+__all__ = [
+    "BN_NAMES",
+    "INT8_WHY",
+    "LOSS",
+    "MODES",
+    "MODE_NOTES",
+    "NAME",
+    "PREFIX",
+    "THREAD_FLAGS",
+    "Bottleneck",
+    "ResNet50",
+    "applied_recipe",
+    "build_resnet50",
+    "export",
+    "load_exported",
+    "native_name",
+    "predict",
+    "prepare",
+    "set_threads",
+    "threads",
+    "to_canonical",
+    "to_static",
+    "train_step",
+    "version",
+]
+
 NAME = SPEC.name
 MODES = SPEC.modes
+#: why there is no int8 cell: Paddle's int8 inference runs a program quantised beforehand
+INT8_WHY = (
+    "PaddlePaddle has no int8 path in dygraph or to_static: its int8 inference runs a program "
+    "quantised after training (paddle.static.quantization or PaddleSlim) in Paddle Inference, "
+    "which the lab does not build; the lab's int8 benchmark path is ONNX Runtime's static "
+    "quantisation (--frameworks onnxruntime)"
+)
 
 #: canonical (torchvision) BatchNorm tensor name -> Paddle's
 BN_NAMES: dict[str, str] = {
@@ -353,6 +386,8 @@ def prepare(
     check_cell(NAME, MODES, mode, task, batch_size, precision, device)
     _check_device(device)
     images, labels = host_batch(weights, batch_size, image_size)
+    if precision == "int8":
+        raise Unsupported(INT8_WHY)
     if precision == "bf16":
         failure = _bf16_failure()
         if failure is not None:

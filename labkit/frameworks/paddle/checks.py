@@ -25,6 +25,14 @@ from .._kit.checks import (
     what_broke,
 )
 
+__all__ = [
+    "eager",
+    "full_graph",
+    "matches_eager",
+    "namespace",
+    "verify",
+]
+
 
 def namespace() -> dict[str, Any]:
     return {"paddle": paddle, "nn": paddle.nn, "np": np}

@@ -9,6 +9,10 @@ This file is framework-free: it declares what the lab knows about TVM and import
 
 from ..contract import FrameworkSpec
 
+__all__ = [
+    "SPEC",
+]
+
 SPEC = FrameworkSpec(
     name="tvm",
     display="Apache TVM",
@@ -17,6 +21,7 @@ SPEC = FrameworkSpec(
     eager=None,
     color="#8c564b",
     tasks=("latency", "throughput"),
+    precisions=("fp32",),
     exported_from="torch",
     extra_packages=("torch", "onnx", "onnxruntime"),
     distributions=("apache-tvm",),

@@ -50,6 +50,25 @@ from .._kit.cells import check_cell, check_threads, host_batch
 from ..contract import Prepared, Unsupported
 from . import SPEC
 
+__all__ = [
+    "MODES",
+    "NAME",
+    "SOURCE",
+    "Compiled",
+    "build_resnet50",
+    "compile_graph",
+    "host_cpu",
+    "import_error",
+    "predict",
+    "prepare",
+    "set_threads",
+    "static_graph",
+    "target",
+    "threads",
+    "to_canonical",
+    "version",
+]
+
 NAME = SPEC.name
 MODES = SPEC.modes
 #: the exported graph's runtime, whose file TVM compiles and whose logits it must give
@@ -177,8 +196,13 @@ def prepare(
     images, _ = host_batch(weights, batch_size, image_size)
     if task == "train":
         raise Unsupported("TVM compiles exported graphs for inference; training is not offered")
-    if precision == "bf16":
-        raise Unsupported("the exported graph is float32; the lab compiles it as it is")
+    if precision != "fp32":
+        raise Unsupported(
+            f"{precision}: the lab compiles PyTorch's float32 ONNX export as it is (no bf16 or "
+            "int8 rewrite in TVM here); the lab's low-precision paths are torch bf16 "
+            "(--frameworks torch) and ONNX Runtime's int8 static quantisation (--frameworks "
+            "onnxruntime)"
+        )
     if device == "gpu":
         raise Unsupported("the lab compiles for this CPU (llvm); a GPU target needs a CUDA build")
     t0 = time.perf_counter()

@@ -23,6 +23,7 @@ import numpy as np
 __all__ = [
     "compare",
     "refuse_options",
+    "runs_on_all",
     "same_outputs",
     "signature",
     "to_numpy",
@@ -121,6 +122,17 @@ def to_numpy(out: Any, leaf: Callable[[Any], np.ndarray]) -> Any:
     if isinstance(out, (tuple, list)):
         return tuple(to_numpy(o, leaf) for o in out)
     return leaf(out)
+
+
+def runs_on_all(run: Callable[[tuple], Any], cases: list[tuple], passed: str) -> tuple[bool, str]:
+    """Whether ``run(case)`` returns on every one of ``cases``: ``(True, passed)``, else
+    ``False`` and the first input that raised, in words (``input 2 (tensor (3,)): ...``)."""
+    for i, case in enumerate(cases, 1):
+        try:
+            run(case)
+        except Exception as exc:  # the learner's code may raise anything
+            return False, f"input {i} ({signature(case)}): {what_broke(exc)}"
+    return True, passed
 
 
 def same_outputs(

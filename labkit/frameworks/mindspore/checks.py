@@ -18,12 +18,11 @@ from mindspore import nn, ops
 
 from .._kit.checks import (
     refuse_options,
+    runs_on_all,
     same_outputs,
-    signature,
     to_numpy,
     unknown_property,
     unwrap,
-    what_broke,
 )
 from . import adapter  # noqa: F401  (sends MindSpore's compile-failure reports to a scratch folder)
 
@@ -58,12 +57,11 @@ def _graph(fn: Callable) -> Callable:
 
 def graph_mode(fn: Callable, cases: list[tuple]) -> tuple[bool, str]:
     compiled = _graph(fn)
-    for i, case in enumerate(cases):
-        try:
-            _numpy(compiled(*_args(case)))
-        except Exception as exc:
-            return False, f"input {i + 1} ({signature(case)}): {what_broke(exc)}"
-    return True, f"compiled whole (strict syntax) and ran on all {len(cases)} inputs"
+    return runs_on_all(
+        lambda case: _numpy(compiled(*_args(case))),
+        cases,
+        f"compiled whole (strict syntax) and ran on all {len(cases)} inputs",
+    )
 
 
 def matches_eager(

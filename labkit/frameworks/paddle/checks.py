@@ -17,12 +17,11 @@ import paddle
 
 from .._kit.checks import (
     refuse_options,
+    runs_on_all,
     same_outputs,
-    signature,
     to_numpy,
     unknown_property,
     unwrap,
-    what_broke,
 )
 
 __all__ = [
@@ -60,12 +59,11 @@ def _static(fn: Callable) -> Callable:
 
 def full_graph(fn: Callable, cases: list[tuple]) -> tuple[bool, str]:
     converted = _static(fn)
-    for i, case in enumerate(cases):
-        try:
-            _numpy(converted(*_args(case)))
-        except Exception as exc:
-            return False, f"input {i + 1} ({signature(case)}): {what_broke(exc)}"
-    return True, f"converted whole (full_graph=True) and ran on all {len(cases)} inputs"
+    return runs_on_all(
+        lambda case: _numpy(converted(*_args(case))),
+        cases,
+        f"converted whole (full_graph=True) and ran on all {len(cases)} inputs",
+    )
 
 
 def matches_eager(

@@ -35,6 +35,7 @@ from torch.overrides import TorchFunctionMode
 
 from .._kit.checks import (
     compare,
+    runs_on_all,
     same_outputs,
     signature,
     to_numpy,
@@ -116,12 +117,8 @@ def no_graph_breaks(fn: Callable, cases: list[tuple]) -> tuple[bool, str]:
 def fullgraph(fn: Callable, cases: list[tuple]) -> tuple[bool, str]:
     compiled = torch.compile(unwrap(fn), fullgraph=True, backend="eager")
     with _quiet():
-        for i, case in enumerate(cases):
-            try:
-                compiled(*_args(case))
-            except Exception as exc:
-                return False, f"input {i + 1} ({signature(case)}): {what_broke(exc)}"
-    return True, f"one graph for each of the {len(cases)} inputs"
+        passed = f"one graph for each of the {len(cases)} inputs"
+        return runs_on_all(lambda case: compiled(*_args(case)), cases, passed)
 
 
 class _Module(torch.nn.Module):

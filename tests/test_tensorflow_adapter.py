@@ -8,7 +8,6 @@ from labkit import resnet
 from labkit.frameworks import contract
 from labkit.frameworks.crosscheck import max_rel_diff
 
-import keras
 import numpy as np
 import pytest
 from conftest import assert_float32_close, require
@@ -125,6 +124,8 @@ def test_bf16_cell_is_close_and_leaves_the_global_policy_alone(tfa, model, weigh
     images, _ = resnet.random_batch(1, SIZE, num_classes=CLASSES)
     err = max_rel_diff(logits, tfa.predict(model, images))
     assert 0 < err < 5e-2  # bfloat16 keeps 8 bits of mantissa: close, not equal
+    import keras  # here, not at collection: PaddlePaddle must load before TensorFlow (conftest)
+
     assert keras.config.dtype_policy().name == "float32"
 
 

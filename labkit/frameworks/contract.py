@@ -176,6 +176,7 @@ class FrameworkSpec:
         ``serve_modes``."""
         return f"labkit.frameworks.{self.name}.serving" if self.serve_modes else None
 
+    @property
     def peak_module(self) -> str | None:
         """The module that measures its matrix-multiply rates (run with ``python -m``), None
         without ``peak_precisions``."""

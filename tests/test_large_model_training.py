@@ -110,7 +110,9 @@ def test_a_killed_worker_is_restarted_from_the_checkpoint_and_ends_where_an_unin
     assert int(killed_pid) in run.pids  # the first attempt's worker, killed, then replaced
     assert [(w["attempt"], w["resumed_from_step"]) for w in run.workers] == [(1, 2), (1, 2)]
     assert run.summary()["restarts"] == 1
-    assert "exitcode: -9" in run.log  # torchrun saw the SIGKILL, then started the group again
+    # torchrun saw a worker of the group fail, then started the group again: the killed one
+    # (exitcode -9) or its peer, whose collective broke first (exitcode 1), whichever it polls
+    assert "failed (exitcode: " in run.log, run.log
     # the whole loss history, two steps from the checkpoint and two trained again, and the
     # final weights: equal to the run that was never interrupted, to the last bit
     assert run.workers[0]["losses"] == ddp.workers[0]["losses"]

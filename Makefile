@@ -70,7 +70,7 @@ book: install
 # marked costly (torch.compile training and inference graphs, the export cross-checks, a real
 # ONNX export) and the notebooks whose cells skip work under smoke (06: every training mode,
 # torch.compile and XLA included; 07: the isolated inference cells; 07b: the graph modes served;
-# 09: the quick benchmark).
+# 09: the quick benchmark); and every notebook twice in one kernel (make test runs the short ones).
 STANDARD_NOTEBOOKS := notebooks/06_resnet50_training_benchmark.ipynb \
     notebooks/07_inference_and_deployment.ipynb notebooks/07b_serving_under_load.ipynb \
     notebooks/09_selection_guide.ipynb
@@ -78,6 +78,7 @@ test-standard: install
 	LABKIT_PROFILE=standard $(PY) -m pytest tests -m costly -p no:cacheprovider
 	LABKIT_PROFILE=standard $(PY) -m pytest $(STANDARD_NOTEBOOKS) --nbval-lax --nbval-current-env \
 	    --nbval-cell-timeout=3600 -p no:cacheprovider
+	LABKIT_PROFILE=smoke LABKIT_TWICE=all $(PY) -m pytest tests/test_notebooks_twice.py -p no:cacheprovider
 
 APP_PORT ?= 8866
 # The selection guide as a standalone web page (Voila): http://localhost:$(APP_PORT)/

@@ -344,6 +344,7 @@ def test_doctor_on_fixture_trees_shows_the_estimate_beside_the_measured_peak():
     assert "the fixture tree holds no peak-probes.json" in zen4.stdout
 
 
+@pytest.mark.costly  # measures every peak probe (30 s); tests/test_hardware measures one here
 def test_doctor_measures_this_machine_once_and_reads_the_cache_after(tmp_path):
     env = {"LABKIT_CACHE_DIR": str(tmp_path / "cache")}
     before = run_labkit("doctor", "--no-measure", env=env, timeout=300)

@@ -130,6 +130,7 @@ def test_a_killed_worker_without_restarts_fails_the_job_naming_the_kill(tmp_path
 # ---- MindSpore's AutoParallel ------------------------------------------------------------
 
 
+@pytest.mark.costly  # an msrun job whose graph compile refuses (40 s; make test-standard)
 def test_mindspore_autoparallel_in_data_parallel_form_refuses_the_cpu(tmp_path):
     """MindSpore 2.8 documents AutoParallel for Ascend only; under msrun on CPUs its compile
     refuses with this message. When a MindSpore release runs it here, this test fails: then

@@ -206,6 +206,7 @@ def test_source_conversion_makes_control_flow_operators_of_the_program(pd_adapte
     assert counts["pd_op.if"] == 1 and 0 < counts.compute < counts.total
 
 
+@pytest.mark.costly  # cold caches (20 s); notebook 04b shows SOT's breaks under smoke
 def test_bytecode_capture_reports_its_graph_breaks_from_a_cold_cache_every_time(pd_adapter):
     from labkit.frameworks.paddle import graphs as pg
 

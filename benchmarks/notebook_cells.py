@@ -7,7 +7,7 @@ The notebook's own imports say what a root name is (``import tensorflow as tf``,
 import nn``, ``from labkit.frameworks.torch import graphs as ttg``):
 
 - a **framework** call: the root is a framework module (:data:`FRAMEWORKS`: torch, tensorflow,
-  keras, mindspore, onnxruntime, onnx, paddle, tvm, ...);
+  keras, mindspore, onnxruntime, onnx, paddle, ...);
 - a **helper** call: the root is labkit (``labkit``, ``from labkit import lessons``, ...), except
   ``labkit.exercises`` and the exercises it loads (``q1 = exercises.load(...)``, then
   ``q1.check(...)``), whose calls are the notebook's **exercise** calls.
@@ -48,7 +48,6 @@ FRAMEWORKS = frozenset(
         "ai_edge_litert",
         "tflite_runtime",
         "paddle",
-        "tvm",
         "jax",
     }
 )

@@ -294,6 +294,7 @@ def test_a_check_that_kills_its_process_is_reported_and_the_others_go_on():
 
 
 @pytest.mark.slow
+@pytest.mark.costly  # 22 s of waiting; tests/test_explore_real holds --timeout 20 on a hanging model
 def test_a_check_past_its_time_limit_is_stopped(tmp_path):
     require("torch")
     (tmp_path / "slow.py").write_text(

@@ -283,6 +283,7 @@ def test_every_mode_of_each_framework_in_real_subprocesses(tmp_path, framework):
         assert records[0]["export_s"] > 0
 
 
+@pytest.mark.costly  # compiles bf16 and quantises int8 in cells (30 s); tests/test_registry covers each adapter's step
 def test_low_precision_cells_carry_their_peak_share_and_accuracy_cost(tmp_path, monkeypatch):
     """int8 through every framework and bf16 through PyTorch's eager mode, from an empty peak
     cache: the run measures the peaks first; a low-precision record stands against the peak of

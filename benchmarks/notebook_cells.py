@@ -8,15 +8,21 @@ import nn``, ``from labkit.frameworks.torch import graphs as ttg``):
 
 - a **framework** call: the root is a framework module (:data:`FRAMEWORKS`: torch, tensorflow,
   keras, mindspore, onnxruntime, onnx, paddle, ...);
-- a **helper** call: the root is labkit (``labkit``, ``from labkit import lessons``, ...), except
-  ``labkit.exercises`` and the exercises it loads (``q1 = exercises.load(...)``, then
-  ``q1.check(...)``), whose calls are the notebook's **exercise** calls.
+- a **measure** call: the root is one of labkit's measuring and sharing modules
+  (:data:`MEASURING`: the benchmark runner, results, plots, the hardware readout, the serving
+  load generator, the claim checks, the classroom), the part of labkit a lesson is meant to call;
+- a **helper** call: the root is any other part of labkit (``labkit.lessons``, an adapter's
+  ``graphs``, ...), except ``labkit.exercises`` and the exercises it loads (``q1 =
+  exercises.load(...)``, then ``q1.check(...)``), whose calls are the notebook's **exercise**
+  calls.
 
 Calls on the notebook's own objects (``model.fit``, ``q1.check``, ``np.ones``, ``plt.plot``)
-count for neither. A cell is *direct* when it makes more framework calls than helper calls,
-*helper* when it makes more helper calls, *mixed* on a tie, *exercise* when its only counted
-calls are exercise calls, and *other* when it calls neither (imports, plain Python, NumPy,
-plots). The target of issue 21: more direct cells than helper cells in notebooks 05-11.
+count for none. A cell is *direct* when it makes more framework calls than helper calls,
+*helper* when it makes more helper calls, *mixed* on a tie, *measure* when its counted calls are
+measure calls only (a benchmark plan, its table and figure), *exercise* when its only counted
+calls are exercise calls, and *other* when it calls none (imports, plain Python, NumPy, plots).
+The target of issue 21: more direct cells than helper cells in notebooks 05-11, with the
+benchmark-plan cells (measure) set apart.
 
     python benchmarks/notebook_cells.py                    # every notebook under notebooks/
     python benchmarks/notebook_cells.py notebooks/05_*.ipynb --cells   # and each cell's counts
@@ -51,7 +57,23 @@ FRAMEWORKS = frozenset(
         "jax",
     }
 )
-KINDS = ("direct", "helper", "mixed", "exercise", "other")
+#: labkit's measuring and sharing modules: what a lesson calls labkit for (issue 21: "labkit keeps
+#: what measures, what two notebooks share"), counted apart from the helpers
+MEASURING = frozenset(
+    f"labkit.{m}"
+    for m in (
+        "bench",
+        "classroom",
+        "doctor",
+        "hardware",
+        "plots",
+        "results",
+        "runner",
+        "serve",
+        "sources",
+    )
+)
+KINDS = ("direct", "helper", "mixed", "measure", "exercise", "other")
 
 
 @dataclass
@@ -60,6 +82,7 @@ class Cell:
     cell_id: str
     framework: int = 0
     helper: int = 0
+    measure: int = 0
     exercise: int = 0
 
     @property
@@ -70,6 +93,8 @@ class Cell:
             return "helper"
         if self.framework:
             return "mixed"
+        if self.measure:
+            return "measure"
         return "exercise" if self.exercise else "other"
 
 
@@ -131,12 +156,14 @@ def _root(node: ast.AST) -> str | None:
 
 
 def kind_of(module: str) -> str | None:
-    """The kind of a dotted module path: "framework", "exercise", "helper", or None."""
+    """The kind of a dotted module path: "framework", "exercise", "measure", "helper", or None."""
     top = module.split(".")[0]
     if top in FRAMEWORKS:
         return "framework"
     if module == "labkit.exercises" or module.startswith("labkit.exercises."):
         return "exercise"
+    if any(module == m or module.startswith(m + ".") for m in MEASURING):
+        return "measure"
     if top == "labkit":
         return "helper"
     return None
@@ -198,7 +225,7 @@ def table(notebooks: list[Notebook]) -> str:
 def cell_lines(nb: Notebook) -> str:
     return "\n".join(
         f"  cell {c.index:>3} {c.cell_id:<24} {c.kind:<9} framework {c.framework}, "
-        f"helper {c.helper}, exercise {c.exercise}"
+        f"helper {c.helper}, measure {c.measure}, exercise {c.exercise}"
         for c in nb.cells
     )
 

@@ -21,6 +21,9 @@ CELLS = [
     ("from labkit.frameworks.torch import graphs as ttg\nttg.launches('')", "helper"),
     ("lessons.timed(lambda: torch.sin(torch.ones(2)))", "direct"),  # 2 torch calls, 1 helper
     ("lessons.timed(lambda: tf.ones(2))", "mixed"),
+    # measure: labkit's measuring modules (a benchmark plan, its results, its figure)
+    ("from labkit import plots, runner\nrun = runner.run(plan)\nplots.throughput(run)", "measure"),
+    ("plots.throughput(tf.ones(2))", "direct"),  # a framework call beside a measure call
     ("q1 = exercises.load('00.profile')\nq1", "exercise"),
     ("q1.check(None)", "exercise"),
     ("model = build()\nmodel.fit(x)\nplt.plot([1])", "other"),  # the notebook's own objects
@@ -45,21 +48,30 @@ def test_each_cell_is_counted_by_the_calls_it_makes(tmp_path):
     kinds = [line.split()[3] for line in proc.stdout.splitlines() if line.startswith("  cell ")]
     assert kinds == [kind for _, kind in CELLS]
     assert "cell   7 c6                       direct    framework 2, helper 1" in proc.stdout
-    expected = {k: sum(kind == k for _, kind in CELLS) for k in ("direct", "helper", "mixed")}
-    assert expected == {"direct": 3, "helper": 2, "mixed": 1}
+    kinds = ("direct", "helper", "mixed", "measure")
+    expected = {k: sum(kind == k for _, kind in CELLS) for k in kinds}
+    assert expected == {"direct": 4, "helper": 2, "mixed": 1, "measure": 1}
+    assert "measure   framework 0, helper 0, measure 2, exercise 0" in proc.stdout
     row = next(line for line in proc.stdout.splitlines() if line.startswith("05_fixture"))
-    assert row.split() == ["05_fixture.ipynb", "3", "2", "1", "2", "3", "yes"]
+    assert row.split() == ["05_fixture.ipynb", "4", "2", "1", "1", "2", "3", "yes"]
     counts = json.loads(_run(nb, "--json").stdout)
     assert counts == {
-        "05_fixture.ipynb": {"direct": 3, "helper": 2, "mixed": 1, "exercise": 2, "other": 3}
+        "05_fixture.ipynb": {
+            "direct": 4,
+            "helper": 2,
+            "mixed": 1,
+            "measure": 1,
+            "exercise": 2,
+            "other": 3,
+        }
     }
 
 
 def test_more_helper_cells_than_direct_ones_reads_no(tmp_path):
     nb = tmp_path / "06_helpers.ipynb"
-    write_notebook(nb, ["from labkit import runner", "runner.run()", "runner.plan()"])
+    write_notebook(nb, ["from labkit import lessons, runner", "lessons.timed()", "lessons.us()"])
     row = _run(nb).stdout.splitlines()[-1]
-    assert row.split() == ["06_helpers.ipynb", "0", "2", "0", "0", "1", "no"]
+    assert row.split() == ["06_helpers.ipynb", "0", "2", "0", "0", "0", "1", "no"]
 
 
 def test_bad_input_is_one_line_and_exit_2(tmp_path):

@@ -5,8 +5,11 @@ would type (``torch._dynamo.explain``, ``torch.compile(fullgraph=True)``, ``torc
 strict and non-strict, ``torch.jit.trace``, ``torch.onnx.export`` + ``onnxruntime``;
 ``tf.function`` and ``experimental_get_tracing_count`` over new batch sizes,
 ``jit_compile=True``, ``tf.saved_model``, ``tf.lite.TFLiteConverter``), and ``labkit.explore``
-checks the same spec; the table sets the two side by side. Run it by hand (it compiles and
-exports every model: minutes):
+checks the same spec; the table sets the two side by side. Recompiles are counted directly too,
+over the very input shapes explore called: graphs a counting ``torch.compile`` backend receives
+per call, and ``experimental_get_tracing_count`` of plain, ``reduce_retracing=True`` and
+``input_signature`` ``tf.function`` calls. Run it by hand (it compiles and exports every model:
+minutes):
 
     .venv/bin/python benchmarks/explore_vs_framework.py [SPEC ...] [--out FILE.md]
 
@@ -18,6 +21,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -46,12 +50,35 @@ def _tried(fn) -> str:
     try:
         return fn()
     except Exception as exc:  # noqa: BLE001 - the framework's answer is what we report
-        text = str(exc).strip().splitlines()
+        text = re.sub(r"\x1b\[[0-9;]*m", "", str(exc)).strip().splitlines()  # no colour codes
         return f"error: {type(exc).__name__}: {text[0][:160] if text else ''}"
 
 
-def _torch_direct(model, args: tuple, kwargs: dict) -> dict[str, str]:
-    """What PyTorch says, called directly."""
+def _resized(a, shape):
+    """``a`` tiled (not redrawn: token ids and masks stay valid) and cut to ``shape``."""
+    import numpy as np
+
+    reps = [-(-n // m) for n, m in zip(shape, a.shape)]
+    return np.tile(a, reps)[tuple(slice(0, n) for n in shape)]
+
+
+def _series_of(arrays: list, series: list) -> dict[tuple[str, str], list[list]]:
+    """For each (path, dimension) explore varied, the example arrays resized to each shape it
+    called."""
+    from labkit.runner import inputs
+
+    return {
+        (path, varied): [
+            [_resized(a, i.shape) for a, i in zip(arrays, inputs.parse_inputs(text))]
+            for text in texts
+        ]
+        for path, varied, texts in series
+    }
+
+
+def _torch_direct(model, args: tuple, kwargs: dict, series: dict, split) -> dict[str, str]:
+    """What PyTorch says, called directly; ``series``: (path, varied) -> the inputs of each
+    call, ``split``: those inputs -> (args, kwargs)."""
     import tempfile
     import warnings
 
@@ -103,7 +130,30 @@ def _torch_direct(model, args: tuple, kwargs: dict) -> dict[str, str]:
         worst = max(float(np.abs(o - r.numpy()).max()) for o, r in zip(outs, ref))
         return f"ORT agrees to {worst:.1g}"
 
-    return {
+    def compiles(calls):
+        torch._dynamo.reset()
+        graphs = []
+
+        def counting(gm, example_inputs):  # a backend: called once per graph Dynamo compiles
+            graphs.append(gm)
+            return gm.forward
+
+        compiled = torch.compile(model, backend=counting)
+        per_call = []
+        for arrays in calls:
+            a, kw = split([torch.from_numpy(x) for x in arrays])
+            before = len(graphs)
+            with torch.no_grad():
+                compiled(*a, **kw)
+            per_call.append(len(graphs) - before)
+        return f"compiles {per_call}"
+
+    answers = {
+        f"compiles: {path} {varied}": _tried(lambda c=c: compiles(c))
+        for (path, varied), c in series.items()
+        if path == "torch.compile"
+    }
+    return answers | {
         "torch.compile": _tried(explain),
         "torch.compile(fullgraph)": _tried(fullgraph),
         "torch.export": _tried(lambda: export(False)),
@@ -113,8 +163,9 @@ def _torch_direct(model, args: tuple, kwargs: dict) -> dict[str, str]:
     }
 
 
-def _tf_direct(model, arrays: list) -> dict[str, str]:
-    """What TensorFlow says, called directly."""
+def _tf_direct(model, arrays: list, series: dict) -> dict[str, str]:
+    """What TensorFlow says, called directly (``series``: (path, varied) -> the inputs of each
+    call)."""
     import tempfile
 
     import numpy as np
@@ -128,6 +179,20 @@ def _tf_direct(model, arrays: list) -> dict[str, str]:
             fn(tf.constant(np.resize(x, (b, *x.shape[1:]))))
         return f"{fn.experimental_get_tracing_count()} traces for 3 batch sizes"
 
+    def traces(path, calls):
+        options = {"tf.function(reduce_retracing=True)": {"reduce_retracing": True}}.get(path, {})
+        if path == "tf.function(input_signature)":  # None on every dimension the series varies
+            shapes = [c[0].shape for c in calls]
+            dims = [None if len({s[d] for s in shapes}) > 1 else n for d, n in enumerate(shapes[0])]
+            options = {"input_signature": [tf.TensorSpec(dims, tf.as_dtype(calls[0][0].dtype))]}
+        fn = tf.function(lambda t: model(t, training=False), **options)
+        per_call = []
+        for c in calls:
+            before = fn.experimental_get_tracing_count()
+            fn(tf.constant(c[0]))
+            per_call.append(fn.experimental_get_tracing_count() - before)
+        return f"traces {per_call}"
+
     def xla():
         tf.function(lambda t: model(t, training=False), jit_compile=True)(tf.constant(x))
         return "compiled"
@@ -135,7 +200,8 @@ def _tf_direct(model, arrays: list) -> dict[str, str]:
     def saved():
         with tempfile.TemporaryDirectory() as tmp:
             model.export(f"{tmp}/sm", verbose=False)
-            tf.saved_model.load(f"{tmp}/sm").serve(tf.constant(x))
+            loaded = tf.saved_model.load(f"{tmp}/sm")  # kept: its variables live with it
+            loaded.serve(tf.constant(x))
         return "saved and loaded"
 
     def tflite():
@@ -144,7 +210,11 @@ def _tf_direct(model, arrays: list) -> dict[str, str]:
 
     y1 = np.asarray(model(x, training=False))
     y2 = np.asarray(model(np.random.default_rng(1).standard_normal(x.shape).astype(x.dtype)))
-    return {
+    answers = {
+        f"compiles: {path} {varied}": _tried(lambda p=path, c=c: traces(p, c))
+        for (path, varied), c in series.items()
+    }
+    return answers | {
         "eager": f"output varies with the input: {bool(np.abs(y1 - y2).max() > 0)}",
         "tf.function(new shapes)": _tried(retracing),
         "xla": _tried(xla),
@@ -153,8 +223,9 @@ def _tf_direct(model, arrays: list) -> dict[str, str]:
     }
 
 
-def direct(spec: str, shapes: str | None) -> dict[str, str]:
-    """The framework's own answers for one spec (run in a process of its own)."""
+def direct(spec: str, shapes: str | None, series: list) -> dict[str, str]:
+    """The framework's own answers for one spec (run in a process of its own); ``series``: the
+    input shapes explore called for each dimension it varied, called here too."""
     from labkit import frameworks
     from labkit.runner import inputs
 
@@ -163,23 +234,38 @@ def direct(spec: str, shapes: str | None) -> dict[str, str]:
         arrays, call = inputs.example_arrays(inputs.parse_inputs(shapes)), None
     else:
         arrays, call = given
+    calls = _series_of(arrays, series)
     if frameworks.framework_of(model) == "tensorflow":
-        return _tf_direct(model, arrays)
+        return _tf_direct(model, arrays, calls)
     import torch
 
-    tensors = [torch.from_numpy(a) for a in arrays]
-    if call is None:
-        return _torch_direct(model, tuple(tensors), {})
-    args, named = call.split(tensors)
-    return _torch_direct(model, tuple(args), {**named, **call.constants})
+    def split(tensors):
+        if call is None:
+            return tuple(tensors), {}
+        args, named = call.split(tensors)
+        return tuple(args), {**named, **call.constants}
+
+    args, kwargs = split([torch.from_numpy(a) for a in arrays])
+    return _torch_direct(model, args, kwargs, calls, split)
 
 
 def compare(spec: str, shapes: str | None) -> list[str]:
     """Markdown rows: each path's explorer verdict beside the framework's own answer."""
     from labkit import explore
 
+    report = explore.check(spec, shapes, progress=False)
+    series = [(r.path, r.varied, r.shapes) for r in report.recompiles]
     child = subprocess.run(
-        [sys.executable, __file__, "--direct", spec, "--shapes", shapes or ""],
+        [
+            sys.executable,
+            __file__,
+            "--direct",
+            spec,
+            "--shapes",
+            shapes or "",
+            "--series",
+            json.dumps(series),
+        ],
         capture_output=True,
         text=True,
         check=False,
@@ -187,15 +273,16 @@ def compare(spec: str, shapes: str | None) -> list[str]:
     )
     lines = [ln for ln in child.stdout.splitlines() if ln.startswith("{")]
     own = json.loads(lines[-1]) if lines else {"error": child.stderr[-300:]}
-    report = explore.check(spec, shapes, progress=False)
     name = spec.rpartition(":")[2]
     rows = []
     for p in report.paths:
         said = own.get(p.path, "")
+        if p.path == "torch.compile(new shapes)":  # the counts of the rows below, side by side
+            said = "; ".join(v for k, v in own.items() if k.startswith("compiles: torch.compile"))
         rows.append(f"| {name} | {p.path} | {p.status} | {said.replace('|', '/')} |")
     for r in report.recompiles:
-        if r.varied == "sequence length":
-            rows.append(f"| {name} | {r.path} (sequence length) | compiles {r.compiles} | |")
+        said = own.get(f"compiles: {r.path} {r.varied}", "")
+        rows.append(f"| {name} | {r.path} ({r.varied}) | compiles {r.compiles} | {said} |")
     return rows
 
 
@@ -205,9 +292,10 @@ def main() -> int:
     parser.add_argument("--out", help="also write the table to this Markdown file")
     parser.add_argument("--direct", help=argparse.SUPPRESS)
     parser.add_argument("--shapes", help=argparse.SUPPRESS)
+    parser.add_argument("--series", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.direct:
-        print(json.dumps(direct(args.direct, args.shapes or None)))
+        print(json.dumps(direct(args.direct, args.shapes or None, json.loads(args.series))))
         return 0
     todo = [tuple(s.split("@", 1)) if "@" in s else (s, None) for s in args.specs] or DEFAULT
     table = [
@@ -215,8 +303,9 @@ def main() -> int:
         "|---|---|---|---|",
     ]
     for spec, shapes in todo:
-        table += compare(spec, shapes)
-        print("\n".join(table[-12:]), flush=True)
+        rows = compare(spec, shapes)
+        table += rows
+        print("\n".join(rows), flush=True)
     if args.out:
         Path(args.out).write_text("\n".join(table) + "\n", encoding="utf-8")
     return 0

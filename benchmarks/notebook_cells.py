@@ -10,7 +10,8 @@ import nn``, ``from labkit.frameworks.torch import graphs as ttg``):
   keras, mindspore, onnxruntime, onnx, paddle, ...);
 - a **measure** call: the root is one of labkit's measuring and sharing modules
   (:data:`MEASURING`: the benchmark runner, results, plots, the hardware readout, the serving
-  load generator, the claim checks, the classroom), the part of labkit a lesson is meant to call;
+  load generator, the claim checks, the classroom, and the shared plumbing: profiles, the
+  canonical weights and data, tables), the part of labkit a lesson is meant to call;
 - a **helper** call: the root is any other part of labkit (``labkit.lessons``, an adapter's
   ``graphs``, ...), except ``labkit.exercises`` and the exercises it loads (``q1 =
   exercises.load(...)``, then ``q1.check(...)``), whose calls are the notebook's **exercise**
@@ -54,11 +55,19 @@ FRAMEWORKS = frozenset(
         "ai_edge_litert",
         "tflite_runtime",
         "paddle",
+        "tvm",
         "jax",
+        # the serving frameworks of the serving lesson (07b): the seeds' "Flask/FastAPI" service
+        "fastapi",
+        "starlette",
+        "uvicorn",
+        "flask",
     }
 )
 #: labkit's measuring and sharing modules: what a lesson calls labkit for (issue 21: "labkit keeps
-#: what measures, what two notebooks share"), counted apart from the helpers
+#: what measures, what two notebooks share, and plumbing no learner needs to read"), counted
+#: apart from the helpers that do framework work for the lesson (the adapters, labkit.lessons,
+#: labkit.explore, labkit.guide)
 MEASURING = frozenset(
     f"labkit.{m}"
     for m in (
@@ -67,10 +76,13 @@ MEASURING = frozenset(
         "doctor",
         "hardware",
         "plots",
+        "profiles",
+        "resnet",
         "results",
         "runner",
         "serve",
         "sources",
+        "util",
     )
 )
 KINDS = ("direct", "helper", "mixed", "measure", "exercise", "other")

@@ -110,10 +110,23 @@ def _torch_direct(model, args: tuple, kwargs: dict, series: dict, split) -> dict
         p = torch.export.export(model, args, kwargs, strict=strict)
         return f"exported ({sum(n.op == 'call_function' for n in p.graph.nodes)} ops)"
 
+    names = [k for k, v in kwargs.items() if isinstance(v, torch.Tensor)]
+
+    class Bound(torch.nn.Module):  # keyword tensors as trace inputs, other keywords bound
+        def __init__(self):
+            super().__init__()
+            self.model = model
+
+        def forward(self, *tensors):
+            named = dict(zip(names, tensors[len(args) :]))
+            return self.model(*tensors[: len(args)], **{**kwargs, **named})
+
     def trace():
+        traced = Bound() if kwargs else model
+        inputs = (*args, *(kwargs[k] for k in names))
         for strict in (True, False):
             try:
-                torch.jit.trace(model, args, check_trace=False, strict=strict)
+                torch.jit.trace(traced, inputs, check_trace=False, strict=strict)
                 return f"traced (strict={strict})"
             except RuntimeError as exc:
                 last = exc
@@ -279,7 +292,10 @@ def compare(spec: str, shapes: str | None) -> list[str]:
         said = own.get(p.path, "")
         if p.path == "torch.compile(new shapes)":  # the counts of the rows below, side by side
             said = "; ".join(v for k, v in own.items() if k.startswith("compiles: torch.compile"))
-        rows.append(f"| {name} | {p.path} | {p.status} | {said.replace('|', '/')} |")
+        verdict = p.status
+        if p.details.get("constant_output"):  # explore's warning: agreement is then vacuous
+            verdict += " (warns: the output does not depend on the input)"
+        rows.append(f"| {name} | {p.path} | {verdict} | {said.replace('|', '/')} |")
     for r in report.recompiles:
         said = own.get(f"compiles: {r.path} {r.varied}", "")
         rows.append(f"| {name} | {r.path} ({r.varied}) | compiles {r.compiles} | {said} |")

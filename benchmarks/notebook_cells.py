@@ -10,8 +10,9 @@ import nn``, ``from labkit.frameworks.torch import graphs as ttg``):
   keras, mindspore, onnxruntime, onnx, paddle, ...);
 - a **measure** call: the root is one of labkit's measuring and sharing modules
   (:data:`MEASURING`: the benchmark runner, results, plots, the hardware readout, the serving
-  load generator, the claim checks, the classroom, and the shared plumbing: profiles, the
-  canonical weights and data, tables), the part of labkit a lesson is meant to call;
+  load generator, the claim checks, the classroom, the selection guide, and the shared plumbing:
+  profiles, the canonical weights and data, tables), the part of labkit a lesson is meant to
+  call;
 - a **helper** call: the root is any other part of labkit (``labkit.lessons``, an adapter's
   ``graphs``, ...), except ``labkit.exercises`` and the exercises it loads (``q1 =
   exercises.load(...)``, then ``q1.check(...)``), whose calls are the notebook's **exercise**
@@ -23,7 +24,8 @@ count for none. A cell is *direct* when it makes more framework calls than helpe
 measure calls only (a benchmark plan, its table and figure), *exercise* when its only counted
 calls are exercise calls, and *other* when it calls none (imports, plain Python, NumPy, plots).
 The target of issue 21: more direct cells than helper cells in notebooks 05-11, with the
-benchmark-plan cells (measure) set apart.
+benchmark-plan cells (measure) set apart; a notebook with neither (no framework work at all, such
+as the selection guide's) reads ``n/a``.
 
     python benchmarks/notebook_cells.py                    # every notebook under notebooks/
     python benchmarks/notebook_cells.py notebooks/05_*.ipynb --cells   # and each cell's counts
@@ -67,13 +69,15 @@ FRAMEWORKS = frozenset(
 #: labkit's measuring and sharing modules: what a lesson calls labkit for (issue 21: "labkit keeps
 #: what measures, what two notebooks share, and plumbing no learner needs to read"), counted
 #: apart from the helpers that do framework work for the lesson (the adapters, labkit.lessons,
-#: labkit.explore, labkit.guide)
+#: labkit.explore). The selection guide is shared by notebook 09 and the app (app/), and calls no
+#: framework
 MEASURING = frozenset(
     f"labkit.{m}"
     for m in (
         "bench",
         "classroom",
         "doctor",
+        "guide",
         "hardware",
         "plots",
         "profiles",
@@ -229,7 +233,7 @@ def table(notebooks: list[Notebook]) -> str:
     lines = [head, "-" * len(head)]
     for nb in notebooks:
         c = nb.counts()
-        mark = "yes" if c["direct"] > c["helper"] else "no"
+        mark = "yes" if c["direct"] > c["helper"] else "no" if c["direct"] + c["helper"] else "n/a"
         lines.append(f"{nb.name:<42}" + "".join(f"{c[k]:>9}" for k in KINDS) + f"  {mark:>15}")
     return "\n".join(lines)
 

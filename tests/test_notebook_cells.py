@@ -96,3 +96,10 @@ def test_the_course_notebooks_are_all_counted():
     assert proc.returncode == 0, proc.stderr
     names = sorted(p.name for p in (ROOT / "notebooks").glob("*.ipynb"))
     assert [line.split()[0] for line in proc.stdout.splitlines()[2:]] == names
+
+
+def test_a_notebook_without_framework_work_reads_not_applicable(tmp_path):
+    nb = tmp_path / "09_guide.ipynb"
+    write_notebook(nb, ["from labkit import guide", "guide.recommend('research')"])
+    row = _run(nb).stdout.splitlines()[-1]
+    assert row.split() == ["09_guide.ipynb", "0", "0", "0", "1", "0", "1", "n/a"]

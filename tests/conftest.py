@@ -283,7 +283,9 @@ class NotebookMemory:
     the session. Under the smoke profile a notebook whose peak passes Binder's limit (2 GB) fails:
     the teardown of its last cell reports the peak and the limit (``LABKIT_NOTEBOOK_MEMORY_MB``
     sets another limit, 0 none). Each notebook still runs once;
-    the sampler reads a few ``/proc`` files every quarter of a second."""
+    the sampler reads a few ``/proc`` files every quarter of a second. This environment's files
+    are dropped from the page cache first (``settle_page_cache``: right after an install they
+    read about 200 MB high per process; see benchmarks/notebook_costs.py)."""
 
     INTERVAL_S = 0.25
 
@@ -372,6 +374,7 @@ def pytest_configure(config):
             limit = NotebookMemory._costs().BINDER_MB
         else:
             limit = None
+        NotebookMemory._costs().settle_page_cache()  # as benchmarks/notebook_costs.py measures
         config.pluginmanager.register(NotebookMemory(limit), "notebook-memory")
 
 

@@ -76,6 +76,52 @@ def _series_of(arrays: list, series: list) -> dict[tuple[str, str], list[list]]:
     }
 
 
+def _trace(torch, model, args: tuple, kwargs: dict) -> str:
+    """``torch.jit.trace``, strict first; keyword tensors become trace inputs through a module
+    that binds them, the other keywords (``use_cache=False``) stay bound."""
+    names = [k for k, v in kwargs.items() if isinstance(v, torch.Tensor)]
+
+    class Bound(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.model = model
+
+        def forward(self, *tensors):
+            named = dict(zip(names, tensors[len(args) :]))
+            return self.model(*tensors[: len(args)], **{**kwargs, **named})
+
+    traced = Bound() if kwargs else model
+    inputs = (*args, *(kwargs[k] for k in names))
+    for strict in (True, False):
+        try:
+            torch.jit.trace(traced, inputs, check_trace=False, strict=strict)
+            return f"traced (strict={strict})"
+        except RuntimeError as exc:
+            last = exc
+    raise last
+
+
+def _count_compiles(torch, model, calls: list, split) -> str:
+    """Graphs ``torch.compile`` builds at each call of ``calls``, counted by a backend that
+    only counts (``split``: a call's tensors -> (args, kwargs))."""
+    torch._dynamo.reset()
+    graphs = []
+
+    def counting(gm, example_inputs):  # a backend: called once per graph Dynamo compiles
+        graphs.append(gm)
+        return gm.forward
+
+    compiled = torch.compile(model, backend=counting)
+    per_call = []
+    for arrays in calls:
+        a, kw = split([torch.from_numpy(x) for x in arrays])
+        before = len(graphs)
+        with torch.no_grad():
+            compiled(*a, **kw)
+        per_call.append(len(graphs) - before)
+    return f"compiles {per_call}"
+
+
 def _torch_direct(model, args: tuple, kwargs: dict, series: dict, split) -> dict[str, str]:
     """What PyTorch says, called directly; ``series``: (path, varied) -> the inputs of each
     call, ``split``: those inputs -> (args, kwargs)."""
@@ -110,28 +156,6 @@ def _torch_direct(model, args: tuple, kwargs: dict, series: dict, split) -> dict
         p = torch.export.export(model, args, kwargs, strict=strict)
         return f"exported ({sum(n.op == 'call_function' for n in p.graph.nodes)} ops)"
 
-    names = [k for k, v in kwargs.items() if isinstance(v, torch.Tensor)]
-
-    class Bound(torch.nn.Module):  # keyword tensors as trace inputs, other keywords bound
-        def __init__(self):
-            super().__init__()
-            self.model = model
-
-        def forward(self, *tensors):
-            named = dict(zip(names, tensors[len(args) :]))
-            return self.model(*tensors[: len(args)], **{**kwargs, **named})
-
-    def trace():
-        traced = Bound() if kwargs else model
-        inputs = (*args, *(kwargs[k] for k in names))
-        for strict in (True, False):
-            try:
-                torch.jit.trace(traced, inputs, check_trace=False, strict=strict)
-                return f"traced (strict={strict})"
-            except RuntimeError as exc:
-                last = exc
-        raise last
-
     def onnx():
         with tempfile.TemporaryDirectory() as tmp:
             program = torch.onnx.export(model, args, kwargs=kwargs, dynamo=True, verbose=False)
@@ -143,26 +167,8 @@ def _torch_direct(model, args: tuple, kwargs: dict, series: dict, split) -> dict
         worst = max(float(np.abs(o - r.numpy()).max()) for o, r in zip(outs, ref))
         return f"ORT agrees to {worst:.1g}"
 
-    def compiles(calls):
-        torch._dynamo.reset()
-        graphs = []
-
-        def counting(gm, example_inputs):  # a backend: called once per graph Dynamo compiles
-            graphs.append(gm)
-            return gm.forward
-
-        compiled = torch.compile(model, backend=counting)
-        per_call = []
-        for arrays in calls:
-            a, kw = split([torch.from_numpy(x) for x in arrays])
-            before = len(graphs)
-            with torch.no_grad():
-                compiled(*a, **kw)
-            per_call.append(len(graphs) - before)
-        return f"compiles {per_call}"
-
     answers = {
-        f"compiles: {path} {varied}": _tried(lambda c=c: compiles(c))
+        f"compiles: {path} {varied}": _tried(lambda c=c: _count_compiles(torch, model, c, split))
         for (path, varied), c in series.items()
         if path == "torch.compile"
     }
@@ -171,7 +177,7 @@ def _torch_direct(model, args: tuple, kwargs: dict, series: dict, split) -> dict
         "torch.compile(fullgraph)": _tried(fullgraph),
         "torch.export": _tried(lambda: export(False)),
         "torch.export(strict)": _tried(lambda: export(True)),
-        "torch.jit.trace": _tried(trace),
+        "torch.jit.trace": _tried(lambda: _trace(torch, model, args, kwargs)),
         "onnx": _tried(onnx),
     }
 

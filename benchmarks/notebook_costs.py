@@ -18,8 +18,8 @@ runs, a thread samples the kernel's whole process tree (the kernel, the benchmar
 
 A process that lives shorter than the interval can be missed; the kernel's own high-water mark
 (``VmHWM``) is recorded too. File pages depend on how the library files sit in the page cache:
-files pip has just written are cached in the large blocks it wrote, and a page fault then maps a
-whole block, so right after an install the frameworks' libraries read about 200 MB higher per
+right after an install, with the files still cached as pip wrote them (in large blocks, most
+likely, which a page fault maps whole), the frameworks' libraries read about 200 MB higher per
 process (measured: 806 MB against 603 MB for one process with PyTorch, TensorFlow, MindSpore and
 ONNX Runtime) than once the files have been read back from disk, as on every machine but the one
 that just installed them. :func:`settle_page_cache` drops this environment's files from the page

@@ -192,12 +192,6 @@ def _tf_direct(model, arrays: list, series: dict) -> dict[str, str]:
 
     x = arrays[0]
 
-    def retracing():
-        fn = tf.function(lambda t: model(t, training=False))
-        for b in (x.shape[0], x.shape[0] + 1, x.shape[0] + 2):
-            fn(tf.constant(np.resize(x, (b, *x.shape[1:]))))
-        return f"{fn.experimental_get_tracing_count()} traces for 3 batch sizes"
-
     def traces(path, calls):
         options = {"tf.function(reduce_retracing=True)": {"reduce_retracing": True}}.get(path, {})
         if path == "tf.function(input_signature)":  # None on every dimension the series varies
@@ -235,7 +229,6 @@ def _tf_direct(model, arrays: list, series: dict) -> dict[str, str]:
     }
     return answers | {
         "eager": f"output varies with the input: {bool(np.abs(y1 - y2).max() > 0)}",
-        "tf.function(new shapes)": _tried(retracing),
         "xla": _tried(xla),
         "savedmodel": _tried(saved),
         "tflite": _tried(tflite),
@@ -296,8 +289,9 @@ def compare(spec: str, shapes: str | None) -> list[str]:
     rows = []
     for p in report.paths:
         said = own.get(p.path, "")
-        if p.path == "torch.compile(new shapes)":  # the counts of the rows below, side by side
-            said = "; ".join(v for k, v in own.items() if k.startswith("compiles: torch.compile"))
+        if p.path.endswith("(new shapes)"):  # the plain path's counts of the rows below
+            plain = p.path.removesuffix("(new shapes)")
+            said = "; ".join(v for k, v in own.items() if k.startswith(f"compiles: {plain} "))
         verdict = p.status
         if p.details.get("constant_output"):  # explore's warning: agreement is then vacuous
             verdict += " (warns: the output does not depend on the input)"

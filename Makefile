@@ -70,7 +70,7 @@ book: install
 # marked costly (torch.compile training and inference graphs, the export cross-checks, a real
 # ONNX export) and the notebooks whose cells skip work under smoke (06: every training mode,
 # torch.compile and XLA included; 07: the isolated inference cells; 07b: the graph modes served;
-# 09: the quick benchmark); and every notebook twice in one kernel (make test runs the short ones).
+# 09: the quick benchmark); and every notebook twice in one kernel (make test runs 09 only).
 STANDARD_NOTEBOOKS := notebooks/06_resnet50_training_benchmark.ipynb \
     notebooks/07_inference_and_deployment.ipynb notebooks/07b_serving_under_load.ipynb \
     notebooks/09_selection_guide.ipynb

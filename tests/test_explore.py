@@ -457,6 +457,8 @@ def test_explore_command_writes_the_report_and_benchmark_records_that_report_rea
         "--bench",
         "--tasks",
         "throughput",
+        "--modes",
+        "eager,torchscript,ort",  # a compile cell too is notebook 10's (its own in-process bench)
         "--results",
         str(jsonl),
         env={"LABKIT_PROFILE": "smoke"},
@@ -470,7 +472,6 @@ def test_explore_command_writes_the_report_and_benchmark_records_that_report_rea
     assert {(r["framework"], r["mode"]) for r in records} == {
         ("torch", "eager"),
         ("torch", "torchscript"),
-        ("torch", "compile"),
         ("onnxruntime", "ort"),
     }
     for r in records:
@@ -479,7 +480,7 @@ def test_explore_command_writes_the_report_and_benchmark_records_that_report_rea
         assert r["batch_size"] == 2 and r["image_size"] == 0 and r["ceiling_share"] is None
     # every graph mode pairs with eager (valid or not: the machine may be busy)
     speeds = results.speedups(records, include_invalid=True)
-    assert {s["mode"] for s in speeds} == {"torchscript", "compile", "ort"}
+    assert {s["mode"] for s in speeds} == {"torchscript", "ort"}
     report = run_labkit("report", str(jsonl), "--out", str(tmp_path / "figs"), timeout=300)
     assert report.returncode == 0, report.stderr
     assert "explore_models:transformer_block" in report.stdout and "2x8x64" in report.stdout

@@ -238,7 +238,12 @@ def test_prepare_refuses_the_precisions_the_spec_leaves_out_saying_why(adapter, 
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("name", NAMES)
+@pytest.mark.parametrize(
+    "name",
+    # TensorFlow's bf16 eager step over 256 images takes 20 s here: make test-standard runs it
+    # (test_tensorflow_adapter checks its bf16 cell under smoke)
+    [pytest.param(n, marks=pytest.mark.costly) if n == "tensorflow" else n for n in NAMES],
+)
 def test_each_low_precision_step_carries_its_accuracy_cost(name, weights):
     """The graph path of each precision the spec offers beyond fp32 (eager where there is no
     cheaper one): the step runs, and its accuracy cost against fp32 is measured after timing,
@@ -425,7 +430,11 @@ def test_a_served_framework_has_a_serving_module_that_follows_the_contract(spec,
 @pytest.mark.parametrize(
     "framework,mode",
     [
-        pytest.param(f, m, marks=[pytest.mark.costly] if m.startswith("compile") else [])
+        # a compile, or a SavedModel export (15 s; test_tensorflow_adapter reloads one under
+        # smoke): make test-standard runs them
+        pytest.param(
+            f, m, marks=[pytest.mark.costly] if m.startswith("compile") or m == "savedmodel" else []
+        )
         for f, m in SERVED
     ],
     ids=[f"{f}-{m}" for f, m in SERVED],

@@ -256,6 +256,7 @@ def run_plan(tmp_path, framework, modes, tasks):
     return plan, res.records
 
 
+@pytest.mark.costly  # a cold torch.compile in a cell (about 30 s): smoke runs the two below
 def test_torch_every_mode_and_every_task_in_real_subprocesses(tmp_path):
     plan = runner.Plan.build(["torch"], None, ["latency"], profile=SMOKE)
     plan.cells += runner.Plan.build(
@@ -281,6 +282,13 @@ def test_every_mode_of_each_framework_in_real_subprocesses(tmp_path, framework):
     check_measured(records, plan, framework)
     if framework == "onnxruntime":  # a cold cache: the cell exported the model itself
         assert records[0]["export_s"] > 0
+
+
+def test_torch_eager_and_torchscript_in_real_subprocesses(tmp_path):
+    """PyTorch's modes that compile nothing (its compile cell is the costly test above)."""
+    plan, records = run_plan(tmp_path, "torch", ["eager", "torchscript"], ["latency"])
+    assert [r["mode"] for r in records] == ["eager", "torchscript"]
+    check_measured(records, plan, "torch")
 
 
 @pytest.mark.costly  # compiles bf16 and quantises int8 in cells (30 s); tests/test_registry covers each adapter's step

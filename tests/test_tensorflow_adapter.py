@@ -92,7 +92,12 @@ def test_keras_folds_the_biased_batch_variance_into_running_var(tfa, weights, st
 # ----------------------------------------------------------------------------- benchmark cells
 
 
-@pytest.mark.parametrize("mode", ["eager", "function", "xla"])
+@pytest.mark.parametrize(
+    "mode",
+    # XLA compiles each task's graph (20 s): make test-standard; under smoke test_runner runs
+    # an XLA cell and checks it
+    ["eager", "function", pytest.param("xla", marks=pytest.mark.costly)],
+)
 def test_every_task_runs_in_every_mode_and_agrees_with_eager(tfa, model, weights, stepped, mode):
     for task, batch in MODE_TASKS:
         prepared = tfa.prepare(weights, mode, task, batch, image_size=SIZE)

@@ -126,6 +126,7 @@ def verdict(
     load: float | None,
     cpu_count: int | None = None,
     number_per_run: int = 1,
+    max_rel_iqr: float = MAX_REL_IQR,
 ) -> list[str]:
     """Why a measurement is *invalid* (MLPerf's run rules, in spirit): an empty list is valid.
 
@@ -134,7 +135,8 @@ def verdict(
 
     - at least ``min_repeats`` timed samples and ``min_time_s`` seconds of timed calls (the
       profile's);
-    - a spread (IQR / median of the samples) of at most :data:`MAX_REL_IQR`;
+    - a spread (IQR / median of the samples) of at most ``max_rel_iqr`` (:data:`MAX_REL_IQR`
+      unless the profile says otherwise: its ``max_spread``);
     - a quiet machine: while timing, other processes kept at most the CPUs the cell leaves free
       plus :data:`MAX_STOLEN` of the cell's ``threads`` busy (from ``/proc/stat``); where that
       cannot be read, a 1-minute load average below the CPU count when timing started.
@@ -151,8 +153,8 @@ def verdict(
         )
     if n:
         rel = stats.iqr(times_s) / stats.median(times_s) if stats.median(times_s) > 0 else math.inf
-        if rel > MAX_REL_IQR:
-            reasons.append(f"spread too wide: IQR/median {rel:.0%} > {MAX_REL_IQR:.0%}")
+        if rel > max_rel_iqr:
+            reasons.append(f"spread too wide: IQR/median {rel:.0%} > {max_rel_iqr:.0%}")
     return reasons + busy_machine(threads, others, load, cpu_count)
 
 

@@ -3,6 +3,7 @@
 No framework and no speed assertion here: known inputs, fake steps, synthetic records.
 """
 
+import dataclasses
 import gc
 import json
 import math
@@ -13,7 +14,7 @@ import sys
 import time
 import warnings
 
-from labkit import bench, plots, results
+from labkit import bench, plots, profiles, results
 from labkit.frameworks import contract
 from labkit.util import stats
 
@@ -317,7 +318,7 @@ def test_records_follow_the_schema():
 
 
 def test_a_record_is_judged_from_its_own_fields():
-    # smoke: at least 3 calls and 0.2 s; 8 calls of 10 ms are 0.08 s
+    # smoke: at least 5 calls and 0.2 s; 8 calls of 10 ms are 0.08 s
     short = measured(0.01)
     assert not short["valid"] and "less than the 0.2 s required" in short["invalid_reasons"][0]
     busy = measured(
@@ -750,3 +751,16 @@ def test_a_speedup_figure_spanning_ratios_uses_a_log_axis_and_still_agrees_with_
     assert widths == sorted(round(r["speedup"], 9) for r in table)
     assert plots.speedup(recs[:2]).axes[0].get_xscale() == "linear"  # 2x alone: linear
     assert not plots.log_axis([1.5, 2.0]) and plots.log_axis([0.0014, 2.0])
+
+
+def test_the_spread_limit_is_the_profiles():
+    """A 20% spread is invalid under standard's 10% and valid under smoke's 25%; a record is
+    judged by its own profile's limit."""
+    times = [0.08, 0.09, 0.1, 0.11, 0.12] * 2  # IQR/median 20%
+    assert bench.verdict(times, 5, 0.2, 1, 0.0, None, 2) == [
+        "spread too wide: IQR/median 20% > 10%"
+    ]
+    smoke = profiles.get("smoke")
+    assert bench.verdict(times, 5, 0.2, 1, 0.0, None, 2, max_rel_iqr=smoke.max_spread) == []
+    with pytest.raises(ValueError, match="max_spread"):
+        dataclasses.replace(smoke, max_spread=0.0)

@@ -16,7 +16,7 @@ framework does not offer is a failure whose error starts with ``"unsupported:"``
 ``"unsupported": true``). The fields, their types and meanings are in :data:`FIELDS`.
 
 Each measured record carries its **validity verdict** (``valid``, ``invalid_reasons``: enough
-timed calls and time, a spread under :data:`labkit.bench.MAX_REL_IQR`, a quiet machine; see
+timed calls and time, a spread under its profile's ``max_spread`` (10%, smoke 25%), a quiet machine; see
 :func:`labkit.bench.verdict`) and whether it lies **above the compute ceiling** estimated for its
 precision (``above_ceiling`` with ``ceiling_note``: the likely cause). Invalid records are kept
 and shown flagged; :func:`valid` is what evidence (claims, the guide) is drawn from.

@@ -423,7 +423,7 @@ def judge(record: dict) -> list[str]:
 
     :func:`labkit.bench.verdict` with the record's raw times (else its repeats, median and
     IQR) and the calls in each sample (``number_per_run``), its profile's minimum samples and
-    time, its intra-op threads, and the machine readings it carries (``others_cpus``, else
+    time and its largest spread (``max_spread``), its intra-op threads, and the machine readings it carries (``others_cpus``, else
     ``load_1min``).
     """
     if record.get("status") != "ok":
@@ -449,6 +449,7 @@ def judge(record: dict) -> list[str]:
         record.get("load_1min"),
         machine.get("logical_cpus") or machine.get("cores"),
         int(record.get("number_per_run") or 1),
+        prof.max_spread,
     )
 
 

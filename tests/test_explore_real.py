@@ -251,16 +251,18 @@ def test_an_operator_without_an_onnx_translation_is_named_as_such():
 
 
 @pytest.mark.slow
-def test_a_timeout_on_a_model_that_hangs_returns_soon_after_and_names_the_option():
+def test_timeout_20_on_a_model_that_hangs_returns_within_30_s_and_names_the_option():
+    # the limit counts from the worker's start, PyTorch's import included: right after a fresh
+    # install (CI) that import alone took over 8 s, so a shorter limit stops the load instead
     require("torch")
     t0 = time.perf_counter()
-    proc = run_labkit("explore", spec("hangs"), "--input", "2x3", "--timeout", "8", timeout=120)
+    proc = run_labkit("explore", spec("hangs"), "--input", "2x3", "--timeout", "20", timeout=120)
     took = time.perf_counter() - t0
     assert proc.returncode == 2, proc.stderr[-2000:]
     (line,) = [ln for ln in proc.stderr.splitlines() if ln.startswith("error:")]
-    assert "eager did not finish within 8 s" in line and "--timeout" in line
+    assert "eager did not finish within 20 s" in line and "--timeout" in line
     assert "timeout_s" not in line and "no other path was checked" in line
-    assert took < 33, f"took {took:.0f} s"  # 8 s, plus starting PyTorch on a busy machine
+    assert took < 45, f"took {took:.0f} s"  # 20 s, plus starting PyTorch on a busy machine
 
 
 @pytest.mark.slow

@@ -6,11 +6,9 @@ A record is valid (labkit.bench.verdict) with at least ``min_repeats`` timed sam
 fast for that were timed in blocks, smoke's 200 calls of a 30 µs ONNX Runtime step reached
 0.03 s of the 0.2 s required and every record of notebook 10 was invalid. These tests run real
 steps and real benchmark cells, the ones of the plans notebooks 06, 07 and 10 run under smoke,
-and check the three rules the profile controls. The fastest calls of each notebook must also
-be valid, unless the record itself found the machine busy (another process on the cores fails a
-record honestly): on a quiet machine smoke's samples (5 at least, 40 ms at least) keep the
-spread within its limit, where 3 samples of single calls did not (IQR/median 12-43% on 2
-cores). No speed is asserted.
+and check the three rules the profile controls. That they are also valid on a quiet machine
+(unless the record itself found the machine busy) is checked by `make test-standard`, on a
+machine left to it. No speed is asserted.
 """
 
 import json
@@ -98,9 +96,7 @@ def test_the_plan_of_06_is_read_from_the_notebook():
     assert {c.profile for c in plan} == {"smoke"}
 
 
-def test_the_fastest_calls_of_06_07_and_10_under_smoke_meet_the_profiles_limits_and_are_valid(
-    tmp_path,
-):
+def fastest_smoke_records(tmp_path) -> list[dict]:
     """One real cell per benchmark notebook, the one with the shortest call of its smoke plan:
     06's first training cell (torch eager, from the notebook), 07's ONNX Runtime latency call
     (batch 1) and 10's ONNX Runtime run of the transformer block (tens of µs per call, timed in
@@ -121,12 +117,25 @@ def test_the_fastest_calls_of_06_07_and_10_under_smoke_meet_the_profiles_limits_
     )
     records = run.records + mine.records
     assert [r["status"] for r in records] == ["ok"] * 3, [r.get("error") for r in records]
+    return records
+
+
+def test_the_fastest_calls_of_06_07_and_10_under_smoke_meet_the_profiles_limits(tmp_path):
+    records = fastest_smoke_records(tmp_path)
     for r in records:
         assert profile_problems(r, SMOKE) == [], (r["framework"], r["mode"], r["task"])
+    assert records[-1]["number_per_run"] > 1  # a call far under 40 ms: timed in blocks
+    assert results.load(tmp_path / "10.jsonl")[0]["number_per_run"] > 1
+
+
+@pytest.mark.costly  # CI's own machine is not quiet enough to assert it (pytest runs beside)
+def test_on_a_quiet_machine_the_fastest_calls_of_06_07_and_10_under_smoke_are_valid(tmp_path):
+    """Valid, unless the record itself found the machine busy: smoke's samples (5 at least, 40
+    ms at least) keep the spread within its limit, where 3 samples of single calls did not
+    (IQR/median 12-43% on 2 cores)."""
+    for r in fastest_smoke_records(tmp_path):
         quiet = not any(x.startswith("busy machine") for x in r["invalid_reasons"])
         assert r["valid"] or not quiet, (r["framework"], r["mode"], r["invalid_reasons"])
-    assert mine.records[0]["number_per_run"] > 1  # a call far under 40 ms: timed in blocks
-    assert results.load(tmp_path / "10.jsonl")[0]["number_per_run"] > 1
 
 
 @pytest.mark.costly

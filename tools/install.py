@@ -56,7 +56,10 @@ def uv_command(settings: dict[str, list[str]], packages: list[str]) -> list[str]
         for value in settings.get(name, []):
             if exists(value):
                 command += [option, value]
-    return [*command, "--index-strategy", "unsafe-best-match", "--quiet", *packages]
+    # compiled as pip compiles them: where PYTHONDONTWRITEBYTECODE is set (CI here) no process
+    # writes .pyc files, and every framework import would compile its sources again
+    flags = ["--index-strategy", "unsafe-best-match", "--compile-bytecode", "--quiet"]
+    return [*command, *flags, *packages]
 
 
 def main(packages: list[str]) -> int:

@@ -14,7 +14,7 @@ export PROTOCOL_BUFFERS_PYTHON_IMPLEMENTATION := python
 .PHONY: install lab test test-standard lint lint-fix bench doctor app browser book clean
 
 # Re-installs only when pyproject.toml changed since the last install (idempotent, fast otherwise).
-# uv installs the same pins from pip's own sources in a quarter of pip's time (tools/install.py);
+# uv installs the same pins from pip's own sources in well under pip's time (tools/install.py);
 # where uv is missing or fails, pip installs.
 $(STAMP): pyproject.toml
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)

@@ -132,7 +132,7 @@ def test_the_fastest_calls_of_06_07_and_10_under_smoke_meet_the_profiles_limits(
 def test_on_a_quiet_machine_the_fastest_calls_of_06_07_and_10_under_smoke_are_valid(tmp_path):
     """Valid, unless the record itself found the machine busy: smoke's samples (5 at least, 40
     ms at least) keep the spread within its limit, where 3 samples of single calls did not
-    (IQR/median 12-43% on 2 cores)."""
+    (IQR/median 12-139% on 2 cores)."""
     for r in fastest_smoke_records(tmp_path):
         quiet = not any(x.startswith("busy machine") for x in r["invalid_reasons"])
         assert r["valid"] or not quiet, (r["framework"], r["mode"], r["invalid_reasons"])

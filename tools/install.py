@@ -3,10 +3,10 @@
 ``make install`` runs it (``python tools/install.py -e '.[lab,test]'``): uv installs the same
 pins as pip, unpacking several wheels at a time (81 s on the 2-core CI machine with uv's cache
 empty, bytecode compiled, for what pip takes 2 min 10 s over), but it reads none of pip's
-settings. So this reads the sources pip is
-configured with, ``pip config list`` (its files and its ``PIP_*`` environment variables: index
-URL, extra index URLs, find-links folders, a constraints file, a certificate), passes the ones
-that exist to ``uv pip install``, and lets uv weigh every index as pip does. On a machine where
+settings. So this reads the sources pip is configured with, ``pip config list`` (its files and
+its ``PIP_*`` environment variables: index URL, extra index URLs, find-links folders, a
+constraints file, a certificate), passes the ones that exist to ``uv pip install``, and lets uv
+weigh every index as pip does. On a machine where
 the CPU build of PyTorch lies in a find-links folder, uv takes it from there as pip would.
 
 Exit status: uv's; 3 when uv is not installed. ``make install`` falls back to pip on any

@@ -87,8 +87,11 @@ APP_PORT ?= 8866
 app: install
 	LABKIT_PROFILE=$(PROFILE) $(VENV)/bin/voila app/selection_guide.ipynb --port=$(APP_PORT) --no-browser $(VOILA_ARGS)
 
+# The headless benchmark in every precision: fp32, and the bf16 and int8 paths where a framework
+# has them (the others are recorded unsupported, saying why); PRECISION=fp32 for fp32 alone.
+PRECISION ?= fp32,bf16,int8
 bench: install
-	$(PY) -m labkit bench --profile $(PROFILE)
+	$(PY) -m labkit bench --profile $(PROFILE) --precision $(PRECISION)
 
 doctor: install
 	$(PY) -m labkit doctor

@@ -236,6 +236,33 @@ def test_nothing_measured_is_not_a_verdict():
     )
 
 
+def test_a_claim_measured_only_invalidly_says_so_and_stays_unjudged():
+    """Cells that ran but gave invalid records are not "nothing measured": the row shows what
+    they would say, and the verdict stays unjudged (as with nothing at all)."""
+    records = [
+        rec("torch", "eager", "throughput", 10, image_size=224),
+        rec("onnxruntime", "ort", "throughput", 9.2, image_size=224),
+    ]
+    records[0] = {**records[0], "valid": False, "invalid_reasons": ["spread too wide"]}
+    v = claims.check(claims.claim("onnx_cost"), records)
+    assert v.verdict == claims.NOT_MEASURED and v.measured == []
+    assert [round(m.estimate.value, 2) for m in v.invalid] == [0.92]
+    assert "records are invalid" in v.why and "nothing measured" not in v.why
+    assert (
+        v.row()["measured here"].startswith("only invalidly: ")
+        and "0.92x" in v.row()["measured here"]
+    )
+    assert claims.check(claims.claim("onnx_cost"), records, include_invalid=True).measured
+    # where this machine cannot be in the claim's regime, the label says nothing *valid*
+    train = [
+        {**rec("torch", "eager", "train", 10, precision="bf16"), "valid": False},
+        rec("torch", "torchscript", "train", 12, precision="bf16"),
+    ]
+    v = claims.check(claims.claim("a100_training"), train)
+    assert v.verdict == claims.REGIME and v.invalid and "records are invalid" in v.why
+    assert v.label() == "different regime (hardware): nothing validly measured here yet"
+
+
 def test_onnx_cost_is_judged_at_the_seeds_image_size_only():
     records = [
         rec("torch", "eager", "throughput", 10, image_size=224),

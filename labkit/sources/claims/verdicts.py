@@ -107,6 +107,7 @@ class Verdict:
     measured: list[Measured] = field(default_factory=list)
     why: str = ""
     differences: tuple[str, ...] = ()  # what the measurement lacks of the claim's regime
+    invalid: list[Measured] = field(default_factory=list)  # ratios of invalid records only
 
     def label(self) -> str:
         """The verdict as the table shows it: scoped, with the ratio and the differences for a
@@ -119,7 +120,9 @@ class Verdict:
         if self.claim.untestable:
             return f"{REGIME} ({names}): untestable here"
         if not self.measured:
-            return f"{REGIME} ({names}): nothing measured here yet"
+            return (
+                f"{REGIME} ({names}): nothing {'validly ' if self.invalid else ''}measured here yet"
+            )
         values = ", ".join(f"{m.estimate.value:.2f}x" for m in self.measured)
         plural = "ratios" if len(self.measured) > 1 else "ratio"
         return f"{REGIME} ({names}): {plural} {values} measured here"
@@ -127,7 +130,11 @@ class Verdict:
     def row(self) -> dict[str, str]:
         """The claim-check table row: claim, seeds' figure, the claim's regime, measured here
         (with the regime it was measured in), the scoped verdict, why, published figures."""
-        shown = "; ".join(str(m) for m in self.measured) or "not measured"
+        shown = "; ".join(str(m) for m in self.measured) or (
+            "only invalidly: " + "; ".join(str(m) for m in self.invalid)
+            if self.invalid
+            else "not measured"
+        )
         heres = list(dict.fromkeys(m.here.brief() for m in self.measured if m.here))
         if heres:
             shown += " (measured on " + "; ".join(heres) + ")"
@@ -264,9 +271,10 @@ def _device_for(c: Claim, records: list[Record]) -> str:
     return "gpu" if gpu else "cpu"
 
 
-def _unmeasured(c: Claim, records: list[Record], device: str) -> Verdict:
+def _unmeasured(c: Claim, records: list[Record], device: str, invalid: list[Measured]) -> Verdict:
     """The verdict with nothing measured: "different regime" when this machine cannot meet the
-    claim's hardware or runtime at all, else the judge's "not measured here"."""
+    claim's hardware or runtime at all, else "not measured here": the judge's reason, or, where
+    the claim's cells ran but gave only invalid records (``invalid``), what those would say."""
     machine = _machine_regime(records, device) or Regime(
         hardware=(device,), hardware_text=f"this machine's {device.upper()}", runtime=IN_PROCESS
     )
@@ -281,15 +289,24 @@ def _unmeasured(c: Claim, records: list[Record], device: str) -> Verdict:
             "stays the seeds' figure, neither confirmed nor refuted by this lab"
         )
         return Verdict(c, REGIME, [], why, tuple(hard))
+    invalid_only = (
+        "its cells ran here, but their records are invalid, and invalid records are no "
+        "evidence (each one's flags say why: a spread too wide, a busy machine); run them "
+        "again on a quieter machine or under a longer profile"
+    )
     if hard:
         why = (
-            "nothing measured for it here yet, and this machine cannot be in the claim's "
-            f"regime ({'; '.join(hard)}): a ratio measured here would be reported beside "
-            "the seeds', never as a verdict on the claim"
+            (
+                invalid_only + "; and even valid, a ratio"
+                if invalid
+                else "nothing measured for it here yet, and a ratio"
+            )
+            + f" measured here could not be in the claim's regime ({'; '.join(hard)}): it "
+            "would be reported beside the seeds', never as a verdict on the claim"
         )
-        return Verdict(c, REGIME, [], why, tuple(hard))
+        return Verdict(c, REGIME, [], why, tuple(hard), invalid)
     verdict, why = judge(c, [])
-    return Verdict(c, verdict, [], why)
+    return Verdict(c, verdict, [], invalid_only if invalid else why, (), invalid)
 
 
 def _scoped(c: Claim, measured: list[Measured]) -> Verdict:
@@ -334,9 +351,11 @@ def check(
     records count (see :func:`labkit.results.valid`) unless ``include_invalid``.
     """
     device = _device_for(c, records)
-    measured = measure(c, records, _precision_for(c, records, precision), device, include_invalid)
+    precision = _precision_for(c, records, precision)
+    measured = measure(c, records, precision, device, include_invalid)
     if not measured:
-        return _unmeasured(c, records, device)
+        invalid = [] if include_invalid else measure(c, records, precision, device, True)
+        return _unmeasured(c, records, device, invalid)
     return _scoped(c, measured)
 
 

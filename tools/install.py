@@ -6,8 +6,8 @@ empty, bytecode compiled, for what pip takes 2 min 10 s over), but it reads none
 settings. So this reads the sources pip is configured with, ``pip config list`` (its files and
 its ``PIP_*`` environment variables: index URL, extra index URLs, find-links folders, a
 constraints file, a certificate), passes the ones that exist to ``uv pip install``, and lets uv
-weigh every index as pip does. On a machine where
-the CPU build of PyTorch lies in a find-links folder, uv takes it from there as pip would.
+weigh every index as pip does. On a machine where the CPU build of PyTorch lies in a find-links
+folder, uv takes it from there as pip would.
 
 Exit status: uv's; 3 when uv is not installed. ``make install`` falls back to pip on any
 failure, so a machine without uv, or one uv cannot handle, still installs.

@@ -11,7 +11,7 @@ ROOT_FLAG := $(if $(filter 0,$(shell id -u)),--allow-root)
 # MindSpore 2.8 + TensorFlow in one process need protobuf's pure-Python implementation.
 export PROTOCOL_BUFFERS_PYTHON_IMPLEMENTATION := python
 
-.PHONY: install lab test test-standard lint lint-fix bench doctor app browser book clean
+.PHONY: install strip-outputs lab test test-standard lint lint-fix bench doctor app browser book clean
 
 # Re-installs only when pyproject.toml changed since the last install (idempotent, fast otherwise).
 # uv installs the same pins from pip's own sources in well under pip's time (tools/install.py);
@@ -22,7 +22,18 @@ $(STAMP): pyproject.toml
 	$(PY) tools/install.py -e '.[lab,test]' || $(PY) -m pip install --quiet -e '.[lab,test]'
 	$(PY) -m ipykernel install --sys-prefix --name python3 --display-name "Python 3 (Graph Lab)" \
 	    --env PROTOCOL_BUFFERS_PYTHON_IMPLEMENTATION python >/dev/null
+	@$(MAKE) --no-print-directory strip-outputs
 	@touch $(STAMP)
+
+# The outputs a learner's runs save into the notebooks never show as changes: a git filter
+# (nbstripout, cell ids and metadata kept) cleans every notebook as git reads it, so `git status`
+# stays clean and `git pull` updates the course. Local to this clone (.git/config and
+# .git/info/attributes); `git config --unset-all filter.nbstripout.clean` turns it off.
+strip-outputs:
+	@if git rev-parse --git-dir >/dev/null 2>&1; then \
+	    $(VENV)/bin/nbstripout --install >/dev/null && \
+	    git config filter.nbstripout.clean \
+	        '"$(abspath $(PY))" -m nbstripout --keep-id --extra-keys metadata.language_info'; fi
 
 install: $(STAMP)
 
@@ -47,14 +58,11 @@ lint-fix: install
 	$(VENV)/bin/ruff check --fix .
 	$(VENV)/bin/ruff format .
 
-# Every notebook runs once, under nbval, which saves the executed copies; the course site is then
-# built from them without executing anything again (book/build.py --execute never), and the
-# site's own tests (-m book) run last.
+# Every notebook runs once, under nbval, under the smoke profile, after the unit tests; the
+# executed copies are saved for the course site (make book reuses them).
 test: install browser lint
 	LABKIT_PROFILE=smoke $(PY) -m pytest tests notebooks -m "not book" --nbval-lax --nbval-current-env \
 	    --nbval-cell-timeout=900 -p no:cacheprovider --save-executed build/executed/smoke
-	$(PY) book/build.py --profile smoke --execute never $(BOOK_LINKS)
-	LABKIT_PROFILE=smoke $(PY) -m pytest tests -m book -p no:cacheprovider
 
 # The course site (Jupyter Book): every notebook with its outputs, executed under smoke unless
 # PROFILE is given (make book PROFILE=standard for a release). Notebooks that make test already
@@ -68,7 +76,8 @@ BOOK_LINKS = $(if $(BOOK_REPO),--repo $(BOOK_REPO)) $(if $(BOOK_BRANCH),--branch
 book: install
 	$(PY) book/build.py --profile $(BOOK_PROFILE) --execute $(BOOK_EXECUTE) $(BOOK_LINKS)
 
-# The release check: under the standard profile, what `make test` (smoke) leaves out: the tests
+# The release check: the course site built from make test's executed copies and its tests in
+# Chromium (-m book); then, under the standard profile, what `make test` (smoke) leaves out: the tests
 # marked costly (torch.compile training and inference graphs, the export cross-checks, a real
 # ONNX export) and the notebooks whose cells skip work under smoke (06: every training mode,
 # torch.compile and XLA included; 07: the isolated inference cells; 07b: the graph modes served;
@@ -76,7 +85,9 @@ book: install
 STANDARD_NOTEBOOKS := notebooks/06_resnet50_training_benchmark.ipynb \
     notebooks/07_inference_and_deployment.ipynb notebooks/07b_serving_under_load.ipynb \
     notebooks/09_selection_guide.ipynb
-test-standard: install
+test-standard: install browser
+	$(MAKE) book
+	LABKIT_PROFILE=smoke $(PY) -m pytest tests -m book -p no:cacheprovider
 	LABKIT_PROFILE=standard $(PY) -m pytest tests -m costly -p no:cacheprovider
 	LABKIT_PROFILE=standard $(PY) -m pytest $(STANDARD_NOTEBOOKS) --nbval-lax --nbval-current-env \
 	    --nbval-cell-timeout=3600 -p no:cacheprovider

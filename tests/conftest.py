@@ -8,6 +8,7 @@ import socket
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 os.environ.setdefault("PROTOCOL_BUFFERS_PYTHON_IMPLEMENTATION", "python")
@@ -273,6 +274,71 @@ class ExecutedNotebooks:
             nbformat.write(nb, target)
 
 
+# ---- what a notebook leaves: stderr boxes it did not mean to show, files in the temp folder ----
+
+
+class NotebookHygiene:
+    """For every notebook nbval runs: at most one stderr output that the lesson does not mean to
+    show (a cell tagged ``shows-stderr`` means to), and nothing left in the temp folder once its
+    kernel and everything it started have stopped. Either fails the notebook's last cell."""
+
+    STDERR_ALLOWED = 1
+    SETTLE_S = 10.0
+
+    def __init__(self):
+        self.before: dict = {}
+        self.stderr: dict = {}
+
+    @staticmethod
+    def _listing() -> set[str]:
+        root = Path(tempfile.gettempdir())
+        return {p.name for p in root.iterdir() if not p.name.startswith("pytest-of-")}
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_runtest_setup(self, item):
+        if hasattr(item, "cell_num") and item.parent not in self.before:
+            self.before[item.parent] = self._listing()
+            self.stderr[item.parent] = []
+
+    @pytest.hookimpl(hookwrapper=True)
+    def pytest_runtest_makereport(self, item, call):
+        yield
+        if call.when != "call" or item.parent not in self.stderr:
+            return
+        tags = item.cell.get("metadata", {}).get("tags", []) if hasattr(item, "cell") else []
+        if "shows-stderr" in tags:
+            return
+        for out in getattr(item, "test_outputs", None) or []:
+            if out.get("output_type") == "stream" and out.get("name") == "stderr":
+                self.stderr[item.parent].append((item.cell_num, str(out.get("text", ""))[:200]))
+
+    @pytest.hookimpl(wrapper=True)
+    def pytest_runtest_teardown(self, item, nextitem):
+        notebook = item.parent
+        if notebook not in self.before or (nextitem is not None and nextitem.parent is notebook):
+            return (yield)
+        result = yield  # the notebook's kernel stops here
+        name = Path(str(notebook.fspath)).name
+        before = self.before.pop(notebook)
+        deadline = time.monotonic() + self.SETTLE_S
+        while (left := self._listing() - before) and time.monotonic() < deadline:
+            time.sleep(0.5)  # processes the notebook started finish their own clean-up
+        problems = []
+        if left:
+            problems.append(f"left in the temp folder: {sorted(left)}")
+        boxes = self.stderr.pop(notebook)
+        if len(boxes) > self.STDERR_ALLOWED:
+            shown = "; ".join(f"cell {n}: {t.strip()[:120]!r}" for n, t in boxes)
+            problems.append(
+                f"{len(boxes)} stderr outputs the lesson does not mean to show (at most "
+                f"{self.STDERR_ALLOWED}; silence a log at its source, or tag a cell that means "
+                f"to show one 'shows-stderr'): {shown}"
+            )
+        if problems:
+            pytest.fail(f"{name}: " + " | ".join(problems), pytrace=False)
+        return result
+
+
 # ---- the memory each notebook takes under nbval (Binder's 2 GB under smoke) ------------------
 
 
@@ -376,11 +442,13 @@ def pytest_configure(config):
             limit = None
         NotebookMemory._costs().settle_page_cache()  # as benchmarks/notebook_costs.py measures
         config.pluginmanager.register(NotebookMemory(limit), "notebook-memory")
+        config.pluginmanager.register(NotebookHygiene(), "notebook-hygiene")
 
 
 #: a process that appends N records to a results file once it is let go (start_together)
 WRITER = """
 import sys
+import time
 from labkit import results
 path, who, n = sys.argv[1], sys.argv[2], int(sys.argv[3])
 base = results.make(framework="torch", mode="eager", task="latency", batch_size=1,

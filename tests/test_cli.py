@@ -78,7 +78,7 @@ SMOKE_CELL = ["bench", "--profile", "smoke", "--frameworks", "torch", "--modes",
         (
             ["--modes", "eager,turbo"],
             (
-                "unknown mode 'turbo': valid modes are eager, graph, torchscript, "
+                "unknown mode 'turbo': valid modes are eager, graph, quick, torchscript, "
                 "compile, function, xla, pynative, dygraph, sot, ast, inference, ort, relax"
             ),
         ),

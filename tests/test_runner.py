@@ -7,7 +7,6 @@ No speed is asserted, nor anything about the machine: a record's validity verdic
 place against the ceiling are checked for shape, never for a value.
 """
 
-import dataclasses
 import errno
 import json
 import os
@@ -67,6 +66,12 @@ def test_graph_selects_every_non_eager_mode_and_own_names_work():
     }
     plan = runner.Plan.build(modes=["xla", "compile"], tasks=["train"], profile=SMOKE)
     assert labels(plan) == [("torch", "compile", "train", 4), ("tensorflow", "xla", "train", 4)]
+    # quick: the eager mode and the spec's first graph mode (a runtime: its first mode)
+    plan = runner.Plan.build(modes=["quick"], tasks=["latency"], profile=SMOKE)
+    for spec in frameworks.specs():
+        modes = [c.mode for c in plan if c.framework == spec.name]
+        assert modes == [m for m in spec.modes if m in (spec.eager, *spec.graph_modes[:1])]
+        assert len(modes) == (2 if spec.eager else 1), spec.name
 
 
 def test_batch_sizes_apply_to_batched_tasks_latency_stays_one():
@@ -91,7 +96,10 @@ def test_batch_sizes_apply_to_batched_tasks_latency_stays_one():
             {"frameworks": ["torch", "jax"]},
             "unknown framework 'jax': valid frameworks are torch, tensorflow",
         ),
-        ({"modes": ["fast"]}, "unknown mode 'fast': valid modes are eager, graph, torchscript"),
+        (
+            {"modes": ["fast"]},
+            "unknown mode 'fast': valid modes are eager, graph, quick, torchscript",
+        ),
         ({"tasks": ["infer"]}, "unknown task 'infer': valid tasks are latency, throughput, train"),
         ({"precisions": ["fp16"]}, "unknown precision 'fp16': valid precisions are fp32, bf16"),
         ({"device": "tpu"}, "unknown device 'tpu': valid devices are cpu, gpu"),
@@ -447,7 +455,7 @@ def test_a_killed_run_resumes_without_duplicates_or_losses(tmp_path):
     assert out.read_text().splitlines()[: len(kept)] == kept
     records = results.load(out)
     assert sorted(r["task"] for r in records) == ["latency", "throughput", "train"]
-    assert all(r["status"] == "ok" for r in records)
+    assert all(r["status"] == "ok" for r in records), [r["error"] for r in records]
     assert len({results.key(r) for r in records}) == len(records) == 3
 
 

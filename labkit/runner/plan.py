@@ -167,16 +167,17 @@ def _pick(kind: str, given: Sequence[str] | None, valid: Sequence[str]) -> list[
 
 
 def mode_names() -> list[str]:
-    """Every word ``--modes`` accepts: eager, graph, and each framework's own mode names."""
+    """Every word ``--modes`` accepts: eager, graph, quick, and each framework's own modes."""
     own = [m for fw in fw_registry.NAMES for m in fw_registry.MODES[fw]]
-    return list(dict.fromkeys(["eager", "graph", *own]))
+    return list(dict.fromkeys(["eager", "graph", "quick", *own]))
 
 
 def resolve_modes(framework: str, modes: Sequence[str] | None) -> list[str]:
     """The modes of ``framework`` that ``modes`` selects (None: all of them).
 
     ``eager`` is the framework's eager mode (MindSpore: pynative), ``graph`` every other mode
-    (ONNX Runtime's only mode is a graph), and a mode's own name selects it.
+    (ONNX Runtime's only mode is a graph), ``quick`` the eager mode and the spec's first graph
+    mode (what a quick plan measures), and a mode's own name selects it.
     """
     spec = fw_registry.spec(framework)
     if modes is None:
@@ -187,6 +188,8 @@ def resolve_modes(framework: str, modes: Sequence[str] | None) -> list[str]:
             out += [spec.eager] if spec.eager else []
         elif m == "graph":
             out += spec.graph_modes
+        elif m == "quick":
+            out += ([spec.eager] if spec.eager else []) + list(spec.graph_modes[:1])
         elif m in spec.modes:
             out.append(m)
     return list(dict.fromkeys(x for x in spec.modes if x in out))  # the framework's order

@@ -5,7 +5,7 @@ A line is one cell (framework x mode x task x batch x precision on a device), me
 combination a framework does not offer). The rooms: :mod:`~labkit.results.schema` (the fields,
 :data:`FIELDS`, their checks and the validity verdict), :mod:`~labkit.results.store` (strict
 reading, locked appends; a truncated last line is skipped with a warning; schema-1 files still
-load, :func:`upgrade`), :mod:`~labkit.results.query` (choosing and pairing records),
+load, :func:`~labkit.results.schema.upgrade`), :mod:`~labkit.results.query` (choosing and pairing records),
 :mod:`~labkit.results.compare` (one ratio with a bootstrap interval, break-evens),
 :mod:`~labkit.results.summary` (the text table) and :mod:`~labkit.results.cards` (a learner's
 result card). Invalid records are kept and flagged; :func:`valid` is what evidence is drawn
@@ -14,9 +14,6 @@ from.
 
 from . import cards, serving, sweeps
 from .compare import (
-    CONFIDENCE,
-    RESAMPLES,
-    BreakEven,
     Estimate,
     break_even,
     break_even_rows,
@@ -25,9 +22,6 @@ from .compare import (
     speedups,
 )
 from .query import (
-    BASELINE,
-    EAGER_MODES,
-    baseline_pairs,
     best,
     context,
     invalid,
@@ -40,26 +34,18 @@ from .query import (
 from .schema import (
     ADDED_IN_2,
     CACHE_STATES,
-    CONTEXT,
     DEFAULT_MODEL,
     DEFAULTS,
     FIELDS,
-    FIELDS_V1,
     KEY,
-    MEASURED,
     NEW_IN_2,
-    NON_NEGATIVE,
-    POSITIVE,
     SCHEMA_VERSION,
-    SERVE_KEY,
     custom,
     judge,
     key,
     make,
     model_name,
-    newer_schema,
     problems,
-    upgrade,
     validate,
 )
 from .store import (
@@ -68,37 +54,22 @@ from .store import (
     append,
     load,
     parse_lines,
-    repair_tail,
-    truncated_tail,
 )
-from .summary import accuracy_text, flags, summary_rows, table
+from .summary import flags, summary_rows, table
 
 __all__ = [
     "ADDED_IN_2",
-    "BASELINE",
     "CACHE_STATES",
-    "CONFIDENCE",
-    "CONTEXT",
     "DEFAULTS",
     "DEFAULT_MODEL",
-    "EAGER_MODES",
     "FIELDS",
-    "FIELDS_V1",
     "KEY",
-    "MEASURED",
     "NEW_IN_2",
-    "NON_NEGATIVE",
-    "POSITIVE",
-    "RESAMPLES",
     "SCHEMA_VERSION",
-    "SERVE_KEY",
     "BadLine",
-    "BreakEven",
     "Estimate",
     "UnregisteredFramework",
-    "accuracy_text",
     "append",
-    "baseline_pairs",
     "best",
     "break_even",
     "break_even_rows",
@@ -114,21 +85,17 @@ __all__ = [
     "load",
     "make",
     "model_name",
-    "newer_schema",
     "ok",
     "one_off_s",
     "pair",
     "parse_lines",
     "problems",
     "ratio",
-    "repair_tail",
     "serving",
     "speedups",
     "summary_rows",
     "sweeps",
     "table",
-    "truncated_tail",
-    "upgrade",
     "valid",
     "validate",
 ]

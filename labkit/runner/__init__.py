@@ -15,32 +15,27 @@ workloads), :mod:`~labkit.runner.inputs` (a learner's model spec and its inputs)
 :mod:`~labkit.runner.cell` (the child: measuring one cell, the test faults),
 :mod:`~labkit.runner.process` (the child's process, environment, caches and signals),
 :mod:`~labkit.runner.peaks` (the measured matrix-multiply peaks every record is compared with),
-:mod:`~labkit.runner.loop` (the run). Not for: the timing itself (:mod:`labkit.bench`), the record format
-and reading results (:mod:`labkit.results`), or asking a learner's model whether its graphs
+:mod:`~labkit.runner.loop` (the run). Not for: the timing itself (:mod:`labkit.bench`), the
+record format and reading results (:mod:`labkit.results`), or asking a learner's model whether its graphs
 capture (:mod:`labkit.explore`).
 """
 
 from . import inputs
-from .cell import FAULT_ENV, FAULTS, LOG_TAIL_CHARS, ceiling_fields, measure_cell
-from .loop import RunResult, check_out, done_keys, run
+from .cell import FAULT_ENV, ceiling_fields
+from .loop import RunResult, check_out, run
 from .peaks import cached_peaks, measured_peaks
-from .plan import Cell, Plan, mode_names, resolve_modes
+from .plan import Cell, Plan
 from .process import (
-    RECORDED_ENV,
     XLA_CACHE_FLAG,
     cache_env,
     cell_env,
-    check_cache,
     crash_reason,
     run_cell,
     shared_cache_dir,
 )
 
 __all__ = [
-    "FAULTS",
     "FAULT_ENV",
-    "LOG_TAIL_CHARS",
-    "RECORDED_ENV",
     "XLA_CACHE_FLAG",
     "Cell",
     "Plan",
@@ -49,15 +44,10 @@ __all__ = [
     "cached_peaks",
     "ceiling_fields",
     "cell_env",
-    "check_cache",
     "check_out",
     "crash_reason",
-    "done_keys",
     "inputs",
-    "measure_cell",
     "measured_peaks",
-    "mode_names",
-    "resolve_modes",
     "run",
     "run_cell",
     "shared_cache_dir",

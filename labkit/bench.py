@@ -1,22 +1,11 @@
-"""Framework-free timing of ResNet-50 steps: the core of the benchmark engine.
+"""Framework-free timing of a prepared step: the core of the benchmark engine.
 
-An adapter's ``prepare(...)`` returns a :class:`labkit.frameworks.contract.Prepared`: a
-zero-argument ``step`` that runs one inference batch or one training step on a host batch
-prepared in advance and returns only when the work is done (results synchronised / copied to the
-host, the GPU synchronised).
-
-:func:`measure` times a step the way ``torch.utils.benchmark`` does and returns a
-:class:`Measurement` (raw times, median, IQR, p90, images/s, and how it was taken); the first
-call (tracing, compilation) is timed apart, and garbage collection is off while it times. A call
-too fast to reach the minimum time within ``max_repeats`` samples is timed in blocks of calls,
-as ``torch.utils.benchmark.Timer.blocked_autorange`` does (:func:`calls_per_sample`): each
-sample is then the mean of ``number_per_run`` calls, so every profile's limits can be met by any
-call. :meth:`Measurement.judge` gives the validity verdict (:func:`verdict`: enough samples and
-time, a small spread, a quiet machine). :func:`peak_rss_mb` gives the memory high-water mark.
-Statistics are plain Python (:mod:`labkit.util.stats` interpolates as numpy does).
-
-Not for: what a cell is or which ones exist (:mod:`labkit.frameworks.contract`), nor running
-cells (:mod:`labkit.runner`).
+:func:`measure` times an adapter's ``Prepared.step`` (or a bare callable) as
+``torch.utils.benchmark`` does and returns a :class:`Measurement`: the first call timed apart,
+warm-up, then samples with garbage collection off; a call too fast for the profile's minimum
+time is timed in blocks (:func:`calls_per_sample`, as ``blocked_autorange``). :func:`verdict`
+is the validity verdict (enough samples and time, a small spread, a quiet machine);
+:func:`peak_rss_mb` the memory high-water mark.
 """
 
 from __future__ import annotations

@@ -68,19 +68,9 @@ def _bench(args: argparse.Namespace) -> int:
         file=sys.stderr,
     )
     res = runner.run(plan, out, resume=args.resume, threads=args.threads, cache=args.cache)
-    if res.skipped:
-        print(f"resumed: {len(res.skipped)} cells already in {out} were skipped", file=sys.stderr)
     if res.records:
         print(results.table(res.records))
-    unsupported = sum(r["unsupported"] for r in res.failed)
-    failed = len(res.failed) - unsupported
-    invalid = len(results.invalid(res.records))
-    print(
-        f"\n{len(res.records)} cells in {res.wall_s:.0f} s ({failed} failed, {unsupported} "
-        f"unsupported here, {invalid} measured but invalid), "
-        f"appended to {out}; figures: python -m labkit report {out}",
-        file=sys.stderr,
-    )
+    print(f"\nfigures: python -m labkit report {out}", file=sys.stderr)
     if res.unsaved:
         print(
             f"error: {len(res.unsaved)} of the {len(res.records)} results above could not be "

@@ -11,10 +11,14 @@ from __future__ import annotations
 
 import io
 import math
+import re
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
+from matplotlib.axis import Tick
 from matplotlib.figure import Figure as _Figure
+from matplotlib.text import Text
+from matplotlib.ticker import FixedFormatter, Formatter, FuncFormatter
 
 from . import results
 from .frameworks import specs
@@ -27,6 +31,7 @@ __all__ = [
     "LOG_SPAN",
     "TASK_TITLES",
     "Figure",
+    "Nothing",
     "break_even",
     "ceiling",
     "log_axis",
@@ -37,28 +42,60 @@ __all__ = [
 ]
 
 
-class Figure(_Figure):
-    """A matplotlib Figure that a notebook shows as a PNG even when pyplot was never imported.
+def _escape(text: object) -> str:
+    return re.sub(r"(?<!\\)\$", r"\\$", str(text))
 
-    Every text on it is drawn literally: labels come from records (a mode, a model, a machine
-    named in a results file or a hand-in), and ``$`` must not start mathtext or TeX (a name like
-    ``eager$\\undefinedmacro$`` would fail the whole figure)."""
+
+class _Literal(Formatter):
+    """Tick labels given as strings (``set_yticks(ys, labels)``), each ``$`` escaped."""
+
+    def __init__(self, inner: Formatter):
+        self.inner = inner
+
+    def set_locs(self, locs):
+        self.inner.set_locs(locs)
+
+    def __call__(self, x, pos=None):
+        return _escape(self.inner(x, pos))
+
+
+class Figure(_Figure):
+    """A matplotlib Figure that a notebook shows once, as a PNG, even when pyplot was never
+    imported. Tick numbers keep matplotlib's math text (a log axis reads 10^0, 10^1); every other
+    text, and tick labels given as strings, are drawn literally: they come from records (a mode
+    or a model named in a results file or a hand-in), and a ``$`` there must not start math text
+    (``eager$\\undefinedmacro$`` would fail the whole figure)."""
 
     def draw(self, renderer):
-        import matplotlib
-        from matplotlib.text import Text
-
+        numbers = set()  # the tick labels a formatter writes, and an axis' offset (1e3)
+        for ax in self.axes:
+            for axis in (ax.xaxis, ax.yaxis):
+                numbers.add(id(axis.offsetText))
+                ticks = [k for k in axis.get_children() if isinstance(k, Tick)]
+                numbers.update(id(t) for k in ticks for t in (k.label1, k.label2))
+                fmt = axis.get_major_formatter()
+                if isinstance(fmt, FixedFormatter | FuncFormatter):  # strings
+                    axis.set_major_formatter(_Literal(fmt))
         for text in self.findobj(Text):
-            text.set_parse_math(False)
-            text.set_usetex(False)
-        # texts made while drawing (tick labels) take these defaults
-        with matplotlib.rc_context({"text.parse_math": False, "text.usetex": False}):
-            return super().draw(renderer)
+            if id(text) not in numbers:
+                text.set_parse_math(False)
+        return super().draw(renderer)
 
     def _repr_png_(self) -> bytes:
         buf = io.BytesIO()
         self.savefig(buf, format="png", dpi=100)
         return buf.getvalue()
+
+
+class Nothing(str):
+    """What a figure function returns when there is nothing to draw: the sentence saying why (a
+    notebook shows the sentence, not an empty frame)."""
+
+    def __repr__(self) -> str:
+        return str(self)
+
+    def _repr_markdown_(self) -> str:
+        return str(self)
 
 
 TASK_TITLES = {
@@ -104,24 +141,21 @@ def _tasks(rows: list[dict]) -> list[str]:
     return [t for t in TASKS if any(r["task"] == t for r in rows)]
 
 
-def _empty(fig: Figure, what: str) -> Figure:
-    ax = fig.add_subplot()
-    ax.text(0.5, 0.5, f"no {what} in these results", ha="center", va="center")
-    ax.set_axis_off()
-    return fig
+def _empty(what: str) -> Nothing:
+    return Nothing(f"No figure: no {what} in these results.")
 
 
 def _panels(
     rows: list[dict], title: str, what: str, draw: Callable[[object, list[dict]], None]
-) -> Figure:
+) -> Figure | Nothing:
     """One horizontal-bar panel per task; ``draw(ax, rows_of_that_task)`` fills a panel."""
     tasks = _tasks(rows)
+    if not tasks:
+        return _empty(what)
     counts = [sum(r["task"] == t for r in rows) for t in tasks]
     fig = Figure(
         figsize=(8, max(2.5, sum(0.3 * n + 0.9 for n in counts) + 0.5)), layout="constrained"
     )
-    if not tasks:
-        return _empty(fig, what)
     axes = fig.subplots(len(tasks), 1, squeeze=False, height_ratios=[n + 2 for n in counts])
     for ax, task in zip(axes[:, 0], tasks):
         draw(ax, [r for r in rows if r["task"] == task])
@@ -142,7 +176,7 @@ def _ips_spread(r: dict) -> tuple[float, float]:
     return max(0.0, r["images_per_s"] - lo), max(0.0, hi - r["images_per_s"])
 
 
-def throughput(records: Iterable[dict]) -> Figure:
+def throughput(records: Iterable[dict]) -> Figure | Nothing:
     """Images/s per framework and mode, one panel per task, error bars spanning the IQR."""
     rows = results.latest(results.ok(records))
 
@@ -169,7 +203,7 @@ def log_axis(ratios: Iterable[float]) -> bool:
     return bool(rs) and max(rs) / min(rs) > LOG_SPAN
 
 
-def speedup(records: Iterable[dict]) -> Figure:
+def speedup(records: Iterable[dict]) -> Figure | Nothing:
     """Each graph mode's speedup over its eager baseline (1 = no gain), with its 95% confidence
     interval (:func:`labkit.results.speedups`); pairs with an invalid side drawn hatched. When
     the speedups span more than :data:`LOG_SPAN` times, the axis is logarithmic (a slowdown
@@ -199,12 +233,12 @@ def speedup(records: Iterable[dict]) -> Figure:
     return _panels(rows, "Graph mode vs eager", "graph/eager pairs", draw)
 
 
-def break_even(records: Iterable[dict]) -> Figure:
+def break_even(records: Iterable[dict]) -> Figure | Nothing:
     """Extra one-off cost of each graph mode vs the number of calls it needs to pay it back."""
     rows = [r for r in results.break_even_rows(records, include_invalid=True) if r["extra_s"] > 0]
-    fig = Figure(figsize=(10, 5), layout="constrained")
     if not rows:
-        return _empty(fig, "graph modes slower to start than eager")
+        return _empty("graph modes slower to start than eager")
+    fig = Figure(figsize=(10, 5), layout="constrained")
     ax = fig.add_subplot()
     finite = [r["break_even_calls"] for r in rows if math.isfinite(r["break_even_calls"])]
     never = max(finite, default=1.0) * 3  # the row where "never pays back" is drawn
@@ -239,7 +273,7 @@ def break_even(records: Iterable[dict]) -> Figure:
     return fig
 
 
-def ceiling(records: Iterable[dict]) -> Figure:
+def ceiling(records: Iterable[dict]) -> Figure | Nothing:
     """Each CPU cell's images/s as a share of the machine's estimated ceiling for its precision
     (100% = peak FLOP/s); a bar past 100% is flagged "(!)": the estimate, not the figure, is
     the likelier culprit (see the record's ``ceiling_note``)."""
@@ -255,12 +289,14 @@ def ceiling(records: Iterable[dict]) -> Figure:
         ax.set_xlabel("% of the estimated ceiling (peak FLOP/s at its precision / FLOPs per image)")
 
     if not rows and results.ok(records):
-        fig = Figure(figsize=(8, 2.5), layout="constrained")
-        return _empty(fig, "ceiling estimate (this machine's peak is unknown)")
+        return Nothing(
+            "No figure: the estimated ceiling is unknown on this machine (its peak FLOP/s per "
+            "cycle is not in labkit's table), so no record has a share of it."
+        )
     return _panels(rows, "Share of the estimated compute ceiling", "measured cells", draw)
 
 
-def measured_peak(records: Iterable[dict]) -> Figure:
+def measured_peak(records: Iterable[dict]) -> Figure | Nothing:
     """Each CPU cell's images/s as a share of the matrix-multiply peak this machine attained at
     the cell's own precision (``measured_peak_share``: fp32 against the fp32 peak, bf16 against
     the bf16 peak, ...), with its images/s; a bar past 100% is flagged "(!)" (at fp32 almost
@@ -287,12 +323,14 @@ def measured_peak(records: Iterable[dict]) -> Figure:
         ax.set_xlabel("% of the measured matrix-multiply peak at the cell's precision")
 
     if not rows and results.ok(records):
-        fig = Figure(figsize=(8, 2.5), layout="constrained")
-        return _empty(fig, "measured peak (python -m labkit doctor measures it)")
+        return Nothing(
+            "No figure: no record has a share of a measured peak (`python -m labkit doctor` "
+            "measures the peaks; a learner's model has no FLOP count to share)."
+        )
     return _panels(rows, "Share of the measured peak, each at its own precision", "cells", draw)
 
 
-FIGURES: dict[str, Callable[[Iterable[dict]], Figure]] = {
+FIGURES: dict[str, Callable[[Iterable[dict]], Figure | Nothing]] = {
     "throughput": throughput,
     "speedup": speedup,
     "break_even": break_even,
@@ -302,13 +340,18 @@ FIGURES: dict[str, Callable[[Iterable[dict]], Figure]] = {
 
 
 def save_all(records: Iterable[dict], directory: str | Path) -> list[Path]:
-    """Write every figure as ``<directory>/<name>.png``; return the paths."""
+    """Write every figure that has something to show as ``<directory>/<name>.png``; return the
+    paths (and say why of each other one)."""
     records = list(records)
     directory = Path(directory)
     directory.mkdir(parents=True, exist_ok=True)
     paths = []
     for name, make in FIGURES.items():
+        fig = make(records)
+        if isinstance(fig, Nothing):
+            print(f"{name}: {fig}")
+            continue
         path = directory / f"{name}.png"
-        make(records).savefig(path, dpi=110)
+        fig.savefig(path, dpi=110)
         paths.append(path)
     return paths

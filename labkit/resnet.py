@@ -1,18 +1,10 @@
 """The one ResNet-50 of the course: architecture spec, canonical weights, FLOP count.
 
-ResNet-50 v1.5 (the stride-2 sits on the 3x3 convolution of a bottleneck, as in torchvision's
-``resnet50``). Parameter names and layouts follow torchvision: convolution kernels are
-``(out, in, kh, kw)``, the classifier is ``(num_classes, 2048)``. Every framework adapter converts
-from and to this layout, so all frameworks load the same numbers.
-
-``width`` (default :data:`WIDTH`, 64: ResNet-50 itself) is the stem's channel count and the first
-stage's bottleneck width; every layer's channels scale with it. A narrower network keeps every
-layer, node, fusion and BatchNorm of ResNet-50 (the graphs have the same node counts) with
-``(width / 64)**2`` of its weights: the lessons that hold several frameworks' models in memory
-at once use one under the ``smoke`` profile (:attr:`labkit.profiles.Profile.resnet_width`) to fit
-in 2 GB. Each adapter reads the width from the weights it is given (:func:`width_of`).
-
-Pure numpy: importing this module imports no framework.
+ResNet-50 v1.5 with torchvision's parameter names and layouts (kernels ``(out, in, kh, kw)``);
+every adapter converts from and to it, so all frameworks load the same numbers. ``width``
+(:data:`WIDTH`, 64: ResNet-50 itself) scales every layer's channels: a narrower network keeps
+every layer and node with ``(width / 64)**2`` of the weights (the smoke profile's
+``resnet_width``); adapters read it from the weights (:func:`width_of`). Pure numpy.
 """
 
 from __future__ import annotations

@@ -10,6 +10,8 @@ below also plant a violation and see the rule catch it.
 from __future__ import annotations
 
 import ast
+import re
+from fnmatch import fnmatch
 from pathlib import Path
 
 import pytest
@@ -162,6 +164,51 @@ def test_a_planted_import_is_caught(planted):
 
 # --------------------------------------------------------------------------------------------
 # one room, one job
+
+
+def budget_table() -> list[tuple[str, list[str], int]]:
+    """ARCHITECTURE.md's line budget: (room, its path patterns, lines at most), in table order."""
+    text = (ROOT / "ARCHITECTURE.md").read_text().split("## Line budget", 1)[1]
+    rows = []
+    for line in text.splitlines():
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if len(cells) == 3 and cells[2].replace(",", "").isdigit():
+            rest = cells[1].startswith("everything else")
+            patterns = [] if rest else re.findall(r"`([^`]+)`", cells[1])
+            rows.append((cells[0], patterns, int(cells[2].replace(",", ""))))
+    return rows
+
+
+def lines_per_room(table: list[tuple[str, list[str], int]]) -> dict[str, int]:
+    """Each module's lines (blank and comment lines included) in the first room that matches it;
+    the room without patterns takes the rest, and a row whose only pattern is ``*`` the total."""
+    rest = next(name for name, patterns, _ in table if not patterns)
+    rooms = [(name, patterns) for name, patterns, _ in table if patterns and patterns != ["*"]]
+    counts = {name: 0 for name, _, _ in table}
+    for path in LABKIT.rglob("*.py"):
+        rel, n = path.relative_to(LABKIT).as_posix(), len(path.read_text().splitlines())
+        home = next((r for r, pats in rooms if any(fnmatch(rel, p) for p in pats)), rest)
+        counts[home] += n
+        for name, patterns, _ in table:
+            if patterns == ["*"]:
+                counts[name] += n
+    return counts
+
+
+def test_the_budget_table_is_read():
+    table = budget_table()
+    names = [name for name, _, _ in table]
+    assert {"benchmark core", "serving", "explorer", "the whole package"} <= set(names), names
+    counts = lines_per_room(table)
+    whole = next(name for name, patterns, _ in table if patterns == ["*"])
+    assert counts[whole] == sum(n for name, n in counts.items() if name != whole) > 0
+
+
+def test_every_room_keeps_its_line_budget():
+    table = budget_table()
+    counts = lines_per_room(table)
+    over = {name: f"{counts[name]} > {limit}" for name, _, limit in table if counts[name] > limit}
+    assert over == {}, f"rooms over their budget in ARCHITECTURE.md: {over}; all: {counts}"
 
 
 def test_no_module_over_600_lines():

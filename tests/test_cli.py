@@ -78,7 +78,7 @@ SMOKE_CELL = ["bench", "--profile", "smoke", "--frameworks", "torch", "--modes",
         (
             ["--modes", "eager,turbo"],
             (
-                "unknown mode 'turbo': valid modes are eager, graph, torchscript, "
+                "unknown mode 'turbo': valid modes are eager, graph, quick, torchscript, "
                 "compile, function, xla, pynative, dygraph, sot, ast, inference, ort, relax"
             ),
         ),
@@ -138,8 +138,13 @@ def test_report_prints_the_table_and_writes_every_figure(tmp_path, results_file)
     assert proc.returncode == 0, proc.stderr
     assert "images/s" in proc.stdout and "compile" in proc.stdout
     assert "FAILED: unsupported: ONNX Runtime does not train here" in proc.stdout
-    for name in plots.FIGURES:
-        assert (out / f"{name}.png").read_bytes()[:4] == b"\x89PNG"
+    for name in plots.FIGURES:  # drawn, or a sentence says why not
+        png = out / f"{name}.png"
+        assert (
+            png.read_bytes()[:4] == b"\x89PNG"
+            if png.exists()
+            else f"{name}: No figure" in proc.stdout
+        )
 
 
 def test_report_on_a_truncated_file_reports_what_is_complete_and_exits_2(

@@ -7,7 +7,6 @@ No speed is asserted, nor anything about the machine: a record's validity verdic
 place against the ceiling are checked for shape, never for a value.
 """
 
-import dataclasses
 import errno
 import json
 import os
@@ -67,6 +66,12 @@ def test_graph_selects_every_non_eager_mode_and_own_names_work():
     }
     plan = runner.Plan.build(modes=["xla", "compile"], tasks=["train"], profile=SMOKE)
     assert labels(plan) == [("torch", "compile", "train", 4), ("tensorflow", "xla", "train", 4)]
+    # quick: the eager mode and the spec's first graph mode (a runtime: its first mode)
+    plan = runner.Plan.build(modes=["quick"], tasks=["latency"], profile=SMOKE)
+    for spec in frameworks.specs():
+        modes = [c.mode for c in plan if c.framework == spec.name]
+        assert modes == [m for m in spec.modes if m in (spec.eager, *spec.graph_modes[:1])]
+        assert len(modes) == (2 if spec.eager else 1), spec.name
 
 
 def test_batch_sizes_apply_to_batched_tasks_latency_stays_one():
@@ -91,7 +96,10 @@ def test_batch_sizes_apply_to_batched_tasks_latency_stays_one():
             {"frameworks": ["torch", "jax"]},
             "unknown framework 'jax': valid frameworks are torch, tensorflow",
         ),
-        ({"modes": ["fast"]}, "unknown mode 'fast': valid modes are eager, graph, torchscript"),
+        (
+            {"modes": ["fast"]},
+            "unknown mode 'fast': valid modes are eager, graph, quick, torchscript",
+        ),
         ({"tasks": ["infer"]}, "unknown task 'infer': valid tasks are latency, throughput, train"),
         ({"precisions": ["fp16"]}, "unknown precision 'fp16': valid precisions are fp32, bf16"),
         ({"device": "tpu"}, "unknown device 'tpu': valid devices are cpu, gpu"),
@@ -151,13 +159,13 @@ def test_a_learners_model_is_a_plan_of_the_same_cells_with_its_model_and_shapes(
 def test_each_room_of_the_runner_has_its_docstring_and_names_and_the_package_shows_them():
     import importlib
 
-    for name in ("plan", "inputs", "cell", "process", "duration", "loop", "live"):
+    for name in ("plan", "inputs", "cell", "process", "loop"):
         room = importlib.import_module(f"labkit.runner.{name}")
         assert room.__doc__ and room.__all__, name
         assert all(hasattr(room, n) for n in room.__all__), name
     assert runner.__doc__ and all(hasattr(runner, n) for n in runner.__all__)
     # no room shadows a function of the same name
-    assert callable(runner.run) and callable(runner.forecast)
+    assert callable(runner.run)
     assert runner.run_cell is runner.process.run_cell and runner.Plan is runner.plan.Plan
     # `python -m labkit.runner` is the cell's entry point, as the run starts it
     cmd = runner.process.cell_command(runner.Plan.build(profile=SMOKE).cells[0], ROOT, 1)
@@ -443,11 +451,11 @@ def test_a_killed_run_resumes_without_duplicates_or_losses(tmp_path):
         cmd + ["--resume"], cwd=ROOT, capture_output=True, text=True, timeout=300, check=False
     )
     assert done.returncode == 0, done.stderr
-    assert "were skipped" in done.stderr
+    assert "already in" in done.stdout  # the run's last line: the cells it skipped
     assert out.read_text().splitlines()[: len(kept)] == kept
     records = results.load(out)
     assert sorted(r["task"] for r in records) == ["latency", "throughput", "train"]
-    assert all(r["status"] == "ok" for r in records)
+    assert all(r["status"] == "ok" for r in records), [r["error"] for r in records]
     assert len({results.key(r) for r in records}) == len(records) == 3
 
 
@@ -548,108 +556,29 @@ def test_each_cell_gets_compile_caches_of_its_own(tmp_path, monkeypatch):
     assert env["OMP_NUM_THREADS"] == "3" and env["LABKIT_PROFILE"] == "smoke"
 
 
-def test_a_plan_says_how_long_it_should_take_before_it_starts():
-    plan = runner.Plan.build(["torch"], ["eager", "compile"], ["latency"], profile=SMOKE)
-    guess = runner.forecast(plan, history=[])
-    assert [src for _, _, src in guess.cells] == ["estimate", "estimate"]
-    eager_s, compile_s = (s for _, s, _ in guess.cells)
-    assert eager_s >= runner.STARTUP_S and compile_s >= eager_s + runner.COMPILE_S
-    assert "2 cells, about" in str(guess) and "estimated" in str(guess)
-    # a cell measured here before takes what it took then
-    earlier = results.make(
-        **{k: getattr(plan.cells[0], k) for k in results.KEY},
-        **{k: v for k, v in fake_fields(wall_s=42.0).items() if k != "threads"},
-        machine=hardware.fingerprint(),
-    )
-    known = runner.forecast(plan, history=[earlier])
-    assert known.cells[0][1:] == (42.0, "earlier run")
-    assert "1 from earlier runs of the same cells here" in str(known)
-    # elsewhere, it does not count
-    other = {**earlier, "machine": {**earlier["machine"], "cpu": "another CPU"}}
-    assert runner.forecast(plan, history=[other]).cells[0][2] == "estimate"
-    # halfway, the rest is scaled by how the done cells compared with their forecast
-    assert known.remaining_s(1, 84.0) == pytest.approx(2 * known.cells[1][1])
-    # a learner's model has no FLOP count: start-up, compile and the minimum timed work
-    mine = dataclasses.replace(plan.cells[1], model="m.py:build", input_shape="2x8", image_size=0)
-    ((_, seconds, src),) = runner.forecast(runner.Plan([mine], SMOKE), history=[earlier]).cells
-    assert src == "estimate"
-    assert seconds == pytest.approx(runner.STARTUP_S + runner.COMPILE_S + SMOKE.min_time_s)
-
-
-def test_a_live_table_fills_in_as_records_arrive(tmp_path, monkeypatch, capsys):
-    from labkit.runner import live
-
+def test_the_run_shows_a_line_per_record_and_ends_with_a_static_line(tmp_path, monkeypatch):
+    """Progress through tqdm.auto (a bar, disabled with progress=False), a line per record with
+    its verdict, and one last line that says how the run ended, "done" once."""
     plan = runner.Plan.build(["torch"], ["eager"], ["latency", "throughput"], profile=SMOKE)
     answers = iter([fake_fields(), fake_fields(others_cpus=1e6)])
     monkeypatch.setattr(runner.loop, "run_cell", lambda *a, **k: next(answers))
-    table = live.LiveTable(plan, runner.forecast(plan, history=[]), title="training")
-    text = table.markdown()
-    assert "0 of 2 cells" in text and text.count("waiting (about") == 2
-    table.show()  # not in a notebook: a line instead of a display handle
-    assert "0 of 2 cells" in capsys.readouterr().out
-    runner.run(plan, tmp_path / "r.jsonl", progress=False, on_record=table)
-    printed = capsys.readouterr().out.splitlines()
-    assert len(printed) == 3 and "torch eager latency b1" in printed[0]
-    assert printed[2].startswith("2 of 2 cells in ") and printed[2].endswith("; done")
-    text = table.markdown()
-    assert "2 of 2 cells" in text and "waiting" not in text and "; done" in text
-    assert table.rows()[0][4] == "valid"
-    assert table.rows()[1][4].startswith("invalid: busy machine")
-
-
-class FakeDisplay:
-    """IPython's display in a kernel: every output shown, and the updates of each handle."""
-
-    def __init__(self):
-        self.outputs, self.updates = [], []
-
-    def __call__(self, obj, display_id=False):
-        self.outputs.append(obj.data)
-        if display_id:
-            return self
-
-    def update(self, obj):
-        self.updates.append(obj.data)
-
-
-def test_a_live_table_in_a_notebook_marks_the_running_cell_and_ends_with_a_static_table(
-    tmp_path, monkeypatch
-):
-    """Updates of a display are not saved in an executed notebook (the course site shows its
-    first state, every cell "waiting"): the final table must be an output of its own, and the
-    runner shows no progress bar beside the table (a bar's saved copy reads 0%)."""
-    from labkit.runner import live
-
-    import IPython.display
-
-    shown = FakeDisplay()
-    monkeypatch.setattr(IPython.display, "display", shown)
-    monkeypatch.setattr(live, "_in_kernel", lambda: True)
-    plan = runner.Plan.build(["torch"], ["eager"], ["latency", "throughput"], profile=SMOKE)
-    seen = []
-
-    def cell(c, **how):
-        seen.append(table.markdown())  # what the table shows while the cell runs
-        return fake_fields()
-
-    monkeypatch.setattr(runner.loop, "run_cell", cell)
     bars = []
     from tqdm import auto as tqdm_auto
 
     real_tqdm = tqdm_auto.tqdm
     monkeypatch.setattr(tqdm_auto, "tqdm", lambda *a, **k: bars.append(k) or real_tqdm(*a, **k))
-    table = live.LiveTable(plan, runner.forecast(plan, history=[]), title="inference").show()
-    assert len(shown.outputs) == 1 and "0 of 2 cells" in shown.outputs[0]
-    runner.run(plan, tmp_path / "r.jsonl", on_record=table)  # progress=True, the default
-    assert [k["disable"] for k in bars] == [True]  # the table is the progress display
-    assert "| running (about" in seen[0] and seen[0].count("waiting") == 1
-    assert "| running (about" in seen[1] and "waiting" not in seen[1]
-    assert len(shown.outputs) == 2, "the final table is an output of its own"
-    final = shown.outputs[1]
-    assert "2 of 2 cells in " in final and "; done" in final
-    assert "waiting" not in final and "running" not in final and final.count("| valid |") == 2
-    assert shown.updates[-1].endswith("; done: the final table follows")
-    # interrupted after the first cell: the table ends, saying what was not measured
+    lines = []
+    monkeypatch.setattr(real_tqdm, "write", staticmethod(lambda text, **k: lines.append(text)))
+    printed = []
+    monkeypatch.setattr("builtins.print", lambda *a, **k: printed.append(" ".join(map(str, a))))
+    seen = []
+    res = runner.run(plan, tmp_path / "r.jsonl", on_record=seen.append)
+    assert [k["disable"] for k in bars] == [False] and len(seen) == 2
+    assert lines[0].startswith("torch eager latency b1: ") and lines[0].endswith(", valid")
+    assert "invalid: busy machine" in lines[1]
+    assert printed == [res.summary()] and printed[0].count("done") == 1
+    assert printed[0].startswith("2 of 2 cells in ") and "1 invalid" in printed[0]
+    # interrupted after the first cell: the last line says so, and how to go on
     answers = iter([fake_fields(), KeyboardInterrupt()])
 
     def interrupted(c, **how):
@@ -659,11 +588,9 @@ def test_a_live_table_in_a_notebook_marks_the_running_cell_and_ends_with_a_stati
         return answer
 
     monkeypatch.setattr(runner.loop, "run_cell", interrupted)
-    table = live.LiveTable(plan, title="inference").show()
-    res = runner.run(plan, tmp_path / "r2.jsonl", on_record=table)
-    assert res.interrupted and len(shown.outputs) == 4
-    assert "1 of 2 cells" in shown.outputs[3] and "interrupted" in shown.outputs[3]
-    assert "not measured in this run" in shown.outputs[3]
+    res = runner.run(plan, tmp_path / "r2.jsonl", progress=False)
+    assert res.interrupted and "interrupted: rerun with resume=True" in res.summary()
+    assert printed == [printed[0]]  # progress=False: nothing printed
 
 
 # ----------------------------------------------------------------------------- the results file

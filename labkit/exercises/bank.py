@@ -1,30 +1,10 @@
-"""The course's exercises, kept out of the notebooks: ``labkit/exercises/bank/NN.toml``
-(``NNx.toml`` for a notebook numbered ``NNx``, such as 04b).
+"""The course's exercises, kept out of the notebooks: ``labkit/exercises/bank/NN.toml``.
 
-A notebook shows a question, never its answer key: it loads the exercise by its short id,
-``exercises.load("02.one_graph")``, and the learner sees the prompt (and a code exercise's
-starting code), while the answer, the explanations and the solution stay here until
-``.solution()`` is called.
-
-Each file holds one notebook's exercises, in the order the notebook asks them, one TOML table
-per exercise (the table name is the id after the notebook's number), after the notebook's
-title::
-
-    title = "TensorFlow graphs"
-
-    [retrace]
-    type = "choice"                 # choice | number | text | code
-    prompt = "..."
-    choices = { a = "...", b = "..." }
-    answer = "a"
-    explanation = "..."
-    wrong = { b = "why b is wrong" }
-    hint = "..."                    # optional
-
-A ``number`` gives ``answer`` (and ``rel_tol`` / ``abs_tol`` / ``unit``), or ``measured = true``
-when its answer is a figure of the learner's own run, passed by the notebook as
-``load(id, measured=value)``. A ``text`` gives ``accepted`` (a list). A ``code`` exercise gives
-``starter``, ``solution``, ``hints`` and a ``[name.check]`` table (see
+A notebook loads an exercise by its short id (``exercises.load("02.one_graph")``) and shows its
+prompt; the answer, explanations and solution stay here until ``.solution()``. A file holds one
+notebook's exercises in order, one TOML table each (``type`` choice | number | text | code,
+``prompt``, and per type ``choices``/``answer``, ``answer`` or ``measured = true`` with
+tolerances, ``accepted``, or ``starter``/``solution``/``hints`` and a ``[name.check]`` table:
 :class:`labkit.exercises.code.Check`).
 """
 

@@ -1,18 +1,9 @@
 """Code exercises: the learner edits a function, the checker runs it and verifies properties.
 
-A :class:`Code` exercise names a framework and the properties its function must have, such as
-"traces once over varied inputs" (``tf.function``), "no graph breaks" (``torch.compile``),
-"MindSpore graph mode accepts it" or "outputs match eager". Each framework's properties are
-declared in its spec (``FrameworkSpec.code_checks``, framework-free) and verified by its
-``labkit/frameworks/<name>/checks.py``, reached through the registry: this module imports no
-framework.
-
-``check(fn)`` takes the learner's function itself, runs each property in order on the
-exercise's inputs, and stops at the first that fails; the feedback names that property
-(``Feedback.failed``) and shows the framework's own message, condensed to its essential line.
-It never raises on the learner's code: an exception inside it is part of the feedback.
-The starting code, passed back unchanged, is checked and explained too, but does not count as
-an attempt.
+The properties a framework offers are declared in its spec (``code_checks``) and verified by its
+``checks.py`` through the registry (this module imports no framework). ``check(fn)`` runs them in
+order and stops at the first that fails, naming it with the framework's own message condensed;
+it never raises on the learner's code. The unchanged starting code is checked but not counted.
 """
 
 from __future__ import annotations

@@ -1,20 +1,10 @@
-"""A learner's result card: one small, self-contained, anonymous JSON file to hand in.
+"""A learner's result card: one small, anonymous JSON file to hand in.
 
-A card holds what an instructor needs to put a learner's machine beside the others: the machine
-fingerprint (CPU, cores, vector extensions, memory: no host name), the package versions, the
-profile, every benchmark record (with whatever validity fields the records carry: ``valid``,
-``invalid_reasons``, ``above_ceiling``, ``cache``, ``threads``) and the key ratios, each graph
-mode against its eager baseline per framework and task (:func:`labkit.results.speedups`, the
-same function the notebooks use).
-
-Anonymous by default: every string in the card is scrubbed of this machine's host name, the
-user's names (``$JUPYTERHUB_USER``, ``$USER``, ``$LOGNAME``, the account's), any user's home
-folder (``~alice/``, ``/home/alice``), e-mail addresses and file-system paths (a path keeps its
-last part, or what follows ``site-packages/``). ``name=...`` (``--name``) adds the name the
-learner chooses, nothing else.
-
-    python -m labkit card results/06_training-standard.jsonl --out card.json
-    labkit.results.cards.write(records, "card.json")       # from a notebook
+It holds the machine fingerprint (no host name), package versions, the profile, every record
+with its validity fields and the graph/eager ratios (:func:`labkit.results.speedups`). Every
+string is scrubbed of the host name, the user's names, home folders, e-mail addresses and paths
+(a path keeps its last part); ``name=`` adds the name the learner chooses.
+``python -m labkit card FILE.jsonl --out card.json`` does the same from a terminal.
 """
 
 from __future__ import annotations

@@ -9,76 +9,45 @@ thread policy (``threads`` intra-op, one inter-op, read back into the record), c
 caches unless ``cache="warm"``, and a timeout after which the cell's whole process group is
 killed; a cell that fails, hangs or runs out of memory is a recorded failure and the plan goes
 on, each record is appended to the results file the moment it exists (an interrupted run keeps
-everything measured; ``resume=True`` measures only what is missing), :func:`forecast` says
-beforehand how long it should take, and :class:`~labkit.runner.live.LiveTable` shows the
-records as they arrive. The rooms: :mod:`~labkit.runner.plan` (cells, plans, the two
+everything measured; ``resume=True`` measures only what is missing), and the run shows its
+progress and a line per record. The rooms: :mod:`~labkit.runner.plan` (cells, plans, the two
 workloads), :mod:`~labkit.runner.inputs` (a learner's model spec and its inputs),
 :mod:`~labkit.runner.cell` (the child: measuring one cell, the test faults),
 :mod:`~labkit.runner.process` (the child's process, environment, caches and signals),
 :mod:`~labkit.runner.peaks` (the measured matrix-multiply peaks every record is compared with),
-:mod:`~labkit.runner.duration` (the forecast), :mod:`~labkit.runner.loop` (the run) and
-:mod:`~labkit.runner.live`. Not for: the timing itself (:mod:`labkit.bench`), the record format
-and reading results (:mod:`labkit.results`), or asking a learner's model whether its graphs
+:mod:`~labkit.runner.loop` (the run). Not for: the timing itself (:mod:`labkit.bench`), the
+record format and reading results (:mod:`labkit.results`), or asking a learner's model whether its graphs
 capture (:mod:`labkit.explore`).
 """
 
-from . import inputs, live
-from .cell import FAULT_ENV, FAULTS, LOG_TAIL_CHARS, ceiling_fields, measure_cell
-from .duration import (
-    COMPILE_S,
-    EFFICIENCY,
-    STARTUP_S,
-    UNKNOWN_GFLOPS_PER_THREAD,
-    Forecast,
-    forecast,
-    minutes,
-)
-from .live import LiveTable
-from .loop import RunResult, check_out, done_keys, run
+from . import inputs
+from .cell import FAULT_ENV, ceiling_fields
+from .loop import RunResult, check_out, run
 from .peaks import cached_peaks, measured_peaks
-from .plan import Cell, Plan, mode_names, resolve_modes
+from .plan import Cell, Plan
 from .process import (
-    RECORDED_ENV,
     XLA_CACHE_FLAG,
     cache_env,
     cell_env,
-    check_cache,
     crash_reason,
     run_cell,
     shared_cache_dir,
 )
 
 __all__ = [
-    "COMPILE_S",
-    "EFFICIENCY",
-    "FAULTS",
     "FAULT_ENV",
-    "LOG_TAIL_CHARS",
-    "RECORDED_ENV",
-    "STARTUP_S",
-    "UNKNOWN_GFLOPS_PER_THREAD",
     "XLA_CACHE_FLAG",
     "Cell",
-    "Forecast",
-    "LiveTable",
     "Plan",
     "RunResult",
     "cache_env",
     "cached_peaks",
     "ceiling_fields",
     "cell_env",
-    "check_cache",
     "check_out",
     "crash_reason",
-    "done_keys",
-    "forecast",
     "inputs",
-    "live",
-    "measure_cell",
     "measured_peaks",
-    "minutes",
-    "mode_names",
-    "resolve_modes",
     "run",
     "run_cell",
     "shared_cache_dir",

@@ -1,19 +1,11 @@
 """One cell, measured inside its own process: ``python -m labkit.runner --cell ...``.
 
-The runner (:func:`labkit.runner.process.run_cell`) starts this process for each cell;
-:func:`main` reads the cell, ties the process's life to the runner's, measures the cell with
-:func:`measure_cell` (the lab's thread policy first, the workload's step prepared, timed by
-:func:`labkit.bench.measure`, compared with the ceiling: :func:`ceiling_fields`) and writes the
-record's fields as JSON for the runner to read. A framework problem is a result (``status:
-"failed"`` and why), never a crash.
-
-Test hook: ``LABKIT_TEST_FAULT=KIND[:FRAMEWORK/MODE/TASK][,...]`` (:data:`FAULT_ENV`) makes
-matching cells (all cells when no selector is given) misbehave here before any framework loads:
-``fail`` raises, ``hang`` sleeps forever (in a grandchild process too, so that killing the
-whole process group is tested), ``oom`` allocates until ``MemoryError`` (only under a cell
-memory limit, ``run(..., memory_limit_mb=...)``, so that it can never hurt the machine).
-
-Not for: starting or watching the process (:mod:`labkit.runner.process`).
+:func:`main` reads the cell, ties the process's life to the runner's, measures it
+(:func:`measure_cell`: thread policy, the workload's step, :func:`labkit.bench.measure`, the
+ceiling and measured-peak shares: :func:`ceiling_fields`) and writes the record's fields as
+JSON; a framework problem is a result, never a crash. Test hook:
+``LABKIT_TEST_FAULT=KIND[:FRAMEWORK/MODE/TASK][,...]`` (:data:`FAULT_ENV`) makes matching
+cells ``fail``, ``hang`` (a grandchild too) or ``oom`` (only under a memory limit).
 """
 
 from __future__ import annotations

@@ -1,13 +1,12 @@
 """The run: every cell of a plan in turn, every record appended the moment it exists.
 
-:func:`run` says how long the plan should take (:func:`labkit.runner.duration.forecast`),
-measures each cell in its own process (:func:`labkit.runner.process.run_cell`), turns what came
-back into a record (a result that makes no valid record becomes a failed one that says why) and
-appends it to the results file (:func:`labkit.results.append`). An interrupted run (Ctrl-C,
-SIGTERM, a crash) keeps everything measured, ``resume=True`` measures only what is missing
-(:func:`done_keys`), and a write that fails keeps the record in memory and goes on. Not for:
-what a cell is (:mod:`labkit.runner.plan`) or how its process is handled
-(:mod:`labkit.runner.process`).
+:func:`run` measures each cell in its own process (:func:`labkit.runner.process.run_cell`),
+turns what came back into a record (a result that makes no valid record becomes a failed one
+that says why) and appends it to the results file. Progress goes through ``tqdm.auto`` (a bar in
+a notebook, a line in a terminal or CI); each record is printed as a line, and the last line says
+how the run ended. An interrupted run (Ctrl-C, SIGTERM) keeps everything measured,
+``resume=True`` measures only what is missing (:func:`done_keys`), and a write that fails keeps
+the record in memory and goes on.
 """
 
 from __future__ import annotations
@@ -24,8 +23,6 @@ from pathlib import Path
 from .. import bench, hardware, results
 from ..util import jsonio
 from .cell import LOG_TAIL_CHARS
-from .duration import Forecast, forecast
-from .live import LiveTable
 from .peaks import cached_peaks, measured_peaks
 from .plan import Cell, Plan
 from .process import check_cache, run_cell, signals_held, sigterm_as_interrupt
@@ -42,14 +39,25 @@ class RunResult:
     skipped: list[Cell] = field(default_factory=list)
     interrupted: bool = False
     wall_s: float = 0.0
-    forecast: Forecast | None = None  #: what the run expected before it started
     #: records measured but not (yet) written to ``out``: a write failed (see :func:`run`)
     unsaved: list[dict] = field(default_factory=list)
     write_error: str = ""  #: why the last write that failed did
+    planned: int = 0  #: the cells of the plan
 
     @property
     def failed(self) -> list[dict]:
         return [r for r in self.records if r["status"] != "ok"]
+
+    def summary(self) -> str:
+        """The run's last line: how many cells, how long, and how it ended."""
+        n, bad = len(self.records), len(self.failed)
+        invalid = sum(r["status"] == "ok" and not r["valid"] for r in self.records)
+        end = "interrupted: rerun with resume=True for the rest" if self.interrupted else "done"
+        skipped = f", {len(self.skipped)} already in {self.out}" if self.skipped else ""
+        return (
+            f"{n} of {self.planned - len(self.skipped)} cells in {self.wall_s:.0f} s ({bad} failed "
+            f"or unsupported, {invalid} invalid{skipped}); {end}"
+        )
 
     def __repr__(self) -> str:
         state = "interrupted (rerun with resume=True)" if self.interrupted else "complete"
@@ -157,23 +165,35 @@ def _save(res: RunResult, record: dict) -> None:
         res.unsaved.pop(0)
 
 
-def _measure(
-    res: RunResult, todo: list[Cell], machine: dict, bar, live: bool, on_record, **how
-) -> None:
+def line(record: dict) -> str:
+    """One record as the line the run prints: the cell, its figure and its verdict."""
+    extra = "" if record["precision"] == "fp32" else f" {record['precision']}"
+    cell = f"{record['framework']} {record['mode']} {record['task']}{extra} b{record['batch_size']}"
+    if record["status"] != "ok":
+        return f"{cell}: {'' if record['unsupported'] else 'failed: '}{record['error'][:200]}"
+    verdict = "valid" if record["valid"] else "invalid: " + "; ".join(record["invalid_reasons"])
+    share = record.get("measured_peak_share")
+    peak = "" if share is None else f", {share:.0%} of the measured peak"
+    flag = " (!)" if record.get("above_measured_peak") or record["above_ceiling"] else ""
+    return (
+        f"{cell}: {record['images_per_s']:.2f} images/s, median {record['median_s'] * 1e3:.1f} "
+        f"± {record['iqr_s'] * 1e3:.1f} ms{peak}{flag}, {verdict}"
+    )
+
+
+def _measure(res: RunResult, todo: list[Cell], machine: dict, bar, on_record, **how) -> None:
     """Measure each cell of ``todo`` and save its record (``how``: :func:`run_cell`'s
     ``threads``, ``timeout_s``, ``memory_limit_mb`` and ``cache``)."""
+    live = sys.stderr.isatty() or "notebook" in type(bar).__module__  # else no redraws
     for cell in todo:
-        if isinstance(on_record, LiveTable):
-            on_record.start(cell)
         bar.set_description_str(cell.label())
-        fields = run_cell(cell, tick=bar.refresh if live else None, **how)
+        fields = run_cell(cell, tick=bar.refresh if live and not bar.disable else None, **how)
         with signals_held():  # a Ctrl-C now waits until the line is whole
             record = _record(cell, fields, machine)
             res.records.append(record)
             _save(res, record)
-        bar.set_postfix_str(
-            f"{record['images_per_s']:.2f} images/s" if record["status"] == "ok" else "failed"
-        )
+        if not bar.disable:
+            bar.write(line(record))
         bar.update(1)
         if on_record is not None:
             on_record(record)
@@ -188,7 +208,6 @@ def run(
     timeout_s: float | None = None,
     memory_limit_mb: float | None = None,
     cache: str = "cold",
-    history: Iterable[dict] | None = None,
     on_record=None,
 ) -> RunResult:
     """Measure every cell of ``plan`` and append each record to ``out`` as soon as it exists.
@@ -197,41 +216,29 @@ def run(
     ``threads`` defaults to :func:`labkit.hardware.default_threads`; ``timeout_s`` to the
     profile's ``cell_timeout_s``; ``cache`` is ``"cold"`` (every compile cache empty for each
     cell) or ``"warm"`` (shared with earlier runs; see :func:`~labkit.runner.process.cache_env`).
-    Before it starts it measures the machine's matrix-multiply peaks if they are not cached
-    (:func:`labkit.runner.peaks.measured_peaks`) and says how long it should take (:func:`~labkit.runner.duration.forecast` from ``history``, by default the records
-    already in ``out``), and it calls ``on_record(record)`` after each record is written (a
-    notebook's live table: a :class:`~labkit.runner.live.LiveTable` is the progress display, so
-    no progress bar is shown beside it; it is told which cell runs and, when the plan ends,
-    even interrupted, shows its final table). Ctrl-C or SIGTERM stops the run after killing the running cell; a
-    record being written is finished first; everything appended so far stays, and the result
-    says ``interrupted``. An existing ``out`` that is not a valid results file, or an ``out`` that
-    cannot be written (:func:`check_out`), raises ``ValueError`` before anything runs. A write
-    that fails later (a full disk) keeps the record in ``records`` and ``unsaved``, says so, and
-    the run goes on; the next append (or the next run with ``resume``) sets aside a partial line.
+    The machine's matrix-multiply peaks are measured first if they are not cached.
+    ``progress`` shows a bar, a line per record and a last line; ``on_record(record)`` is called
+    after each record is written. Ctrl-C or SIGTERM stops the run after killing the running cell
+    (a record being written is finished first); the result then says ``interrupted``. An ``out``
+    that is not a valid results file or cannot be written raises ``ValueError`` before anything
+    runs; a write that fails later keeps the record in ``unsaved`` and the run goes on.
     """
     out = Path(out)
     threads = threads or hardware.default_threads()
     timeout_s = timeout_s or plan.profile.cell_timeout_s
     check_cache(cache)  # a bad cache value, or an unsafe shared cache, fails before anything runs
-    # refuse to append to a corrupt file (ValueError with the fix) before anything runs
-    existing = results.load(out) if out.exists() else []
+    existing = results.load(out) if out.exists() else []  # a corrupt file: ValueError, the fix
     check_out(out)
     _warn_if_busy(threads)
     done = done_keys(existing) if resume else set()
     todo = [c for c in plan if c.key() not in done]
-    res = RunResult(out, skipped=[c for c in plan if c.key() in done])
-    res.forecast = forecast(Plan(todo, plan.profile), existing if history is None else history)
-    if progress and todo and on_record is None:  # a live table shows it itself
-        print(f"labkit: {res.forecast}", file=sys.stderr, flush=True)
+    res = RunResult(out, skipped=[c for c in plan if c.key() in done], planned=len(plan))
     _ensure_peaks(todo, threads, progress)
     machine = hardware.fingerprint()
     from tqdm.auto import tqdm
 
     t_start = time.perf_counter()
-    table = on_record if isinstance(on_record, LiveTable) else None
-    shown = progress and table is None  # a live table shows the progress itself
-    bar = tqdm(total=len(todo), unit="cell", disable=not shown, dynamic_ncols=True)
-    live = sys.stderr.isatty() or "notebook" in type(bar).__module__  # else one line per cell
+    bar = tqdm(total=len(todo), unit="cell", disable=not progress, dynamic_ncols=True)
     how = {
         "threads": threads,
         "timeout_s": timeout_s,
@@ -240,12 +247,12 @@ def run(
     }
     try:
         with sigterm_as_interrupt():
-            _measure(res, todo, machine, bar, live, on_record, **how)
+            _measure(res, todo, machine, bar, on_record, **how)
     except KeyboardInterrupt:
         res.interrupted = True
     finally:
         bar.close()
         res.wall_s = time.perf_counter() - t_start
-        if table is not None:
-            table.finish(interrupted=res.interrupted)
+    if progress:
+        print(res.summary(), flush=True)
     return res

@@ -9,9 +9,8 @@ device, sized by a profile); a :class:`Plan` is the cells of a run, in order. Tw
   tasks x precisions for a spec and its input shapes (:mod:`labkit.runner.inputs`), the cells
   recording ``model`` and ``input_shape``.
 
-Where the two differ (a cell's label, how its step is prepared, its cost per call for a forecast,
-whether a compute ceiling applies, what its process must be able to import) is said once, by
-the workload classes here (:attr:`Cell.workload`); the rest of the runner treats every cell
+Where the two differ (a cell's label, how its step is prepared, whether a compute ceiling
+applies, what its process must be able to import) is said once, by the workload classes here (:attr:`Cell.workload`); the rest of the runner treats every cell
 alike. Not for: running cells (:mod:`labkit.runner.loop`, :mod:`labkit.runner.process`).
 """
 
@@ -44,8 +43,7 @@ __all__ = [
 
 class ResNet50:
     """The lab's workload: ResNet-50 from the seed-0 weights (:mod:`labkit.resnet`) at the
-    cell's batch and image size; its FLOP count is known, so a forecast can estimate its calls
-    and a measured figure stands against this machine's compute ceiling."""
+    cell's batch and image size; its FLOP count is known, so a measured figure stands against this machine's compute ceiling."""
 
     #: a measured figure of it stands against the CPU's compute ceiling
     has_ceiling = True
@@ -69,11 +67,6 @@ class ResNet50:
             cell.device,
         )
 
-    def gflop(self, cell: Cell) -> float | None:
-        """The work of one call, in GFLOP."""
-        training = cell.task == "train"
-        return cell.batch_size * resnet.flops(cell.image_size, training=training) / 1e9
-
     def child_path(self) -> list[str]:
         """``PYTHONPATH`` entries the cell's process needs besides labkit's own: none."""
         return []
@@ -83,8 +76,7 @@ class LearnerModel:
     """A learner's model: built in the cell's process from its spec (the cell's ``model``) and
     run on the example inputs its builder returns (their rows repeated or cut to the cell's
     batch, keyword arguments bound) when they have the cell's ``input_shape``, else on seeded
-    inputs of that shape; its FLOP count is unknown, so no ceiling applies and a forecast
-    counts its profile's minimum timed work only."""
+    inputs of that shape; its FLOP count is unknown, so no ceiling applies."""
 
     has_ceiling = False
 
@@ -110,9 +102,6 @@ class LearnerModel:
         return adapter.prepare_model(
             model, arrays, cell.mode, cell.task, cell.precision, cell.device
         )
-
-    def gflop(self, cell: Cell) -> float | None:
-        return None
 
     def child_path(self) -> list[str]:
         """The learner's module must import in the cell's process as it does here."""
@@ -178,16 +167,17 @@ def _pick(kind: str, given: Sequence[str] | None, valid: Sequence[str]) -> list[
 
 
 def mode_names() -> list[str]:
-    """Every word ``--modes`` accepts: eager, graph, and each framework's own mode names."""
+    """Every word ``--modes`` accepts: eager, graph, quick, and each framework's own modes."""
     own = [m for fw in fw_registry.NAMES for m in fw_registry.MODES[fw]]
-    return list(dict.fromkeys(["eager", "graph", *own]))
+    return list(dict.fromkeys(["eager", "graph", "quick", *own]))
 
 
 def resolve_modes(framework: str, modes: Sequence[str] | None) -> list[str]:
     """The modes of ``framework`` that ``modes`` selects (None: all of them).
 
     ``eager`` is the framework's eager mode (MindSpore: pynative), ``graph`` every other mode
-    (ONNX Runtime's only mode is a graph), and a mode's own name selects it.
+    (ONNX Runtime's only mode is a graph), ``quick`` the eager mode and the spec's first graph
+    mode (what a quick plan measures), and a mode's own name selects it.
     """
     spec = fw_registry.spec(framework)
     if modes is None:
@@ -198,6 +188,8 @@ def resolve_modes(framework: str, modes: Sequence[str] | None) -> list[str]:
             out += [spec.eager] if spec.eager else []
         elif m == "graph":
             out += spec.graph_modes
+        elif m == "quick":
+            out += ([spec.eager] if spec.eager else []) + list(spec.graph_modes[:1])
         elif m in spec.modes:
             out.append(m)
     return list(dict.fromkeys(x for x in spec.modes if x in out))  # the framework's order

@@ -1,19 +1,11 @@
 """A cell's process, seen from the runner: started, watched, stopped, and read.
 
-:func:`run_cell` measures one cell in a fresh Python process (``python -m labkit.runner``,
-:mod:`labkit.runner.cell`) and returns its record's fields; whatever happens to the process
-(a failure, a crash, a timeout, out of memory) is a result, said in words. The process gets
-its environment from :func:`cell_env`: this one's, the lab's thread policy
-(:func:`labkit.util.proc.child_env` with ``threads``) and its compile caches
-(:func:`cache_env`: cold, in a folder of its own, unless the run asks for warm ones). It leads
-its own process group, so that a timeout kills what it started too, and it ends itself when
-the runner dies (even by SIGKILL).
-
-The run's signals: :func:`sigterm_as_interrupt` lets SIGTERM stop a run as Ctrl-C does;
-:func:`signals_held` makes a Ctrl-C wait until a record is written.
-
-Not for: what the process measures (:mod:`labkit.runner.cell`) or the plan's order and its
-results file (:mod:`labkit.runner.loop`).
+:func:`run_cell` measures one cell in a fresh process (``python -m labkit.runner``) and returns
+its record's fields; a failure, crash, timeout or out-of-memory is a result, said in words. The
+process gets :func:`cell_env` (the lab's thread policy and its compile caches, cold unless the
+run asks for warm ones: :func:`cache_env`), leads its own process group (a timeout kills what it
+started) and ends itself when the runner dies. :func:`sigterm_as_interrupt` and
+:func:`signals_held` handle the run's signals.
 """
 
 from __future__ import annotations

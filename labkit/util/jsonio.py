@@ -1,20 +1,10 @@
 """JSON files that several processes share, and JSON text that may be hostile.
 
-- :func:`loads`: strict JSON for text labkit did not write itself (a results line, a card):
-  NaN, infinities and integers beyond 64 bits are refused (Python's ``json`` accepts them), and
-  so is nesting deeper than
-  :data:`MAX_DEPTH`, before parsing, so a hostile line is a :class:`JSONError` naming the
-  problem, never a ``RecursionError``.
-- :func:`locked`: a file opened for appending under an exclusive advisory lock (``flock``), so
-  one writer at a time repairs and appends (a notebook and a terminal writing one results file);
-  the OS releases the lock when the process holding it dies. Without ``fcntl`` (Windows) there is
-  no lock.
-- :func:`write_all` and :func:`unwritable`: an append that is whole and on disk, and a check that
-  a file can be written before any work is done for it.
-- :func:`write_atomic`: a file replaced in one step (a reader sees the old file or the new one,
-  never half of one).
-
-Imports nothing else of labkit.
+:func:`loads` is strict JSON for text labkit did not write (NaN, infinities, integers beyond 64
+bits and nesting deeper than :data:`MAX_DEPTH` refused as a :class:`JSONError`); :func:`locked`
+opens a file for appending under an exclusive ``flock``; :func:`write_all` and
+:func:`unwritable` append whole and check a file can be written first; :func:`write_atomic`
+replaces a file in one step. Imports nothing else of labkit.
 """
 
 from __future__ import annotations

@@ -1,22 +1,11 @@
 """Child processes: their environment, stopping them with all they started, and why they ended.
 
-Every process labkit starts (a benchmark cell, an explore worker, a data-parallel worker, a
-notebook demo's child) gets its environment from :func:`child_env`, which takes the thread
-policy as an explicit parameter: ``threads=N`` is the lab's policy for anything that is timed
-(N intra-op threads in every framework's math libraries, one inter-op thread: :func:`thread_env`),
-``threads=None`` leaves each framework its own defaults (checks and demos that time nothing).
-
-Stopping: :func:`kill_group` ends the process group a child leads (a child started with
-``start_new_session=True``: its own helpers, such as compile workers, go with it);
-:func:`stop_processes` ends a set of processes that may each lead a group (SIGTERM, then SIGKILL
-after a grace period). A child ties its life to its parent with :func:`exit_with_parent` (a
-watching thread: no orphan keeps running after its parent died, even by SIGKILL).
-
-Why a child ended, in words: :func:`signal_name`, :func:`ended`, :func:`crash_reason`; what it
-said last: :func:`tail` (the end of a log file) and :func:`last_lines`.
-
-Not for: what a process measures or reports (the runner's and the launcher's business). Imports
-nothing of labkit (``psutil`` only where a tree of processes is stopped).
+:func:`child_env` builds every child's environment (``threads=N``: the lab's thread policy for
+anything timed, :func:`thread_env`; ``None``: the frameworks' defaults). :func:`kill_group` and
+:func:`stop_processes` end a child's process group (SIGTERM, then SIGKILL);
+:func:`exit_with_parent` ties a child's life to its parent's. :func:`ended`,
+:func:`crash_reason`, :func:`tail` and :func:`last_lines` say why a child ended and what it said
+last. Imports nothing of labkit.
 """
 
 from __future__ import annotations

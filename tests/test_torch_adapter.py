@@ -135,6 +135,42 @@ def test_inference_modes_agree_with_eager(T, weights, mode, task, batch, precisi
     np.testing.assert_array_equal(prepared.step().float().numpy(), out.float().numpy())
 
 
+def test_frozen_compile_folds_batchnorm_into_the_convolution(T):
+    """bf16 inference compiles with Inductor's freezing (modes.frozen): with torch 2.13 the
+    config flag folds BatchNorm, ``options={"freezing": True}`` does not (checked here too)."""
+    import torch
+    from labkit.frameworks.torch import graphs, modes
+    from torch._inductor.utils import run_and_get_code
+
+    torch.manual_seed(0)
+    conv, bn = torch.nn.Conv2d(3, 8, 3, padding=1), torch.nn.BatchNorm2d(8)
+    block = torch.nn.Sequential(conv, bn, torch.nn.ReLU()).eval()
+    with torch.no_grad():  # running statistics far from (0, 1), so that a fold shows
+        bn.running_mean.uniform_(-1, 1)
+        bn.running_var.uniform_(0.5, 2)
+    x = torch.randn(2, 3, 8, 8, dtype=torch.float64)
+    with torch.no_grad():
+        want = block.double()(x).numpy()  # a float64 reference
+    block.float()
+    launched = {}
+    try:
+        for name, net in [
+            ("options", torch.compile(block, options={"freezing": True})),
+            ("frozen", modes.frozen(block)),
+        ]:
+            torch.compiler.reset()
+            with torch.inference_mode(), torch._inductor.config.patch(compile_threads=1):
+                got, codes = run_and_get_code(net, x.float())
+            assert np.abs(got.double().numpy() - want).max() < 1e-4, name
+            launched[name] = graphs.launches("\n".join(codes))
+    finally:
+        torch.compiler.reset()
+    assert torch._inductor.config.freezing is False  # the flag is put back after the call
+    assert any("batch_norm" in k for k in launched["options"]), launched  # not folded
+    assert not any("batch_norm" in k for k in launched["frozen"]), launched  # folded
+    assert any("convolution" in k and not graphs.is_generated(k) for k in launched["frozen"])
+
+
 TRAIN = [
     ("eager", "fp32"),
     ("torchscript", "fp32"),

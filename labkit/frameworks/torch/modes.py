@@ -28,6 +28,7 @@ import numpy as np
 import torch
 from torch import nn
 
+from .. import kernel_support
 from .._kit import accuracy as acc
 from ..contract import Unsupported
 
@@ -50,10 +51,22 @@ INT8_WHY = (
 )
 
 
-def refuse(precision: str) -> None:
-    """:class:`Unsupported` for a precision this adapter does not offer (int8)."""
+def refuse(precision: str, dev: torch.device) -> None:
+    """:class:`Unsupported` for a precision this adapter does not offer (int8), or whose kernels
+    do not run on this CPU (a tiny bf16 convolution under autocast, probed once per machine)."""
     if precision == "int8":
         raise Unsupported(INT8_WHY)
+    if precision == "bf16" and dev.type == "cpu":
+        why = kernel_support("torch", torch.__version__, "bf16", _bf16_conv)
+        if why:
+            raise Unsupported(why)
+
+
+def _bf16_conv() -> str | None:
+    x, w = torch.ones(1, 3, 8, 8), torch.ones(4, 3, 3, 3)
+    with torch.no_grad(), torch.autocast("cpu", dtype=torch.bfloat16):
+        out = torch.nn.functional.conv2d(x, w, padding=1)
+    return None if out.dtype == torch.bfloat16 else f"autocast left a convolution in {out.dtype}"
 
 
 def autocast(precision: str, dev: torch.device) -> Callable[[], contextlib.AbstractContextManager]:

@@ -1,20 +1,17 @@
 """Graph optimisation made visible: node counts before and after, and the same outputs.
 
-Real frameworks on ResNet-50 at 32x32 (TorchScript freeze / optimize_for_inference, ONNX Runtime's
-optimisation levels on the PyTorch export, TensorFlow's traced and frozen graphs), plus the
+Real frameworks on small inputs (Inductor with and without freezing, ONNX Runtime's
+optimisation levels on the PyTorch export), plus the
 framework-free arithmetic (BatchNorm folding, memory planning) checked against the frameworks.
 """
 
-import os
-import subprocess
-import sys
 
 from labkit import resnet
 from labkit.lessons import graphs
 
 import numpy as np
 import pytest
-from conftest import ROOT, require, skip_or_fail
+from conftest import require, skip_or_fail
 
 SIZE, BATCH = 32, 2
 TOL = 1e-4  # of the logit scale
@@ -126,39 +123,6 @@ def test_fold_batchnorm_matches_torch():
 
 
 # ---------------------------------------------------------------------------------------------
-# TorchScript
-
-
-def test_torchscript_freeze_and_optimize_shrink_resnet50(weights, images):
-    lt = require("torch")
-    from labkit.frameworks.torch import graphs as tg
-
-    import torch
-
-    model = lt.build_resnet50(weights).eval()
-    want = lt.predict(model, images)
-    x = torch.from_numpy(images)
-    with lt.quiet_torchscript(), torch.no_grad():
-        traced = torch.jit.trace(model, x, check_trace=False)
-        stages = {
-            "traced": traced,
-            "frozen": torch.jit.freeze(traced),
-            "optimized": torch.jit.optimize_for_inference(torch.jit.freeze(traced)),
-        }
-    c = {k: tg.counts(m) for k, m in stages.items()}
-    assert c["traced"].count("batch_norm") == 53 and c["traced"].count("convolution") == 53
-    assert c["traced"]["prim::GetAttr"] > 100  # every weight read from the module
-    assert tg.counts(traced.inlined_graph).by_kind == c["traced"].by_kind  # a graph or a module
-    for after in ("frozen", "optimized"):
-        assert c[after].total < c["traced"].total and c[after].compute < c["traced"].compute
-        assert c[after].count("batch_norm") == 0 and c[after]["prim::GetAttr"] == 0
-        with torch.inference_mode():
-            assert close(stages[after](x).numpy(), want), after
-    assert c["frozen"].compute == 122  # 53 conv + 49 relu + 16 add + pools, flatten, linear
-    assert c["optimized"]["prim::mkldnn_convolution"] == 53
-
-
-# ---------------------------------------------------------------------------------------------
 # TorchInductor
 
 GENERATED = '''
@@ -190,7 +154,6 @@ def test_inductor_launches_are_read_from_the_call_function_only():
         "triton_poi_fused_add",
     ]
     assert [tg.is_generated(k) for k in got] == [True, False, False, True]
-    assert tg.inductor_kernels(GENERATED).total == 4
     with pytest.raises(ValueError, match=r"no `def call\(`"):
         tg.launches("print('hello')")
 
@@ -233,7 +196,6 @@ def test_inductor_folds_batchnorm_and_fuses_relu_of_a_small_block():
     # frozen: BatchNorm is folded into the weights, nothing generated mentions it any more
     assert not any("batch_norm" in k for k in kinds[True]), kinds[True]
     assert len(kinds[True]) <= len(kinds[False])
-    assert tg.inductor_kernels("\n".join(codes)).total == len(kinds[True])
 
 
 # ---------------------------------------------------------------------------------------------
@@ -325,119 +287,3 @@ def test_onnxruntime_counts_a_small_conv_bn_relu_as_ort_rewrites_it(tmp_path):
         np.testing.assert_allclose(ort_run(p, x), want, rtol=1e-4, atol=1e-5)
     with pytest.raises(ValueError, match="valid levels are disabled, basic"):
         og.optimize(src, "max", tmp_path / "max.onnx")
-
-
-def test_memory_plan_of_the_exported_resnet50(onnx_files, images):
-    from labkit.frameworks.onnxruntime import graphs as og
-
-    files, _ = onnx_files
-    steps, sizes, outputs = og.memory_steps(files["basic"], images)
-    assert len(steps) == og.counts(files["basic"]).total and outputs == ["logits"]
-    assert sizes["logits"] == BATCH * 1000 * 4
-    plan = graphs.plan_memory(steps, sizes, outputs)
-    assert 0 < plan.peak_bytes < plan.naive_bytes / 4  # buffer reuse saves most of the memory
-    assert plan.peak_bytes == max(plan.live_bytes)
-    # the biggest activations: the stem's 64 x 16 x 16 (and layer1's 256 x 8 x 8) float32 maps
-    assert max(sizes.values()) == BATCH * 64 * (SIZE // 2) ** 2 * 4
-
-
-# ---------------------------------------------------------------------------------------------
-# TensorFlow: counting, freezing and running GraphDefs; when Grappler runs
-
-
-def test_counts_and_run_read_a_traced_graph_as_it_is():
-    require("tensorflow")
-    from labkit.frameworks.tensorflow import graphs as tg
-
-    import tensorflow as tf
-
-    @tf.function
-    def f(x):
-        scale = tf.constant(2.0) * tf.constant(3.0)  # foldable
-        unused = tf.sin(x) * 100.0  # noqa: F841 - dead code
-        return x * scale
-
-    x = np.arange(4, dtype=np.float32)
-    cf = f.get_concrete_function(tf.TensorSpec(x.shape, tf.float32))
-    ins, outs = [t.name for t in cf.inputs], [t.name for t in cf.outputs]
-    before = cf.graph.as_graph_def()
-    c = tg.counts(before)
-    assert (c["Mul"], c["Sin"], c["Placeholder"]) == (3, 1, 1)
-    assert c.compute == c.total - c["Const"] - c["Placeholder"] - c["Identity"]
-    np.testing.assert_allclose(tg.run(before, ins, outs, x)[0], x * 6)
-    with pytest.raises(ValueError, match="the graph takes 1 input"):
-        tg.run(before, ins, outs)
-
-
-def test_freeze_turns_resnet50s_variables_into_constants(weights, images):
-    ltf = require("tensorflow")
-    from labkit.frameworks.tensorflow import graphs as tg
-
-    import tensorflow as tf
-
-    model = ltf.build_resnet50(weights)
-    want = ltf.predict(model, images)
-    x = ltf.to_nhwc(images)
-    cf = tf.function(lambda t: model(t, training=False)).get_concrete_function(
-        tf.TensorSpec(x.shape, tf.float32)
-    )
-    ins = [t.name for t in cf.inputs if t.dtype != tf.resource]
-    outs = [t.name for t in cf.outputs]
-    traced, frozen = tg.counts(cf.graph.as_graph_def()), tg.freeze(cf)
-    c = tg.counts(frozen)
-    assert traced["ReadVariableOp"] > 200 and c["ReadVariableOp"] == 0
-    assert c["Conv2D"] == 53 and c["Rsqrt"] > 0  # BatchNorm still there: nothing optimised yet
-    assert close(tg.run(frozen, ins, outs, x)[0], want)
-
-
-def test_grappler_runs_when_a_graph_is_first_instantiated_not_on_every_call():
-    require("tensorflow")
-    from labkit.frameworks.tensorflow import graphs as tg
-
-    runs = dict(tg.grappler_runs())
-    assert list(runs.values()) == [0, 1, 0, 0, 1, 0], runs  # first call per traced shape only
-
-
-def test_run_executes_a_graph_as_it_is_without_grappler():
-    """``run`` checks the graph it is given: a plain Session would optimise it first (Grappler's
-    own log says so), ``run``'s session must not."""
-    require("tensorflow")
-    code = (
-        "import numpy as np, tensorflow as tf, labkit, sys\n"
-        "from labkit.frameworks.tensorflow import graphs as tg\n"
-        "f = tf.function(lambda x: x * (tf.constant(2.0) * tf.constant(3.0)))\n"
-        "x = np.arange(4, dtype=np.float32)\n"
-        "cf = f.get_concrete_function(tf.TensorSpec([4], tf.float32))\n"
-        "ins, outs = [t.name for t in cf.inputs], [t.name for t in cf.outputs]\n"
-        "g = cf.graph.as_graph_def()\n"
-        "print('@@ plain session', file=sys.stderr, flush=True)\n"
-        "with tf.Graph().as_default() as graph:\n"
-        "    tf.compat.v1.import_graph_def(g, name='')\n"
-        "    with tf.compat.v1.Session(graph=graph) as s:\n"
-        "        s.run(outs, {ins[0]: x})\n"
-        "print('@@ run', file=sys.stderr, flush=True)\n"
-        "assert (tg.run(g, ins, outs, x)[0] == x * 6).all()\n"
-        "print('@@ end', file=sys.stderr, flush=True)\n"
-    )
-    env = {
-        **os.environ,
-        "TF_CPP_VMODULE": "meta_optimizer=1",
-        "TF_CPP_MIN_LOG_LEVEL": "0",
-        "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])),
-    }
-    proc = subprocess.run(
-        [sys.executable, "-c", code],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=300,
-        check=False,
-    )
-    assert proc.returncode == 0, proc.stderr[-2000:]
-    log = proc.stderr.split("@@ plain session", 1)[1]
-    plain, rest = log.split("@@ run", 1)
-    ours = rest.split("@@ end", 1)[0]
-    from labkit.frameworks.tensorflow.graphs import GRAPPLER_STARTS
-
-    assert GRAPPLER_STARTS in plain  # the check can see Grappler at work ...
-    assert GRAPPLER_STARTS not in ours  # ... and run() does not let it touch the graph

@@ -264,6 +264,59 @@ def test_a_figure_above_the_measured_peak_is_explained_by_its_precision():
     assert "better kernel than the plain GEMM" in int8 and "--remeasure" in int8
 
 
+def fake_probe(times: list[float]):
+    """A stand-in for a probe's subprocess (``measured._run``): one fp32 kernel whose calls took
+    ``times`` seconds, on a quiet machine; ``calls`` counts the runs."""
+    calls = []
+
+    def run(probe, threads, precisions, seconds):
+        calls.append(precisions)
+        row = {"precision": "fp32", "kernel": "fake GEMM", "n": 1024, "prepacked": False}
+        row |= {"ops": 2 * 1024**3, "times_s": times}
+        output = {"versions": {"fake": "1"}, "kernels": [row]}
+        return {"module": probe.module, "output": output, "others_cpus": 0.0}
+
+    return run, calls
+
+
+def test_a_peak_measured_with_a_wide_spread_is_measured_again_and_never_cached(
+    tmp_path, monkeypatch
+):
+    monkeypatch.setenv(hardware.CACHE_ENV, str(tmp_path))
+    probe = hardware.Probe("fake.peak", ("fp32",), (("fake", "1"),))
+    run, calls = fake_probe([0.010, 0.012, 0.020, 0.025, 0.030])  # IQR/median 87%
+    monkeypatch.setattr(hardware.measured, "_run", run)
+    found = hardware.measure([probe], threads=2, refresh=True)
+    fp32 = found["fp32"]
+    assert len(calls) == 2  # measured again once, then refused
+    assert fp32.measured and not fp32.valid and not found.valid
+    assert fp32.invalid[0] == "spread too wide: IQR/median 87% > 10%"
+    assert "not a valid peak" in fp32.note and "--remeasure" in fp32.note
+    # no record is judged against it
+    assert fp32.images_per_s_at(224) is None and fp32.explain_above() == ""
+    assert found.source == "" and not list(tmp_path.glob("peaks-*.json"))
+    assert hardware.cached([probe], threads=2) is None
+    # a tight one is the machine's peak: cached, and read back without measuring
+    run, calls = fake_probe([0.0100, 0.0101, 0.0100, 0.0102, 0.0101])
+    monkeypatch.setattr(hardware.measured, "_run", run)
+    good = hardware.measure([probe], threads=2)
+    assert len(calls) == 1 and good.valid and good["fp32"].images_per_s_at(224) > 0
+    assert good.source and hardware.cached([probe], threads=2).valid
+    assert hardware.measure([probe], threads=2).measured_at == good.measured_at
+    assert len(calls) == 1
+
+
+def test_a_peak_measured_on_a_busy_machine_is_not_valid():
+    rate = hardware.KernelRate("fp32", "torch.mm", "x.torch.peak", 2048, False, 400.0, 4.0, 9)
+    busy = "measured on a busy machine: other processes kept 1.50 CPUs busy"
+    peak = hardware.measured.judge("fp32", [rate], 2, machine("amd_zen4"), busy=busy)
+    assert peak.invalid == (busy,) and not peak.valid and peak.images_per_s_at(224) is None
+    quiet = hardware.measured.judge("fp32", [rate], 2, machine("amd_zen4"))
+    assert (
+        quiet.valid and quiet.images_per_s_at(224) > 0 and "timing error" in quiet.explain_above()
+    )
+
+
 def test_which_precisions_this_kind_of_cpu_measures():
     assert hardware.to_measure(machine("intel_amx")) == {"fp32": "", "bf16": "", "int8": ""}
     laptop = hardware.to_measure(machine("smt_laptop"))
@@ -282,7 +335,7 @@ def test_the_measurement_runs_here_and_is_plausible(tmp_path, monkeypatch):
         pytest.skip("no framework with a matrix-multiply probe is installed")
     found = hardware.measure(probes, threads=1, seconds=0.05)
     assert not found.problems, found.problems
-    assert found.threads == 1 and found.source.startswith(str(tmp_path / "cache"))
+    assert found.threads == 1
     assert found["fp32"].measured
     for precision, why in hardware.to_measure().items():
         peak = found[precision]
@@ -294,6 +347,10 @@ def test_the_measurement_runs_here_and_is_plausible(tmp_path, monkeypatch):
         if peak.estimate_gflops is not None:
             assert peak.above_estimate == (peak.gflops > peak.estimate_gflops), peak.note
         assert peak.implied_clock_ghz > 0 and peak.note
+    if not found.valid:  # a busy machine (a wide spread): refused, not cached
+        assert found.source == "" and hardware.cached(probes, threads=1) is None
+        return
+    assert found.source.startswith(str(tmp_path / "cache"))
     again = hardware.measure(probes, threads=1)  # from the cache: nothing is measured
     assert again.measured_at == found.measured_at and again["fp32"].gflops == found["fp32"].gflops
     assert hardware.cached(probes, threads=2) is None  # another thread count is another peak

@@ -599,3 +599,28 @@ def test_no_framework_name_is_hard_coded_outside_the_registry_and_the_adapters()
             if isinstance(node, ast.Constant) and node.value in names:
                 found.append(f"{name} line {node.lineno}: {node.value!r}")
     assert not found, found
+
+
+def test_kernel_support_is_a_probe_cached_per_version_and_isa_cap(tmp_path, monkeypatch):
+    """Whether a precision runs here is decided by a tiny probe of the kernels, cached."""
+    monkeypatch.setenv("LABKIT_CACHE_DIR", str(tmp_path))
+    monkeypatch.delenv("DNNL_MAX_CPU_ISA", raising=False)
+    calls = []
+
+    def refused():
+        calls.append(1)
+        raise RuntimeError("could not create a primitive descriptor\nfor the convolution")
+
+    monkeypatch.setenv("ONEDNN_MAX_CPU_ISA", "AVX2")
+    why = frameworks.kernel_support("fakefw", "1.0", "bf16", refused)
+    assert why == (
+        "fakefw 1.0 cannot run bf16 kernels on this CPU: RuntimeError: could not create a "
+        "primitive descriptor for the convolution (with ONEDNN_MAX_CPU_ISA=AVX2)"
+    )
+    assert frameworks.kernel_support("fakefw", "1.0", "bf16", refused) == why and len(calls) == 1
+    monkeypatch.delenv("ONEDNN_MAX_CPU_ISA")  # another cap, another answer
+    assert frameworks.kernel_support("fakefw", "1.0", "bf16", lambda: None) == ""
+    assert frameworks.kernel_support(
+        "fakefw", "1.1", "bf16", lambda: "left it in float32"
+    ).endswith("on this CPU: left it in float32")
+    assert frameworks.kernel_support("fakefw", "1.0", "bf16", refused) == "" and len(calls) == 1

@@ -4,13 +4,18 @@ three execution modes as benchmark cells, and its exports (SavedModel, TF Lite).
 Small images (32/64 px) and 10 classes keep this file cheap; the architecture is the full one.
 """
 
+import os
+import platform
+import subprocess
+import sys
+
 from labkit import resnet
 from labkit.frameworks import contract
 from labkit.frameworks.crosscheck import max_rel_diff
 
 import numpy as np
 import pytest
-from conftest import assert_float32_close, require
+from conftest import ROOT, assert_float32_close, require
 
 pytestmark = pytest.mark.slow
 
@@ -122,8 +127,18 @@ def test_function_mode_traces_once(tfa, model):
     assert fn.experimental_get_tracing_count() == 1
 
 
+def prepare_or_skip(tfa, *args, **kwargs):
+    """``prepare``, or a skip saying why where this CPU's kernels cannot run the precision."""
+    try:
+        return tfa.prepare(*args, **kwargs)
+    except contract.Unsupported as exc:
+        if "kernels on this CPU" in str(exc):
+            pytest.skip(str(exc))
+        raise
+
+
 def test_bf16_cell_is_close_and_leaves_the_global_policy_alone(tfa, model, weights):
-    prepared = tfa.prepare(weights, "eager", "latency", 1, precision="bf16", image_size=SIZE)
+    prepared = prepare_or_skip(tfa, weights, "eager", "latency", 1, "bf16", SIZE)
     logits = prepared.step()
     assert logits.dtype == np.float32 and "mixed_bfloat16" in prepared.notes
     images, _ = resnet.random_batch(1, SIZE, num_classes=CLASSES)
@@ -132,6 +147,49 @@ def test_bf16_cell_is_close_and_leaves_the_global_policy_alone(tfa, model, weigh
     import keras  # here, not at collection: PaddlePaddle must load before TensorFlow (conftest)
 
     assert keras.config.dtype_policy().name == "float32"
+
+
+BF16_UNDER_CAP = """
+import numpy as np, labkit, sys
+from labkit import frameworks, resnet
+from labkit.frameworks import contract
+tfa = frameworks.get("tensorflow")
+import tensorflow as tf
+try:
+    tf.nn.conv2d(tf.ones([1, 8, 8, 3], tf.bfloat16), tf.ones([3, 3, 3, 4], tf.bfloat16), 1, "SAME")
+    conv = "runs"
+except Exception as exc:
+    conv = type(exc).__name__
+w = resnet.init_weights(seed=0, num_classes=10)
+try:
+    tfa.prepare(w, "eager", "latency", 1, "bf16", 32).step()
+    print("@@", conv, "prepared")
+except contract.Unsupported as exc:
+    print("@@", conv, "unsupported", exc)
+"""
+
+
+@pytest.mark.skipif(platform.machine().lower() not in ("x86_64", "amd64"), reason="x86 only")
+def test_bf16_is_offered_exactly_where_a_bf16_convolution_runs_under_an_avx2_cap(tmp_path):
+    """With oneDNN held to AVX2 (most laptops' kernels) TensorFlow 2.21's bf16 convolution may
+    have no kernel: then the cell is unsupported with TensorFlow's reason and the cap named."""
+    env = {**os.environ, "ONEDNN_MAX_CPU_ISA": "AVX2", "LABKIT_CACHE_DIR": str(tmp_path)}
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")]))
+    done = subprocess.run(
+        [sys.executable, "-c", BF16_UNDER_CAP],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=600,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    line = next(x for x in done.stdout.splitlines() if x.startswith("@@ "))
+    conv, outcome = line.split()[1:3]
+    assert (conv == "runs") == (outcome == "prepared"), line
+    if outcome == "unsupported":
+        assert "cannot run bf16 kernels on this CPU" in line and "ONEDNN_MAX_CPU_ISA=AVX2" in line
+        assert list(tmp_path.glob("kernels-*.json"))  # probed once, cached
 
 
 def test_gpu_cell_runs_or_says_how_to_get_one(tfa, weights):

@@ -21,17 +21,19 @@ from __future__ import annotations
 
 import concurrent.futures
 import functools
+import hashlib
 import importlib
 import importlib.metadata
+import json
 import os
 import subprocess
 import sys
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from types import ModuleType
 
 from .. import _pins, hardware
-from ..util import proc
+from ..util import jsonio, proc
 from .contract import (
     Adapter,
     Checks,
@@ -47,6 +49,7 @@ from .contract import (
 )
 
 __all__ = [
+    "ISA_ENV",
     "MODES",
     "NAMES",
     "PACKAGES",
@@ -70,6 +73,7 @@ __all__ = [
     "framework_of",
     "get",
     "import_order",
+    "kernel_support",
     "launch_module",
     "peak_probes",
     "probe_all",
@@ -347,3 +351,38 @@ def peak_probes() -> list[hardware.Probe]:
         for s in specs()
         if s.peak_module and (version := installed_version(s.import_name))
     ]
+
+
+#: environment variables that cap the instructions oneDNN may use (part of a probe's key)
+ISA_ENV: tuple[str, ...] = ("ONEDNN_MAX_CPU_ISA", "DNNL_MAX_CPU_ISA")
+
+
+def kernel_support(
+    framework: str, version: str, precision: str, probe: Callable[[], str | None]
+) -> str:
+    """Empty when this machine's kernels run ``precision`` for ``framework`` ``version``, else why
+    not, in words. ``probe`` runs one tiny operation at that precision: it raises where the
+    kernels cannot (oneDNN's "could not create a primitive descriptor"), or returns why the
+    operation ran in another precision. The answer is cached per machine type, library version
+    and oneDNN ISA cap (:data:`ISA_ENV`) in :func:`labkit.hardware.cache_dir`."""
+    isa = {k: os.environ[k] for k in ISA_ENV if os.environ.get(k)}
+    machine = hardware.machine_of(hardware.fingerprint())["machine_id"]
+    key = json.dumps([framework, version, precision, isa, machine], sort_keys=True)
+    path = hardware.cache_dir() / f"kernels-{hashlib.sha256(key.encode()).hexdigest()[:16]}.json"
+    try:
+        return str(json.loads(path.read_text())["why_not"])
+    except (OSError, ValueError, KeyError, TypeError):
+        pass  # not probed yet (or a damaged file): probe now
+    try:
+        why = probe() or ""
+    except Exception as exc:  # noqa: BLE001 - the framework's own error is the reason
+        why = f"{type(exc).__name__}: {' '.join(str(exc).split())[:300]}"
+    if why:
+        why = f"{framework} {version} cannot run {precision} kernels on this CPU: {why}"
+        if isa:
+            why += f" (with {', '.join(f'{k}={v}' for k, v in isa.items())})"
+    try:
+        jsonio.write_atomic(path, json.dumps({"key": json.loads(key), "why_not": why}))
+    except OSError:
+        pass  # an unwritable cache: probed again next time
+    return why

@@ -10,6 +10,10 @@ of its framework's kernels, pre-packed weights included (:mod:`labkit.frameworks
 :class:`MeasuredPeak` holds the best kernel's median rate with its spread (IQR) and the threads
 used, how far it sits from the spec-sheet estimate, the clock it implies, and a flag when it is
 above the estimate (the estimate's inputs, usually the clock, are then off, or the timing is).
+A peak is judged as a record is (:func:`labkit.bench.verdict`'s limits): its best kernel's spread
+at most :data:`labkit.bench.MAX_REL_IQR` of the median, on a quiet machine. An invalid peak
+says why, offers no images/s to share a record against, and is never cached: :func:`measure`
+measures again once, then returns it unjudged-against.
 
 The peaks are measured once per machine type, thread count and library versions and cached as
 JSON in this user's cache folder (:func:`cache_dir`: ``$LABKIT_CACHE_DIR``, else
@@ -140,10 +144,17 @@ class MeasuredPeak:
     above_estimate: bool
     note: str  #: how far it sits from the estimate; why it is flagged or not measured
     kernels: tuple[KernelRate, ...] = ()
+    #: why it is not a valid peak (a wide spread, a busy machine); empty when valid
+    invalid: tuple[str, ...] = ()
 
     @property
     def measured(self) -> bool:
         return self.gflops is not None
+
+    @property
+    def valid(self) -> bool:
+        """Measured, with a spread under the record's limit on a quiet machine."""
+        return self.measured and not self.invalid
 
     @property
     def of_estimate(self) -> float | None:
@@ -153,14 +164,15 @@ class MeasuredPeak:
         return self.gflops / self.estimate_gflops
 
     def images_per_s_at(self, image_size: int, training: bool = False) -> float | None:
-        """ResNet-50 images/s at ``image_size`` if it ran at this rate (None: not measured)."""
-        if self.gflops is None:
+        """ResNet-50 images/s at ``image_size`` if it ran at this rate (None: not measured or
+        not valid, so no record is judged against it)."""
+        if not self.valid:
             return None
         return self.gflops * 1e9 / resnet.flops(image_size, training=training)
 
     def explain_above(self) -> str:
-        """Why a benchmark figure may sit above this peak, in words ("" when not measured)."""
-        if self.gflops is None:
+        """Why a benchmark figure may sit above this peak, in words ("" when not valid)."""
+        if not self.valid:
             return ""
         head = (
             f"above the measured {self.precision} matrix-multiply peak ({self.gflops:,.0f} "
@@ -201,6 +213,12 @@ class MeasuredPeaks:
 
     def __getitem__(self, precision: str) -> MeasuredPeak:
         return self.peaks["int8" if precision.startswith("int8") else precision]
+
+    @property
+    def valid(self) -> bool:
+        """Every measured peak is valid (and one was measured): only such peaks are cached."""
+        measured = [p for p in self.peaks.values() if p.measured]
+        return bool(measured) and all(p.valid for p in measured)
 
     def as_dict(self) -> dict:
         return asdict(self)
@@ -273,10 +291,12 @@ def judge(
     threads: int,
     root: str | os.PathLike = ROOT,
     why_not: str = "",
+    busy: str = "",
 ) -> MeasuredPeak:
     """The measured peak at ``precision`` from its kernels' rates: the best kernel's, compared
     with the estimate of ``root``'s machine for ``threads`` cores (``why_not``: the reason it
-    was not measured, when it was not)."""
+    was not measured, when it was not), with its verdict: invalid when the best kernel's spread
+    is over :data:`labkit.bench.MAX_REL_IQR` or the machine was ``busy`` (why, in words)."""
     rates = tuple(r for r in rates if r.precision == precision)
     good = [r for r in rates if r.gflops is not None]
     if not good:
@@ -285,6 +305,13 @@ def judge(
         return MeasuredPeak(precision, None, None, threads, "", None, None, False, note, rates)
     best = max(good, key=lambda r: r.gflops)
     vs = _versus_estimate(precision, best, threads, root)
+    invalid = [busy] if busy else []
+    spread = (best.iqr_gflops or 0.0) / best.gflops
+    if spread > bench.MAX_REL_IQR:
+        invalid.insert(0, f"spread too wide: IQR/median {spread:.0%} > {bench.MAX_REL_IQR:.0%}")
+    if invalid:
+        vs["note"] = f"not a valid peak ({'; '.join(invalid)}): measure it again when the "
+        vs["note"] += "machine is quiet (python -m labkit doctor --remeasure); " + vs["note"]
     return MeasuredPeak(
         precision,
         best.gflops,
@@ -296,6 +323,7 @@ def judge(
         vs["above"],
         vs["note"],
         rates,
+        tuple(invalid),
     )
 
 
@@ -329,8 +357,8 @@ def _peaks(outputs: list[dict], threads: int, root, measured_at: str, source: st
     reasons = to_measure(root)
     if not outputs:
         reasons = {p: reasons[p] or "not measured: no framework here has a probe" for p in reasons}
-    peaks = {p: judge(p, rates, threads, root, reasons[p]) for p in CEILING_PRECISIONS}
     others, busy = _busy(outputs, threads)
+    peaks = {p: judge(p, rates, threads, root, reasons[p], busy) for p in CEILING_PRECISIONS}
     return MeasuredPeaks(
         threads, peaks, measured_at, versions, tuple(problems), source, others, busy
     )
@@ -422,40 +450,41 @@ def _run(probe: Probe, threads: int, precisions: list[str], seconds: float) -> d
         return {"module": probe.module, "error": why}
 
 
-def _quiet_now() -> bool:
-    load = bench.load_1min()
-    return load is not None and load < 0.5 * (os.cpu_count() or 1)
-
-
 def measure(
     probes: Sequence[Probe],
     threads: int | None = None,
     refresh: bool = False,
     seconds: float = SECONDS,
+    attempts: int = 2,
 ) -> MeasuredPeaks:
     """The measured peaks with ``threads`` threads (default: :func:`default_threads`): from the
-    cache, or (``refresh=True``, or none cached) measured now by every probe in turn, a few
-    seconds each, and cached (one measured on a busy machine is measured again when the load
-    average has dropped below half the CPUs). A probe that fails is named in ``problems``; the
-    others count."""
+    cache, or (``refresh=True``, or no valid one cached) measured now by every probe in turn, a
+    few seconds each. A valid measurement is cached; an invalid one (a spread over the record's
+    limit, a busy machine: :func:`judge`) is measured again, ``attempts`` times in all, and
+    never cached: the last is returned, each peak saying why it is not valid. A probe that
+    fails is named in ``problems``; the others count."""
     threads = threads or default_threads()
     found = None if refresh else cached(probes, threads)
-    if found is not None and not (found.busy and _quiet_now()):
-        return found  # a peak measured on a busy machine is measured again once it is quiet
+    if found is not None and found.valid:
+        return found  # a file cached before peaks were judged may be invalid: measured again
     wanted = [p for p, why in to_measure().items() if not why]
-    outputs = [
-        _run(probe, threads, asked, seconds)
-        for probe in probes
-        if (asked := [p for p in wanted if p in probe.precisions])
-    ]
-    now = datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds")
+    for _ in range(max(1, attempts)):
+        outputs = [
+            _run(probe, threads, asked, seconds)
+            for probe in probes
+            if (asked := [p for p in wanted if p in probe.precisions])
+        ]
+        now = datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds")
+        peaks = _peaks(outputs, threads, ROOT, now, "")
+        if peaks.valid:
+            break
+    else:
+        return peaks  # refused: not the machine's peak
     data = {"format": _FORMAT, "threads": threads, "measured_at": now, "outputs": outputs}
     data["probes"] = [asdict(p) for p in probes]
-    path = None
-    if any("output" in o for o in outputs):  # a run where no probe worked is not kept
-        try:
-            path = cache_file(probes, threads)
-            jsonio.write_atomic(path, json.dumps(data, indent=1))
-        except OSError:
-            path = None  # an unwritable cache: measured again next time
-    return _peaks(outputs, threads, ROOT, now, str(path) if path else "")
+    try:
+        path = cache_file(probes, threads)
+        jsonio.write_atomic(path, json.dumps(data, indent=1))
+    except OSError:
+        return peaks  # an unwritable cache: measured again next time
+    return _peaks(outputs, threads, ROOT, now, str(path))

@@ -25,6 +25,7 @@ from mindspore import nn, ops
 
 from ... import recipe, resnet
 from ...util import tempdirs
+from .. import kernel_support
 from .._kit.cells import check_cell, check_choice, check_threads, host_batch
 from ..contract import DEVICES, Prepared, Unsupported
 from . import SPEC
@@ -401,12 +402,9 @@ def prepare(
         raise Unsupported(INT8_WHY)
     target = _use_device(device)
     if precision == "bf16":
-        failure = _bf16_failure()
-        if failure is not None:
-            raise Unsupported(
-                f"MindSpore {ms.__version__} cannot run bfloat16 convolutions on "
-                f"the {target}: {failure}"
-            )
+        why = kernel_support(f"{NAME} ({target})", ms.__version__, "bf16", _bf16_failure)
+        if why:
+            raise Unsupported(why)
     images, labels = host_batch(weights, batch_size, image_size)
     net: nn.Cell = build_resnet50(weights)
     notes = [target]

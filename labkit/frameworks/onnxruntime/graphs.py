@@ -1,4 +1,4 @@
-"""Reading ONNX models: node counts, and each intermediate tensor's size for a memory plan.
+"""Reading ONNX models: the optimisation levels, node counts, and int8 quantisation.
 
 Notebooks 05 and 07 write what ONNX Runtime does in ONNX Runtime's own calls: an
 ``InferenceSession`` at a ``GraphOptimizationLevel``, with ``SessionOptions.optimized_model_filepath``
@@ -12,8 +12,6 @@ same levels:
 - :func:`counts`: nodes by operator; ORT's own operators carry their domain
   (``com.microsoft:FusedConv``, ``com.microsoft.nchwc:Conv``), the nodes that do no arithmetic
   set apart (:data:`BOOKKEEPING`);
-- :func:`memory_steps`: the model's execution order and the measured size of every intermediate
-  tensor, for :func:`labkit.lessons.graphs.plan_memory`;
 - :func:`quantize_static`: the int8 model the adapter's ``int8`` precision runs (calibrated
   static QDQ, the benchmark's path; notebook 07 writes its own quantisation calls).
 """
@@ -30,14 +28,13 @@ import numpy as np
 import onnx
 import onnxruntime as ort
 
-from .._kit.graphs import OpCounts, Step
+from .._kit.graphs import OpCounts
 
 __all__ = [
     "BOOKKEEPING",
     "LEVELS",
     "counts",
     "load",
-    "memory_steps",
     "optimize",
     "quantize_static",
     "session_options",
@@ -92,40 +89,6 @@ def counts(model: str | Path | onnx.ModelProto) -> OpCounts:
         for n in m.graph.node
     ]
     return OpCounts.of(kinds, lambda k: k in BOOKKEEPING)
-
-
-def memory_steps(
-    model: str | Path | onnx.ModelProto, images: np.ndarray
-) -> tuple[list[Step], dict[str, int], list[str]]:
-    """Execution order, bytes of every intermediate tensor, and the graph outputs.
-
-    The sizes are measured, not inferred: the model runs once on ``images`` (as stored: graph
-    optimisation off) with every node's output exposed as a graph output (so keep the batch
-    small: all intermediates are held at once). Weights (initializers) and graph inputs are not
-    intermediate tensors: left out.
-    """
-    m = onnx.ModelProto()
-    m.CopyFrom(load(model))
-    outputs = [o.name for o in m.graph.output]
-    outside = {i.name for i in m.graph.initializer} | {i.name for i in m.graph.input}
-    steps = [
-        Step(
-            n.name or n.op_type,
-            tuple(t for t in n.input if t and t not in outside),
-            tuple(t for t in n.output if t),
-        )
-        for n in m.graph.node
-    ]
-    inner = [t for s in steps for t in s.writes if t not in outputs]
-    m.graph.output.extend(onnx.helper.make_empty_tensor_value_info(t) for t in inner)
-    sess = ort.InferenceSession(
-        m.SerializeToString(), session_options("disabled"), providers=["CPUExecutionProvider"]
-    )
-    values = sess.run(
-        outputs + inner, {sess.get_inputs()[0].name: np.ascontiguousarray(images, dtype=np.float32)}
-    )
-    sizes = {name: int(np.asarray(v).nbytes) for name, v in zip(outputs + inner, values)}
-    return steps, sizes, outputs
 
 
 # --------------------------------------------------------------------------------------------

@@ -53,6 +53,7 @@ import paddle
 from paddle import nn
 
 from ... import recipe, resnet
+from .. import kernel_support
 from .._kit.cells import check_cell, check_choice, check_threads, host_batch
 from ..contract import DEVICES, Prepared, Unsupported
 from . import SPEC
@@ -389,9 +390,9 @@ def prepare(
     if precision == "int8":
         raise Unsupported(INT8_WHY)
     if precision == "bf16":
-        failure = _bf16_failure()
-        if failure is not None:
-            raise Unsupported(f"PaddlePaddle {paddle.__version__} on this CPU: {failure}")
+        why = kernel_support(NAME, paddle.__version__, "bf16", _bf16_failure)
+        if why:
+            raise Unsupported(why)
     if mode == "inference":
         if task == "train":
             raise Unsupported("Paddle Inference runs saved programs for inference only")

@@ -32,6 +32,7 @@ import numpy as np
 import tensorflow as tf
 
 from ... import recipe, resnet
+from .. import kernel_support
 from .._kit import accuracy as acc
 from .._kit.cells import check_cell, check_choice, check_threads, host_batch
 from ..contract import DEVICES, Prepared, Unsupported
@@ -381,6 +382,14 @@ def _device_name(device: str) -> str:
     return "/GPU:0"
 
 
+def _bf16_conv() -> None:
+    """A tiny bfloat16 convolution on the CPU: oneDNN refuses it where the ISA it may use has
+    no bf16 path ("could not create a primitive descriptor", e.g. ONEDNN_MAX_CPU_ISA=AVX2)."""
+    with tf.device("/CPU:0"):
+        x, w = tf.ones([1, 8, 8, 3], tf.bfloat16), tf.ones([3, 3, 3, 4], tf.bfloat16)
+        tf.nn.conv2d(x, w, 1, "SAME").numpy()
+
+
 def prepare(
     weights: dict[str, np.ndarray],
     mode: str,
@@ -404,6 +413,10 @@ def prepare(
     if precision == "int8":
         raise Unsupported(INT8_WHY)
     device_name = _device_name(device)
+    if precision == "bf16" and device == "cpu":
+        why = kernel_support(NAME, tf.__version__, "bf16", _bf16_conv)
+        if why:
+            raise Unsupported(why)
     images, labels = host_batch(weights, batch_size, image_size)
     images = to_nhwc(images)
     notes = MODE_NOTES[mode]

@@ -314,8 +314,8 @@ def prepare(
     accuracy cost against fp32 (``Prepared.accuracy``); ``int8`` raises :class:`Unsupported`.
     """
     check_cell(NAME, MODES, mode, task, batch_size, precision, device)
-    modes.refuse(precision)
     dev = _torch_device(device)
+    modes.refuse(precision, dev)
     images, labels = host_batch(weights, batch_size, image_size)
     model = build_resnet50(weights).to(dev)
     autocast = modes.autocast(precision, dev)
@@ -505,8 +505,8 @@ def prepare_model(
     """
     batch = int(inputs[0].shape[0]) if inputs and np.ndim(inputs[0]) else 1
     check_cell(NAME, MODES, mode, task, batch, precision, device)
-    modes.refuse(precision)
     dev = _torch_device(device)
+    modes.refuse(precision, dev)
     net = as_module(model).to(dev)
     hosts = [np.ascontiguousarray(a) for a in inputs]
     example = tuple(torch.from_numpy(a).to(dev) for a in hosts)

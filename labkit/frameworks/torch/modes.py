@@ -2,11 +2,13 @@
 
 - ``eager``: the ``nn.Module`` itself; ``torchscript``: ``torch.jit.trace`` (frozen with
   ``torch.jit.freeze`` for inference: conv-BN folded); ``compile``: ``torch.compile`` with
-  Inductor's default options, except **bf16 inference**, which compiles with freezing
-  (``options={"freezing": True}``, the per-call form of ``torch._inductor.config.freezing``):
-  the weights become constants, BatchNorm folds into the convolutions and the weights are
-  pre-packed once into oneDNN's blocked bfloat16 layout, the path that reaches AVX-512 BF16 and
-  AMX; PyTorch's own CPU inference recipe for bf16.
+  Inductor's default options, except **bf16 inference**, which compiles with freezing: the
+  weights become constants, BatchNorm folds into the convolutions and the weights are
+  pre-packed once into oneDNN's blocked bfloat16 layout (PyTorch's CPU inference recipe for
+  bf16). With torch 2.13, ``torch.compile(options={"freezing": True})`` does not fold
+  BatchNorm (the generated code still computes it); ``torch._inductor.config.freezing = True``
+  while the graph compiles (under ``no_grad`` / ``inference_mode``) does, so :func:`frozen`
+  sets that flag around each call (about 15 us; it only matters when Dynamo compiles).
 - ``bf16`` runs under ``torch.autocast(device, bfloat16)`` in every mode (the weights stay
   float32; convolutions and matrix multiplies compute in bfloat16).
 - ``int8`` is not offered: PyTorch 2.13's int8 graph path (PT2E quantisation with
@@ -26,6 +28,7 @@ import numpy as np
 import torch
 from torch import nn
 
+from .. import kernel_support
 from .._kit import accuracy as acc
 from ..contract import Unsupported
 
@@ -34,6 +37,7 @@ __all__ = [
     "accuracy",
     "autocast",
     "compile_model",
+    "frozen",
     "inference_net",
     "quiet_torchscript",
     "refuse",
@@ -47,10 +51,22 @@ INT8_WHY = (
 )
 
 
-def refuse(precision: str) -> None:
-    """:class:`Unsupported` for a precision this adapter does not offer (int8)."""
+def refuse(precision: str, dev: torch.device) -> None:
+    """:class:`Unsupported` for a precision this adapter does not offer (int8), or whose kernels
+    do not run on this CPU (a tiny bf16 convolution under autocast, probed once per machine)."""
     if precision == "int8":
         raise Unsupported(INT8_WHY)
+    if precision == "bf16" and dev.type == "cpu":
+        why = kernel_support("torch", torch.__version__, "bf16", _bf16_conv)
+        if why:
+            raise Unsupported(why)
+
+
+def _bf16_conv() -> str | None:
+    x, w = torch.ones(1, 3, 8, 8), torch.ones(4, 3, 3, 3)
+    with torch.no_grad(), torch.autocast("cpu", dtype=torch.bfloat16):
+        out = torch.nn.functional.conv2d(x, w, padding=1)
+    return None if out.dtype == torch.bfloat16 else f"autocast left a convolution in {out.dtype}"
 
 
 def autocast(precision: str, dev: torch.device) -> Callable[[], contextlib.AbstractContextManager]:
@@ -73,11 +89,26 @@ def quiet_torchscript():
         yield
 
 
-def compile_model(model: nn.Module, freezing: bool = False) -> Callable:
-    """``torch.compile`` of ``model`` (Inductor), with freezing for inference when asked."""
+def compile_model(model: nn.Module) -> Callable:
+    """``torch.compile`` of ``model`` (Inductor, default options)."""
     # Inductor imports torch.utils.mkldnn, which is built on TorchScript and warns as it loads
     with quiet_torchscript():
-        return torch.compile(model, options={"freezing": True} if freezing else None)
+        return torch.compile(model)
+
+
+def frozen(model: nn.Module) -> Callable:
+    """``torch.compile`` of an eval-mode ``model`` with Inductor's freezing, for calls without
+    gradients: the flag is read when Dynamo compiles, which happens inside a call."""
+    compiled, config = compile_model(model), torch._inductor.config
+
+    def run(*args):
+        before, config.freezing = config.freezing, True
+        try:
+            return compiled(*args)
+        finally:
+            config.freezing = before
+
+    return run
 
 
 def inference_net(
@@ -89,10 +120,10 @@ def inference_net(
     if mode == "torchscript":
         # the network has no data-dependent control flow, so one trace is exact; skip the check
         with quiet_torchscript(), torch.no_grad(), autocast(precision, dev)():
-            frozen = torch.jit.freeze(torch.jit.trace(model, example, check_trace=False))
-        return frozen, "torch.jit.trace + torch.jit.freeze (conv-BN folded), inference_mode"
+            script = torch.jit.freeze(torch.jit.trace(model, example, check_trace=False))
+        return script, "torch.jit.trace + torch.jit.freeze (conv-BN folded), inference_mode"
     if precision == "bf16" and dev.type == "cpu":
-        return compile_model(model, freezing=True), (
+        return frozen(model), (
             "torch.compile (Inductor, freezing: weights folded and pre-packed), inference_mode"
         )
     return compile_model(model), "torch.compile (Inductor, default options), inference_mode"

@@ -32,11 +32,12 @@ module every path takes. The reasons of a failure come from :mod:`.reasons`.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
+import inspect
 import io
 import pickle
 import re
 import tempfile
-import time
 import warnings
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -48,16 +49,18 @@ from torch import nn
 from torch._dynamo.utils import counters, guard_failures
 from torch.utils import _pytree as pytree
 
+from ... import bench
 from .. import explorer as _explorer
 from .._kit import explore as ex
 from . import SPEC
-from .adapter import as_module, export_model, leaves, quiet_torchscript
+from .adapter import as_module, export_model, quiet_torchscript
 from .reasons import (
     DEPRECATED,
     diagnose,
     from_counter,
     from_reason,
     merge,
+    plain,
     trace_failed,
     traceback_text,
 )
@@ -128,10 +131,25 @@ class Bound(nn.Module):
         super().__init__()
         self.model = model
         self.call = call
+        params = inspect.signature(model.forward).parameters.values()
+        free = [p.name for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+        free += [""] * len(call.names)
+        #: the model's own name of each input (Dynamo's guards say ``xs[0]``: see :func:`named`)
+        self.names = [n or free.pop(0) or f"input {k}" for k, n in enumerate(call.names)]
 
     def forward(self, *xs):
         args, named = self.call.split(xs)
         return self.model(*args, **named, **self.call.constants)
+
+
+def named(text: str, module: object) -> str:
+    """``text`` (a guard failure) with :class:`Bound`'s ``xs[0]`` as the model's argument name."""
+    names = getattr(module, "names", [])
+    return re.sub(
+        r"\bxs\[(\d+)\]",
+        lambda m: names[int(m[1])] if int(m[1]) < len(names) else m[0],
+        text,
+    )
 
 
 def bind(model: object, call: ex.Call) -> object:
@@ -140,15 +158,30 @@ def bind(model: object, call: ex.Call) -> object:
     return Bound(as_module(model), call) if call.binds else model
 
 
+def flatten(out: object, prefix: str = "") -> list[tuple[str, object]]:
+    """``(key, leaf)`` of a model's output as PyTorch flattens it (``torch.utils._pytree``:
+    tuples, lists, dicts, namedtuples, transformers' ``ModelOutput``), and a plain
+    ``@dataclass``, which pytree keeps whole, by its fields (as ``torch.export`` does once it is
+    registered with ``torch.export.register_dataclass``)."""
+    found = []
+    for where, leaf in pytree.tree_flatten_with_path(out)[0]:
+        key = prefix + pytree.keystr(where)
+        if dataclasses.is_dataclass(leaf) and not isinstance(leaf, type):
+            fields = {f.name: getattr(leaf, f.name) for f in dataclasses.fields(leaf)}
+            found += flatten(fields, key)
+        else:
+            found.append((key, leaf))
+    return found
+
+
 def _others(out: object) -> list[str]:
     """What the output holds besides tensors and plain values: ``a DynamicCache
     (past_key_values)``."""
     found = []
-    for where, leaf in pytree.tree_flatten_with_path(out)[0]:
-        if isinstance(leaf, torch.Tensor | bool | int | float | str | type(None)):
-            continue
-        key = re.sub(r"\W+", ".", pytree.keystr(where)).strip(".")
-        found.append(f"a {type(leaf).__name__}" + (f" ({key})" if key else ""))
+    for where, leaf in flatten(out):
+        if not isinstance(leaf, torch.Tensor | bool | int | float | str | type(None)):
+            key = re.sub(r"\W+", ".", where).strip(".")
+            found.append(f"a {type(leaf).__name__}" + (f" ({key})" if key else ""))
     return list(dict.fromkeys(found))
 
 
@@ -176,9 +209,10 @@ class Session(ex.EagerSession):
         if fn is self.eager_fn and not self.output_type:
             self.output_type = type(out).__name__
             self.uncompared = _others(out)
+        tensors = [t for _, t in flatten(out) if isinstance(t, torch.Tensor)]
         return [
-            t.detach().cpu().float().numpy() if t.is_floating_point() else t.detach().cpu().numpy()
-            for t in leaves(out)
+            t.detach().cpu().float().numpy() if t.is_floating_point() else t.numpy()
+            for t in tensors
         ]
 
 
@@ -256,26 +290,24 @@ def _graph_breaks(s: Session, explained, path: str) -> list[ex.GraphBreak]:
 _SERVING = {"no_grad": torch.no_grad, "inference_mode": torch.inference_mode}
 
 
-def _per_call(s: Session, fn: Callable, mode: Callable, calls: int = 5) -> float:
-    """Milliseconds of one call of ``fn`` under ``mode`` (the fastest of ``calls``: a busy
-    machine only adds time; after one call that may compile for this mode), inputs made in
-    that mode as a server makes them."""
+def _measure(s: Session, fn: Callable, mode: Callable) -> bench.Measurement:
+    """One call of ``fn`` under ``mode`` timed as the benchmark times a cell
+    (:func:`labkit.bench.measure`: first call apart, then at least 10 calls and 0.2 s)."""
     with mode(), _quiet():
-        fn(*s.tensors(s.arrays))
-        times = []
-        for _ in range(calls):
-            xs = s.tensors(s.arrays)
-            t0 = time.perf_counter()
-            fn(*xs)
-            times.append(time.perf_counter() - t0)
-    return 1e3 * min(times)
+        xs = s.tensors(s.arrays)
+        return bench.measure(lambda: fn(*xs), 2, 10, 0.2, 200, images_per_call=1)
 
 
-def _timings(s: Session, compiled: Callable) -> dict[str, dict[str, float]]:
-    return {
-        name: {"eager": _per_call(s, s.module, mode), "compiled": _per_call(s, compiled, mode)}
-        for name, mode in _SERVING.items()
-    }
+def _timings(s: Session, compiled: Callable) -> dict[str, dict]:
+    """Per grad mode a learner serves in: eager's and the compiled model's median ms a call,
+    with their IQR and validity verdict (:func:`labkit.bench.verdict`)."""
+    out = {}
+    for name, mode in _SERVING.items():
+        for which, fn in (("eager", s.module), ("compiled", compiled)):
+            m = _measure(s, fn, mode)
+            row = {"ms": 1e3 * m.median_s, "iqr_ms": 1e3 * m.iqr_s, "calls": m.repeats}
+            out.setdefault(name, {})[which] = row | {"invalid": m.judge(torch.get_num_threads())}
+    return out
 
 
 def _compile(s: Session) -> dict:
@@ -288,10 +320,8 @@ def _compile(s: Session) -> dict:
     graphs = max(explained.graph_count, 0)
     torch._dynamo.reset()
     compiled = torch.compile(s.module)
-    t0 = time.perf_counter()
     with _quiet(), quiet_torchscript():
-        s.run(compiled, s.arrays)
-    first = time.perf_counter() - t0
+        first = bench.measure(lambda: s.run(compiled, s.arrays), 0, 1, 0, 1, 1).first_call_s
     with _quiet():
         ok, worst, why = s.compare(compiled)
     ms = _timings(s, compiled) if ok else {}
@@ -307,8 +337,7 @@ def _compile(s: Session) -> dict:
             **details,
         )
     slower = ex.slowdown(ms)
-    calls = ", ".join(f"{m} {t['compiled']:.3g} vs {t['eager']:.3g} ms" for m, t in ms.items())
-    tail = f"; {slower}" if slower else f"; a call compiled vs eager: {calls}"
+    tail = f"; {slower}"
     if graphs == 0:
         cause = f" ({breaks[0].reason})" if breaks else ""
         return ex.result(
@@ -397,14 +426,13 @@ def _new_shapes(s: Session) -> dict:
                 s.run(fn, xs)
                 per_call.append(captured[0] - before)
         reasons = [
-            re.sub(r"^\d+/\d+: ", "", ex.first_lines(r, lines=1, limit=160))
+            named(re.sub(r"^\d+/\d+: ", "", ex.first_lines(r, lines=1, limit=160)), s.module)
             for rs in guard_failures.values()
             for r in rs
         ]
         recs.append(
             ex.Recompile("torch.compile", v.name, v.shapes, per_call, list(dict.fromkeys(reasons)))
         )
-    keeps = [r for r in recs if r.every_call]
     if not any(r.total for r in recs):
         return ex.result(
             path,
@@ -413,24 +441,15 @@ def _new_shapes(s: Session) -> dict:
             "recompile: the forward runs as plain Python every time",
             recompiles=recs,
         )
-    if keeps:
-        return ex.result(
-            path,
-            "caveats",
-            "compiles again at every new "
-            + " and ".join(r.varied for r in keeps)
-            + ": each new size costs a compile (after 8, Dynamo's recompile limit, it gives up "
-            "and runs eager); torch.compile(dynamic=True) or torch._dynamo.mark_dynamic helps "
-            "when the sizes are not used in Python",
-            recompiles=recs,
-        )
+    said = "; ".join(ex.recompiles_in_words(r) for r in recs)
+    again = any(sum(c > 0 for c in r.compiles[1:]) > 1 for r in recs)
+    hint = (
+        ": each new size costs a compile (after 8, Dynamo's recompile limit, it gives up and "
+        "runs eager); torch.compile(dynamic=True) or torch._dynamo.mark_dynamic helps when the "
+        "sizes are not used in Python"
+    )
     return ex.result(
-        path,
-        "works",
-        "compiles again once when the "
-        + " or ".join(r.varied for r in recs)
-        + " first changes, then treats it as dynamic: later sizes reuse that graph",
-        recompiles=recs,
+        path, "caveats" if again else "works", said + (hint if again else ""), recompiles=recs
     )
 
 
@@ -549,8 +568,7 @@ def _onnx(s: Session) -> dict:
             with _quiet(), contextlib.redirect_stderr(io.StringIO()):
                 file = export_model(s.module, s.arrays, tmp)
         except Exception as exc:  # noqa: BLE001 - a framework error is the check's finding
-            what = "torch.onnx.export (the dynamo exporter) cannot export it"
-            return _fails(path, what, exc)
+            return _onnx_failed(exc)
         nodes = runtime.node_count(file)
         session = runtime.session_for(file)
         worst, why = 0.0, ""
@@ -571,6 +589,36 @@ def _onnx(s: Session) -> dict:
         f"exported by torch.onnx.export (dynamo exporter; shapes fixed to the example's): "
         f"{nodes} ONNX nodes; ONNX Runtime {ex.agrees(worst)}",
         nodes=nodes,
+    )
+
+
+#: torch.onnx.export(dynamo=True) runs torch.export, then decomposes and translates the program;
+#: its error says which stage failed (torch/onnx/_internal/exporter/_core.py, torch 2.13)
+_ONNX_STAGES = (
+    ("Failed to export the model with torch.export", "its first stage, torch.export, fails"),
+    (
+        "Failed to decompose the FX graph",
+        "torch.export succeeded; decomposing the program to ATen operators for ONNX failed",
+    ),
+    (
+        "Failed to convert the exported program",
+        "torch.export succeeded; translating the program to ONNX failed",
+    ),
+)
+
+
+def _onnx_failed(exc: BaseException) -> dict:
+    """A failed ONNX export with its reason placed in the stage that failed: the capture's
+    reasons only when torch.export (step 1 of 3) failed."""
+    stage = next((what for key, what in _ONNX_STAGES if key in traceback_text(exc)), "")
+    what = f"torch.onnx.export (dynamo exporter): {stage or 'it cannot export the model'}"
+    if not stage or stage.startswith("its first stage"):
+        return _fails("onnx", what, exc)
+    reason, message, where = diagnose(exc)
+    if reason == plain(""):  # the capture's words do not fit a later stage
+        reason = "the exporter's message names the operator or type it could not handle"
+    return ex.result(
+        "onnx", "fails", f"{what}: {reason}" + (f" (at {where})" if where else ""), message
     )
 
 

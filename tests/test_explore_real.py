@@ -137,7 +137,11 @@ def test_a_timing_is_reported_with_its_verdict_and_a_slowdown_only_between_valid
     # the finding of the issue: a ratio from timings a busy machine spoiled is not claimed
     busy = {"no_grad": {"eager": _timing(0.05), "compiled": _timing(52.1, 40, ["spread too wide"])}}
     said = kit.slowdown(busy)
-    assert "INVALID (spread too wide)" in said and "slower" not in said and "x " not in said
+    assert (
+        "INVALID (1 of 2 timings invalid, e.g. spread too wide)" in said
+        and "slower" not in said
+        and "x " not in said
+    )
     quiet = kit.slowdown({"no_grad": {"eager": _timing(1.0), "compiled": _timing(1.5)}})
     assert "slower" not in quiet and "1.5 ms" in quiet  # noise: said, not a finding
     assert kit.slowdown({}) == ""
@@ -392,7 +396,8 @@ def test_a_dict_output_traces_with_strict_false_and_an_lstm_says_why_nothing_com
     (brk,) = lstm.graph_breaks
     assert brk.location.startswith("explore_real_models.py:")  # the learner's line, not torch's
     assert set(row.details["ms_per_call"]) == {"no_grad", "inference_mode"}
-    assert all(t["eager"] > 0 and t["compiled"] > 0 for t in row.details["ms_per_call"].values())
+    timings = [x for t in row.details["ms_per_call"].values() for x in t.values()]
+    assert all(x["ms"] > 0 and isinstance(x["invalid"], list) for x in timings)
 
 
 @pytest.mark.slow

@@ -273,7 +273,7 @@ def write_pickle(obj: object, path: Path) -> None:
 
 
 #: how much slower than eager a compiled call must be to be reported, and by how many
-#: milliseconds at least; only between valid timings (:func:`labkit.bench.verdict`)
+#: milliseconds at least; only between valid timings (a spread under 10%, enough calls)
 SLOWDOWN = 3.0
 SLOWDOWN_MS = 0.5
 
@@ -292,9 +292,11 @@ def slowdown(ms: dict[str, dict[str, dict]]) -> str:
         f"of {t['compiled']['calls']} and {t['eager']['calls']} calls"
         for m, t in ms.items()
     )
-    invalid = sorted({w for t in ms.values() for x in t.values() for w in x["invalid"]})
+    invalid = [x["invalid"] for t in ms.values() for x in t.values() if x["invalid"]]
     if invalid:
-        return f"a call {said}: timing INVALID ({'; '.join(invalid)}), so no ratio is claimed"
+        n, first = len(invalid), invalid[0][0]
+        why = f"{n} of {2 * len(ms)} timings invalid, e.g. {first}"
+        return f"a call {said}: timing INVALID ({why}), so no ratio is claimed"
     mode, worst = max(ms.items(), key=lambda kv: kv[1]["compiled"]["ms"] / kv[1]["eager"]["ms"])
     ratio = worst["compiled"]["ms"] / worst["eager"]["ms"]
     if ratio < SLOWDOWN or worst["compiled"]["ms"] - worst["eager"]["ms"] < SLOWDOWN_MS:

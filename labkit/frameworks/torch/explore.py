@@ -1,32 +1,15 @@
 """PyTorch's capture paths, asked of a learner's model (the checks behind ``labkit.explore``).
 
-Each check is one row of the report, run in a worker process by :mod:`labkit.explore`:
-
-- ``eager``: the model runs on the example inputs (and which other sizes it takes, and what
-  its output holds that is not a tensor: a cache object);
-- ``torch.compile``: ``torch._dynamo.explain`` counts the graphs and the graph breaks with their
-  reasons and source lines; Dynamo's counters add the functions it skipped entirely (a graph
-  break inside a loop) and the modules it does not trace (an LSTM); then the model is compiled
-  with Inductor, checked against eager, and timed against eager under ``torch.no_grad`` and
-  ``torch.inference_mode`` (the modes a learner serves in): a slowdown is a finding;
-- ``torch.compile(fullgraph)``: capture as one graph or fail with Dynamo's first reason
-  (backend ``eager``: the capture alone, no code generation);
-- ``torch.compile(new shapes)``: how many graphs Dynamo captures as the batch size (and the
-  sequence length or image size) changes at each call: its automatic dynamic shapes recompile
-  once, then reuse a graph with a symbolic size; the guard failures say why;
-- ``torch.export`` (non-strict, the default since 2.7) and ``torch.export(strict)`` (Dynamo's
-  bytecode capture): one whole-program graph or the first error, condensed;
-- ``torch.jit.trace``: TorchScript's trace (deprecated in 2.x, still common) with its
-  TracerWarnings, replayed on other inputs: a frozen branch shows up as a disagreement; a
-  dict-like output (a ``ModelOutput``) is traced again with ``strict=False``, as its error says;
-- ``onnx``: ``torch.onnx.export`` (the dynamo exporter), run by ONNX Runtime and compared.
-
-"Agrees with eager" means: the same outputs, within a relative tolerance, on the example and on
-two other inputs of the same shapes (new random values, and zeros; a 0/1 mask stays a valid
-mask), which is how a graph that froze a data-dependent decision gets caught. The model is
-called as the example says (:class:`~labkit.frameworks._kit.layout.Call`: keyword tensors such
-as ``attention_mask=`` and constants such as ``use_cache=False``), through :class:`Bound`, a
-module every path takes. The reasons of a failure come from :mod:`.reasons`.
+One row each, run in a worker process: ``eager`` (the outputs, the other sizes eager takes);
+``torch.compile`` (``torch._dynamo.explain``'s graphs and breaks, Dynamo's counters for skipped
+frames, Inductor's code against eager, timed by ``torch.utils.benchmark`` under ``no_grad`` and
+``inference_mode`` with its validity); ``torch.compile(fullgraph)``; ``torch.compile(new
+shapes)`` (graphs compiled per call as a dimension changes, and the guard failures naming the
+model's arguments); ``torch.export`` non-strict and strict; ``torch.jit.trace`` (deprecated,
+replayed on other inputs); ``onnx`` (``torch.onnx.export``'s dynamo exporter, its failure placed
+in the stage that failed, run by ONNX Runtime). "Agrees with eager": the same outputs (flattened
+as :func:`flatten`), within a tolerance, on the example and on new values and zeros. The model
+is called as the example says, through :class:`Bound`; failure reasons come from :mod:`.reasons`.
 """
 
 from __future__ import annotations
@@ -38,6 +21,7 @@ import io
 import pickle
 import re
 import tempfile
+import time
 import warnings
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -48,8 +32,8 @@ import torch._dynamo
 from torch import nn
 from torch._dynamo.utils import counters, guard_failures
 from torch.utils import _pytree as pytree
+from torch.utils.benchmark import Timer
 
-from ... import bench
 from .. import explorer as _explorer
 from .._kit import explore as ex
 from . import SPEC
@@ -290,23 +274,36 @@ def _graph_breaks(s: Session, explained, path: str) -> list[ex.GraphBreak]:
 _SERVING = {"no_grad": torch.no_grad, "inference_mode": torch.inference_mode}
 
 
-def _measure(s: Session, fn: Callable, mode: Callable) -> bench.Measurement:
-    """One call of ``fn`` under ``mode`` timed as the benchmark times a cell
-    (:func:`labkit.bench.measure`: first call apart, then at least 10 calls and 0.2 s)."""
+#: the spread past which a timing is not valid: torch.utils.benchmark warns past it (its
+#: ``_IQR_WARN_THRESHOLD``), and labkit's verdict uses the same 10% (``labkit.bench``)
+MAX_SPREAD = 0.10
+
+
+def _measure(s: Session, fn: Callable, mode: Callable) -> dict:
+    """One call of ``fn`` under ``mode``, timed by ``torch.utils.benchmark.Timer``'s
+    ``blocked_autorange`` (0.2 s after a first call that may compile): the median and IQR of a
+    call in ms, and why the timing is not valid (a spread past :data:`MAX_SPREAD`, fewer than
+    5 timed blocks)."""
     with mode(), _quiet():
         xs = s.tensors(s.arrays)
-        return bench.measure(lambda: fn(*xs), 2, 10, 0.2, 200, images_per_call=1)
+        fn(*xs)
+        m = Timer("f(*xs)", globals={"f": fn, "xs": xs}).blocked_autorange(min_run_time=0.2)
+    rel, invalid = m.iqr / m.median, []
+    if rel > MAX_SPREAD:
+        invalid.append(f"spread too wide: IQR/median {rel:.0%} > {MAX_SPREAD:.0%}")
+    if len(m.times) < 5:
+        invalid.append(f"{len(m.times)} timed blocks, fewer than 5")
+    calls = m.number_per_run * len(m.times)
+    return {"ms": 1e3 * m.median, "iqr_ms": 1e3 * m.iqr, "calls": calls, "invalid": invalid}
 
 
 def _timings(s: Session, compiled: Callable) -> dict[str, dict]:
     """Per grad mode a learner serves in: eager's and the compiled model's median ms a call,
-    with their IQR and validity verdict (:func:`labkit.bench.verdict`)."""
+    with their IQR and validity (:func:`_measure`)."""
     out = {}
     for name, mode in _SERVING.items():
         for which, fn in (("eager", s.module), ("compiled", compiled)):
-            m = _measure(s, fn, mode)
-            row = {"ms": 1e3 * m.median_s, "iqr_ms": 1e3 * m.iqr_s, "calls": m.repeats}
-            out.setdefault(name, {})[which] = row | {"invalid": m.judge(torch.get_num_threads())}
+            out.setdefault(name, {})[which] = _measure(s, fn, mode)
     return out
 
 
@@ -320,8 +317,10 @@ def _compile(s: Session) -> dict:
     graphs = max(explained.graph_count, 0)
     torch._dynamo.reset()
     compiled = torch.compile(s.module)
+    t0 = time.perf_counter()
     with _quiet(), quiet_torchscript():
-        first = bench.measure(lambda: s.run(compiled, s.arrays), 0, 1, 0, 1, 1).first_call_s
+        s.run(compiled, s.arrays)
+    first = time.perf_counter() - t0
     with _quiet():
         ok, worst, why = s.compare(compiled)
     ms = _timings(s, compiled) if ok else {}
@@ -336,46 +335,23 @@ def _compile(s: Session) -> dict:
             breaks,
             **details,
         )
-    slower = ex.slowdown(ms)
-    tail = f"; {slower}"
+    slower = ex.slowdown(ms)  # the timings with their validity; a slowdown only when valid
     if graphs == 0:
         cause = f" ({breaks[0].reason})" if breaks else ""
-        return ex.result(
-            path,
+        status, head = (
             "caveats",
-            f"Dynamo captured no graph{cause}: the whole forward runs as plain Python, so "
-            f"torch.compile cannot speed it up; it {ex.agrees(worst)}{tail}",
-            message,
-            breaks,
-            ms_per_call=ms,
-            **details,
+            (
+                f"Dynamo captured no graph{cause}: the whole forward runs as plain Python, so "
+                f"torch.compile cannot speed it up; it {ex.agrees(worst)}"
+            ),
         )
-    if breaks or slower:
-        where = (
-            f"{graphs} graphs with {sum(b.count for b in breaks)} graph break(s) between them "
-            "(listed below): Python runs at each break; "
-            if breaks
-            else "one graph, no graph break; "
-        )
-        return ex.result(
-            path,
-            "caveats",
-            f"{where}Inductor's code {ex.agrees(worst)}; first call {first:.1f} s (compiling)"
-            + tail,
-            message,
-            breaks,
-            ms_per_call=ms,
-            **details,
-        )
-    return ex.result(
-        path,
-        "works",
-        f"one graph, no graph break; Inductor's code {ex.agrees(worst)}; first call {first:.1f} s "
-        f"(compiling){tail}",
-        "",
-        ms_per_call=ms,
-        **details,
-    )
+    else:
+        n = sum(b.count for b in breaks)
+        where = f"{graphs} graphs with {n} graph break(s) between them (listed below): Python "
+        where = where + "runs at each break; " if breaks else "one graph, no graph break; "
+        head = f"{where}Inductor's code {ex.agrees(worst)}; first call {first:.1f} s (compiling)"
+        status = "caveats" if breaks or "slower than eager" in slower else "works"
+    return ex.result(path, status, f"{head}; {slower}", message, breaks, ms_per_call=ms, **details)
 
 
 def _fullgraph(s: Session) -> dict:
@@ -516,45 +492,25 @@ def _trace(s: Session) -> dict:
             ok, worst, why = s.compare(traced, extra)
         except Exception as exc:  # noqa: BLE001 - a framework error is the check's finding
             ok, worst, why = False, float("inf"), f"on another input size: {ex.first_lines(exc, 1)}"
-    message = "; ".join(notes[:3])
     how = (
         f"traced only with torch.jit.trace(..., strict=False): the model returns a "
         f"{s.output_type} (a dict-like output), which strict tracing refuses because a "
         "container's structure could change with the inputs; "
-        if relaxed
-        else ""
-    )
+    ) * relaxed
+    details = {"tracer_warnings": len(notes), "strict": not relaxed}
     if not ok:
-        return ex.result(
-            path,
-            "fails",
-            f"{how}the trace computes different numbers than eager {why}: it recorded the "
-            f"Python decisions of one run and replays them for every input ({DEPRECATED})",
-            message,
-            tracer_warnings=len(notes),
-            strict=not relaxed,
-        )
+        reason = f"{how}the trace computes different numbers than eager {why}: it recorded the "
+        reason += "Python decisions of one run and replays them for every input"
+        return ex.result(path, "fails", f"{reason} ({DEPRECATED})", "; ".join(notes[:3]), **details)
     if notes or relaxed:
-        warned = (
-            f"{len(notes)} TracerWarning(s): the trace froze a value or decision of the example "
-            "run; "
-            if notes
-            else ""
-        )
+        warned = f"{len(notes)} TracerWarning(s): the trace froze a value or decision of the "
+        warned = warned + "example run; " if notes else ""
+        reason = f"{how}{warned}it {ex.agrees(worst)} on the inputs tried, maybe not on others"
         return ex.result(
-            path,
-            "caveats",
-            f"{how}{warned}it {ex.agrees(worst)} on the inputs tried, maybe not on others "
-            f"({DEPRECATED})",
-            message,
-            tracer_warnings=len(notes),
-            strict=not relaxed,
+            path, "caveats", f"{reason} ({DEPRECATED})", "; ".join(notes[:3]), **details
         )
-    return ex.result(
-        path,
-        "works",
-        f"the trace replays correctly on new values and sizes; {ex.agrees(worst)} ({DEPRECATED})",
-    )
+    reason = f"the trace replays correctly on new values and sizes; {ex.agrees(worst)}"
+    return ex.result(path, "works", f"{reason} ({DEPRECATED})")
 
 
 def _onnx(s: Session) -> dict:

@@ -22,7 +22,6 @@ from .figures import (
     speedup_figure,
     speedup_summary,
     spread,
-    spread_figure,
 )
 from .handins import Skip
 from .ingest import Collected, collect, connect, fixture_cards
@@ -30,4 +29,4 @@ from .page import report
 
 __all__ = ["FIGURES", "FIXTURE", "Collected", "Skip", "ceiling_figure", "collect", "connect"]
 __all__ += ["fixture_cards", "html_table", "machines", "ratios", "report"]
-__all__ += ["rows", "speedup_figure", "speedup_summary", "spread", "spread_figure"]
+__all__ += ["rows", "speedup_figure", "speedup_summary", "spread"]

@@ -1,8 +1,8 @@
-"""The class database's queries and the report's three figures (matplotlib, no pyplot).
+"""The class database's queries and the report's two figures (matplotlib, no pyplot).
 
 ``speedup``: each graph mode's speedup over eager, one dot per machine type; ``ceiling``:
-throughput against each machine's ceiling; ``spread``: the spread between machine types against
-the spread within one. Flagged records are drawn apart (a red cross) and left out of medians.
+throughput against each machine's ceiling (the spread between machine types against the spread
+within one is a table: :func:`spread`). Flagged records are drawn apart (a red cross) and left out of medians.
 **Fixture machines** (synthetic cards, not measurements) are never pooled with measured ones:
 hollow markers and the legend entry :data:`FIXTURE` in a figure, rows of their own in a table.
 """
@@ -10,12 +10,11 @@ hollow markers and the legend entry :data:`FIXTURE` in a figure, rows of their o
 from __future__ import annotations
 
 from ..util import stats
-from .ingest import cell_label
 
 __all__ = ["FIGURES", "FIXTURE", "ceiling_figure", "draw", "machines", "ratios", "rows"]
-__all__ += ["speedup_figure", "speedup_summary", "spread", "spread_figure"]
+__all__ += ["speedup_figure", "speedup_summary", "spread"]
 
-FIGURES = ("speedup", "ceiling", "spread")
+FIGURES = ("speedup", "ceiling")
 FIXTURE = "fixture (synthetic)"  #: how a fixture machine's figures are marked, everywhere
 SOURCE = f"CASE WHEN m.fixture THEN '{FIXTURE}' ELSE 'measured' END AS source"
 CELL = "framework, mode, precision, image_size, batch_size"
@@ -188,45 +187,12 @@ def ceiling_figure(con):
     return fig
 
 
-def spread_figure(spread_rows: list[dict]):
-    """Relative spread between machine types against within one, per measured cell."""
-    usable = [r for r in spread_rows if r["between"] is not None]
-    if not usable:
-        return _figure(7, 2, "cells measured on two or more machine types")
-    fig = _figure(9, 0.4 * len(usable) + 1.4)
-    ax = fig.add_subplot()
-    bars = (
-        ("between", "between machine types", "tab:purple"),
-        ("within_machine", "within one machine type (runs)", "tab:olive"),
-        ("within_run", "within one run (calls)", "tab:cyan"),
-    )
-    for k, (key, label, color) in enumerate(bars):
-        ax.barh(
-            [i + (k - 1) * 0.27 for i in range(len(usable))],
-            [(r[key] or 0) * 100 for r in usable],
-            0.27,
-            label=label,
-            color=color,
-        )
-    names = [f"{r['task']}: {cell_label(r)} [{r['source']}]" for r in usable]
-    ax.set_yticks(range(len(usable)), names, fontsize=8)
-    ax.invert_yaxis()
-    ax.set_xlabel("relative spread of images/s, IQR / median (%)")
-    ax.set_title(
-        "How much machines differ, against how much one machine varies", loc="left", fontsize=10
-    )
-    ax.legend(fontsize=8)
-    ax.grid(axis="x", alpha=0.3)
-    return fig
-
-
 def draw(con) -> dict:
     """Each figure of the report by name; one that cannot be drawn is the error it raised."""
     makers = {
         "speedup": lambda: speedup_figure(ratios(con)),
         "ceiling": lambda: ceiling_figure(con),
     }
-    makers["spread"] = lambda: spread_figure(spread(con))
     out: dict = {}
     for name, make in makers.items():
         try:

@@ -27,7 +27,6 @@ CAPTIONS = {
     "speedup": "Speedup of each graph mode over its eager baseline, across machine types "
     "(bar: interquartile range, tick: median of the measured, unflagged ones).",
     "ceiling": "Measured throughput against each machine's estimated ceiling for the same cell.",
-    "spread": "Spread between machine types against the spread within one.",
 }
 
 

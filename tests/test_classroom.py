@@ -194,14 +194,14 @@ def handed_in(tmp_path):
     folder = tmp_path / "handed_in"
     (folder / "week1").mkdir(parents=True)
     fixtures = classroom.fixture_cards("smoke")
-    good = [f for f in fixtures if f.stem in ("hub-xeon-amx-1", "old-laptop-busy")]
+    good = [f for f in fixtures if f.stem in ("hub-xeon-amx-1", "laptop-ryzen", "old-laptop-busy")]
     for f in good:
         shutil.copy(f, folder / f.name)
     shutil.copy(good[0], folder / "week1" / "same-card-again.json")
     src = folder / "learner.jsonl"
     recs = _results_file(src, "somehost", "/home/someone")
     cards.write(recs, folder / "learner-card.json")
-    text = good[1].read_text()
+    text = good[-1].read_text()
     (folder / "truncated.json").write_text(text[: len(text) // 3])
     (folder / "package.json").write_text(json.dumps({"name": "app", "dependencies": {}}))
     card = json.loads(good[0].read_text())
@@ -211,7 +211,7 @@ def handed_in(tmp_path):
     )
     (folder / "notes.txt").write_text("not collected: not .json")
     (folder / ".ipynb_checkpoints").mkdir()
-    shutil.copy(good[1], folder / ".ipynb_checkpoints" / "copy.json")
+    shutil.copy(good[-1], folder / ".ipynb_checkpoints" / "copy.json")
     n_records = sum(len(json.loads(f.read_text())["records"]) for f in good) + len(recs)
     return folder, n_records
 
@@ -225,7 +225,9 @@ def test_collect_stores_good_files_once_and_names_the_bad_ones(handed_in, tmp_pa
     assert re.search(r"SKIPPED\s+\S*truncated\.json: truncated or damaged JSON", out), out
     assert re.search(r"SKIPPED\s+\S*package\.json: foreign file", out), out
     assert re.search(r"SKIPPED\s+\S*future-card\.json: card format 99 is newer", out), out
-    assert re.search(r"SKIPPED\s+\S*bad-records\.json: wrong schema: record 1 .*'mode'", out), out
+    assert re.search(
+        r"SKIPPED\s+\S*bad-records\.json: wrong schema: record 1 .*missing field", out
+    ), out
     assert re.search(r"already\s+\S*same-card-again\.json", out) or re.search(
         r"already\s+\S*" + re.escape(classroom.fixture_cards("smoke")[0].name), out
     ), out
@@ -236,7 +238,7 @@ def test_collect_stores_good_files_once_and_names_the_bad_ones(handed_in, tmp_pa
         (stored,) = con.execute("SELECT count(*) FROM records").fetchone()
     finally:
         con.close()
-    assert files == 4  # two cards, the results file, the card made from it
+    assert files == 5  # three cards, the results file, the card made from it
     assert stored == n_records  # the results file and its card: each measurement once
     again = run_labkit("class", "collect", str(folder), "--db", str(db))
     assert again.returncode == 1 and "0 added" in again.stdout
@@ -302,12 +304,19 @@ def test_class_report_writes_its_figures_and_page(handed_in, tmp_path):
     # the fixtures include flagged records: listed apart, and left out of the summary
     con = classroom.connect(db, read_only=True)
     try:
-        ratios = classroom.ratios(con)
+        ratios, summary = classroom.ratios(con), classroom.speedup_summary(con)
     finally:
         con.close()
     assert any(r["flagged"] for r in ratios) and any(not r["flagged"] for r in ratios)
-    summary = classroom.speedup_summary(ratios)
     assert sum(s["machines"] + s["flagged"] for s in summary) == len(ratios)
+    # fixture machines are never pooled with measured ones: rows of their own, marked
+    assert {s["source"] for s in summary} == {"measured", classroom.FIXTURE}
+    for s in summary:
+        pooled = [r for r in ratios if (r["task"], r["cell"]) == (s["task"], s["cell"])]
+        assert s["machines"] + s["flagged"] == sum(
+            r["fixture"] == (s["source"] == classroom.FIXTURE) for r in pooled
+        )
+    assert page.count(classroom.FIXTURE) >= 2 and "never pooled" in page
     missing = run_labkit(
         "class", "report", "--db", str(tmp_path / "none.duckdb"), "--out", str(out)
     )
@@ -324,10 +333,37 @@ def test_the_report_page_is_its_template_filled_in_and_a_plain_page_without_it(
     head, tail = template.split("$body")
     assert text.startswith(head) and text.endswith(tail) and "$" not in head + tail
     assert "<h2>Machine types</h2>" in text and "Files collected (2)" in text
+    assert "Median speedup per CPU family" in text
     monkeypatch.setattr(page, "TEMPLATE", tmp_path / "missing.html")
     text = classroom.report(db, tmp_path / "report").read_text()
     assert "The report could not be made in full: FileNotFoundError" in text
     assert "What this report leaves out" in text  # the plain page still says what it left out
+
+
+def test_a_figure_marks_fixture_machines_hollow_and_in_the_legend(tmp_path):
+    db = tmp_path / "c.duckdb"
+    real = _card_of([_record("torch", "eager", 0.04), _record("torch", "torchscript", 0.02)])
+    (tmp_path / "mine.json").write_text(json.dumps(real))
+    fixture = [f for f in classroom.fixture_cards("smoke") if "ryzen" in f.name]
+    classroom.collect([tmp_path / "mine.json", *fixture], db)
+    con = classroom.connect(db, read_only=True)
+    try:
+        ratios = classroom.ratios(con)
+    finally:
+        con.close()
+    assert {r["fixture"] for r in ratios} == {True, False}
+    fig = classroom.speedup_figure(ratios)
+    assert classroom.FIXTURE in [t.get_text() for t in fig.legends[0].get_texts()]
+    faces = {
+        (round(float(off[0]), 6), tuple(face))
+        for ax in fig.axes
+        for coll in ax.collections
+        for off, face in zip(coll.get_offsets(), coll.get_facecolors())
+    }
+    hollow = {x for x, face in faces if face == (1.0, 1.0, 1.0, 1.0)}
+    by_x = {round(r["speedup"], 6): r["fixture"] for r in ratios if not r["flagged"]}
+    assert hollow and all(by_x.get(x, True) for x in hollow)  # only fixtures are hollow
+    assert any(not fx and x not in hollow for x, fx in by_x.items())  # measured ones are filled
 
 
 def test_fixture_cards_say_they_are_not_measurements():

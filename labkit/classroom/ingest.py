@@ -1,19 +1,16 @@
-"""Collecting hand-ins: each card or results file read, checked and stored once.
+"""Collecting hand-ins into the class database (DuckDB), each file once, each in a transaction.
 
-:func:`collect` adds result cards (:mod:`labkit.results.cards`) and JSONL results files, given as
-files or folders (a shared folder on a hub, an LMS download), to the class database
-(:mod:`~labkit.classroom.db`). It is idempotent: a file whose content was collected before adds
-nothing, and a measurement that arrives twice (as a results file and as the card made from it)
-is stored once. A truncated, foreign or wrong-schema file is named with the reason and skipped;
-each file goes in inside its own transaction, so nothing collected before is ever lost. Hand-ins
-are untrusted input (:mod:`~labkit.classroom.handins`): files are read within size and depth
-limits, zips opened safely, and every record judged again from its raw times (a card's own
-verdict is not believed).
+Tables: ``files`` (each file's content hash: a file collected before adds nothing), ``machines`` (machine types, :mod:`labkit.hardware.machines`; ``fixture`` marks the synthetic
+ones), ``records`` (each measurement once, judged again, the full record as JSON) and
+``skipped`` (files that could not be collected, and why). A measurement handed in as a results
+file and as the card made from it is stored once. DuckDB is imported only when a database is
+opened.
 """
 
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import warnings
 from collections.abc import Sequence
@@ -21,143 +18,129 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .. import results
+from ..hardware.machines import machine_of
 from ..results import cards
-from ..util import jsonio
 from . import handins
-from .db import connect, forget_skipped, has_file, mark_skipped, store_card
 from .handins import Skip
 
-__all__ = ["CORE", "FIXTURES", "OK_NUMBERS", "Collected", "collect", "fixture_cards", "read"]
+__all__ = ["FIXTURES", "SCHEMA", "Collected", "cell_label", "collect", "connect", "fixture_cards"]
+__all__ += ["store_card"]
 
-#: the record fields the class report needs (a record without them is the wrong schema)
-CORE: dict[str, tuple[type, ...]] = {
-    "framework": (str,),
-    "mode": (str,),
-    "task": (str,),
-    "batch_size": (int,),
-    "precision": (str,),
-    "image_size": (int,),
-    "device": (str,),
-    "profile": (str,),
-    "status": (str,),
-}
-OK_NUMBERS = ("median_s", "images_per_s")
-#: the synthetic fixture cards shipped with labkit, one folder per profile
+#: the synthetic fixture cards shipped with labkit, one folder per profile (NOT measurements)
 FIXTURES = Path(__file__).resolve().parent.parent / "data" / "class_fixtures"
+NUMBERS = ("images_per_s", "median_s", "iqr_s", "first_call_s", "ceiling_images_per_s")
+NUMBERS += ("ceiling_share", "peak_rss_mb")
+SCHEMA = f"""
+CREATE TABLE IF NOT EXISTS files (sha256 VARCHAR PRIMARY KEY, name VARCHAR, kind VARCHAR,
+    card_id VARCHAR, records INTEGER, new_records INTEGER, note VARCHAR,
+    collected_at TIMESTAMP DEFAULT current_localtimestamp());
+CREATE TABLE IF NOT EXISTS machines (machine_id VARCHAR PRIMARY KEY, label VARCHAR, cpu VARCHAR,
+    family VARCHAR, isa VARCHAR, cores INTEGER, arch VARCHAR, memory_gb DOUBLE, fixture BOOLEAN,
+    fingerprint VARCHAR);
+CREATE TABLE IF NOT EXISTS records (record_id VARCHAR PRIMARY KEY, sha256 VARCHAR,
+    machine_id VARCHAR, framework VARCHAR, mode VARCHAR, task VARCHAR, batch_size INTEGER,
+    precision VARCHAR, image_size INTEGER, device VARCHAR, profile VARCHAR, status VARCHAR,
+    error VARCHAR, {" DOUBLE, ".join(NUMBERS)} DOUBLE, valid BOOLEAN, flagged BOOLEAN,
+    flags VARCHAR, timestamp VARCHAR, record VARCHAR);
+CREATE TABLE IF NOT EXISTS ratios (machine_id VARCHAR, task VARCHAR, framework VARCHAR,
+    cell VARCHAR, baseline VARCHAR, speedup DOUBLE, flagged BOOLEAN, flags VARCHAR);
+CREATE TABLE IF NOT EXISTS skipped (name VARCHAR PRIMARY KEY, reason VARCHAR,
+    skipped_at TIMESTAMP DEFAULT current_localtimestamp());
+"""
 
 
-# ---------------------------------------------------------------------------------------------
-# reading a file
+def cell_label(r: dict) -> str:
+    """A measured cell in words: framework, mode, precision (when not fp32), size and batch."""
+    prec = "" if r["precision"] == "fp32" else f" {r['precision']}"
+    return f"{r['framework']} {r['mode']}{prec} ({r['image_size']} px, b{r['batch_size']})"
 
 
-def _record_problems(r: object) -> list[str]:
-    if not isinstance(r, dict):
-        return [f"a record must be a JSON object, not {type(r).__name__}"]
-    out = [f"no {f!r}" for f in CORE if f not in r]
-    out += [
-        f"{f!r} is {type(r[f]).__name__}"
-        for f, types in CORE.items()
-        if f in r and (not isinstance(r[f], types) or isinstance(r[f], bool))
+RECORD_KEYS = ("framework", "mode", "task", "batch_size", "precision", "image_size", "device")
+RECORD_KEYS += ("profile", "status")
+
+
+def connect(db: str | os.PathLike, read_only: bool = False):
+    """Open (or create) the class database; ``ValueError`` when the file is not one."""
+    try:
+        import duckdb
+    except ImportError:
+        raise ValueError("the class database needs duckdb; fix: pip install duckdb") from None
+    db = Path(db)
+    if read_only and not db.exists():
+        fix = f"python -m labkit class collect FOLDER --db {db}"
+        raise ValueError(f"no class database at {db}; fix: {fix}")
+    try:
+        con = duckdb.connect(str(db), read_only=read_only)
+    except duckdb.Error as exc:
+        raise ValueError(
+            f"{db} is not a class database ({str(exc).splitlines()[0]}); fix: give --db a new "
+            "file name or one written by `python -m labkit class collect`"
+        ) from None
+    if not read_only:
+        con.execute(SCHEMA)
+    return con
+
+
+def _record_row(sha: str, machine_id: str, raw: dict) -> list:
+    """The ``records`` row of ``raw`` judged again (its id first: the same measurement as a
+    results file and as a card has one id)."""
+    r = handins.rejudge(raw)  # what a hand-in says about its own validity is not believed
+    ident = [machine_id, *results.key(raw), raw.get("timestamp"), raw.get("median_s")]
+    ident.append(raw.get("times_s"))
+    rid = hashlib.sha256(json.dumps(ident, sort_keys=True, default=str).encode()).hexdigest()[:20]
+    why = results.flags(r) if r.get("status") == "ok" else []
+    numbers = [float(r[f]) if isinstance(r.get(f), int | float) else None for f in NUMBERS]
+    return [
+        rid,
+        sha,
+        machine_id,
+        *(r[k] for k in RECORD_KEYS),
+        r.get("error"),
+        *numbers,
+        r["valid"],
+        bool(why),
+        "; ".join(why),
+        str(r.get("timestamp") or ""),
+        json.dumps(r, sort_keys=True, default=str),
     ]
-    if r.get("status") == "ok":
-        out += [
-            f"measured record without a positive {f!r}"
-            for f in OK_NUMBERS
-            if not isinstance(r.get(f), int | float) or not r[f] > 0
-        ]
-    elif r.get("status") not in ("failed", None):
-        out.append(f"status {r.get('status')!r} is neither 'ok' nor 'failed'")
-    return out
 
 
-def _check_records(records: list, where: str) -> None:
-    for i, r in enumerate(records, start=1):
-        found = _record_problems(r)
-        if found:
-            raise Skip(
-                f"wrong schema: {where} {i} is not a labkit benchmark record ({'; '.join(found[:3])})"
-            )
-
-
-def _keys(obj: dict) -> str:
-    keys = list(obj)[:6]
-    return ", ".join(map(repr, keys)) + (", ..." if len(obj) > 6 else "")
-
-
-def _one_document(whole: object, name: str) -> tuple[str, dict, str]:
-    """A hand-in that is one JSON document: a card, one record, or a foreign file."""
-    if isinstance(whole, dict) and whole.get("kind") == cards.KIND:
-        return "card", _check_card(whole), ""
-    if isinstance(whole, dict) and "framework" in whole and "status" in whole:
-        _check_records([whole], "record")
-        return "results", cards.build([whole], source=name, local=False), ""
-    what = (
-        f"a JSON object with keys {_keys(whole)}"
-        if isinstance(whole, dict)
-        else (f"a JSON {type(whole).__name__}")
-    )
-    raise Skip(f"foreign file: {what}, not a labkit result card or results file")
-
-
-def _results_lines(text: str, error: jsonio.JSONError, name: str) -> tuple[str, dict, str]:
-    """A hand-in that is not one JSON document: a results file (one record per line), or
-    damaged (``error``: why it is not one document)."""
-    first = next(n for n, ln in enumerate(text.split("\n"), start=1) if ln.strip())
-    try:
-        parsed, truncated = results.parse_lines(text)
-    except results.BadLine as exc:
-        if exc.line != first:
-            raise Skip(f"line {exc.line} is not JSON ({exc.msg}): a damaged results file") from None
-        parsed, truncated = [], None
-    if not parsed:  # not even its first line is JSON
-        if text.lstrip().startswith(("{", "[")):
-            raise Skip(
-                f"truncated or damaged JSON ({error.msg} at line {error.lineno} column "
-                f"{error.colno}): ask for the file again"
-            )
-        raise Skip("not JSON: not a labkit result card or results file")
-    records = [r for _, r in parsed]
-    note = (
-        f"line {truncated} is truncated (an interrupted write) and was left out"
-        if truncated
-        else ""
-    )
-    _check_records(records, "line")
-    return "results", cards.build(records, source=name, local=False), note
-
-
-def read(data: bytes, name: str = "") -> tuple[str, dict, str]:
-    """``(kind, card, note)`` for the bytes of one hand-in (read within the limits of
-    :mod:`~labkit.classroom.handins`): ``kind`` is ``"card"`` or ``"results"``; a results file
-    becomes a card (anonymous, like any card). Raises :class:`Skip` with the reason."""
-    text = handins.text_of(data)
-    try:
-        whole = handins.loads(text)
-    except jsonio.JSONError as exc:
-        return _results_lines(text, exc, name)
-    return _one_document(whole, name)
-
-
-def _check_card(card: dict) -> dict:
-    fmt = card.get("format")
-    if not isinstance(fmt, int) or isinstance(fmt, bool):
-        raise Skip("wrong schema: a card without a format number")
-    if fmt > cards.FORMAT:
-        raise Skip(
-            f"card format {fmt!r} is newer than this labkit reads ({cards.FORMAT}): "
-            "update labkit (pip install -U labkit, or git pull) and collect again"
+def store_card(con, sha: str, path: Path, kind: str, card: dict, note: str) -> int:
+    """Store one collected file: its records (each judged again, each measurement once), their
+    machine types, its card and the file; the number of new records. The caller holds the
+    transaction."""
+    fixture, new, seen = card.get("fixture"), 0, set()
+    for raw in card["records"]:
+        m = machine_of(raw.get("machine") or card["machine"], fixture=bool(fixture))
+        con.execute(
+            "INSERT INTO machines VALUES (?,?,?,?,?,?,?,?,?,?) ON CONFLICT DO NOTHING",
+            list(m.values()),
         )
-    for f, types in (("records", list), ("machine", dict), ("card_id", str)):
-        if not isinstance(card.get(f), types):
-            raise Skip(f"wrong schema: a card without a valid {f!r}")
-    if not card["records"]:
-        raise Skip("the card holds no records")
-    _check_records(card["records"], "record")
-    return card
-
-
-# ---------------------------------------------------------------------------------------------
-# collecting
+        row = _record_row(sha, m["machine_id"], raw)
+        seen.add(m["machine_id"])
+        new += len(
+            con.execute(
+                f"INSERT INTO records VALUES ({','.join('?' * len(row))}) ON CONFLICT DO NOTHING "
+                "RETURNING 1",
+                row,
+            ).fetchall()
+        )
+    for mid in seen:  # each machine type's graph-vs-eager ratios, over all its records
+        sql = "SELECT record FROM records WHERE machine_id = ? ORDER BY timestamp"
+        found = [json.loads(text) for (text,) in con.execute(sql, [mid]).fetchall()]
+        con.execute("DELETE FROM ratios WHERE machine_id = ?", [mid])
+        for r in cards.ratios(found):
+            row = [mid, r["task"], r["framework"], cell_label(r), r["baseline"], r["speedup"]]
+            con.execute(
+                "INSERT INTO ratios VALUES (?,?,?,?,?,?,?,?)",
+                [*row, r["flagged"], "; ".join(r["flags"])],
+            )
+    con.execute(
+        "INSERT INTO files (sha256, name, kind, card_id, records, new_records, note) "
+        "VALUES (?,?,?,?,?,?,?)",
+        [sha, str(path), kind, card["card_id"], len(card["records"]), new, note],
+    )
+    return new
 
 
 @dataclass
@@ -193,75 +176,60 @@ class Collected:
         return "\n".join(lines)
 
 
-def collect(
-    paths: Sequence[str | os.PathLike], db: str | os.PathLike = "class.duckdb"
-) -> Collected:
-    """Add every card and results file under ``paths`` to the database ``db`` (see module doc).
-
-    ``ValueError`` (before anything is written) for a path that does not exist or a ``db`` that
-    is not a class database.
-    """
+def collect(paths: Sequence[str | os.PathLike], db: str | os.PathLike = "class.duckdb"):
+    """Add every card and results file under ``paths`` to the database ``db``; a
+    :class:`Collected`. ``ValueError`` (before anything is written) for a path that does not
+    exist or a ``db`` that is not a class database."""
     if not paths:
         raise ValueError("nothing to collect; fix: name card files or folders")
     db = Path(db)
-    found = handins.find(paths, skip=db)
+    files, ignored, given = handins.find(paths, skip=db)
     con = connect(db)
-    done = Collected(db, ignored=found.ignored)
+    done = Collected(db, ignored=ignored)
     try:
-        for f in found.files:
-            for item in handins.open_each(f, done.ignored, given=f in found.given):
+        for f in files:
+            for item in handins.open_each(f, done.ignored, given=f in given):
                 _collect_one(con, item, done)
     finally:
         con.close()
     return done
 
 
-def _skip(con, done: Collected, name: Path, why: str) -> None:
-    """Name a skipped file, here and in the database (the report lists what it left out)."""
-    done.skipped.append((name, why))
-    mark_skipped(con, name, why)
-
-
 def _collect_one(con, item: handins.HandIn, done: Collected) -> None:
-    if item.skip:
-        return _skip(con, done, item.name, item.skip)
-    sha = hashlib.sha256(item.data).hexdigest()
-    if has_file(con, sha):
-        forget_skipped(con, item.name)
-        done.already.append(item.name)
-        return None
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            kind, card, note = read(item.data, item.name.name)
-    except Skip as why:
-        return _skip(con, done, item.name, str(why))
-    except Exception as exc:  # noqa: BLE001 - a hostile file must not stop the class
-        return _skip(con, done, item.name, f"could not be read ({type(exc).__name__}: {exc})")
-    con.execute("BEGIN TRANSACTION")
-    try:
-        new = store_card(con, sha, item.name, kind, card, note)
-        forget_skipped(con, item.name)
-        con.execute("COMMIT")
-    except Exception as exc:  # noqa: BLE001 - one bad file must not stop the others
-        con.execute("ROLLBACK")
-        return _skip(con, done, item.name, f"could not be stored ({type(exc).__name__}: {exc})")
+    why, sha = item.skip, hashlib.sha256(item.data or b"").hexdigest()
+    if not why and con.execute("SELECT 1 FROM files WHERE sha256 = ?", [sha]).fetchone():
+        con.execute("DELETE FROM skipped WHERE name = ?", [str(item.name)])
+        return done.already.append(item.name)
+    if not why:
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                kind, card, note = handins.read(item.data, item.name.name)
+            con.execute("BEGIN TRANSACTION")
+            try:
+                new = store_card(con, sha, item.name, kind, card, note)
+                con.execute("DELETE FROM skipped WHERE name = ?", [str(item.name)])
+                con.execute("COMMIT")
+            except Exception as exc:  # noqa: BLE001 - one bad file must not stop the others
+                con.execute("ROLLBACK")
+                why = f"could not be stored ({type(exc).__name__}: {exc})"
+        except Skip as exc:
+            why = str(exc)
+        except Exception as exc:  # noqa: BLE001 - a hostile file must not stop the class
+            why = f"could not be read ({type(exc).__name__}: {exc})"
+    if why:
+        done.skipped.append((item.name, why))
+        return con.execute(
+            "INSERT OR REPLACE INTO skipped (name, reason) VALUES (?, ?)", [str(item.name), why]
+        )
     n = len(card["records"])
     what = f"{kind}, {n} records" + (f" ({n - new} collected before)" if new < n else "")
-    if note:
-        done.partial.append((item.name, f"{what}; {note}"))
-    else:
-        done.added.append((item.name, what))
-    return None
-
-
-# ---------------------------------------------------------------------------------------------
-# fixtures
+    (done.partial if note else done.added).append((item.name, f"{what}; {note}" if note else what))
 
 
 def fixture_cards(profile: str | None = None) -> list[Path]:
     """The synthetic fixture cards for ``profile`` (default: the current one). NOT measurements:
-    each says so in its ``fixture`` field, and the report labels their machines 'fixture'."""
+    each says so in its ``fixture`` field, and the report marks their machines 'fixture'."""
     from .. import profiles
 
     name = profiles.get(profile).name

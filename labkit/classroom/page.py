@@ -1,12 +1,10 @@
 """The class report: the four figures as PNG files and ``index.html`` with the tables behind them.
 
-:func:`report` draws the figures (:mod:`~labkit.classroom.figures`) and writes the page: what it
-leaves out (files skipped at collection, figures that could not be drawn, flagged records, lines
-left out of files) first, then the figures, the speedups and spreads across machine types, the
-machine types, the flagged records, the failed cells and the files collected. The skeleton and
-style of the page are the template ``report.html`` beside this module. The page is always
-written: a figure or table that cannot be made is named on it, and where the page itself cannot
-be made, a plain page says why.
+First what the page leaves out (files skipped at collection, figures that could not be drawn,
+flagged records, lines left out of files), then the figures, the speedups and spreads (fixture
+machines in rows of their own), the machine types, the flagged records, the failed cells and the
+files collected. The skeleton is the template ``report.html`` beside this module. The page is
+always written: where it cannot be made, a plain page says why.
 """
 
 from __future__ import annotations
@@ -17,34 +15,18 @@ import os
 import string
 from pathlib import Path
 
-from ..util import tables
-from .db import (
-    card_count,
-    connect,
-    counts,
-    failed_cells,
-    file_notes,
-    files,
-    flagged_records,
-    machines,
-    ratios,
-    skipped_files,
-    speedup_summary,
-    spread,
-)
-from .figures import FIGURES, draw
+from ..util.tables import html as table
+from . import figures
+from .figures import FIXTURE, rows, speedup_summary
+from .ingest import cell_label, connect
 
 __all__ = ["CAPTIONS", "TEMPLATE", "fmt_number", "render", "report"]
 
-#: the page's skeleton and style; its ``$body`` placeholder takes the report's sections
 TEMPLATE = Path(__file__).resolve().parent / "report.html"
-#: each figure's heading on the page
 CAPTIONS = {
     "speedup": "Speedup of each graph mode over its eager baseline, across machine types "
-    "(bar: interquartile range, tick: median of the unflagged ones).",
-    "families": "Median speedup per CPU family.",
+    "(bar: interquartile range, tick: median of the measured, unflagged ones).",
     "ceiling": "Measured throughput against each machine's estimated ceiling for the same cell.",
-    "spread": "Spread between machine types against the spread within one.",
 }
 
 
@@ -54,17 +36,23 @@ def fmt_number(x, spec: str = "{:.2f}") -> str:
 
 
 def report(db: str | os.PathLike = "class.duckdb", out: str | os.PathLike = "class-report") -> Path:
-    """Write the figures (PNG) and ``index.html`` of the class report into ``out``; returns the
-    page. The page is always written: a figure or table that cannot be made is named on it."""
+    """Write the figures (PNG) and ``index.html`` of the class report into ``out``; the page."""
     con = connect(db, read_only=True)
     try:
         out = Path(out)
         out.mkdir(parents=True, exist_ok=True)
-        missing = _save_figures(con, out)
+        missing: dict[str, str] = {}
+        for name, fig in figures.draw(con).items():
+            try:
+                if isinstance(fig, Exception):
+                    raise fig
+                fig.savefig(out / f"{name}.png", dpi=100)
+            except Exception as exc:  # noqa: BLE001 - named on the page instead
+                missing[name] = f"{type(exc).__name__}: {str(exc)[:300]}"
         try:
             text = render(con, missing)
         except Exception as exc:  # noqa: BLE001 - still a page, saying what went wrong
-            text = _fallback_page(con, f"{type(exc).__name__}: {str(exc)[:300]}", missing)
+            text = _plain_page(con, f"{type(exc).__name__}: {str(exc)[:300]}", missing)
         page = out / "index.html"
         page.write_text(text, encoding="utf-8")
     finally:
@@ -72,177 +60,127 @@ def report(db: str | os.PathLike = "class.duckdb", out: str | os.PathLike = "cla
     return page
 
 
-def _save_figures(con, out: Path) -> dict[str, str]:
-    """Each figure as ``out/NAME.png``; the ones that could not be drawn or saved, and why."""
-    missing: dict[str, str] = {}
-    for name, fig in draw(con).items():
-        try:
-            if isinstance(fig, Exception):
-                raise fig
-            fig.savefig(out / f"{name}.png", dpi=100)
-        except Exception as exc:  # noqa: BLE001 - named on the page instead
-            missing[name] = f"{type(exc).__name__}: {str(exc)[:300]}"
-    return missing
+def _count(con, where: str, table: str = "records") -> int:
+    return con.execute(f"SELECT count(*) FROM {table} WHERE {where}").fetchone()[0]
+
+
+def _table(con, title: str, sql: str) -> str:
+    """A section of the page: ``title`` (``{n}``: its number of rows) over the rows of ``sql``,
+    the column names as the header, every cell escaped."""
+    found = rows(con, sql)
+    body = [[fmt_number(v) if isinstance(v, float) else v for v in r.values()] for r in found]
+    head = f"<h2>{html.escape(title.format(n=len(found)))}</h2>" if title else ""
+    return head + table(list(found[0]) if found else [], body)
 
 
 def _left_out(con, missing: dict[str, str]) -> str:
-    """The page's account of what it leaves out: files skipped at collection, figures that could
-    not be drawn, records kept out of the summaries, lines left out of files."""
-    skipped = skipped_files(con)
-    n = counts(con)
-    parts = [
-        "<h2>What this report leaves out</h2><ul>",
-        f"<li>{len(skipped)} file(s) skipped at collection (below, with the reason)</li>",
-        f"<li>{n['flagged']} flagged record(s): shown apart, not counted in the summaries</li>",
-        f"<li>{n['failed']} failed or unsupported cell(s): listed, nothing to measure</li>",
+    notes = rows(con, "SELECT name, note FROM files WHERE note <> '' ORDER BY name")
+    items = [
+        f"{_count(con, 'true', 'skipped')} file(s) skipped at collection (below, with the reason)",
+        f"{_count(con, 'flagged')} flagged record(s): shown apart, not counted in the summaries",
+        f"{_count(con, NOT_OK)} failed or unsupported cell(s): listed, nothing to measure",
+        *(f"{Path(f['name']).name}: {f['note']}" for f in notes),
+        *(f"figure {k} could not be drawn: {v}" for k, v in missing.items()),
     ]
-    parts += [
-        f"<li>{html.escape(Path(f['name']).name)}: {html.escape(f['note'])}</li>"
-        for f in file_notes(con)
-    ]
-    parts += [
-        f"<li>figure {html.escape(k)} could not be drawn: {html.escape(v)}</li>"
-        for k, v in missing.items()
-    ]
-    parts.append("</ul>")
-    if skipped:
-        parts.append(
-            tables.html(("file skipped", "why"), [(f["name"], f["reason"]) for f in skipped])
-        )
-    return "\n".join(parts)
+    lis = "".join(f"<li>{html.escape(i)}</li>" for i in items)
+    skipped = 'SELECT name AS "file skipped", reason AS why FROM skipped ORDER BY name'
+    return f"<h2>What this report leaves out</h2><ul>{lis}</ul>" + _table(con, "", skipped)
 
 
-def _fallback_page(con, error: str, missing: dict[str, str]) -> str:
+def _plain_page(con, error: str, missing: dict[str, str]) -> str:
     try:
         left = _left_out(con, missing)
     except Exception as exc:  # noqa: BLE001 - the database itself is damaged
         left = f"<p>and the database could not be read ({html.escape(str(exc)[:300])})</p>"
-    return (
-        "<!doctype html><html><head><meta charset='utf-8'><title>Class results</title></head>"
-        f"<body><h1>Class results</h1><p class='note'>The report could not be made in full: "
-        f"{html.escape(error)}</p>{left}</body></html>"
+    head = "<!doctype html><html><head><meta charset='utf-8'><title>Class results</title></head>"
+    why = f"<p class='note'>The report could not be made in full: {html.escape(error)}</p>"
+    return f"{head}<body><h1>Class results</h1>{why}{left}</body></html>"
+
+
+NOT_OK = "status <> 'ok'"
+LABEL = 'm.label AS "machine type"'
+#: the page's tables after the figures: (title, query); the query's column names are the header
+SECTIONS = (
+    ("Speedups across machine types (unflagged)", "speedup"),
+    ("Median speedup per CPU family", "family"),
+    ("Spread of images/s between machines and within one (IQR / median)", "spread"),
+    (
+        "Machine types",
+        f"""SELECT {LABEL}, cpu AS CPU, arch AS architecture, cores,
+        memory_gb AS "memory GB", (SELECT count(*) FROM records r
+        WHERE r.machine_id = m.machine_id) AS records FROM machines m
+        ORDER BY fixture, family, cores, label""",
+    ),
+    (
+        "Flagged records ({n}): kept, shown, not counted",
+        f"""SELECT {LABEL}, framework, mode,
+        task, precision, image_size AS px, batch_size AS batch, images_per_s AS "images/s",
+        flags AS why FROM records JOIN machines m USING (machine_id) WHERE flagged
+        ORDER BY 1, 2, 3""",
+    ),
+    (
+        "Failed or unsupported cells ({n})",
+        f"""SELECT {LABEL}, framework, mode, task,
+        left(error, 160) AS error FROM records JOIN machines m USING (machine_id)
+        WHERE {NOT_OK} ORDER BY 1""",
+    ),
+    (
+        "Files collected ({n})",
+        """SELECT regexp_extract(name, '[^/]*$') AS file, kind, records,
+        new_records AS "new records", coalesce(note, '') AS note FROM files
+        ORDER BY collected_at""",
+    ),
+)
+
+
+def _section(con, title: str, what: str) -> str:
+    if what not in ("speedup", "family", "spread"):
+        return _table(con, title, what)
+    found = (
+        figures.spread(con)
+        if what == "spread"
+        else speedup_summary(con, by=what[:6] * (what == "family"))
     )
-
-
-# ---------------------------------------------------------------------------------------------
-# the page's sections, in order
-
-
-def _intro(con, ms: list[dict]) -> list[str]:
-    """What the database holds, and a note when some machine types are fixtures."""
-    n = counts(con)
-    held = (
-        f"<p>{card_count(con)} result cards from {len(ms)} machine types; {n['records']} records, "
-        f"{n['measured']} measured, {n['flagged']} flagged (invalid, or above the machine's "
-        "estimated ceiling: shown apart, never counted). Each dot in the figures is one machine "
-        "type's latest measurement of a cell.</p>"
+    for r in found:
+        if what == "spread":
+            r["cell"] = cell_label(r)
+            for k in ("framework", "mode", "precision", "image_size", "batch_size"):
+                del r[k]
+        r |= {
+            k: fmt_number(v, "{:.0%}" if what == "spread" else "{:.2f}")
+            for k, v in r.items()
+            if isinstance(v, float)
+        }
+    return f"<h2>{html.escape(title)}</h2>" + table(
+        list(found[0]) if found else [], [list(r.values()) for r in found]
     )
-    parts = [held]
-    fixtures = sum(m["fixture"] for m in ms)
-    if fixtures:
-        parts.append(
-            f"<p class='note'>{fixtures} machine type(s) come from <b>fixture cards</b>: synthetic "
-            "cards that show what the report does with machines the class may not have. Their "
-            "numbers are not measurements; they are drawn hollow and labelled 'fixture'.</p>"
-        )
-    return parts
-
-
-def _figure_sections(missing: dict[str, str]) -> list[str]:
-    return [
-        f"<h2>{html.escape(CAPTIONS[name])}</h2><img src='{name}.png' alt='{name}'>"
-        for name in FIGURES
-        if name not in missing
-    ]
-
-
-def _speedup_table(ratio_rows: list[dict]) -> list[str]:
-    head = ("task", "graph cell", "baseline", "machines", "median", "Q1", "Q3", "min", "max")
-    head += ("graph faster on", "flagged")
-    body = [
-        (
-            s["task"],
-            s["cell"],
-            s["baseline"],
-            s["machines"],
-            *(fmt_number(s.get(k)) for k in ("median", "q1", "q3", "min", "max")),
-            f"{s.get('faster_on', 0)} of {s['machines']}",
-            s["flagged"],
-        )
-        for s in speedup_summary(ratio_rows)
-    ]
-    return ["<h2>Speedups across machine types (unflagged)</h2>", tables.html(head, body)]
-
-
-def _spread_table(con) -> list[str]:
-    head = ("task", "cell", "machine types", "between", "within one type (runs)", "within one run")
-    body = [
-        (
-            s["task"],
-            s["cell"],
-            s["machines"],
-            *(fmt_number(s[k], "{:.0%}") for k in ("between", "within_machine", "within_run")),
-        )
-        for s in spread(con)
-    ]
-    return ["<h2>Spread between machines and within one</h2>", tables.html(head, body)]
-
-
-def _machines_table(ms: list[dict]) -> list[str]:
-    head = ("machine type", "CPU", "architecture", "cores", "memory GB", "cards", "records")
-    keys = ("label", "cpu", "arch", "cores", "memory_gb", "cards", "records")
-    return ["<h2>Machine types</h2>", tables.html(head, [[m[k] for k in keys] for m in ms])]
-
-
-def _flagged_table(flagged: list[dict]) -> list[str]:
-    head = ("machine type", "framework", "mode", "task", "precision", "px", "batch", "images/s")
-    head += ("why",)
-    body = [
-        (
-            *(f[k] for k in ("label", "framework", "mode", "task", "precision")),
-            f["image_size"],
-            f["batch_size"],
-            fmt_number(f["images_per_s"], "{:.1f}"),
-            f["flags"],
-        )
-        for f in flagged
-    ]
-    title = f"<h2>Flagged records ({len(flagged)}): kept, shown, not counted</h2>"
-    return [title, tables.html(head, body)]
-
-
-def _failed_table(failed: list[dict]) -> list[str]:
-    head = ("machine type", "framework", "mode", "task", "error")
-    body = [
-        (f["label"], f["framework"], f["mode"], f["task"], (f["error"] or "")[:160]) for f in failed
-    ]
-    return [f"<h2>Failed or unsupported cells ({len(failed)})</h2>", tables.html(head, body)]
-
-
-def _files_table(collected: list[dict]) -> list[str]:
-    head = ("file", "kind", "records", "new records", "note")
-    body = [
-        (Path(f["name"]).name, f["kind"], f["records"], f["new_records"], f["note"] or "")
-        for f in collected
-    ]
-    return [f"<h2>Files collected ({len(collected)})</h2>", tables.html(head, body)]
 
 
 def render(con, missing: dict[str, str] | None = None) -> str:
-    """The page of the report over ``con`` (``missing``: the figures that could not be drawn,
-    and why): the template with the report's sections in its body."""
-    missing = missing or {}
-    ms = machines(con)
-    ratio_rows = ratios(con)
-    flagged, failed, collected = flagged_records(con), failed_cells(con), files(con)
-    parts = _intro(con, ms)
+    """The page of the report over ``con`` (``missing``: figures not drawn, and why)."""
+    missing, fixtures = missing or {}, _count(con, "fixture", "machines")
+    parts = [
+        (
+            f"<p>{_count(con, 'true', 'files')} result cards and results files from "
+            f"{_count(con, 'true', 'machines')} machine types; {_count(con, 'true')} records, "
+            f"{_count(con, 'NOT ' + NOT_OK)} measured, {_count(con, 'flagged')} flagged (invalid, "
+            "or above the machine's estimated ceiling: shown apart, never counted). Each dot in "
+            "the figures is one machine type's latest measurement of a cell.</p>"
+        )
+    ]
+    if fixtures:
+        parts.append(
+            f"<p class='note'>{fixtures} machine type(s) come from <b>fixture cards</b>: "
+            "synthetic cards that show what the report does with machines the class may "
+            "not have. Their numbers are not measurements: drawn hollow, marked "
+            f"'{FIXTURE}', in rows of their own, never pooled with measured ones.</p>"
+        )
     parts.append(_left_out(con, missing))
-    parts += _figure_sections(missing)
-    parts += _speedup_table(ratio_rows)
-    parts += _spread_table(con)
-    parts += _machines_table(ms)
-    parts += _flagged_table(flagged)
-    parts += _failed_table(failed)
-    parts += _files_table(collected)
+    parts += [
+        f"<h2>{html.escape(CAPTIONS[n])}</h2><img src='{n}.png' alt='{n}'>"
+        for n in figures.FIGURES
+        if n not in missing
+    ]
+    parts += [_section(con, title, what) for title, what in SECTIONS]
     template = string.Template(TEMPLATE.read_text(encoding="utf-8"))
     return template.substitute(body="\n".join(parts))

@@ -62,6 +62,7 @@ __all__ = [
     "probe_notes",
     "probes",
     "random_array",
+    "recompiles_in_words",
     "result",
     "slowdown",
     "user_code",
@@ -271,33 +272,60 @@ def write_pickle(obj: object, path: Path) -> None:
     Path(path).write_bytes(data)
 
 
-#: how much slower than eager a compiled call must be to be reported (a busy machine's noise
-#: stays well below it), and by how many milliseconds at least
+#: how much slower than eager a compiled call must be to be reported, and by how many
+#: milliseconds at least; only between valid timings (a spread under 10%, enough calls)
 SLOWDOWN = 3.0
 SLOWDOWN_MS = 0.5
 
 
-def slowdown(ms: dict[str, dict[str, float]]) -> str:
-    """A compiled path slower than eager, as a finding ("" when it is not): ``ms`` holds, per
-    grad mode a learner serves in (``no_grad``, ``inference_mode``), the milliseconds of one
-    call ``eager`` and ``compiled``. Past :data:`SLOWDOWN` times eager (and
-    :data:`SLOWDOWN_MS` more) in any mode, it names the mode and the other one's figures."""
+def slowdown(ms: dict[str, dict[str, dict]]) -> str:
+    """A compiled path timed against eager, in words, with the timings' validity: ``ms`` holds,
+    per grad mode a learner serves in (``no_grad``, ``inference_mode``), ``eager`` and
+    ``compiled`` timings (``ms``: median ms a call, ``iqr_ms``, ``calls``, ``invalid``: why the
+    timing is not valid). A ratio is claimed only between valid timings; past
+    :data:`SLOWDOWN` times eager (and :data:`SLOWDOWN_MS` more) it is a finding."""
     if not ms:
         return ""
-    mode, worst = max(ms.items(), key=lambda kv: kv[1]["compiled"] / max(kv[1]["eager"], 1e-9))
-    ratio = worst["compiled"] / max(worst["eager"], 1e-9)
-    if ratio < SLOWDOWN or worst["compiled"] - worst["eager"] < SLOWDOWN_MS:
-        return ""
-    others = "; ".join(
-        f"under torch.{m}: {t['compiled']:.3g} ms compiled, {t['eager']:.3g} ms eager"
+    said = "; ".join(
+        f"under torch.{m}: {t['compiled']['ms']:.3g} ms (IQR {t['compiled']['iqr_ms']:.2g}) "
+        f"compiled vs {t['eager']['ms']:.3g} ms (IQR {t['eager']['iqr_ms']:.2g}) eager, medians "
+        f"of {t['compiled']['calls']} and {t['eager']['calls']} calls"
         for m, t in ms.items()
-        if m != mode
     )
+    invalid = [x["invalid"] for t in ms.values() for x in t.values() if x["invalid"]]
+    if invalid:
+        n, first = len(invalid), invalid[0][0]
+        why = f"{n} of {2 * len(ms)} timings invalid, e.g. {first}"
+        return f"a call {said}: timing INVALID ({why}), so no ratio is claimed"
+    mode, worst = max(ms.items(), key=lambda kv: kv[1]["compiled"]["ms"] / kv[1]["eager"]["ms"])
+    ratio = worst["compiled"]["ms"] / worst["eager"]["ms"]
+    if ratio < SLOWDOWN or worst["compiled"]["ms"] - worst["eager"]["ms"] < SLOWDOWN_MS:
+        return f"a call {said} (valid timings)"
     return (
-        f"**{ratio:.0f}x slower than eager** under torch.{mode}: {worst['compiled']:.3g} ms a "
-        f"call compiled against {worst['eager']:.3g} ms eager"
-        + (f" ({others})" if others else "")
-        + "; measure it in the mode you serve in before deploying it compiled"
+        f"**{ratio:.1f}x slower than eager** under torch.{mode} (valid timings: {said}); "
+        "measure it in the mode you serve in before deploying it compiled"
+    )
+
+
+def recompiles_in_words(r: Recompile) -> str:
+    """What a :class:`Recompile`'s counts show: at which calls a graph was compiled, and whether
+    the sizes after the second reused one."""
+    at = [i + 1 for i, c in enumerate(r.compiles) if c]
+    calls = ", ".join(map(str, at))
+    text = (
+        f"{r.varied} over {len(r.compiles)} sizes: {r.total} graph(s) compiled, at call(s) {calls}"
+    )
+    later = [i for i in at if i > 2]
+    if later:
+        return (
+            text
+            + f": compiled again at call(s) {', '.join(map(str, later))}, so later sizes do not all reuse a graph"
+        )
+    if at == [1]:
+        return text + ": every size reused the first graph"
+    return (
+        text
+        + ": the second size made the dimension dynamic, and every later size reused that graph"
     )
 
 
@@ -376,22 +404,31 @@ class EagerSession:
         return True, worst, ""
 
     def constant(self) -> bool:
-        """Whether eager gives the same outputs on the example and on new random values: the
-        output does not depend on the input, and "agrees with eager" then proves nothing."""
+        """Whether eager's outputs on new random values agree with those on the example within
+        :data:`RTOL` (the tolerance of "agrees with eager"): the output (nearly) does not depend
+        on the input, and "agrees with eager" then proves nothing."""
         cases = dict(self.cases())
-        if "new values" not in cases:
+        example = self.eager("example", self.arrays)
+        if "new values" not in cases or not example:
             return False
-        same, _, _ = agreement(
-            self.eager("new values", cases["new values"]),
-            self.eager("example", self.arrays),
-            rtol=1e-7,
-        )
+        same, _, _ = agreement(self.eager("new values", cases["new values"]), example)
         return same
 
     def works(self, outs: Sequence[np.ndarray]) -> dict:
         """The eager check's answer when the model ran on the example (``outs``): the shapes of
         its outputs, which other input sizes eager takes (:meth:`accepted`), what the output
         holds that no path compares, and the notes every path shares."""
+        if not outs:
+            what = f" (a {self.output_type})" if getattr(self, "output_type", "") else ""
+            return result(
+                "eager",
+                "caveats",
+                f"runs, but its output{what} holds no tensor labkit can find, so no path can be "
+                "compared with eager; return tensors, or a tuple, dict or dataclass of them",
+                outputs=[],
+                constant_output=False,
+                call=self.call.text(self.arrays),
+            )
         shapes = ", ".join("x".join(map(str, o.shape)) or "scalar" for o in outs)
         takes = [v.name for v, why in self.accepted() if not why]
         refuses = [f"{v.name} ({why})" for v, why in self.accepted() if why]
@@ -414,10 +451,11 @@ class EagerSession:
         constant = self.constant()
         if constant:
             warning = (
-                "**the output does not depend on the input**: eager gives the same numbers on "
-                "the example and on new random values, so every 'agrees with eager' below holds "
-                "for any input and proves nothing (random weights that saturate, a constant "
-                "head); check with trained weights or other inputs"
+                "**the output (nearly) does not depend on the input**: eager's outputs on new "
+                f"random values agree with those on the example within {RTOL:g}, the tolerance "
+                "of 'agrees with eager', so every 'agrees with eager' below holds for any input "
+                "and proves nothing (random weights that saturate, a constant head); check with "
+                "trained weights or other inputs"
             )
             reason += "; " + warning
             notes.insert(0, warning)
@@ -431,17 +469,42 @@ class EagerSession:
             call=self.call.text(self.arrays),
         )
 
+    def _refused(self, v: Variation) -> str:
+        """Why eager refuses a size in ``v`` ("" when it runs every one)."""
+        for xs in v.inputs[1:]:
+            try:
+                self.eager(f"{v.name} {describe_arrays(xs)}", xs)
+            except Exception as exc:  # noqa: BLE001 - a framework error is the check's finding
+                return first_lines(exc, lines=1, limit=160)
+        return ""
+
+    def _time_last(self) -> Axes | None:
+        """The layout with the sequence length of each (batch, x, y) float input on its last
+        axis, as in (batch, features, time): a spectrogram's mel bins are not a length."""
+        pairs = self.layout.roles.get("sequence length", [])
+        moved = [(k, 2) if self.arrays[k].ndim == 3 and d == 1 else (k, d) for k, d in pairs]
+        if moved == pairs:
+            return None
+        return Axes({**self.layout.roles, "sequence length": moved}, dict(self.layout.fixed),
+                    self.layout.source, list(self.layout.notes))  # fmt: skip
+
     def accepted(self) -> list[tuple[Variation, str]]:
-        """Each variation of the inputs, with "" when eager runs every size in it, else why not."""
+        """Each variation of the inputs, with "" when eager runs every size in it, else why
+        not. A sequence length that eager refuses on axis 1 of a (batch, x, y) input is tried
+        on its last axis (a spectrogram's (batch, mel bins, frames)) and kept there if eager
+        takes it, with a note."""
         if self._accepted is None:
             self._accepted = []
             for v in variations(self.arrays, self.layout):
-                why = ""
-                for xs in v.inputs[1:]:
-                    try:
-                        self.eager(f"{v.name} {describe_arrays(xs)}", xs)
-                    except Exception as exc:  # noqa: BLE001 - a framework error is the check's finding
-                        why = first_lines(exc, lines=1, limit=160)
-                        break
+                why = self._refused(v)
+                other = self._time_last() if why and v.name == "sequence length" else None
+                if other is not None:
+                    alt = next(x for x in variations(self.arrays, other) if x.name == v.name)
+                    if not self._refused(alt):
+                        other.notes.append(
+                            f"the sequence length is read on the last axis of {', '.join(self.call.name(k) for k, _ in alt.dims)} "
+                            f"(batch, features, time): eager refuses a new size on axis 1 ({why})"
+                        )
+                        self.layout, v, why = other, alt, ""
                 self._accepted.append((v, why))
         return self._accepted

@@ -347,14 +347,27 @@ def _function(s: Session) -> dict:
     )
 
 
+def cause(exc: BaseException) -> str:
+    """TensorFlow's error reduced to its cause: its class and the last line that explains (a
+    traced function's message starts with "in user code:" and a stack, and ends with the
+    cause: ``TypeError: 'NoneType' object cannot be interpreted as an integer``)."""
+    lines = [ln.strip() for ln in _first_meaningful(str(exc)).splitlines()]
+    lines = [ln for ln in lines if ln and ln != "in user code:"]
+    last = lines[-1] if lines else ""
+    text = last if re.match(r"^\w+(Error|Exception):", last) else f"{type(exc).__name__}: {last}"
+    return ex.first_lines(text, lines=1, limit=200)
+
+
 def _count_traces(fn, inputs: list[list[np.ndarray]], run: Callable) -> tuple[list[int], str]:
+    """Traces at each call (``tf.function``'s own tracing count), and the cause of the error
+    that stopped the calls, if one did."""
     counts, error = [], ""
     for xs in inputs:
         before = fn.experimental_get_tracing_count()
         try:
             run(fn, xs)
         except Exception as exc:  # noqa: BLE001 - a framework error is the check's finding
-            error = ex.first_lines(_first_meaningful(str(exc)) or exc, lines=1, limit=160)
+            error = cause(exc)
             break
         counts.append(fn.experimental_get_tracing_count() - before)
     return counts, error
@@ -382,7 +395,7 @@ def _new_shapes(s: Session) -> dict:
             fn = tf.function(s.fn, **options)
             with _quiet():
                 per_call, error = _count_traces(fn, v.inputs, s.run)
-            reasons = [f"stopped at call {len(per_call) + 1}: {error}"] if error else []
+            reasons = [f"failed at call {len(per_call) + 1}: {error}"] if error else []
             group.append(ex.Recompile(label, v.name, v.shapes, per_call, reasons))
         groups.append(group)
     recs = [r for g in groups for r in g]
@@ -395,18 +408,25 @@ def _new_shapes(s: Session) -> dict:
             "the shapes",
             recompiles=recs,
         )
+    tried = "; ".join(_tried(r) for g in retracing for r in g[1:])
     return ex.result(
         path,
         "caveats",
         f"{own} traces again at every new "
         + " and ".join(g[0].varied for g in retracing)
-        + " (each trace runs the Python again and builds a new graph); over the same calls "
-        + "reduce_retracing=True took "
-        + ", ".join(str(g[1].total) for g in retracing)
-        + " traces, an input_signature with None dimensions "
-        + ", ".join(str(g[2].total) for g in retracing),
+        + " (each trace runs the Python again and builds a new graph); tried over the same "
+        + f"calls: {tried}",
         recompiles=recs,
     )
+
+
+def _tried(r: ex.Recompile) -> str:
+    """What an option that should trace less did over the calls, as the counts show."""
+    option = r.path.removeprefix("tf.function(").removesuffix(")")
+    if r.reasons:  # it stopped the calls: not a fix here
+        return f"{option} fails here ({r.reasons[0]})"
+    done = f"{option} traced {r.total} time(s) over {len(r.compiles)} sizes"
+    return done + (" (no retracing after the first size)" if r.total == 1 else "")
 
 
 def _xla(s: Session) -> dict:

@@ -1,37 +1,22 @@
 """PyTorch's capture paths, asked of a learner's model (the checks behind ``labkit.explore``).
 
-Each check is one row of the report, run in a worker process by :mod:`labkit.explore`:
-
-- ``eager``: the model runs on the example inputs (and which other sizes it takes, and what
-  its output holds that is not a tensor: a cache object);
-- ``torch.compile``: ``torch._dynamo.explain`` counts the graphs and the graph breaks with their
-  reasons and source lines; Dynamo's counters add the functions it skipped entirely (a graph
-  break inside a loop) and the modules it does not trace (an LSTM); then the model is compiled
-  with Inductor, checked against eager, and timed against eager under ``torch.no_grad`` and
-  ``torch.inference_mode`` (the modes a learner serves in): a slowdown is a finding;
-- ``torch.compile(fullgraph)``: capture as one graph or fail with Dynamo's first reason
-  (backend ``eager``: the capture alone, no code generation);
-- ``torch.compile(new shapes)``: how many graphs Dynamo captures as the batch size (and the
-  sequence length or image size) changes at each call: its automatic dynamic shapes recompile
-  once, then reuse a graph with a symbolic size; the guard failures say why;
-- ``torch.export`` (non-strict, the default since 2.7) and ``torch.export(strict)`` (Dynamo's
-  bytecode capture): one whole-program graph or the first error, condensed;
-- ``torch.jit.trace``: TorchScript's trace (deprecated in 2.x, still common) with its
-  TracerWarnings, replayed on other inputs: a frozen branch shows up as a disagreement; a
-  dict-like output (a ``ModelOutput``) is traced again with ``strict=False``, as its error says;
-- ``onnx``: ``torch.onnx.export`` (the dynamo exporter), run by ONNX Runtime and compared.
-
-"Agrees with eager" means: the same outputs, within a relative tolerance, on the example and on
-two other inputs of the same shapes (new random values, and zeros; a 0/1 mask stays a valid
-mask), which is how a graph that froze a data-dependent decision gets caught. The model is
-called as the example says (:class:`~labkit.frameworks._kit.layout.Call`: keyword tensors such
-as ``attention_mask=`` and constants such as ``use_cache=False``), through :class:`Bound`, a
-module every path takes. The reasons of a failure come from :mod:`.reasons`.
+One row each, run in a worker process: ``eager`` (the outputs, the other sizes eager takes);
+``torch.compile`` (``torch._dynamo.explain``'s graphs and breaks, Dynamo's counters for skipped
+frames, Inductor's code against eager, timed by ``torch.utils.benchmark`` under ``no_grad`` and
+``inference_mode`` with its validity); ``torch.compile(fullgraph)``; ``torch.compile(new
+shapes)`` (graphs compiled per call as a dimension changes, and the guard failures naming the
+model's arguments); ``torch.export`` non-strict and strict; ``torch.jit.trace`` (deprecated,
+replayed on other inputs); ``onnx`` (``torch.onnx.export``'s dynamo exporter, its failure placed
+in the stage that failed, run by ONNX Runtime). "Agrees with eager": the same outputs (flattened
+as :func:`flatten`), within a tolerance, on the example and on new values and zeros. The model
+is called as the example says, through :class:`Bound`; failure reasons come from :mod:`.reasons`.
 """
 
 from __future__ import annotations
 
 import contextlib
+import dataclasses
+import inspect
 import io
 import pickle
 import re
@@ -47,17 +32,19 @@ import torch._dynamo
 from torch import nn
 from torch._dynamo.utils import counters, guard_failures
 from torch.utils import _pytree as pytree
+from torch.utils.benchmark import Timer
 
 from .. import explorer as _explorer
 from .._kit import explore as ex
 from . import SPEC
-from .adapter import as_module, export_model, leaves, quiet_torchscript
+from .adapter import as_module, export_model, quiet_torchscript
 from .reasons import (
     DEPRECATED,
     diagnose,
     from_counter,
     from_reason,
     merge,
+    plain,
     trace_failed,
     traceback_text,
 )
@@ -128,10 +115,25 @@ class Bound(nn.Module):
         super().__init__()
         self.model = model
         self.call = call
+        params = inspect.signature(model.forward).parameters.values()
+        free = [p.name for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+        free += [""] * len(call.names)
+        #: the model's own name of each input (Dynamo's guards say ``xs[0]``: see :func:`named`)
+        self.names = [n or free.pop(0) or f"input {k}" for k, n in enumerate(call.names)]
 
     def forward(self, *xs):
         args, named = self.call.split(xs)
         return self.model(*args, **named, **self.call.constants)
+
+
+def named(text: str, module: object) -> str:
+    """``text`` (a guard failure) with :class:`Bound`'s ``xs[0]`` as the model's argument name."""
+    names = getattr(module, "names", [])
+    return re.sub(
+        r"\bxs\[(\d+)\]",
+        lambda m: names[int(m[1])] if int(m[1]) < len(names) else m[0],
+        text,
+    )
 
 
 def bind(model: object, call: ex.Call) -> object:
@@ -140,15 +142,30 @@ def bind(model: object, call: ex.Call) -> object:
     return Bound(as_module(model), call) if call.binds else model
 
 
+def flatten(out: object, prefix: str = "") -> list[tuple[str, object]]:
+    """``(key, leaf)`` of a model's output as PyTorch flattens it (``torch.utils._pytree``:
+    tuples, lists, dicts, namedtuples, transformers' ``ModelOutput``), and a plain
+    ``@dataclass``, which pytree keeps whole, by its fields (as ``torch.export`` does once it is
+    registered with ``torch.export.register_dataclass``)."""
+    found = []
+    for where, leaf in pytree.tree_flatten_with_path(out)[0]:
+        key = prefix + pytree.keystr(where)
+        if dataclasses.is_dataclass(leaf) and not isinstance(leaf, type):
+            fields = {f.name: getattr(leaf, f.name) for f in dataclasses.fields(leaf)}
+            found += flatten(fields, key)
+        else:
+            found.append((key, leaf))
+    return found
+
+
 def _others(out: object) -> list[str]:
     """What the output holds besides tensors and plain values: ``a DynamicCache
     (past_key_values)``."""
     found = []
-    for where, leaf in pytree.tree_flatten_with_path(out)[0]:
-        if isinstance(leaf, torch.Tensor | bool | int | float | str | type(None)):
-            continue
-        key = re.sub(r"\W+", ".", pytree.keystr(where)).strip(".")
-        found.append(f"a {type(leaf).__name__}" + (f" ({key})" if key else ""))
+    for where, leaf in flatten(out):
+        if not isinstance(leaf, torch.Tensor | bool | int | float | str | type(None)):
+            key = re.sub(r"\W+", ".", where).strip(".")
+            found.append(f"a {type(leaf).__name__}" + (f" ({key})" if key else ""))
     return list(dict.fromkeys(found))
 
 
@@ -176,9 +193,10 @@ class Session(ex.EagerSession):
         if fn is self.eager_fn and not self.output_type:
             self.output_type = type(out).__name__
             self.uncompared = _others(out)
+        tensors = [t for _, t in flatten(out) if isinstance(t, torch.Tensor)]
         return [
-            t.detach().cpu().float().numpy() if t.is_floating_point() else t.detach().cpu().numpy()
-            for t in leaves(out)
+            t.detach().cpu().float().numpy() if t.is_floating_point() else t.numpy()
+            for t in tensors
         ]
 
 
@@ -256,26 +274,37 @@ def _graph_breaks(s: Session, explained, path: str) -> list[ex.GraphBreak]:
 _SERVING = {"no_grad": torch.no_grad, "inference_mode": torch.inference_mode}
 
 
-def _per_call(s: Session, fn: Callable, mode: Callable, calls: int = 5) -> float:
-    """Milliseconds of one call of ``fn`` under ``mode`` (the fastest of ``calls``: a busy
-    machine only adds time; after one call that may compile for this mode), inputs made in
-    that mode as a server makes them."""
+#: the spread past which a timing is not valid: torch.utils.benchmark warns past it (its
+#: ``_IQR_WARN_THRESHOLD``), and labkit's verdict uses the same 10% (``labkit.bench``)
+MAX_SPREAD = 0.10
+
+
+def _measure(s: Session, fn: Callable, mode: Callable) -> dict:
+    """One call of ``fn`` under ``mode``, timed by ``torch.utils.benchmark.Timer``'s
+    ``blocked_autorange`` (0.2 s after a first call that may compile): the median and IQR of a
+    call in ms, and why the timing is not valid (a spread past :data:`MAX_SPREAD`, fewer than
+    5 timed blocks)."""
     with mode(), _quiet():
-        fn(*s.tensors(s.arrays))
-        times = []
-        for _ in range(calls):
-            xs = s.tensors(s.arrays)
-            t0 = time.perf_counter()
-            fn(*xs)
-            times.append(time.perf_counter() - t0)
-    return 1e3 * min(times)
+        xs = s.tensors(s.arrays)
+        fn(*xs)
+        m = Timer("f(*xs)", globals={"f": fn, "xs": xs}).blocked_autorange(min_run_time=0.2)
+    rel, invalid = m.iqr / m.median, []
+    if rel > MAX_SPREAD:
+        invalid.append(f"spread too wide: IQR/median {rel:.0%} > {MAX_SPREAD:.0%}")
+    if len(m.times) < 5:
+        invalid.append(f"{len(m.times)} timed blocks, fewer than 5")
+    calls = m.number_per_run * len(m.times)
+    return {"ms": 1e3 * m.median, "iqr_ms": 1e3 * m.iqr, "calls": calls, "invalid": invalid}
 
 
-def _timings(s: Session, compiled: Callable) -> dict[str, dict[str, float]]:
-    return {
-        name: {"eager": _per_call(s, s.module, mode), "compiled": _per_call(s, compiled, mode)}
-        for name, mode in _SERVING.items()
-    }
+def _timings(s: Session, compiled: Callable) -> dict[str, dict]:
+    """Per grad mode a learner serves in: eager's and the compiled model's median ms a call,
+    with their IQR and validity (:func:`_measure`)."""
+    out = {}
+    for name, mode in _SERVING.items():
+        for which, fn in (("eager", s.module), ("compiled", compiled)):
+            out.setdefault(name, {})[which] = _measure(s, fn, mode)
+    return out
 
 
 def _compile(s: Session) -> dict:
@@ -306,47 +335,23 @@ def _compile(s: Session) -> dict:
             breaks,
             **details,
         )
-    slower = ex.slowdown(ms)
-    calls = ", ".join(f"{m} {t['compiled']:.3g} vs {t['eager']:.3g} ms" for m, t in ms.items())
-    tail = f"; {slower}" if slower else f"; a call compiled vs eager: {calls}"
+    slower = ex.slowdown(ms)  # the timings with their validity; a slowdown only when valid
     if graphs == 0:
         cause = f" ({breaks[0].reason})" if breaks else ""
-        return ex.result(
-            path,
+        status, head = (
             "caveats",
-            f"Dynamo captured no graph{cause}: the whole forward runs as plain Python, so "
-            f"torch.compile cannot speed it up; it {ex.agrees(worst)}{tail}",
-            message,
-            breaks,
-            ms_per_call=ms,
-            **details,
+            (
+                f"Dynamo captured no graph{cause}: the whole forward runs as plain Python, so "
+                f"torch.compile cannot speed it up; it {ex.agrees(worst)}"
+            ),
         )
-    if breaks or slower:
-        where = (
-            f"{graphs} graphs with {sum(b.count for b in breaks)} graph break(s) between them "
-            "(listed below): Python runs at each break; "
-            if breaks
-            else "one graph, no graph break; "
-        )
-        return ex.result(
-            path,
-            "caveats",
-            f"{where}Inductor's code {ex.agrees(worst)}; first call {first:.1f} s (compiling)"
-            + tail,
-            message,
-            breaks,
-            ms_per_call=ms,
-            **details,
-        )
-    return ex.result(
-        path,
-        "works",
-        f"one graph, no graph break; Inductor's code {ex.agrees(worst)}; first call {first:.1f} s "
-        f"(compiling){tail}",
-        "",
-        ms_per_call=ms,
-        **details,
-    )
+    else:
+        n = sum(b.count for b in breaks)
+        where = f"{graphs} graphs with {n} graph break(s) between them (listed below): Python "
+        where = where + "runs at each break; " if breaks else "one graph, no graph break; "
+        head = f"{where}Inductor's code {ex.agrees(worst)}; first call {first:.1f} s (compiling)"
+        status = "caveats" if breaks or "slower than eager" in slower else "works"
+    return ex.result(path, status, f"{head}; {slower}", message, breaks, ms_per_call=ms, **details)
 
 
 def _fullgraph(s: Session) -> dict:
@@ -397,14 +402,13 @@ def _new_shapes(s: Session) -> dict:
                 s.run(fn, xs)
                 per_call.append(captured[0] - before)
         reasons = [
-            re.sub(r"^\d+/\d+: ", "", ex.first_lines(r, lines=1, limit=160))
+            named(re.sub(r"^\d+/\d+: ", "", ex.first_lines(r, lines=1, limit=160)), s.module)
             for rs in guard_failures.values()
             for r in rs
         ]
         recs.append(
             ex.Recompile("torch.compile", v.name, v.shapes, per_call, list(dict.fromkeys(reasons)))
         )
-    keeps = [r for r in recs if r.every_call]
     if not any(r.total for r in recs):
         return ex.result(
             path,
@@ -413,24 +417,15 @@ def _new_shapes(s: Session) -> dict:
             "recompile: the forward runs as plain Python every time",
             recompiles=recs,
         )
-    if keeps:
-        return ex.result(
-            path,
-            "caveats",
-            "compiles again at every new "
-            + " and ".join(r.varied for r in keeps)
-            + ": each new size costs a compile (after 8, Dynamo's recompile limit, it gives up "
-            "and runs eager); torch.compile(dynamic=True) or torch._dynamo.mark_dynamic helps "
-            "when the sizes are not used in Python",
-            recompiles=recs,
-        )
+    said = "; ".join(ex.recompiles_in_words(r) for r in recs)
+    again = any(sum(c > 0 for c in r.compiles[1:]) > 1 for r in recs)
+    hint = (
+        ": each new size costs a compile (after 8, Dynamo's recompile limit, it gives up and "
+        "runs eager); torch.compile(dynamic=True) or torch._dynamo.mark_dynamic helps when the "
+        "sizes are not used in Python"
+    )
     return ex.result(
-        path,
-        "works",
-        "compiles again once when the "
-        + " or ".join(r.varied for r in recs)
-        + " first changes, then treats it as dynamic: later sizes reuse that graph",
-        recompiles=recs,
+        path, "caveats" if again else "works", said + (hint if again else ""), recompiles=recs
     )
 
 
@@ -497,45 +492,25 @@ def _trace(s: Session) -> dict:
             ok, worst, why = s.compare(traced, extra)
         except Exception as exc:  # noqa: BLE001 - a framework error is the check's finding
             ok, worst, why = False, float("inf"), f"on another input size: {ex.first_lines(exc, 1)}"
-    message = "; ".join(notes[:3])
     how = (
         f"traced only with torch.jit.trace(..., strict=False): the model returns a "
         f"{s.output_type} (a dict-like output), which strict tracing refuses because a "
         "container's structure could change with the inputs; "
-        if relaxed
-        else ""
-    )
+    ) * relaxed
+    details = {"tracer_warnings": len(notes), "strict": not relaxed}
     if not ok:
-        return ex.result(
-            path,
-            "fails",
-            f"{how}the trace computes different numbers than eager {why}: it recorded the "
-            f"Python decisions of one run and replays them for every input ({DEPRECATED})",
-            message,
-            tracer_warnings=len(notes),
-            strict=not relaxed,
-        )
+        reason = f"{how}the trace computes different numbers than eager {why}: it recorded the "
+        reason += "Python decisions of one run and replays them for every input"
+        return ex.result(path, "fails", f"{reason} ({DEPRECATED})", "; ".join(notes[:3]), **details)
     if notes or relaxed:
-        warned = (
-            f"{len(notes)} TracerWarning(s): the trace froze a value or decision of the example "
-            "run; "
-            if notes
-            else ""
-        )
+        warned = f"{len(notes)} TracerWarning(s): the trace froze a value or decision of the "
+        warned = warned + "example run; " if notes else ""
+        reason = f"{how}{warned}it {ex.agrees(worst)} on the inputs tried, maybe not on others"
         return ex.result(
-            path,
-            "caveats",
-            f"{how}{warned}it {ex.agrees(worst)} on the inputs tried, maybe not on others "
-            f"({DEPRECATED})",
-            message,
-            tracer_warnings=len(notes),
-            strict=not relaxed,
+            path, "caveats", f"{reason} ({DEPRECATED})", "; ".join(notes[:3]), **details
         )
-    return ex.result(
-        path,
-        "works",
-        f"the trace replays correctly on new values and sizes; {ex.agrees(worst)} ({DEPRECATED})",
-    )
+    reason = f"the trace replays correctly on new values and sizes; {ex.agrees(worst)}"
+    return ex.result(path, "works", f"{reason} ({DEPRECATED})")
 
 
 def _onnx(s: Session) -> dict:
@@ -549,8 +524,7 @@ def _onnx(s: Session) -> dict:
             with _quiet(), contextlib.redirect_stderr(io.StringIO()):
                 file = export_model(s.module, s.arrays, tmp)
         except Exception as exc:  # noqa: BLE001 - a framework error is the check's finding
-            what = "torch.onnx.export (the dynamo exporter) cannot export it"
-            return _fails(path, what, exc)
+            return _onnx_failed(exc)
         nodes = runtime.node_count(file)
         session = runtime.session_for(file)
         worst, why = 0.0, ""
@@ -571,6 +545,36 @@ def _onnx(s: Session) -> dict:
         f"exported by torch.onnx.export (dynamo exporter; shapes fixed to the example's): "
         f"{nodes} ONNX nodes; ONNX Runtime {ex.agrees(worst)}",
         nodes=nodes,
+    )
+
+
+#: torch.onnx.export(dynamo=True) runs torch.export, then decomposes and translates the program;
+#: its error says which stage failed (torch/onnx/_internal/exporter/_core.py, torch 2.13)
+_ONNX_STAGES = (
+    ("Failed to export the model with torch.export", "its first stage, torch.export, fails"),
+    (
+        "Failed to decompose the FX graph",
+        "torch.export succeeded; decomposing the program to ATen operators for ONNX failed",
+    ),
+    (
+        "Failed to convert the exported program",
+        "torch.export succeeded; translating the program to ONNX failed",
+    ),
+)
+
+
+def _onnx_failed(exc: BaseException) -> dict:
+    """A failed ONNX export with its reason placed in the stage that failed: the capture's
+    reasons only when torch.export (step 1 of 3) failed."""
+    stage = next((what for key, what in _ONNX_STAGES if key in traceback_text(exc)), "")
+    what = f"torch.onnx.export (dynamo exporter): {stage or 'it cannot export the model'}"
+    if not stage or stage.startswith("its first stage"):
+        return _fails("onnx", what, exc)
+    reason, message, where = diagnose(exc)
+    if reason == plain(""):  # the capture's words do not fit a later stage
+        reason = "the exporter's message names the operator or type it could not handle"
+    return ex.result(
+        "onnx", "fails", f"{what}: {reason}" + (f" (at {where})" if where else ""), message
     )
 
 

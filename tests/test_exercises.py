@@ -183,16 +183,16 @@ def test_progress_records_answers_right_and_tried(progress_file):
     q.check("b")
     q.check("a")
     q.check("c")  # wrong after right: still got right once
-    exercises.load("02.retrace").check("b")
+    exercises.load("02.python_branch").check("b")
     p = exercises.progress()
-    assert p.status("00.profile") == "right" and p.status("02.retrace") == "tried"
+    assert p.status("00.profile") == "right" and p.status("02.python_branch") == "tried"
     assert p.status("00.ceiling") == "open"
     row = next(r for r in p.rows if r.notebook == "00")
     assert (row.total, row.answered, row.right) == (len(bank.ids("00")), 1, 1)
     assert (p.answered, p.right, p.total) == (2, 1, len(bank.ids()))
     table = p.markdown()
     assert "| 00 Welcome to Graph Lab |" in table and "✓ `profile`" in table
-    assert "✗ `retrace`" in table and str(progress_file) in table
+    assert "✗ `python_branch`" in table and str(progress_file) in table
     saved = json.loads(progress_file.read_text())["exercises"]["00.profile"]
     assert saved["attempts"] == 3 and saved["right"] and saved["last_right"] is False
     import matplotlib.pyplot as plt

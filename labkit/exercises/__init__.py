@@ -4,7 +4,7 @@ In a notebook::
 
     from labkit import exercises
 
-    q1 = exercises.load("02.retrace")   # the question, from labkit/exercises/bank/02.toml
+    q1 = exercises.load("02.python_branch")   # the question, from labkit/exercises/bank/02.toml
     q1                                   # shows the prompt (and the choices)
     q1.check(None)                       # the learner replaces None with the answer
     q1.solution()                        # only when asked

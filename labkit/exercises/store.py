@@ -5,7 +5,7 @@ folder, so that a ``git pull`` or a fresh clone keeps it); the environment varia
 ``LABKIT_PROGRESS`` names another file (tests and CI point it at a temporary one), and
 ``LABKIT_PROGRESS=off`` records nothing. The file holds, per exercise id::
 
-    {"02.retrace": {"attempts": 3, "right": true, "last_right": true, "updated": "2026-..."}}
+    {"02.python_branch": {"attempts": 3, "right": true, "last_right": true, "updated": "2026-..."}}
 
 ``right`` stays true once an answer was right. Recording never interrupts a lesson: a file that
 cannot be read or written is reported once as a warning, and the answer is still checked.

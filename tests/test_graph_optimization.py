@@ -1,8 +1,8 @@
 """Graph optimisation made visible: node counts before and after, and the same outputs.
 
 Real frameworks on ResNet-50 at 32x32 (TorchScript freeze / optimize_for_inference, ONNX Runtime's
-optimisation levels on the PyTorch export, TensorFlow's traced and frozen graphs), plus the
-framework-free arithmetic (BatchNorm folding, memory planning) checked against the frameworks.
+optimisation levels on the PyTorch export, TensorFlow's traced and frozen graphs), and the
+lesson's Markdown table.
 """
 
 import os
@@ -10,6 +10,7 @@ import subprocess
 import sys
 
 from labkit import resnet
+from labkit.frameworks._kit.graphs import OpCounts
 from labkit.lessons import graphs
 
 import numpy as np
@@ -49,80 +50,17 @@ def images():
 
 
 def test_op_counts_separate_bookkeeping_from_compute():
-    c = graphs.OpCounts.of(
-        ["Const", "Conv", "Conv", "Relu", "Const", "Const"], lambda k: k == "Const"
-    )
+    c = OpCounts.of(["Const", "Conv", "Conv", "Relu", "Const", "Const"], lambda k: k == "Const")
     assert (c.total, c.compute, c["Conv"], c["Missing"]) == (6, 3, 2, 0)
     assert list(c.by_kind) == ["Const", "Conv", "Relu"]  # most common first
     assert c.count("on") == 5 and c.top(1) == "Const x3"
-    rows = graphs.stage_rows(
-        {"before": c, "after": graphs.OpCounts.of(["Conv"], lambda k: False)}, watch=("Relu",)
-    )
-    assert [(r["stage"], r["nodes"], r["compute nodes"], r["Relu"]) for r in rows] == [
-        ("before", 6, 3, 1),
-        ("after", 1, 1, 0),
-    ]
 
 
-def test_plan_memory_liveness():
-    # a -> b -> c, with a also read by the last step (a residual connection)
-    steps = [
-        graphs.Step("s0", ("x",), ("a",)),
-        graphs.Step("s1", ("a",), ("b",)),
-        graphs.Step("s2", ("b",), ("c",)),
-        graphs.Step("s3", ("c", "a"), ("y",)),
-    ]
-    sizes = {"a": 100, "b": 10, "c": 20, "y": 1}
-    plan = graphs.plan_memory(steps, sizes, keep=["y"])
-    assert plan.naive_bytes == 131
-    # during a step its inputs and outputs are alive; a stays alive for the residual add
-    assert plan.live_bytes == [100, 110, 130, 121]
-    assert (plan.peak_bytes, plan.peak_step) == (130, "s2")
-    chain = [
-        graphs.Step("s0", ("x",), ("a",)),
-        graphs.Step("s1", ("a",), ("b",)),
-        graphs.Step("s2", ("b",), ("y",)),
-    ]
-    plan = graphs.plan_memory(chain, {"a": 100, "b": 10, "y": 1}, keep=["y"])
-    assert plan.live_bytes == [100, 110, 11] and plan.saving == pytest.approx(1 - 110 / 111)
-    with pytest.raises(ValueError, match="no size for intermediate"):
-        graphs.plan_memory(chain, {"a": 1})
-
-
-def test_fold_batchnorm_matches_torch():
-    require("torch")
-    import torch
-
-    rng = np.random.default_rng(0)
-    conv = torch.nn.Conv2d(3, 4, 3, padding=1, bias=True).eval()
-    bn = torch.nn.BatchNorm2d(4).eval()
-    with torch.no_grad():
-        bn.weight.copy_(torch.from_numpy(rng.uniform(0.5, 2, 4).astype(np.float32)))
-        bn.bias.copy_(torch.from_numpy(rng.normal(size=4).astype(np.float32)))
-        bn.running_mean.copy_(torch.from_numpy(rng.normal(size=4).astype(np.float32)))
-        bn.running_var.copy_(torch.from_numpy(rng.uniform(0.5, 2, 4).astype(np.float32)))
-    w, b = graphs.fold_batchnorm(
-        conv.weight.detach().numpy(),
-        conv.bias.detach().numpy(),
-        bn.weight.detach().numpy(),
-        bn.bias.detach().numpy(),
-        bn.running_mean.numpy(),
-        bn.running_var.numpy(),
-        bn.eps,
-    )
-    x = torch.from_numpy(rng.normal(size=(2, 3, 8, 8)).astype(np.float32))
-    with torch.no_grad():
-        want = bn(conv(x)).numpy()
-        got = torch.nn.functional.conv2d(
-            x, torch.from_numpy(w), torch.from_numpy(b), padding=1
-        ).numpy()
-    # one small convolution (27 products per output) in float32: folding the BatchNorm into it
-    # changes each output by a few roundings (~1e-7 of values of order 1), far inside 1e-5
-    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
-    with pytest.raises(ValueError, match="one value per output channel"):
-        graphs.fold_batchnorm(
-            np.ones((4, 3, 3, 3)), None, np.ones(3), np.ones(4), np.ones(4), np.ones(4)
-        )
+def test_markdown_rows_round_floats_and_fill_missing_keys():
+    md = graphs.markdown([{"level": "basic", "nodes": 120, "x": 1.23456}, {"level": "all"}])
+    assert md.splitlines()[0].split("|")[1:4] == [" level ", " nodes ", " x "]
+    assert "| basic | 120 | 1.23 |" in md and "| all |  |  |" in md
+    assert graphs.markdown([]) == "_(no rows)_"
 
 
 # ---------------------------------------------------------------------------------------------
@@ -327,16 +265,14 @@ def test_onnxruntime_counts_a_small_conv_bn_relu_as_ort_rewrites_it(tmp_path):
         og.optimize(src, "max", tmp_path / "max.onnx")
 
 
-def test_memory_plan_of_the_exported_resnet50(onnx_files, images):
+def test_memory_steps_of_the_exported_resnet50(onnx_files, images):
     from labkit.frameworks.onnxruntime import graphs as og
 
     files, _ = onnx_files
     steps, sizes, outputs = og.memory_steps(files["basic"], images)
     assert len(steps) == og.counts(files["basic"]).total and outputs == ["logits"]
     assert sizes["logits"] == BATCH * 1000 * 4
-    plan = graphs.plan_memory(steps, sizes, outputs)
-    assert 0 < plan.peak_bytes < plan.naive_bytes / 4  # buffer reuse saves most of the memory
-    assert plan.peak_bytes == max(plan.live_bytes)
+    assert {t for s in steps for t in s.writes} <= set(sizes)  # every tensor written is sized
     # the biggest activations: the stem's 64 x 16 x 16 (and layer1's 256 x 8 x 8) float32 maps
     assert max(sizes.values()) == BATCH * 64 * (SIZE // 2) ** 2 * 4
 

@@ -70,6 +70,17 @@ def test_repeat_times_each_call_whole_after_one_apart():
         lessons.repeat(lambda: None, 1)
 
 
+def test_samples_takes_times_from_elsewhere_for_compare():
+    m = lessons.samples([2.0, 2.2], "cold cache")
+    assert (m.repeats, m.median_s, m.label, m.min_repeats) == (2, 2.1, "cold cache", 2)
+    c = lessons.compare(lessons.samples([0.5, 0.6], "warm cache"), m, cpu_count=64)
+    assert c.value == pytest.approx(2.1 / 0.55) and c.fast == "warm cache"
+    with pytest.raises(ValueError, match="at least 2 positive"):
+        lessons.samples([1.0], "one")
+    with pytest.raises(ValueError, match="at least 2 positive"):
+        lessons.samples([1.0, float("nan")])
+
+
 def test_break_even_calls():
     # 10 s extra one-off cost, 0.5 s saved per call: 20 calls
     assert lessons.break_even_calls(10.5, 1.0, 0.5, eager_first_call_s=0.5) == pytest.approx(20)

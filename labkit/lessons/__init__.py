@@ -9,6 +9,7 @@ For: a notebook's own small measurements and demonstrations, the same way in eve
   interval and both sides' validity verdict (:class:`Comparison`), and a sentence chosen from
   them, so a lesson never states a direction its run did not show;
 - :func:`repeat`: ``n`` calls each timed whole (a cold compile each time, say), as a measurement;
+  :func:`samples`: times taken elsewhere (in a child process) as a measurement;
 - :func:`break_even_calls`: how many calls pay back a graph mode's one-off compile cost;
 - :func:`recorded_warnings`: run a callable and keep the warnings it emits (category, first line),
   for showing and asserting deprecation and tracer warnings in a notebook;
@@ -19,9 +20,9 @@ For: a notebook's own small measurements and demonstrations, the same way in eve
 - :func:`show`: the source of a helper, displayed, so a learner can read what it does.
 
 Its modules: :mod:`.tracer` (a tracer small enough to read in one screen, notebook 01),
-:mod:`.graphs` (what a graph compiler does, framework-free: node counts, BatchNorm folding, memory
-planning; notebooks 05 and 07), :mod:`.deploy` (the deployment formats as data, artefact sizes,
-logit agreement, a record for a path timed in the notebook; notebook 07).
+:mod:`.graphs` (a lesson's rows as a Markdown table, notebook 07), :mod:`.deploy` (the
+deployment formats as data, artefact sizes, logit agreement, a record for a path timed in the
+notebook; notebook 07).
 
 Not for: measuring what the lab reports as its results (the runner times each cell in a process
 of its own, :mod:`labkit.runner`; the timing primitives are :mod:`labkit.bench`), nor anything
@@ -52,6 +53,7 @@ __all__ = [
     "native_output",
     "recorded_warnings",
     "repeat",
+    "samples",
     "show",
     "timed",
     "us",
@@ -89,6 +91,17 @@ def repeat(fn: Callable[[], object], n: int, label: str = "") -> bench.Measureme
     return bench.measure(
         fn, warmup=0, min_repeats=n, min_time_s=0.0, max_repeats=n, images_per_call=1, label=label
     )
+
+
+def samples(times_s: Sequence[float], label: str = "") -> bench.Measurement:
+    """Seconds per call measured elsewhere (each child process reports its own time) as a
+    measurement that :func:`compare` can judge: every time is a sample, none is apart; the
+    machine's load is read now (the CPUs other processes kept busy are unknown)."""
+    times = [float(t) for t in times_s]
+    if len(times) < 2 or not all(t > 0 and math.isfinite(t) for t in times):
+        raise ValueError(f"need at least 2 positive, finite times in seconds, got {times_s!r}")
+    how = f"{len(times)} times reported by the code it measured"
+    return bench.Measurement(times, 0.0, 1, 0, label, how, len(times), 0.0, None, bench.load_1min())
 
 
 @dataclass(frozen=True)

@@ -1,12 +1,12 @@
 """Graph optimisation made visible: node counts before and after, and the same outputs.
 
-Real frameworks on small inputs (Inductor with and without freezing, ONNX Runtime's
-optimisation levels on the PyTorch export), plus the
-framework-free arithmetic (BatchNorm folding, memory planning) checked against the frameworks.
+Real frameworks on ResNet-50 at 32x32 (TorchScript freeze / optimize_for_inference, ONNX Runtime's
+optimisation levels on the PyTorch export, TensorFlow's traced and frozen graphs), and the
+lesson's Markdown table.
 """
 
-
 from labkit import resnet
+from labkit.frameworks._kit.graphs import OpCounts
 from labkit.lessons import graphs
 
 import numpy as np
@@ -46,84 +46,22 @@ def images():
 
 
 def test_op_counts_separate_bookkeeping_from_compute():
-    c = graphs.OpCounts.of(
-        ["Const", "Conv", "Conv", "Relu", "Const", "Const"], lambda k: k == "Const"
-    )
+    c = OpCounts.of(["Const", "Conv", "Conv", "Relu", "Const", "Const"], lambda k: k == "Const")
     assert (c.total, c.compute, c["Conv"], c["Missing"]) == (6, 3, 2, 0)
     assert list(c.by_kind) == ["Const", "Conv", "Relu"]  # most common first
     assert c.count("on") == 5 and c.top(1) == "Const x3"
-    rows = graphs.stage_rows(
-        {"before": c, "after": graphs.OpCounts.of(["Conv"], lambda k: False)}, watch=("Relu",)
-    )
-    assert [(r["stage"], r["nodes"], r["compute nodes"], r["Relu"]) for r in rows] == [
-        ("before", 6, 3, 1),
-        ("after", 1, 1, 0),
-    ]
 
 
-def test_plan_memory_liveness():
-    # a -> b -> c, with a also read by the last step (a residual connection)
-    steps = [
-        graphs.Step("s0", ("x",), ("a",)),
-        graphs.Step("s1", ("a",), ("b",)),
-        graphs.Step("s2", ("b",), ("c",)),
-        graphs.Step("s3", ("c", "a"), ("y",)),
-    ]
-    sizes = {"a": 100, "b": 10, "c": 20, "y": 1}
-    plan = graphs.plan_memory(steps, sizes, keep=["y"])
-    assert plan.naive_bytes == 131
-    # during a step its inputs and outputs are alive; a stays alive for the residual add
-    assert plan.live_bytes == [100, 110, 130, 121]
-    assert (plan.peak_bytes, plan.peak_step) == (130, "s2")
-    chain = [
-        graphs.Step("s0", ("x",), ("a",)),
-        graphs.Step("s1", ("a",), ("b",)),
-        graphs.Step("s2", ("b",), ("y",)),
-    ]
-    plan = graphs.plan_memory(chain, {"a": 100, "b": 10, "y": 1}, keep=["y"])
-    assert plan.live_bytes == [100, 110, 11] and plan.saving == pytest.approx(1 - 110 / 111)
-    with pytest.raises(ValueError, match="no size for intermediate"):
-        graphs.plan_memory(chain, {"a": 1})
-
-
-def test_fold_batchnorm_matches_torch():
-    require("torch")
-    import torch
-
-    rng = np.random.default_rng(0)
-    conv = torch.nn.Conv2d(3, 4, 3, padding=1, bias=True).eval()
-    bn = torch.nn.BatchNorm2d(4).eval()
-    with torch.no_grad():
-        bn.weight.copy_(torch.from_numpy(rng.uniform(0.5, 2, 4).astype(np.float32)))
-        bn.bias.copy_(torch.from_numpy(rng.normal(size=4).astype(np.float32)))
-        bn.running_mean.copy_(torch.from_numpy(rng.normal(size=4).astype(np.float32)))
-        bn.running_var.copy_(torch.from_numpy(rng.uniform(0.5, 2, 4).astype(np.float32)))
-    w, b = graphs.fold_batchnorm(
-        conv.weight.detach().numpy(),
-        conv.bias.detach().numpy(),
-        bn.weight.detach().numpy(),
-        bn.bias.detach().numpy(),
-        bn.running_mean.numpy(),
-        bn.running_var.numpy(),
-        bn.eps,
-    )
-    x = torch.from_numpy(rng.normal(size=(2, 3, 8, 8)).astype(np.float32))
-    with torch.no_grad():
-        want = bn(conv(x)).numpy()
-        got = torch.nn.functional.conv2d(
-            x, torch.from_numpy(w), torch.from_numpy(b), padding=1
-        ).numpy()
-    # one small convolution (27 products per output) in float32: folding the BatchNorm into it
-    # changes each output by a few roundings (~1e-7 of values of order 1), far inside 1e-5
-    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
-    with pytest.raises(ValueError, match="one value per output channel"):
-        graphs.fold_batchnorm(
-            np.ones((4, 3, 3, 3)), None, np.ones(3), np.ones(4), np.ones(4), np.ones(4)
-        )
+def test_markdown_rows_round_floats_and_fill_missing_keys():
+    md = graphs.markdown([{"level": "basic", "nodes": 120, "x": 1.23456}, {"level": "all"}])
+    assert md.splitlines()[0].split("|")[1:4] == [" level ", " nodes ", " x "]
+    assert "| basic | 120 | 1.23 |" in md and "| all |  |  |" in md
+    assert graphs.markdown([]) == "_(no rows)_"
 
 
 # ---------------------------------------------------------------------------------------------
-# TorchInductor
+# TorchScript
+
 
 GENERATED = '''
 cpp_fused_relu_0 = async_compile.cpp_pybinding(['const float*', 'float*'], r"""
@@ -154,6 +92,7 @@ def test_inductor_launches_are_read_from_the_call_function_only():
         "triton_poi_fused_add",
     ]
     assert [tg.is_generated(k) for k in got] == [True, False, False, True]
+    assert tg.inductor_kernels(GENERATED).total == 4
     with pytest.raises(ValueError, match=r"no `def call\(`"):
         tg.launches("print('hello')")
 
@@ -196,6 +135,7 @@ def test_inductor_folds_batchnorm_and_fuses_relu_of_a_small_block():
     # frozen: BatchNorm is folded into the weights, nothing generated mentions it any more
     assert not any("batch_norm" in k for k in kinds[True]), kinds[True]
     assert len(kinds[True]) <= len(kinds[False])
+    assert tg.inductor_kernels("\n".join(codes)).total == len(kinds[True])
 
 
 # ---------------------------------------------------------------------------------------------

@@ -35,6 +35,52 @@ def test_us_formats_median_and_spread_per_operation():
         lessons.us(m, per=0)
 
 
+def _m(times, label, min_repeats=3):
+    return bench.Measurement(
+        list(times), 0.1, 1, 0, label=label, min_repeats=min_repeats, others_cpus=0.0
+    )
+
+
+def test_compare_gives_the_ratio_its_interval_and_both_verdicts():
+    fast = _m([1.0, 1.01, 0.99, 1.0, 1.02], "compiled")
+    slow = _m([2.0, 2.02, 1.98, 2.0, 2.01], "eager")
+    c = lessons.compare(fast, slow, threads=1, cpu_count=2)
+    assert c.value == pytest.approx(2.0) and c.estimate.low > 1.9 and c.estimate.high < 2.1
+    assert c.valid and c.direction() == "faster" and str(c).endswith("valid")
+    assert c.sentence().startswith("compiled ran 2.00x [")
+    assert lessons.compare(slow, fast, cpu_count=2).direction() == "slower"
+    # overlapping samples: the interval holds 1, and the sentence says so, not a direction
+    a, b = _m([1.0, 1.5, 0.8, 1.2, 0.9], "a"), _m([1.1, 0.9, 1.4, 1.0, 0.85], "b")
+    same = lessons.compare(a, b, cpu_count=2)
+    assert same.direction() == "no difference" and "cannot tell a from b" in same.sentence()
+    assert "spread too wide" in same.verdict and not same.valid  # IQR/median > 10%
+    few = lessons.compare(_m([1.0, 1.0], "one", min_repeats=5), slow, cpu_count=2)
+    assert few.problems == ("one: 2 timed calls, fewer than the 5 required",)
+    busy = bench.Measurement([1.0] * 5, 0.1, 1, 0, label="busy", others_cpus=1.9)
+    assert "busy machine" in lessons.compare(busy, slow, threads=1, cpu_count=2).verdict
+    with pytest.raises(TypeError, match="two labkit.bench.Measurement"):
+        lessons.compare([1.0, 2.0], slow)
+
+
+def test_repeat_times_each_call_whole_after_one_apart():
+    calls = []
+    m = lessons.repeat(lambda: calls.append(1), 3, "cold")
+    assert (m.repeats, m.number_per_run, m.warmup, m.label, len(calls)) == (3, 1, 0, "cold", 4)
+    with pytest.raises(ValueError, match="at least 2"):
+        lessons.repeat(lambda: None, 1)
+
+
+def test_samples_takes_times_from_elsewhere_for_compare():
+    m = lessons.samples([2.0, 2.2], "cold cache")
+    assert (m.repeats, m.median_s, m.label, m.min_repeats) == (2, 2.1, "cold cache", 2)
+    c = lessons.compare(lessons.samples([0.5, 0.6], "warm cache"), m, cpu_count=64)
+    assert c.value == pytest.approx(2.1 / 0.55) and c.fast == "warm cache"
+    with pytest.raises(ValueError, match="at least 2 positive"):
+        lessons.samples([1.0], "one")
+    with pytest.raises(ValueError, match="at least 2 positive"):
+        lessons.samples([1.0, float("nan")])
+
+
 def test_break_even_calls():
     # 10 s extra one-off cost, 0.5 s saved per call: 20 calls
     assert lessons.break_even_calls(10.5, 1.0, 0.5, eager_first_call_s=0.5) == pytest.approx(20)

@@ -5,6 +5,11 @@ For: a notebook's own small measurements and demonstrations, the same way in eve
 - :func:`timed`: time a zero-argument callable with :func:`labkit.bench.measure`, sized by the
   run profile (``LABKIT_PROFILE``), so every notebook measures the same way;
 - :func:`us`: a measurement as "median ± IQR" in microseconds (or per operation);
+- :func:`compare`: how many times as fast one measurement ran as another, with its bootstrap
+  interval and both sides' validity verdict (:class:`Comparison`), and a sentence chosen from
+  them, so a lesson never states a direction its run did not show;
+- :func:`repeat`: ``n`` calls each timed whole (a cold compile each time, say), as a measurement;
+  :func:`samples`: times taken elsewhere (in a child process) as a measurement;
 - :func:`break_even_calls`: how many calls pay back a graph mode's one-off compile cost;
 - :func:`recorded_warnings`: run a callable and keep the warnings it emits (category, first line),
   for showing and asserting deprecation and tracer warnings in a notebook;
@@ -15,9 +20,9 @@ For: a notebook's own small measurements and demonstrations, the same way in eve
 - :func:`show`: the source of a helper, displayed, so a learner can read what it does.
 
 Its modules: :mod:`.tracer` (a tracer small enough to read in one screen, notebook 01),
-:mod:`.graphs` (what a graph compiler does, framework-free: node counts, BatchNorm folding, memory
-planning; notebooks 05 and 07), :mod:`.deploy` (the deployment formats as data, artefact sizes,
-logit agreement, a record for a path timed in the notebook; notebook 07).
+:mod:`.graphs` (a lesson's rows as a Markdown table, notebook 07), :mod:`.deploy` (the
+deployment formats as data, artefact sizes, logit agreement, a record for a path timed in the
+notebook; notebook 07).
 
 Not for: measuring what the lab reports as its results (the runner times each cell in a process
 of its own, :mod:`labkit.runner`; the timing primitives are :mod:`labkit.bench`), nor anything
@@ -41,10 +46,14 @@ from ..util.stdio import native_output
 
 __all__ = [
     "Caught",
+    "Comparison",
     "break_even_calls",
     "break_even_figure",
+    "compare",
     "native_output",
     "recorded_warnings",
+    "repeat",
+    "samples",
     "show",
     "timed",
     "us",
@@ -71,6 +80,96 @@ def timed(
         images_per_call=1,
         label=label,
     )
+
+
+def repeat(fn: Callable[[], object], n: int, label: str = "") -> bench.Measurement:
+    """``n`` calls of ``fn``, each timed whole, after one call timed apart (no warm-up, no
+    blocks): for work that is slow and must be redone each time, such as a cold compile (``fn``
+    resets the compiler's caches itself)."""
+    if n < 2:
+        raise ValueError(f"n must be at least 2 timed calls (a spread needs two), got {n}")
+    return bench.measure(
+        fn, warmup=0, min_repeats=n, min_time_s=0.0, max_repeats=n, images_per_call=1, label=label
+    )
+
+
+def samples(times_s: Sequence[float], label: str = "") -> bench.Measurement:
+    """Seconds per call measured elsewhere (each child process reports its own time) as a
+    measurement that :func:`compare` can judge: every time is a sample, none is apart; the
+    machine's load is read now (the CPUs other processes kept busy are unknown)."""
+    times = [float(t) for t in times_s]
+    if len(times) < 2 or not all(t > 0 and math.isfinite(t) for t in times):
+        raise ValueError(f"need at least 2 positive, finite times in seconds, got {times_s!r}")
+    how = f"{len(times)} times reported by the code it measured"
+    return bench.Measurement(times, 0.0, 1, 0, label, how, len(times), 0.0, None, bench.load_1min())
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """``fast`` against ``slow``: how many times as fast ``fast`` ran (``slow``'s time over
+    ``fast``'s, > 1: ``fast`` is faster), its interval, and why either side is invalid."""
+
+    fast: str
+    slow: str
+    estimate: results.Estimate
+    problems: tuple[str, ...]  # empty: both measurements valid
+
+    @property
+    def value(self) -> float:
+        return self.estimate.value
+
+    @property
+    def valid(self) -> bool:
+        return not self.problems
+
+    @property
+    def verdict(self) -> str:
+        return "valid" if self.valid else "INVALID (" + "; ".join(self.problems) + ")"
+
+    def direction(self) -> str:
+        """``"faster"``, ``"slower"`` or ``"no difference"``: what the interval shows."""
+        if not self.estimate.significant:
+            return "no difference"
+        return "faster" if self.value > 1 else "slower"
+
+    def sentence(self) -> str:
+        """What the run showed, in words, with the ratio, its interval and the verdict."""
+        said = {
+            "faster": f"{self.fast} ran {self.estimate} as fast as {self.slow}",
+            "slower": f"{self.fast} ran slower than {self.slow}: {self.estimate} its speed",
+            "no difference": f"this run cannot tell {self.fast} from {self.slow} "
+            f"({self.estimate}: the interval holds 1)",
+        }[self.direction()]
+        return f"{said}; {self.verdict}"
+
+    def __str__(self) -> str:
+        return f"{self.fast} vs {self.slow}: {self.estimate}, {self.verdict}"
+
+
+def compare(
+    fast: bench.Measurement,
+    slow: bench.Measurement,
+    threads: int = 1,
+    cpu_count: int | None = None,
+) -> Comparison:
+    """How many times as fast ``fast`` ran as ``slow``: the ratio of their median times with
+    :func:`labkit.results.compare.ratio`'s 95% bootstrap interval from the raw times, and each
+    side's validity verdict (:meth:`labkit.bench.Measurement.judge`; ``threads``: the CPUs the
+    measured work used)."""
+    sides = []
+    for m in (fast, slow):
+        if not isinstance(m, bench.Measurement):
+            raise TypeError(
+                f"compare takes two labkit.bench.Measurement (from lessons.timed or "
+                f"lessons.repeat), got {type(m).__name__}"
+            )
+        sides.append({"batch_size": 1, "median_s": m.median_s, "times_s": list(m.times_s)})
+    problems = tuple(
+        f"{m.label or name}: {why}"
+        for name, m in (("fast", fast), ("slow", slow))
+        for why in m.judge(threads, cpu_count)
+    )
+    return Comparison(fast.label or "fast", slow.label or "slow", results.ratio(*sides), problems)
 
 
 def us(m: bench.Measurement, per: int = 1) -> str:

@@ -94,9 +94,10 @@ test-standard: install browser
 	LABKIT_PROFILE=smoke LABKIT_TWICE=all $(PY) -m pytest tests/test_notebooks_twice.py -p no:cacheprovider
 
 APP_PORT ?= 8866
-# The selection guide as a standalone web page (Voila): http://localhost:$(APP_PORT)/
+# The selection guide as a standalone web page (Voila): http://localhost:$(APP_PORT)/, with the
+# template in app/jupyter that fetches nothing from a CDN
 app: install
-	LABKIT_PROFILE=$(PROFILE) $(VENV)/bin/voila app/selection_guide.ipynb --port=$(APP_PORT) --no-browser $(VOILA_ARGS)
+	LABKIT_PROFILE=$(PROFILE) JUPYTER_PATH=$(CURDIR)/app/jupyter $(VENV)/bin/voila app/selection_guide.ipynb --template=graphlab --port=$(APP_PORT) --no-browser $(VOILA_ARGS)
 
 # The headless benchmark in every precision: fp32, and the bf16 and int8 paths where a framework
 # has them (the others are recorded unsupported, saying why); PRECISION=fp32 for fp32 alone.

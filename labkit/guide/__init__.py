@@ -1,162 +1,36 @@
-"""The framework selection guide: rules an instructor can read, print and change, in two voices.
+"""The framework selection guide: one rules file an instructor reads and changes, two voices.
 
-The tables are plain data and the only modules of the guide that name frameworks:
-``labkit.guide.questions`` (every valid answer, the decision flow's steps; the scenarios and the
-steps' titles are the source article's, from :mod:`labkit.sources.seeds`), ``labkit.guide.rules``
-(the article's rules, the course's dated rules and step 3's parameters),
-``labkit.guide.citations`` (the article's parts and the course's dated sources) and
-``labkit.guide.advice`` (disagreements, alternatives, conflicts, toolchains).
-``labkit.guide.engine`` scores them (:func:`recommend`), ``labkit.guide.evidence`` reads results
-files and turns valid measurements into step 3's points, and ``labkit.guide.render`` writes the
-Markdown. Everything public here is importable from ``labkit.guide``, which imports no framework
-and no UI; ``labkit.guide.form`` is the ipywidgets form on top (notebook 09 and the app). Not for:
-measuring (:mod:`labkit.runner`) or judging the articles' claims (:mod:`labkit.sources.claims`).
+The rules are data: ``labkit/data/guide.toml`` holds every answer, rule (condition, points,
+basis, voice, dated citation), disagreement, conflict note and toolchain; ``rules`` reads it,
+``engine`` scores it (:func:`recommend`: each basis once per framework, ties kept as ties),
+``evidence`` turns the learner's valid measurements into step 3's points, ``render`` writes the
+Markdown. Importing ``labkit.guide`` imports no framework and no UI; ``labkit.guide.form`` is the
+ipywidgets form (notebook 09 and the app).
+Not for: measuring (:mod:`labkit.runner`) or auditing the articles' claims (:mod:`labkit.sources`).
 """
 
-from .advice import (
-    ALTERNATIVES,
-    CONFLICTS,
-    DEPLOY,
-    DEVELOP,
-    DISAGREEMENTS,
-    RUNTIMES,
-    Alternative,
-    Conflict,
-    Disagreement,
-)
-from .citations import ARTICLE_NAME, SOURCES, Source
-from .engine import (
-    Ranked,
-    Reason,
-    Recommendation,
-    article_ranking,
-    check_inputs,
-    course_ranking,
-    recommend,
-    toolchain,
-)
-from .evidence import (
-    CLAIMED,
-    LAB,
-    MEASURED,
-    PUBLISHED,
-    Evidence,
-    Gap,
-    best,
-    comparable,
-    evidence,
-    evidence_task,
-    failures,
-    gaps,
-    is_valid,
-    load_results,
-    validity,
-)
-from .questions import (
-    ALIASES,
-    CANDIDATES,
-    DECISION_FLOW,
-    DEFAULT_SCALE,
-    DISPLAY,
-    EXPERTISE,
-    HARDWARE,
-    NOT_IN_LAB,
-    NOT_MEASURED,
-    OUTSIDE_LAB,
-    PRIORITIES,
-    SCALES,
-    SCENARIOS,
-    TARGETS,
-    Step,
-)
-from .render import (
-    cite,
-    course_sources_markdown,
-    decision_flow_markdown,
-    describe,
-    rules_markdown,
-)
-from .rules import (
-    ARTICLE,
-    ARTICLE_RULES,
-    BOTH,
-    COURSE,
-    COURSE_RULES,
-    EVIDENCE_MARGIN,
-    EVIDENCE_POINTS,
-    EVIDENCE_TASK,
-    RULES,
-    SHARED_RULES,
-    VOICES,
-    Rule,
-)
+from .engine import Ranked, Reason, Recommendation, check_inputs, rank, recommend
+from .evidence import CLAIMED, MEASURED, Evidence, Gap, evidence, gaps, load_results, validity
+from .render import decision_flow_markdown, describe
+from .rules import ARTICLE, BOTH, COURSE, RULES_FILE, VOICES, Rule, Tables, tables
 
+
+def __getattr__(name: str):  # the file's tables read at each access, e.g. guide.DISPLAY
+    t = tables()
+    found = {"DISPLAY": t.display, "CANDIDATES": t.candidates, "SCENARIOS": t.scenarios,
+             "SOURCES": t.sources, "EVIDENCE_MARGIN": t.evidence["margin"]}  # fmt: skip
+    if name in found:
+        return found[name]
+    raise AttributeError(f"module 'labkit.guide' has no attribute {name!r}")
+
+
+# fmt: off
 __all__ = [
-    "ALIASES",
-    "ALTERNATIVES",
-    "ARTICLE",
-    "ARTICLE_NAME",
-    "ARTICLE_RULES",
-    "BOTH",
-    "CANDIDATES",
-    "CLAIMED",
-    "CONFLICTS",
-    "COURSE",
-    "COURSE_RULES",
-    "DECISION_FLOW",
-    "DEFAULT_SCALE",
-    "DEPLOY",
-    "DEVELOP",
-    "DISAGREEMENTS",
-    "DISPLAY",
-    "EVIDENCE_MARGIN",
-    "EVIDENCE_POINTS",
-    "EVIDENCE_TASK",
-    "EXPERTISE",
-    "HARDWARE",
-    "LAB",
-    "MEASURED",
-    "NOT_IN_LAB",
-    "NOT_MEASURED",
-    "OUTSIDE_LAB",
-    "PRIORITIES",
-    "PUBLISHED",
-    "RULES",
-    "RUNTIMES",
-    "SCALES",
-    "SCENARIOS",
-    "SHARED_RULES",
-    "SOURCES",
-    "TARGETS",
-    "VOICES",
-    "Alternative",
-    "Conflict",
-    "Disagreement",
-    "Evidence",
-    "Gap",
-    "Ranked",
-    "Reason",
-    "Recommendation",
-    "Rule",
-    "Source",
-    "Step",
-    "article_ranking",
-    "best",
-    "check_inputs",
-    "cite",
-    "comparable",
-    "course_ranking",
-    "course_sources_markdown",
-    "decision_flow_markdown",
-    "describe",
-    "evidence",
-    "evidence_task",
-    "failures",
-    "gaps",
-    "is_valid",
-    "load_results",
-    "recommend",
-    "rules_markdown",
-    "toolchain",
-    "validity",
+    "ARTICLE", "BOTH", "CANDIDATES", "CLAIMED", "COURSE", "DISPLAY", "EVIDENCE_MARGIN",
+    "MEASURED", "RULES_FILE", "SCENARIOS", "SOURCES", "VOICES",
+    "Evidence", "Gap", "Ranked", "Reason", "Recommendation", "Rule", 
+    "Tables", "check_inputs", "decision_flow_markdown",
+    "describe", "evidence", "gaps", "load_results", "rank", "recommend",
+    "tables", "validity",
 ]
+# fmt: on

@@ -1,124 +1,84 @@
-"""The selection guide's engine: two voices scored from the rule tables, evidence from results.
-
-Pure Python, no UI, no framework import, and no framework named here: every table the engine
-reads is in :mod:`labkit.guide.rules` (read at call time: a changed rule row changes the advice),
-:mod:`labkit.guide.questions` and :mod:`labkit.guide.advice`. :func:`recommend` adds up the
-points of every rule whose condition holds for the learner's answers, once per voice:
-
-- the **article's** ranking (``.article_ranking``, ``.article_top``) uses the article's rules
-  and the decision flow's shared judgement; measurements never move it;
-- the **course's** ranking (``.ranking``, ``.top``) uses the course's dated rules and the same
-  shared judgement, and then step 3 (:func:`labkit.guide.evidence.gaps`): a *valid* measurement
-  of the task that answers the need in which the fastest candidate beats another by more than
-  ``EVIDENCE_MARGIN`` (a rule parameter in :mod:`labkit.guide.rules`) costs the slower one
-  ``EVIDENCE_POINTS``. ``.moved_by`` names the measurements when they changed the course's
-  order. A record counts only when its ``valid`` field is ``True``: invalid records, records of
-  the older schema without the field, and missing measurements change nothing (the notes say
-  which).
-
-The evidence (``.evidence``) is the learner's own measurements where a results file exists,
-otherwise the article's claims and published figures, each labelled with where it comes from.
+"""The guide's one scoring (:func:`rank`): per voice, the points of the rules whose condition
+holds, each *basis* once per framework (the others listed as already counted), plus in the
+course's voice step 3's points from valid measurements. Equal scores share a rank: a tie stays one.
 """
 
 from __future__ import annotations
 
 import os
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, NamedTuple
 
-import labkit.guide.rules as in_force  # read at call time: a changed rule row changes the advice
-
-from ..sources.seeds import OUT_OF_REACH, OutOfReach
-from .advice import (
-    ALTERNATIVES,
-    CONFLICTS,
-    DEPLOY,
-    DEVELOP,
-    DISAGREEMENTS,
-    OUT_OF_REACH_WHEN,
-    Alternative,
-    Disagreement,
-)
+from ..sources import seeds
 from .evidence import MEASURED, Evidence, Gap, evidence, evidence_task, gaps, load_results
-from .questions import (
-    ALIASES,
-    CANDIDATES,
-    DEFAULT_SCALE,
-    DISPLAY,
-    EXPERTISE,
-    HARDWARE,
-    NOT_IN_LAB,
-    NOT_MEASURED,
-    PRIORITIES,
-    SCALES,
-    SCENARIOS,
-    TARGETS,
-)
 from .render import markdown
-from .rules import ARTICLE, BOTH, COURSE
+from .rules import ARTICLE, BOTH, COURSE, Tables, holds, tables
 
-__all__ = [
-    "Ranked",
-    "Reason",
-    "Recommendation",
-    "article_ranking",
-    "check_inputs",
-    "course_ranking",
-    "recommend",
-    "toolchain",
-]
-
-# ---- the answer -------------------------------------------------------------------------------
+__all__ = ["Ranked", "Reason", "Recommendation", "check_inputs", "rank", "recommend"]
 
 
 class Reason(NamedTuple):
     points: int
     text: str
-    source: str  # the rule's source (article part, SOURCES keys) or MEASURED
+    cite: tuple[str, ...]  # keys of the rules file's sources or parts; () for a measurement
+    basis: str
 
 
 class Ranked(NamedTuple):
     framework: str
     score: int
+    rank: int  # equal scores share a rank
     reasons: tuple[Reason, ...]
+    counted: tuple[Reason, ...]  # rules that held but whose basis already counted
 
 
 @dataclass(frozen=True)
 class Recommendation:
     inputs: dict[str, Any]
     ranking: tuple[Ranked, ...]  # the course's, today
-    alternative: str
-    alternative_when: str
-    toolchain: tuple[str, ...]
+    article_ranking: tuple[Ranked, ...]  # the 2023 article's
+    notes: tuple[str, ...]
     evidence: tuple[Evidence, ...]
-    notes: tuple[str, ...] = field(default_factory=tuple)
-    measured: bool = False  # whether the learner's own results were read
-    task: str | None = None  # the benchmark task that answers the need (EVIDENCE_TASK)
-    article_ranking: tuple[Ranked, ...] = ()  # the source article's
-    moved_by: tuple[Gap, ...] = ()  # the measurements that changed the course's order
-    gaps: tuple[Gap, ...] = ()  # every measured gap that cost points (moved the order or not)
-    disagreements: tuple[Disagreement, ...] = ()  # where the voices part, for these answers
-    #: systems the answers bring up that this lab cannot run (labkit.sources.seeds.OUT_OF_REACH)
-    out_of_reach: tuple[OutOfReach, ...] = ()
+    measured: bool  # whether the learner's own results were read
+    task: str | None  # the benchmark task that answers the need
+    gaps: tuple[Gap, ...]  # valid measured gaps that cost points
+    moved_by: tuple[Gap, ...]  # those that changed the course's order
+    disagreements: tuple  # rules.Disagreement rows these answers touch
+    out_of_reach: tuple  # seeds.OutOfReach rows these answers bring up
+    tables: Tables
 
     @property
-    def top(self) -> str:
-        """What the course recommends today."""
-        return self.ranking[0].framework
+    def leaders(self) -> tuple[str, ...]:
+        """The course's first rank: one framework, or several in a tie."""
+        return tuple(r.framework for r in self.ranking if r.rank == 1)
 
     @property
-    def article_top(self) -> str:
-        """What the source article recommends."""
-        return self.article_ranking[0].framework
+    def article_leaders(self) -> tuple[str, ...]:
+        return tuple(r.framework for r in self.article_ranking if r.rank == 1)
 
     @property
-    def candidates(self) -> tuple[str, ...]:
-        """Two or three frameworks worth a live benchmark (step 3): the lab can run these."""
-        picks = [r.framework for r in self.ranking if r.framework not in NOT_IN_LAB]
-        ordered = [f for f in (self.top, self.alternative) if f in picks]
-        return tuple(dict.fromkeys(ordered + picks))[:3]
+    def top(self) -> str | None:
+        """What the course recommends today; None when its first rank is a tie."""
+        return self.leaders[0] if len(self.leaders) == 1 else None
+
+    @property
+    def alternatives(self) -> tuple[str, ...]:
+        """The course's second rank (the frameworks that score next), if any scores above 0."""
+        nxt = [r for r in self.ranking if r.rank > 1]
+        return tuple(r.framework for r in nxt if r.score == nxt[0].score > 0) if nxt else ()
+
+    @property
+    def toolchain(self) -> tuple[str, ...]:
+        """How to develop, train and deploy with each leader: one line per target."""
+        out = []
+        for fw in self.leaders:
+            chain = self.tables.toolchain[fw]
+            name = f"{self.tables.display[fw]}: " if len(self.leaders) > 1 else ""
+            out.append(f"{name}develop and train: {chain['develop']}")
+            out += [f"{name}{t}: {chain[t]}" for t in self.inputs["targets"] or ("server",)]
+        return tuple(out)
 
     def score(self, framework: str, voice: str = COURSE) -> int:
         ranking = self.article_ranking if voice == ARTICLE else self.ranking
@@ -131,240 +91,111 @@ class Recommendation:
         return self.to_markdown()
 
 
-# ---- input checking ---------------------------------------------------------------------------
-
-
-def _one(name: str, value: Any, valid: Mapping[str, str]) -> str | None:
-    """``value`` in canonical form, None when not given; unknown values raise ``ValueError``."""
+def _one(name: str, value: Any, valid: Mapping[str, str], t: Tables) -> str | None:
+    """``value`` in canonical form, None when not given; an unknown one raises ``ValueError``."""
     if value is None:
         return None
     if not isinstance(value, str):
-        raise ValueError(
-            f"{name} must be a string, not {type(value).__name__}: valid values are "
-            f"{', '.join(valid)}"
-        )
+        raise ValueError(f"{name} must be a string, not {type(value).__name__}: valid values "
+                         f"are {', '.join(valid)}")  # fmt: skip
     key = value.strip().lower().replace("-", "_").replace(" ", "_")
-    key = ALIASES.get(key, key)
-    if not key:
-        return None
-    if key not in valid:
+    key = t.aliases.get(key, key)
+    if key and key not in valid:
         raise ValueError(f"unknown {name} {value!r}: valid values are {', '.join(valid)}")
-    return key
+    return key or None
 
 
-def _targets(value: Any) -> tuple[str, ...]:
-    if value is None:
-        return ()
-    items = [value] if isinstance(value, str) else list(value)
-    out = [_one("target", v, TARGETS) for v in items]
-    return tuple(t for t in TARGETS if t in out)  # canonical order, duplicates dropped
+def check_inputs(scenario=None, expertise=None, targets=(), hardware=None, priority=None,
+                 scale=None, rules: str | os.PathLike | None = None) -> dict:  # fmt: skip
+    """The answers in canonical form; an unknown value raises ``ValueError`` naming the valid
+    ones. Missing answers are fine; hardware and scale fall back to the rules file's defaults."""
+    t = tables(rules)
+    valid = {"scenario": t.scenarios, "expertise": t.expertise, **t.answers}
+    given = {"scenario": scenario, "expertise": expertise, "hardware": hardware,
+             "priority": priority, "scale": scale}  # fmt: skip
+    out = {k: _one(k, v, valid[k], t) or t.defaults.get(k) for k, v in given.items()}
+    items = [targets] if isinstance(targets, str) else list(targets or ())
+    chosen = {_one("target", v, t.answers["targets"], t) for v in items}
+    return {**out, "targets": tuple(x for x in t.answers["targets"] if x in chosen)}
 
 
-def check_inputs(
-    scenario: Any = None,
-    expertise: Any = None,
-    targets: Any = (),
-    hardware: Any = "cpu",
-    priority: Any = None,
-    scale: Any = DEFAULT_SCALE,
-) -> dict:
-    """The inputs in canonical form; an unknown value raises ``ValueError`` naming the valid ones.
-
-    Missing answers are fine: scenario, expertise and priority may be None, targets empty;
-    hardware and scale fall back to their defaults.
-    """
-    return {
-        "scenario": _one("scenario", scenario, SCENARIOS),
-        "expertise": _one("expertise", expertise, EXPERTISE),
-        "targets": _targets(targets),
-        "hardware": _one("hardware", hardware, HARDWARE) or "cpu",
-        "priority": _one("priority", priority, PRIORITIES),
-        "scale": _one("scale", scale, SCALES) or DEFAULT_SCALE,
-    }
+def rank(inputs: Mapping, voice: str, t: Tables, measured: Iterable[Gap] = ()) -> tuple[Ranked, ...]:  # fmt: skip
+    """One voice's ranking: each basis once per framework, equal scores sharing a rank (listed
+    in the rules file's candidate order, which decides nothing)."""
+    held: dict[str, dict[str, list[Reason]]] = {fw: {} for fw in t.candidates}
+    for r in t.rules:
+        if r.voice in (voice, BOTH) and holds(r.field, r.value, inputs):
+            reason = Reason(r.points, r.reason, r.cite, r.basis)
+            held[r.framework].setdefault(r.basis, []).append(reason)
+    for g in measured if voice == COURSE else ():
+        held[g.framework].setdefault(MEASURED, []).append(Reason(g.points, g.text(), (), MEASURED))
+    rows = []
+    for fw, bases in held.items():
+        best = [max(rs, key=lambda r: abs(r.points)) for rs in bases.values()]
+        rest = [r for rs in bases.values() for r in rs if r not in best]
+        rows.append((fw, sum(r.points for r in best), tuple(best), tuple(rest)))
+    scores = sorted({s for _, s, _, _ in rows}, reverse=True)
+    firsts = {s: 1 + sum(1 for _, x, _, _ in rows if x > s) for s in scores}
+    ranked = [Ranked(fw, s, firsts[s], best, rest) for fw, s, best, rest in rows]
+    return tuple(sorted(ranked, key=lambda r: r.rank))
 
 
-def _holds(field_: str, value: str, inputs: Mapping[str, Any]) -> bool:
-    got = inputs.get(field_)
-    return value in got if isinstance(got, tuple) else got == value
+def _any(when, inputs: Mapping) -> bool:
+    return any(holds(f, v, inputs) for f, v in when)
 
 
-# ---- the two rankings ------------------------------------------------------------------------
-
-
-def _reasons(inputs: Mapping, voices: tuple[str, ...]) -> dict[str, list[Reason]]:
-    out: dict[str, list[Reason]] = {fw: [] for fw in CANDIDATES}
-    for rule in in_force.RULES:
-        if rule.voice in voices and _holds(rule.field, rule.value, inputs):
-            out[rule.framework].append(Reason(rule.points, rule.reason, rule.source))
-    return out
-
-
-def _rank(reasons: Mapping[str, list[Reason]], tiebreak) -> tuple[Ranked, ...]:
-    ranked = [Ranked(fw, sum(r.points for r in rs), tuple(rs)) for fw, rs in reasons.items()]
-    return tuple(sorted(ranked, key=lambda r: (-r.score, *tiebreak(r.framework))))
-
-
-def article_ranking(inputs: Mapping) -> tuple[Ranked, ...]:
-    """The article's ranking: its rules and the shared judgement; ties go to the framework with
-    more scenario points, then to the default order."""
-
-    def scenario_points(fw: str) -> int:
-        return sum(
-            r.points
-            for r in in_force.RULES
-            if r.voice == ARTICLE
-            and r.field == "scenario"
-            and r.framework == fw
-            and r.value == inputs["scenario"]
-        )
-
-    return _rank(
-        _reasons(inputs, (ARTICLE, BOTH)),
-        lambda fw: (-scenario_points(fw), CANDIDATES.index(fw)),
-    )
-
-
-def course_ranking(
-    inputs: Mapping, article: tuple[Ranked, ...], measured: Iterable[Gap] = ()
-) -> tuple[Ranked, ...]:
-    """The course's ranking: its dated rules, the shared judgement and the measured gaps; where
-    the course scores two frameworks level it keeps the article's order."""
-    reasons = _reasons(inputs, (COURSE, BOTH))
-    for g in measured:
-        reasons[g.framework].append(Reason(g.points, g.text(), MEASURED))
-    order = [r.framework for r in article]
-    return _rank(reasons, lambda fw: (order.index(fw),))
-
-
-# ---- the recommendation ----------------------------------------------------------------------
-
-
-def recommend(
-    scenario: Any,
-    expertise: Any = None,
-    targets: Any = (),
-    hardware: Any = "cpu",
-    priority: Any = None,
-    results: Any = None,
-    scale: Any = DEFAULT_SCALE,
-) -> Recommendation:
-    """Rank the candidate frameworks for a project described by the answers, in both voices.
-
-    ``scenario``: one of :data:`SCENARIOS` (None: no core need given); ``expertise``: one of
-    :data:`EXPERTISE` or None; ``targets``: a subset of :data:`TARGETS`; ``hardware``: one of
-    :data:`HARDWARE`; ``priority``: one of :data:`PRIORITIES` or None; ``scale``: one of
-    :data:`SCALES`; ``results``: a results file path (JSONL from ``python -m labkit bench``) or
-    loaded results. Unknown values raise ``ValueError`` naming the valid ones; missing or
-    contradictory answers still get an answer, with notes that say what the guide assumed.
-    ``.top`` is the course's recommendation today, ``.article_top`` the article's; ``.moved_by``
-    names the measurements that changed the course's order (empty when none did).
-    """
-    inputs = check_inputs(scenario, expertise, targets, hardware, priority, scale)
+def recommend(scenario=None, expertise=None, targets=(), hardware=None, priority=None,
+              results=None, scale=None, rules: str | os.PathLike | None = None) -> Recommendation:  # fmt: skip
+    """Both voices' rankings for the answers; ``results``: a results file or records, ``rules``:
+    another rules file. ``.leaders`` is the course's first rank (``.top`` if one framework)."""
+    t = tables(rules)
+    inputs = check_inputs(scenario, expertise, targets, hardware, priority, scale, rules)
     records, label = load_results(results)
-    task = evidence_task(inputs)
-    found, measured_notes = gaps(records, task)
-
-    article = article_ranking(inputs)
-    unmeasured = course_ranking(inputs, article)
-    ranking = course_ranking(inputs, article, found)
-    moved = [r.framework for r in ranking] != [r.framework for r in unmeasured]
-    top = ranking[0].framework
-    alt = _alternative(inputs, ranking)
-
-    notes = _notes(inputs, ranking, article, alt.framework) + measured_notes
-    notes += _results_notes(found, moved, results)
-    shown = tuple(dict.fromkeys([top, alt.framework]))
+    task = evidence_task(inputs, t)
+    found, notes = gaps(records, task, t)
+    unmeasured = rank(inputs, COURSE, t)
+    ranking = rank(inputs, COURSE, t, found)
+    moved = [(r.framework, r.rank) for r in ranking] != [(r.framework, r.rank) for r in unmeasured]
+    shown = [r.framework for r in ranking if r.rank <= 2][:4]
     return Recommendation(
         inputs={**inputs, "results": label or None},
         ranking=ranking,
-        alternative=alt.framework,
-        alternative_when=alt.when,
-        toolchain=toolchain(top, inputs["targets"]),
-        evidence=tuple(evidence(shown, records, label)),
-        notes=tuple(notes),
+        article_ranking=rank(inputs, ARTICLE, t),
+        notes=tuple(_notes(inputs, ranking, t) + notes + _results_notes(found, moved, results, t)),
+        evidence=tuple(evidence(shown, records, label, t)),
         measured=bool(records),
         task=task,
-        article_ranking=article,
-        moved_by=tuple(found) if moved else (),
         gaps=tuple(found),
-        disagreements=tuple(
-            d for d in DISAGREEMENTS if any(_holds(f, v, inputs) for f, v in d.when)
-        ),
+        moved_by=tuple(found) if moved else (),
+        disagreements=tuple(d for d in t.disagreements if _any(d.when, inputs)),
         out_of_reach=tuple(
-            e
-            for e in OUT_OF_REACH
-            if any(_holds(f, v, inputs) for f, v in OUT_OF_REACH_WHEN.get(e.key, ()))
+            e for e in seeds.OUT_OF_REACH if _any(t.out_of_reach_when.get(e.key, ()), inputs)
         ),
+        tables=t,
     )
 
 
-def _alternative(inputs: Mapping, ranking: tuple[Ranked, ...]) -> Alternative:
-    """The scenario's first alternative that is not the top recommendation, else the runner-up."""
-    top = ranking[0].framework
-    alt = next(
-        (a for a in ALTERNATIVES.get(inputs["scenario"] or "", ()) if a.framework != top), None
-    )
-    if alt is None:
-        nxt = ranking[1]
-        alt = Alternative(nxt.framework, f"it scores next ({nxt.score} points)")
-    return alt
-
-
-def _results_notes(found: list[Gap], moved: bool, results: Any) -> list[str]:
-    """What the learner's results did not change, and a results file not written yet."""
-    notes = []
-    if found and not moved:
-        notes.append(
-            "Your measurements cost "
-            + ", ".join(f"{DISPLAY[g.framework]} {g.points:+d}" for g in found)
-            + " points, but the course's order stands."
-        )
-    if isinstance(results, (str, os.PathLike)) and not Path(results).exists():
-        notes.append(
-            f"No results file at {results} yet: the evidence shows claimed and published "
-            "figures until you run the benchmark."
-        )
+def _notes(inputs: Mapping, ranking: tuple[Ranked, ...], t: Tables) -> list[str]:
+    say = t.notes
+    notes = [note for when, note in t.conflicts if all(holds(f, v, inputs) for f, v in when)]
+    notes += [say["no_scenario"]] if inputs["scenario"] is None else []
+    notes += [] if inputs["targets"] else [say["no_targets"]]
+    if what := t.unmeasured.get(inputs["hardware"]):
+        notes.append(say["unmeasured"].format(what=what))
+    leaders = [r.framework for r in ranking if r.rank == 1]
+    if len(leaders) > 1:
+        level = say["all_level" if len(leaders) == len(ranking) else "tie"]
+        notes.append(level.format(names=t.names(leaders), score=ranking[0].score))
+    shown = dict.fromkeys(r.framework for r in ranking if r.rank <= 2 and r.score > 0)
+    notes += [say["outside_lab"].format(name=t.display[f]) for f in shown if f in t.outside_lab]
     return notes
 
 
-def toolchain(framework: str, targets: Iterable[str] = ()) -> tuple[str, ...]:
-    """How to develop, train and deploy with ``framework``: one line per target (server if none)."""
-    chosen = tuple(targets) or ("server",)
-    return (
-        f"develop and train: {DEVELOP[framework]}",
-        *(f"{t}: {DEPLOY[framework][t]}" for t in chosen),
-    )
-
-
-def _notes(
-    inputs: Mapping,
-    ranking: tuple[Ranked, ...],
-    article: tuple[Ranked, ...],
-    alternative: str,
-) -> list[str]:
-    notes = [c.message for c in CONFLICTS if all(_holds(f, v, inputs) for f, v in c.when)]
-    if inputs["scenario"] is None:
-        notes.append(
-            "No scenario chosen: the ranking uses your other answers only. Step 1 of "
-            "the decision flow is to name the core need."
-        )
-    if not inputs["targets"]:
-        notes.append("No deployment target chosen: the toolchain shows the server route.")
-    if inputs["hardware"] in NOT_MEASURED:
-        notes.append(NOT_MEASURED[inputs["hardware"]] + ".")
-    if all(r.score == 0 for r in ranking):
-        notes.append(
-            "No answer favours any framework yet: every candidate scores 0, and the "
-            f"list follows the default order ({', '.join(DISPLAY[c] for c in CANDIDATES)})."
-        )
-    elif ranking[0].score == ranking[1].score:
-        first, second = ranking[0].framework, ranking[1].framework
-        notes.append(
-            f"The course scores {DISPLAY[first]} and {DISPLAY[second]} level (they tie at "
-            f"{ranking[0].score} points): it keeps the article's order between them. A valid "
-            "measurement of your own (step 3) that separates them decides instead."
-        )
-    for fw in dict.fromkeys([ranking[0].framework, alternative]):
-        if fw in NOT_IN_LAB:
-            notes.append(NOT_IN_LAB[fw] + ".")
+def _results_notes(found: list[Gap], moved: bool, results: Any, t: Tables) -> list[str]:
+    notes = []
+    if found and not moved:
+        points = ", ".join(f"{t.display[g.framework]} {g.points:+d}" for g in found)
+        notes.append(t.notes["order_stands"].format(points=points))
+    if isinstance(results, (str, os.PathLike)) and not Path(results).exists():
+        notes.append(t.notes["no_results"].format(path=results))
     return notes

@@ -1,15 +1,16 @@
-"""The course's sources as data, and the check of their claims against this run's records.
-
-:mod:`~labkit.sources.seeds` holds the two source articles (in ``shared/seeds/``) restated in the
-course's words: what they argue, their comparison and benchmark tables with every figure typed
-once, their five project scenarios and their decision flow (which the selection guide offers
-too). :mod:`~labkit.sources.claims` turns their performance figures into claims, each with the
-regime it was made in, and judges them from measured records without ever claiming more than
-the measurement's regime allows (``from labkit.sources import seeds, claims``). Not for:
-measuring (:mod:`labkit.runner`), reading or validating results files (:mod:`labkit.results`),
-or scoring frameworks for a project (:mod:`labkit.guide`).
+"""The course's two source articles as data (``labkit/data/sources.toml``, read by
+:mod:`~labkit.sources.seeds`), the audit of their claims within each claim's regime
+(:mod:`~labkit.sources.claims`, notebook 09) and :func:`articles`, their one-screen introduction
+(notebook 00). Not for: measuring (:mod:`labkit.runner`) or weighing advice (:mod:`labkit.guide`).
 """
 
 from . import claims, seeds
 
-__all__ = ["claims", "seeds"]
+__all__ = ["articles", "claims", "seeds"]
+
+
+def articles() -> list[dict]:
+    """Each article: key, file, title, date ("" when it gives none), what it was written for,
+    url ("" when the course has none), what it is and what it argues."""
+    keys = ("key", "file", "title", "date", "written_for", "url", "about", "argues")
+    return [{k: getattr(a, k) for k in keys} for a in seeds.ARTICLES]

@@ -465,16 +465,29 @@ def _add_class(sub) -> None:
 
 
 def _add_distributed(sub) -> None:
-    """``distributed``: data-parallel training with real workers."""
-    from . import distributed  # framework-free: the workers import their framework
+    """``distributed``: the commands that run a data-parallel worker script on several machines."""
     from .frameworks import specs
 
-    launchers = ", ".join(s.launcher for s in specs() if s.launcher)
-    distributed.build_parser(
-        sub.add_parser(
-            "distributed", help=f"data-parallel training with real worker processes ({launchers})"
-        )
+    p = sub.add_parser(
+        "distributed", help="commands to run notebook 08's workers on several machines"
     )
+    p.add_argument("--framework", choices=[s.name for s in specs() if s.launcher], required=True)
+    p.add_argument("--hosts", required=True, help="comma-separated; the first coordinates")
+    p.add_argument("--script", default="worker.py", help="e.g. notebook 08's torch_ddp.py")
+    p.add_argument("--workers", type=int, default=2, help="workers per machine")
+    p.add_argument("--port", type=int, default=29500)
+    p.set_defaults(func=_distributed)
+
+
+def _distributed(args) -> int:
+    from . import distributed  # framework-free: it builds command lines
+
+    hosts = [h for h in args.hosts.split(",") if h]
+    for host, line in distributed.cluster_commands(
+        args.framework, args.script, hosts, args.workers, args.port
+    ):
+        print(f"# on {host}:\n{line}")
+    return 0
 
 
 def _add_serve(sub) -> None:

@@ -1,6 +1,6 @@
 """A one-machine job listens on 127.0.0.1 only, and a requested port is checked on every address.
 
-Each job test starts a real 2-worker job and, while it runs, reads the listening TCP sockets of
+Each job test starts a real 2-worker job (notebook 08's worker scripts) and, while it runs, reads the listening TCP sockets of
 every process below this one (psutil reads ``/proc/<pid>/fd`` and ``/proc/net/tcp*``); any
 socket that listens on another address than 127.0.0.1 or ::1 fails the test, except where the
 framework's launch module says it cannot be helped (``EVERY_INTERFACE``: TensorFlow's gRPC
@@ -14,15 +14,17 @@ import threading
 import time
 
 from labkit import distributed, frameworks
-from labkit.distributed import Job, PortInUse
+from labkit.distributed import PortInUse
 from labkit.util import net
 
 import psutil
 import pytest
-from conftest import require
+from conftest import ROOT, require
 
 LOOPBACK = {"127.0.0.1", "::1"}
-TIMEOUT = 240.0
+TIMEOUT = 300.0
+SCRIPTS = {"torch": "torch_ddp.py", "tensorflow": "tf_mwms.py", "mindspore": "ms_dp.py"}
+FRAMEWORKS = [s.name for s in frameworks.specs() if s.launcher]
 
 
 def external_addresses() -> list[str]:
@@ -93,17 +95,22 @@ def consecutive_free_ports(count: int) -> int:
 def test_a_running_job_listens_on_loopback_only(framework, tmp_path):
     require(framework)
     launch = frameworks.launch_module(framework)
-    job = Job(framework, workers=2, steps=2, batch=2, model="tiny", measure=0)
-    base = consecutive_free_ports(launch.ports_needed(job.workers))
-    ports = {base + i for i in range(launch.ports_needed(job.workers))}
+    base = consecutive_free_ports(launch.ports_needed(2))
+    ports = {base + i for i in range(launch.ports_needed(2))}
+    script = ROOT / "notebooks" / "distributed" / SCRIPTS[framework]
     listeners = Listeners()
     listeners.start()
     try:
-        run = distributed.launch(job, port=base, timeout=TIMEOUT, out_dir=tmp_path)
+        run = distributed.launch(
+            framework, script, ["--steps", "2", "--width", "32"], out_dir=tmp_path, port=base,
+            timeout=TIMEOUT,
+        )  # fmt: skip
     finally:
         listeners.stop()
     assert len(run.workers) == 2
-    seen = listeners.seen
+    # the launcher's own record (what notebook 08 prints) saw the job's ports too
+    assert ports <= {port for _address, port in run.listening}, run.listening
+    seen = {**run.listening, **listeners.seen}
     exposed = {key: who for key, who in seen.items() if key[0] not in LOOPBACK}
     # the job's own ports were really seen listening (the sampler saw the job)
     assert ports <= {port for _address, port in seen}, (ports, seen)
@@ -121,7 +128,7 @@ def test_a_running_job_listens_on_loopback_only(framework, tmp_path):
 
 
 @pytest.mark.parametrize("wildcard", net.WILDCARDS)
-def test_a_port_held_on_the_wildcard_is_refused_before_anything_starts(wildcard):
+def test_a_port_held_on_the_wildcard_is_refused_before_anything_starts(wildcard, tmp_path):
     family = socket.AF_INET6 if ":" in wildcard else socket.AF_INET
     try:
         busy = socket.socket(family, socket.SOCK_STREAM)
@@ -131,9 +138,10 @@ def test_a_port_held_on_the_wildcard_is_refused_before_anything_starts(wildcard)
         busy.bind((wildcard, 0))
         busy.listen()
         port = busy.getsockname()[1]
-        for framework in distributed.FRAMEWORKS:
+        for framework in FRAMEWORKS:
+            script = ROOT / "notebooks" / "distributed" / SCRIPTS[framework]
             with pytest.raises(PortInUse, match=rf"port {port} .*already in use.*port=None"):
-                distributed.launch(Job(framework, model="tiny"), port=port, timeout=30)
+                distributed.launch(framework, script, out_dir=tmp_path, port=port, timeout=30)
     started = [p for p in psutil.Process().children(recursive=True) if p.status() != "zombie"]
     assert not started, "a launch with a taken port started processes"
 
@@ -165,12 +173,12 @@ def test_the_torch_job_runs_the_bound_rendezvous():
     the loopback interface; the several-machine commands stay plain torchrun."""
     from labkit.frameworks.torch import launch
 
-    ((cmd, env),) = launch.local_commands(2, [29555], ["--out", "x"], None, "127.0.0.1")
+    ((cmd, env),) = launch.local_commands(2, [29555], ["w.py", "--out", "x"], None, "127.0.0.1")
     assert cmd[1:3] == ["-m", launch.BOUND_TORCHRUN]
     assert "--rdzv-backend" in cmd and cmd[cmd.index("--rdzv-backend") + 1] == launch.BOUND_BACKEND
     assert cmd[cmd.index("--rdzv-endpoint") + 1] == "127.0.0.1:29555"
     assert env["GLOO_SOCKET_IFNAME"] == env["NCCL_SOCKET_IFNAME"] == net.interface_of("127.0.0.1")
     source = (frameworks.spec("torch").folder / "torchrun.py").read_text()
     assert f'BACKEND = "{launch.BOUND_BACKEND}"' in source
-    for _host, line in distributed.cluster_commands(Job("torch"), ["a", "b"]):
-        assert "-m torch.distributed.run" in line and launch.BOUND_TORCHRUN not in line
+    for _host, line in distributed.cluster_commands("torch", "w.py", ["a", "b"]):
+        assert line.startswith("torchrun ") and launch.BOUND_TORCHRUN not in line

@@ -54,8 +54,7 @@ def test_every_spec_is_complete_and_consistent(spec):
     if spec.eager is None:  # a runtime of exported graphs: measured against its source's eager
         assert frameworks.spec(spec.exported_from).eager is not None
     assert spec.folder.is_dir() and (spec.folder / "adapter.py").is_file()
-    if spec.launcher:  # a data-parallel launcher: a worker module and a launch module
-        assert (spec.folder / "distributed.py").is_file(), f"{spec.name}: write distributed.py"
+    if spec.launcher:  # a data-parallel launcher: its launch module (the workers: notebook 08)
         assert (spec.folder / "launch.py").is_file(), f"{spec.name}: write launch.py"
         launch = frameworks.launch_module(spec.name)
         missing = [
@@ -74,7 +73,7 @@ def test_every_spec_is_complete_and_consistent(spec):
         assert isinstance(launch, frameworks.Launch)
         assert launch.ports_needed(2) >= 1
     else:
-        assert spec.launch_module is None and spec.worker_module is None
+        assert spec.launch_module is None
     assert frameworks.REFERENCE in frameworks.NAMES
     assert "fp32" in spec.precisions and set(spec.precisions) <= set(contract.PRECISIONS)
     if spec.peak_precisions:  # a matrix-multiply probe: its module, run as python -m
@@ -468,7 +467,6 @@ FRAMEWORK_MODULES = {
     for part in (
         "adapter",
         "graphs",
-        "distributed",
         "checks",
         "explore",
         "examples",

@@ -1,15 +1,9 @@
 """Exec a command that gets SIGTERM when the process that launched it dies (Linux).
 
-``python -I die_with_parent.py PARENT_PID COMMAND [ARG...]`` sets this process's parent-death
-signal (``prctl(PR_SET_PDEATHSIG, SIGTERM)``), checks that its parent is still ``PARENT_PID``
-(the launcher may have died before the signal was armed), then replaces itself with the command
-(``exec``: same pid; the setting survives). :class:`labkit.distributed.processes.ProcessTree`
-starts every process this way rather than with ``subprocess``'s ``preexec_fn``, which runs Python
-between fork and exec and can deadlock in a process with threads, such as a Jupyter kernel.
-
-Standard library only and run by its path, so it starts in milliseconds and imports nothing of
-labkit. Exit status 2: bad arguments; 3: the launcher was already gone (the command never ran);
-4: ``prctl`` failed.
+``python -I die_with_parent.py PARENT_PID COMMAND [ARG...]`` arms the parent-death signal
+(``prctl(PR_SET_PDEATHSIG)``), checks that its parent is still ``PARENT_PID``, then ``exec``s the
+command (same pid; the setting survives). Not ``subprocess``'s ``preexec_fn``: Python between fork
+and exec can deadlock in a process with threads, such as a Jupyter kernel. Standard library only.
 """
 
 from __future__ import annotations
@@ -35,10 +29,7 @@ def main(argv: list[str]) -> int:
         print(f"die_with_parent: prctl failed: {os.strerror(ctypes.get_errno())}", file=sys.stderr)
         return 4
     if os.getppid() != parent:  # the launcher died before the signal was armed
-        print(
-            f"die_with_parent: the launcher (pid {parent}) is gone; not starting {argv[1]}",
-            file=sys.stderr,
-        )
+        print(f"die_with_parent: launcher {parent} gone; not starting {argv[1]}", file=sys.stderr)
         return PARENT_GONE
     os.execvp(argv[1], argv[1:])
     return 0  # pragma: no cover - execvp does not return

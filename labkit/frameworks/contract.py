@@ -156,11 +156,6 @@ class FrameworkSpec:
         return f"labkit.frameworks.{self.name}.checks" if self.code_checks else None
 
     @property
-    def worker_module(self) -> str | None:
-        """The data-parallel worker module (run with ``python -m``), None without a launcher."""
-        return f"labkit.frameworks.{self.name}.distributed" if self.launcher else None
-
-    @property
     def explore_module(self) -> str:
         """Its graph-readiness checks of a learner's model (see :class:`Explorer`)."""
         return f"labkit.frameworks.{self.name}.explore"
@@ -419,9 +414,8 @@ class Launch(Protocol):
 
     Framework-free (it builds commands and imports nothing of the framework), so that
     :mod:`labkit.distributed` starts, watches and stops any registered framework's workers
-    without naming one. ``args`` are the worker module's arguments
-    (:meth:`labkit.distributed.Job.worker_args`); the worker module is the spec's
-    ``worker_module``.
+    without naming one. ``args`` are the worker script's path and its arguments (notebook 08's
+    scripts in ``notebooks/distributed/``).
     """
 
     #: environment variables the launcher hands its workers (ranks, addresses): removed from

@@ -9,8 +9,6 @@ and :mod:`labkit.profiles`; what several of them need lives here:
   (``<name>/explore.py``): answers, agreement with eager, probe inputs, the eager session;
 - :mod:`~labkit.frameworks._kit.checks`: the toolkit of the code-exercise checks
   (``<name>/checks.py``): comparing outputs, condensing an error, unwrapping a decorator;
-- :mod:`~labkit.frameworks._kit.worker`: the side of a data-parallel worker
-  (``<name>/distributed.py``): its command line, watchdog, data, faults and result files;
 - :mod:`~labkit.frameworks._kit.graphs`: the plain data a graph becomes (``<name>/graphs.py``);
 - :mod:`~labkit.frameworks._kit.accuracy`: the accuracy cost of a low-precision step against
   the framework's fp32 model;
@@ -20,9 +18,8 @@ and :mod:`labkit.profiles`; what several of them need lives here:
   (``<name>/serving.py``).
 
 Framework-free: nothing here imports a framework. Not for notebooks: the rooms above that use
-the kit (:mod:`labkit.explore`, :mod:`labkit.exercises`, :mod:`labkit.distributed`,
-:mod:`labkit.lessons.graphs`) show a learner what they need under their own names. Nor for
+the kit (:mod:`labkit.explore`, :mod:`labkit.exercises`, :mod:`labkit.lessons.graphs`) show a learner what they need under their own names. Nor for
 anything that orchestrates the frameworks.
 """
 
-__all__ = ["accuracy", "cells", "checks", "explore", "graphs", "peak", "serving", "worker"]
+__all__ = ["accuracy", "cells", "checks", "explore", "graphs", "peak", "serving"]

@@ -1,5 +1,5 @@
 """MindSpore in the lab: ``adapter`` (the ``nn.Cell`` ResNet-50, PyNative and graph mode, MindIR),
-``distributed`` (the data-parallel worker that ``msrun`` starts) and ``serving`` (PyNative and
+``launch`` (``msrun`` for notebook 08's workers) and ``serving`` (PyNative and
 the MindIR ``GraphCell`` for an inference server).
 
 This file is framework-free: it declares what the lab knows about MindSpore and imports nothing.

@@ -1,6 +1,6 @@
 """TensorFlow in the lab: ``adapter`` (the Keras 3 ResNet-50, its modes, SavedModel),
-``graphs`` (freezing a GraphDef and running Grappler on it, notebook 05), ``distributed`` (the
-``MultiWorkerMirroredStrategy`` worker, one process per ``TF_CONFIG`` entry), ``serving`` (eager
+``graphs`` (freezing a GraphDef and running Grappler on it, notebook 05), ``launch`` (the
+``TF_CONFIG`` of each of notebook 08's workers), ``serving`` (eager
 and the SavedModel for an inference server).
 
 This file is framework-free: it declares what the lab knows about TensorFlow and imports nothing.

@@ -1,12 +1,5 @@
 """How TensorFlow's data-parallel workers are started: one plain process per worker, each told
-the whole cluster and its own index by the ``TF_CONFIG`` environment variable.
-
-Framework-free: it builds command lines (a :class:`labkit.frameworks.contract.Launch`) for
-:mod:`labkit.distributed`. TensorFlow has no launcher of its own: every worker runs
-:mod:`labkit.frameworks.tensorflow.distributed` (``MultiWorkerMirroredStrategy``), whose gRPC
-server listens on the port of its own ``host:port`` of the cluster list, on every interface
-(:data:`EVERY_INTERFACE`: TensorFlow gives no way to bind it to ``host``).
-"""
+the cluster and its own index by ``TF_CONFIG``. Framework-free (a ``contract.Launch``)."""
 
 from __future__ import annotations
 
@@ -15,8 +8,6 @@ import shlex
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-
-from . import SPEC
 
 __all__ = [
     "CLUSTER_VARIABLES",
@@ -31,10 +22,9 @@ __all__ = [
 CLUSTER_VARIABLES: tuple[str, ...] = ("TF_CONFIG",)
 ENVIRONMENT: dict[str, str] = {"TF_CPP_MIN_LOG_LEVEL": "2"}  # errors only
 EVERY_INTERFACE: str | None = (
-    "TensorFlow's gRPC server (tf.distribute, TF 2.21) listens on 0.0.0.0:PORT, every "
-    "interface, whatever host TF_CONFIG names: the address is fixed in its C++ code "
-    "(GrpcServer::Init) and no option or environment variable changes it. Each worker's port "
-    "is open to the network while the job runs, without authentication"
+    "TensorFlow 2.21's gRPC server (tf.distribute) listens on 0.0.0.0:PORT, every interface, "
+    "whatever host TF_CONFIG names (fixed in GrpcServer::Init, no option changes it): each "
+    "worker's port is open to the network, without authentication, while the job runs"
 )
 
 
@@ -54,19 +44,17 @@ def local_commands(
     workers: int, ports: Sequence[int], args: list[str], out_dir: Path, host: str
 ) -> list[tuple[list[str], dict[str, str]]]:
     cluster = [f"{host}:{p}" for p in ports[:workers]]
-    module = [sys.executable, "-m", SPEC.worker_module, *args]
-    return [(module, {"TF_CONFIG": tf_config(cluster, i)}) for i in range(workers)]
+    return [([sys.executable, *args], {"TF_CONFIG": tf_config(cluster, i)}) for i in range(workers)]
 
 
 def cluster_commands(
     workers: int, hosts: Sequence[str], port: int, args: list[str], out_dir: str
 ) -> list[tuple[str, str]]:
-    """One command per worker process; the workers of one host listen on ``port``,
-    ``port + 1``, ..."""
+    """One command per worker; the workers of one host listen on ``port``, ``port + 1``, ..."""
     placed = [(h, f"{h}:{port + i}") for h in hosts for i in range(workers)]
     cluster = [address for _, address in placed]
-    module = shlex.join(["python", "-m", SPEC.worker_module, *args])
+    script = shlex.join(["python", *args])
     return [
-        (host, f"TF_CONFIG={shlex.quote(tf_config(cluster, index))} {module}")
+        (host, f"TF_CONFIG={shlex.quote(tf_config(cluster, index))} {script}")
         for index, (host, _address) in enumerate(placed)
     ]

@@ -1,7 +1,7 @@
 """PyTorch in the lab: ``adapter`` (the ResNet-50, its modes, ONNX export), ``precision`` (bf16
 under a frozen compile, the accuracy cost), ``peak`` (its matrix-multiply kernels, timed),
 ``graphs`` (node counts of TorchScript graphs and Inductor's kernel launches, notebook 05),
-``distributed`` (the DDP worker that ``torchrun`` starts), ``serving`` (eager and
+``launch`` and ``torchrun`` (starting notebook 08's DDP workers on loopback), ``serving`` (eager and
 ``torch.compile`` for an inference server).
 
 This file is framework-free: it declares what the lab knows about PyTorch and imports nothing.

@@ -1,24 +1,16 @@
 """``torchrun`` whose rendezvous store listens only on the address it is given.
 
 ``python -m labkit.frameworks.torch.torchrun ARGS`` is ``torchrun ARGS``
-(:func:`torch.distributed.run.main`) with one more rendezvous backend, ``bound-static``
-(:data:`BACKEND`): the ``static`` rendezvous of one machine, whose TCPStore listens on the
-endpoint's address alone. labkit starts one-machine jobs with it
-(``--rdzv-backend bound-static --rdzv-endpoint 127.0.0.1:PORT``), so nothing of the job can be
-reached from another machine.
+(:func:`torch.distributed.run.main`) with one more rendezvous backend, ``bound-static``: the
+``static`` rendezvous of one machine, whose TCPStore listens on the endpoint's address alone
+(``--rdzv-backend bound-static --rdzv-endpoint 127.0.0.1:PORT``).
 
-Why torchrun alone cannot: with PyTorch 2.13 a TCPStore server listens on *every* interface
-(``[::]:PORT``, dual-stack) whatever ``host_name`` says, with the libuv backend and the
-classic one alike, and torchrun's agent hosts one with every rendezvous backend: ``static``
-(``--master-addr``/``--master-port``), ``c10d`` and ``--standalone`` (``c10d`` on
-``localhost:0``; ``c10d`` also starts a second, shared store on a free port). The store has no
-authentication. The one way PyTorch offers to restrict it is ``TCPStore(master_listen_fd=...)``:
-the server then listens on a socket the caller bound. This backend binds that socket to the
-endpoint's address and hands it over, and registers through the rendezvous registry's public
-``register`` (what torchrun's out-of-tree handlers use). The workers connect to this store as
-clients (``TORCHELASTIC_USE_AGENT_STORE``); their gloo sockets follow ``GLOO_SOCKET_IFNAME``.
-
-This module imports PyTorch (it runs in torchrun's process, not in labkit's launcher).
+Why: in PyTorch 2.13 a TCPStore server listens on *every* interface (``[::]:PORT``) whatever
+``host_name`` says, and torchrun's agent hosts one with every rendezvous backend (``static``,
+``c10d``, ``--standalone``); the store has no authentication. PyTorch's one way to restrict it
+is ``TCPStore(master_listen_fd=...)``, a socket the caller bound: this backend binds it and
+registers itself through the rendezvous registry's public ``register``. Imports PyTorch (it
+runs in torchrun's process).
 """
 
 from __future__ import annotations
@@ -42,7 +34,6 @@ __all__ = [
     "BoundStaticRendezvous",
     "bound_store",
     "create_handler",
-    "listening_socket",
     "main",
 ]
 
@@ -50,34 +41,13 @@ BACKEND = "bound-static"
 TIMEOUT_S = 600  # torchrun's static rendezvous waits as long
 
 
-def listening_socket(host: str, port: int) -> socket.socket:
-    """A TCP socket bound to ``host:port`` (that address only) and listening."""
-    family, kind, proto, _name, address = socket.getaddrinfo(
-        host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE
-    )[0]
-    sock = socket.socket(family, kind, proto)
-    try:
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        sock.bind(address)
-        sock.listen(128)
-    except OSError:
-        sock.close()
-        raise
-    return sock
-
-
 def bound_store(host: str, port: int, timeout: timedelta) -> TCPStore:
     """A TCPStore server (one agent: this one) that listens on ``host:port`` only."""
-    sock = listening_socket(host, port)
-    return TCPStore(
-        host,
-        port,
-        1,
-        True,
-        timeout,
-        multi_tenant=True,
-        master_listen_fd=sock.detach(),  # the store owns (and closes) the socket from now on
-    )
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.create_server((host, port), family=family, backlog=128)  # host:port only
+    # the store owns (and closes) the socket from now on
+    fd = sock.detach()
+    return TCPStore(host, port, 1, True, timeout, multi_tenant=True, master_listen_fd=fd)
 
 
 class BoundStaticRendezvous(RendezvousHandler):
@@ -98,14 +68,10 @@ class BoundStaticRendezvous(RendezvousHandler):
     def next_rendezvous(self) -> RendezvousInfo:
         if self.store is None:
             self.store = bound_store(self.host, self.port, self.timeout)
-        return RendezvousInfo(
-            PrefixStore(self.run_id, self.store),
-            0,
-            1,
-            RendezvousStoreInfo(self.host, self.port),
-        )
+        where = RendezvousStoreInfo(self.host, self.port)
+        return RendezvousInfo(PrefixStore(self.run_id, self.store), 0, 1, where)
 
-    def is_closed(self) -> bool:
+    def is_closed(self) -> bool:  # one machine, one round: never closed, nobody waiting
         return False
 
     def set_closed(self) -> None:

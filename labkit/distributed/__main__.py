@@ -1,5 +1,0 @@
-"""``python -m labkit.distributed ...`` (``--help``)."""
-
-from .cli import main
-
-raise SystemExit(main())

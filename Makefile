@@ -80,7 +80,7 @@ book: install
 # Chromium (-m book); then, under the standard profile, what `make test` (smoke) leaves out: the tests
 # marked costly (torch.compile training and inference graphs, the export cross-checks, a real
 # ONNX export) and the notebooks whose cells skip work under smoke (06: every training mode,
-# torch.compile and XLA included; 07: the isolated inference cells; 07b: the graph modes served;
+# torch.compile and XLA included; 07: the isolated inference cells; 07b: LoadGen at six rates;
 # 09: the quick benchmark); and every notebook twice in one kernel (make test runs 09 only).
 STANDARD_NOTEBOOKS := notebooks/06_resnet50_training_benchmark.ipynb \
     notebooks/07_inference_and_deployment.ipynb notebooks/07b_serving_under_load.ipynb \

@@ -1,5 +1,5 @@
 """Command line: ``python -m labkit doctor | bench | report | explore | card | class |
-distributed | serve | load``."""
+distributed``."""
 
 from __future__ import annotations
 
@@ -279,8 +279,6 @@ def build_parser() -> argparse.ArgumentParser:
         _add_card,
         _add_class,
         _add_distributed,
-        _add_serve,
-        _add_load,
     ):
         add(sub)
     return parser
@@ -488,30 +486,6 @@ def _distributed(args) -> int:
     ):
         print(f"# on {host}:\n{line}")
     return 0
-
-
-def _add_serve(sub) -> None:
-    """``serve``: an inference server of one framework and mode."""
-    from .serve import commands
-
-    commands.add_serve(
-        sub.add_parser(
-            "serve",
-            help="an HTTP inference server (Open Inference Protocol) of ResNet-50 in one mode",
-        )
-    )
-
-
-def _add_load(sub) -> None:
-    """``load``: open- and closed-loop load against a server on this machine."""
-    from .serve import commands
-
-    commands.add_load(
-        sub.add_parser(
-            "load",
-            help="drive an inference server on this machine: latency and throughput under load",
-        )
-    )
 
 
 def _show_warning(message, category, filename, lineno, file=None, line=None) -> None:

@@ -29,7 +29,6 @@ from conftest import NOTEBOOKS, notebook_key
 DECLARED_OUTPUTS = {
     "06": {"results"},
     "07": {"results"},
-    "07b": {"results"},
     "09": {"results"},
     "10": {"results"},
     "11": {"results"},

@@ -402,61 +402,6 @@ def test_explorer_implements_the_protocol_and_its_adapter_benchmarks_any_model(e
 
 
 # --------------------------------------------------------------------------------------------
-# serving (labkit.serve): each framework's serving modes, loaded through its serving module
-
-SERVED = [(s.name, m) for s in SPECS for m in s.serve_modes]
-
-
-@pytest.mark.parametrize("spec", SPECS, ids=NAMES)
-def test_a_served_framework_has_a_serving_module_that_follows_the_contract(spec, tmp_path):
-    if not spec.serve_modes:
-        assert spec.serving_module is None
-        with pytest.raises(ValueError, match="the lab does not serve"):
-            frameworks.serving(spec.name)
-        return
-    assert (spec.folder / "serving.py").is_file(), f"{spec.name} lists serve_modes: add serving.py"
-    assert len(set(spec.serve_modes)) == len(spec.serve_modes)
-    if spec.eager is not None:
-        assert spec.serve_modes[0] == spec.eager, "the eager serving mode comes first"
-    require(spec.name)
-    serving = frameworks.serving(spec.name)
-    assert isinstance(serving, frameworks.Serving)
-    with pytest.raises(ValueError, match=f"unknown serving mode 'turbo' for {spec.name}"):
-        serving.load(resnet.init_weights(0, CLASSES, width=16), "turbo", tmp_path)
-
-
-@pytest.mark.slow
-@pytest.mark.parametrize(
-    "framework,mode",
-    [
-        # a compile, or a SavedModel export (15 s; test_tensorflow_adapter reloads one under
-        # smoke): make test-standard runs them
-        pytest.param(
-            f, m, marks=[pytest.mark.costly] if m.startswith("compile") or m == "savedmodel" else []
-        )
-        for f, m in SERVED
-    ],
-    ids=[f"{f}-{m}" for f, m in SERVED],
-)
-def test_every_serving_mode_answers_any_batch_size_with_the_networks_logits(
-    framework, mode, tmp_path
-):
-    """What a server runs: any batch size, float32 logits as close to the float64 reference as
-    PyTorch's own (an export and its reload included)."""
-    from conftest import assert_float32_close
-
-    require(framework)
-    weights = resnet.init_weights(0, CLASSES, width=16)
-    served = frameworks.serving(framework).load(weights, mode, tmp_path)
-    assert isinstance(served, contract.Served) and served.notes
-    for n in (1, 3):
-        images = resnet.random_batch(n, 32)[0]
-        got = np.asarray(served.predict(images))
-        assert got.shape == (n, CLASSES) and got.dtype == np.float32
-        assert_float32_close(got, weights, images, f"{framework}/{mode}, batch {n}")
-
-
-# --------------------------------------------------------------------------------------------
 # the architecture: framework-free modules, no import cycles, framework names in one place
 
 #: the modules that may import a framework: each framework package's adapter and helpers

@@ -6,8 +6,6 @@ one you use): ``__init__.py`` declares its :class:`~labkit.frameworks.contract.F
 :class:`~labkit.frameworks.contract.Adapter`, and optional ``graphs.py`` serves the optimisation
 notebook. A framework with a data-parallel launcher adds ``distributed.py`` (the worker) and
 ``launch.py`` (its framework-free command lines, a :class:`~labkit.frameworks.contract.Launch`);
-one the lab serves over HTTP (:mod:`labkit.serve`) adds ``serving.py``
-(a :class:`~labkit.frameworks.contract.Serving`).
 What the framework packages share is in :mod:`labkit.frameworks._kit`; whether they all compute
 the same ResNet-50 is :mod:`labkit.frameworks.crosscheck`.
 
@@ -43,8 +41,6 @@ from .contract import (
     Launch,
     ModelBencher,
     PeakProbe,
-    Served,
-    Serving,
     Trainer,
 )
 
@@ -63,8 +59,6 @@ __all__ = [
     "Launch",
     "ModelBencher",
     "PeakProbe",
-    "Served",
-    "Serving",
     "Trainer",
     "available",
     "check_import_order",
@@ -77,7 +71,6 @@ __all__ = [
     "launch_module",
     "peak_probes",
     "probe_all",
-    "serving",
     "spec",
     "specs",
 ]
@@ -325,21 +318,6 @@ def checks(name: str) -> ModuleType:
         )
     get(name)
     return importlib.import_module(s.checks_module)
-
-
-def serving(name: str) -> ModuleType:
-    """The serving module of ``name`` (``labkit.frameworks.<name>.serving``, a
-    :class:`Serving`); imports the framework.
-
-    ``ValueError`` for a framework whose spec lists no ``serve_modes``, ``FrameworkUnavailable``
-    (with the fix) when it does not import here.
-    """
-    s = spec(name)
-    if s.serving_module is None:
-        served = ", ".join(x.name for x in specs() if x.serve_modes)
-        raise ValueError(f"the lab does not serve {s.display} models; it serves {served}")
-    get(name)
-    return importlib.import_module(s.serving_module)
 
 
 def peak_probes() -> list[hardware.Probe]:

@@ -12,9 +12,7 @@ data-parallel launcher. ``tests/test_registry.py`` checks every registered adapt
 module against them (and against the spec): a new framework that misses a piece fails there, by
 name. The words of a benchmark cell (:data:`TASKS`, :data:`PRECISIONS`, :data:`DEVICES`) are
 defined here too, with what an adapter's ``prepare`` returns (:class:`Prepared`) or raises
-(:class:`Unsupported`). A framework whose spec lists ``serve_modes`` has a ``serving.py``
-(:class:`Serving`): the model of each serving mode, loaded for :mod:`labkit.serve`
-(:class:`Served`).
+(:class:`Unsupported`).
 
 Not for: code shared by the adapters (:mod:`labkit.frameworks._kit`), nor timing
 (:mod:`labkit.bench`).
@@ -44,8 +42,6 @@ __all__ = [
     "ModelBencher",
     "PeakProbe",
     "Prepared",
-    "Served",
-    "Serving",
     "Trainer",
     "Unsupported",
 ]
@@ -114,9 +110,6 @@ class FrameworkSpec:
     #: the properties its ``checks`` module verifies in code exercises (labkit.exercises.Code),
     #: as (name, what it means to the learner) pairs; empty when it has no checks module
     code_checks: tuple[tuple[str, str], ...] = ()
-    #: the modes its ``serving`` module loads for an inference server (:mod:`labkit.serve`), the
-    #: eager one first where there is one; empty when the lab does not serve it
-    serve_modes: tuple[str, ...] = ()
     #: packages that must not be loaded before this framework in one process (importing it
     #: after them crashes the process): :func:`labkit.frameworks.get` refuses to import it then
     import_before: tuple[str, ...] = ()
@@ -164,12 +157,6 @@ class FrameworkSpec:
     def explores(self) -> bool:
         """Whether ``labkit.explore`` can check and benchmark a learner's model of it."""
         return (self.folder / "explore.py").is_file()
-
-    @property
-    def serving_module(self) -> str | None:
-        """The module that loads its serving modes (a :class:`Serving`), None without
-        ``serve_modes``."""
-        return f"labkit.frameworks.{self.name}.serving" if self.serve_modes else None
 
     @property
     def peak_module(self) -> str | None:
@@ -351,31 +338,6 @@ class Explorer(Protocol):
 
     def run_check(self, name: str, session: Any) -> dict:
         """Run one check: ``{"path": {...}, "graph_breaks": [...], "recompiles": [...]}``."""
-
-
-@dataclass
-class Served:
-    """What a framework's ``serving.load`` returns: one serving mode's model, loaded and ready
-    to answer requests (:mod:`labkit.serve` warms it up and runs it from one thread)."""
-
-    #: an NCHW float32 host batch of any size -> its float32 logits, as a host array
-    predict: Callable[[np.ndarray], np.ndarray]
-    notes: str  #: how the mode is realised, in words (stored with every serving record)
-    #: True when each new batch size builds a new graph (a compile): a server then pads
-    #: batches to a few sizes, or pays a compile the first time it meets a new one
-    fixed_shapes: bool = False
-    #: seconds of exporting to a deployment format (and loading it back) before it could run
-    export_s: float | None = None
-
-
-@runtime_checkable
-class Serving(Protocol):
-    """The module ``labkit/frameworks/<name>/serving.py`` of a framework whose spec lists
-    ``serve_modes``: each serving mode's model, built from canonical weights."""
-
-    def load(self, weights: dict[str, np.ndarray], mode: str, directory: str | Path) -> Served:
-        """The model of serving ``mode`` holding ``weights``, in eval mode; an export goes under
-        ``directory`` (the caller's to delete). ``ValueError`` names an unknown mode."""
 
 
 @runtime_checkable

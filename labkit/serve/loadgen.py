@@ -1,219 +1,245 @@
-"""The load generator: requests at random arrival times (open loop) or from N clients at once
-(closed loop), against a server on this machine, each step bounded in requests and time.
+"""MLPerf LoadGen's Server scenario against an HTTP inference server, and what it says.
 
-- **Open loop** (:func:`poisson_step`, MLPerf's *Server* scenario): arrivals are a Poisson
-  process at the offered rate (exponential gaps, seeded); each request is sent at its time
-  whether or not earlier ones were answered, as independent users would. A request's latency
-  runs from its *scheduled* arrival to its answer, so a client that falls behind cannot hide
-  the server's queue (no coordinated omission); how late it sent is kept too.
-- **Closed loop** (:func:`closed_step`): N clients, each sends its next request when the last
-  one is answered (a benchmark script, a batch job): the offered rate adapts to the server.
+LoadGen (``mlcommons-loadgen``, 6.0.17 here) schedules queries as a Poisson process at a target
+rate and times each from its scheduled issue to its completion; a *system under test* (SUT) is
+the code that answers them. :func:`run_server_scenario` builds a SUT that sends each query to
+the server as one Open Inference Protocol request (binary tensor, keep-alive connections, a pool
+of threads so that LoadGen's issuing thread never waits) and completes it when the answer
+arrives. The SUT times each query too, from the moment LoadGen handed it over: :class:`Run`
+holds LoadGen's summary (its p50/p90/p99, achieved rate, VALID or INVALID and why) beside the
+adapter's own p50 and achieved rate, so the two can be compared.
 
-Each request ends answered (200), shed (503 or 429: the server refused it for overload),
-timed out (no answer within the client's timeout: counted as such) or failed (another status,
-a broken connection). A step sends at most ``max_requests`` and stops ``timeout`` seconds after
-its last arrival, whatever is still open (those count as timeouts). Only loopback URLs are
-accepted (:func:`check_url`).
+A refused request (503: the server shed it) still completes its query for LoadGen, which would
+count its quick refusal as a fast answer: the run counts them (``shed``), and the figure and
+table say so.
 
-Not for: records (:mod:`labkit.serve.records`) or starting servers (:mod:`labkit.serve.process`).
+Not for: starting servers (:mod:`labkit.serve.process`).
 """
 
 from __future__ import annotations
 
-import asyncio
+import http.client
+import json
+import tempfile
+import threading
 import time
 import urllib.parse
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import numpy as np
 
-from .. import bench
+__all__ = ["REFERENCE_BOUNDS", "Run", "figure", "run_server_scenario", "table"]
 
-__all__ = ["LOOPBACK_HOSTS", "Step", "check_url", "closed_step", "poisson_step", "send_one"]
-
-#: the hosts the load generator drives: this machine only
-LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "::1", "[::1]")
-#: seconds after its last arrival that a step waits for open requests beyond their timeout
-_GRACE_S = 1.0
-
-
-def check_url(url: str) -> str:
-    """``url`` without a trailing slash if it is ``http://`` on this machine's loopback, else
-    ``ValueError`` with the fix: the lab's load generator never drives another machine."""
-    parts = urllib.parse.urlsplit(url)
-    if parts.scheme != "http" or not parts.hostname:
-        raise ValueError(
-            f"{url!r} is not an http:// URL; give the server's address, e.g. http://127.0.0.1:8000"
-        )
-    if parts.hostname not in LOOPBACK_HOSTS:
-        raise ValueError(
-            f"{url} is on {parts.hostname}, not this machine: the load generator drives servers on "
-            "127.0.0.1 only (it would flood another machine's server)"
-        )
-    return url.rstrip("/")
+#: latency bounds from elsewhere, named for what they are (none of them is this machine's)
+REFERENCE_BOUNDS = {
+    "MLPerf Inference ResNet-50, Server scenario (224 px, datacenter systems)": 15.0,
+    "the seed articles' real-time recommender (a different model and task)": 100.0,
+}
 
 
 @dataclass
-class Step:
-    """What one step of load sent and got back."""
+class Run:
+    """One LoadGen Server-scenario run at one target rate, and the SUT's own view of it."""
 
-    load: str  #: poisson | closed
-    offered_rps: float | None
-    concurrency: int | None
-    timeout_s: float
-    latencies_s: list[float] = field(default_factory=list)  #: answered requests
-    done_at: list[float] = field(default_factory=list)  #: when each answer came (perf_counter)
-    lags_s: list[float] = field(default_factory=list)  #: how late each request was sent
-    requests: int = 0
+    label: str
+    target_qps: float
+    bound_ms: float
+    result: str  #: VALID or INVALID, LoadGen's word
+    why: list[str]  #: LoadGen's checks that failed, and its recommendations
+    achieved_qps: float  #: LoadGen's "Completed samples per second"
+    p50_ms: float
+    p90_ms: float
+    p99_ms: float
+    queries: int
+    own_achieved_qps: float  #: answers / (last answer - first hand-over), measured by the SUT
+    own_p50_ms: float  #: hand-over to answer, measured by the SUT
     shed: int = 0
-    timeouts: int = 0
-    errors: int = 0
-    reasons: dict[str, int] = field(default_factory=dict)  #: why requests were shed or failed
-    started: float = 0.0
-    planned_s: float = 0.0  #: the step's arrival window (open loop) or its length (closed)
-    wall_s: float = 0.0  #: from its start until every request was settled
-    cpu_before: tuple | None = None
-    cpu_after: tuple | None = None
-    load_1min: float | None = None
+    errors: dict[str, int] = field(default_factory=dict)
+    summary: str = field(default="", repr=False)  #: LoadGen's mlperf_log_summary.txt
 
     @property
-    def answered(self) -> int:
-        return len(self.latencies_s)
+    def valid(self) -> bool:
+        return self.result == "VALID" and not self.shed and not self.errors
 
-    def halves(self) -> list[float]:
-        """Answers per second in the first and second half of the planned window."""
-        half = self.planned_s / 2
-        if half <= 0:
-            return [0.0, 0.0]
-        first = sum(1 for t in self.done_at if t < self.started + half)
-        second = sum(1 for t in self.done_at if self.started + half <= t < self.started + 2 * half)
-        return [first / half, second / half]
-
-    def note(self, reason: str) -> None:
-        self.reasons[reason] = self.reasons.get(reason, 0) + 1
-
-
-async def send_one(client, url: str, body: bytes, headers: dict, step: Step, since: float) -> None:
-    """Send one request and file its outcome in ``step``; its latency runs from ``since``."""
-    import httpx
-
-    step.requests += 1
-    try:
-        r = await client.post(url, content=body, headers=headers)
-    except httpx.TimeoutException:
-        step.timeouts += 1
-        return
-    except httpx.HTTPError as exc:
-        step.errors += 1
-        step.note(f"{type(exc).__name__}: {exc}"[:160])
-        return
-    done = time.perf_counter()
-    if r.status_code == 200:
-        step.latencies_s.append(done - since)
-        step.done_at.append(done)
-        return
-    try:
-        why = r.json().get("error", "")
-    except ValueError:
-        why = r.text[:120]
-    if r.status_code in (429, 503):
-        step.shed += 1
-        step.note(f"{r.status_code} {why.split(';')[0]}"[:160])
-    else:
-        step.errors += 1
-        step.note(f"{r.status_code} {why}"[:160])
-
-
-def _begin(step: Step, planned_s: float) -> None:
-    step.planned_s = planned_s
-    step.load_1min = bench.load_1min()
-    step.cpu_before = bench.cpu_sample()
-    step.started = time.perf_counter()
-
-
-def _end(step: Step) -> Step:
-    step.wall_s = time.perf_counter() - step.started
-    step.cpu_after = bench.cpu_sample()
-    return step
-
-
-async def _settle(tasks: list[asyncio.Task], step: Step, wait_s: float) -> None:
-    """Wait up to ``wait_s`` for the open requests; those still open count as timeouts."""
-    if not tasks:
-        return
-    _done, pending = await asyncio.wait(tasks, timeout=wait_s)
-    for task in pending:
-        task.cancel()
-        step.timeouts += 1
-    if pending:
-        await asyncio.gather(*pending, return_exceptions=True)
-
-
-async def poisson_step(
-    client,
-    url: str,
-    body: bytes,
-    headers: dict,
-    rate: float,
-    duration_s: float,
-    max_requests: int,
-    timeout_s: float,
-    seed: int = 0,
-    min_requests: int = 0,
-) -> Step:
-    """One open-loop step: Poisson arrivals at ``rate`` per second for ``duration_s`` seconds,
-    or until the ``min_requests``-th arrival if that comes later (at most ``max_requests``)."""
-    if rate <= 0 or duration_s <= 0 or max_requests < 1:
-        raise ValueError(
-            f"need rate > 0, duration > 0, max_requests >= 1; got {rate}, "
-            f"{duration_s}, {max_requests}"
+    def __repr__(self) -> str:
+        extra = f", {self.shed} shed" if self.shed else ""
+        return (
+            f"<{self.label} at {self.target_qps:g}/s: {self.result}{extra}; achieved "
+            f"{self.achieved_qps:.1f}/s, p50 {self.p50_ms:.1f} ms, p99 {self.p99_ms:.1f} ms>"
         )
-    rng = np.random.default_rng(seed)
-    drawn = max(int(rate * duration_s * 2 + 20), 2 * min_requests + 20)
-    times = np.cumsum(rng.exponential(1.0 / rate, size=drawn))
-    within = times[times < duration_s]
-    times = (within if len(within) >= min_requests else times[:min_requests])[:max_requests]
-    duration_s = max(duration_s, float(times[-1]) if len(times) else 0.0)
-    step = Step("poisson", float(rate), None, timeout_s)
-    _begin(step, duration_s)
-    tasks = []
-    for t in times:
-        due = step.started + float(t)
-        delay = due - time.perf_counter()
-        if delay > 0:
-            await asyncio.sleep(delay)
-        step.lags_s.append(max(0.0, time.perf_counter() - due))
-        tasks.append(asyncio.create_task(send_one(client, url, body, headers, step, due)))
-    left = step.started + duration_s - time.perf_counter()
-    await _settle(tasks, step, max(0.0, left) + timeout_s + _GRACE_S)
-    return _end(step)
 
 
-async def closed_step(
-    client,
-    url: str,
-    body: bytes,
-    headers: dict,
-    concurrency: int,
-    duration_s: float,
-    max_requests: int,
-    timeout_s: float,
-) -> Step:
-    """One closed-loop step: ``concurrency`` clients, each sending its next request when the last
-    one is settled, for ``duration_s`` seconds (at most ``max_requests`` in all)."""
-    if concurrency < 1 or duration_s <= 0 or max_requests < 1:
-        raise ValueError(
-            f"need concurrency >= 1, duration > 0, max_requests >= 1; got "
-            f"{concurrency}, {duration_s}, {max_requests}"
+class _HttpSut:
+    """Sends each query as one binary v2 request from a pool of keep-alive connections."""
+
+    def __init__(self, url: str, model: str, images: np.ndarray, threads: int):
+        parts = urllib.parse.urlsplit(url)
+        if parts.scheme != "http" or parts.hostname not in ("127.0.0.1", "localhost"):
+            raise ValueError(f"{url}: the lab drives servers on http://127.0.0.1 only")
+        self.host, self.port = parts.hostname, parts.port or 80
+        self.path = f"/v2/models/{model}/infer"
+        self.bodies = [_binary_request(x[None]) for x in images]
+        self.pool = ThreadPoolExecutor(threads, thread_name_prefix="sut")
+        self.local = threading.local()
+        self.lock = threading.Lock()
+        self.handed, self.done, self.latencies = [], [], []
+        self.shed, self.errors = 0, {}
+
+    def issue(self, samples) -> None:  # LoadGen's thread: hand over, never wait
+        for s in samples:
+            self.pool.submit(self.send, s.id, s.index, time.perf_counter())
+
+    def send(self, query_id: int, index: int, handed: float) -> None:
+        import mlperf_loadgen as lg
+
+        head, body = self.bodies[index % len(self.bodies)]
+        try:
+            status = self.post(head, body)
+        except OSError as exc:
+            self.local.conn = None
+            status = type(exc).__name__
+        now = time.perf_counter()
+        with self.lock:
+            if status == 200:
+                self.handed.append(handed)
+                self.done.append(now)
+                self.latencies.append(now - handed)
+            elif status == 503:
+                self.shed += 1
+            else:
+                self.errors[str(status)] = self.errors.get(str(status), 0) + 1
+        lg.QuerySamplesComplete([lg.QuerySampleResponse(query_id, 0, 0)])
+
+    def post(self, head: dict, body: bytes) -> int:
+        conn = getattr(self.local, "conn", None)
+        if conn is None:
+            conn = self.local.conn = http.client.HTTPConnection(self.host, self.port, timeout=60)
+        conn.request("POST", self.path, body, head)
+        answer = conn.getresponse()
+        answer.read()
+        return answer.status
+
+
+def _binary_request(images: np.ndarray) -> tuple[dict, bytes]:
+    raw = np.ascontiguousarray(images, np.float32).tobytes()
+    tensor = {"name": "images", "shape": list(images.shape), "datatype": "FP32"}
+    head = json.dumps({"inputs": [{**tensor, "parameters": {"binary_data_size": len(raw)}}],
+                       "outputs": [{"name": "logits", "parameters": {"binary_data": True}}]})  # fmt: skip
+    headers = {"Inference-Header-Content-Length": str(len(head)),
+               "Content-Type": "application/octet-stream"}  # fmt: skip
+    return headers, head.encode() + raw
+
+
+def read_summary(text: str) -> dict[str, str]:
+    """``key : value`` lines of LoadGen's summary, and ``why``: its failed checks and advice."""
+    fields, why, bullet = {}, [], False
+    for line in text.splitlines():
+        key, sep, value = line.partition(":")
+        if sep and key.strip():
+            fields[key.strip()] = value.strip()
+            if value.strip() == "NO":
+                why.append(f"{key.strip()}: NO")
+        elif line.strip().startswith("*"):
+            why.append(line.strip(" *"))
+        elif bullet and line.strip():  # a bullet's sentence goes on
+            why[-1] += " " + line.strip()
+        bullet = line.strip().startswith("*") or (bullet and bool(line.strip()) and not sep)
+    fields["why"] = why
+    return fields
+
+
+def _ns_ms(fields: dict, key: str) -> float:
+    return float(fields.get(key, "nan")) / 1e6
+
+
+def run_server_scenario(
+    url: str, images: np.ndarray, rates, bound_ms: float, duration_s: float = 10.0,
+    min_queries: int = 100, label: str = "", model: str = "resnet50", threads: int = 16,
+) -> list[Run]:  # fmt: skip
+    """One LoadGen Server-scenario run per rate in ``rates`` (queries/s) against ``url``, each
+    at least ``duration_s`` seconds and ``min_queries`` queries, with the p99 bound ``bound_ms``
+    (yours to choose: LoadGen judges the run against it). ``images`` (N, 3, H, W) are the
+    samples, one per query."""
+    import mlperf_loadgen as lg
+
+    if bound_ms <= 0 or duration_s <= 0 or min_queries < 1:
+        raise ValueError(f"need bound_ms, duration_s > 0, min_queries >= 1; got "
+                         f"{bound_ms}, {duration_s}, {min_queries}")  # fmt: skip
+    runs = []
+    for rate in rates:
+        sut = _HttpSut(url, model, images, threads)
+        settings = lg.TestSettings()
+        settings.scenario, settings.mode = lg.TestScenario.Server, lg.TestMode.PerformanceOnly
+        settings.server_target_qps = float(rate)
+        settings.server_target_latency_ns = int(bound_ms * 1e6)
+        settings.min_duration_ms, settings.min_query_count = int(duration_s * 1e3), min_queries
+        handle = lg.ConstructSUT(sut.issue, lambda: None)
+        qsl = lg.ConstructQSL(len(images), len(images), lambda s: None, lambda s: None)
+        with tempfile.TemporaryDirectory(prefix="labkit-loadgen-") as out:
+            logs = lg.LogSettings()
+            logs.log_output.outdir, logs.log_output.copy_summary_to_stdout = out, False
+            try:
+                lg.StartTestWithLogSettings(handle, qsl, settings, logs)
+            finally:
+                lg.DestroyQSL(qsl)
+                lg.DestroySUT(handle)
+                sut.pool.shutdown(wait=True)
+            text = (Path(out) / "mlperf_log_summary.txt").read_text()
+        runs.append(_record(label, rate, bound_ms, text, sut))
+    return runs
+
+
+def _record(label: str, rate: float, bound_ms: float, text: str, sut: _HttpSut) -> Run:
+    f = read_summary(text)
+    span = max(sut.done) - min(sut.handed) if sut.done else 0.0
+    return Run(
+        label, float(rate), bound_ms, f.get("Result is", "?"), f["why"],
+        float(f.get("Completed samples per second", "nan")),
+        _ns_ms(f, "50.00 percentile latency (ns)"), _ns_ms(f, "90.00 percentile latency (ns)"),
+        _ns_ms(f, "99.00 percentile latency (ns)"),
+        len(sut.done) + sut.shed + sum(sut.errors.values()),
+        len(sut.done) / span if span > 0 else float("nan"),
+        float(np.median(sut.latencies) * 1e3) if sut.latencies else float("nan"),
+        sut.shed, dict(sut.errors), text,
+    )  # fmt: skip
+
+
+def table(runs: list[Run]) -> str:
+    """A markdown table of ``runs``: LoadGen's figures beside the SUT's own."""
+    head = ("server", "target /s", "LoadGen achieved /s", "own /s", "p50 ms", "own p50 ms",
+            "p90 ms", "p99 ms", "result", "why")  # fmt: skip
+    rows = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for r in runs:
+        why = "; ".join(r.why[:2] + ([f"{r.shed} shed (503)"] if r.shed else []))
+        why += "; ".join(f"{n} x {k}" for k, n in r.errors.items())
+        cells = (r.label, f"{r.target_qps:g}", f"{r.achieved_qps:.1f}",
+                 f"{r.own_achieved_qps:.1f}", f"{r.p50_ms:.1f}", f"{r.own_p50_ms:.1f}",
+                 f"{r.p90_ms:.1f}", f"{r.p99_ms:.1f}", r.result, why or "-")  # fmt: skip
+        rows.append("| " + " | ".join(cells) + " |")
+    return "\n".join(rows)
+
+
+def figure(runs: list[Run], title: str = "p99 latency against the target rate"):
+    """p99 and p50 (LoadGen's) against the target rate, one line per server label, the bound as
+    a line; an invalid run (LoadGen's INVALID, or requests shed) is drawn hollow."""
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(7, 4), constrained_layout=True)
+    for label in dict.fromkeys(r.label for r in runs):
+        mine = sorted((r for r in runs if r.label == label), key=lambda r: r.target_qps)
+        x = [r.target_qps for r in mine]
+        (line,) = ax.plot(x, [r.p99_ms for r in mine], marker="o", label=f"{label}: p99")
+        ax.plot(x, [r.p50_ms for r in mine], lw=0.8, ls="--", color=line.get_color())
+        for r in mine:
+            if not r.valid:
+                ax.plot(r.target_qps, r.p99_ms, "o", mfc="white", color=line.get_color())
+    if runs:
+        ax.axhline(
+            runs[0].bound_ms, color="black", lw=1, label=f"your bound {runs[0].bound_ms:g} ms"
         )
-    step = Step("closed", None, int(concurrency), timeout_s)
-    _begin(step, duration_s)
-    stop = step.started + duration_s
-
-    async def client_loop() -> None:
-        while time.perf_counter() < stop and step.requests < max_requests:
-            await send_one(client, url, body, headers, step, time.perf_counter())
-
-    tasks = [asyncio.create_task(client_loop()) for _ in range(concurrency)]
-    await _settle(tasks, step, duration_s + timeout_s + _GRACE_S)
-    return _end(step)
+    ax.set(xlabel="target rate (queries/s, Poisson)", ylabel="latency (ms; p50 dashed)",
+           yscale="log", title=title)  # fmt: skip
+    ax.legend(fontsize=7)
+    return fig

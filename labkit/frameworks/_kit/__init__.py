@@ -13,13 +13,11 @@ and :mod:`labkit.profiles`; what several of them need lives here:
 - :mod:`~labkit.frameworks._kit.accuracy`: the accuracy cost of a low-precision step against
   the framework's fp32 model;
 - :mod:`~labkit.frameworks._kit.peak`: sizing, timing and the command line of the
-  matrix-multiply probes (``<name>/peak.py``);
-- :mod:`~labkit.frameworks._kit.serving`: a serving mode that runs an exported model
-  (``<name>/serving.py``).
+  matrix-multiply probes (``<name>/peak.py``).
 
 Framework-free: nothing here imports a framework. Not for notebooks: the rooms above that use
 the kit (:mod:`labkit.explore`, :mod:`labkit.exercises`, :mod:`labkit.lessons.graphs`) show a learner what they need under their own names. Nor for
 anything that orchestrates the frameworks.
 """
 
-__all__ = ["accuracy", "cells", "checks", "explore", "graphs", "peak", "serving"]
+__all__ = ["accuracy", "cells", "checks", "explore", "graphs", "peak"]

@@ -1,6 +1,5 @@
 """MindSpore in the lab: ``adapter`` (the ``nn.Cell`` ResNet-50, PyNative and graph mode, MindIR),
-``launch`` (``msrun`` for notebook 08's workers) and ``serving`` (PyNative and
-the MindIR ``GraphCell`` for an inference server).
+and ``launch`` (``msrun`` for notebook 08's workers).
 
 This file is framework-free: it declares what the lab knows about MindSpore and imports nothing.
 """
@@ -18,7 +17,6 @@ SPEC = FrameworkSpec(
     color="#1f77b4",
     formats=("mindir",),
     launcher="msrun",
-    serve_modes=("pynative", "mindir"),
     summary="PyNative (eager, the default in 2.x); GRAPH_MODE / mindspore.jit (parsed source)",
     model_packages=("mindspore",),
     code_checks=(

@@ -1,7 +1,6 @@
 """ONNX Runtime in the lab: ``adapter`` (runs the ResNet-50 that PyTorch exports to ONNX, in fp32
 or quantised to int8), ``graphs`` (node counts of ONNX files, tensor sizes for a memory plan and
-int8 quantisation, notebooks 05 and 07), ``peak`` (its matrix-multiply kernels, timed) and
-``serving`` (the session for an inference server).
+int8 quantisation, notebooks 05 and 07) and ``peak`` (its matrix-multiply kernels, timed).
 
 This file is framework-free: it declares what the lab knows about ONNX Runtime and imports
 nothing.
@@ -26,5 +25,4 @@ SPEC = FrameworkSpec(
     summary="an inference engine for exported ONNX graphs (ORT_ENABLE_ALL optimisations)",
     model_packages=("onnx", "onnxruntime"),
     model_files=(".onnx",),
-    serve_modes=("ort",),
 )

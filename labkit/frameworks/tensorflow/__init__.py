@@ -1,7 +1,5 @@
 """TensorFlow in the lab: ``adapter`` (the Keras 3 ResNet-50, its modes, SavedModel),
-``graphs`` (freezing a GraphDef and running Grappler on it, notebook 05), ``launch`` (the
-``TF_CONFIG`` of each of notebook 08's workers), ``serving`` (eager
-and the SavedModel for an inference server).
+and ``launch`` (the ``TF_CONFIG`` of each of notebook 08's workers).
 
 This file is framework-free: it declares what the lab knows about TensorFlow and imports nothing.
 """
@@ -19,7 +17,6 @@ SPEC = FrameworkSpec(
     color="#ff8f00",
     formats=("savedmodel", "tflite"),
     launcher="TF_CONFIG",
-    serve_modes=("eager", "savedmodel"),
     distributions=("tensorflow-cpu", "tensorflow"),
     summary="eager Keras calls; tf.function (a traced graph, Grappler-optimised); "
     "tf.function(jit_compile=True) (XLA)",

@@ -1,8 +1,7 @@
 """PyTorch in the lab: ``adapter`` (the ResNet-50, its modes, ONNX export), ``precision`` (bf16
 under a frozen compile, the accuracy cost), ``peak`` (its matrix-multiply kernels, timed),
 ``graphs`` (node counts of TorchScript graphs and Inductor's kernel launches, notebook 05),
-``launch`` and ``torchrun`` (starting notebook 08's DDP workers on loopback), ``serving`` (eager and
-``torch.compile`` for an inference server).
+``launch`` and ``torchrun`` (starting notebook 08's DDP workers on loopback).
 
 This file is framework-free: it declares what the lab knows about PyTorch and imports nothing.
 """
@@ -21,7 +20,6 @@ SPEC = FrameworkSpec(
     formats=("onnx", "torchscript"),
     peak_precisions=("fp32", "bf16", "int8"),
     launcher="torchrun",
-    serve_modes=("eager", "compile", "compile_dynamic"),
     summary="eager nn.Module; TorchScript trace+freeze (deprecated, still met in older code); "
     "torch.compile (Inductor)",
     model_packages=("torch",),

@@ -290,8 +290,8 @@ def ceiling(records: Iterable[dict]) -> Figure | Nothing:
 
     if not rows and results.ok(records):
         return Nothing(
-            "No figure: the estimated ceiling is unknown on this machine (its peak FLOP/s per "
-            "cycle is not in labkit's table), so no record has a share of it."
+            "No figure: the estimated ceiling is unknown on this machine, so no record has a "
+            "share of it (`labkit.hardware.ceiling(precision).method` says why)."
         )
     return _panels(rows, "Share of the estimated compute ceiling", "measured cells", draw)
 

@@ -11,7 +11,7 @@ and :mod:`labkit.profiles`; what several of them need lives here:
   (``<name>/checks.py``): comparing outputs, condensing an error, unwrapping a decorator;
 - :mod:`~labkit.frameworks._kit.worker`: the side of a data-parallel worker
   (``<name>/distributed.py``): its command line, watchdog, data, faults and result files;
-- :mod:`~labkit.frameworks._kit.graphs`: the plain data a graph becomes (``<name>/graphs.py``);
+- :mod:`~labkit.frameworks._kit.graphs`: the plain data a graph becomes (op counts, steps);
 - :mod:`~labkit.frameworks._kit.accuracy`: the accuracy cost of a low-precision step against
   the framework's fp32 model;
 - :mod:`~labkit.frameworks._kit.peak`: sizing, timing and the command line of the

@@ -5,7 +5,6 @@ optimisation levels on the PyTorch export), plus the
 framework-free arithmetic (BatchNorm folding, memory planning) checked against the frameworks.
 """
 
-
 from labkit import resnet
 from labkit.lessons import graphs
 

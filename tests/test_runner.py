@@ -240,8 +240,12 @@ def check_measured(records, plan, framework):
 def check_measured_peak(r, threads):
     """The run measured the peaks first (or found them cached): each record carries the share
     of the measured peak at its precision and threads, or says why there is none."""
-    peak = runner.cached_peaks(threads)[r["precision"]]
-    if not peak.measured:
+    found = runner.cached_peaks(threads)
+    if found is None:  # none measured, or refused: measured on a busy machine or too spread
+        assert r["measured_peak_share"] is None and "no measured peak" in r["measured_peak_note"]
+        return
+    peak = found[r["precision"]]
+    if not peak.valid:
         assert r["measured_peak_share"] is None and r["measured_peak_note"] == peak.note
         return
     assert r["measured_peak"]["gflops"] == peak.gflops and r["measured_peak"]["threads"] == threads
@@ -318,8 +322,8 @@ def test_low_precision_cells_carry_their_peak_share_and_accuracy_cost(tmp_path, 
         profile=SMOKE,
     )
     res = runner.run(plan, tmp_path / "r.jsonl", progress=False)
-    found = runner.cached_peaks(threads)
-    assert found is not None and found.source.startswith(str(tmp_path / "cache"))
+    found = runner.cached_peaks(threads)  # None where a busy machine's peaks were refused
+    assert found is None or found.source.startswith(str(tmp_path / "cache"))
     by = {(r["framework"], r["precision"]): r for r in res.records}
     assert by["torch", "int8"]["unsupported"] and "torchao" in by["torch", "int8"]["error"]
     assert (
@@ -330,8 +334,10 @@ def test_low_precision_cells_carry_their_peak_share_and_accuracy_cost(tmp_path, 
         r = by[key]
         assert r["status"] == "ok", r["error"]
         assert results.problems(r) == []
-        peak = found[r["precision"]]
-        if peak.measured:
+        peak = found[r["precision"]] if found is not None else None
+        if peak is None or (peak.measured and not peak.valid):
+            assert r["measured_peak_share"] is None and r["measured_peak_note"]
+        elif peak.measured:
             assert r["measured_peak"]["gflops"] == peak.gflops
             assert r["measured_peak_share"] == pytest.approx(
                 r["images_per_s"] / peak.images_per_s_at(r["image_size"])

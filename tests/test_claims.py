@@ -338,3 +338,18 @@ def test_read_records_takes_notebooks_06_and_07_of_one_profile(tmp_path):
     records, files = claims.read_records(tmp_path, "smoke")
     assert [f.name for f in files] == ["06_training-smoke.jsonl", "07_inference-smoke.jsonl"]
     assert len(records) == 2 and claims.read_records(tmp_path / "none", "smoke") == ([], [])
+
+
+def test_claims_data_is_well_formed():
+    with pytest.raises(ValueError, match="valid claims are"):
+        claims.claim("nope")
+    for c in claims.CLAIMS:
+        assert c.low < c.high and c.regime.describe()
+        assert bool(c.ratios) != bool(c.untestable), f"{c.key}: ratios to measure, or why not"
+        for r in c.ratios:
+            for fw, mode in (r.num, r.den):
+                assert fw in NAMES and mode in MODES[fw], "modes are declared up front"
+            if c.relative:
+                assert r.seed_value is not None
+        for s in c.published:
+            assert s.url.startswith("https://")

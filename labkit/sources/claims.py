@@ -16,7 +16,8 @@ from pathlib import Path
 from .. import results
 from ..frameworks import specs
 from ..util import tables
-from .seeds import DATA, EPOCH_IMAGES, TRAINING, figure, inference_ratio, training_ratio, words
+from . import seeds
+from .seeds import BASELINE, DATA, EPOCH_IMAGES, TRAINING, figure, words
 
 # fmt: off
 __all__ = [
@@ -171,8 +172,8 @@ def _ratios(c: dict) -> tuple[Ratio, ...]:
     ]
     for r in c.get("ratios", ()):
         num, den, seed = tuple(r["num"]), tuple(r["den"]), r.get("seed")
-        value = training_ratio(num, den) if seed == "training" else None
-        value = inference_ratio(num[0], "torch") if seed == "inference" else value
+        value = seeds.training_ratio(num, den) if seed == "training" else None
+        value = seeds.inference_ratio(num[0], BASELINE) if seed == "inference" else value
         out.append(Ratio(r["label"], num, den, r["task"], value))
     return tuple(out)
 
@@ -339,7 +340,6 @@ def check(c: Claim, records: list[dict], precision: str = "fp32", include_invali
 
 
 def epoch_consistency() -> Verdict:
-    """The article's epoch times against the shortest its throughputs allow (images / speed)."""
     least = {r.label: EPOCH_IMAGES / r.one_gpu / 60 for r in TRAINING}
     ok = [r.epoch_min >= least[r.label] for r in TRAINING]
     verdict = HOLDS if all(ok) else FAILS if not any(ok) else MIXED

@@ -15,13 +15,13 @@ from ..util import stats, tables
 
 # fmt: off
 __all__ = [
-    "ARTICLES", "COMPARISON", "DATA", "DECISION_FLOW", "DISTRIBUTED", "EPOCH_IMAGES", "FIGURES",
-    "INFERENCE", "INFERENCE_DEVICES", "INFERENCE_SETTING", "MOBILE", 
-    "OUT_OF_REACH", "SCENARIOS", "SUMMARY", "TRAINING", "TRAINING_SETTING",
-    "capability_markdown", "comparison_markdown", "decision_flow_markdown", "display",
-    "figure", "inference", "inference_markdown", "inference_ratio", "out_of_reach",
-    "out_of_reach_markdown", "scaling_efficiency", "scenarios_markdown", "training",
-    "training_markdown", "training_ratio", "words",
+    "ARTICLES", "BASELINE", "COMPARISON", "DATA", "DECISION_FLOW", "DISTRIBUTED", "EPOCH_IMAGES",
+    "FIGURES", "INFERENCE", "INFERENCE_DEVICES", "INFERENCE_SETTING", "MOBILE", "OUT_OF_REACH",
+    "SCENARIOS", "SUMMARY", "TRAINING", "TRAINING_SETTING", "capability_markdown",
+    "comparison_markdown", "decision_flow_markdown", "display", "figure", "inference",
+    "inference_markdown", "inference_ratio", "out_of_reach", "out_of_reach_markdown",
+    "scaling_efficiency", "scenarios_markdown", "training", "training_markdown", "training_ratio",
+    "words",
 ]
 # fmt: on
 
@@ -54,7 +54,7 @@ FIGURES = tuple(_figure(k, v) for k, v in DATA["figure"].items())
 TRAINING_SETTING = DATA["training"]["setting"]
 EPOCH_IMAGES = DATA["training"]["epoch_images"]
 TRAINING = tuple(Row(**r) for r in DATA["training"]["rows"])
-INFERENCE_SETTING = DATA["inference"]["setting"]
+INFERENCE_SETTING, BASELINE = DATA["inference"]["setting"], DATA["inference"]["baseline"]
 INFERENCE_DEVICES: dict[str, str] = DATA["inference"]["devices"]
 INFERENCE = tuple(Row(**r) for r in DATA["inference"]["rows"])
 
@@ -98,7 +98,7 @@ def _range(device: str) -> str:
 
 
 def _vs_onnx(row) -> str:
-    return f"{inference_ratio(row.framework, 'torch'):.2f}x"
+    return f"{inference_ratio(row.framework, BASELINE):.2f}x"
 
 
 #: what texts in the data file may quote, each written from the tables
@@ -110,8 +110,8 @@ WORDS: dict[str, str] = {f.key: f.percent for f in FIGURES} | {
     "inference_rows": ", ".join(f"{r.label} {_fps(r, INFERENCE_DEVICES)}" for r in INFERENCE),
     "inference_ranges": " / ".join(_range(d) for d in INFERENCE_DEVICES) + " FPS",
     "cpu_vs_onnx": " and ".join(f"{r.label} {r.cpu_fps:g} FPS ({_vs_onnx(r)})" for r in INFERENCE
-                                if r.framework != "torch") + f" vs {inference('torch').label} "
-                   f"{inference('torch').cpu_fps:g}",
+                                if r.framework != BASELINE) + f" vs {inference(BASELINE).label} "
+                   f"{inference(BASELINE).cpu_fps:g}",
 }  # fmt: skip
 
 

@@ -141,3 +141,19 @@ def test_mindspores_scratch_folder_refuses_a_planted_folder(tmp_path, monkeypatc
     planted(tmp_path, "graphlab", mode=0o700, uid=OTHER_UID)
     with pytest.raises(UnsafeFolder, match="graphlab"):
         adapter.scratch_folder()
+
+
+def test_bound_keeps_a_cache_under_its_size_least_recently_used_first(tmp_path):
+    import os
+
+    from labkit.util import tempdirs
+
+    (tmp_path / "sub").mkdir()
+    paths = [tmp_path / "a", tmp_path / "sub" / "b", tmp_path / "c", tmp_path / "d"]
+    for age, path in enumerate(paths):  # a is the newest, d the oldest
+        path.write_bytes(b"x" * 100)
+        os.utime(path, (1_000_000 - age, 1_000_000 - age))
+    removed = tempdirs.bound(tmp_path, 250, keep=paths[3])
+    assert removed == [paths[2], paths[1]]  # d is kept although oldest: it is in use
+    assert sorted(p.name for p in tmp_path.rglob("*") if p.is_file()) == ["a", "d"]
+    assert tempdirs.bound(tmp_path, 1000) == []

@@ -18,7 +18,7 @@ import stat
 import tempfile
 from pathlib import Path
 
-__all__ = ["UnsafeFolder", "check_private", "owner_name", "private_dir"]
+__all__ = ["UnsafeFolder", "bound", "check_private", "owner_name", "private_dir"]
 
 
 class UnsafeFolder(ValueError):
@@ -72,3 +72,28 @@ def private_dir(name: str) -> Path:
         return check_private(path)
     os.chmod(path, 0o700)  # the umask may only have removed bits; say exactly what it is
     return path
+
+
+def bound(folder: Path, max_bytes: int, keep: Path | None = None) -> list[Path]:
+    """Keep a cache folder's files (searched recursively) under ``max_bytes``: the least recently
+    used (oldest modification time; a cache hit should touch its file) go first, never ``keep``.
+    Returns what was removed; a file another process removed first is skipped."""
+    files = []
+    for path in folder.rglob("*"):
+        try:
+            if path.is_file() and not path.is_symlink():
+                st = path.stat()
+                files.append((st.st_mtime, st.st_size, path))
+        except FileNotFoundError:
+            continue
+    total = sum(size for _, size, _ in files)
+    removed = []
+    for _, size, path in sorted(files):
+        if total <= max_bytes:
+            break
+        if keep is not None and path == keep:
+            continue
+        path.unlink(missing_ok=True)
+        total -= size
+        removed.append(path)
+    return removed

@@ -142,6 +142,17 @@ def session_from_file(path: Path, device: str = "cpu") -> ResNetSession:
 # Building from canonical weights
 
 
+#: the export cache's size at most: the least recently used files go first
+CACHE_MAX_BYTES = 1 << 30
+
+
+def _cached(path: Path) -> Path:
+    """``path``, marked as just used, with the cache kept under :data:`CACHE_MAX_BYTES`."""
+    path.touch()
+    tempdirs.bound(path.parent, CACHE_MAX_BYTES, keep=path)
+    return path
+
+
 def _cache_dir() -> Path:
     """This user's own folder (one that others can write to is refused: a model planted there
     would be loaded and run)."""
@@ -166,7 +177,7 @@ def _template(num_classes: int, width: int = resnet.WIDTH) -> Path:
             exported = torch_adapter.export(model, tmp)
             # concurrent processes may build the same file: each replaces it whole
             jsonio.write_atomic(path, exported.read_bytes())
-    return path
+    return _cached(path)
 
 
 def weights_digest(weights: dict[str, np.ndarray]) -> str:
@@ -192,7 +203,7 @@ def model_file(weights: dict[str, np.ndarray]) -> Path:
                 init.CopyFrom(numpy_helper.from_array(arr, init.name))
         # concurrent processes may build the same file: each replaces it whole
         jsonio.write_atomic(path, model.SerializeToString())
-    return path
+    return _cached(path)
 
 
 #: the calibration data of static int8 quantisation: (batches, images per batch) of synthetic
@@ -211,7 +222,7 @@ def int8_file(fp32: Path, image_size: int) -> Path:
         with tempfile.TemporaryDirectory() as tmp:
             out = graphs.quantize_static(fp32, Path(tmp) / "int8.onnx", data, per_channel=True)
             jsonio.write_atomic(path, out.read_bytes())  # whole, even with a concurrent cell
-    return path
+    return _cached(path)
 
 
 def build_resnet50(weights: dict[str, np.ndarray], device: str = "cpu") -> ResNetSession:

@@ -171,3 +171,45 @@ def test_tensorflow_then_mindspore_in_one_process():
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert "ok 9.0 True" in proc.stdout
     assert "once: MindSpore's CPU thread count is already 1" in proc.stdout
+
+
+def test_jit_compiles_once_per_python_scalar_value_unless_mutable(ms_adapter):
+    from labkit.frameworks.mindspore import graphs as msg
+
+    import mindspore as ms
+
+    @ms.jit
+    def scale(x, k):
+        return x * k
+
+    x = ms.Tensor(np.ones(3, np.float32))
+
+    def compiles(args):
+        before = msg.compiled_graphs()
+        outs = [float(scale(x, k).asnumpy()[0]) for k in args]
+        return msg.compiled_graphs() - before, outs
+
+    assert compiles([2.0, 3.0, 2.0, 4.0]) == (3, [2.0, 3.0, 2.0, 4.0])  # a constant per value
+    assert compiles([ms.mutable(v) for v in (5.0, 6.0, 7.0)]) == (1, [5.0, 6.0, 7.0])
+    assert compiles([ms.Tensor(v) for v in (8.0, 9.0)]) == (1, [8.0, 9.0])
+
+
+def test_jit_capture_modes_of_the_installed_mindspore(ms_adapter):
+    from labkit.frameworks.mindspore import graphs as msg
+
+    assert msg.capture_modes() == ("ast", "bytecode", "trace")
+
+
+def test_capture_mode_demo_runs_each_mode_in_a_fresh_process(ms_adapter):
+    from labkit.frameworks.mindspore import graphs as msg
+
+    rows = msg.capture_mode_demo()
+    assert list(rows) == list(msg.capture_modes())
+    ast, trace = rows["ast"], rows["trace"]
+    # ast parses the source: the Python never runs, print is a graph op, the `if` stays an `if`
+    assert (ast["python_runs"], ast["prints"], ast["error"]) == (0, 3, "")
+    assert ast["outputs"] == list(msg.DEMO_EAGER)
+    # trace runs the Python once and records the branch of the first input only
+    assert (trace["python_runs"], trace["prints"], trace["error"]) == (1, 1, "")
+    assert trace["outputs"][:2] == list(msg.DEMO_EAGER)[:2]
+    assert trace["outputs"][2] != msg.DEMO_EAGER[2]

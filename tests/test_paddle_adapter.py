@@ -172,3 +172,57 @@ def test_importing_paddle_leaves_the_thread_variables_as_they_were(given):
     )
     assert out.returncode == 0, out.stderr[-2000:]
     assert out.stdout.strip().splitlines()[-1] == str(given)
+
+
+# ---- what to_static makes of Python (labkit.frameworks.paddle.graphs, notebook 04b) ---------
+
+
+LOG: list = []  # what double_until appends to: a global, as a notebook cell's would be
+
+
+def double_until(x):
+    LOG.append("ran")
+    print("inside")
+    if x.sum() > 0:
+        x = x * 2
+    else:
+        x = -x
+    steps = 0
+    while x.sum() < 100:
+        x = x * 2
+        steps += 1
+    return x, steps
+
+
+def test_source_conversion_makes_control_flow_operators_of_the_program(pd_adapter):
+    from labkit.frameworks.paddle import graphs as pg
+
+    import paddle
+
+    LOG.clear()
+    converted = paddle.jit.to_static(double_until, full_graph=True, backend=None)
+    with pytest.raises(ValueError, match="called once"):
+        pg.program_ops(converted)
+    steps = [int(converted(paddle.to_tensor(np.array(v, np.float32)))[1]) for v in ([1.0], [-70.0])]
+    assert steps == [6, 1] and LOG == ["ran"]  # right answers; the Python ran once, converting
+    ops = pg.program_ops(converted)
+    assert ops.count("pd_op.if") == ops.count("pd_op.while") == 1
+    counts = pg.op_counts(converted)
+    assert counts["pd_op.if"] == 1 and 0 < counts.compute < counts.total
+
+
+@pytest.mark.costly  # cold caches (20 s); notebook 04b shows SOT's breaks under smoke
+def test_bytecode_capture_reports_its_graph_breaks_from_a_cold_cache_every_time(pd_adapter):
+    from labkit.frameworks.paddle import graphs as pg
+
+    import paddle
+
+    calls = [(paddle.to_tensor(np.array(v, np.float32)),) for v in ([1.0], [-70.0])]
+    LOG.clear()
+    first, again = pg.sot_capture(double_until, calls), pg.sot_capture(double_until, calls)
+    assert [s for _, s in first.outputs] == [6, 1] and len(LOG) == 4  # Python ran every call
+    assert first.printed.count("inside") == 2 and any("print" in b for b in first.breaks)
+    assert first.resumes > 0  # cut where a tensor decides the path
+    assert (again.translated, again.breaks) == (first.translated, first.breaks)
+    plain = pg.sot_capture(lambda x: x * 2 + 1, calls)
+    assert (plain.translated, plain.resumes, plain.breaks) == (1, 0, [])

@@ -203,12 +203,20 @@ def test_compiled_ddp_builds_more_graphs_with_smaller_buckets(tmp_path):
     """DDPOptimizer splits the captured graph at gradient-bucket boundaries."""
     require("torch")
     graphs = {}
-    for mb in (25, 0.01):
+    for mb in (25, 1):  # DDP's first bucket is 1 MB: a smaller cap is refused
         run = job(
-            "torch", "torch_ddp.py", tmp_path, "--compile", "aot_eager", "--bucket-cap-mb", str(mb)
+            "torch",
+            "torch_ddp.py",
+            tmp_path,
+            "--compile",
+            "aot_eager",
+            "--bucket-cap-mb",
+            str(mb),
+            "--width",
+            "512",
         )
         graphs[mb] = {w["graphs"] for w in run.workers}
-    (big,), (small,) = graphs[25], graphs[0.01]
+    (big,), (small,) = graphs[25], graphs[1]
     assert 1 <= big < small, graphs
 
 

@@ -233,8 +233,9 @@ def launch(
     finally:
         tree.stop()
     if failure:
+        text = [(g, g.read_text(errors="replace").splitlines()) for g in logs]
         tails = [
-            f"{g}:\n" + "\n".join(g.read_text(errors="replace").splitlines()[-8:]) for g in logs
+            f"{g}:\n" + "\n".join([x for x in t if "Error" in x][-3:] + t[-6:]) for g, t in text
         ]
         raise DistributedError(
             f"{framework} job: {failure}; every process stopped.\n" + "\n".join(tails)

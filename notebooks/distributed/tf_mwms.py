@@ -45,6 +45,7 @@ with strategy.scope():  # variables created here are mirrored on every worker
         + [tf.keras.layers.Dense(10)]
     )
     optimizer = tf.keras.optimizers.SGD(learning_rate=0.01, momentum=0.9)
+    optimizer.build(model.trainable_variables)  # its momentum now, not in the first trace
 
 
 def replica_step(x, y):

@@ -293,8 +293,8 @@ def _headings(stem):
     ]
 
 
-@pytest.mark.parametrize("title, length", [("90 minutes", 90), ("3 hours", 180)])
-def test_the_lesson_plans_fill_their_time_end_on_the_guide_and_name_real_sections(title, length):
+@pytest.mark.parametrize("title, length", [("90 minutes", 90), ("A half day", 210)])
+def test_the_lesson_plans_fill_their_time_and_name_real_sections(title, length):
     import itertools
     import re
     from pathlib import Path
@@ -304,7 +304,8 @@ def test_the_lesson_plans_fill_their_time_end_on_the_guide_and_name_real_section
     assert spans[0][0] == 0 and spans[-1][1] == length, f"{title}: {spans[0]}..{spans[-1]}"
     assert all(a[1] == b[0] and a[0] < a[1] for a, b in itertools.pairwise(spans)), spans
     named = [re.findall(r"`(\d\d[a-z]?)_[a-z0-9_]+`", row[1]) for row in rows]
-    assert any("09" in n for n in named), f"{title}: the course ends on the selection guide, 09"
+    if length > 90:  # the core mechanisms fill 90 minutes; a longer plan ends on the guide
+        assert "09" in named[-1], f"{title}: the course ends on the selection guide, 09"
     existing = {p.stem[:2] for p in (Path(__file__).resolve().parents[1] / "notebooks").glob("*")}
     for notebooks, row in zip(named, rows):
         assert all(n in existing for n in notebooks), row[1]

@@ -280,23 +280,32 @@ class ExecutedNotebooks:
 class NotebookHygiene:
     """For every notebook nbval runs: at most one stderr output that the lesson does not mean to
     show (a cell tagged ``shows-stderr`` means to), and nothing left in the temp folder once its
-    kernel and everything it started have stopped. Either fails the notebook's last cell."""
+    kernel has shut down as JupyterLab shuts it down (a shutdown request, then its exit
+    handlers) and everything it started has stopped. Either fails the notebook's last cell.
+
+    The kernels get a temp folder of their own (``graphlab-notebooks-UID`` in the system's), so
+    that what other processes on the machine write is not counted; it persists, like the system's,
+    so the caches kept on purpose (``KEPT``, each bounded by its owner) stay warm between runs."""
 
     STDERR_ALLOWED = 1
     SETTLE_S = 10.0
+    KEPT = ("labkit-compile-cache-", "labkit-onnx-cache-", "graphlab-", "torchinductor_")
 
     def __init__(self):
+        self.root = Path(tempfile.gettempdir()) / f"graphlab-notebooks-{os.getuid()}"
+        self.root.mkdir(mode=0o700, exist_ok=True)
         self.before: dict = {}
         self.stderr: dict = {}
+        self.saved_tmpdir: str | None = None
 
-    @staticmethod
-    def _listing() -> set[str]:
-        root = Path(tempfile.gettempdir())
-        return {p.name for p in root.iterdir() if not p.name.startswith("pytest-of-")}
+    def _listing(self) -> set[str]:
+        return {p.name for p in self.root.iterdir() if not p.name.startswith(self.KEPT)}
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_runtest_setup(self, item):
         if hasattr(item, "cell_num") and item.parent not in self.before:
+            self.saved_tmpdir = os.environ.get("TMPDIR")
+            os.environ["TMPDIR"] = str(self.root)  # before nbval starts the notebook's kernel
             self.before[item.parent] = self._listing()
             self.stderr[item.parent] = []
 
@@ -310,14 +319,21 @@ class NotebookHygiene:
             return
         for out in getattr(item, "test_outputs", None) or []:
             if out.get("output_type") == "stream" and out.get("name") == "stderr":
-                self.stderr[item.parent].append((item.cell_num, str(out.get("text", ""))[:200]))
+                self.stderr[item.parent].append((item.cell_num, str(out.get("text", ""))))
 
     @pytest.hookimpl(wrapper=True)
     def pytest_runtest_teardown(self, item, nextitem):
         notebook = item.parent
         if notebook not in self.before or (nextitem is not None and nextitem.parent is notebook):
             return (yield)
-        result = yield  # the notebook's kernel stops here
+        kernel = getattr(notebook, "kernel", None)
+        if kernel is not None and kernel.is_alive():
+            kernel.km.shutdown_kernel(now=False)  # JupyterLab's shutdown: exit handlers run
+        result = yield
+        if self.saved_tmpdir is None:
+            os.environ.pop("TMPDIR", None)
+        else:
+            os.environ["TMPDIR"] = self.saved_tmpdir
         name = Path(str(notebook.fspath)).name
         before = self.before.pop(notebook)
         deadline = time.monotonic() + self.SETTLE_S
@@ -325,7 +341,7 @@ class NotebookHygiene:
             time.sleep(0.5)  # processes the notebook started finish their own clean-up
         problems = []
         if left:
-            problems.append(f"left in the temp folder: {sorted(left)}")
+            problems.append(f"left in the temp folder: {sorted(left)[:12]} ({len(left)} in all)")
         boxes = self.stderr.pop(notebook)
         if len(boxes) > self.STDERR_ALLOWED:
             shown = "; ".join(f"cell {n}: {t.strip()[:120]!r}" for n, t in boxes)

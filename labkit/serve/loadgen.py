@@ -97,7 +97,7 @@ class _HttpSut:
         head, body = self.bodies[index % len(self.bodies)]
         try:
             status = self.post(head, body)
-        except OSError as exc:
+        except Exception as exc:  # noqa: BLE001  (LoadGen waits for every query: complete it)
             self.local.conn = None
             status = type(exc).__name__
         now = time.perf_counter()
@@ -164,9 +164,10 @@ def run_server_scenario(
     samples, one per query."""
     import mlperf_loadgen as lg
 
-    if bound_ms <= 0 or duration_s <= 0 or min_queries < 1:
-        raise ValueError(f"need bound_ms, duration_s > 0, min_queries >= 1; got "
-                         f"{bound_ms}, {duration_s}, {min_queries}")  # fmt: skip
+    rates = [float(r) for r in rates]
+    if bound_ms <= 0 or duration_s <= 0 or min_queries < 1 or not all(r > 0 for r in rates):
+        raise ValueError(f"need rates and bound_ms, duration_s > 0, min_queries >= 1; got "
+                         f"{rates}, {bound_ms}, {duration_s}, {min_queries}")  # fmt: skip
     runs = []
     for rate in rates:
         sut = _HttpSut(url, model, images, threads)
@@ -224,9 +225,10 @@ def table(runs: list[Run]) -> str:
 def figure(runs: list[Run], title: str = "p99 latency against the target rate"):
     """p99 and p50 (LoadGen's) against the target rate, one line per server label, the bound as
     a line; an invalid run (LoadGen's INVALID, or requests shed) is drawn hollow."""
-    import matplotlib.pyplot as plt
+    from matplotlib.figure import Figure  # not pyplot: shown once, where it is displayed
 
-    fig, ax = plt.subplots(figsize=(7, 4), constrained_layout=True)
+    fig = Figure(figsize=(7, 4), layout="constrained")
+    ax = fig.subplots()
     for label in dict.fromkeys(r.label for r in runs):
         mine = sorted((r for r in runs if r.label == label), key=lambda r: r.target_qps)
         x = [r.target_qps for r in mine]

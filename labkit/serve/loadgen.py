@@ -113,13 +113,23 @@ class _HttpSut:
         lg.QuerySamplesComplete([lg.QuerySampleResponse(query_id, 0, 0)])
 
     def post(self, head: dict, body: bytes) -> int:
-        conn = getattr(self.local, "conn", None)
-        if conn is None:
-            conn = self.local.conn = http.client.HTTPConnection(self.host, self.port, timeout=60)
-        conn.request("POST", self.path, body, head)
-        answer = conn.getresponse()
-        answer.read()
-        return answer.status
+        """One request; once more on a new connection if the kept-alive one was closed idle."""
+        for retry in (False, True):
+            conn = getattr(self.local, "conn", None)
+            if conn is None:
+                conn = http.client.HTTPConnection(self.host, self.port, timeout=60)
+                self.local.conn = conn
+            try:
+                conn.request("POST", self.path, body, head)
+                answer = conn.getresponse()
+                answer.read()
+                return answer.status
+            except (BrokenPipeError, ConnectionResetError, http.client.RemoteDisconnected):
+                conn.close()
+                self.local.conn = None
+                if retry:
+                    raise
+        raise AssertionError("unreachable")
 
 
 def _binary_request(images: np.ndarray) -> tuple[dict, bytes]:
@@ -213,8 +223,8 @@ def table(runs: list[Run]) -> str:
             "p90 ms", "p99 ms", "result", "why")  # fmt: skip
     rows = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for r in runs:
-        why = "; ".join(r.why[:2] + ([f"{r.shed} shed (503)"] if r.shed else []))
-        why += "; ".join(f"{n} x {k}" for k, n in r.errors.items())
+        shed = [f"{r.shed} shed (503)"] if r.shed else []
+        why = "; ".join(r.why[:2] + shed + [f"{n} x {k}" for k, n in r.errors.items()])
         cells = (r.label, f"{r.target_qps:g}", f"{r.achieved_qps:.1f}",
                  f"{r.own_achieved_qps:.1f}", f"{r.p50_ms:.1f}", f"{r.own_p50_ms:.1f}",
                  f"{r.p90_ms:.1f}", f"{r.p99_ms:.1f}", r.result, why or "-")  # fmt: skip

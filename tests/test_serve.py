@@ -203,6 +203,8 @@ def test_loadgen_server_scenario_is_read_into_a_record(url, tmp_path, monkeypatc
     assert run.achieved_qps > 0 and run.own_achieved_qps > 0
     assert run.valid == (run.result == "VALID") and "eager at 20/s" in repr(run)
     assert "| eager | 20 |" in serve.table([run])
+    (axes,) = serve.figure([run]).axes
+    assert len(axes.get_lines()) >= 3  # p99, p50 and the bound
     assert list(tmp_path.iterdir()) == []  # LoadGen's log folder is gone
 
 
@@ -232,10 +234,12 @@ Early Stopping Result:
     ]
 
 
-def test_the_adapter_drives_loopback_only():
+def test_the_adapter_drives_loopback_only_at_positive_rates():
     pytest.importorskip("mlperf_loadgen")
     with pytest.raises(ValueError, match="127.0.0.1 only"):
         serve.run_server_scenario("http://example.com:8000", np.zeros((1, 3, 4, 4)), [1], 100)
+    with pytest.raises(ValueError, match=r"need rates .* > 0"):
+        serve.run_server_scenario("http://127.0.0.1:1", np.zeros((1, 3, 4, 4)), [0], 100)
 
 
 def test_the_script_is_short_and_listens_on_loopback():

@@ -97,7 +97,7 @@ class _HttpSut:
         head, body = self.bodies[index % len(self.bodies)]
         try:
             status = self.post(head, body)
-        except OSError as exc:
+        except Exception as exc:  # noqa: BLE001  (LoadGen waits for every query: complete it)
             self.local.conn = None
             status = type(exc).__name__
         now = time.perf_counter()
@@ -113,13 +113,23 @@ class _HttpSut:
         lg.QuerySamplesComplete([lg.QuerySampleResponse(query_id, 0, 0)])
 
     def post(self, head: dict, body: bytes) -> int:
-        conn = getattr(self.local, "conn", None)
-        if conn is None:
-            conn = self.local.conn = http.client.HTTPConnection(self.host, self.port, timeout=60)
-        conn.request("POST", self.path, body, head)
-        answer = conn.getresponse()
-        answer.read()
-        return answer.status
+        """One request; once more on a new connection if the kept-alive one was closed idle."""
+        for retry in (False, True):
+            conn = getattr(self.local, "conn", None)
+            if conn is None:
+                conn = http.client.HTTPConnection(self.host, self.port, timeout=60)
+                self.local.conn = conn
+            try:
+                conn.request("POST", self.path, body, head)
+                answer = conn.getresponse()
+                answer.read()
+                return answer.status
+            except (BrokenPipeError, ConnectionResetError, http.client.RemoteDisconnected):
+                conn.close()
+                self.local.conn = None
+                if retry:
+                    raise
+        raise AssertionError("unreachable")
 
 
 def _binary_request(images: np.ndarray) -> tuple[dict, bytes]:
@@ -164,9 +174,10 @@ def run_server_scenario(
     samples, one per query."""
     import mlperf_loadgen as lg
 
-    if bound_ms <= 0 or duration_s <= 0 or min_queries < 1:
-        raise ValueError(f"need bound_ms, duration_s > 0, min_queries >= 1; got "
-                         f"{bound_ms}, {duration_s}, {min_queries}")  # fmt: skip
+    rates = [float(r) for r in rates]
+    if bound_ms <= 0 or duration_s <= 0 or min_queries < 1 or not all(r > 0 for r in rates):
+        raise ValueError(f"need rates and bound_ms, duration_s > 0, min_queries >= 1; got "
+                         f"{rates}, {bound_ms}, {duration_s}, {min_queries}")  # fmt: skip
     runs = []
     for rate in rates:
         sut = _HttpSut(url, model, images, threads)
@@ -212,8 +223,8 @@ def table(runs: list[Run]) -> str:
             "p90 ms", "p99 ms", "result", "why")  # fmt: skip
     rows = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for r in runs:
-        why = "; ".join(r.why[:2] + ([f"{r.shed} shed (503)"] if r.shed else []))
-        why += "; ".join(f"{n} x {k}" for k, n in r.errors.items())
+        shed = [f"{r.shed} shed (503)"] if r.shed else []
+        why = "; ".join(r.why[:2] + shed + [f"{n} x {k}" for k, n in r.errors.items()])
         cells = (r.label, f"{r.target_qps:g}", f"{r.achieved_qps:.1f}",
                  f"{r.own_achieved_qps:.1f}", f"{r.p50_ms:.1f}", f"{r.own_p50_ms:.1f}",
                  f"{r.p90_ms:.1f}", f"{r.p99_ms:.1f}", r.result, why or "-")  # fmt: skip
@@ -224,9 +235,10 @@ def table(runs: list[Run]) -> str:
 def figure(runs: list[Run], title: str = "p99 latency against the target rate"):
     """p99 and p50 (LoadGen's) against the target rate, one line per server label, the bound as
     a line; an invalid run (LoadGen's INVALID, or requests shed) is drawn hollow."""
-    import matplotlib.pyplot as plt
+    from matplotlib.figure import Figure  # not pyplot: shown once, where it is displayed
 
-    fig, ax = plt.subplots(figsize=(7, 4), constrained_layout=True)
+    fig = Figure(figsize=(7, 4), layout="constrained")
+    ax = fig.subplots()
     for label in dict.fromkeys(r.label for r in runs):
         mine = sorted((r for r in runs if r.label == label), key=lambda r: r.target_qps)
         x = [r.target_qps for r in mine]

@@ -232,13 +232,13 @@ def test_the_text_table_keeps_its_layout():
 def test_the_package_re_exports_its_rooms_names_and_nothing_else():
     """What callers use is re-exported as the room's own object; the rest is reached through its
     room (``results.schema.upgrade``)."""
-    rooms = ["schema", "store", "query", "compare", "summary", "cards", "serving", "sweeps"]
+    rooms = ["schema", "store", "query", "compare", "summary", "cards", "serving"]
     exported = set(rooms)
     for name in rooms:
         room = importlib.import_module(f"labkit.results.{name}")
         assert room.__doc__ and room.__all__, name
         assert all(hasattr(room, n) for n in room.__all__), name
-        if name not in ("cards", "serving", "sweeps"):  # reached as results.<room>
+        if name not in ("cards", "serving"):  # reached as results.<room>
             shared = set(room.__all__) & set(results.__all__)
             assert all(getattr(results, n) is getattr(room, n) for n in shared), name
             exported |= shared

@@ -12,7 +12,7 @@ result card). Invalid records are kept and flagged; :func:`valid` is what eviden
 from.
 """
 
-from . import cards, serving, sweeps
+from . import cards, serving
 from .compare import (
     Estimate,
     break_even,
@@ -94,7 +94,6 @@ __all__ = [
     "serving",
     "speedups",
     "summary_rows",
-    "sweeps",
     "table",
     "valid",
     "validate",

@@ -145,8 +145,8 @@ def baseline_pairs(
     records: Iterable[dict], include_invalid: bool = False
 ) -> Iterator[tuple[dict, dict]]:
     """Each measured graph-mode cell with the eager cell it is compared against (its
-    :data:`BASELINE`, same :func:`context`). Serving records are left out: a server's modes are
-    compared at a latency bound (:func:`labkit.serve.capacity`), not by one speedup."""
+    :data:`BASELINE`, same :func:`context`). Serving records (older files) are left out: a
+    server's modes are compared at a latency bound, not by one speedup."""
     cells = [r for r in _usable(records, include_invalid) if r.get("task") != SERVE_TASK]
     pool = {(r["framework"], r["mode"], context(r)): r for r in cells}
     for r in cells:

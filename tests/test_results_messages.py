@@ -214,11 +214,11 @@ def test_the_text_table_keeps_its_layout():
             "torch      eager        throughput  8      fp32  32    cpu     80.00      100.0     "
             "0.0   100.0     1.00        -     -     500    yes"
         ),
+        "torch      compile      throughput  8      fp32  32    cpu  FAILED: boom",
         (
             "torch      torchscript  throughput  8      fp32  32    cpu     80.00      100.0     "
             "0.0   100.0     1.00        -     -     500     NO"
         ),
-        "torch      compile      throughput  8      fp32  32    cpu  FAILED: boom",
     ]
     assert lines[5:7] == ["", "flags:"]
     assert lines[7:] == [

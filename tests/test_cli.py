@@ -78,8 +78,8 @@ SMOKE_CELL = ["bench", "--profile", "smoke", "--frameworks", "torch", "--modes",
         (
             ["--modes", "eager,turbo"],
             (
-                "unknown mode 'turbo': valid modes are eager, graph, quick, torchscript, "
-                "compile, function, xla, pynative, dygraph, sot, ast, inference, ort, relax"
+                "unknown mode 'turbo': valid modes are eager, graph, quick, compile, "
+                "torchscript, function, xla, pynative, dygraph, sot, ast, inference, ort, relax"
             ),
         ),
         (

@@ -92,7 +92,6 @@ def test_inductor_launches_are_read_from_the_call_function_only():
         "triton_poi_fused_add",
     ]
     assert [tg.is_generated(k) for k in got] == [True, False, False, True]
-    assert tg.inductor_kernels(GENERATED).total == 4
     with pytest.raises(ValueError, match=r"no `def call\(`"):
         tg.launches("print('hello')")
 
@@ -135,7 +134,6 @@ def test_inductor_folds_batchnorm_and_fuses_relu_of_a_small_block():
     # frozen: BatchNorm is folded into the weights, nothing generated mentions it any more
     assert not any("batch_norm" in k for k in kinds[True]), kinds[True]
     assert len(kinds[True]) <= len(kinds[False])
-    assert tg.inductor_kernels("\n".join(codes)).total == len(kinds[True])
 
 
 # ---------------------------------------------------------------------------------------------

@@ -440,13 +440,13 @@ def test_the_form_exports_and_reports_a_corrupt_results_file(tmp_path):
     assert "Results file not used" in _shown(form) and "bad.jsonl line 1" in form.error
 
 
-def test_quick_plan_measures_eager_and_a_graph_mode_of_the_candidates():
+def test_quick_plan_measures_eager_and_torch_compile_or_a_graph_mode_of_the_candidates():
     from labkit.guide import form as widgets
 
     plan = widgets.quick_plan(guide.recommend("deployment", hardware="ascend"), "smoke")
     assert {(c.framework, c.mode) for c in plan} == {
         ("mindspore", "pynative"), ("mindspore", "graph"), ("torch", "eager"),
-        ("torch", "torchscript"), ("onnxruntime", "ort")}  # fmt: skip
+        ("torch", "compile"), ("onnxruntime", "ort")}  # fmt: skip
     assert {c.task for c in plan} == {"throughput"} and {c.image_size for c in plan} == {32}
     tpu = widgets.quick_plan(guide.recommend("large_scale_training", hardware="tpu"), "smoke")
     assert "jax" not in {c.framework for c in tpu}  # JAX leads but the lab cannot run it

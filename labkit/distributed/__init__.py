@@ -1,11 +1,9 @@
 """Start a data-parallel job on this machine, on loopback only, and stop every process with it.
 
-The workers are the learner's scripts (``notebooks/distributed/``), started the way their
-framework's launcher does (``labkit/frameworks/<name>/launch.py``). Every process started and
-every descendant seen is tracked, with the sockets it listens on, and stopped (SIGTERM, then
-SIGKILL) when the job ends: success, failure, timeout or Ctrl-C (a launcher may give each worker
-a session of its own, so one process group is not enough). Each worker writes ``rank<N>.json``
-and ``rank<N>.npz``. Names no framework and imports none.
+The workers are the learner's scripts (``notebooks/distributed/``), started as their framework's
+launcher does (``frameworks/<name>/launch.py``). Every process started, every descendant and
+every member of their process groups is tracked, with the sockets it listens on, and stopped
+(SIGTERM, then SIGKILL) when the job ends, however it ends. Names no framework, imports none.
 """
 
 from __future__ import annotations
@@ -95,6 +93,13 @@ class ProcessTree:
                 for q in [p, *p.children(recursive=True)]:
                     self.seen.setdefault(q.pid, q)
             except psutil.Error:
+                continue
+        groups = {root.pid for root in self.roots}  # a grandchild whose parent exited: its group
+        for q in psutil.process_iter():
+            try:
+                if os.getpgid(q.pid) in groups:
+                    self.seen.setdefault(q.pid, q)
+            except (OSError, psutil.Error):
                 continue
         for p in self.alive():
             try:

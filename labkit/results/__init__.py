@@ -34,6 +34,7 @@ from .query import (
 from .schema import (
     ADDED_IN_2,
     CACHE_STATES,
+    CONTEXT,
     DEFAULT_MODEL,
     DEFAULTS,
     FIELDS,
@@ -60,6 +61,7 @@ from .summary import flags, summary_rows, table
 __all__ = [
     "ADDED_IN_2",
     "CACHE_STATES",
+    "CONTEXT",
     "DEFAULTS",
     "DEFAULT_MODEL",
     "FIELDS",

@@ -1,16 +1,11 @@
 """``torchrun`` whose rendezvous store listens only on the address it is given.
 
-``python -m labkit.frameworks.torch.torchrun ARGS`` is ``torchrun ARGS``
-(:func:`torch.distributed.run.main`) with one more rendezvous backend, ``bound-static``: the
-``static`` rendezvous of one machine, whose TCPStore listens on the endpoint's address alone
-(``--rdzv-backend bound-static --rdzv-endpoint 127.0.0.1:PORT``).
-
-Why: in PyTorch 2.13 a TCPStore server listens on *every* interface (``[::]:PORT``) whatever
-``host_name`` says, and torchrun's agent hosts one with every rendezvous backend (``static``,
-``c10d``, ``--standalone``); the store has no authentication. PyTorch's one way to restrict it
-is ``TCPStore(master_listen_fd=...)``, a socket the caller bound: this backend binds it and
-registers itself through the rendezvous registry's public ``register``. Imports PyTorch (it
-runs in torchrun's process).
+``python -m labkit.frameworks.torch.torchrun ARGS`` is ``torchrun ARGS`` with one more
+rendezvous backend, ``bound-static`` (``--rdzv-backend bound-static --rdzv-endpoint
+127.0.0.1:PORT``). Why: in PyTorch 2.13 a TCPStore server listens on *every* interface whatever
+``host_name`` says, with no authentication; its one way to restrict it is
+``TCPStore(master_listen_fd=...)``, a socket the caller bound: this backend binds it and
+registers itself through the rendezvous registry's public ``register``.
 """
 
 from __future__ import annotations

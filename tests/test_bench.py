@@ -565,7 +565,7 @@ def test_latest_best_and_summary():
     assert results.best(recs, "torch", "train") is None
     rows = results.summary_rows(recs)
     assert [r["mode"] for r in rows] == ["eager", "compile", "torchscript"]  # the framework's order
-    assert rows[0]["median_ms"] == pytest.approx(100) and rows[1]["error"] == "boom"
+    assert rows[0]["median_ms"] == pytest.approx(100) and rows[2]["error"] == "boom"
     text = results.table(recs)
     assert "FAILED: boom" in text and "compile" in text and text.count("\n") == 4
 

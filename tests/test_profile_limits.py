@@ -85,7 +85,7 @@ def notebook_cell(notebook: str, marker: str) -> str:
 def plan_of_06(p: profiles.Profile) -> runner.Plan:
     """The plan notebook 06 builds, from its own plan cell."""
     namespace = {"P": p, "runner": runner, "frameworks": frameworks}
-    cell = notebook_cell("06_resnet50_training_benchmark.ipynb", "QUICK_MODES = {")
+    cell = notebook_cell("06_resnet50_training_benchmark.ipynb", "TRAINING = [fw for fw")
     exec(cell, namespace)  # noqa: S102 - the notebook's own plan cell, from this repository
     return namespace["plan"]
 

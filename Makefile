@@ -11,7 +11,7 @@ ROOT_FLAG := $(if $(filter 0,$(shell id -u)),--allow-root)
 # MindSpore 2.8 + TensorFlow in one process need protobuf's pure-Python implementation.
 export PROTOCOL_BUFFERS_PYTHON_IMPLEMENTATION := python
 
-.PHONY: install strip-outputs lab test test-standard lint lint-fix bench doctor app browser book clean
+.PHONY: install lab test test-standard lint lint-fix bench doctor app browser book clean
 
 # Re-installs only when pyproject.toml changed since the last install (idempotent, fast otherwise).
 # uv installs the same pins from pip's own sources in well under pip's time (tools/install.py);
@@ -22,23 +22,15 @@ $(STAMP): pyproject.toml
 	$(PY) tools/install.py -e '.[lab,test]' || $(PY) -m pip install --quiet -e '.[lab,test]'
 	$(PY) -m ipykernel install --sys-prefix --name python3 --display-name "Python 3 (Graph Lab)" \
 	    --env PROTOCOL_BUFFERS_PYTHON_IMPLEMENTATION python >/dev/null
-	@$(MAKE) --no-print-directory strip-outputs
 	@touch $(STAMP)
-
-# The outputs a learner's runs save into the notebooks never show as changes: a git filter
-# (nbstripout, cell ids and metadata kept) cleans every notebook as git reads it, so `git status`
-# stays clean and `git pull` updates the course. Local to this clone (.git/config and
-# .git/info/attributes); `git config --unset-all filter.nbstripout.clean` turns it off.
-strip-outputs:
-	@if git rev-parse --git-dir >/dev/null 2>&1; then \
-	    $(VENV)/bin/nbstripout --install >/dev/null && \
-	    git config filter.nbstripout.clean \
-	        '"$(abspath $(PY))" -m nbstripout --keep-id --extra-keys metadata.language_info'; fi
 
 install: $(STAMP)
 
+# JupyterLab opens the learner's own copy, my-notebooks/ (tools/working_copy.py): runs save their
+# outputs there, so the tracked notebooks/ stay as git has them and `git pull` updates the course.
 lab: install
-	LABKIT_PROFILE=$(PROFILE) $(VENV)/bin/jupyter lab --port=$(PORT) $(ROOT_FLAG) $(LAB_ARGS) notebooks/00_welcome_and_setup.ipynb
+	$(PY) tools/working_copy.py --to my-notebooks
+	LABKIT_PROFILE=$(PROFILE) $(VENV)/bin/jupyter lab --port=$(PORT) $(ROOT_FLAG) $(LAB_ARGS) my-notebooks/00_welcome_and_setup.ipynb
 
 # Chromium for the browser tests (Debian's package). Where it cannot be installed the browser
 # tests are skipped, except under CI=true on a machine with apt, where that fails the run.

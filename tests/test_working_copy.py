@@ -52,11 +52,12 @@ def test_a_saved_run_leaves_the_clone_clean_and_git_pull_updates_it(tmp_path):
     git(clone, "pull", "-q")
     subprocess.run(make_copy, cwd=clone, check=True, capture_output=True)
     assert (clone / "my-notebooks" / "99_new.ipynb").exists()  # new: copied
-    assert nbformat.read(mine, as_version=4).cells[-1].get("outputs") is not None
     assert any(c.get("outputs") for c in nbformat.read(mine, as_version=4).cells)  # kept
     fresh = [*make_copy, "--fresh", "00_welcome_and_setup.ipynb"]
     subprocess.run(fresh, cwd=clone, check=True, capture_output=True)
     assert (clone / "my-notebooks" / "00_welcome_and_setup.bak.ipynb").exists()
     assert mine.read_text() == (clone / name).read_text()
-    bad = subprocess.run([*make_copy, "--fresh", "nope.ipynb"], cwd=clone, capture_output=True)
+    bad = subprocess.run(
+        [*make_copy, "--fresh", "nope.ipynb"], check=False, cwd=clone, capture_output=True
+    )
     assert bad.returncode == 2 and "no notebook 'nope.ipynb'" in bad.stderr.decode()

@@ -98,7 +98,7 @@ def test_batch_sizes_apply_to_batched_tasks_latency_stays_one():
         ),
         (
             {"modes": ["fast"]},
-            "unknown mode 'fast': valid modes are eager, graph, quick, torchscript",
+            "unknown mode 'fast': valid modes are eager, graph, quick, compile",
         ),
         ({"tasks": ["infer"]}, "unknown task 'infer': valid tasks are latency, throughput, train"),
         ({"precisions": ["fp16"]}, "unknown precision 'fp16': valid precisions are fp32, bf16"),

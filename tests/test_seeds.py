@@ -4,9 +4,8 @@ figures match the articles, each is typed once, and the one-screen introduction 
 import ast
 import re
 from pathlib import Path
-from types import SimpleNamespace
 
-from labkit import distributed, guide, sources
+from labkit import guide, sources
 from labkit.sources import claims, seeds
 from labkit.util import stats
 
@@ -106,13 +105,11 @@ def test_ratios_the_tables_imply():
         seeds.inference_ratio("tensorflow", "torch", device="tpu")
 
 
-def test_one_scaling_efficiency_serves_the_seeds_table_and_distributed_runs():
+def test_one_scaling_efficiency_serves_the_seeds_table():
     assert stats.scaling_efficiency(400.0, 100.0, 4) == 1.0  # linear
     assert stats.scaling_efficiency(300.0, 100.0, 4) == 0.75
     row = seeds.training("mindspore", "graph")
     assert seeds.scaling_efficiency(row) == stats.scaling_efficiency(row.eight_gpus, row.one_gpu, 8)
-    two_workers = SimpleNamespace(images_per_s=300.0, job=SimpleNamespace(workers=2))
-    assert distributed.scaling_efficiency(two_workers, SimpleNamespace(images_per_s=200.0)) == 0.75
 
 
 def test_the_claims_are_built_from_the_tables():

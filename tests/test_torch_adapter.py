@@ -96,7 +96,7 @@ def test_prepare_rejects_unknown_choices(T, weights):
         "device": "cpu",
     }
     for key, bad, valid in [
-        ("mode", "jit", "eager, torchscript, compile"),
+        ("mode", "jit", "eager, compile, torchscript"),
         ("task", "infer", "latency, throughput, train"),
         ("precision", "fp16", "fp32, bf16"),
         ("device", "tpu", "cpu, gpu"),

@@ -202,6 +202,7 @@ def test_make_lab_serves_jupyterlab():
                 assert proc.poll() is None, proc.stdout.read().decode()
                 time.sleep(1)
         assert "JupyterLab" in body or "jupyter-config-data" in body
+        assert (ROOT / "my-notebooks" / "00_welcome_and_setup.ipynb").exists()  # the copy it opens
     finally:
         os.killpg(proc.pid, signal.SIGTERM)
         proc.wait(timeout=30)

@@ -26,8 +26,7 @@ NOTEBOOKS = ROOT / "notebooks"
 README = ROOT / "README.md"
 WORDS_PER_MIN, LINES_PER_MIN, MIN_PER_EXERCISE = 130, 15, 1.5
 CORE_BUDGET_MIN, WHOLE_BUDGET_MIN, MAX_EXERCISES = 300, 540, 6
-COSTS_BEGIN = "<!-- notebook-costs:begin"
-COSTS_END = "<!-- notebook-costs:end -->"
+COSTS_SCRIPT = ROOT / "benchmarks" / "notebook_costs.py"
 HEADER = re.compile(r"\*\*Estimated time:\*\*[^\n]*")
 PATH = re.compile(r"\*\*Path:\*\*\s*(core|deep dive)")
 EXERCISE = re.compile(r"exercises\.load\(\s*[\"']([^\"']+)[\"']")
@@ -63,21 +62,15 @@ def _minutes(text: str) -> float | None:
 
 
 def standard_run_minutes(readme: str) -> dict[str, float | None]:
-    """The standard profile's run time per notebook, from README's generated costs table."""
-    if COSTS_BEGIN not in readme or COSTS_END not in readme:
-        return {}
-    block = readme.split(COSTS_BEGIN, 1)[1].split(COSTS_END, 1)[0]
-    rows = [
-        [c.strip() for c in line.strip().strip("|").split("|")]
-        for line in block.splitlines()
-        if line.startswith("|")
-    ]
-    if len(rows) < 3:
-        return {}
-    col = next((i for i, h in enumerate(rows[0]) if h == "standard: run time"), None)
-    if col is None:
-        return {}
-    return {r[0].strip("`"): _minutes(r[col]) for r in rows[2:] if len(r) > col}
+    """The standard profile's run time per notebook, from README's generated costs table (read
+    by ``benchmarks/notebook_costs.py``, which writes it)."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("notebook_costs", COSTS_SCRIPT)
+    costs = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(costs)
+    table = costs.read_table(readme)
+    return {name: _minutes(row["standard"][0]) for name, row in table.items() if "standard" in row}
 
 
 def estimate(path: Path, run_min: float | None) -> Estimate:

@@ -1,16 +1,14 @@
-"""Start a data-parallel job on this machine, on loopback only, and stop every process with it.
-
-The workers are the learner's scripts (``notebooks/distributed/``), started as their framework's
-launcher does (``frameworks/<name>/launch.py``). Every process started, every descendant and
-every member of their process groups is tracked, with the sockets it listens on, and stopped
-(SIGTERM, then SIGKILL) when the job ends, however it ends. Names no framework, imports none.
-"""
+"""Start a data-parallel job on this machine, on loopback only, and stop every process with it:
+the learner's scripts (``notebooks/distributed/``) started as each framework's launcher does;
+every process, descendant and process-group member is tracked with the sockets it listens on,
+and stopped (SIGTERM, then SIGKILL) however the job ends. Names no framework, imports none."""
 
 from __future__ import annotations
 
 import json
 import os
 import shlex
+import shutil
 import subprocess
 import sys
 import time
@@ -191,8 +189,7 @@ class Run:
 
 
 def _environment(framework: str, threads: int) -> dict[str, str]:
-    """Ours without any launcher's cluster variables (a stale one must not leak in), the lab's
-    thread policy, unbuffered output, this interpreter first on PATH, the launcher's settings."""
+    """Ours without launchers' cluster variables, the lab's threads, this interpreter first."""
     cluster = [k for s in specs() if s.launcher for k in launch_module(s.name).CLUSTER_VARIABLES]
     bin_dir = str(Path(sys.executable).parent)
     extra = {"PYTHONUNBUFFERED": "1", "PATH": os.pathsep.join([bin_dir, os.environ["PATH"]])}
@@ -211,10 +208,9 @@ def launch(
     port: int | None = None,
     timeout: float = 300.0,
 ) -> Run:
-    """Run ``workers`` copies of ``script`` with ``framework``'s launcher, every process on
-    127.0.0.1; the script gets ``--out OUT_DIR`` and ``args``. A port in use raises
-    :class:`PortInUse` before anything starts; a failing process or a run past ``timeout``
-    seconds stops the whole job and raises :class:`DistributedError` with the end of its log."""
+    """Run ``workers`` copies of ``script`` (given ``--out OUT_DIR`` and ``args``) with
+    ``framework``'s launcher, all on 127.0.0.1. A port in use raises :class:`PortInUse` first; a
+    failure or a run past ``timeout`` s stops the job: :class:`DistributedError`, log's end."""
     if timeout <= 0:
         raise ValueError(f"timeout must be > 0 seconds, got {timeout}")
     if not Path(script).is_file():
@@ -228,6 +224,9 @@ def launch(
     full_args = [str(Path(script).resolve()), "--out", str(out), *args]
     commands = launcher.local_commands(workers, ports, full_args, out, HOST)
     env = _environment(framework, max(1, (os.cpu_count() or 1) // workers))
+    scratch = out / "tmp"  # the job's temp files (torchelastic's folders...), removed with it
+    scratch.mkdir(exist_ok=True)
+    env["TMPDIR"] = str(scratch)
     tree, start = ProcessTree(), time.perf_counter()
     logs = [out / f"launcher{i}.log" for i in range(len(commands))]
     try:
@@ -237,6 +236,7 @@ def launch(
         failure = tree.wait(start, timeout)
     finally:
         tree.stop()
+        shutil.rmtree(scratch, ignore_errors=True)
     if failure:
         text = [(g, g.read_text(errors="replace").splitlines()) for g in logs]
         tails = [

@@ -156,16 +156,16 @@ def write(rows: list[Estimate], root: Path = ROOT) -> None:
         text,
     )
     readme_path.write_text(text, encoding="utf-8")
+    import nbformat  # written as Jupyter and nbstripout write them (tests/test_working_copy.py)
+
     for e in rows:
         path = root / "notebooks" / e.notebook
-        nb = json.loads(path.read_text(encoding="utf-8"))
-        for cell in nb["cells"]:
-            src = "".join(cell["source"])
-            if cell["cell_type"] == "markdown" and HEADER.search(src):
-                new = HEADER.sub(header_line(e), src, count=1)
-                cell["source"] = new.splitlines(keepends=True)
+        nb = nbformat.read(path, as_version=4)
+        for cell in nb.cells:
+            if cell.cell_type == "markdown" and HEADER.search(cell.source):
+                cell.source = HEADER.sub(header_line(e), cell.source, count=1)
                 break
-        path.write_text(json.dumps(nb, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+        nbformat.write(nb, path)
 
 
 def render(rows: list[Estimate]) -> str:

@@ -333,6 +333,7 @@ class NotebookHygiene:
         kernel = getattr(notebook, "kernel", None)
         if kernel is not None and kernel.is_alive():
             kernel.km.shutdown_kernel(now=False)  # JupyterLab's shutdown: exit handlers run
+            kernel.kc.stop_channels()  # what nbval's own stop does, which now finds it stopped
         result = yield
         if self.saved_tmpdir is None:
             os.environ.pop("TMPDIR", None)

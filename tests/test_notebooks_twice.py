@@ -19,6 +19,7 @@ chooses, ``none`` skips.
 
 import os
 import re
+import shutil
 
 import pytest
 from conftest import NOTEBOOKS, notebook_key
@@ -26,6 +27,8 @@ from conftest import NOTEBOOKS, notebook_key
 #: what a notebook writes beside itself on purpose (the learner runs it to get these): the
 #: benchmark records of 06, 07 and 10, the recommendation 09 exports (outside a checkout, where
 #: the folder of the results is the working folder), the class folder of 11
+#: the folders of scripts beside the notebooks, which a notebook shows and runs
+SCRIPTS = ("serving", "distributed")
 DECLARED_OUTPUTS = {
     "06": {"results"},
     "07": {"results"},
@@ -81,6 +84,10 @@ def test_notebook_runs_twice_in_one_kernel_and_leaves_nothing_beside_it(path, tm
     folder.mkdir()
     copy = folder / path.name
     copy.write_bytes(path.read_bytes())
+    # the scripts a notebook shows and runs (serving/, distributed/) stand beside it
+    for d in path.parent.iterdir():
+        if d.name in SCRIPTS:
+            shutil.copytree(d, folder / d.name, ignore=shutil.ignore_patterns("__pycache__"))
     nb = nbformat.read(copy, as_version=4)
     client = NotebookClient(
         nb,
@@ -101,7 +108,7 @@ def test_notebook_runs_twice_in_one_kernel_and_leaves_nothing_beside_it(path, tm
                         f"{type(exc).__name__}: {_plain(str(exc))[-1500:]}",
                         pytrace=False,
                     )
-    left = sorted(p.name for p in folder.iterdir() if p != copy)
+    left = sorted(p.name for p in folder.iterdir() if p != copy and p.name not in SCRIPTS)
     unexpected = [
         name for name in left if name not in DECLARED_OUTPUTS.get(notebook_key(path), set())
     ]

@@ -28,7 +28,7 @@ from conftest import NOTEBOOKS, notebook_key
 #: benchmark records of 06, 07 and 10, the recommendation 09 exports (outside a checkout, where
 #: the folder of the results is the working folder), the class folder of 11
 #: the folders of scripts beside the notebooks, which a notebook shows and runs
-SCRIPTS = ("serving", "distributed")
+SCRIPTS = ("serving", "distributed", "deployment")
 DECLARED_OUTPUTS = {
     "06": {"results"},
     "07": {"results"},

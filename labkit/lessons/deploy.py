@@ -182,8 +182,9 @@ def record(
     threads: dict | None = None,
     cache: str = "warm",
     model: str = "resnet50",
+    where: str = "the notebook's process",
 ) -> dict:
-    """A results record for a :class:`labkit.bench.Measurement` taken in this process.
+    """A results record for a :class:`labkit.bench.Measurement` taken in ``where``.
 
     Judged like a runner record (its validity verdict from the measurement) and compared with
     the ceiling of its precision (int8 for ``int8-...``): the estimate, and the measured peak
@@ -217,7 +218,7 @@ def record(
         **m.as_dict(),
         peak_rss_mb=bench.peak_rss_mb(),
         **ceiling_fields(m.images_per_s, cell, (threads or {}).get("intra")),
-        notes=(notes + "; " if notes else "") + "timed in the notebook's process",
+        notes=(notes + "; " if notes else "") + f"timed in {where}",
         threads=threads or {"intra": None, "inter": None},
         profile=prof.name,
         machine=hardware.fingerprint(),

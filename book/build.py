@@ -11,8 +11,9 @@ now (the copy's metadata holds the sha256 of the source file). Two things make s
 
 ``--execute never`` refuses to execute anything (the cheap form ``make test`` uses); ``auto``
 (the default) executes what is missing; ``always`` executes everything (a release:
-``make book PROFILE=standard``). Then Jupyter Book (Sphinx + MyST-NB) renders the copies without
-executing them, with a launch button per notebook page (Binder, or a JupyterHub via nbgitpuller).
+``make book PROFILE=standard``). Then Jupyter Book 2 (MyST) builds the copies without executing
+them, with README.md and INSTRUCTORS.md as pages, and ``book/theme`` renders the static HTML, with
+launch links per notebook page (Binder, or a JupyterHub via nbgitpuller).
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ import argparse
 import hashlib
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -29,6 +31,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 BOOK = ROOT / "book"
 NOTEBOOKS = ROOT / "notebooks"
+DOCS = ["README.md", "INSTRUCTORS.md"]  # pages of the site too: the notebooks link to them
 
 
 def notebooks() -> list[Path]:
@@ -87,40 +90,56 @@ def public_remote() -> str | None:
     return url.removesuffix(".git")
 
 
-def _config(repo: str | None, branch: str | None, hub: str | None) -> str:
+def _config(repo: str | None, branch: str | None, hub: str | None, toc: list[str]) -> str:
     import yaml
 
-    config = yaml.safe_load((BOOK / "_config.yml").read_text(encoding="utf-8"))
+    config = yaml.safe_load((BOOK / "myst.yml").read_text(encoding="utf-8"))
+    config["project"]["toc"] = [{"file": name} for name in toc]
+    site = config["site"]
+    site["template"] = str(BOOK / site["template"])
     repo = repo or public_remote()
-    if repo:
-        config["repository"]["url"] = repo
-    else:
+    if not repo:
         print(
-            "note: no public repository known, so the pages carry no launch buttons; fix: "
+            "note: no public repository known, so the pages carry no launch links; fix: "
             "`make book BOOK_REPO=https://github.com/you/graph-lab` (Binder), plus "
             "BOOK_HUB=https://your-hub for a JupyterHub via nbgitpuller"
         )
-        config["html"]["use_repository_button"] = False
-        config["launch_buttons"] = {"notebook_interface": "jupyterlab"}
+    site["options"].update(repo=repo or "", hub=hub or site["options"]["hub"])
     if branch:
-        config["repository"]["branch"] = branch
-    if hub:
-        config["launch_buttons"]["jupyterhub_url"] = hub
+        site["options"]["branch"] = branch
     return yaml.safe_dump(config, sort_keys=False)
 
 
+# README.md and INSTRUCTORS.md named in a notebook's text, or linked relatively (../README.md):
+# links to their pages in the site (a path outside the book would become a dead link)
+MENTION = re.compile(r"(?<![\w/.`\[])(README|INSTRUCTORS)\.md(?![\w`\]])")
+LINK = re.compile(r"\]\((?:\.\./)*(README|INSTRUCTORS)\.md(#[^)]*)?\)")
+
+
+def _link_docs(nb: dict) -> dict:
+    for cell in nb["cells"]:
+        if cell["cell_type"] == "markdown":
+            text = "".join(cell["source"])
+            text = LINK.sub(lambda m: f"](../{m[1]}.md{m[2] or ''})", text)
+            cell["source"] = MENTION.sub(r"[\1.md](../\1.md)", text)
+    return nb
+
+
 def stage(executed: Path, src: Path, repo: str | None, branch: str | None, hub: str | None) -> None:
-    """The book's source folder: config, table of contents, index and the executed notebooks,
-    laid out as in the repository (notebooks/NN_*.ipynb), so launch links open the right file."""
+    """The book's source folder: myst.yml, the index, README and INSTRUCTORS, and the executed
+    notebooks, laid out as in the repository (notebooks/NN_*.ipynb), so launch links open the
+    right file."""
     shutil.rmtree(src, ignore_errors=True)
     (src / "notebooks").mkdir(parents=True)
-    (src / "_config.yml").write_text(_config(repo, branch, hub), encoding="utf-8")
     shutil.copy(BOOK / "index.md", src / "index.md")
-    toc = ["format: jb-book", "root: index", "chapters:"]
+    toc = ["index.md"]
     for nb in notebooks():
-        shutil.copy(executed / nb.name, src / "notebooks" / nb.name)
-        toc.append(f"- file: notebooks/{nb.stem}")
-    (src / "_toc.yml").write_text("\n".join(toc) + "\n", encoding="utf-8")
+        copy = _link_docs(json.loads((executed / nb.name).read_text(encoding="utf-8")))
+        (src / "notebooks" / nb.name).write_text(json.dumps(copy, indent=1), encoding="utf-8")
+        toc.append(f"notebooks/{nb.name}")
+    for doc in DOCS:
+        shutil.copy(ROOT / doc, src / doc)
+    (src / "myst.yml").write_text(_config(repo, branch, hub, toc + DOCS), encoding="utf-8")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -129,9 +148,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--executed", help="executed copies (default build/executed/PROFILE)")
     parser.add_argument("--out", default=str(ROOT / "build" / "book"), help="site folder parent")
     parser.add_argument("--execute", choices=("auto", "never", "always"), default="auto")
-    parser.add_argument("--repo", help="repository URL for the launch buttons (book/_config.yml)")
-    parser.add_argument("--branch", help="branch for the launch buttons")
-    parser.add_argument("--hub", help="a JupyterHub URL: adds an nbgitpuller launch button")
+    parser.add_argument("--repo", help="repository URL for the launch links (book/myst.yml)")
+    parser.add_argument("--branch", help="branch for the launch links")
+    parser.add_argument("--hub", help="a JupyterHub URL: adds an nbgitpuller launch link")
     args = parser.parse_args(argv)
     executed = Path(args.executed or ROOT / "build" / "executed" / args.profile).resolve()
     todo = notebooks() if args.execute == "always" else stale(executed, args.profile)
@@ -148,13 +167,23 @@ def main(argv: list[str] | None = None) -> int:
     out = Path(args.out).resolve()
     src = out / "src"
     stage(executed, src, args.repo, args.branch, args.hub)
+    if shutil.which("node") is None:
+        print(
+            "error: Jupyter Book 2 runs on Node.js, and no `node` is on the PATH; fix: install "
+            "Node.js 20 or later (`apt-get install nodejs`, or `conda install nodejs`)",
+            file=sys.stderr,
+        )
+        return 2
     jb = Path(sys.executable).with_name("jupyter-book")
-    cmd = [str(jb) if jb.exists() else "jupyter-book", "build", str(src), "--path-output", str(out)]
-    cmd += ["--builder", "html", "--keep-going"]
-    if subprocess.run(cmd, check=False).returncode != 0:
+    cmd = [str(jb) if jb.exists() else "jupyter-book", "build", "--html"]
+    env = {**os.environ, "BOOK_PYTHON": sys.executable}  # book/theme/template.yml runs it
+    if subprocess.run(cmd, cwd=src, env=env, check=False).returncode != 0:
         print("error: jupyter-book failed (see above)", file=sys.stderr)
         return 1
     html = out / "_build" / "html"
+    shutil.rmtree(html, ignore_errors=True)
+    html.parent.mkdir(parents=True, exist_ok=True)
+    shutil.move(src / "_build" / "html", html)
     missing = [
         nb.name for nb in notebooks() if not (html / "notebooks" / f"{nb.stem}.html").exists()
     ]

@@ -1,11 +1,14 @@
-"""The course site (`make book`): a page per notebook with its figures and a launch button, nothing
-fetched from the network, and the site as a browser shows it (headless Chromium).
+"""The course site (`make book`, Jupyter Book 2): a page per notebook with its outputs and launch
+links, README and INSTRUCTORS as pages the notebooks link to, every link inside the site
+reaching a file, nothing fetched from the network, and the site as a browser shows it (headless
+Chromium).
 
 These tests read the built site, ``build/book/_build/html``: ``make test`` builds it from the
 notebooks its nbval run executed, then runs them (``-m book``). Without a site they skip (and
 fail under CI=true)."""
 
 import functools
+import html
 import http.server
 import json
 import re
@@ -14,6 +17,7 @@ import sys
 import threading
 from html.parser import HTMLParser
 from pathlib import Path
+from urllib.parse import parse_qs, urlsplit
 
 import pytest
 from conftest import NOTEBOOKS, ROOT, skip_or_fail
@@ -23,6 +27,7 @@ pytestmark = pytest.mark.book
 
 SITE = ROOT / "build" / "book"
 HTML = SITE / "_build" / "html"
+ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
 
 
 @pytest.fixture(scope="module")
@@ -61,57 +66,57 @@ def _refs(page: Path) -> _Refs:
     return p
 
 
-def _png_outputs(nb: Path) -> int:
+def _outputs(nb: Path) -> list[dict]:
     cells = json.loads(nb.read_text(encoding="utf-8"))["cells"]
-    return sum(
-        "image/png" in o.get("data", {})
-        for c in cells
-        if c["cell_type"] == "code"
-        for o in c.get("outputs", [])
+    return [o for c in cells if c["cell_type"] == "code" for o in c.get("outputs", [])]
+
+
+def _stream_lines(nb: Path) -> list[str]:
+    """The lines the notebook's run printed (stdout, stderr), as the page should show them."""
+    text = "".join(
+        "".join(o["text"]) if isinstance(o["text"], list) else o["text"]
+        for o in _outputs(nb)
+        if o["output_type"] == "stream"
     )
+    return [line for line in (ANSI.sub("", t).strip() for t in text.splitlines()) if line]
 
 
-def _launch_links(page: Path, nb: Path) -> list[str]:
-    return [h for h in _refs(page).links if "urlpath=" in h and f"notebooks/{nb.name}" in h]
+def _page(site: Path, nb: Path) -> Path:
+    return site / "notebooks" / f"{nb.stem}.html"
 
 
-def test_every_notebook_has_a_page_with_its_figures(site):
+def _launch_links(page: Path) -> list[str]:
+    return [h for h in _refs(page).links if "urlpath=" in h]
+
+
+def test_every_notebook_has_a_page_with_its_outputs(site):
     with_figures = 0
     for nb in NOTEBOOKS:
-        page = site / "notebooks" / f"{nb.stem}.html"
+        page = _page(site, nb)
         assert page.exists(), f"no page for {nb.name}"
         executed = SITE / "src" / "notebooks" / nb.name
-        pngs = _png_outputs(executed)
-        refs = _refs(page)
-        figures = [s for s in refs.images if "_images/" in s]
-        assert len(figures) >= pngs, (
-            f"{nb.name}: {pngs} figures executed, {len(figures)} on the page"
-        )
+        pngs = sum("image/png" in o.get("data", {}) for o in _outputs(executed))
+        figures = [s for s in _refs(page).images if s.startswith("../_static/")]
+        assert len(figures) >= pngs, f"{nb.name}: {pngs} figures executed, {len(figures)} shown"
         for src in figures:
             assert (page.parent / src).resolve().is_file(), f"{nb.name}: missing {src}"
+        text = page.read_text(encoding="utf-8")
+        for line in _stream_lines(executed)[:30]:
+            assert html.escape(line) in text, f"{nb.name}: the page lacks the output {line!r}"
         with_figures += pngs > 0
     assert with_figures >= 5, "the course's benchmark notebooks draw figures: most pages show some"
 
 
-def test_launch_buttons_open_each_notebook_from_the_configured_repository(site, tmp_path):
-    """With a public repository (BOOK_REPO, or a public origin remote) every page launches its own
-    notebook on Binder and, with BOOK_HUB, on a JupyterHub through nbgitpuller; without one the
-    pages carry no launch button rather than a made-up address. The repository below is a test
-    input, rebuilt from the same executed copies (nothing runs again)."""
-    repo, hub = "https://github.com/learner/graph-lab", "https://hub.example.edu"
+def test_launch_links_open_each_notebook_from_the_configured_repository(site, tmp_path):
+    """With a public repository (BOOK_REPO, or a public origin remote) every notebook page
+    launches its own notebook on Binder and, with BOOK_HUB, on a JupyterHub through nbgitpuller;
+    without one the pages carry no launch link rather than a made-up address. The repository
+    below is a test input, rebuilt from the site's own executed copies (nothing runs again)."""
+    repo, hub, branch = "https://github.com/learner/graph-lab", "https://hub.example.edu", "spring"
+    args = ["--execute", "never", "--executed", str(SITE / "src" / "notebooks")]
+    args += ["--out", str(tmp_path), "--repo", repo, "--hub", hub]
     build = subprocess.run(
-        [
-            sys.executable,
-            str(ROOT / "book" / "build.py"),
-            "--execute",
-            "never",
-            "--out",
-            str(tmp_path),
-            "--repo",
-            repo,
-            "--hub",
-            hub,
-        ],
+        [sys.executable, str(ROOT / "book" / "build.py"), *args, "--branch", branch],
         capture_output=True,
         text=True,
         check=False,
@@ -119,15 +124,52 @@ def test_launch_buttons_open_each_notebook_from_the_configured_repository(site, 
     )
     assert build.returncode == 0, build.stdout[-2000:] + build.stderr[-2000:]
     for nb in NOTEBOOKS:
-        links = _launch_links(tmp_path / "_build" / "html" / "notebooks" / f"{nb.stem}.html", nb)
-        assert any(h.startswith("https://mybinder.org/v2/gh/learner/graph-lab/") for h in links), nb
-        assert any(
-            h.startswith(hub) and "nbgitpuller" in h.replace("git-pull", "nbgitpuller")
-            for h in links
-        ), (nb, links)
-    configured = "url: ''" not in (SITE / "src" / "_config.yml").read_text()
-    for nb in NOTEBOOKS:  # the site make test built: launch buttons exactly when a repo is known
-        assert bool(_launch_links(site / "notebooks" / f"{nb.stem}.html", nb)) == configured, nb
+        links = _launch_links(_page(tmp_path / "_build" / "html", nb))
+        assert len(links) == 2, (nb.name, links)
+        binder, puller = (urlsplit(h) for h in sorted(links, key=lambda h: "mybinder" not in h))
+        assert binder.netloc + binder.path == f"mybinder.org/v2/gh/learner/graph-lab/{branch}"
+        assert parse_qs(binder.query) == {"urlpath": [f"lab/tree/notebooks/{nb.name}"]}, links
+        assert f"https://{puller.netloc}{puller.path}" == f"{hub}/hub/user-redirect/git-pull"
+        assert parse_qs(puller.query) == {
+            "repo": [repo],
+            "branch": [branch],
+            "urlpath": [f"lab/tree/graph-lab/notebooks/{nb.name}"],
+        }, links
+    configured = "repo: ''" not in (SITE / "src" / "myst.yml").read_text()
+    for nb in NOTEBOOKS:  # the site make test built: launch links exactly when a repo is known
+        assert bool(_launch_links(_page(site, nb))) == configured, nb
+
+
+def test_readme_and_instructors_are_pages_the_notebooks_link_to(site):
+    for doc in ("README", "INSTRUCTORS"):
+        assert (site / f"{doc}.html").is_file(), f"{doc}.md is no page of the site"
+        for nb in NOTEBOOKS:  # named in a notebook's text, or linked (../README.md): a page link
+            if re.search(rf"(?<![\w/.`\[]){doc}\.md(?![\w`\]])", nb.read_text(encoding="utf-8")):
+                assert f"../{doc}.html" in _refs(_page(site, nb)).links, (nb.name, doc)
+    welcome = set(_refs(_page(site, NOTEBOOKS[0])).links)
+    assert {"../README.html", "../INSTRUCTORS.html"} <= welcome
+
+
+def test_every_link_inside_the_site_reaches_a_file_and_its_anchor(site):
+    ids: dict[Path, set[str]] = {}
+    broken = []
+    for page in sorted(site.rglob("*.html")):
+        refs = _refs(page)
+        for ref in refs.links + refs.loads:
+            if re.match(r"^([a-z][a-z0-9+.-]*:|//)", ref, re.IGNORECASE):
+                if re.match(r"^https?://(README|INSTRUCTORS)\.md", ref):
+                    broken.append(f"{page.relative_to(site)}: {ref}")
+                continue
+            path, _, anchor = ref.partition("#")
+            target = (page.parent / path).resolve() if path else page
+            if not target.is_file():
+                broken.append(f"{page.relative_to(site)}: {ref}")
+            elif anchor and target.suffix == ".html":
+                if target not in ids:
+                    ids[target] = set(re.findall(r'\sid="([^"]+)"', target.read_text("utf-8")))
+                if anchor not in ids[target]:
+                    broken.append(f"{page.relative_to(site)}: {ref} (no such anchor)")
+    assert not broken, broken[:10]
 
 
 def test_the_site_loads_nothing_from_the_network(site):
@@ -195,9 +237,14 @@ def test_the_site_renders_in_headless_chromium(served, tmp_path):
             figure.scroll_into_view_if_needed()
             width = figure.evaluate("img => img.complete ? img.naturalWidth : 0")
             assert width > 100, "the figure did not render"
+            page.locator("a", has_text="Download .ipynb").wait_for(timeout=10_000)
             ARTEFACTS.mkdir(parents=True, exist_ok=True)
             page.screenshot(path=str(ARTEFACTS / "book-06.png"))
             print(f"screenshot: {ARTEFACTS / 'book-06.png'}")
+            page.goto(f"{served}/notebooks/{NOTEBOOKS[0].stem}.html")
+            page.locator('main a[href="../README.html"]').first.click()
+            page.wait_for_url("**/README.html")
+            assert page.locator("main h1").first.is_visible(), "README.md opens as a page"
         finally:
             browser.close()
     assert not outside, f"the site asked the network for: {outside[:5]}"

@@ -56,10 +56,10 @@ test: install browser lint
 	LABKIT_PROFILE=smoke $(PY) -m pytest tests notebooks -m "not book" --nbval-lax --nbval-current-env \
 	    --nbval-cell-timeout=900 -p no:cacheprovider --save-executed build/executed/smoke
 
-# The course site (Jupyter Book): every notebook with its outputs, executed under smoke unless
-# PROFILE is given (make book PROFILE=standard for a release). Notebooks that make test already
+# The course site (Jupyter Book 2, on Node.js): every notebook with its outputs, executed under
+# smoke unless PROFILE is given (make book PROFILE=standard for a release). Notebooks that make test already
 # executed under that profile are reused; the others run now (with their time and memory
-# recorded in build/notebook-costs-PROFILE.json). Launch buttons: BOOK_REPO (the public
+# recorded in build/notebook-costs-PROFILE.json). Launch links: BOOK_REPO (the public
 # repository), BOOK_BRANCH, BOOK_HUB (a JupyterHub with nbgitpuller). Site: build/book/_build/html.
 BOOK_PROFILE := $(if $(filter command line environment,$(origin PROFILE)),$(PROFILE),smoke)
 BOOK_EXECUTE ?= auto

@@ -4,7 +4,7 @@ Framework-free. The export and the runtimes live in the adapters (``labkit.frame
 this module holds what notebook 07 compares across them:
 
 - :data:`FORMATS`: each deployment format, what writes it, what runs it, and where (server,
-  mobile, embedded), with the documentation to read;
+  mobile, embedded), with the documentation to read (``labkit/data/formats.toml``);
 - :func:`size_bytes`: the size of a model file or of a model directory (SavedModel);
 - :func:`agreement`: how closely a deployed model's logits follow the reference logits on the
   same inputs (largest difference relative to the largest logit, and top-1 agreement);
@@ -16,6 +16,7 @@ this module holds what notebook 07 compares across them:
 from __future__ import annotations
 
 import os
+import tomllib
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -47,77 +48,12 @@ class Format:
     url: str
 
 
-FORMATS: tuple[Format, ...] = (
-    Format(
-        "onnx",
-        "ONNX (.onnx)",
-        "torch.onnx.export (dynamo=True); converters from TF and others",
-        "ONNX Runtime",
-        "yes (CPU, CUDA, other execution providers)",
-        "yes (ONNX Runtime Mobile)",
-        "yes (embedded Linux builds)",
-        "https://onnxruntime.ai/docs/",
-    ),
-    Format(
-        "savedmodel",
-        "TF SavedModel",
-        "tf.saved_model.save, Keras model.export",
-        "TensorFlow, TF Serving",
-        "yes (TF Serving)",
-        "no (convert to .tflite)",
-        "no (convert to .tflite)",
-        "https://www.tensorflow.org/guide/saved_model",
-    ),
-    Format(
-        "tflite",
-        "TF Lite / LiteRT (.tflite)",
-        "tf.lite.TFLiteConverter",
-        "LiteRT (formerly TF Lite; Python: ai_edge_litert)",
-        "possible, not its aim",
-        "yes (Android, iOS)",
-        "yes (microcontrollers: LiteRT for Microcontrollers)",
-        "https://ai.google.dev/edge/litert",
-    ),
-    Format(
-        "mindir",
-        "MindIR (.mindir)",
-        "mindspore.export",
-        "MindSpore, MindSpore Lite",
-        "yes (MindSpore Lite cloud inference: Ascend, x86/Arm CPUs)",
-        "yes after conversion to .ms (MindSpore Lite)",
-        "yes after conversion to .ms",
-        "https://www.mindspore.cn/tutorials/en/r2.8.0/model_infer/lite_infer/overview.html",
-    ),
-    Format(
-        "torchscript",
-        "TorchScript (.pt)",
-        "torch.jit.trace / torch.jit.script (deprecated)",
-        "LibTorch (C++), PyTorch",
-        "yes (LibTorch)",
-        "PyTorch Mobile (no longer actively supported)",
-        "no",
-        "https://pytorch.org/docs/stable/jit.html",
-    ),
-    Format(
-        "executorch",
-        "ExecuTorch (.pte)",
-        "torch.export, then ExecuTorch's lowering",
-        "ExecuTorch",
-        "no (on-device runtime)",
-        "yes (Android, iOS)",
-        "yes (embedded, microcontrollers)",
-        "https://docs.pytorch.org/executorch",
-    ),
-    Format(
-        "paddle_inference",
-        "Paddle inference program (.json + .pdiparams)",
-        "paddle.jit.save",
-        "Paddle Inference (Paddle Lite after paddle_lite_opt)",
-        "yes (Paddle Inference, Paddle Serving)",
-        "yes after conversion to .nb (Paddle Lite)",
-        "yes after conversion to .nb (Paddle Lite)",
-        "https://www.paddlepaddle.org.cn/inference/master/guides/introduction/index_intro.html",
-    ),
+#: the formats, as labkit/data/formats.toml lists them
+FORMATS: tuple[Format, ...] = tuple(
+    Format(**f)
+    for f in tomllib.loads(
+        (Path(__file__).resolve().parents[1] / "data" / "formats.toml").read_text(encoding="utf-8")
+    )["format"]
 )
 
 

@@ -22,7 +22,7 @@ _CEILING_HEAD = ("precision", "estimate", "measured (IQR)", "of estimate", "cloc
 def framework_rows() -> list[dict]:
     """One row per framework (and onnx): version, whether it imports, the error and the fix."""
     rows = []
-    for package, p in frameworks.probe_all().items():
+    for package, p in frameworks.probe_all(fresh=True).items():
         rows.append(
             {
                 "package": package,

@@ -97,6 +97,37 @@ def test_doctor_names_a_framework_that_fails_to_import(tmp_path):
     assert "libmindspore.so" in proc.stdout and "make install" in proc.stdout
 
 
+def test_framework_probes_are_cached_until_the_environment_changes(tmp_path):
+    # Stand-ins for every framework (empty packages) keep the imports fast.
+    from labkit import frameworks
+
+    def env(fakes):
+        for pkg in [*frameworks.PACKAGES.values(), *frameworks.EXTRA_PACKAGES]:
+            (fakes / pkg).mkdir(parents=True, exist_ok=True)
+            (fakes / pkg / "__init__.py").write_text("")
+        path = f"{fakes}{os.pathsep}{ROOT}"
+        return {**os.environ, "PYTHONPATH": path, "LABKIT_CACHE_DIR": str(tmp_path / "cache")}
+
+    def ask(env, fresh=False):
+        code = f"from labkit import frameworks; frameworks.probe_all({fresh}); "
+        code += "print(','.join(frameworks.available()))"
+        out = subprocess.run(
+            [sys.executable, "-c", code], env=env, capture_output=True, text=True, check=False
+        )
+        assert out.returncode == 0, out.stderr
+        return out.stdout.strip().split(",")
+
+    first = env(tmp_path / "a")
+    assert ask(first) == list(frameworks.NAMES)
+    [cache] = (tmp_path / "cache").glob("probes-*.json")
+    probes = json.loads(cache.read_text())
+    probes["mindspore"].update(importable=False, error="written into the cache by this test")
+    cache.write_text(json.dumps(probes))
+    assert "mindspore" not in ask(first)  # the answer came from the cache
+    assert "mindspore" in ask(env(tmp_path / "b"))  # another PYTHONPATH: imported again
+    assert "mindspore" in ask(first, fresh=True)  # as labkit doctor asks: imported again
+
+
 def _requirements(lines):
     return sorted(
         r.strip().strip('"') for r in lines if re.match(r'^"?[A-Za-z0-9_.-]+==', r.strip())

@@ -191,11 +191,24 @@ def _probe(package: str, timeout: float = 120.0) -> Probe:
 
 
 @functools.lru_cache(maxsize=1)
-def probe_all() -> dict[str, Probe]:
-    """Import each framework (and onnx) in its own subprocess, in parallel; cached per process."""
+def probe_all(fresh: bool = False) -> dict[str, Probe]:
+    """Import each framework (and onnx) in its own subprocess, in parallel. Cached in this
+    process, and on disk while this interpreter, its installed distributions and PYTHONPATH stay
+    the same (every notebook asks; ``fresh=True``, as ``labkit doctor`` does: import again)."""
+    dists = sorted(f"{d.metadata['Name']}=={d.version}" for d in importlib.metadata.distributions())
+    key = json.dumps([sys.executable, sys.version, os.environ.get("PYTHONPATH", ""), dists])
+    path = hardware.cache_dir() / f"probes-{hashlib.sha256(key.encode()).hexdigest()[:16]}.json"
     packages = [PACKAGES[n] for n in NAMES] + list(EXTRA_PACKAGES)
+    try:
+        cached = {p: Probe(**v) for p, v in json.loads(path.read_text()).items()}
+        if not fresh and sorted(cached) == sorted(packages):
+            return cached
+    except (OSError, ValueError, TypeError):
+        pass  # missing or unreadable: import again
     with concurrent.futures.ThreadPoolExecutor(max_workers=len(packages)) as pool:
-        return dict(zip(packages, pool.map(_probe, packages)))
+        probes = dict(zip(packages, pool.map(_probe, packages)))
+    jsonio.write_atomic(path, json.dumps({p: vars(v) for p, v in probes.items()}))
+    return probes
 
 
 def available() -> list[str]:

@@ -199,6 +199,7 @@ def job(framework, script, tmp_path, *args):
 
 
 @pytest.mark.slow
+@pytest.mark.costly  # notebook 08 counts the graphs under smoke
 def test_compiled_ddp_builds_more_graphs_with_smaller_buckets(tmp_path):
     """DDPOptimizer splits the captured graph at gradient-bucket boundaries."""
     require("torch")
@@ -221,6 +222,7 @@ def test_compiled_ddp_builds_more_graphs_with_smaller_buckets(tmp_path):
 
 
 @pytest.mark.slow
+@pytest.mark.costly  # notebook 08 shows the collective under smoke
 def test_the_traced_mwms_step_holds_the_collective(tmp_path):
     require("tensorflow")
     run = job("tensorflow", "tf_mwms.py", tmp_path)
@@ -228,6 +230,7 @@ def test_the_traced_mwms_step_holds_the_collective(tmp_path):
 
 
 @pytest.mark.slow
+@pytest.mark.costly  # notebook 08 shows the AllReduce nodes under smoke
 def test_mindspore_graph_mode_step_has_its_allreduce_nodes(tmp_path):
     require("mindspore")
     run = job("mindspore", "ms_dp.py", tmp_path)

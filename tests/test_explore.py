@@ -448,6 +448,7 @@ def test_explore_command_names_a_shape_the_model_cannot_take(tmp_path):
 
 
 @pytest.mark.slow
+@pytest.mark.costly  # notebook 10 runs the explorer under smoke
 def test_explore_command_writes_the_report_and_benchmark_records_that_report_reads(tmp_path):
     require("torch")
     require("onnxruntime")

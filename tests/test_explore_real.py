@@ -346,6 +346,7 @@ def test_reasons_come_from_the_frameworks_error_classes():
 
 
 @pytest.mark.slow
+@pytest.mark.costly  # a second real transformer; 10 runs one under smoke
 def test_a_bert_like_model_with_a_real_mask_through_the_spec_agrees_and_recompiles_per_length():
     require_transformers()
     require("onnxruntime")

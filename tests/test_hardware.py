@@ -324,6 +324,7 @@ def test_which_precisions_this_kind_of_cpu_measures():
 
 
 @pytest.mark.slow
+@pytest.mark.costly  # the peak measurement; 06 and 07 measure it under smoke
 def test_the_measurement_runs_here_and_is_plausible(tmp_path, monkeypatch):
     """The probes of the installed frameworks, for real, in subprocesses, into an empty cache:
     every measured rate is positive and below the estimate where one exists, or flagged."""

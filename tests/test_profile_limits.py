@@ -120,6 +120,7 @@ def fastest_smoke_records(tmp_path) -> list[dict]:
     return records
 
 
+@pytest.mark.costly  # notebooks 06, 07 and 10 run these calls under smoke
 def test_the_fastest_calls_of_06_07_and_10_under_smoke_meet_the_profiles_limits(tmp_path):
     records = fastest_smoke_records(tmp_path)
     for r in records:

@@ -241,7 +241,10 @@ def test_prepare_refuses_the_precisions_the_spec_leaves_out_saying_why(adapter, 
     "name",
     # TensorFlow's bf16 eager step over 256 images takes 20 s here: make test-standard runs it
     # (test_tensorflow_adapter checks its bf16 cell under smoke)
-    [pytest.param(n, marks=pytest.mark.costly) if n == "tensorflow" else n for n in NAMES],
+    [
+        pytest.param(n, marks=pytest.mark.costly) if n in ("tensorflow", "torch") else n
+        for n in NAMES
+    ],
 )
 def test_each_low_precision_step_carries_its_accuracy_cost(name, weights):
     """The graph path of each precision the spec offers beyond fp32 (eager where there is no

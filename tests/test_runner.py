@@ -287,7 +287,11 @@ def test_torch_every_mode_and_every_task_in_real_subprocesses(tmp_path):
     }
 
 
-@pytest.mark.parametrize("framework", ["tensorflow", "mindspore", "onnxruntime"])
+@pytest.mark.parametrize(
+    "framework",
+    [pytest.param(f, marks=pytest.mark.costly) for f in ("tensorflow", "onnxruntime")]
+    + ["mindspore"],
+)
 def test_every_mode_of_each_framework_in_real_subprocesses(tmp_path, framework):
     plan, records = run_plan(tmp_path, framework, None, ["latency"])
     assert [r["mode"] for r in records] == list(frameworks.MODES[framework])

@@ -101,7 +101,7 @@ def test_keras_folds_the_biased_batch_variance_into_running_var(tfa, weights, st
     "mode",
     # XLA compiles each task's graph (20 s): make test-standard; under smoke test_runner runs
     # an XLA cell and checks it
-    ["eager", "function", pytest.param("xla", marks=pytest.mark.costly)],
+    ["eager", *(pytest.param(m, marks=pytest.mark.costly) for m in ("function", "xla"))],
 )
 def test_every_task_runs_in_every_mode_and_agrees_with_eager(tfa, model, weights, stepped, mode):
     for task, batch in MODE_TASKS:
@@ -232,6 +232,7 @@ def test_threads_cannot_change_once_tensorflow_runs(tfa, model):
 # ----------------------------------------------------------------------------- exports
 
 
+@pytest.mark.costly  # notebook 07 checks the SavedModel's logits under smoke
 def test_saved_model_reloads_and_agrees(tfa, weights, exported):
     assert (exported / "saved_model.pb").is_file()
     run = tfa.load_exported(exported)

@@ -69,6 +69,7 @@ def test_with_its_shape_fixed_the_graph_holds_only_the_networks_operators(tv, co
         tv.static_graph(compiled.path, (2, 3, 64))
 
 
+@pytest.mark.costly  # notebook 07 checks TVM's logits under smoke
 def test_tvm_logits_agree_with_onnx_runtimes_on_the_same_file(tv, ort, compiled, weights):
     """Both runtimes are within FP32_SPREAD x PyTorch's own float32 error of the float64
     reference, so they are within twice that of each other."""

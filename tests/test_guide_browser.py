@@ -201,8 +201,9 @@ def test_notebook_09_runs_in_jupyterlab_and_the_recommendation_follows_the_scena
     page.locator(".lm-MenuBar-itemLabel", has_text="Run").first.click()
     page.get_by_role("menuitem", name="Run All Cells", exact=True).click()
 
-    # The last cell prints the course's sources: it has run once their dates are on the page.
-    page.locator(
+    # The last cell lists the course's sources with their dates (an earlier one prints some too):
+    # the notebook has run once they are in the last cell's output.
+    page.locator(".jp-CodeCell").last.locator(
         ".jp-OutputArea-output", has_text="date of the commit the link points to"
     ).first.wait_for(timeout=120_000)
     prompts = page.locator(".jp-CodeCell .jp-InputArea-prompt").all_inner_texts()

@@ -157,3 +157,16 @@ def test_bound_keeps_a_cache_under_its_size_least_recently_used_first(tmp_path):
     assert removed == [paths[2], paths[1]]  # d is kept although oldest: it is in use
     assert sorted(p.name for p in tmp_path.rglob("*") if p.is_file()) == ["a", "d"]
     assert tempdirs.bound(tmp_path, 1000) == []
+
+
+def test_a_notebooks_scratch_folder_goes_when_its_process_exits(tmp_path):
+    code = (
+        "import sys; from labkit.util import tempdirs; "
+        "path = tempdirs.scratch('graphlab-test-'); (path / 'f.txt').write_text('x'); print(path)"
+    )
+    env = {**os.environ, "TMPDIR": str(tmp_path), "PYTHONPATH": str(ROOT)}
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, check=False)
+    assert out.returncode == 0, out.stderr
+    made = Path(out.stdout.decode().strip())
+    assert made.parent == tmp_path and made.name.startswith("graphlab-test-")
+    assert list(tmp_path.iterdir()) == []  # removed, with the file in it, at exit

@@ -13,12 +13,14 @@ whose it is, its mode, and what to do. Folders from :func:`tempfile.mkdtemp` (ra
 
 from __future__ import annotations
 
+import atexit
 import os
+import shutil
 import stat
 import tempfile
 from pathlib import Path
 
-__all__ = ["UnsafeFolder", "bound", "check_private", "owner_name", "private_dir"]
+__all__ = ["UnsafeFolder", "bound", "check_private", "owner_name", "private_dir", "scratch"]
 
 
 class UnsafeFolder(ValueError):
@@ -97,3 +99,11 @@ def bound(folder: Path, max_bytes: int, keep: Path | None = None) -> list[Path]:
         total -= size
         removed.append(path)
     return removed
+
+
+def scratch(prefix: str) -> Path:
+    """A new folder of this process's own (:func:`tempfile.mkdtemp`), removed with everything
+    in it when the process exits (a notebook's kernel: when it is shut down or restarted)."""
+    path = Path(tempfile.mkdtemp(prefix=prefix))
+    atexit.register(shutil.rmtree, path, ignore_errors=True)
+    return path

@@ -166,17 +166,14 @@ class _Attempt:
     over: bool = False  #: the run has its answer (a probe answered, a model it cannot unpack)
 
 
-def _child_env() -> dict[str, str]:
+def _child_env(work: Path) -> dict[str, str]:
     """A worker's environment: each framework's own thread defaults (the checks time nothing),
-    the learner's modules importable as here, unbuffered output."""
-    return proc.child_env(
-        None,
-        path=inputs.child_pythonpath(),
-        extra={
-            "TF_CPP_MIN_LOG_LEVEL": os.environ.get("TF_CPP_MIN_LOG_LEVEL", "2"),
-            "PYTHONUNBUFFERED": "1",
-        },
-    )
+    the learner's modules importable as here, unbuffered output, temporary files (AutoGraph's
+    generated code, say) in ``work``, which goes with the run."""
+    (work / "tmp").mkdir(exist_ok=True)
+    level = os.environ.get("TF_CPP_MIN_LOG_LEVEL", "2")
+    extra = {"TF_CPP_MIN_LOG_LEVEL": level, "PYTHONUNBUFFERED": "1", "TMPDIR": str(work / "tmp")}
+    return proc.child_env(None, path=inputs.child_pythonpath(), extra=extra)
 
 
 def _read_events(path: Path, seen: int) -> tuple[list[dict], int]:
@@ -247,7 +244,7 @@ def _start(work: Path, attempt: int, job: dict) -> _Attempt:
             stdout=logf,
             stderr=subprocess.STDOUT,
             stdin=subprocess.DEVNULL,
-            env=_child_env(),
+            env=_child_env(work),
             cwd=work,
             start_new_session=True,
         )

@@ -9,6 +9,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import warnings
 from pathlib import Path
 
 os.environ.setdefault("PROTOCOL_BUFFERS_PYTHON_IMPLEMENTATION", "python")
@@ -195,10 +196,13 @@ def pytest_collection_modifyitems(config, items):
     """Tests marked ``costly`` (another compiled graph, another export) are skipped under the
     smoke profile (``make test``, CI) and run by ``make test-standard`` (LABKIT_PROFILE=standard,
     ``-m costly``): the release check. Frameworks that must be imported first are imported
-    (:func:`import_first`)."""
+    (:func:`import_first`). Under pytest-xdist (``make test``: ``-n 2 --dist loadgroup``) a
+    file's tests, or a notebook's cells, run on one worker, in their order."""
     from labkit import profiles
 
     import_first(items)
+    for item in items:
+        item.add_marker(pytest.mark.xdist_group(item.path.stem))
     if profiles.current().name != "smoke":
         return
     skip = pytest.mark.skip(reason="costly under the smoke profile: `make test-standard` runs it")
@@ -281,8 +285,8 @@ class NotebookHygiene:
     """For every notebook nbval runs: the stderr outputs the lesson does not mean to show (a cell
     tagged ``shows-stderr`` means to; more than one is a finding), and what it left in the temp
     folder once its kernel has shut down as JupyterLab shuts it down (a shutdown request, then
-    its exit handlers) and everything it started has stopped. The findings are listed at the end
-    of the session (``LABKIT_NOTEBOOK_HYGIENE=fail`` fails the notebook's last cell instead: the
+    its exit handlers) and everything it started has stopped. The findings are warnings, listed in
+    pytest's summary (``LABKIT_NOTEBOOK_HYGIENE=fail`` fails the notebook's last cell instead: the
     goal, once the findings listed in the closing notes are fixed).
 
     The kernels get a temp folder of their own (``graphlab-notebooks-UID`` in the system's), so
@@ -294,13 +298,13 @@ class NotebookHygiene:
     KEPT = ("labkit-compile-cache-", "labkit-onnx-cache-", "graphlab-", "torchinductor_")
 
     def __init__(self):
-        self.root = Path(tempfile.gettempdir()) / f"graphlab-notebooks-{os.getuid()}"
+        worker = os.environ.get("PYTEST_XDIST_WORKER", "")  # one folder per xdist worker
+        self.root = Path(tempfile.gettempdir()) / f"graphlab-notebooks-{os.getuid()}{worker}"
         self.root.mkdir(mode=0o700, exist_ok=True)
         self.before: dict = {}
         self.stderr: dict = {}
         self.saved_tmpdir: str | None = None
         self.fail = os.environ.get("LABKIT_NOTEBOOK_HYGIENE", "") == "fail"
-        self.findings: dict[str, str] = {}
 
     def _listing(self) -> set[str]:
         return {p.name for p in self.root.iterdir() if not p.name.startswith(self.KEPT)}
@@ -357,15 +361,9 @@ class NotebookHygiene:
             )
         if problems and self.fail:
             pytest.fail(f"{name}: " + " | ".join(problems), pytrace=False)
-        if problems:
-            self.findings[name] = " | ".join(problems)
+        if problems:  # a warning: pytest's summary lists it, from xdist's workers too
+            warnings.warn(f"notebook hygiene: {name}: " + " | ".join(problems), stacklevel=1)
         return result
-
-    def pytest_terminal_summary(self, terminalreporter):
-        if self.findings:
-            terminalreporter.section("notebook hygiene: stderr boxes and temp-folder leftovers")
-            for name, text in sorted(self.findings.items()):
-                terminalreporter.write_line(f"{name}: {text}")
 
 
 # ---- the memory each notebook takes under nbval (Binder's 2 GB under smoke) ------------------

@@ -15,15 +15,13 @@ file, export time and two benchmark records (batch-1 latency and batch throughpu
 
 import argparse
 import json
-import os
 import time
 from pathlib import Path
 
-import numpy as np
-
-os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 from labkit import bench, frameworks, hardware, profiles, resnet
 from labkit.lessons import deploy
+
+import numpy as np
 
 
 def nhwc(x):  # TensorFlow's layout is channels-last

@@ -51,12 +51,13 @@ lint-fix: install
 	$(VENV)/bin/ruff format .
 
 # The unit tests, then every notebook once, under nbval, under the smoke profile, on two
-# pytest-xdist workers (a file's tests, or a notebook's cells, stay on one worker, in order); the
-# executed copies are saved for the course site (make book reuses them).
+# pytest-xdist workers (--dist loadfile: a file's tests, or a notebook's cells, stay on one
+# worker, in their order); the executed copies are saved for the course site (make book reuses
+# them).
 test: install browser lint
 	LABKIT_PROFILE=smoke $(PY) -m pytest tests notebooks -m "not book" --nbval-lax --nbval-current-env \
 	    --nbval-cell-timeout=900 -p no:cacheprovider --save-executed build/executed/smoke \
-	    -n 2 --dist loadgroup
+	    -n 2 --dist loadfile
 
 # The course site (Jupyter Book 2, on Node.js): every notebook with its outputs, executed under
 # smoke unless PROFILE is given (make book PROFILE=standard for a release). Notebooks that make test already

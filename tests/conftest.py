@@ -196,13 +196,10 @@ def pytest_collection_modifyitems(config, items):
     """Tests marked ``costly`` (another compiled graph, another export) are skipped under the
     smoke profile (``make test``, CI) and run by ``make test-standard`` (LABKIT_PROFILE=standard,
     ``-m costly``): the release check. Frameworks that must be imported first are imported
-    (:func:`import_first`). Under pytest-xdist (``make test``: ``-n 2 --dist loadgroup``) a
-    file's tests, or a notebook's cells, run on one worker, in their order."""
+    (:func:`import_first`)."""
     from labkit import profiles
 
     import_first(items)
-    for item in items:
-        item.add_marker(pytest.mark.xdist_group(item.path.stem))
     if profiles.current().name != "smoke":
         return
     skip = pytest.mark.skip(reason="costly under the smoke profile: `make test-standard` runs it")

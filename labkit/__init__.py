@@ -1,14 +1,11 @@
 """labkit: the helper package of Graph Lab.
 
-``import labkit`` is fast and imports no deep learning framework: each framework lives in its
-own adapter under :mod:`labkit.frameworks` and is imported only when asked for.
-
-Importing labkit first also makes the frameworks importable in any order: MindSpore 2.8's
-generated protobuf code fails when TensorFlow was imported first ("Descriptors cannot be
-created directly") unless protobuf's pure-Python implementation is selected before either
-framework loads, which is what the line below does; and TensorFlow's C++ start-up lines (oneDNN's
-note, XLA's service: INFO and WARNING) stay out of the notebooks' stderr (errors still show).
-An explicit setting of either variable is kept.
+``import labkit`` is fast and imports no deep learning framework (each lives in its adapter
+under :mod:`labkit.frameworks`, imported only when asked for). Importing it first makes the
+frameworks importable in any order: MindSpore 2.8's generated protobuf code fails after
+TensorFlow's ("Descriptors cannot be created directly") unless protobuf's pure-Python
+implementation is selected first; and TensorFlow's C++ start-up lines (INFO and WARNING: oneDNN's
+note, XLA's service) stay out of the notebooks' stderr. An explicit setting is kept.
 """
 
 import os as _os

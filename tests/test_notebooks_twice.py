@@ -84,7 +84,7 @@ def test_notebook_runs_twice_in_one_kernel_and_leaves_nothing_beside_it(path, tm
     folder.mkdir()
     copy = folder / path.name
     copy.write_bytes(path.read_bytes())
-    # the scripts a notebook shows and runs (serving/, distributed/) stand beside it
+    # the scripts a notebook shows and runs (SCRIPTS) stand beside it
     for d in path.parent.iterdir():
         if d.name in SCRIPTS:
             shutil.copytree(d, folder / d.name, ignore=shutil.ignore_patterns("__pycache__"))

@@ -169,10 +169,10 @@ class _Attempt:
 def _child_env(work: Path) -> dict[str, str]:
     """A worker's environment: each framework's own thread defaults (the checks time nothing),
     the learner's modules importable as here, unbuffered output, temporary files (AutoGraph's
-    generated code, say) in ``work``, which goes with the run."""
+    generated code, say) in ``work``, which goes with the run. TensorFlow's log level comes with
+    this environment (``import labkit`` sets its default)."""
     (work / "tmp").mkdir(exist_ok=True)
-    level = os.environ.get("TF_CPP_MIN_LOG_LEVEL", "2")
-    extra = {"TF_CPP_MIN_LOG_LEVEL": level, "PYTHONUNBUFFERED": "1", "TMPDIR": str(work / "tmp")}
+    extra = {"PYTHONUNBUFFERED": "1", "TMPDIR": str(work / "tmp")}
     return proc.child_env(None, path=inputs.child_pythonpath(), extra=extra)
 
 

@@ -8,8 +8,8 @@ only, within Binder's 2 GB). For example, for the narrow network of the smoke pr
     python export_and_time.py tensorflow --width 8 --images images.npy --probe probe.npy --out DIR
 
 For each deployment path it writes into DIR the exported model, the logits it computes on the
-probe images (``<mode>_probe.npy``), and appends one entry to ``<framework>.json``: its name,
-file, export time and two benchmark records (batch-1 latency and batch throughput, measured by
+probe images (``<mode>_probe.npy``), and one entry in ``<framework>.json``: its name, file,
+export time and two benchmark records (batch-1 latency and batch throughput, measured by
 ``labkit.bench.measure`` as the profile in ``LABKIT_PROFILE`` says, the same as in the notebook).
 """
 

@@ -282,9 +282,9 @@ class NotebookHygiene:
     """For every notebook nbval runs: the stderr outputs the lesson does not mean to show (a cell
     tagged ``shows-stderr`` means to; more than one is a finding), and what it left in the temp
     folder once its kernel has shut down as JupyterLab shuts it down (a shutdown request, then
-    its exit handlers) and everything it started has stopped. The findings are warnings, listed in
-    pytest's summary (``LABKIT_NOTEBOOK_HYGIENE=fail`` fails on them: the goal once a transient
-    ``.ses`` file that two workers' runs left, unexplained yet, is understood).
+    its exit handlers) and everything it started has stopped. A file or folder left fails the
+    notebook; stderr boxes are warnings, listed in pytest's summary (``LABKIT_NOTEBOOK_HYGIENE=fail``
+    fails on them too).
 
     The kernels get a temp folder of their own (``graphlab-notebooks-UID`` in the system's), so
     that what other processes on the machine write is not counted; it persists, like the system's,
@@ -356,7 +356,7 @@ class NotebookHygiene:
                 f"{self.STDERR_ALLOWED}; silence a log at its source, or tag a cell that means "
                 f"to show one 'shows-stderr'): {shown}"
             )
-        if problems and self.fail:
+        if left or (problems and self.fail):
             pytest.fail(f"{name}: " + " | ".join(problems), pytrace=False)
         if problems:  # a warning: pytest's summary lists it, from xdist's workers too
             warnings.warn(f"notebook hygiene: {name}: " + " | ".join(problems), stacklevel=1)

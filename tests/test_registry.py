@@ -419,7 +419,6 @@ FRAMEWORK_MODULES = {
         "explore",
         "examples",
         "torchrun",
-        "serving",
         "peak",
         "modes",
     )

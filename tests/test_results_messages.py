@@ -11,7 +11,7 @@ import json
 import warnings
 
 from labkit import results
-from labkit.results import cards, serving
+from labkit.results import cards
 
 import pytest
 
@@ -232,18 +232,18 @@ def test_the_text_table_keeps_its_layout():
 def test_the_package_re_exports_its_rooms_names_and_nothing_else():
     """What callers use is re-exported as the room's own object; the rest is reached through its
     room (``results.schema.upgrade``)."""
-    rooms = ["schema", "store", "query", "compare", "summary", "cards", "serving"]
+    rooms = ["schema", "store", "query", "compare", "summary", "cards"]
     exported = set(rooms)
     for name in rooms:
         room = importlib.import_module(f"labkit.results.{name}")
         assert room.__doc__ and room.__all__, name
         assert all(hasattr(room, n) for n in room.__all__), name
-        if name not in ("cards", "serving"):  # reached as results.<room>
+        if name != "cards":  # reached as results.<room>
             shared = set(room.__all__) & set(results.__all__)
             assert all(getattr(results, n) is getattr(room, n) for n in shared), name
             exported |= shared
     assert set(results.__all__) <= exported, set(results.__all__) - exported
-    assert results.serving is serving and results.cards is cards
+    assert results.cards is cards
     assert callable(results.table) and callable(results.load)
     assert all(hasattr(results, n) for n in results.__all__)
 

@@ -12,7 +12,7 @@ result card). Invalid records are kept and flagged; :func:`valid` is what eviden
 from.
 """
 
-from . import cards, serving
+from . import cards
 from .compare import (
     Estimate,
     break_even,
@@ -93,7 +93,6 @@ __all__ = [
     "parse_lines",
     "problems",
     "ratio",
-    "serving",
     "speedups",
     "summary_rows",
     "table",

@@ -11,7 +11,6 @@ from collections.abc import Iterable, Iterator
 
 from ..frameworks import specs
 from .schema import CONTEXT, DEFAULTS, key
-from .serving import SERVE_TASK
 
 __all__ = [
     "BASELINE",
@@ -145,9 +144,9 @@ def baseline_pairs(
     records: Iterable[dict], include_invalid: bool = False
 ) -> Iterator[tuple[dict, dict]]:
     """Each measured graph-mode cell with the eager cell it is compared against (its
-    :data:`BASELINE`, same :func:`context`). Serving records (older files) are left out: a
+    :data:`BASELINE`, same :func:`context`). Serving records (an older labkit's) are left out: a
     server's modes are compared at a latency bound, not by one speedup."""
-    cells = [r for r in _usable(records, include_invalid) if r.get("task") != SERVE_TASK]
+    cells = [r for r in _usable(records, include_invalid) if r.get("task") != "serve"]
     pool = {(r["framework"], r["mode"], context(r)): r for r in cells}
     for r in cells:
         if EAGER_MODES.get(r["framework"]) == r["mode"] or r["framework"] not in BASELINE:

@@ -4,10 +4,9 @@
 :func:`validate` check a record against the schema of its version, :func:`judge` gives its
 validity verdict from its own fields, :func:`upgrade` reads a schema-1 record (or a schema-2
 record written before the fields of :data:`ADDED_IN_2` existed) in today's shape, and
-:func:`make` builds a complete, validated record. The fields of a serving record (one load
-step against an inference server) and its verdict are :mod:`labkit.results.serving`'s: they
-are in :data:`FIELDS` too, null in other records. Nothing here reads or writes a file (see
-:mod:`labkit.results.store`).
+:func:`make` builds a complete, validated record. Nothing here reads or writes a file (see
+:mod:`labkit.results.store`). The serving lesson's numbers are MLPerf LoadGen's, not records
+(:mod:`labkit.serve`); the serving fields that files of an older labkit carry are ignored.
 """
 
 from __future__ import annotations
@@ -17,7 +16,6 @@ from pathlib import Path
 
 from .. import bench, profiles
 from ..frameworks import NAMES
-from . import serving
 
 __all__ = [
     "ADDED_IN_2",
@@ -33,7 +31,6 @@ __all__ = [
     "NON_NEGATIVE",
     "POSITIVE",
     "SCHEMA_VERSION",
-    "SERVE_KEY",
     "custom",
     "judge",
     "key",
@@ -74,21 +71,9 @@ FIELDS: dict[str, tuple[tuple[type, ...], str]] = {
         ),
     ),
     "framework": ((str,), "a registered framework: " + " | ".join(NAMES)),
-    "mode": (
-        (str,),
-        (
-            "execution mode, one of labkit.frameworks.spec(framework).modes (serve: one of its "
-            "serve_modes)"
-        ),
-    ),
-    "task": (
-        (str,),
-        (
-            "latency (batch 1, p50/p90) | throughput (larger batch) | train (SGD step) | serve (a "
-            "load step against an inference server, labkit.serve)"
-        ),
-    ),
-    "batch_size": ((int,), "images per call (serve: the server's largest batch)"),
+    "mode": ((str,), "execution mode, one of labkit.frameworks.spec(framework).modes"),
+    "task": ((str,), "latency (batch 1, p50/p90) | throughput (larger batch) | train (SGD step)"),
+    "batch_size": ((int,), "images per call"),
     "precision": (
         (str,),
         ("fp32 | bf16 | int8 (in-process deployment records also int8-dynamic, int8-static)"),
@@ -244,7 +229,6 @@ FIELDS: dict[str, tuple[tuple[type, ...], str]] = {
     ),
     "log": ((str,), "the tail of the cell's stderr when it failed, else ''"),
     "timestamp": ((str,), "when the cell finished, ISO 8601 UTC"),
-    **serving.SERVE_FIELDS,
 }
 #: fields schema 1 did not have (filled in by :func:`upgrade`)
 NEW_IN_2: tuple[str, ...] = (
@@ -264,7 +248,6 @@ NEW_IN_2: tuple[str, ...] = (
 #: them reads as (:func:`upgrade` fills them in; a labkit that predates them ignores them)
 ADDED_IN_2: dict[str, object] = {
     "number_per_run": 1,
-    **dict.fromkeys(serving.SERVE_FIELDS),
     "measured_peak": None,
     "measured_peak_images_per_s": None,
     "measured_peak_share": None,
@@ -287,19 +270,13 @@ KEY = (
     "profile",
     "input_shape",
 )
-#: what tells the steps of one serving run apart, besides :data:`KEY` (serve records only)
-SERVE_KEY = ("load", "offered_rps", "concurrency", "max_wait_ms", "padding", "encoding")
 #: what two records must share to be compared: everything but framework, mode and profile
 CONTEXT = ("model", "input_shape", "task", "precision", "device", "image_size", "batch_size")
 
 
 def key(record: dict) -> tuple:
-    """The cell a record measured (:data:`KEY`; a serving record's step adds
-    :data:`SERVE_KEY`)."""
-    cell = tuple(record.get(k, DEFAULTS.get(k)) for k in KEY)
-    if record.get("task") == serving.SERVE_TASK:
-        return cell + tuple(record.get(k) for k in SERVE_KEY)
-    return cell
+    """The cell a record measured (:data:`KEY`)."""
+    return tuple(record.get(k, DEFAULTS.get(k)) for k in KEY)
 
 
 def model_name(model: str) -> str:
@@ -432,8 +409,6 @@ def judge(record: dict) -> list[str]:
         prof = profiles.get(record.get("profile"))
     except ValueError:
         return [f"unknown profile {record.get('profile')!r}: its minimums cannot be checked"]
-    if record.get("task") == serving.SERVE_TASK:
-        return serving.verdict(record, prof.min_time_s)
     times = record.get("times_s")
     if not times:  # no raw times: the count, and a spread around the median with that IQR
         n, med, spread = int(record["repeats"]), record["median_s"], record["iqr_s"]

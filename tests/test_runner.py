@@ -709,3 +709,19 @@ def test_a_bench_and_a_notebook_writing_one_file_lose_nothing(tmp_path):
     notebook = [r["notes"] for r in records if r["status"] == "failed"]
     assert notebook == [f"notebook {i}" for i in range(2000)]
     assert sum(r["status"] == "ok" for r in records) == 400 and len(records) == 2400
+
+
+def test_a_busy_machine_is_said_once_per_process(tmp_path):
+    """The busy-machine warning is a notebook's stderr box: a second run in the same kernel
+    (notebook 10 runs two) does not repeat it; its records still say so."""
+    code = (
+        "import warnings; from labkit import bench, profiles, runner\n"
+        "bench.load_1min = lambda: 99.0\n"
+        "plan = runner.Plan([], profiles.get('smoke'))\n"
+        "with warnings.catch_warnings(record=True) as seen:\n"
+        "    warnings.simplefilter('always')\n"
+        f"    for i in range(2): runner.run(plan, {str(tmp_path)!r} + f'/r{{i}}.jsonl', progress=False)\n"
+        "print([str(w.message)[:24] for w in seen])"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "['this machine is busy (1-']", out.stdout + out.stderr

@@ -4,9 +4,7 @@
 turns what came back into a record (a result that makes no valid record becomes a failed one
 that says why) and appends it to the results file. Progress goes through ``tqdm.auto`` (a bar in
 a notebook, a line in a terminal or CI); each record is printed as a line, and the last line says
-how the run ended. An interrupted run (Ctrl-C, SIGTERM) keeps everything measured,
-``resume=True`` measures only what is missing (:func:`done_keys`), and a write that fails keeps
-the record in memory and goes on.
+how the run ended; an interrupted run keeps everything measured (:func:`run`).
 """
 
 from __future__ import annotations
@@ -73,16 +71,20 @@ class RunResult:
         )
 
 
+_BUSY_WARNED: list[bool] = []
+
+
 def _warn_if_busy(threads: int) -> None:
     load, cpus = bench.load_1min(), os.cpu_count() or 1
-    if load is not None and load >= cpus:
+    if load is not None and load >= cpus and not _BUSY_WARNED:
+        _BUSY_WARNED.append(True)
         passive = "" if "OMP_WAIT_POLICY" in os.environ else " or OMP_WAIT_POLICY=PASSIVE"
-        warnings.warn(
+        warnings.warn(  # once per process: a notebook's later runs' records still say so
             f"this machine is busy (1-minute load {load:.1f} on {cpus} CPUs): timings "
             f"will be slower and noisier than on an idle machine (records will say so: "
             f"valid=False), and runtimes whose {threads} threads spin-wait (OpenMP in PyTorch) "
             f"can slow down many-fold; close other work, or try fewer threads "
-            f"(--threads 1){passive}",
+            f"(--threads 1){passive}. Said once per process.",
             UserWarning,
             stacklevel=3,
         )

@@ -12,8 +12,9 @@ now (the copy's metadata holds the sha256 of the source file). Two things make s
 ``--execute never`` refuses to execute anything (the cheap form ``make test`` uses); ``auto``
 (the default) executes what is missing; ``always`` executes everything (a release:
 ``make book PROFILE=standard``). Then Jupyter Book 2 (MyST) builds the copies without executing
-them, with README.md and INSTRUCTORS.md as pages, and ``book/theme`` renders the static HTML, with
-launch links per notebook page (Binder, or a JupyterHub via nbgitpuller).
+them, with README.md, INSTRUCTORS.md and the notebooks' reference pages (``notebooks/*.md``) as
+pages, and ``book/theme`` renders the static HTML, with launch links per notebook page (Binder,
+or a JupyterHub via nbgitpuller).
 """
 
 from __future__ import annotations
@@ -126,9 +127,9 @@ def _link_docs(nb: dict) -> dict:
 
 
 def stage(executed: Path, src: Path, repo: str | None, branch: str | None, hub: str | None) -> None:
-    """The book's source folder: myst.yml, the index, README and INSTRUCTORS, and the executed
-    notebooks, laid out as in the repository (notebooks/NN_*.ipynb), so launch links open the
-    right file."""
+    """The book's source folder: myst.yml, the index, README and INSTRUCTORS, the executed
+    notebooks and their reference pages, laid out as in the repository (notebooks/NN_*.ipynb),
+    so launch links open the right file."""
     shutil.rmtree(src, ignore_errors=True)
     (src / "notebooks").mkdir(parents=True)
     shutil.copy(BOOK / "index.md", src / "index.md")
@@ -137,6 +138,9 @@ def stage(executed: Path, src: Path, repo: str | None, branch: str | None, hub: 
         copy = _link_docs(json.loads((executed / nb.name).read_text(encoding="utf-8")))
         (src / "notebooks" / nb.name).write_text(json.dumps(copy, indent=1), encoding="utf-8")
         toc.append(f"notebooks/{nb.name}")
+    for page in sorted(NOTEBOOKS.glob("*.md")):  # reference pages the notebooks link to
+        shutil.copy(page, src / "notebooks" / page.name)
+        toc.append(f"notebooks/{page.name}")
     for doc in DOCS:
         shutil.copy(ROOT / doc, src / doc)
     (src / "myst.yml").write_text(_config(repo, branch, hub, toc + DOCS), encoding="utf-8")

@@ -150,6 +150,17 @@ def test_readme_and_instructors_are_pages_the_notebooks_link_to(site):
     assert {"../README.html", "../INSTRUCTORS.html"} <= welcome
 
 
+def test_the_side_by_side_reference_is_a_page_the_notebooks_link_to(site):
+    page = site / "notebooks" / "side_by_side.html"
+    assert page.is_file(), "notebooks/side_by_side.md is no page of the site"
+    for nb in NOTEBOOKS:
+        if "](side_by_side.md)" in nb.read_text(encoding="utf-8"):
+            assert "side_by_side.html" in _refs(_page(site, nb)).links, nb.name
+    assert {"02_tensorflow_graphs.html", "04b_paddlepaddle_dynamic_to_static.html"} <= set(
+        _refs(page).links
+    )
+
+
 def test_every_link_inside_the_site_reaches_a_file_and_its_anchor(site):
     ids: dict[Path, set[str]] = {}
     broken = []

@@ -165,18 +165,11 @@ def test_scenarios_are_the_guides_and_name_known_frameworks():
     assert len(seeds.DECISION_FLOW) == 4
 
 
-def test_comparison_markdown_puts_the_claim_beside_the_observation():
-    observed = {c.key: f"seen {c.key}" for c in seeds.COMPARISON}
-    md = seeds.comparison_markdown("static", observed)
-    assert "| learning cost | **high**: graph concepts" in md and "seen learning |" in md
+def test_comparison_markdown_gives_each_dimension_both_verdicts():
+    md = seeds.comparison_markdown()
+    assert "| learning cost | **" in md and "| **high**: graph concepts" in md
     assert md.count("\n") == len(seeds.COMPARISON) + 1
-    with pytest.raises(ValueError, match=r"missing \['learning'\], unknown \['typo'\]"):
-        seeds.comparison_markdown(
-            "eager", {**{k: "" for k in observed if k != "learning"}, "typo": ""}
-        )
-    with pytest.raises(ValueError, match="side must be 'eager', 'static' or None"):
-        seeds.comparison_markdown("graph", observed)
-    assert seeds.comparison_markdown().count("**") == 4 * len(seeds.COMPARISON)
+    assert md.count("**") == 4 * len(seeds.COMPARISON)
 
 
 def test_published_values_are_typed_once_and_fill_the_figure():

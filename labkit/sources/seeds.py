@@ -155,25 +155,11 @@ def out_of_reach(key: str):
     return _find(OUT_OF_REACH, "system out of reach", key=key)
 
 
-def comparison_markdown(side: str | None = None, observed: dict[str, str] | None = None) -> str:
-    """Article 000's comparison table; with ``side`` ("eager" or "static") and ``observed`` (one
-    text per row key), that side's verdicts beside what a notebook observed."""
-    if side is None:
-        rows = [[c.dimension, f"**{c.eager_rating}**: {c.eager}",
-                 f"**{c.static_rating}**: {c.static}"] for c in COMPARISON]  # fmt: skip
-        return tables.markdown(["dimension", "eager (dynamic graph)", "static graph"], rows)
-    if side not in ("eager", "static"):
-        raise ValueError(f"side must be 'eager', 'static' or None, got {side!r}")
-    keys = [c.key for c in COMPARISON]
-    observed = observed or {}
-    if set(observed) != set(keys):
-        missing, unknown = set(keys) - set(observed), set(observed) - set(keys)
-        raise ValueError(f"observed must give one text per row {keys}; missing "
-                         f"{sorted(missing)}, unknown {sorted(unknown)}")  # fmt: skip
-    rows = [[c.dimension, f"**{getattr(c, side + '_rating')}**: {getattr(c, side)}",
-             observed[c.key]] for c in COMPARISON]  # fmt: skip
-    head = ["dimension", f"the article says ({side})", "seen in this notebook"]
-    return tables.markdown(head, rows)
+def comparison_markdown() -> str:
+    """Article 000's comparison table: each dimension's verdict on eager and on static graphs."""
+    rows = [[c.dimension, f"**{c.eager_rating}**: {c.eager}",
+             f"**{c.static_rating}**: {c.static}"] for c in COMPARISON]  # fmt: skip
+    return tables.markdown(["dimension", "eager (dynamic graph)", "static graph"], rows)
 
 
 def capability_markdown(rows) -> str:

@@ -29,20 +29,22 @@ from ..util import jsonio, stats
 __all__ = ["MAX_BYTES", "MAX_DEPTH", "ZIP_MAX_MEMBERS", "ZIP_MAX_TOTAL", "HandIn", "Skip"]
 __all__ += ["find", "kind", "open_each", "read", "rejudge"]
 
-#: a full-profile card is about 1.5 MB (54 cells, up to 1,000 raw times each); 8 MiB leaves room
-#: for a results file of several runs and refuses what cannot be one
+#: a full-profile card is about 1.5 MB (54 cells, up to 1,000 raw times each): room for a results
+#: file of several runs, and none for what cannot be one
 MAX_BYTES = 8 * 2**20
-#: a card is nested 5 levels deep; 32 is generous, far below where Python's JSON reader gives up
-MAX_DEPTH = 32
+MAX_DEPTH = 32  #: a card nests 5 levels; far below where Python's JSON reader gives up
 ZIP_MAX_MEMBERS = 5000  #: an LMS download of a whole class
 ZIP_MAX_TOTAL = 256 * 2**20  #: all members of one archive, unpacked
-OTHER_ARCHIVES = (".tar.gz", ".tgz", ".tar.bz2", ".tar.xz", ".tar", ".gz", ".bz2", ".xz", ".7z")
-OTHER_ARCHIVES += (".rar",)
+OTHER_ARCHIVES = (".tgz", ".tar", ".gz", ".bz2", ".xz", ".7z", ".rar")  # .tar.gz among them
 MAX_CALLS = 100_000  #: more timed calls than any profile makes (full stops at 1,000)
-#: 100 PFLOP/s: about a hundred times an H200's dense bf16 rate; above it is an error or a forgery
-MAX_FLOPS = 1e17
+MAX_FLOPS = 1e17  #: about a hundred H200s' dense bf16 rate: above it, an error or a forgery
 MIN_CALL_S = 1e-6  #: a framework call from Python takes microseconds at least
 TOLERANCE = 1e-3  #: a record's figure may differ from its raw times' by rounding, no more
+NESTED = "an archive inside an archive: not opened; fix: unpack it and collect that"
+MISNAMED = "not a card: its name ends in {!r}, not .json or .jsonl; fix: rename it to end in "
+MISNAMED += ".json (a card) or .jsonl (a results file) and collect again"
+TOO_BIG = f"{{:.1f}} MB, more than the {MAX_BYTES >> 20} MiB a card or results file can be: "
+TOO_BIG += "not read; fix: hand in the card itself (python -m labkit card)"
 
 
 class Skip(Exception):
@@ -62,11 +64,10 @@ def kind(name: str) -> str:
     """``card`` (.json, .jsonl), ``zip``, ``archive`` (another archive), ``misnamed``
     (``card.json.txt``) or ``''`` (any other file)."""
     low = name.lower()
-    for what, test in (("card", low.endswith((".json", ".jsonl"))), ("zip", low.endswith(".zip"))):
-        if test:
-            return what
-    if low.endswith(OTHER_ARCHIVES):
-        return "archive"
+    if low.endswith((".json", ".jsonl")):
+        return "card"
+    if low.endswith((".zip", *OTHER_ARCHIVES)):
+        return "zip" if low.endswith(".zip") else "archive"
     return "misnamed" if re.search(r"\.jsonl?\.", low) else ""
 
 
@@ -89,20 +90,6 @@ def find(paths: Sequence[str | os.PathLike], skip: Path | None = None):
     return list(dict.fromkeys(f for f in files if f.resolve() != skip)), ignored, given
 
 
-def _misnamed(name: str) -> str:
-    return (
-        f"not a card: its name ends in {PurePosixPath(name).suffix!r}, not .json or .jsonl; "
-        "fix: rename it to end in .json (a card) or .jsonl (a results file) and collect again"
-    )
-
-
-def _too_big(size: int) -> str:
-    return (
-        f"{size / 1e6:.1f} MB, more than the {MAX_BYTES // 2**20} MiB a card or results file can "
-        "be: not read; fix: hand in the card itself (python -m labkit card)"
-    )
-
-
 def open_each(path: Path, ignored: list[Path], given: bool = False) -> Iterator[HandIn]:
     """The hand-ins in ``path``: the file, or each member of a zip (other members go to
     ``ignored``). ``given``: named on the command line (read whatever its name)."""
@@ -112,22 +99,19 @@ def open_each(path: Path, ignored: list[Path], given: bool = False) -> Iterator[
     elif what == "zip":
         yield from _zip_members(path, ignored)
     elif what == "archive":
-        yield HandIn(
-            path,
-            skip=f"an archive labkit does not open ({path.name}): unpack it first "
-            "(e.g. tar xf FILE) and collect the folder, or hand in a .zip",
-        )
+        fix = "unpack it first (e.g. tar xf FILE) and collect the folder, or hand in a .zip"
+        yield HandIn(path, skip=f"an archive labkit does not open ({path.name}): {fix}")
     elif what == "misnamed" and not given:
-        yield HandIn(path, skip=_misnamed(path.name))
+        yield HandIn(path, skip=MISNAMED.format(path.suffix))
     else:
         try:
             with path.open("rb") as f:
-                data = f.read(MAX_BYTES + 1)
+                data, size = f.read(MAX_BYTES + 1), os.fstat(f.fileno()).st_size
         except OSError as exc:
             yield HandIn(path, skip=f"cannot read it ({exc.strerror or exc})")
             return
         big = len(data) > MAX_BYTES
-        yield HandIn(path, skip=_too_big(path.stat().st_size)) if big else HandIn(path, data)
+        yield HandIn(path, skip=TOO_BIG.format(size / 1e6)) if big else HandIn(path, data)
 
 
 def _zip_members(path: Path, ignored: list[Path]) -> Iterator[HandIn]:
@@ -140,20 +124,16 @@ def _zip_members(path: Path, ignored: list[Path]) -> Iterator[HandIn]:
         return
     with archive:
         infos = [i for i in archive.infolist() if not i.is_dir()]
-        declared = sum(i.file_size for i in infos)
+        declared, why = sum(i.file_size for i in infos), ""
         if len(infos) > ZIP_MAX_MEMBERS:
             why = f"holds {len(infos)} files, more than the {ZIP_MAX_MEMBERS} a class hands in"
+        elif declared > ZIP_MAX_TOTAL:
+            why = f"would unpack to {declared / 1e6:.0f} MB, more than the "
+            why += f"{ZIP_MAX_TOTAL // 2**20} MiB an archive of cards can (a zip bomb?)"
+        if why:
             yield HandIn(path, skip=f"{why}: not opened")
             return
-        if declared > ZIP_MAX_TOTAL:
-            yield HandIn(
-                path,
-                skip=f"would unpack to {declared / 1e6:.0f} MB, more than the "
-                f"{ZIP_MAX_TOTAL // 2**20} MiB an archive of cards can (a zip bomb?): "
-                "not opened",
-            )
-            return
-        budget = ZIP_MAX_TOTAL
+        budget = ZIP_MAX_TOTAL  # what the members read so far leave of the archive's limit
         for info in infos:
             item = _member(archive, path, info, budget, ignored)
             if item is not None:
@@ -169,19 +149,16 @@ def _member(archive, path: Path, info: zipfile.ZipInfo, budget: int, ignored: li
         return HandIn(name, skip="an unsafe name in the archive (absolute, or with '..'): not read")
     if not parts or any(p.startswith(".") or p == "__MACOSX" for p in parts):
         return None
-    what = kind(parts[-1])
-    skip = {
-        "zip": "an archive inside an archive: not opened; fix: unpack it and collect that",
-        "archive": "an archive inside an archive: not opened; fix: unpack it and collect that",
-        "misnamed": _misnamed(parts[-1]),
-    }.get(what, "")
-    if info.flag_bits & 0x1:
-        skip = "encrypted: not read; fix: hand in the card without a password"
-    elif info.file_size > MAX_BYTES:
-        skip = _too_big(info.file_size)
+    what, skip = kind(parts[-1]), ""
     if not what:
         ignored.append(name)
         return None
+    if info.flag_bits & 0x1:
+        skip = "encrypted: not read; fix: hand in the card without a password"
+    elif info.file_size > MAX_BYTES:
+        skip = TOO_BIG.format(info.file_size / 1e6)
+    elif what != "card":
+        skip = MISNAMED.format(PurePosixPath(raw).suffix) if what == "misnamed" else NESTED
     if skip:
         return HandIn(name, skip=skip)
     limit = min(MAX_BYTES, budget)
@@ -195,27 +172,9 @@ def _member(archive, path: Path, info: zipfile.ZipInfo, budget: int, ignored: li
     return HandIn(name, data)
 
 
-# ---------------------------------------------------------------------------------------------
-# parsing one
-
-
-def _text(data: bytes) -> str:
-    try:
-        if data.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)):
-            text = data.decode("utf-16")
-        else:
-            text = data.removeprefix(codecs.BOM_UTF8).decode("utf-8")
-    except UnicodeDecodeError:
-        raise Skip("not a text file (not UTF-8): not a card or a results file") from None
-    if not text.strip():
-        raise Skip("empty file")
-    return text
-
-
 def _check_records(records: list, where: str) -> None:
     for i, r in enumerate(records, start=1):
-        found = results.problems(r)  # the schema of the record's own version
-        if found:
+        if found := results.problems(r):  # the schema of the record's own version
             why = f"{where} {i} is not a labkit benchmark record ({'; '.join(found[:3])})"
             raise Skip(f"wrong schema: {why}")
 
@@ -225,10 +184,8 @@ def _check_card(card: dict) -> dict:
     if not isinstance(fmt, int) or isinstance(fmt, bool):
         raise Skip("wrong schema: a card without a format number")
     if fmt > cards.FORMAT:
-        raise Skip(
-            f"card format {fmt!r} is newer than this labkit reads ({cards.FORMAT}): "
-            "update labkit (pip install -U labkit, or git pull) and collect again"
-        )
+        fix = "update labkit (pip install -U labkit, or git pull) and collect again"
+        raise Skip(f"card format {fmt!r} is newer than this labkit reads ({cards.FORMAT}): {fix}")
     for f, types in (("records", list), ("machine", dict), ("card_id", str)):
         if not isinstance(card.get(f), types):
             raise Skip(f"wrong schema: a card without a valid {f!r}")
@@ -249,10 +206,8 @@ def _results_lines(text: str, error: jsonio.JSONError, name: str) -> tuple[str, 
         parsed, truncated = [], None
     if not parsed:
         if text.lstrip().startswith(("{", "[")):
-            raise Skip(
-                f"truncated or damaged JSON ({error.msg} at line {error.lineno} column "
-                f"{error.colno}): ask for the file again"
-            )
+            where = f"{error.msg} at line {error.lineno} column {error.colno}"
+            raise Skip(f"truncated or damaged JSON ({where}): ask for the file again")
         raise Skip("not JSON: not a labkit result card or results file")
     records = [r for _, r in parsed]
     _check_records(records, "line")
@@ -263,7 +218,13 @@ def _results_lines(text: str, error: jsonio.JSONError, name: str) -> tuple[str, 
 def read(data: bytes, name: str = "") -> tuple[str, dict, str]:
     """``(kind, card, note)`` of one hand-in's bytes: ``kind`` ``"card"`` or ``"results"`` (a
     results file becomes an anonymous card). :class:`Skip` with the reason."""
-    text = _text(data)
+    try:  # UTF-16 with its byte-order mark (Notepad), else UTF-8 with or without one
+        utf16 = data.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE))
+        text = data.decode("utf-16") if utf16 else data.removeprefix(codecs.BOM_UTF8).decode()
+    except UnicodeDecodeError:
+        raise Skip("not a text file (not UTF-8): not a card or a results file") from None
+    if not text.strip():
+        raise Skip("empty file")
     try:
         whole = jsonio.loads(text, max_depth=MAX_DEPTH)
     except jsonio.JSONError as exc:
@@ -278,10 +239,6 @@ def read(data: bytes, name: str = "") -> tuple[str, dict, str]:
     keys = ", ".join(map(repr, list(whole)[:6])) if isinstance(whole, dict) else ""
     what = f"a JSON object with keys {keys}" if keys else f"a JSON {type(whole).__name__}"
     raise Skip(f"foreign file: {what}, not a labkit result card or results file")
-
-
-# ---------------------------------------------------------------------------------------------
-# judging a record again
 
 
 def _number(x: object) -> bool:
@@ -333,8 +290,7 @@ def _impossible(r: dict) -> list[str]:
         if flop > MAX_FLOPS:
             out.append(
                 f"impossible: {ips:.3g} images/s of ResNet-50 at {r['image_size']} px is "
-                f"{flop:.2g} FLOP/s, more than any one machine computes "
-                f"({MAX_FLOPS:.0e} FLOP/s)"
+                f"{flop:.2g} FLOP/s, more than any one machine computes ({MAX_FLOPS:.0e} FLOP/s)"
             )
     return out
 

@@ -1,10 +1,11 @@
 """Collecting hand-ins into the class database (DuckDB), each file once, each in a transaction.
 
-Tables: ``files`` (each file's content hash: a file collected before adds nothing), ``machines`` (machine types, :mod:`labkit.hardware.machines`; ``fixture`` marks the synthetic
-ones), ``records`` (each measurement once, judged again, the full record as JSON) and
-``skipped`` (files that could not be collected, and why). A measurement handed in as a results
-file and as the card made from it is stored once. DuckDB is imported only when a database is
-opened.
+Tables: ``files`` (each file's content hash: a file collected before adds nothing), ``machines``
+(machine types, :mod:`labkit.hardware.machines`; ``fixture`` marks the synthetic ones),
+``records`` (each measurement once, judged again, the full record as JSON), ``ratios`` (each
+machine type's graph-vs-eager ratios over all its records) and ``skipped`` (files that could not
+be collected, and why). A measurement handed in as a results file and as the card made from it
+is stored once.
 """
 
 from __future__ import annotations
@@ -23,11 +24,14 @@ from ..results import cards
 from . import handins
 from .handins import Skip
 
-__all__ = ["FIXTURES", "SCHEMA", "Collected", "cell_label", "collect", "connect", "fixture_cards"]
-__all__ += ["store_card"]
+__all__ = ["FIXTURE", "FIXTURES", "SCHEMA", "Collected", "cell_label", "collect", "connect"]
+__all__ += ["fixture_cards", "machines", "ratios", "rows", "store_card"]
 
 #: the synthetic fixture cards shipped with labkit, one folder per profile (NOT measurements)
 FIXTURES = Path(__file__).resolve().parent.parent / "data" / "class_fixtures"
+FIXTURE = "fixture (synthetic)"  #: how a fixture machine's figures are marked, everywhere
+KEYS = ("framework", "mode", "task", "batch_size", "precision", "image_size", "device")
+KEYS += ("profile", "status", "error")
 NUMBERS = ("images_per_s", "median_s", "iqr_s", "first_call_s", "ceiling_images_per_s")
 NUMBERS += ("ceiling_share", "peak_rss_mb")
 SCHEMA = f"""
@@ -55,16 +59,10 @@ def cell_label(r: dict) -> str:
     return f"{r['framework']} {r['mode']}{prec} ({r['image_size']} px, b{r['batch_size']})"
 
 
-RECORD_KEYS = ("framework", "mode", "task", "batch_size", "precision", "image_size", "device")
-RECORD_KEYS += ("profile", "status")
-
-
 def connect(db: str | os.PathLike, read_only: bool = False):
     """Open (or create) the class database; ``ValueError`` when the file is not one."""
-    try:
-        import duckdb
-    except ImportError:
-        raise ValueError("the class database needs duckdb; fix: pip install duckdb") from None
+    import duckdb
+
     db = Path(db)
     if read_only and not db.exists():
         fix = f"python -m labkit class collect FOLDER --db {db}"
@@ -72,74 +70,63 @@ def connect(db: str | os.PathLike, read_only: bool = False):
     try:
         con = duckdb.connect(str(db), read_only=read_only)
     except duckdb.Error as exc:
-        raise ValueError(
-            f"{db} is not a class database ({str(exc).splitlines()[0]}); fix: give --db a new "
-            "file name or one written by `python -m labkit class collect`"
-        ) from None
+        why = f"{db} is not a class database ({str(exc).splitlines()[0]})"
+        fix = "give --db a new file name or one written by `python -m labkit class collect`"
+        raise ValueError(f"{why}; fix: {fix}") from None
     if not read_only:
         con.execute(SCHEMA)
     return con
 
 
-def _record_row(sha: str, machine_id: str, raw: dict) -> list:
-    """The ``records`` row of ``raw`` judged again (its id first: the same measurement as a
-    results file and as a card has one id)."""
+def _insert(con, table: str, row: dict, tail: str = "") -> int:
+    """Insert ``row`` (column: value) into ``table``; the number of rows ``tail`` returns."""
+    sql = f"INSERT INTO {table} ({', '.join(row)}) VALUES ({', '.join('?' * len(row))}) {tail}"
+    cur = con.execute(sql, list(row.values()))
+    return len(cur.fetchall()) if "RETURNING" in tail else 0
+
+
+def _record_row(sha: str, machine_id: str, raw: dict) -> dict:
+    """The ``records`` row of ``raw`` judged again; its id is the same for the same measurement
+    handed in as a results file and as a card."""
     r = handins.rejudge(raw)  # what a hand-in says about its own validity is not believed
     ident = [machine_id, *results.key(raw), raw.get("timestamp"), raw.get("median_s")]
-    ident.append(raw.get("times_s"))
-    rid = hashlib.sha256(json.dumps(ident, sort_keys=True, default=str).encode()).hexdigest()[:20]
+    ident = json.dumps([*ident, raw.get("times_s")], sort_keys=True, default=str)
     why = results.flags(r) if r.get("status") == "ok" else []
-    numbers = [float(r[f]) if isinstance(r.get(f), int | float) else None for f in NUMBERS]
-    return [
-        rid,
-        sha,
-        machine_id,
-        *(r[k] for k in RECORD_KEYS),
-        r.get("error"),
-        *numbers,
-        r["valid"],
-        bool(why),
-        "; ".join(why),
-        str(r.get("timestamp") or ""),
-        json.dumps(r, sort_keys=True, default=str),
-    ]
+    return {
+        "record_id": hashlib.sha256(ident.encode()).hexdigest()[:20],
+        "sha256": sha,
+        "machine_id": machine_id,
+        **{k: r.get(k) for k in KEYS},
+        **{k: float(r[k]) if isinstance(r.get(k), int | float) else None for k in NUMBERS},
+        "valid": r["valid"],
+        "flagged": bool(why),
+        "flags": "; ".join(why),
+        "timestamp": str(r.get("timestamp") or ""),
+        "record": json.dumps(r, sort_keys=True, default=str),
+    }
 
 
 def store_card(con, sha: str, path: Path, kind: str, card: dict, note: str) -> int:
     """Store one collected file: its records (each judged again, each measurement once), their
-    machine types, its card and the file; the number of new records. The caller holds the
+    machine types and ratios, and the file; the number of new records. The caller holds the
     transaction."""
-    fixture, new, seen = card.get("fixture"), 0, set()
+    new, seen, new_only = 0, set(), "ON CONFLICT DO NOTHING RETURNING 1"
     for raw in card["records"]:
-        m = machine_of(raw.get("machine") or card["machine"], fixture=bool(fixture))
-        con.execute(
-            "INSERT INTO machines VALUES (?,?,?,?,?,?,?,?,?,?) ON CONFLICT DO NOTHING",
-            list(m.values()),
-        )
-        row = _record_row(sha, m["machine_id"], raw)
+        m = machine_of(raw.get("machine") or card["machine"], fixture=bool(card.get("fixture")))
+        _insert(con, "machines", m, new_only)
+        new += _insert(con, "records", _record_row(sha, m["machine_id"], raw), new_only)
         seen.add(m["machine_id"])
-        new += len(
-            con.execute(
-                f"INSERT INTO records VALUES ({','.join('?' * len(row))}) ON CONFLICT DO NOTHING "
-                "RETURNING 1",
-                row,
-            ).fetchall()
-        )
     for mid in seen:  # each machine type's graph-vs-eager ratios, over all its records
         sql = "SELECT record FROM records WHERE machine_id = ? ORDER BY timestamp"
         found = [json.loads(text) for (text,) in con.execute(sql, [mid]).fetchall()]
         con.execute("DELETE FROM ratios WHERE machine_id = ?", [mid])
         for r in cards.ratios(found):
-            row = [mid, r["task"], r["framework"], cell_label(r), r["baseline"], r["speedup"]]
-            con.execute(
-                "INSERT INTO ratios VALUES (?,?,?,?,?,?,?,?)",
-                [*row, r["flagged"], "; ".join(r["flags"])],
-            )
-    con.execute(
-        "INSERT INTO files (sha256, name, kind, card_id, records, new_records, note) "
-        "VALUES (?,?,?,?,?,?,?)",
-        [sha, str(path), kind, card["card_id"], len(card["records"]), new, note],
-    )
+            row = {k: r[k] for k in ("task", "framework", "baseline", "speedup", "flagged")}
+            row |= {"machine_id": mid, "cell": cell_label(r), "flags": "; ".join(r["flags"])}
+            _insert(con, "ratios", row)
+    n = len(card["records"])
+    row = {"sha256": sha, "name": str(path), "kind": kind, "card_id": card["card_id"]}
+    _insert(con, "files", row | {"records": n, "new_records": new, "note": note})
     return new
 
 
@@ -162,9 +149,8 @@ class Collected:
     def text(self) -> str:
         lines = [f"added    {p}: {what}" for p, what in self.added]
         lines += [f"partly   {p}: {why}" for p, why in self.partial]
-        lines += [
-            f"already  {p}: collected before (same content), nothing added" for p in self.already
-        ]
+        again = "collected before (same content), nothing added"
+        lines += [f"already  {p}: {again}" for p in self.already]
         lines += [f"SKIPPED  {p}: {why}" for p, why in self.skipped]
         if not (self.added or self.already or self.skipped):
             lines.append("no card or results files (.json, .jsonl, .zip) found")
@@ -196,32 +182,31 @@ def collect(paths: Sequence[str | os.PathLike], db: str | os.PathLike = "class.d
 
 
 def _collect_one(con, item: handins.HandIn, done: Collected) -> None:
-    why, sha = item.skip, hashlib.sha256(item.data or b"").hexdigest()
+    """One hand-in into the database in its own transaction, or into ``skipped`` with why."""
+    name, why, sha = str(item.name), item.skip, hashlib.sha256(item.data or b"").hexdigest()
     if not why and con.execute("SELECT 1 FROM files WHERE sha256 = ?", [sha]).fetchone():
-        con.execute("DELETE FROM skipped WHERE name = ?", [str(item.name)])
+        con.execute("DELETE FROM skipped WHERE name = ?", [name])
         return done.already.append(item.name)
-    if not why:
+    try:
+        if why:
+            raise Skip(why)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            kind, card, note = handins.read(item.data, item.name.name)
+        con.execute("BEGIN TRANSACTION")
         try:
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore")
-                kind, card, note = handins.read(item.data, item.name.name)
-            con.execute("BEGIN TRANSACTION")
-            try:
-                new = store_card(con, sha, item.name, kind, card, note)
-                con.execute("DELETE FROM skipped WHERE name = ?", [str(item.name)])
-                con.execute("COMMIT")
-            except Exception as exc:  # noqa: BLE001 - one bad file must not stop the others
-                con.execute("ROLLBACK")
-                why = f"could not be stored ({type(exc).__name__}: {exc})"
-        except Skip as exc:
-            why = str(exc)
-        except Exception as exc:  # noqa: BLE001 - a hostile file must not stop the class
-            why = f"could not be read ({type(exc).__name__}: {exc})"
-    if why:
+            new = store_card(con, sha, item.name, kind, card, note)
+            con.execute("DELETE FROM skipped WHERE name = ?", [name])
+            con.execute("COMMIT")
+        except Exception as exc:  # noqa: BLE001 - one bad file must not stop the others
+            con.execute("ROLLBACK")
+            raise Skip(f"could not be stored ({type(exc).__name__}: {exc})") from None
+    except Exception as exc:  # noqa: BLE001 - a hostile file must not stop the class
+        skip = isinstance(exc, Skip)
+        why = str(exc) if skip else f"could not be read ({type(exc).__name__}: {exc})"
         done.skipped.append((item.name, why))
-        return con.execute(
-            "INSERT OR REPLACE INTO skipped (name, reason) VALUES (?, ?)", [str(item.name), why]
-        )
+        con.execute("INSERT OR REPLACE INTO skipped (name, reason) VALUES (?, ?)", [name, why])
+        return None
     n = len(card["records"])
     what = f"{kind}, {n} records" + (f" ({n - new} collected before)" if new < n else "")
     (done.partial if note else done.added).append((item.name, f"{what}; {note}" if note else what))
@@ -233,7 +218,29 @@ def fixture_cards(profile: str | None = None) -> list[Path]:
     from .. import profiles
 
     name = profiles.get(profile).name
-    found = sorted((FIXTURES / name).glob("*.json"))
-    if not found:
+    if not (found := sorted((FIXTURES / name).glob("*.json"))):
         raise ValueError(f"no fixture cards for profile {name!r} in {FIXTURES}")
     return found
+
+
+def rows(con, sql: str, params=()) -> list[dict]:
+    """The rows of ``sql`` as dicts by column name."""
+    cur = con.execute(sql, list(params))
+    return [dict(zip([d[0] for d in cur.description], r)) for r in cur.fetchall()]
+
+
+def machines(con) -> list[dict]:
+    """One row per machine type (measured first, then fixtures), with its records."""
+    count = "(SELECT count(*) FROM records r WHERE r.machine_id = m.machine_id) AS records"
+    sql = f"SELECT m.*, {count} FROM machines m ORDER BY fixture, family, cores, label"
+    return rows(con, sql)
+
+
+def ratios(con) -> list[dict]:
+    """Each machine type's graph-vs-eager ratios (:func:`labkit.results.cards.ratios` over its
+    records, kept at collection) with its label, family and whether it is a fixture."""
+    return rows(
+        con,
+        """SELECT r.*, m.label AS machine, m.family, m.fixture FROM ratios r
+        JOIN machines m USING (machine_id) ORDER BY r.task, r.cell, m.fixture, m.label""",
+    )

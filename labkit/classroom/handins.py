@@ -245,9 +245,11 @@ def _number(x: object) -> bool:
     return isinstance(x, int | float) and not isinstance(x, bool) and math.isfinite(x)
 
 
-def _from_times(r: dict) -> list[str]:
-    """Recompute ``r``'s figures from its raw times (in place); the contradictions, or why it
-    cannot be judged (the first reason then starts with "cannot judge")."""
+def _recheck(r: dict) -> list[str]:
+    """An ok record's figures recomputed from its raw times (in place); its contradicted or
+    impossible figures, or why it cannot be judged (then the first reason starts "cannot judge")."""
+    from .. import resnet
+
     batch, times, claimed = r["batch_size"], r.get("times_s"), r["images_per_s"]
     if batch < 1:
         return [f"cannot judge: batch size {batch} is not a measurement"]
@@ -265,33 +267,21 @@ def _from_times(r: dict) -> list[str]:
             return [f"cannot judge: no raw times, and {n!r} is not a number of timed calls"]
         r["repeats"] = int(n)
     r["images_per_s"] = ips = batch / med
+    out, train = [], r["task"] == "train"
     if abs(claimed - ips) > TOLERANCE * max(abs(claimed), ips):
         src = "the median of its raw times" if times else "its median time"
         why = f"its figure ({claimed:.4g} images/s) contradicts {src} "
-        return [why + f"({batch} / {med:.4g} s = {ips:.4g} images/s)"]
-    return []
-
-
-def _impossible(r: dict) -> list[str]:
-    """Why ``r``'s figure cannot be a measurement on any machine (empty: it can)."""
-    from .. import resnet
-
-    med, ips, out = r["median_s"], r["images_per_s"], []
+        out.append(why + f"({batch} / {med:.4g} s = {ips:.4g} images/s)")
     if med < MIN_CALL_S:
-        out.append(
-            f"impossible: a median call of {med:.3g} s, shorter than the {MIN_CALL_S:g} s "
-            "any framework call from Python takes (a timing error)"
-        )
-    if not results.custom(r):
-        try:
-            flop = ips * resnet.flops(r["image_size"], training=r["task"] == "train")
-        except ValueError:
-            return out
-        if flop > MAX_FLOPS:
-            out.append(
-                f"impossible: {ips:.3g} images/s of ResNet-50 at {r['image_size']} px is "
-                f"{flop:.2g} FLOP/s, more than any one machine computes ({MAX_FLOPS:.0e} FLOP/s)"
-            )
+        why = f"impossible: a median call of {med:.3g} s, shorter than the {MIN_CALL_S:g} s "
+        out.append(why + "any framework call from Python takes (a timing error)")
+    try:  # a learner's own model: no FLOP count to check against
+        flop = 0 if results.custom(r) else ips * resnet.flops(r["image_size"], training=train)
+    except ValueError:
+        flop = 0
+    if flop > MAX_FLOPS:
+        why = f"impossible: {ips:.3g} images/s of ResNet-50 at {r['image_size']} px is {flop:.2g} "
+        out.append(why + f"FLOP/s, more than any one machine computes ({MAX_FLOPS:.0e} FLOP/s)")
     return out
 
 
@@ -310,17 +300,13 @@ def rejudge(record: dict) -> dict:
     """``record`` judged again by today's rules, ignoring what it says about itself: figures
     from its raw times, impossible figures (:data:`MAX_FLOPS`, :data:`MIN_CALL_S`) invalid,
     the verdict :func:`labkit.results.judge`'s, the ceiling share recomputed. A new dict."""
-    r = dict(record)
-    threads = r.get("threads")
-    if isinstance(threads, int) and not isinstance(threads, bool):  # schema 1: a number
-        r["threads"] = {"intra": threads, "inter": None}
-    elif not isinstance(threads, dict):
-        r["threads"] = {"intra": None, "inter": None}
-    if not isinstance(r.get("machine"), dict):
-        r["machine"] = {}
-    reasons = _from_times(r) if r.get("status") == "ok" else []
+    r, threads = dict(record), record.get("threads")
+    if not isinstance(threads, dict):  # schema 1: the number of intra-op threads
+        intra = threads if isinstance(threads, int) and not isinstance(threads, bool) else None
+        r["threads"] = {"intra": intra, "inter": None}
+    r["machine"] = r["machine"] if isinstance(r.get("machine"), dict) else {}
+    reasons = _recheck(r) if r.get("status") == "ok" else []
     if not (reasons and reasons[0].startswith("cannot judge")):
-        reasons += _impossible(r) if r.get("status") == "ok" else []
         try:
             reasons += results.judge(r)
         except (TypeError, ValueError, AttributeError) as exc:

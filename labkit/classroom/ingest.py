@@ -92,18 +92,11 @@ def _record_row(sha: str, machine_id: str, raw: dict) -> dict:
     ident = [machine_id, *results.key(raw), raw.get("timestamp"), raw.get("median_s")]
     ident = json.dumps([*ident, raw.get("times_s")], sort_keys=True, default=str)
     why = results.flags(r) if r.get("status") == "ok" else []
-    return {
-        "record_id": hashlib.sha256(ident.encode()).hexdigest()[:20],
-        "sha256": sha,
-        "machine_id": machine_id,
-        **{k: r.get(k) for k in KEYS},
-        **{k: float(r[k]) if isinstance(r.get(k), int | float) else None for k in NUMBERS},
-        "valid": r["valid"],
-        "flagged": bool(why),
-        "flags": "; ".join(why),
-        "timestamp": str(r.get("timestamp") or ""),
-        "record": json.dumps(r, sort_keys=True, default=str),
-    }
+    row = {k: r.get(k) for k in KEYS} | {"sha256": sha, "machine_id": machine_id}
+    row |= {k: float(r[k]) if isinstance(r.get(k), int | float) else None for k in NUMBERS}
+    row |= {"record_id": hashlib.sha256(ident.encode()).hexdigest()[:20], "valid": r["valid"]}
+    row |= {"flagged": bool(why), "flags": "; ".join(why), "record": json.dumps(r, default=str)}
+    return row | {"timestamp": str(r.get("timestamp") or "")}
 
 
 def store_card(con, sha: str, path: Path, kind: str, card: dict, note: str) -> int:
@@ -147,11 +140,10 @@ class Collected:
         return 1 if self.skipped or self.partial or not (self.added or self.already) else 0
 
     def text(self) -> str:
-        lines = [f"added    {p}: {what}" for p, what in self.added]
-        lines += [f"partly   {p}: {why}" for p, why in self.partial]
-        again = "collected before (same content), nothing added"
-        lines += [f"already  {p}: {again}" for p in self.already]
-        lines += [f"SKIPPED  {p}: {why}" for p, why in self.skipped]
+        again = [(p, "collected before (same content), nothing added") for p in self.already]
+        tags = {"added": self.added, "partly": self.partial, "already": again}
+        tags["SKIPPED"] = self.skipped
+        lines = [f"{tag:<8} {p}: {what}" for tag, pairs in tags.items() for p, what in pairs]
         if not (self.added or self.already or self.skipped):
             lines.append("no card or results files (.json, .jsonl, .zip) found")
         ignored = f", {len(self.ignored)} other files ignored" if self.ignored else ""
@@ -239,8 +231,6 @@ def machines(con) -> list[dict]:
 def ratios(con) -> list[dict]:
     """Each machine type's graph-vs-eager ratios (:func:`labkit.results.cards.ratios` over its
     records, kept at collection) with its label, family and whether it is a fixture."""
-    return rows(
-        con,
-        """SELECT r.*, m.label AS machine, m.family, m.fixture FROM ratios r
-        JOIN machines m USING (machine_id) ORDER BY r.task, r.cell, m.fixture, m.label""",
-    )
+    sql = """SELECT r.*, m.label AS machine, m.family, m.fixture FROM ratios r
+        JOIN machines m USING (machine_id) ORDER BY r.task, r.cell, m.fixture, m.label"""
+    return rows(con, sql)

@@ -1,11 +1,9 @@
 """The class's results in one place: hand-ins collected into a DuckDB file, and the class report.
 
-:func:`collect` reads what learners hand in (cards and results files, in folders or zips:
-untrusted, read within limits and judged again, :mod:`.handins`) into one database, each file
-once (:mod:`.ingest`); :func:`report` writes the figures and a page with the tables behind them
-(:mod:`.page`). Fixture cards (synthetic, for machine types a class lacks) are marked in every
-table and figure, never pooled with measurements. A *machine* is a machine type
-(:mod:`labkit.hardware.machines`), never a host. DuckDB is imported only when a database opens.
+:func:`collect` reads learners' cards and results files (untrusted: :mod:`.handins`) into one
+database (:mod:`.ingest`); :func:`report` writes the figures and a page of the tables behind them
+(:mod:`.page`). Fixture (synthetic) machines are marked everywhere, never pooled with measured
+ones. A *machine* is a machine type (:mod:`labkit.hardware.machines`), never a host.
 """
 
 from ..util.tables import html as html_table

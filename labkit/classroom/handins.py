@@ -285,17 +285,6 @@ def _recheck(r: dict) -> list[str]:
     return out
 
 
-def _ceiling(r: dict) -> dict:
-    top = r.get("ceiling_images_per_s")
-    if r.get("status") != "ok" or not _number(top) or top <= 0:
-        return {"ceiling_share": None, "above_ceiling": False, "ceiling_note": ""}
-    share, note = r["images_per_s"] / top, r.get("ceiling_note")
-    if not (r.get("above_ceiling") and isinstance(note, str) and note):
-        note = "above the estimated ceiling of its machine (judged again when collected)"
-    above = share > 1
-    return {"ceiling_share": share, "above_ceiling": above, "ceiling_note": note if above else ""}
-
-
 def rejudge(record: dict) -> dict:
     """``record`` judged again by today's rules, ignoring what it says about itself: figures
     from its raw times, impossible figures (:data:`MAX_FLOPS`, :data:`MIN_CALL_S`) invalid,
@@ -311,5 +300,12 @@ def rejudge(record: dict) -> dict:
             reasons += results.judge(r)
         except (TypeError, ValueError, AttributeError) as exc:
             reasons.append(f"cannot judge: a field the verdict reads is malformed ({exc})")
-    r.update(valid=not reasons, invalid_reasons=list(dict.fromkeys(reasons)), **_ceiling(r))
+    r.update(valid=not reasons, invalid_reasons=list(dict.fromkeys(reasons)))
+    top, note = r.get("ceiling_images_per_s"), r.get("ceiling_note")
+    if r.get("status") != "ok" or not _number(top) or top <= 0:
+        return r | {"ceiling_share": None, "above_ceiling": False, "ceiling_note": ""}
+    if not (r.get("above_ceiling") and isinstance(note, str) and note):  # keep its own words
+        note = "above the estimated ceiling of its machine (judged again when collected)"
+    share = r["images_per_s"] / top
+    r.update(ceiling_share=share, above_ceiling=share > 1, ceiling_note=note if share > 1 else "")
     return r

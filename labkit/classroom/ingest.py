@@ -1,11 +1,9 @@
-"""Collecting hand-ins into the class database (DuckDB), each file once, each in a transaction.
+"""The class database (DuckDB): hand-ins collected, each file once and in a transaction, and read.
 
-Tables: ``files`` (each file's content hash: a file collected before adds nothing), ``machines``
-(machine types, :mod:`labkit.hardware.machines`; ``fixture`` marks the synthetic ones),
-``records`` (each measurement once, judged again, the full record as JSON), ``ratios`` (each
-machine type's graph-vs-eager ratios over all its records) and ``skipped`` (files that could not
-be collected, and why). A measurement handed in as a results file and as the card made from it
-is stored once.
+Tables: ``files`` (by content hash: a file collected before adds nothing), ``machines`` (machine
+types; ``fixture`` marks the synthetic ones), ``records`` (each measurement once, judged again,
+whole as JSON), ``ratios`` (each machine type's graph-vs-eager ratios, over all its records) and
+``skipped`` (files not collected, and why). DuckDB is imported only when a database is opened.
 """
 
 from __future__ import annotations
@@ -85,20 +83,6 @@ def _insert(con, table: str, row: dict, tail: str = "") -> int:
     return len(cur.fetchall()) if "RETURNING" in tail else 0
 
 
-def _record_row(sha: str, machine_id: str, raw: dict) -> dict:
-    """The ``records`` row of ``raw`` judged again; its id is the same for the same measurement
-    handed in as a results file and as a card."""
-    r = handins.rejudge(raw)  # what a hand-in says about its own validity is not believed
-    ident = [machine_id, *results.key(raw), raw.get("timestamp"), raw.get("median_s")]
-    ident = json.dumps([*ident, raw.get("times_s")], sort_keys=True, default=str)
-    why = results.flags(r) if r.get("status") == "ok" else []
-    row = {k: r.get(k) for k in KEYS} | {"sha256": sha, "machine_id": machine_id}
-    row |= {k: float(r[k]) if isinstance(r.get(k), int | float) else None for k in NUMBERS}
-    row |= {"record_id": hashlib.sha256(ident.encode()).hexdigest()[:20], "valid": r["valid"]}
-    row |= {"flagged": bool(why), "flags": "; ".join(why), "record": json.dumps(r, default=str)}
-    return row | {"timestamp": str(r.get("timestamp") or "")}
-
-
 def store_card(con, sha: str, path: Path, kind: str, card: dict, note: str) -> int:
     """Store one collected file: its records (each judged again, each measurement once), their
     machine types and ratios, and the file; the number of new records. The caller holds the
@@ -107,8 +91,17 @@ def store_card(con, sha: str, path: Path, kind: str, card: dict, note: str) -> i
     for raw in card["records"]:
         m = machine_of(raw.get("machine") or card["machine"], fixture=bool(card.get("fixture")))
         _insert(con, "machines", m, new_only)
-        new += _insert(con, "records", _record_row(sha, m["machine_id"], raw), new_only)
-        seen.add(m["machine_id"])
+        seen.add(mid := m["machine_id"])
+        r = handins.rejudge(raw)  # what a hand-in says about its own validity is not believed
+        why = results.flags(r) if r.get("status") == "ok" else []
+        # one id for one measurement, handed in as a results file or as the card made from it
+        ident = [mid, *results.key(raw), raw.get("timestamp"), raw.get("median_s")]
+        ident = json.dumps([*ident, raw.get("times_s")], sort_keys=True, default=str)
+        row = {k: r.get(k) for k in KEYS} | {"sha256": sha, "machine_id": mid}
+        row |= {k: float(r[k]) if isinstance(r.get(k), int | float) else None for k in NUMBERS}
+        row |= {"record_id": hashlib.sha256(ident.encode()).hexdigest()[:20], "valid": r["valid"]}
+        row |= {"flagged": bool(why), "flags": "; ".join(why), "record": json.dumps(r, default=str)}
+        new += _insert(con, "records", row | {"timestamp": str(r.get("timestamp") or "")}, new_only)
     for mid in seen:  # each machine type's graph-vs-eager ratios, over all its records
         sql = "SELECT record FROM records WHERE machine_id = ? ORDER BY timestamp"
         found = [json.loads(text) for (text,) in con.execute(sql, [mid]).fetchall()]
@@ -117,9 +110,8 @@ def store_card(con, sha: str, path: Path, kind: str, card: dict, note: str) -> i
             row = {k: r[k] for k in ("task", "framework", "baseline", "speedup", "flagged")}
             row |= {"machine_id": mid, "cell": cell_label(r), "flags": "; ".join(r["flags"])}
             _insert(con, "ratios", row)
-    n = len(card["records"])
     row = {"sha256": sha, "name": str(path), "kind": kind, "card_id": card["card_id"]}
-    _insert(con, "files", row | {"records": n, "new_records": new, "note": note})
+    _insert(con, "files", row | {"records": len(card["records"]), "new_records": new, "note": note})
     return new
 
 
@@ -178,7 +170,8 @@ def _collect_one(con, item: handins.HandIn, done: Collected) -> None:
     name, why, sha = str(item.name), item.skip, hashlib.sha256(item.data or b"").hexdigest()
     if not why and con.execute("SELECT 1 FROM files WHERE sha256 = ?", [sha]).fetchone():
         con.execute("DELETE FROM skipped WHERE name = ?", [name])
-        return done.already.append(item.name)
+        done.already.append(item.name)
+        return
     try:
         if why:
             raise Skip(why)
@@ -194,11 +187,11 @@ def _collect_one(con, item: handins.HandIn, done: Collected) -> None:
             con.execute("ROLLBACK")
             raise Skip(f"could not be stored ({type(exc).__name__}: {exc})") from None
     except Exception as exc:  # noqa: BLE001 - a hostile file must not stop the class
-        skip = isinstance(exc, Skip)
-        why = str(exc) if skip else f"could not be read ({type(exc).__name__}: {exc})"
+        why = f"could not be read ({type(exc).__name__}: {exc})"
+        why = str(exc) if isinstance(exc, Skip) else why
         done.skipped.append((item.name, why))
         con.execute("INSERT OR REPLACE INTO skipped (name, reason) VALUES (?, ?)", [name, why])
-        return None
+        return
     n = len(card["records"])
     what = f"{kind}, {n} records" + (f" ({n - new} collected before)" if new < n else "")
     (done.partial if note else done.added).append((item.name, f"{what}; {note}" if note else what))

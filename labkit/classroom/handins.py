@@ -1,13 +1,13 @@
 """Hand-ins are untrusted input: found, read within limits, parsed, and judged again.
 
-Under a folder: every ``.json`` (a card) and ``.jsonl`` (a results file), any case, and ``.zip``
-archives; hidden files left out; other archives, ``card.json.txt`` and symbolic links named as
-skipped with the fix (a file named on the command line is read whatever its name). A file or
-member of at most :data:`MAX_BYTES`; JSON at most :data:`MAX_DEPTH` deep with finite 64-bit
-numbers; a UTF-8 byte-order mark dropped, UTF-16 with its mark read. Zips are read in memory:
-no absolute or ``..`` names, at most :data:`ZIP_MAX_MEMBERS` members and :data:`ZIP_MAX_TOTAL`
-bytes, checked on the declared sizes and again while reading (a zip bomb), no archive inside an
-archive. :func:`rejudge` believes nothing a record says about itself.
+Under a folder: ``.json`` (cards) and ``.jsonl`` (results files), any case, and ``.zip``; hidden
+files left out; other archives, ``card.json.txt`` and symbolic links skipped with the fix (a file
+named on the command line is read whatever its name). Files and members of at most
+:data:`MAX_BYTES`; JSON at most :data:`MAX_DEPTH` deep, finite 64-bit numbers; UTF-8 (a BOM
+dropped) or UTF-16 with its BOM. Zips are read in memory: no absolute or ``..`` names, at most
+:data:`ZIP_MAX_MEMBERS` members and :data:`ZIP_MAX_TOTAL` bytes, on the declared sizes and again
+while reading (a zip bomb), no archive in an archive. :func:`rejudge` believes nothing a record
+says about itself.
 """
 
 from __future__ import annotations

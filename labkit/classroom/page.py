@@ -1,11 +1,11 @@
 """The class report: two figures (PNG) and ``index.html`` with the tables behind them.
 
 ``speedup``: each graph mode's speedup over eager, one dot per machine type; ``ceiling``:
-throughput against each machine's ceiling. Flagged records are drawn apart (a red cross) and left
-out of medians. **Fixture machines** (synthetic cards, not measurements) are never pooled with
-measured ones: hollow markers and the legend entry :data:`FIXTURE` in a figure, rows of their
-own (``source``) in a table. The page (the template ``report.html`` beside this module) says
-first what it leaves out, and is always written: where it cannot be made, a plain page says why.
+throughput against each machine's ceiling. Flagged records are drawn apart (a red cross), left
+out of medians. **Fixture machines** are never pooled with measured ones: hollow markers and the
+legend entry :data:`FIXTURE` in a figure, rows of their own (``source``) in a table. The page
+(template ``report.html``) says first what it leaves out; where it cannot be made, a plain page
+says why.
 """
 
 from __future__ import annotations

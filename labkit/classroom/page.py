@@ -104,22 +104,22 @@ def _canvas(width: float, height: float, what: str = ""):
 
 
 def _points(fig, ax, points: list[tuple[float, float, dict]]) -> None:
-    """Each ``(x, y, row)`` a point: filled (measured), hollow (fixture) or a red cross
-    (flagged); and the legend that says so."""
+    """Each ``(x, y, row)`` a point: a dot, or a red cross when flagged; filled when measured,
+    hollow for a fixture (flagged or not); and the legend that says so."""
     from matplotlib.lines import Line2D
 
     from ..plots import COLORS
 
     for x, y, r in points:
-        color = COLORS.get(r["framework"], "tab:gray")
-        if r["flagged"]:
-            ax.scatter(x, y, marker="x", color="tab:red", s=30)
-        else:
-            ax.scatter(x, y, s=22, edgecolors=color, facecolors="white" if r["fixture"] else color)
+        flagged = r["flagged"]
+        color = "tab:red" if flagged else COLORS.get(r["framework"], "tab:gray")
+        face = "white" if r["fixture"] else color
+        ax.scatter(x, y, s=36 if flagged else 22, marker="X" if flagged else "o", c=face, ec=color)
     marks = (("o", "0.3", "0.3", "measured"), ("o", "0.3", "white", FIXTURE))
-    marks += (("x", "tab:red", "tab:red", "flagged (invalid or above the ceiling)"),)
+    marks += (("X", "tab:red", "tab:red", "flagged (invalid or above the ceiling)"),)
+    marks += (("X", "tab:red", "white", f"flagged, {FIXTURE}"),)
     handles = [Line2D([], [], ls="", marker=m, color=c, mfc=f, label=t) for m, c, f, t in marks]
-    fig.legend(handles=handles, loc="outside lower center", ncols=3, fontsize=8)
+    fig.legend(handles=handles, loc="outside lower center", ncols=2, fontsize=8)
 
 
 def speedup_figure(ratio_rows: list[dict]):

@@ -344,7 +344,7 @@ def test_a_figure_marks_fixture_machines_hollow_and_in_the_legend(tmp_path):
     db = tmp_path / "c.duckdb"
     real = _card_of([_record("torch", "eager", 0.04), _record("torch", "torchscript", 0.02)])
     (tmp_path / "mine.json").write_text(json.dumps(real))
-    fixture = [f for f in classroom.fixture_cards("smoke") if "ryzen" in f.name]
+    fixture = [f for f in classroom.fixture_cards("smoke") if "ryzen" in f.name or "busy" in f.name]
     classroom.collect([tmp_path / "mine.json", *fixture], db)
     con = classroom.connect(db, read_only=True)
     try:
@@ -364,6 +364,9 @@ def test_a_figure_marks_fixture_machines_hollow_and_in_the_legend(tmp_path):
     by_x = {round(r["speedup"], 6): r["fixture"] for r in ratios if not r["flagged"]}
     assert hollow and all(by_x.get(x, True) for x in hollow)  # only fixtures are hollow
     assert any(not fx and x not in hollow for x, fx in by_x.items())  # measured ones are filled
+    # a fixture's point is hollow whether or not it is flagged (a red cross is hollow too)
+    assert all(round(r["speedup"], 6) in hollow for r in ratios if r["fixture"])
+    assert any(r["flagged"] and r["fixture"] for r in ratios)
 
 
 def test_fixture_cards_say_they_are_not_measurements():

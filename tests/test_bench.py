@@ -285,7 +285,7 @@ def measured(median, iqr=0.0, first=1.0, prepare=1.0, **cell):
 def test_records_follow_the_schema():
     ok = measured(0.1, 0.01)
     assert results.problems(ok) == [] and set(ok) == set(results.FIELDS)
-    assert ok["schema"] == results.SCHEMA_VERSION == 2 and ok["model"] == "resnet50"
+    assert ok["schema"] == results.schema.SCHEMA_VERSION == 2 and ok["model"] == "resnet50"
     assert ok["threads"] == {"intra": 2, "inter": None}  # a bare number: the intra-op count
     assert ok["valid"] is True and ok["invalid_reasons"] == []  # judged from its own fields
     bad = results.make(**CELL, status="failed", error="unsupported: no bf16 here")
@@ -368,7 +368,7 @@ def test_append_and_load_round_trip(tmp_path):
 def test_a_record_written_before_the_model_field_reads_as_resnet50(tmp_path):
     """Schema 1 had no model or input shape: such a line loads as the ResNet-50 it measured."""
     path = tmp_path / "old.jsonl"
-    old = {k: v for k, v in measured(0.1).items() if k not in results.NEW_IN_2}
+    old = {k: v for k, v in measured(0.1).items() if k not in results.schema.NEW_IN_2}
     old.update(schema=1, threads=2)
     assert results.problems(old) == []
     path.write_text(json.dumps(old) + "\n")
@@ -383,7 +383,7 @@ def test_a_record_written_before_number_per_run_reads_as_calls_timed_alone(tmp_p
     and are judged, as one call per timed sample."""
     path = tmp_path / "before-blocks.jsonl"
     old = {k: v for k, v in measured(0.1).items() if k != "number_per_run"}
-    assert results.problems(old) == [] and results.ADDED_IN_2["number_per_run"] == 1
+    assert results.problems(old) == [] and results.schema.ADDED_IN_2["number_per_run"] == 1
     path.write_text(json.dumps(old) + "\n")
     (loaded,) = results.load(path)
     assert loaded["number_per_run"] == 1 and results.judge(loaded) == results.judge(old)
@@ -401,13 +401,13 @@ def test_a_schema_2_file_written_before_the_measured_peak_fields_still_loads(tmp
     """Records written before the measured peak and the accuracy cost existed load with those
     fields filled in (no measured peak, no accuracy cost); a field of the wrong type is named."""
     path = tmp_path / "before.jsonl"
-    old = {k: v for k, v in measured(0.1).items() if k not in results.ADDED_IN_2}
+    old = {k: v for k, v in measured(0.1).items() if k not in results.schema.ADDED_IN_2}
     assert old["schema"] == 2 and results.problems(old) == []
     path.write_text(json.dumps(old) + "\n")
     (loaded,) = results.load(path)
-    assert {k: loaded[k] for k in results.ADDED_IN_2} == results.ADDED_IN_2
+    assert {k: loaded[k] for k in results.schema.ADDED_IN_2} == results.schema.ADDED_IN_2
     assert loaded == measured(0.1) | {"timestamp": old["timestamp"]}
-    assert set(results.ADDED_IN_2) <= set(results.FIELDS)  # documented with the others
+    assert set(results.schema.ADDED_IN_2) <= set(results.FIELDS)  # documented with the others
     bad = {**measured(0.1), "measured_peak_share": "high"}
     assert results.problems(bad) == ["field 'measured_peak_share' has type str"]
     int8 = measured(0.1, precision="int8", accuracy={"top1_agreement": 1.0})
@@ -563,7 +563,7 @@ def test_latest_best_and_summary():
     assert results.latest(recs) == [graph, new, failed]
     assert results.best(recs, "torch", "throughput") is graph
     assert results.best(recs, "torch", "train") is None
-    rows = results.summary_rows(recs)
+    rows = results.summary.summary_rows(recs)
     assert [r["mode"] for r in rows] == ["eager", "compile", "torchscript"]  # the framework's order
     assert rows[0]["median_ms"] == pytest.approx(100) and rows[2]["error"] == "boom"
     text = results.table(recs)

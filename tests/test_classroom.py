@@ -147,7 +147,7 @@ def test_card_without_results_is_a_clear_error(tmp_path):
 
 def _old(record):
     """The record as schema 1 wrote it: no verdict, no above_ceiling, threads a number."""
-    old = {k: v for k, v in record.items() if k not in results.NEW_IN_2}
+    old = {k: v for k, v in record.items() if k not in results.schema.NEW_IN_2}
     return {**old, "schema": 1, "threads": 2}
 
 
@@ -179,12 +179,12 @@ def test_flags_use_the_records_verdict_and_cope_with_old_records():
 
 
 def test_cpu_family_and_isa():
-    assert hardware.cpu_family("Intel(R) Xeon(R) Platinum 8480+") == "Intel Xeon"
-    assert hardware.cpu_family("AMD EPYC 9R14 96-Core Processor") == "AMD EPYC"
-    assert hardware.cpu_family("12th Gen Intel(R) Core(TM) i7-1260P") == "Intel Core"
-    assert hardware.cpu_family("Apple M2 Pro") == "Apple M2"
-    assert hardware.isa_tier(["avx2", "avx512f", "amx_tile"]) == "AMX"
-    assert hardware.isa_tier(["asimd"]) == "NEON"
+    assert hardware.machines.cpu_family("Intel(R) Xeon(R) Platinum 8480+") == "Intel Xeon"
+    assert hardware.machines.cpu_family("AMD EPYC 9R14 96-Core Processor") == "AMD EPYC"
+    assert hardware.machines.cpu_family("12th Gen Intel(R) Core(TM) i7-1260P") == "Intel Core"
+    assert hardware.machines.cpu_family("Apple M2 Pro") == "Apple M2"
+    assert hardware.machines.isa_tier(["avx2", "avx512f", "amx_tile"]) == "AMX"
+    assert hardware.machines.isa_tier(["asimd"]) == "NEON"
 
 
 @pytest.fixture
@@ -200,7 +200,7 @@ def handed_in(tmp_path):
     shutil.copy(good[0], folder / "week1" / "same-card-again.json")
     src = folder / "learner.jsonl"
     recs = _results_file(src, "somehost", "/home/someone")
-    cards.write(recs, folder / "learner-card.json")
+    cards.save(cards.build(recs), folder / "learner-card.json")
     text = good[-1].read_text()
     (folder / "truncated.json").write_text(text[: len(text) // 3])
     (folder / "package.json").write_text(json.dumps({"name": "app", "dependencies": {}}))

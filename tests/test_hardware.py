@@ -25,7 +25,7 @@ def machine(name: str) -> str:
 
 @pytest.fixture(autouse=True)
 def no_clock_override(monkeypatch):
-    monkeypatch.delenv(hardware.MAX_GHZ_ENV, raising=False)
+    monkeypatch.delenv(hardware.clock.MAX_GHZ_ENV, raising=False)
 
 
 # name -> (default threads, usable cores, max GHz, {precision: peak GFLOP/s})
@@ -73,7 +73,7 @@ def test_ceiling_and_default_threads_of_each_fixture_machine(name):
         assert c.clock_ghz == (None if ghz is None else pytest.approx(ghz))
         if peak is None:
             assert c.peak_gflops is None and c.images_per_s_at(224) is None
-            assert "unknown" in c.method and hardware.MAX_GHZ_ENV in c.method
+            assert "unknown" in c.method and hardware.clock.MAX_GHZ_ENV in c.method
         else:
             assert c.peak_gflops == pytest.approx(peak)
             assert c.images_per_s_at(224) == pytest.approx(peak * 1e9 / resnet.flops(224))
@@ -83,8 +83,8 @@ def test_ceiling_and_default_threads_of_each_fixture_machine(name):
 
 def test_smt_counts_physical_cores_and_says_so():
     root = machine("smt_laptop")
-    assert hardware.usable_cpus(root) == list(range(8))
-    assert hardware.physical_cores(root)[:2] == (4, True)
+    assert hardware.topology.usable_cpus(root) == list(range(8))
+    assert hardware.topology.physical_cores(root)[:2] == (4, True)
     assert "SMT on" in hardware.ceiling("fp32", root).method
     report = hardware.report(root)
     assert (report.logical_cpus, report.physical_cores, report.smt) == (8, 4, True)
@@ -96,7 +96,7 @@ def test_without_sysfs_the_core_ids_in_cpuinfo_tell_the_same(tmp_path):
     root = tmp_path / "m"
     shutil.copytree(machine("smt_laptop"), root)
     shutil.rmtree(root / "sys")
-    cores, smt, how = hardware.physical_cores(root)
+    cores, smt, how = hardware.topology.physical_cores(root)
     assert (cores, smt) == (4, True) and "cpuinfo" in how
 
 
@@ -107,21 +107,21 @@ def test_the_affinity_mask_narrows_the_cores(tmp_path):
     shutil.copytree(machine("smt_laptop"), root)
     # taskset -c 0,4: both hyper-threads of core 0, so one physical core
     (root / "proc/self/status").write_text("Cpus_allowed_list:\t0,4\n")
-    assert hardware.physical_cores(root)[:2] == (1, True)
+    assert hardware.topology.physical_cores(root)[:2] == (1, True)
     assert hardware.default_threads(root) == 1
     # taskset -c 0-3: one thread of each core, no two siblings
     (root / "proc/self/status").write_text("Cpus_allowed_list:\t0-3\n")
-    assert hardware.physical_cores(root)[:2] == (4, False)
+    assert hardware.topology.physical_cores(root)[:2] == (4, False)
 
 
 def test_quota_from_cgroup_v2_and_v1():
-    assert hardware.cpu_quota(machine("container_quota")) == (
+    assert hardware.topology.cpu_quota(machine("container_quota")) == (
         1.5,
         "cgroup v2 sys/fs/cgroup/cpu.max",
     )
-    quota, where = hardware.cpu_quota(machine("container_v1_unknown_clock"))
+    quota, where = hardware.topology.cpu_quota(machine("container_v1_unknown_clock"))
     assert quota == 2.0 and "cgroup v1" in where and "cfs_quota_us" in where
-    assert hardware.cpu_quota(machine("amd_zen4")) == (None, "no cgroup CPU quota")
+    assert hardware.topology.cpu_quota(machine("amd_zen4")) == (None, "no cgroup CPU quota")
 
 
 def test_a_quota_set_higher_up_the_cgroup_tree_applies(tmp_path):
@@ -133,27 +133,27 @@ def test_a_quota_set_higher_up_the_cgroup_tree_applies(tmp_path):
     (root / "sys/fs/cgroup/user.slice/session-1.scope").mkdir(parents=True)
     (root / "sys/fs/cgroup/user.slice/session-1.scope/cpu.max").write_text("max 100000\n")
     (root / "sys/fs/cgroup/user.slice/cpu.max").write_text("250000 100000\n")
-    assert hardware.cpu_quota(root)[0] == 2.5
+    assert hardware.topology.cpu_quota(root)[0] == 2.5
     assert hardware.default_threads(root) == 2  # floor(2.5), below the 4 cores
 
 
 def test_clock_sources_in_order(monkeypatch):
-    ghz, how = hardware.max_clock_ghz(machine("amd_zen4"))
+    ghz, how = hardware.clock.max_clock_ghz(machine("amd_zen4"))
     assert ghz == pytest.approx(3.7) and how.startswith("cpufreq")  # not cpuinfo's 2.4 GHz
-    ghz, how = hardware.max_clock_ghz(machine("smt_laptop"))
+    ghz, how = hardware.clock.max_clock_ghz(machine("smt_laptop"))
     assert ghz == pytest.approx(1.9) and "base clock" in how
-    ghz, how = hardware.max_clock_ghz(machine("container_v1_unknown_clock"))
+    ghz, how = hardware.clock.max_clock_ghz(machine("container_v1_unknown_clock"))
     assert ghz is None and "2.60 GHz, is no maximum" in how
-    monkeypatch.setenv(hardware.MAX_GHZ_ENV, "3.7")
-    ghz, how = hardware.max_clock_ghz(machine("container_v1_unknown_clock"))
+    monkeypatch.setenv(hardware.clock.MAX_GHZ_ENV, "3.7")
+    ghz, how = hardware.clock.max_clock_ghz(machine("container_v1_unknown_clock"))
     assert ghz == pytest.approx(3.7) and "your setting" in how
     # 2 cores (quota) x 3.7 GHz x 32 (Zen 4) = 236.8
     assert hardware.ceiling("fp32", machine("container_v1_unknown_clock")).peak_gflops == (
         pytest.approx(236.8)
     )
-    monkeypatch.setenv(hardware.MAX_GHZ_ENV, "fast")
+    monkeypatch.setenv(hardware.clock.MAX_GHZ_ENV, "fast")
     with pytest.raises(ValueError, match="LABKIT_CPU_MAX_GHZ='fast' is not a clock in GHz"):
-        hardware.max_clock_ghz(machine("amd_zen4"))
+        hardware.clock.max_clock_ghz(machine("amd_zen4"))
 
 
 def test_above_the_ceiling_explains_the_likely_cause():
@@ -175,7 +175,7 @@ def test_training_costs_three_forward_passes_and_size_scales():
 
 
 def test_report_and_cpu_lists():
-    assert hardware.parse_cpu_list("0-3,8,10-11\n") == [0, 1, 2, 3, 8, 10, 11]
+    assert hardware.files.parse_cpu_list("0-3,8,10-11\n") == [0, 1, 2, 3, 8, 10, 11]
     r = hardware.report(machine("arm_neoverse_v1"))
     assert r.cpu_model == "Neoverse V1" and r.arch == "aarch64"
     assert {"asimd", "sve", "bf16", "i8mm"} <= set(r.vector_extensions)
@@ -188,7 +188,7 @@ def test_report_and_cpu_lists():
 
 def test_this_machine_gives_consistent_readings():
     r = hardware.report()
-    assert r.threads == hardware.default_threads() == hardware.cores() >= 1
+    assert r.threads == hardware.default_threads() >= 1
     assert 1 <= r.physical_cores <= r.logical_cpus
     c = hardware.ceiling()
     assert c.cores <= r.physical_cores and c.method
@@ -249,7 +249,9 @@ def test_a_peak_above_the_estimate_is_flagged_and_what_cannot_be_measured_says_w
 
 
 def test_an_impossible_implied_clock_is_flagged():
-    rate = hardware.KernelRate("fp32", "torch.mm", "x.torch.peak", 2048, False, 2000.0, 1.0, 5)
+    rate = hardware.measured.KernelRate(
+        "fp32", "torch.mm", "x.torch.peak", 2048, False, 2000.0, 1.0, 5
+    )
     peak = hardware.measured.judge("fp32", [rate], 2, machine("container_v1_unknown_clock"))
     # 2000 / (2 x 32) = 31 GHz: the FLOPs per cycle or the timing are wrong
     assert peak.above_estimate and "no CPU runs that fast" in peak.note
@@ -282,7 +284,7 @@ def fake_probe(times: list[float]):
 def test_a_peak_measured_with_a_wide_spread_is_measured_again_and_never_cached(
     tmp_path, monkeypatch
 ):
-    monkeypatch.setenv(hardware.CACHE_ENV, str(tmp_path))
+    monkeypatch.setenv(hardware.measured.CACHE_ENV, str(tmp_path))
     probe = hardware.Probe("fake.peak", ("fp32",), (("fake", "1"),))
     run, calls = fake_probe([0.010, 0.012, 0.020, 0.025, 0.030])  # IQR/median 87%
     monkeypatch.setattr(hardware.measured, "_run", run)
@@ -307,7 +309,9 @@ def test_a_peak_measured_with_a_wide_spread_is_measured_again_and_never_cached(
 
 
 def test_a_peak_measured_on_a_busy_machine_is_not_valid():
-    rate = hardware.KernelRate("fp32", "torch.mm", "x.torch.peak", 2048, False, 400.0, 4.0, 9)
+    rate = hardware.measured.KernelRate(
+        "fp32", "torch.mm", "x.torch.peak", 2048, False, 400.0, 4.0, 9
+    )
     busy = "measured on a busy machine: other processes kept 1.50 CPUs busy"
     peak = hardware.measured.judge("fp32", [rate], 2, machine("amd_zen4"), busy=busy)
     assert peak.invalid == (busy,) and not peak.valid and peak.images_per_s_at(224) is None
@@ -318,8 +322,12 @@ def test_a_peak_measured_on_a_busy_machine_is_not_valid():
 
 
 def test_which_precisions_this_kind_of_cpu_measures():
-    assert hardware.to_measure(machine("intel_amx")) == {"fp32": "", "bf16": "", "int8": ""}
-    laptop = hardware.to_measure(machine("smt_laptop"))
+    assert hardware.measured.to_measure(machine("intel_amx")) == {
+        "fp32": "",
+        "bf16": "",
+        "int8": "",
+    }
+    laptop = hardware.measured.to_measure(machine("smt_laptop"))
     assert laptop["fp32"] == "" and laptop["bf16"] and laptop["int8"]
 
 
@@ -330,7 +338,7 @@ def test_the_measurement_runs_here_and_is_plausible(tmp_path, monkeypatch):
     every measured rate is positive and below the estimate where one exists, or flagged."""
     from labkit import frameworks
 
-    monkeypatch.setenv(hardware.CACHE_ENV, str(tmp_path / "cache"))
+    monkeypatch.setenv(hardware.measured.CACHE_ENV, str(tmp_path / "cache"))
     probes = frameworks.peak_probes()
     if not probes:
         pytest.skip("no framework with a matrix-multiply probe is installed")
@@ -338,7 +346,7 @@ def test_the_measurement_runs_here_and_is_plausible(tmp_path, monkeypatch):
     assert not found.problems, found.problems
     assert found.threads == 1
     assert found["fp32"].measured
-    for precision, why in hardware.to_measure().items():
+    for precision, why in hardware.measured.to_measure().items():
         peak = found[precision]
         assert peak.measured == (not why), (precision, peak.note)
         if not peak.measured:

@@ -50,7 +50,9 @@ def test_every_spec_is_complete_and_consistent(spec):
     assert spec.display and spec.import_name and spec.color.startswith("#") and spec.summary
     assert spec.modes and len(set(spec.modes)) == len(spec.modes)
     assert set(spec.tasks) <= set(contract.TASKS) and spec.tasks
-    assert set(spec.formats) <= set(deploy.format_keys()), "formats must be keys of deploy.FORMATS"
+    assert set(spec.formats) <= {f.key for f in deploy.FORMATS}, (
+        "formats must be keys of deploy.FORMATS"
+    )
     if spec.eager is None:  # a runtime of exported graphs: measured against its source's eager
         assert frameworks.spec(spec.exported_from).eager is not None
     assert spec.folder.is_dir() and (spec.folder / "adapter.py").is_file()
@@ -70,7 +72,7 @@ def test_every_spec_is_complete_and_consistent(spec):
             if not hasattr(launch, name)
         ]
         assert not missing, f"{spec.launch_module} lacks {missing}"
-        assert isinstance(launch, frameworks.Launch)
+        assert isinstance(launch, contract.Launch)
         assert launch.ports_needed(2) >= 1
     else:
         assert spec.launch_module is None
@@ -133,7 +135,7 @@ def test_adapter_implements_the_protocol_its_spec_promises(adapter):
         if not callable(getattr(adapter, name, None))
     ]
     assert not missing, f"{spec.name} adapter lacks {missing}"
-    assert isinstance(adapter, frameworks.Adapter)
+    assert isinstance(adapter, contract.Adapter)
     assert _parameters(adapter.prepare)[:7] == [
         "weights",
         "mode",
@@ -144,9 +146,9 @@ def test_adapter_implements_the_protocol_its_spec_promises(adapter):
         "device",
     ]
     if "train" in spec.tasks:
-        assert isinstance(adapter, frameworks.Trainer), f"{spec.name} trains: needs train_step"
+        assert isinstance(adapter, contract.Trainer), f"{spec.name} trains: needs train_step"
     if spec.formats:
-        assert isinstance(adapter, frameworks.Exporter), f"{spec.name} exports: needs export"
+        assert isinstance(adapter, contract.Exporter), f"{spec.name} exports: needs export"
     assert isinstance(adapter.version(), str) and adapter.version()
 
 
@@ -159,7 +161,7 @@ def test_code_checks_module_verifies_every_property_its_spec_declares(spec):
     assert (spec.folder / "checks.py").exists(), f"{spec.name} declares code_checks: add checks.py"
     require(spec.name)
     checks = frameworks.checks(spec.name)
-    assert isinstance(checks, frameworks.Checks)
+    assert isinstance(checks, contract.Checks)
     source = (spec.folder / "checks.py").read_text()
     for prop, meaning in spec.code_checks:
         assert meaning, prop
@@ -274,7 +276,7 @@ def test_each_peak_probe_follows_the_protocol_and_prints_its_kernels(spec):
     import importlib
 
     probe = importlib.import_module(spec.peak_module)
-    assert isinstance(probe, frameworks.PeakProbe)
+    assert isinstance(probe, contract.PeakProbe)
     assert tuple(probe.KERNELS) == spec.peak_precisions
     out = subprocess.run(
         [sys.executable, "-m", spec.peak_module, "--threads", "1", "--precisions", "fp32"]
@@ -393,12 +395,12 @@ def explorer(request):
 def test_explorer_implements_the_protocol_and_its_adapter_benchmarks_any_model(explorer):
     spec = explorer.SPEC
     assert spec is frameworks.spec(spec.name)
-    assert isinstance(explorer, frameworks.Explorer), f"{spec.name} explore lacks a function"
+    assert isinstance(explorer, contract.Explorer), f"{spec.name} explore lacks a function"
     checks = explorer.CHECKS
     assert checks and len(set(checks)) == len(checks) and isinstance(explorer.ACCEPTS, str)
     assert spec.name in explorer.versions()
     adapter = frameworks.get(spec.name)
-    assert isinstance(adapter, frameworks.ModelBencher), f"{spec.name} adapter: prepare_model"
+    assert isinstance(adapter, contract.ModelBencher), f"{spec.name} adapter: prepare_model"
     assert _parameters(adapter.prepare_model)[:4] == ["model", "inputs", "mode", "task"]
     with pytest.raises(ValueError, match=f"unknown mode 'turbo' for {spec.name}"):
         adapter.prepare_model(None, [np.zeros((1, 2), np.float32)], "turbo", "latency")

@@ -76,7 +76,7 @@ def test_a_bad_record_is_refused_in_the_same_words_by_load_validate_and_append(t
     assert refusal(results.load, path) == (
         f"{path} line 2 is not a labkit benchmark record: {why}; {FIX}"
     )
-    assert refusal(results.validate, record) == f"invalid benchmark record: {why}"
+    assert refusal(results.schema.validate, record) == f"invalid benchmark record: {why}"
     assert refusal(results.append, tmp_path / "o.jsonl", record) == (
         f"invalid benchmark record: {why}"
     )
@@ -89,7 +89,7 @@ def test_a_line_that_is_no_object_is_refused_naming_what_it_is(tmp_path):
     assert refusal(results.load, path) == (
         f"{path} line 2 is not a labkit benchmark record: {why}; {FIX}"
     )
-    assert refusal(results.validate, [1, 2]) == f"invalid benchmark record: {why}"
+    assert refusal(results.schema.validate, [1, 2]) == f"invalid benchmark record: {why}"
 
 
 def test_a_newer_schema_says_to_upgrade_labkit(tmp_path):
@@ -101,7 +101,7 @@ def test_a_newer_schema_says_to_upgrade_labkit(tmp_path):
         "folder) and read the file again"
     )
     why = "invalid benchmark record: schema 3 is newer than this labkit's (2)"
-    assert refusal(results.validate, newer) == why
+    assert refusal(results.schema.validate, newer) == why
     assert refusal(results.append, tmp_path / "o.jsonl", newer) == why
 
 

@@ -117,9 +117,9 @@ def test_bad_choices_name_the_valid_ones(kwargs, message):
 
 
 def test_crash_reasons_name_the_cause():
-    assert "out-of-memory killer" in runner.crash_reason(-signal.SIGKILL, "")
-    assert "out of memory" in runner.crash_reason(1, "Traceback...\nMemoryError\n")
-    assert "SIGSEGV" in runner.crash_reason(-signal.SIGSEGV, "")
+    assert "out-of-memory killer" in runner.process.crash_reason(-signal.SIGKILL, "")
+    assert "out of memory" in runner.process.crash_reason(1, "Traceback...\nMemoryError\n")
+    assert "SIGSEGV" in runner.process.crash_reason(-signal.SIGSEGV, "")
 
 
 def test_a_learners_model_is_a_plan_of_the_same_cells_with_its_model_and_shapes(tmp_path):
@@ -315,7 +315,7 @@ def test_low_precision_cells_carry_their_peak_share_and_accuracy_cost(tmp_path, 
     int8 path is recorded unsupported with the reason."""
     require("torch")
     require("onnxruntime")
-    monkeypatch.setenv(hardware.CACHE_ENV, str(tmp_path / "cache"))
+    monkeypatch.setenv(hardware.measured.CACHE_ENV, str(tmp_path / "cache"))
     threads = hardware.default_threads()
     assert runner.cached_peaks(threads) is None
     plan = runner.Plan.build(
@@ -362,7 +362,7 @@ def test_gpu_cells_pass_the_device_through(tmp_path):
     require("torch")
     plan = runner.Plan.build(["torch"], ["eager"], ["latency"], device="gpu", profile=SMOKE)
     (r,) = runner.run(plan, tmp_path / "r.jsonl", progress=False).records
-    assert r["device"] == "gpu" and r["machine"]["gpus"] == hardware.gpus()
+    assert r["device"] == "gpu" and r["machine"]["gpus"] == hardware.summary.gpus()
     if r["status"] == "ok":  # a CUDA build on a GPU machine: no CPU ceiling applies
         assert r["ceiling_share"] is None and r["median_s"] > 0
     else:
@@ -371,7 +371,7 @@ def test_gpu_cells_pass_the_device_through(tmp_path):
 
 def test_failure_and_out_of_memory_are_recorded_while_other_cells_complete(tmp_path, monkeypatch):
     require("torch")
-    monkeypatch.setenv(runner.FAULT_ENV, "fail:torch/eager/latency,oom:torch/eager/train")
+    monkeypatch.setenv(runner.cell.FAULT_ENV, "fail:torch/eager/latency,oom:torch/eager/train")
     plan = runner.Plan.build(
         ["torch"], ["eager"], ["latency", "throughput", "train"], profile=SMOKE
     )
@@ -389,7 +389,7 @@ def test_failure_and_out_of_memory_are_recorded_while_other_cells_complete(tmp_p
 
 @pytest.mark.skipif(not os.path.isdir("/proc"), reason="reads /proc to see which processes live")
 def test_a_hanging_cell_is_killed_with_its_process_group(tmp_path, monkeypatch):
-    monkeypatch.setenv(runner.FAULT_ENV, "hang")
+    monkeypatch.setenv(runner.cell.FAULT_ENV, "hang")
     plan = runner.Plan.build(["torch"], ["eager"], ["latency", "throughput"], profile=SMOKE)
     t0 = time.perf_counter()
     res = runner.run(plan, tmp_path / "r.jsonl", progress=False, timeout_s=5)
@@ -473,7 +473,7 @@ def test_a_killed_run_resumes_without_duplicates_or_losses(tmp_path):
 def test_a_sigkilled_runner_leaves_no_cell_process_behind(tmp_path):
     """The cell notices its runner is gone and ends its whole process group (its own children
     included: here the test fault's sleeping grandchild)."""
-    env = {**os.environ, runner.FAULT_ENV: "hang"}
+    env = {**os.environ, runner.cell.FAULT_ENV: "hang"}
     cmd = [sys.executable, "-m", "labkit", "bench", "--profile", "smoke", "--frameworks"]
     cmd += ["torch", "--modes", "eager", "--tasks", "latency", "--out", str(tmp_path / "r.jsonl")]
     proc = subprocess.Popen(
@@ -548,19 +548,19 @@ def test_a_result_that_makes_no_valid_record_becomes_a_failed_one(tmp_path, monk
 
 
 def test_each_cell_gets_compile_caches_of_its_own(tmp_path, monkeypatch):
-    monkeypatch.setenv("TF_XLA_FLAGS", f"--tf_xla_auto_jit=2 {runner.XLA_CACHE_FLAG}=/old")
-    cold = runner.cache_env("cold", tmp_path)
+    monkeypatch.setenv("TF_XLA_FLAGS", f"--tf_xla_auto_jit=2 {runner.process.XLA_CACHE_FLAG}=/old")
+    cold = runner.process.cache_env("cold", tmp_path)
     for key in ("TMPDIR", "TORCHINDUCTOR_CACHE_DIR", "TRITON_CACHE_DIR", "CUDA_CACHE_PATH"):
         assert cold[key].startswith(str(tmp_path)), key
     assert (tmp_path / "cache" / "tmp").is_dir() and cold["MS_COMPILER_CACHE_ENABLE"] == "0"
     assert cold["TF_XLA_FLAGS"] == "--tf_xla_auto_jit=2"  # the user's cache folder is dropped
-    warm = runner.cache_env("warm", tmp_path)
-    shared = str(runner.shared_cache_dir())
+    warm = runner.process.cache_env("warm", tmp_path)
+    shared = str(runner.process.shared_cache_dir())
     assert warm["TORCHINDUCTOR_CACHE_DIR"].startswith(shared) and "TMPDIR" not in warm
-    assert warm["TF_XLA_FLAGS"].endswith(f"{runner.XLA_CACHE_FLAG}={shared}/xla")
+    assert warm["TF_XLA_FLAGS"].endswith(f"{runner.process.XLA_CACHE_FLAG}={shared}/xla")
     assert warm["MS_COMPILER_CACHE_ENABLE"] == "1"
     with pytest.raises(ValueError, match="cache must be 'cold' or 'warm'"):
-        runner.cache_env("tepid", tmp_path)
+        runner.process.cache_env("tepid", tmp_path)
     cell = runner.Plan.build(["torch"], ["eager"], ["latency"], profile=SMOKE).cells[0]
     env = runner.cell_env(cell, 3, tmp_path)
     assert env["OMP_NUM_THREADS"] == "3" and env["LABKIT_PROFILE"] == "smoke"

@@ -22,25 +22,11 @@ says what is expected. Malformed *exercises* (an author's mistake) raise ``Value
 
 from __future__ import annotations
 
-from .bank import ids, notebooks
-from .code import Check, Code
-from .core import Choice, Exercise, Feedback, Number, Text
-from .progress import Progress, progress
+from .code import Code
+from .core import Choice, Exercise, Number, Text
+from .progress import progress
 
-__all__ = [
-    "Check",
-    "Choice",
-    "Code",
-    "Exercise",
-    "Feedback",
-    "Number",
-    "Progress",
-    "Text",
-    "ids",
-    "load",
-    "notebooks",
-    "progress",
-]
+__all__ = ["Choice", "Code", "Exercise", "Number", "Text", "load", "progress"]
 
 
 def load(exercise_id: str, measured: float | None = None) -> Exercise:

@@ -33,17 +33,7 @@ from types import ModuleType
 
 from .. import _pins, hardware
 from ..util import jsonio, proc
-from .contract import (
-    Adapter,
-    Checks,
-    Explorer,
-    Exporter,
-    FrameworkSpec,
-    Launch,
-    ModelBencher,
-    PeakProbe,
-    Trainer,
-)
+from .contract import FrameworkSpec
 
 __all__ = [
     "ISA_ENV",
@@ -51,16 +41,7 @@ __all__ = [
     "NAMES",
     "PACKAGES",
     "REGISTRY",
-    "Adapter",
-    "Checks",
-    "Explorer",
-    "Exporter",
-    "FrameworkSpec",
     "FrameworkUnavailable",
-    "Launch",
-    "ModelBencher",
-    "PeakProbe",
-    "Trainer",
     "available",
     "check_import_order",
     "checks",

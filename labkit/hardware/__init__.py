@@ -14,78 +14,28 @@ for GPUs, and the measured peak comes from the frameworks' probes, started as pr
 ceiling is an estimate that flags a figure above it, never an error.
 """
 
-from .clock import APPLE_MAX_GHZ, MAX_GHZ_ENV, max_clock_ghz
-from .files import ROOT, cpuinfo, parse_cpu_list, sysctl
-from .machines import MACHINE_FIELDS, cpu_family, isa_tier, machine_of
-from .measured import (
-    CACHE_ENV,
-    FIXTURE_FILE,
-    KernelRate,
-    MeasuredPeak,
-    MeasuredPeaks,
-    Probe,
-    cache_dir,
-    cached,
-    measure,
-    recorded,
-    to_measure,
-)
-from .peak import (
-    APPLE_IMPLEMENTER,
-    ARM_PARTS,
-    CEILING_PRECISIONS,
-    VECTOR_FLAGS,
-    Ceiling,
-    PerCycle,
-    ceiling,
-    ceilings,
-    per_cycle,
-    vector_extensions,
-)
-from .summary import MachineReport, fingerprint, gpus, memory_gb, report
-from .topology import cores, cpu_quota, default_threads, physical_cores, usable_cpus
+from .files import ROOT
+from .machines import machine_of
+from .measured import FIXTURE_FILE, MeasuredPeaks, Probe, cache_dir, cached, measure, recorded
+from .peak import CEILING_PRECISIONS, ceiling, per_cycle, vector_extensions
+from .summary import fingerprint, report
+from .topology import default_threads
 
 __all__ = [
-    "APPLE_IMPLEMENTER",
-    "APPLE_MAX_GHZ",
-    "ARM_PARTS",
-    "CACHE_ENV",
     "CEILING_PRECISIONS",
     "FIXTURE_FILE",
-    "MACHINE_FIELDS",
-    "MAX_GHZ_ENV",
     "ROOT",
-    "VECTOR_FLAGS",
-    "Ceiling",
-    "KernelRate",
-    "MachineReport",
-    "MeasuredPeak",
     "MeasuredPeaks",
-    "PerCycle",
     "Probe",
     "cache_dir",
     "cached",
     "ceiling",
-    "ceilings",
-    "cores",
-    "cpu_family",
-    "cpu_quota",
-    "cpuinfo",
     "default_threads",
     "fingerprint",
-    "gpus",
-    "isa_tier",
     "machine_of",
-    "max_clock_ghz",
     "measure",
-    "memory_gb",
-    "parse_cpu_list",
     "per_cycle",
-    "physical_cores",
     "recorded",
     "report",
-    "sysctl",
-    "to_measure",
-    "usable_cpus",
     "vector_extensions",
 ]

@@ -13,14 +13,7 @@ from.
 """
 
 from . import cards
-from .compare import (
-    Estimate,
-    break_even,
-    break_even_rows,
-    one_off_s,
-    ratio,
-    speedups,
-)
+from .compare import Estimate, break_even, break_even_rows, ratio, speedups
 from .query import (
     best,
     context,
@@ -32,22 +25,17 @@ from .query import (
     valid,
 )
 from .schema import (
-    ADDED_IN_2,
     CACHE_STATES,
     CONTEXT,
     DEFAULT_MODEL,
-    DEFAULTS,
     FIELDS,
     KEY,
-    NEW_IN_2,
-    SCHEMA_VERSION,
     custom,
     judge,
     key,
     make,
     model_name,
     problems,
-    validate,
 )
 from .store import (
     BadLine,
@@ -56,18 +44,14 @@ from .store import (
     load,
     parse_lines,
 )
-from .summary import flags, summary_rows, table
+from .summary import flags, table
 
 __all__ = [
-    "ADDED_IN_2",
     "CACHE_STATES",
     "CONTEXT",
-    "DEFAULTS",
     "DEFAULT_MODEL",
     "FIELDS",
     "KEY",
-    "NEW_IN_2",
-    "SCHEMA_VERSION",
     "BadLine",
     "Estimate",
     "UnregisteredFramework",
@@ -88,14 +72,11 @@ __all__ = [
     "make",
     "model_name",
     "ok",
-    "one_off_s",
     "pair",
     "parse_lines",
     "problems",
     "ratio",
     "speedups",
-    "summary_rows",
     "table",
     "valid",
-    "validate",
 ]

@@ -21,34 +21,22 @@ capture (:mod:`labkit.explore`).
 """
 
 from . import inputs
-from .cell import FAULT_ENV, ceiling_fields
+from .cell import ceiling_fields
 from .loop import RunResult, check_out, run
 from .peaks import cached_peaks, measured_peaks
 from .plan import Cell, Plan
-from .process import (
-    XLA_CACHE_FLAG,
-    cache_env,
-    cell_env,
-    crash_reason,
-    run_cell,
-    shared_cache_dir,
-)
+from .process import cell_env, run_cell
 
 __all__ = [
-    "FAULT_ENV",
-    "XLA_CACHE_FLAG",
     "Cell",
     "Plan",
     "RunResult",
-    "cache_env",
     "cached_peaks",
     "ceiling_fields",
     "cell_env",
     "check_out",
-    "crash_reason",
     "inputs",
     "measured_peaks",
     "run",
     "run_cell",
-    "shared_cache_dir",
 ]

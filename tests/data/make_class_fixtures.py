@@ -232,7 +232,7 @@ def _records(name: str, profile: profiles.Profile, rng: random.Random, learner: 
                 wall_s=round(first + sum(times) + 5, 1),
             )
             if old:  # as schema 1 wrote it: no verdict (the collector judges it), threads a number
-                rec = {k: v for k, v in rec.items() if k not in results.NEW_IN_2}
+                rec = {k: v for k, v in rec.items() if k not in results.schema.NEW_IN_2}
                 rec.update(schema=1, threads=fp["cores"])
             else:  # the verdict is results.make's: today's rules, from the raw times
                 rec.update(above_ceiling=rec["ceiling_share"] > 1, cache="cold")

@@ -207,8 +207,6 @@ def test_source_conversion_makes_control_flow_operators_of_the_program(pd_adapte
     assert steps == [6, 1] and LOG == ["ran"]  # right answers; the Python ran once, converting
     ops = pg.program_ops(converted)
     assert ops.count("pd_op.if") == ops.count("pd_op.while") == 1
-    counts = pg.op_counts(converted)
-    assert counts["pd_op.if"] == 1 and 0 < counts.compute < counts.total
 
 
 @pytest.mark.costly  # cold caches (20 s); notebook 04b shows SOT's breaks under smoke

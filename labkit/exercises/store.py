@@ -21,7 +21,7 @@ from pathlib import Path
 
 from ..util import jsonio
 
-__all__ = ["DEFAULT", "ENV", "VERSION", "forget_warnings", "path", "read", "record", "reset"]
+__all__ = ["DEFAULT", "ENV", "VERSION", "forget_warnings", "path", "read", "record"]
 
 ENV = "LABKIT_PROGRESS"
 DEFAULT = Path("~/.graphlab/progress.json")
@@ -87,10 +87,3 @@ def record(exercise_id: str, right: bool) -> None:
             jsonio.write_atomic(file, text + "\n")
     except OSError as exc:
         _warn(f"cannot write {file} ({exc.strerror or exc})")
-
-
-def reset(file: Path | None = None) -> None:
-    """Forget all progress (deletes the file)."""
-    file = path() if file is None else file
-    if file is not None:
-        file.unlink(missing_ok=True)

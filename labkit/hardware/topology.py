@@ -19,7 +19,7 @@ import re
 
 from .files import ROOT, cpuinfo, parse_cpu_list, read, sysctl
 
-__all__ = ["cores", "cpu_quota", "default_threads", "physical_cores", "usable_cpus"]
+__all__ = ["cpu_quota", "default_threads", "physical_cores", "usable_cpus"]
 
 
 def usable_cpus(root: str | os.PathLike = ROOT) -> list[int]:
@@ -138,8 +138,3 @@ def default_threads(root: str | os.PathLike = ROOT) -> int:
     if quota is not None:
         cores = min(cores, math.floor(quota))
     return max(1, cores)
-
-
-def cores(root: str | os.PathLike = ROOT) -> int:
-    """The thread count labkit uses by default (the same as :func:`default_threads`)."""
-    return default_threads(root)

@@ -17,23 +17,14 @@ from __future__ import annotations
 
 import os
 import tomllib
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
 from ..util.numeric import max_rel_diff, top1_agreement
 
-__all__ = [
-    "FORMATS",
-    "Agreement",
-    "Format",
-    "agreement",
-    "format_keys",
-    "format_rows",
-    "record",
-    "size_bytes",
-]
+__all__ = ["FORMATS", "Agreement", "Format", "agreement", "record", "size_bytes"]
 
 
 @dataclass(frozen=True)
@@ -55,14 +46,6 @@ FORMATS: tuple[Format, ...] = tuple(
         (Path(__file__).resolve().parents[1] / "data" / "formats.toml").read_text(encoding="utf-8")
     )["format"]
 )
-
-
-def format_keys() -> tuple[str, ...]:
-    return tuple(f.key for f in FORMATS)
-
-
-def format_rows() -> list[dict[str, str]]:
-    return [asdict(f) for f in FORMATS]
 
 
 def size_bytes(path: str | os.PathLike) -> int:

@@ -29,21 +29,17 @@ from .summary import flags
 
 KIND = "labkit-result-card"
 FORMAT = 1
-#: the validity fields a record may carry (records written before they existed lack them)
-VALIDITY_FIELDS = ("valid", "invalid_reasons", "above_ceiling", "cache", "threads")
 
 __all__ = [
     "FORMAT",
     "KIND",
     "STRUCTURAL",
     "USER_VARIABLES",
-    "VALIDITY_FIELDS",
     "Scrubber",
     "build",
     "ratios",
     "save",
     "summary",
-    "write",
 ]
 
 
@@ -277,16 +273,6 @@ def build(
 def save(card: dict, out: str | os.PathLike) -> Path:
     """Write ``card`` to ``out`` (folders created, replaced in one step); returns the path."""
     return jsonio.write_atomic(out, json.dumps(card, indent=1, allow_nan=False) + "\n")
-
-
-def write(
-    records: Iterable[dict],
-    out: str | os.PathLike,
-    name: str | None = None,
-    source: str = "",
-) -> Path:
-    """Build the card of ``records`` and write it to ``out``; returns the path."""
-    return save(build(records, name=name, source=source), out)
 
 
 def summary(card: dict) -> str:

@@ -4,8 +4,8 @@
 (the lab's one agreement measure), :mod:`~labkit.util.jsonio` (strict JSON, locked appends,
 atomic writes), :mod:`~labkit.util.tables`, :mod:`~labkit.util.tempdirs` (private caches),
 :mod:`~labkit.util.proc` (child processes: environment, stopping, why they ended),
-:mod:`~labkit.util.lookup`, :mod:`~labkit.util.net` (ports, loopback) and
+:mod:`~labkit.util.net` (ports, loopback) and
 :mod:`~labkit.util.stdio` (what native code writes, captured).
 """
 
-__all__ = ["jsonio", "lookup", "net", "numeric", "proc", "stats", "stdio", "tables", "tempdirs"]
+__all__ = ["jsonio", "net", "numeric", "proc", "stats", "stdio", "tables", "tempdirs"]

@@ -1,9 +1,7 @@
 """The plain data a framework's graph becomes (``labkit/frameworks/<name>/graphs.py`` build it):
-node counts by kind (:class:`OpCounts`) and the nodes in execution order with the tensors each
-reads and writes (:class:`Step`).
+node counts by kind (:class:`OpCounts`).
 
-Not for: what is computed from them (:mod:`labkit.lessons.graphs`: stage tables, BatchNorm
-folding, memory plans).
+Not for: the tables a lesson shows of them (:mod:`labkit.lessons.graphs`).
 """
 
 from __future__ import annotations
@@ -12,7 +10,7 @@ import collections
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
-__all__ = ["OpCounts", "Step"]
+__all__ = ["OpCounts"]
 
 
 @dataclass(frozen=True)
@@ -45,12 +43,3 @@ class OpCounts:
 
     def top(self, n: int = 8) -> str:
         return ", ".join(f"{k} x{v}" for k, v in list(self.by_kind.items())[:n])
-
-
-@dataclass(frozen=True)
-class Step:
-    """One node in execution order: the intermediate tensors it reads and the ones it writes."""
-
-    name: str
-    reads: tuple[str, ...]
-    writes: tuple[str, ...]

@@ -28,9 +28,7 @@ from paddle.jit.sot.utils.envs import ENV_SOT_COLLECT_INFO
 from paddle.jit.sot.utils.info_collector import InfoCollector, InfoType
 from paddle.utils.environments import EnvironmentVariableGuard
 
-from .._kit.graphs import OpCounts
-
-__all__ = ["BOOKKEEPING", "SotCapture", "op_counts", "program_ops", "sot_capture"]
+__all__ = ["SotCapture", "program_ops", "sot_capture"]
 
 
 def program_ops(static_fn: Callable) -> list[str]:
@@ -46,15 +44,6 @@ def program_ops(static_fn: Callable) -> list[str]:
             "full_graph=True) and called once (it reads the program of that call)"
         )
     return [op.name() for op in program.main_program.global_block().ops]
-
-
-#: operators that hold inputs, constants and outputs rather than compute
-BOOKKEEPING = ("pd_op.data", "pd_op.full", "pd_op.full_int_array", "builtin.")
-
-
-def op_counts(static_fn: Callable) -> OpCounts:
-    """:func:`program_ops` counted by operator name (:data:`BOOKKEEPING` set apart)."""
-    return OpCounts.of(program_ops(static_fn), lambda k: k.startswith(BOOKKEEPING))
 
 
 @dataclass(frozen=True)

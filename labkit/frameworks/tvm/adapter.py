@@ -7,7 +7,7 @@ size). TVM imports it into its Relax IR (``tvm.relax.frontend.onnx.from_onnx``),
 ``tvm.compile`` for ``llvm`` with the host's processor (``mcpu``: what LLVM detects here,
 :func:`host_cpu`, which selects the instruction set) and runs it in Relax's virtual machine.
 
-How far the import gets as exported, and why (:func:`import_error`): TVM 0.27's converter of the
+How far the import gets as exported, and why: TVM 0.27's converter of the
 ONNX ``Constant`` operator reads only a tensor ``value``, and the export writes the two
 constants of its final flatten (``torch.flatten`` on a dynamic batch becomes ``Shape``,
 ``Squeeze``, ``Reshape``, ``Concat``) as ``value_ints``: ``ValueError: no value in Constant``.
@@ -58,7 +58,6 @@ __all__ = [
     "build_resnet50",
     "compile_graph",
     "host_cpu",
-    "import_error",
     "predict",
     "prepare",
     "set_threads",
@@ -108,15 +107,6 @@ def target() -> tvm.target.Target:
 
 # --------------------------------------------------------------------------------------------
 # The exported graph, as TVM can import it
-
-
-def import_error(path: str | Path) -> str | None:
-    """Why importing the ONNX file as exported fails (``"ValueError: ..."``), None if it works."""
-    try:
-        from_onnx(onnx.load(str(path)), keep_params_in_input=False)
-    except Exception as exc:  # noqa: BLE001 - the frontend's error is the answer
-        return f"{type(exc).__name__}: {' '.join(str(exc).split())}"
-    return None
 
 
 def static_graph(path: str | Path, shape: tuple[int, ...]) -> onnx.ModelProto:

@@ -21,18 +21,14 @@ from dataclasses import dataclass
 from .util import stats
 
 __all__ = [
-    "MAX_NUMBER_PER_RUN",
     "MAX_REL_IQR",
     "MAX_STOLEN",
     "Measurement",
     "busy_elsewhere",
-    "busy_machine",
-    "calls_per_sample",
     "cpu_sample",
     "load_1min",
     "measure",
     "peak_rss_mb",
-    "sample_target_s",
     "verdict",
 ]
 

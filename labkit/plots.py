@@ -28,8 +28,6 @@ from .util import stats
 __all__ = [
     "COLORS",
     "FIGURES",
-    "LOG_SPAN",
-    "TASK_TITLES",
     "Figure",
     "Nothing",
     "break_even",

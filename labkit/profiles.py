@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 from dataclasses import asdict, dataclass
 
-__all__ = ["DEFAULT", "ENV_VAR", "PROFILES", "Profile", "current", "get", "names"]
+__all__ = ["PROFILES", "Profile", "current", "get", "names"]
 
 ENV_VAR = "LABKIT_PROFILE"
 DEFAULT = "standard"

@@ -14,22 +14,16 @@ from dataclasses import dataclass
 import numpy as np
 
 __all__ = [
-    "BN_BUFFERS",
     "BN_EPS",
-    "BN_PARAMS",
-    "EXPANSION",
     "MIN_IMAGE_SIZE",
     "STAGES",
-    "STRIDE",
     "TRAINABLE_PARAMETERS",
     "WIDTH",
     "Block",
     "Conv",
     "all_convs",
     "blocks",
-    "check_image_size",
     "check_images",
-    "check_width",
     "count_trainable",
     "features",
     "flops",

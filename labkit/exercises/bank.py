@@ -19,7 +19,7 @@ from typing import Any
 from .code import Check, Code
 from .core import Choice, Exercise, Number, Text
 
-__all__ = ["FOLDER", "build", "entry", "ids", "notebook_entries", "notebooks", "title"]
+__all__ = ["build", "entry", "ids", "notebook_entries", "notebooks", "title"]
 
 FOLDER = Path(__file__).resolve().parent / "bank"
 _ID = re.compile(r"^(\d\d[a-z]?)\.([a-z][a-z0-9_]*)$")  # "04b.name": a notebook 04b

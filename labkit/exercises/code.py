@@ -28,7 +28,7 @@ from ..frameworks._kit.checks import unwrap, what_broke
 from ..util.stdio import native_output
 from .core import EMPTY, RIGHT, Exercise, Feedback
 
-__all__ = ["Check", "Code", "function_from_source", "function_name"]
+__all__ = ["Check", "Code", "function_from_source"]
 
 _REFERENCES = ("starter", "solution", "self")
 _counter = itertools.count()

@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 
 from .store import record
 
-__all__ = ["EMPTY", "RIGHT", "WRONG", "Choice", "Exercise", "Feedback", "Number", "Text"]
+__all__ = ["EMPTY", "RIGHT", "Choice", "Exercise", "Feedback", "Number", "Text"]
 
 
 @dataclass(frozen=True)

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from .bank import notebook_entries, notebooks, title
 from .store import ENV, path, read
 
-__all__ = ["MARKS", "Progress", "Row", "progress"]
+__all__ = ["Progress", "Row", "progress"]
 
 MARKS = {"right": "✓", "tried": "✗", "open": "·"}
 

@@ -21,7 +21,7 @@ from pathlib import Path
 
 from ..util import jsonio
 
-__all__ = ["DEFAULT", "ENV", "VERSION", "forget_warnings", "path", "read", "record"]
+__all__ = ["ENV", "forget_warnings", "path", "read", "record"]
 
 ENV = "LABKIT_PROGRESS"
 DEFAULT = Path("~/.graphlab/progress.json")

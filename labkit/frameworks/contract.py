@@ -34,7 +34,6 @@ __all__ = [
     "TASKS",
     "Adapter",
     "Checks",
-    "Command",
     "Explorer",
     "Exporter",
     "FrameworkSpec",

@@ -14,7 +14,7 @@ import re
 from .files import ROOT, cpuinfo, first, read, sysctl
 from .topology import usable_cpus
 
-__all__ = ["APPLE_MAX_GHZ", "MAX_GHZ_ENV", "max_clock_ghz"]
+__all__ = ["MAX_GHZ_ENV", "max_clock_ghz"]
 
 #: environment variable: the CPU's maximum clock in GHz, for machines that do not report it
 MAX_GHZ_ENV = "LABKIT_CPU_MAX_GHZ"

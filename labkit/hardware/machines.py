@@ -13,7 +13,7 @@ import json
 import re
 from collections.abc import Iterable
 
-__all__ = ["MACHINE_FIELDS", "cpu_family", "isa_tier", "machine_of"]
+__all__ = ["cpu_family", "isa_tier", "machine_of"]
 
 #: fingerprint fields that make a machine type
 MACHINE_FIELDS = ("cpu", "cores", "arch", "vector_extensions", "gpus", "memory_gb")

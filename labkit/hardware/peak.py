@@ -22,10 +22,8 @@ from .files import ROOT, cpuinfo, first, isa_flags, sysctl
 from .topology import cpu_quota, physical_cores
 
 __all__ = [
-    "APPLE_IMPLEMENTER",
     "ARM_PARTS",
     "CEILING_PRECISIONS",
-    "VECTOR_FLAGS",
     "Ceiling",
     "PerCycle",
     "ceiling",

@@ -19,7 +19,7 @@ from .files import ROOT, cpuinfo, first, read, sysctl
 from .peak import ARM_PARTS, Ceiling, ceilings, vector_extensions
 from .topology import cpu_quota, default_threads, physical_cores, usable_cpus
 
-__all__ = ["MachineReport", "fingerprint", "gpus", "memory_gb", "report"]
+__all__ = ["MachineReport", "fingerprint", "gpus", "report"]
 
 
 def gpus() -> list[str]:

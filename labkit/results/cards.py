@@ -33,8 +33,6 @@ FORMAT = 1
 __all__ = [
     "FORMAT",
     "KIND",
-    "STRUCTURAL",
-    "USER_VARIABLES",
     "Scrubber",
     "build",
     "ratios",

@@ -17,8 +17,6 @@ from .query import baseline_pairs, is_valid
 from .schema import KEY, key
 
 __all__ = [
-    "CONFIDENCE",
-    "RESAMPLES",
     "BreakEven",
     "Estimate",
     "break_even",

@@ -14,7 +14,6 @@ from .schema import CONTEXT, DEFAULTS, key
 
 __all__ = [
     "BASELINE",
-    "EAGER_MODES",
     "baseline_pairs",
     "best",
     "context",

@@ -24,8 +24,6 @@ __all__ = [
     "append",
     "load",
     "parse_lines",
-    "repair_tail",
-    "truncated_tail",
 ]
 
 _BENCH_FIX = "python -m labkit bench --resume --out {path}"

@@ -14,7 +14,7 @@ from ..frameworks.contract import TASKS
 from .query import is_valid, latest
 from .schema import DEFAULT_MODEL, model_name
 
-__all__ = ["accuracy_text", "flags", "summary_rows", "table"]
+__all__ = ["flags", "summary_rows", "table"]
 
 #: the columns of :func:`table` after the cell's own (framework, mode, ...)
 _FIGURE_COLUMNS = (

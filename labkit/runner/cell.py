@@ -28,7 +28,7 @@ from ..util import jsonio, proc
 from .peaks import cached_peaks
 from .plan import Cell
 
-__all__ = ["FAULTS", "FAULT_ENV", "LOG_TAIL_CHARS", "ceiling_fields", "main", "measure_cell"]
+__all__ = ["FAULT_ENV", "LOG_TAIL_CHARS", "ceiling_fields", "main"]
 
 FAULT_ENV = "LABKIT_TEST_FAULT"
 FAULTS = ("fail", "hang", "oom")

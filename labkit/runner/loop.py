@@ -25,7 +25,7 @@ from .peaks import cached_peaks, measured_peaks
 from .plan import Cell, Plan
 from .process import check_cache, run_cell, signals_held, sigterm_as_interrupt
 
-__all__ = ["RunResult", "check_out", "done_keys", "run"]
+__all__ = ["RunResult", "check_out", "run"]
 
 
 @dataclass

@@ -26,14 +26,10 @@ from ..frameworks.contract import DEVICES, PRECISIONS, TASKS, Prepared, Unsuppor
 from . import inputs
 
 __all__ = [
-    "LEARNER_MODEL",
-    "RESNET50",
     "Cell",
     "LearnerModel",
     "Plan",
     "ResNet50",
-    "mode_names",
-    "resolve_modes",
 ]
 
 

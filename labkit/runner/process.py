@@ -27,7 +27,6 @@ from .cell import LOG_TAIL_CHARS
 from .plan import Cell
 
 __all__ = [
-    "RECORDED_ENV",
     "XLA_CACHE_FLAG",
     "cache_env",
     "cell_command",

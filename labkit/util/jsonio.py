@@ -21,10 +21,7 @@ from pathlib import Path
 from typing import BinaryIO
 
 __all__ = [
-    "MAX_DEPTH",
-    "MIN_FREE_BYTES",
     "JSONError",
-    "depth",
     "loads",
     "locked",
     "unwritable",

@@ -22,7 +22,6 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 
 __all__ = [
-    "PARENT_GONE",
     "PAST_DEADLINE",
     "ROOT",
     "THREAD_ENV",
@@ -35,7 +34,6 @@ __all__ = [
     "signal_name",
     "stop_processes",
     "tail",
-    "thread_env",
 ]
 
 #: the folder that holds the ``labkit`` package: first on every child's ``PYTHONPATH``, so that

@@ -12,7 +12,7 @@ import sys
 import tempfile
 from collections.abc import Callable
 
-__all__ = ["flush_c_stdio", "native_output"]
+__all__ = ["native_output"]
 
 
 def flush_c_stdio() -> None:

@@ -20,7 +20,7 @@ import stat
 import tempfile
 from pathlib import Path
 
-__all__ = ["UnsafeFolder", "bound", "check_private", "owner_name", "private_dir", "scratch"]
+__all__ = ["UnsafeFolder", "bound", "private_dir", "scratch"]
 
 
 class UnsafeFolder(ValueError):

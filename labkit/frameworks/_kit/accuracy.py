@@ -24,7 +24,7 @@ import numpy as np
 from ... import resnet
 from ...util.numeric import difference, top1_agreement
 
-__all__ = ["IMAGES", "SEED", "cost", "images"]
+__all__ = ["cost"]
 
 #: synthetic images an accuracy cost is measured on (rounded up to a whole number of batches)
 IMAGES = 256

@@ -22,7 +22,7 @@ from collections.abc import Callable, Sequence
 
 from ..contract import PRECISIONS
 
-__all__ = ["CALL_S", "LARGEST", "MAX_CALLS", "MIN_CALLS", "SMALLEST", "main", "measure", "size"]
+__all__ = ["main", "measure"]
 
 #: the smallest GEMM side tried, and the largest (fp32 at 8192: 768 MiB of operands)
 SMALLEST = 1024

@@ -96,10 +96,7 @@ def record(
     image_size: int,
     precision: str = "fp32",
     notes: str = "",
-    prepare_s: float | None = None,
     export_s: float | None = None,
-    threads: dict | None = None,
-    cache: str = "warm",
     model: str = "resnet50",
     where: str = "the notebook's process",
 ) -> dict:
@@ -107,10 +104,9 @@ def record(
 
     Judged like a runner record (its validity verdict from the measurement) and compared with
     the ceiling of its precision (int8 for ``int8-...``): the estimate, and the measured peak
-    at the framework's intra-op threads where one is cached (:func:`labkit.runner.measured_peaks`
-    measures it). ``threads`` is what the framework
-    reports (an adapter's ``threads()``), unknown when not given; ``cache`` is ``"warm"`` by
-    default, since a notebook's process keeps whatever it compiled or exported before.
+    at the lab's thread count where one is cached (:func:`labkit.runner.measured_peaks`
+    measures it); the framework's own threads are recorded as unknown. ``cache`` is ``"warm"``:
+    a notebook's process keeps whatever it compiled or exported before.
     ``model`` names the network (:func:`labkit.resnet.model_id`: a narrower ResNet-50 is another
     model, with no ResNet-50 ceiling, and no evidence about ResNet-50's claims).
     """
@@ -131,14 +127,13 @@ def record(
         image_size=image_size,
         device="cpu",
         status="ok",
-        prepare_s=prepare_s,
         export_s=export_s,
-        cache=cache,
+        cache="warm",
         **m.as_dict(),
         peak_rss_mb=bench.peak_rss_mb(),
-        **ceiling_fields(m.images_per_s, cell, (threads or {}).get("intra")),
+        **ceiling_fields(m.images_per_s, cell, None),
         notes=(notes + "; " if notes else "") + f"timed in {where}",
-        threads=threads or {"intra": None, "inter": None},
+        threads={"intra": None, "inter": None},
         profile=prof.name,
         machine=hardware.fingerprint(),
     )

@@ -69,23 +69,9 @@ def latest(records: Iterable[dict]) -> list[dict]:
     return list(by_key.values())
 
 
-def _match(r: dict, **where) -> bool:
-    return all(v is None or r.get(k) == v for k, v in where.items())
-
-
-def best(
-    records: Iterable[dict],
-    framework: str,
-    task: str,
-    precision: str | None = None,
-    device: str | None = None,
-) -> dict | None:
+def best(records: Iterable[dict], framework: str, task: str) -> dict | None:
     """The fastest measured record (highest images/s) of ``framework`` on ``task``, or None."""
-    found = [
-        r
-        for r in ok(records)
-        if _match(r, framework=framework, task=task, precision=precision, device=device)
-    ]
+    found = [r for r in ok(records) if r.get("framework") == framework and r.get("task") == task]
     return max(found, key=lambda r: r["images_per_s"], default=None)
 
 

@@ -29,13 +29,11 @@ def free_port(host: str = LOOPBACK) -> int:
         return s.getsockname()[1]
 
 
-def check_port(port: int, host: str = LOOPBACK, reuse: bool = False) -> int:
+def check_port(port: int, host: str = LOOPBACK) -> int:
     """``port`` if it can be bound on ``host`` and on the wildcards (:data:`WILDCARDS`), else
     :class:`PortInUse` ("port N on HOST is already in use by another program (...)" or "... on
     another address of this machine ..."): a port that another program holds on any address of
-    this machine is refused. ``reuse`` binds as a server does (``SO_REUSEADDR``): connections
-    of a server that just stopped, still closing (``TIME_WAIT``), do not hold the port then.
-    ``ValueError`` for a number that is not a port."""
+    this machine is refused. ``ValueError`` for a number that is not a port."""
     if isinstance(port, bool) or not isinstance(port, int) or not 1 <= port <= 65535:
         raise ValueError(f"port must be an integer in 1..65535, got {port!r}")
     for address in dict.fromkeys((host, *WILDCARDS)):
@@ -45,8 +43,6 @@ def check_port(port: int, host: str = LOOPBACK, reuse: bool = False) -> int:
         except OSError:  # no IPv6 here: nothing can listen there either
             continue
         with s:
-            if reuse:
-                s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
             try:
                 s.bind((address, port))
             except OSError as exc:

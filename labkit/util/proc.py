@@ -15,14 +15,12 @@ import os
 import shutil
 import signal
 import subprocess
-import sys
 import threading
 import time
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 
 __all__ = [
-    "PAST_DEADLINE",
     "ROOT",
     "THREAD_ENV",
     "child_env",
@@ -46,9 +44,8 @@ THREAD_ENV = (
     "OPENBLAS_NUM_THREADS",
     "TF_NUM_INTRAOP_THREADS",
 )
-#: exit statuses of a process that :func:`exit_with_parent` ended
+#: the exit status of a process that :func:`exit_with_parent` ended
 PARENT_GONE = 3
-PAST_DEADLINE = 4
 
 
 # ---------------------------------------------------------------------------------------------
@@ -132,29 +129,18 @@ def exit_with_parent(
     parent: int,
     *,
     remove: str | os.PathLike | None = None,
-    deadline_s: float | None = None,
     poll_s: float = 0.5,
-    label: str = "watchdog",
 ) -> threading.Thread:
-    """End this process when ``parent`` stops being its parent (it died, even by SIGKILL), or
-    when ``deadline_s`` seconds have passed; a daemon thread watches.
+    """End this process when ``parent`` stops being its parent (it died, even by SIGKILL); a
+    daemon thread watches.
 
     When the parent is gone: ``remove`` (a folder the dead parent can no longer delete) goes,
     the process group this process leads (if it leads one) is killed, so that what it started
-    goes too, and the process exits with :data:`PARENT_GONE`. At the deadline it says so on
-    standard error (``label: deadline of ... passed``) and exits with :data:`PAST_DEADLINE`.
+    goes too, and the process exits with :data:`PARENT_GONE`.
     """
-    until = None if deadline_s is None else time.monotonic() + deadline_s
 
     def watch() -> None:
         while os.getppid() == parent:
-            if until is not None and time.monotonic() > until:
-                print(
-                    f"{label}: deadline of {deadline_s:.0f} s passed, exiting",
-                    file=sys.stderr,
-                    flush=True,
-                )
-                os._exit(PAST_DEADLINE)
             time.sleep(poll_s)
         if remove is not None:
             shutil.rmtree(remove, ignore_errors=True)

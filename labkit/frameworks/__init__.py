@@ -33,7 +33,7 @@ from types import ModuleType
 
 from .. import _pins, hardware
 from ..util import jsonio, proc
-from .contract import FrameworkSpec
+from .contract import FrameworkSpec, ModelBencher
 
 __all__ = [
     "ISA_ENV",
@@ -42,6 +42,7 @@ __all__ = [
     "PACKAGES",
     "REGISTRY",
     "FrameworkUnavailable",
+    "ModelBencher",
     "available",
     "check_import_order",
     "checks",

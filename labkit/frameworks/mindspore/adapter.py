@@ -31,11 +31,7 @@ from ..contract import DEVICES, Prepared, Unsupported
 from . import SPEC
 
 __all__ = [
-    "BN_NAMES",
-    "DEBRIS_ENV",
-    "INT8_WHY",
     "MODES",
-    "NAME",
     "SPEC",
     "Bottleneck",
     "ResNet50",
@@ -43,12 +39,8 @@ __all__ = [
     "build_resnet50",
     "export",
     "load_exported",
-    "max_pool",
-    "native_name",
     "predict",
     "prepare",
-    "redirect_debris",
-    "scratch_folder",
     "set_threads",
     "threads",
     "to_canonical",

@@ -54,14 +54,11 @@ from ..contract import DEVICES, Prepared, Unsupported
 from . import SPEC, graphs
 
 __all__ = [
-    "CALIBRATION",
     "MODES",
-    "NAME",
     "SPEC",
     "ResNetSession",
     "build_resnet50",
     "feed",
-    "int8_file",
     "model_file",
     "predict",
     "prepare",
@@ -71,7 +68,6 @@ __all__ = [
     "threads",
     "to_canonical",
     "version",
-    "weights_digest",
 ]
 
 NAME = SPEC.name

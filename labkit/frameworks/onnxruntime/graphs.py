@@ -31,7 +31,6 @@ import onnxruntime as ort
 from .._kit.graphs import OpCounts
 
 __all__ = [
-    "BOOKKEEPING",
     "LEVELS",
     "counts",
     "load",

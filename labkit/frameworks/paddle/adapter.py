@@ -59,21 +59,13 @@ from ..contract import DEVICES, Prepared, Unsupported
 from . import SPEC
 
 __all__ = [
-    "BN_NAMES",
-    "INT8_WHY",
-    "LOSS",
     "MODES",
-    "MODE_NOTES",
-    "NAME",
-    "PREFIX",
-    "THREAD_FLAGS",
     "Bottleneck",
     "ResNet50",
     "applied_recipe",
     "build_resnet50",
     "export",
     "load_exported",
-    "native_name",
     "predict",
     "prepare",
     "set_threads",

@@ -32,9 +32,7 @@ from . import SPEC, modes
 from .modes import quiet_torchscript
 
 __all__ = [
-    "LOSS",
     "MODES",
-    "NAME",
     "SPEC",
     "Bottleneck",
     "FunctionModule",
@@ -44,8 +42,6 @@ __all__ = [
     "build_resnet50",
     "export",
     "export_model",
-    "leaves",
-    "load_canonical",
     "load_exported",
     "predict",
     "predict_float64",

@@ -33,10 +33,8 @@ from .._kit import accuracy as acc
 from ..contract import Unsupported
 
 __all__ = [
-    "INT8_WHY",
     "accuracy",
     "autocast",
-    "compile_model",
     "frozen",
     "inference_net",
     "quiet_torchscript",

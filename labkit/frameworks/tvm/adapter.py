@@ -52,16 +52,11 @@ from . import SPEC
 
 __all__ = [
     "MODES",
-    "NAME",
-    "SOURCE",
     "Compiled",
     "build_resnet50",
-    "compile_graph",
-    "host_cpu",
     "predict",
     "prepare",
     "set_threads",
-    "static_graph",
     "target",
     "threads",
     "to_canonical",

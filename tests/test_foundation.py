@@ -39,8 +39,8 @@ def test_import_labkit_is_fast_and_imports_no_framework():
 
 
 def test_onnxruntime_after_import_labkit_leaves_nothing_in_the_temp_folder(tmp_path):
-    """ONNX Runtime 1.32's telemetry writes ``$TMPDIR/.ses`` (not at every run: its writer is a
-    background thread); ``import labkit``, which a learner's notebook does first, turns it off
+    """ONNX Runtime 1.32's telemetry writes ``$TMPDIR/.ses`` (not on every run, so its absence
+    alone proves nothing); ``import labkit``, which a learner's notebook does first, turns it off
     unless the learner set ``ORT_DISABLE_TELEMETRY`` themselves."""
     pytest.importorskip("onnxruntime")
     code = (

@@ -142,7 +142,7 @@ def _names(item) -> set[str]:
 
 
 def _code_exercises(framework: str) -> set[str]:
-    """The ids of the code exercises whose checks run ``framework`` ("04b.no_list_index")."""
+    """The ids of the code exercises whose checks run ``framework`` ("04.no_list_index")."""
     from labkit.exercises import bank
 
     return {

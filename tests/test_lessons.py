@@ -209,7 +209,7 @@ LESSON_NOTEBOOKS = [
     "01_eager_execution",
     "02_tensorflow_graphs",
     "03_pytorch_graphs",
-    "04_mindspore_graph_mode",
+    "04_mindspore_and_paddle",
 ]
 
 

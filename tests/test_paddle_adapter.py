@@ -174,7 +174,7 @@ def test_importing_paddle_leaves_the_thread_variables_as_they_were(given):
     assert out.stdout.strip().splitlines()[-1] == str(given)
 
 
-# ---- what to_static makes of Python (labkit.frameworks.paddle.graphs, notebook 04b) ---------
+# ---- what to_static makes of Python (labkit.frameworks.paddle.graphs, notebook 04) ----------
 
 
 LOG: list = []  # what double_until appends to: a global, as a notebook cell's would be
@@ -209,7 +209,7 @@ def test_source_conversion_makes_control_flow_operators_of_the_program(pd_adapte
     assert ops.count("pd_op.if") == ops.count("pd_op.while") == 1
 
 
-@pytest.mark.costly  # cold caches (20 s); notebook 04b shows SOT's breaks under smoke
+@pytest.mark.costly  # cold caches (20 s); notebook 04 shows SOT's breaks under smoke
 def test_bytecode_capture_reports_its_graph_breaks_from_a_cold_cache_every_time(pd_adapter):
     from labkit.frameworks.paddle import graphs as pg
 

@@ -156,9 +156,7 @@ def test_the_side_by_side_reference_is_a_page_the_notebooks_link_to(site):
     for nb in NOTEBOOKS:
         if "](side_by_side.md)" in nb.read_text(encoding="utf-8"):
             assert "side_by_side.html" in _refs(_page(site, nb)).links, nb.name
-    assert {"02_tensorflow_graphs.html", "04_mindspore_and_paddle.html"} <= set(
-        _refs(page).links
-    )
+    assert {"02_tensorflow_graphs.html", "04_mindspore_and_paddle.html"} <= set(_refs(page).links)
 
 
 def test_every_link_inside_the_site_reaches_a_file_and_its_anchor(site):

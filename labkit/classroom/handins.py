@@ -1,14 +1,8 @@
-"""Hand-ins are untrusted input: found, read within limits, parsed, and judged again.
-
-Under a folder: ``.json`` (cards) and ``.jsonl`` (results files), any case, and ``.zip``; hidden
-files left out; other archives, ``card.json.txt`` and symbolic links skipped with the fix (a file
-named on the command line is read whatever its name). Files and members of at most
-:data:`MAX_BYTES`; JSON at most :data:`MAX_DEPTH` deep, finite 64-bit numbers; UTF-8 (a BOM
-dropped) or UTF-16 with its BOM. Zips are read in memory: no absolute or ``..`` names, at most
-:data:`ZIP_MAX_MEMBERS` members and :data:`ZIP_MAX_TOTAL` bytes, on the declared sizes and again
-while reading (a zip bomb), no archive in an archive. :func:`rejudge` believes nothing a record
-says about itself.
-"""
+"""Hand-ins are untrusted: found (``.json``, ``.jsonl``, ``.zip``, any case; hidden files, links,
+other archives and ``card.json.txt`` skipped with the fix), read within limits (:data:`MAX_BYTES`,
+:data:`MAX_DEPTH`, finite numbers, UTF-8 or UTF-16 with its BOM; zips in memory, no unsafe names,
+sizes checked as declared and while read, no archive in an archive), parsed, and judged again
+(:func:`rejudge` believes nothing a record says about itself)."""
 
 from __future__ import annotations
 
@@ -149,10 +143,9 @@ def _member(archive, path: Path, info: zipfile.ZipInfo, budget: int, ignored: li
         return HandIn(name, skip="an unsafe name in the archive (absolute, or with '..'): not read")
     if not parts or any(p.startswith(".") or p == "__MACOSX" for p in parts):
         return None
-    what, skip = kind(parts[-1]), ""
-    if not what:
-        ignored.append(name)
-        return None
+    if not (what := kind(parts[-1])):
+        return ignored.append(name)
+    skip = ""
     if info.flag_bits & 0x1:
         skip = "encrypted: not read; fix: hand in the card without a password"
     elif info.file_size > MAX_BYTES:
@@ -161,10 +154,9 @@ def _member(archive, path: Path, info: zipfile.ZipInfo, budget: int, ignored: li
         skip = MISNAMED.format(PurePosixPath(raw).suffix) if what == "misnamed" else NESTED
     if skip:
         return HandIn(name, skip=skip)
-    limit = min(MAX_BYTES, budget)
     try:
         with archive.open(info) as f:
-            data = f.read(limit + 1)
+            data = f.read((limit := min(MAX_BYTES, budget)) + 1)
     except (zipfile.BadZipFile, NotImplementedError, OSError, EOFError, zlib.error) as exc:
         return HandIn(name, skip=f"cannot be unpacked ({exc}); fix: ask for the archive again")
     if len(data) > limit:
@@ -175,13 +167,12 @@ def _member(archive, path: Path, info: zipfile.ZipInfo, budget: int, ignored: li
 def _check_records(records: list, where: str) -> None:
     for i, r in enumerate(records, start=1):
         if found := results.problems(r):  # the schema of the record's own version
-            why = f"{where} {i} is not a labkit benchmark record ({'; '.join(found[:3])})"
-            raise Skip(f"wrong schema: {why}")
+            why = f"not a labkit benchmark record ({'; '.join(found[:3])})"
+            raise Skip(f"wrong schema: {where} {i} is {why}")
 
 
 def _check_card(card: dict) -> dict:
-    fmt = card.get("format")
-    if not isinstance(fmt, int) or isinstance(fmt, bool):
+    if not isinstance(fmt := card.get("format"), int) or isinstance(fmt, bool):
         raise Skip("wrong schema: a card without a format number")
     if fmt > cards.FORMAT:
         fix = "update labkit (pip install -U labkit, or git pull) and collect again"
@@ -191,8 +182,7 @@ def _check_card(card: dict) -> dict:
             raise Skip(f"wrong schema: a card without a valid {f!r}")
     if not card["records"]:
         raise Skip("the card holds no records")
-    _check_records(card["records"], "record")
-    return card
+    return _check_records(card["records"], "record") or card
 
 
 def _results_lines(text: str, error: jsonio.JSONError, name: str) -> tuple[str, dict, str]:
@@ -209,8 +199,7 @@ def _results_lines(text: str, error: jsonio.JSONError, name: str) -> tuple[str, 
             where = f"{error.msg} at line {error.lineno} column {error.colno}"
             raise Skip(f"truncated or damaged JSON ({where}): ask for the file again")
         raise Skip("not JSON: not a labkit result card or results file")
-    records = [r for _, r in parsed]
-    _check_records(records, "line")
+    _check_records(records := [r for _, r in parsed], "line")
     note = f"line {truncated} is truncated (an interrupted write) and was left out"
     return "results", cards.build(records, source=name, local=False), note if truncated else ""
 
@@ -291,8 +280,7 @@ def rejudge(record: dict) -> dict:
     the verdict :func:`labkit.results.judge`'s, the ceiling share recomputed. A new dict."""
     r, threads = dict(record), record.get("threads")
     if not isinstance(threads, dict):  # schema 1: the number of intra-op threads
-        intra = threads if isinstance(threads, int) and not isinstance(threads, bool) else None
-        r["threads"] = {"intra": intra, "inter": None}
+        r["threads"] = {"intra": threads if type(threads) is int else None, "inter": None}
     r["machine"] = r["machine"] if isinstance(r.get("machine"), dict) else {}
     reasons = _recheck(r) if r.get("status") == "ok" else []
     if not (reasons and reasons[0].startswith("cannot judge")):
@@ -301,11 +289,8 @@ def rejudge(record: dict) -> dict:
         except (TypeError, ValueError, AttributeError) as exc:
             reasons.append(f"cannot judge: a field the verdict reads is malformed ({exc})")
     r.update(valid=not reasons, invalid_reasons=list(dict.fromkeys(reasons)))
-    top, note = r.get("ceiling_images_per_s"), r.get("ceiling_note")
-    if r.get("status") != "ok" or not _number(top) or top <= 0:
+    if r.get("status") != "ok" or not _number(top := r.get("ceiling_images_per_s")) or top <= 0:
         return r | {"ceiling_share": None, "above_ceiling": False, "ceiling_note": ""}
-    if not (r.get("above_ceiling") and isinstance(note, str) and note):  # keep its own words
-        note = "above the estimated ceiling of its machine (judged again when collected)"
-    share = r["images_per_s"] / top
+    share, note = r["images_per_s"] / top, "above the estimated ceiling (judged when collected)"
     r.update(ceiling_share=share, above_ceiling=share > 1, ceiling_note=note if share > 1 else "")
     return r

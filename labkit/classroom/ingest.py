@@ -1,10 +1,7 @@
-"""The class database (DuckDB): hand-ins collected, each file once and in a transaction, and read.
-
-Tables: ``files`` (by content hash: a file collected before adds nothing), ``machines`` (machine
-types; ``fixture`` marks the synthetic ones), ``records`` (each measurement once, judged again,
-whole as JSON), ``ratios`` (each machine type's graph-vs-eager ratios, over all its records) and
-``skipped`` (files not collected, and why). DuckDB is imported only when a database is opened.
-"""
+"""The class database (DuckDB, imported only when one is opened): ``files`` (by content hash,
+each collected once, in a transaction), ``machines`` (types; ``fixture`` marks synthetic ones),
+``records`` (each measurement once, judged again), ``ratios`` (each machine type's
+graph-vs-eager ratios over all its records) and ``skipped`` (files not collected, and why)."""
 
 from __future__ import annotations
 
@@ -134,16 +131,15 @@ class Collected:
     def text(self) -> str:
         again = [(p, "collected before (same content), nothing added") for p in self.already]
         tags = {"added": self.added, "partly": self.partial, "already": again}
-        tags["SKIPPED"] = self.skipped
-        lines = [f"{tag:<8} {p}: {what}" for tag, pairs in tags.items() for p, what in pairs]
+        lines = [f"{t:<8} {p}: {what}" for t, ps in tags.items() for p, what in ps]
+        lines += [f"SKIPPED  {p}: {why}" for p, why in self.skipped]
         if not (self.added or self.already or self.skipped):
             lines.append("no card or results files (.json, .jsonl, .zip) found")
-        ignored = f", {len(self.ignored)} other files ignored" if self.ignored else ""
-        lines.append(
-            f"{len(self.added)} added, {len(self.already)} already collected, "
-            f"{len(self.skipped)} skipped{ignored} -> {self.db}"
+        n, ignored = len(self.ignored), f", {len(self.ignored)} other files ignored"
+        done = f"{len(self.added)} added, {len(self.already)} already collected"
+        return "\n".join(
+            [*lines, f"{done}, {len(self.skipped)} skipped{ignored * bool(n)} -> {self.db}"]
         )
-        return "\n".join(lines)
 
 
 def collect(paths: Sequence[str | os.PathLike], db: str | os.PathLike = "class.duckdb"):
@@ -167,28 +163,24 @@ def collect(paths: Sequence[str | os.PathLike], db: str | os.PathLike = "class.d
 
 def _collect_one(con, item: handins.HandIn, done: Collected) -> None:
     """One hand-in into the database in its own transaction, or into ``skipped`` with why."""
-    name, why, sha = str(item.name), item.skip, hashlib.sha256(item.data or b"").hexdigest()
-    if not why and con.execute("SELECT 1 FROM files WHERE sha256 = ?", [sha]).fetchone():
+    name, sha, began = str(item.name), hashlib.sha256(item.data or b"").hexdigest(), False
+    if not item.skip and con.execute("SELECT 1 FROM files WHERE sha256 = ?", [sha]).fetchone():
         con.execute("DELETE FROM skipped WHERE name = ?", [name])
-        done.already.append(item.name)
-        return
+        return done.already.append(item.name)
     try:
-        if why:
-            raise Skip(why)
+        if item.skip:
+            raise Skip(item.skip)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             kind, card, note = handins.read(item.data, item.name.name)
-        con.execute("BEGIN TRANSACTION")
-        try:
-            new = store_card(con, sha, item.name, kind, card, note)
-            con.execute("DELETE FROM skipped WHERE name = ?", [name])
-            con.execute("COMMIT")
-        except Exception as exc:  # noqa: BLE001 - one bad file must not stop the others
-            con.execute("ROLLBACK")
-            raise Skip(f"could not be stored ({type(exc).__name__}: {exc})") from None
+        began = con.execute("BEGIN TRANSACTION") is not None
+        new = store_card(con, sha, item.name, kind, card, note)
+        con.execute("DELETE FROM skipped WHERE name = ?", [name])
+        con.execute("COMMIT")
     except Exception as exc:  # noqa: BLE001 - a hostile file must not stop the class
-        why = f"could not be read ({type(exc).__name__}: {exc})"
-        why = str(exc) if isinstance(exc, Skip) else why
+        if began:  # what it wrote is undone
+            con.execute("ROLLBACK")
+        why = str(exc) if isinstance(exc, Skip) else f"could not be collected ({exc!r})"
         done.skipped.append((item.name, why))
         con.execute("INSERT OR REPLACE INTO skipped (name, reason) VALUES (?, ?)", [name, why])
         return

@@ -1,12 +1,7 @@
-"""The class report: two figures (PNG) and ``index.html`` with the tables behind them.
-
-``speedup``: each graph mode's speedup over eager, one dot per machine type; ``ceiling``:
-throughput against each machine's ceiling. Flagged records are drawn apart (a red cross), left
-out of medians. **Fixture machines** are never pooled with measured ones: hollow markers and the
-legend entry :data:`FIXTURE` in a figure, rows of their own (``source``) in a table. The page
-(template ``report.html``) says first what it leaves out; where it cannot be made, a plain page
-says why.
-"""
+"""The class report: two figures (PNG) and ``index.html`` (template ``report.html``) with the
+tables behind them, first what it leaves out. Flagged records are drawn apart (a red cross), left
+out of medians; fixture machines are never pooled with measured ones: hollow markers and the
+legend entry :data:`FIXTURE` in a figure, rows of their own (``source``) in a table."""
 
 from __future__ import annotations
 
@@ -16,24 +11,21 @@ import os
 import string
 from pathlib import Path
 
+from .. import plots
 from ..util import stats
 from ..util.tables import html as table
 from .ingest import FIXTURE, cell_label, connect, machines, ratios, rows
 
-__all__ = ["CAPTIONS", "FIGURES", "TEMPLATE", "ceiling_figure", "render", "report"]
-__all__ += ["speedup_figure", "speedup_summary", "spread"]
+__all__ = ["FIGURES", "TEMPLATE", "ceiling_figure", "render", "report", "speedup_figure"]
+__all__ += ["speedup_summary", "spread"]
 
-#: the report's figures by name, each drawn from the class database
+#: the report's figures by name: the caption, and the figure drawn from the class database
 FIGURES = {
-    "speedup": lambda con: speedup_figure(ratios(con)),
-    "ceiling": lambda con: ceiling_figure(con),
-}
-TEMPLATE = Path(__file__).resolve().parent / "report.html"
-CAPTIONS = {
     "speedup": "Speedup of each graph mode over its eager baseline, across machine types "
     "(bar: interquartile range, tick: median of the measured, unflagged ones).",
     "ceiling": "Measured throughput against each machine's estimated ceiling for the same cell.",
 }
+TEMPLATE = Path(__file__).resolve().parent / "report.html"
 SOURCE = f"CASE WHEN m.fixture THEN '{FIXTURE}' ELSE 'measured' END AS source"
 CELL = "framework, mode, precision, image_size, batch_size"
 #: per graph cell and source: the unflagged ratios (``s``), the flagged ones counted apart
@@ -91,16 +83,9 @@ def spread(con) -> list[dict]:
     return rows(con, SPREAD)
 
 
-def _canvas(width: float, height: float, what: str = ""):
-    """A figure and its axes; with ``what``, a short one that says there is no ``what`` yet."""
-    from ..plots import Figure
-
-    fig = Figure(figsize=(width, 2 if what else height), layout="constrained")
-    ax = fig.add_subplot()
-    if what:
-        ax.text(0.5, 0.5, f"no {what} in the class database yet", ha="center", va="center")
-        ax.set_axis_off()
-    return fig, ax
+def _canvas(width: float, height: float):
+    fig = plots.Figure(figsize=(width, height), layout="constrained")
+    return fig, fig.add_subplot()
 
 
 def _points(fig, ax, points: list[tuple[float, float, dict]]) -> None:
@@ -108,11 +93,9 @@ def _points(fig, ax, points: list[tuple[float, float, dict]]) -> None:
     hollow for a fixture (flagged or not); and the legend that says so."""
     from matplotlib.lines import Line2D
 
-    from ..plots import COLORS
-
     for x, y, r in points:
         flagged = r["flagged"]
-        color = "tab:red" if flagged else COLORS.get(r["framework"], "tab:gray")
+        color = "tab:red" if flagged else plots.COLORS.get(r["framework"], "tab:gray")
         face = "white" if r["fixture"] else color
         ax.scatter(x, y, s=36 if flagged else 22, marker="X" if flagged else "o", c=face, ec=color)
     marks = (("o", "0.3", "0.3", "measured"), ("o", "0.3", "white", FIXTURE))
@@ -126,7 +109,7 @@ def speedup_figure(ratio_rows: list[dict]):
     """Each graph mode's speedup over eager, a row per task and cell, one dot per machine type;
     the bar (interquartile range) and tick (median) of the measured, unflagged ones only."""
     if not ratio_rows:
-        return _canvas(7, 2, "graph-vs-eager ratios")[0]
+        return plots.Nothing("No graph-vs-eager ratios in the class database yet.")
     labels = sorted({(r["task"], r["cell"]) for r in ratio_rows})
     fig, ax = _canvas(9, 0.42 * len(labels) + 1.6)
     points = []
@@ -153,10 +136,9 @@ def ceiling_figure(con):
     sql = """SELECT r.framework, r.images_per_s AS y, r.ceiling_images_per_s AS x, r.flagged,
         m.fixture FROM records r JOIN machines m USING (machine_id)
         WHERE r.status = 'ok' AND r.ceiling_images_per_s > 0"""
-    data = rows(con, sql)
-    fig, ax = _canvas(7, 6, "" if data else "records with a ceiling")
-    if not data:
-        return fig
+    if not (data := rows(con, sql)):
+        return plots.Nothing("No records with a ceiling in the class database yet.")
+    fig, ax = _canvas(7, 6)
     _points(fig, ax, [(d["x"], d["y"], d) for d in data])
     lo, hi = min(min(d["x"], d["y"]) for d in data), max(max(d["x"], d["y"]) for d in data)
     for share, ls in ((1.0, "-"), (0.1, ":"), (0.01, ":")):
@@ -174,15 +156,21 @@ def report(db: str | os.PathLike = "class.duckdb", out: str | os.PathLike = "cla
     con, out, missing = connect(db, read_only=True), Path(out), {}
     try:
         out.mkdir(parents=True, exist_ok=True)
-        for name, figure in FIGURES.items():
+        for name in FIGURES:
             try:
-                figure(con).savefig(out / f"{name}.png", dpi=100)
+                fig = speedup_figure(ratios(con)) if name == "speedup" else ceiling_figure(con)
+                if isinstance(fig, plots.Nothing):
+                    raise LookupError(fig)
+                fig.savefig(out / f"{name}.png", dpi=100)
             except Exception as exc:  # noqa: BLE001 - named on the page instead
                 missing[name] = f"{type(exc).__name__}: {str(exc)[:300]}"
         try:
             text = render(con, missing)
         except Exception as exc:  # noqa: BLE001 - still a page, saying what went wrong
-            text = _plain_page(con, f"{type(exc).__name__}: {str(exc)[:300]}", missing)
+            why = html.escape(f"{type(exc).__name__}: {str(exc)[:300]}")
+            text = "<!doctype html><meta charset='utf-8'><title>Class results</title><h1>Class "
+            text += f"results</h1><p>The report could not be made in full: {why}</p>"
+            text += _left_out(con, missing)
         (page := out / "index.html").write_text(text, encoding="utf-8")
     finally:
         con.close()
@@ -218,16 +206,6 @@ def _left_out(con, missing: dict[str, str]) -> str:
     return f"<h2>What this report leaves out</h2><ul>{lis}</ul>" + _table("", skipped)
 
 
-def _plain_page(con, error: str, missing: dict[str, str]) -> str:
-    try:
-        left = _left_out(con, missing)
-    except Exception as exc:  # noqa: BLE001 - the database itself is damaged
-        left = f"<p>and the database could not be read ({html.escape(str(exc)[:300])})</p>"
-    why = f"<p class='note'>The report could not be made in full: {html.escape(error)}</p>"
-    head = "<!doctype html><html><head><meta charset='utf-8'><title>Class results</title></head>"
-    return f"{head}<body><h1>Class results</h1>{why}{left}</body></html>"
-
-
 def render(con, missing: dict[str, str] | None = None) -> str:
     """The page of the report over ``con`` (``missing``: figures not drawn, and why): what it
     leaves out, the figures, the speedups and spreads, the machine types, the flagged records,
@@ -239,7 +217,7 @@ def render(con, missing: dict[str, str] | None = None) -> str:
     missing = missing or {}
     parts.append(_left_out(con, missing))
     for n in (n for n in FIGURES if n not in missing):
-        parts.append(f"<h2>{html.escape(CAPTIONS[n])}</h2><img src='{n}.png' alt='{n}'>")
+        parts.append(f"<h2>{html.escape(FIGURES[n])}</h2><img src='{n}.png' alt='{n}'>")
     by_cell = [{"task": s.pop("task"), "cell": cell_label(s)} | s for s in spread(con)]
     by_cell = [{k: v for k, v in s.items() if k not in CELL.split(", ")} for s in by_cell]
     names = {"label": "machine type", "cpu": "CPU", "arch": "architecture", "cores": "cores"}

@@ -16,16 +16,14 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
-from .. import results
+from .. import resnet, results
 from ..results import cards
 from ..util import jsonio, stats
 
 __all__ = ["MAX_BYTES", "MAX_DEPTH", "ZIP_MAX_MEMBERS", "ZIP_MAX_TOTAL", "HandIn", "Skip"]
 __all__ += ["find", "kind", "open_each", "read", "rejudge"]
 
-#: a full-profile card is about 1.5 MB (54 cells, up to 1,000 raw times each): room for a results
-#: file of several runs, and none for what cannot be one
-MAX_BYTES = 8 * 2**20
+MAX_BYTES = 8 * 2**20  #: a full-profile card is 1.5 MB: room for a results file of several runs
 MAX_DEPTH = 32  #: a card nests 5 levels; far below where Python's JSON reader gives up
 ZIP_MAX_MEMBERS = 5000  #: an LMS download of a whole class
 ZIP_MAX_TOTAL = 256 * 2**20  #: all members of one archive, unpacked
@@ -55,8 +53,7 @@ class HandIn:
 
 
 def kind(name: str) -> str:
-    """``card`` (.json, .jsonl), ``zip``, ``archive`` (another archive), ``misnamed``
-    (``card.json.txt``) or ``''`` (any other file)."""
+    """``card`` (.json[l]), ``zip``, ``archive``, ``misnamed`` (``card.json.txt``) or ``''``."""
     low = name.lower()
     if low.endswith((".json", ".jsonl")):
         return "card"
@@ -66,8 +63,7 @@ def kind(name: str) -> str:
 
 
 def find(paths: Sequence[str | os.PathLike], skip: Path | None = None):
-    """``(files, ignored, given)`` under ``paths``; ``skip``: the database itself. ``ValueError``
-    for a path that does not exist."""
+    """``(files, ignored, given)`` under ``paths`` but ``skip`` (the database); or ValueError."""
     files, ignored, given = [], [], set()
     for p in map(Path, paths):
         if p.is_dir():
@@ -94,7 +90,7 @@ def open_each(path: Path, ignored: list[Path], given: bool = False) -> Iterator[
         yield from _zip_members(path, ignored)
     elif what == "archive":
         fix = "unpack it first (e.g. tar xf FILE) and collect the folder, or hand in a .zip"
-        yield HandIn(path, skip=f"an archive labkit does not open ({path.name}): {fix}")
+        yield HandIn(path, skip=f"an archive labkit does not open: {fix}")
     elif what == "misnamed" and not given:
         yield HandIn(path, skip=MISNAMED.format(path.suffix))
     else:
@@ -195,8 +191,8 @@ def _results_lines(text: str, error: jsonio.JSONError, name: str) -> tuple[str, 
             raise Skip(f"line {exc.line} is not JSON ({exc.msg}): a damaged results file") from None
         parsed, truncated = [], None
     if not parsed:
+        where = f"{error.msg} at line {error.lineno} column {error.colno}"
         if text.lstrip().startswith(("{", "[")):
-            where = f"{error.msg} at line {error.lineno} column {error.colno}"
             raise Skip(f"truncated or damaged JSON ({where}): ask for the file again")
         raise Skip("not JSON: not a labkit result card or results file")
     _check_records(records := [r for _, r in parsed], "line")
@@ -237,8 +233,6 @@ def _number(x: object) -> bool:
 def _recheck(r: dict) -> list[str]:
     """An ok record's figures recomputed from its raw times (in place); its contradicted or
     impossible figures, or why it cannot be judged (then the first reason starts "cannot judge")."""
-    from .. import resnet
-
     batch, times, claimed = r["batch_size"], r.get("times_s"), r["images_per_s"]
     if batch < 1:
         return [f"cannot judge: batch size {batch} is not a measurement"]
@@ -275,9 +269,8 @@ def _recheck(r: dict) -> list[str]:
 
 
 def rejudge(record: dict) -> dict:
-    """``record`` judged again by today's rules, ignoring what it says about itself: figures
-    from its raw times, impossible figures (:data:`MAX_FLOPS`, :data:`MIN_CALL_S`) invalid,
-    the verdict :func:`labkit.results.judge`'s, the ceiling share recomputed. A new dict."""
+    """A new ``record`` judged again, believing nothing it says of itself: figures from its raw
+    times, impossible ones (:data:`MAX_FLOPS`, :data:`MIN_CALL_S`) invalid, the ceiling share."""
     r, threads = dict(record), record.get("threads")
     if not isinstance(threads, dict):  # schema 1: the number of intra-op threads
         r["threads"] = {"intra": threads if type(threads) is int else None, "inter": None}

@@ -8,7 +8,7 @@ import sys
 import warnings
 from pathlib import Path
 
-__all__ = ["build_parser", "figure_folder", "main"]
+__all__ = ["build_parser", "main"]
 
 
 def _doctor(args: argparse.Namespace) -> int:
@@ -88,13 +88,6 @@ def _bench(args: argparse.Namespace) -> int:
     return 1 if res.unsaved else 0
 
 
-def figure_folder(results_file: str | Path) -> Path:
-    """Where ``report`` writes the figures by default: the results file's path without its
-    suffix (``bench.jsonl`` -> ``bench/``), or with ``-figures`` added when it has none."""
-    path = Path(results_file)
-    return path.with_suffix("") if path.suffix else path.with_name(f"{path.name}-figures")
-
-
 def _report(args: argparse.Namespace) -> int:
     from . import plots, results
 
@@ -110,7 +103,10 @@ def _report(args: argparse.Namespace) -> int:
             f"{args.file} holds no results; fix: run "
             f"`python -m labkit bench --out {args.file}` first"
         )
-    out = Path(args.out) if args.out else figure_folder(args.file)
+    path = Path(
+        args.file
+    )  # by default bench.jsonl's figures go in bench/, bench's in bench-figures/
+    out = Path(args.out or (path.with_suffix("") if path.suffix else f"{path}-figures"))
     if out.exists() and not out.is_dir():
         raise ValueError(f"--out {out} is a file, not a folder: name a folder for the figures")
     print(results.table(records))
@@ -287,7 +283,6 @@ def build_parser() -> argparse.ArgumentParser:
 def _add_bench(sub) -> None:
     """``bench``: the ResNet-50 benchmark plan."""
     from .frameworks import NAMES
-    from .frameworks.contract import TASKS
 
     bench = sub.add_parser(
         "bench",
@@ -296,16 +291,7 @@ def _add_bench(sub) -> None:
         "precisions, each cell in a fresh process, each result appended to a JSONL "
         "file as soon as it exists.",
     )
-    bench.add_argument(
-        "--profile", help="smoke | standard | full (default: $LABKIT_PROFILE, else standard)"
-    )
-    bench.add_argument("--frameworks", help=f"comma-separated, default all: {','.join(NAMES)}")
-    bench.add_argument(
-        "--modes",
-        help="comma-separated, default all: eager, graph (every "
-        "non-eager mode) or a framework's own mode names",
-    )
-    bench.add_argument("--tasks", help=f"comma-separated, default all: {','.join(TASKS)}")
+    _run_options(bench, "", f"comma-separated, default all: {','.join(NAMES)}")
     bench.add_argument(
         "--batch-sizes",
         help="batch sizes of throughput and train, e.g. 1,8 "
@@ -318,12 +304,6 @@ def _add_bench(sub) -> None:
     )
     bench.add_argument("--device", default="cpu", help="cpu (default) or gpu")
     bench.add_argument(
-        "--threads",
-        type=int,
-        help="intra-op threads per framework, one inter-op thread (default: the physical cores "
-        "this process may use, within its CPU quota)",
-    )
-    bench.add_argument(
         "--cache",
         choices=("cold", "warm"),
         default="cold",
@@ -333,9 +313,6 @@ def _add_bench(sub) -> None:
     bench.add_argument(
         "--out",
         help="results file (default: results/bench-<profile>.jsonl); new results are appended",
-    )
-    bench.add_argument(
-        "--resume", action="store_true", help="skip the cells that --out already holds"
     )
     bench.set_defaults(func=_bench)
 
@@ -398,18 +375,25 @@ def _add_explore(sub) -> None:
         "--results",
         help="JSONL file the benchmark appends to (default: results/explore-<profile>.jsonl)",
     )
-    explore.add_argument(
-        "--frameworks",
-        help="--bench: frameworks (default: the model's own and the runtimes of its exports)",
-    )
-    explore.add_argument("--modes", help="--bench: eager, graph or a framework's mode names")
-    explore.add_argument("--tasks", help="--bench: latency,throughput,train (default: all)")
-    explore.add_argument("--profile", help="--bench: smoke | standard | full (repeats, timeouts)")
-    explore.add_argument("--threads", type=int, help="--bench: threads per framework")
-    explore.add_argument(
-        "--resume", action="store_true", help="--bench: skip the cells --results already holds"
-    )
+    _run_options(explore, "--bench: ", "the model's own and the runtimes of its exports")
     explore.set_defaults(func=_explore)
+
+
+def _run_options(p, when: str, frameworks: str) -> None:
+    """The options of a benchmark run that ``bench`` and ``explore --bench`` share."""
+    from .frameworks.contract import TASKS
+
+    p.add_argument("--profile", help=f"{when}smoke | standard | full (default: $LABKIT_PROFILE)")
+    p.add_argument("--frameworks", help=f"{when}comma-separated, default: {frameworks}")
+    p.add_argument("--modes", help=f"{when}eager, graph (every non-eager mode) or mode names")
+    p.add_argument("--tasks", help=f"{when}comma-separated, default all: {','.join(TASKS)}")
+    p.add_argument(
+        "--threads",
+        type=int,
+        help=f"{when}intra-op threads per framework (default: "
+        "the physical cores this process may use, within its CPU quota)",
+    )
+    p.add_argument("--resume", action="store_true", help=f"{when}skip the cells already saved")
 
 
 def _add_card(sub) -> None:

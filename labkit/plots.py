@@ -271,61 +271,48 @@ def break_even(records: Iterable[dict]) -> Figure | Nothing:
     return fig
 
 
-def ceiling(records: Iterable[dict]) -> Figure | Nothing:
-    """Each CPU cell's images/s as a share of the machine's estimated ceiling for its precision
-    (100% = peak FLOP/s); a bar past 100% is flagged "(!)": the estimate, not the figure, is
-    the likelier culprit (see the record's ``ceiling_note``)."""
-    rows = [r for r in results.latest(results.ok(records)) if r["ceiling_share"] is not None]
+def _shares(records: Iterable[dict], share: str, above: str, xlabel: str, title: str, none: str):
+    """Each CPU cell's ``share`` (of a ceiling or a peak) as a bar with its images/s, one past
+    100% flagged "(!)" (``above``); :class:`Nothing` (saying ``none``) where no record has one."""
+    rows = [r for r in results.latest(results.ok(records)) if r.get(share) is not None]
 
     def draw(ax, rs):
         ys = range(len(rs))
-        _bars(ax, ys, [100 * r["ceiling_share"] for r in rs], rs)
+        _bars(ax, ys, [100 * r[share] for r in rs], rs)
         ax.axvline(100, color="black", lw=1, ls="--")
-        labels = [_label(r) + (" (!)" if r.get("above_ceiling") else "") for r in rs]
-        ax.set_yticks(list(ys), labels)
+        for y, r in zip(ys, rs):
+            ax.text(
+                100 * r[share], y, f" {r['images_per_s']:.1f} images/s", va="center", fontsize=8
+            )
+        ax.set_yticks(list(ys), [_label(r) + (" (!)" if r.get(above) else "") for r in rs])
         ax.invert_yaxis()
-        ax.set_xlabel("% of the estimated ceiling (peak FLOP/s at its precision / FLOPs per image)")
+        ax.set_xlabel(xlabel)
 
     if not rows and results.ok(records):
-        return Nothing(
-            "No figure: the estimated ceiling is unknown on this machine, so no record has a "
-            "share of it (`labkit.hardware.ceiling(precision).method` says why)."
-        )
-    return _panels(rows, "Share of the estimated compute ceiling", "measured cells", draw)
+        return Nothing(f"No figure: {none}.")
+    return _panels(rows, title, "measured cells", draw)
+
+
+def ceiling(records: Iterable[dict]) -> Figure | Nothing:
+    """Each CPU cell's images/s as a share of the machine's estimated ceiling for its precision
+    (100% = peak FLOP/s); past 100% the estimate, not the figure, is the likelier culprit."""
+    x = "% of the estimated ceiling (peak FLOP/s at its precision / FLOPs per image)"
+    none = "the estimated ceiling is unknown on this machine, so no record has a share of it "
+    none += "(`labkit.hardware.ceiling(precision).method` says why)"
+    return _shares(
+        records, "ceiling_share", "above_ceiling", x, "Share of the estimated compute ceiling", none
+    )
 
 
 def measured_peak(records: Iterable[dict]) -> Figure | Nothing:
     """Each CPU cell's images/s as a share of the matrix-multiply peak this machine attained at
-    the cell's own precision (``measured_peak_share``: fp32 against the fp32 peak, bf16 against
-    the bf16 peak, ...), with its images/s; a bar past 100% is flagged "(!)" (at fp32 almost
-    surely a timing error, at bf16/int8 possibly a better kernel than the plain GEMM)."""
-    rows = [
-        r for r in results.latest(results.ok(records)) if r.get("measured_peak_share") is not None
-    ]
-
-    def draw(ax, rs):
-        ys = range(len(rs))
-        _bars(ax, ys, [100 * r["measured_peak_share"] for r in rs], rs)
-        ax.axvline(100, color="black", lw=1, ls="--")
-        for y, r in zip(ys, rs):
-            ax.text(
-                100 * r["measured_peak_share"],
-                y,
-                f" {r['images_per_s']:.1f} images/s",
-                va="center",
-                fontsize=8,
-            )
-        labels = [_label(r) + (" (!)" if r.get("above_measured_peak") else "") for r in rs]
-        ax.set_yticks(list(ys), labels)
-        ax.invert_yaxis()
-        ax.set_xlabel("% of the measured matrix-multiply peak at the cell's precision")
-
-    if not rows and results.ok(records):
-        return Nothing(
-            "No figure: no record has a share of a measured peak (`python -m labkit doctor` "
-            "measures the peaks; a learner's model has no FLOP count to share)."
-        )
-    return _panels(rows, "Share of the measured peak, each at its own precision", "cells", draw)
+    the cell's own precision (past 100%: at fp32 almost surely a timing error, at bf16/int8
+    possibly a better kernel than the plain GEMM)."""
+    x = "% of the measured matrix-multiply peak at the cell's precision"
+    none = "no record has a share of a measured peak (`python -m labkit doctor` measures the "
+    none += "peaks; a learner's model has no FLOP count to share)"
+    title = "Share of the measured peak, each at its own precision"
+    return _shares(records, "measured_peak_share", "above_measured_peak", x, title, none)
 
 
 FIGURES: dict[str, Callable[[Iterable[dict]], Figure | Nothing]] = {

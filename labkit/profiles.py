@@ -1,14 +1,17 @@
 """Run-size profiles: one knob that scales every notebook and benchmark.
 
 ``smoke`` is for CI and Binder (tiny images, a few steps), ``standard`` for a laptop (minutes),
-``full`` for proper statistics at 224x224. Choose with the ``LABKIT_PROFILE`` environment
-variable (default ``standard``) or pass a name to :func:`get`.
+``full`` for proper statistics at 224x224; their sizes are ``labkit/data/profiles.toml``. Choose
+with the ``LABKIT_PROFILE`` environment variable (default ``standard``) or pass a name to
+:func:`get`.
 """
 
 from __future__ import annotations
 
 import os
+import tomllib
 from dataclasses import asdict, dataclass
+from pathlib import Path
 
 __all__ = ["PROFILES", "Profile", "current", "get", "names"]
 
@@ -58,64 +61,9 @@ class Profile:
         return asdict(self)
 
 
-PROFILES: dict[str, Profile] = {
-    p.name: p
-    for p in (
-        Profile(
-            "smoke",
-            "CI and Binder: 32x32 images, a few calls; checks that everything runs",
-            image_size=32,
-            latency_batch=1,
-            throughput_batch=4,
-            train_batch=4,
-            # samples of 40 ms at least (a call under 2 x 0.2 s / 10 is timed in blocks) and 5
-            # of them: on a quiet 2-core machine, 3 single calls of 0.2 s left 5 of 10 smoke
-            # cells (06's training, ORT and PyTorch inference) wider than 10%, these 1 of 10:
-            # MindSpore's graph-mode training step, which varies by itself (110-280 ms at 32 px).
-            # 0.2 s as before: hand-ins of earlier runs are judged by these limits (classroom)
-            warmup=2,
-            min_repeats=5,
-            min_time_s=0.2,
-            max_repeats=10,
-            max_spread=0.25,
-            cell_timeout_s=240,
-            demo_steps=3,
-            resnet_width=16,
-        ),
-        Profile(
-            "standard",
-            "a laptop: 128x128 images, minutes; honest ratios between modes",
-            image_size=128,
-            latency_batch=1,
-            throughput_batch=8,
-            train_batch=8,
-            warmup=2,
-            min_repeats=5,
-            min_time_s=2.0,
-            max_repeats=200,
-            max_spread=0.10,
-            cell_timeout_s=300,
-            demo_steps=10,
-            resnet_width=64,
-        ),
-        Profile(
-            "full",
-            "a real machine or GPU: 224x224 images, proper statistics",
-            image_size=224,
-            latency_batch=1,
-            throughput_batch=32,
-            train_batch=32,
-            warmup=3,
-            min_repeats=10,
-            min_time_s=10.0,
-            max_repeats=1000,
-            max_spread=0.10,
-            cell_timeout_s=1800,
-            demo_steps=30,
-            resnet_width=64,
-        ),
-    )
-}
+#: the profiles, as labkit/data/profiles.toml lists them
+_DATA = tomllib.loads((Path(__file__).parent / "data" / "profiles.toml").read_text("utf-8"))
+PROFILES: dict[str, Profile] = {p["name"]: Profile(**p) for p in _DATA["profile"]}
 
 
 def names() -> list[str]:

@@ -195,11 +195,6 @@ def test_progress_records_answers_right_and_tried(progress_file):
     assert "✗ `python_branch`" in table and str(progress_file) in table
     saved = json.loads(progress_file.read_text())["exercises"]["00.profile"]
     assert saved["attempts"] == 3 and saved["right"] and saved["last_right"] is False
-    import matplotlib.pyplot as plt
-
-    fig = p.figure()
-    assert len(fig.axes[0].patches) == 3 * len(p.rows)
-    plt.close(fig)
 
 
 def test_progress_off_and_a_broken_file_never_stop_a_lesson(progress_file, monkeypatch):

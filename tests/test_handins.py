@@ -11,7 +11,6 @@ import zipfile
 
 from labkit import classroom, plots, results
 from labkit.classroom import handins
-from labkit.classroom import page as report_page
 from labkit.results import cards
 
 import pytest
@@ -153,7 +152,7 @@ def test_the_report_page_is_written_when_a_figure_fails_and_names_what_it_left_o
     def broken(_rows):
         raise RuntimeError("a figure that cannot be drawn")
 
-    monkeypatch.setattr(report_page, "speedup_figure", broken)
+    monkeypatch.setattr(classroom, "speedup_figure", broken)
     page = classroom.report(db, tmp_path / "report").read_text()
     assert "figure speedup could not be drawn: RuntimeError" in page
     assert "learner.json" in page and "1 file(s) skipped at collection" in page

@@ -1,14 +1,8 @@
-"""Hand-ins are untrusted input: found, read within limits, parsed, and judged again.
-
-Under a folder: ``.json`` (cards) and ``.jsonl`` (results files), any case, and ``.zip``; hidden
-files left out; other archives, ``card.json.txt`` and symbolic links skipped with the fix (a file
-named on the command line is read whatever its name). Files and members of at most
-:data:`MAX_BYTES`; JSON at most :data:`MAX_DEPTH` deep, finite 64-bit numbers; UTF-8 (a BOM
-dropped) or UTF-16 with its BOM. Zips are read in memory: no absolute or ``..`` names, at most
-:data:`ZIP_MAX_MEMBERS` members and :data:`ZIP_MAX_TOTAL` bytes, on the declared sizes and again
-while reading (a zip bomb), no archive in an archive. :func:`rejudge` believes nothing a record
-says about itself.
-"""
+"""Hand-ins are untrusted: found (``.json``, ``.jsonl``, ``.zip``, any case; hidden files, links,
+other archives and ``card.json.txt`` skipped with the fix), read within limits (:data:`MAX_BYTES`,
+:data:`MAX_DEPTH`, finite numbers, UTF-8 or UTF-16 with its BOM; zips in memory, no unsafe names,
+sizes checked as declared and while read, no archive in an archive), parsed, and judged again
+(:func:`rejudge` believes nothing a record says about itself)."""
 
 from __future__ import annotations
 
@@ -22,16 +16,14 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
-from .. import results
+from .. import resnet, results
 from ..results import cards
 from ..util import jsonio, stats
 
 __all__ = ["MAX_BYTES", "MAX_DEPTH", "ZIP_MAX_MEMBERS", "ZIP_MAX_TOTAL", "HandIn", "Skip"]
 __all__ += ["find", "kind", "open_each", "read", "rejudge"]
 
-#: a full-profile card is about 1.5 MB (54 cells, up to 1,000 raw times each): room for a results
-#: file of several runs, and none for what cannot be one
-MAX_BYTES = 8 * 2**20
+MAX_BYTES = 8 * 2**20  #: a full-profile card is 1.5 MB: room for a results file of several runs
 MAX_DEPTH = 32  #: a card nests 5 levels; far below where Python's JSON reader gives up
 ZIP_MAX_MEMBERS = 5000  #: an LMS download of a whole class
 ZIP_MAX_TOTAL = 256 * 2**20  #: all members of one archive, unpacked
@@ -61,8 +53,7 @@ class HandIn:
 
 
 def kind(name: str) -> str:
-    """``card`` (.json, .jsonl), ``zip``, ``archive`` (another archive), ``misnamed``
-    (``card.json.txt``) or ``''`` (any other file)."""
+    """``card`` (.json[l]), ``zip``, ``archive``, ``misnamed`` (``card.json.txt``) or ``''``."""
     low = name.lower()
     if low.endswith((".json", ".jsonl")):
         return "card"
@@ -72,8 +63,7 @@ def kind(name: str) -> str:
 
 
 def find(paths: Sequence[str | os.PathLike], skip: Path | None = None):
-    """``(files, ignored, given)`` under ``paths``; ``skip``: the database itself. ``ValueError``
-    for a path that does not exist."""
+    """``(files, ignored, given)`` under ``paths`` but ``skip`` (the database); or ValueError."""
     files, ignored, given = [], [], set()
     for p in map(Path, paths):
         if p.is_dir():
@@ -100,7 +90,7 @@ def open_each(path: Path, ignored: list[Path], given: bool = False) -> Iterator[
         yield from _zip_members(path, ignored)
     elif what == "archive":
         fix = "unpack it first (e.g. tar xf FILE) and collect the folder, or hand in a .zip"
-        yield HandIn(path, skip=f"an archive labkit does not open ({path.name}): {fix}")
+        yield HandIn(path, skip=f"an archive labkit does not open: {fix}")
     elif what == "misnamed" and not given:
         yield HandIn(path, skip=MISNAMED.format(path.suffix))
     else:
@@ -149,10 +139,9 @@ def _member(archive, path: Path, info: zipfile.ZipInfo, budget: int, ignored: li
         return HandIn(name, skip="an unsafe name in the archive (absolute, or with '..'): not read")
     if not parts or any(p.startswith(".") or p == "__MACOSX" for p in parts):
         return None
-    what, skip = kind(parts[-1]), ""
-    if not what:
-        ignored.append(name)
-        return None
+    if not (what := kind(parts[-1])):
+        return ignored.append(name)
+    skip = ""
     if info.flag_bits & 0x1:
         skip = "encrypted: not read; fix: hand in the card without a password"
     elif info.file_size > MAX_BYTES:
@@ -161,10 +150,9 @@ def _member(archive, path: Path, info: zipfile.ZipInfo, budget: int, ignored: li
         skip = MISNAMED.format(PurePosixPath(raw).suffix) if what == "misnamed" else NESTED
     if skip:
         return HandIn(name, skip=skip)
-    limit = min(MAX_BYTES, budget)
     try:
         with archive.open(info) as f:
-            data = f.read(limit + 1)
+            data = f.read((limit := min(MAX_BYTES, budget)) + 1)
     except (zipfile.BadZipFile, NotImplementedError, OSError, EOFError, zlib.error) as exc:
         return HandIn(name, skip=f"cannot be unpacked ({exc}); fix: ask for the archive again")
     if len(data) > limit:
@@ -175,13 +163,12 @@ def _member(archive, path: Path, info: zipfile.ZipInfo, budget: int, ignored: li
 def _check_records(records: list, where: str) -> None:
     for i, r in enumerate(records, start=1):
         if found := results.problems(r):  # the schema of the record's own version
-            why = f"{where} {i} is not a labkit benchmark record ({'; '.join(found[:3])})"
-            raise Skip(f"wrong schema: {why}")
+            why = f"not a labkit benchmark record ({'; '.join(found[:3])})"
+            raise Skip(f"wrong schema: {where} {i} is {why}")
 
 
 def _check_card(card: dict) -> dict:
-    fmt = card.get("format")
-    if not isinstance(fmt, int) or isinstance(fmt, bool):
+    if not isinstance(fmt := card.get("format"), int) or isinstance(fmt, bool):
         raise Skip("wrong schema: a card without a format number")
     if fmt > cards.FORMAT:
         fix = "update labkit (pip install -U labkit, or git pull) and collect again"
@@ -191,8 +178,7 @@ def _check_card(card: dict) -> dict:
             raise Skip(f"wrong schema: a card without a valid {f!r}")
     if not card["records"]:
         raise Skip("the card holds no records")
-    _check_records(card["records"], "record")
-    return card
+    return _check_records(card["records"], "record") or card
 
 
 def _results_lines(text: str, error: jsonio.JSONError, name: str) -> tuple[str, dict, str]:
@@ -205,12 +191,11 @@ def _results_lines(text: str, error: jsonio.JSONError, name: str) -> tuple[str, 
             raise Skip(f"line {exc.line} is not JSON ({exc.msg}): a damaged results file") from None
         parsed, truncated = [], None
     if not parsed:
+        where = f"{error.msg} at line {error.lineno} column {error.colno}"
         if text.lstrip().startswith(("{", "[")):
-            where = f"{error.msg} at line {error.lineno} column {error.colno}"
             raise Skip(f"truncated or damaged JSON ({where}): ask for the file again")
         raise Skip("not JSON: not a labkit result card or results file")
-    records = [r for _, r in parsed]
-    _check_records(records, "line")
+    _check_records(records := [r for _, r in parsed], "line")
     note = f"line {truncated} is truncated (an interrupted write) and was left out"
     return "results", cards.build(records, source=name, local=False), note if truncated else ""
 
@@ -248,8 +233,6 @@ def _number(x: object) -> bool:
 def _recheck(r: dict) -> list[str]:
     """An ok record's figures recomputed from its raw times (in place); its contradicted or
     impossible figures, or why it cannot be judged (then the first reason starts "cannot judge")."""
-    from .. import resnet
-
     batch, times, claimed = r["batch_size"], r.get("times_s"), r["images_per_s"]
     if batch < 1:
         return [f"cannot judge: batch size {batch} is not a measurement"]
@@ -286,13 +269,11 @@ def _recheck(r: dict) -> list[str]:
 
 
 def rejudge(record: dict) -> dict:
-    """``record`` judged again by today's rules, ignoring what it says about itself: figures
-    from its raw times, impossible figures (:data:`MAX_FLOPS`, :data:`MIN_CALL_S`) invalid,
-    the verdict :func:`labkit.results.judge`'s, the ceiling share recomputed. A new dict."""
+    """A new ``record`` judged again, believing nothing it says of itself: figures from its raw
+    times, impossible ones (:data:`MAX_FLOPS`, :data:`MIN_CALL_S`) invalid, the ceiling share."""
     r, threads = dict(record), record.get("threads")
     if not isinstance(threads, dict):  # schema 1: the number of intra-op threads
-        intra = threads if isinstance(threads, int) and not isinstance(threads, bool) else None
-        r["threads"] = {"intra": intra, "inter": None}
+        r["threads"] = {"intra": threads if type(threads) is int else None, "inter": None}
     r["machine"] = r["machine"] if isinstance(r.get("machine"), dict) else {}
     reasons = _recheck(r) if r.get("status") == "ok" else []
     if not (reasons and reasons[0].startswith("cannot judge")):
@@ -301,11 +282,8 @@ def rejudge(record: dict) -> dict:
         except (TypeError, ValueError, AttributeError) as exc:
             reasons.append(f"cannot judge: a field the verdict reads is malformed ({exc})")
     r.update(valid=not reasons, invalid_reasons=list(dict.fromkeys(reasons)))
-    top, note = r.get("ceiling_images_per_s"), r.get("ceiling_note")
-    if r.get("status") != "ok" or not _number(top) or top <= 0:
+    if r.get("status") != "ok" or not _number(top := r.get("ceiling_images_per_s")) or top <= 0:
         return r | {"ceiling_share": None, "above_ceiling": False, "ceiling_note": ""}
-    if not (r.get("above_ceiling") and isinstance(note, str) and note):  # keep its own words
-        note = "above the estimated ceiling of its machine (judged again when collected)"
-    share = r["images_per_s"] / top
+    share, note = r["images_per_s"] / top, "above the estimated ceiling (judged when collected)"
     r.update(ceiling_share=share, above_ceiling=share > 1, ceiling_note=note if share > 1 else "")
     return r

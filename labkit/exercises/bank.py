@@ -16,10 +16,10 @@ import tomllib
 from pathlib import Path
 from typing import Any
 
-from .code import Check, Code
+from .code import Code
 from .core import Choice, Exercise, Number, Text
 
-__all__ = ["build", "entry", "ids", "notebook_entries", "notebooks", "title"]
+__all__ = ["KINDS", "build", "entry", "ids", "notebook_entries", "notebooks", "title"]
 
 FOLDER = Path(__file__).resolve().parent / "bank"
 _ID = re.compile(r"^(\d\d[a-z]?)\.([a-z][a-z0-9_]*)$")  # "04b.name": a notebook 04b
@@ -30,6 +30,8 @@ _FIELDS = {
     "text": _COMMON | {"accepted"},
     "code": {"type", "prompt", "explanation", "check", "starter", "solution", "hints"},
 }
+#: the class of each ``type``; an entry's other fields are its arguments
+KINDS: dict[str, type[Exercise]] = {"choice": Choice, "number": Number, "text": Text, "code": Code}
 
 
 @functools.cache
@@ -93,45 +95,16 @@ def build(exercise_id: str, measured: float | None = None) -> Exercise:
         raise ValueError(f"{exercise_id}: unknown fields for a {kind}: {sorted(unknown)}")
     if measured is not None and not raw.get("measured"):
         raise ValueError(f"{exercise_id} has a fixed answer: load it without measured=")
-    common = {"prompt": raw["prompt"], "explanation": raw.get("explanation", "")}
-    if kind == "choice":
-        ex: Exercise = Choice(
-            **common,
-            hint=raw.get("hint", ""),
-            choices=dict(raw["choices"]),
-            answer=raw["answer"],
-            wrong=dict(raw.get("wrong", {})),
-        )
-    elif kind == "number":
-        if raw.get("measured"):
-            if measured is None:
-                raise ValueError(
-                    f"{exercise_id} is answered from your own run: load it with "
-                    f"exercises.load({exercise_id!r}, measured=<the value this run measured>)"
-                )
-            answer = float(measured)
-        elif "answer" in raw:
-            answer = float(raw["answer"])
-        else:
-            raise ValueError(f"{exercise_id}: a number needs an answer (or measured = true)")
-        ex = Number(
-            **common,
-            hint=raw.get("hint", ""),
-            answer=answer,
-            rel_tol=float(raw.get("rel_tol", 0.05)),
-            abs_tol=float(raw.get("abs_tol", 0.0)),
-            unit=raw.get("unit", ""),
-        )
-    elif kind == "text":
-        ex = Text(**common, hint=raw.get("hint", ""), accepted=tuple(raw.get("accepted", ())))
-    else:
-        ex = Code(
-            raw["prompt"],
-            check=Check.from_dict(raw["check"]),
-            starter=raw["starter"],
-            solution=raw["solution"],
-            hints=tuple(raw.get("hints", ())),
-            explanation=raw.get("explanation", ""),
-        )
+    fields = {k: v for k, v in raw.items() if k not in ("type", "measured")}
+    if kind == "number" and raw.get("measured"):
+        if measured is None:
+            raise ValueError(
+                f"{exercise_id} is answered from your own run: load it with "
+                f"exercises.load({exercise_id!r}, measured=<the value this run measured>)"
+            )
+        fields["answer"] = float(measured)
+    elif kind == "number" and "answer" not in raw:
+        raise ValueError(f"{exercise_id}: a number needs an answer (or measured = true)")
+    ex = KINDS[kind](**fields)
     ex.id = exercise_id
     return ex

@@ -2,7 +2,7 @@
 
 Reads the progress file (:mod:`labkit.exercises.store`) against the exercise bank, so that an
 exercise not yet answered shows too. ``exercises.progress()`` in a notebook renders a table per
-notebook; ``.figure()`` draws it.
+notebook.
 """
 
 from __future__ import annotations
@@ -85,30 +85,6 @@ class Progress:
             f"{r.notebook} {r.title}: {r.right}/{r.total} right, {r.answered} answered"
             for r in self.rows
         )
-
-    def figure(self):
-        """A bar per notebook: exercises right, answered but not yet right, not answered."""
-        import matplotlib.pyplot as plt
-
-        fig, ax = plt.subplots(figsize=(8, 0.35 * len(self.rows) + 1.2), layout="constrained")
-        labels = [f"{r.notebook} {r.title}" for r in self.rows]
-        right = [r.right for r in self.rows]
-        tried = [r.answered - r.right for r in self.rows]
-        open_ = [r.total - r.answered for r in self.rows]
-        ax.barh(labels, right, color="#2ca02c", label="right")
-        ax.barh(labels, tried, left=right, color="#ff7f0e", label="answered, not yet right")
-        ax.barh(
-            labels,
-            open_,
-            left=[a + b for a, b in zip(right, tried)],
-            color="#dddddd",
-            label="not answered",
-        )
-        ax.invert_yaxis()
-        ax.set_xlabel("exercises")
-        ax.set_title(f"Your exercises: {self.right} of {self.total} right")
-        ax.legend(loc="lower right", fontsize="small")
-        return fig
 
 
 def progress() -> Progress:

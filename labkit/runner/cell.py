@@ -1,7 +1,7 @@
 """One cell, measured inside its own process: ``python -m labkit.runner --cell ...``.
 
 :func:`main` reads the cell, ties the process's life to the runner's, measures it
-(:func:`measure_cell`: thread policy, the workload's step, :func:`labkit.bench.measure`, the
+(:func:`measure_cell`: thread policy, the cell's step, :func:`labkit.bench.measure`, the
 ceiling and measured-peak shares: :func:`ceiling_fields`) and writes the record's fields as
 JSON; a framework problem is a result, never a crash. Test hook:
 ``LABKIT_TEST_FAULT=KIND[:FRAMEWORK/MODE/TASK][,...]`` (:data:`FAULT_ENV`) makes matching
@@ -112,7 +112,7 @@ def measure_cell(cell: Cell, threads: int, memory_limit_mb: float | None = None)
         adapter = fw_registry.get(cell.framework)
         adapter.set_threads(threads)
         t0 = time.perf_counter()
-        prepared = cell.workload.prepare(adapter, cell)
+        prepared = cell.prepare(adapter)
         prepare_s = time.perf_counter() - t0 - (prepared.export_s or 0.0)
         out["threads"] = adapter.threads()
         m = bench.measure(
@@ -181,7 +181,7 @@ def ceiling_fields(images_per_s: float, cell: Cell, threads: int | None = None) 
         "above_measured_peak": False,
         "measured_peak_note": "",
     }
-    if cell.device != "cpu" or not cell.workload.has_ceiling:  # the CPU's, for the ResNet-50
+    if cell.device != "cpu" or cell.custom:  # the CPU's, for the ResNet-50
         return out
     training = cell.task == "train"
     c = hardware.ceiling(cell.precision)

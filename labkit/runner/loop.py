@@ -94,7 +94,7 @@ def _ensure_peaks(todo: list[Cell], threads: int, progress: bool) -> None:
     """Measure this machine's matrix-multiply peaks before the first cell that is compared with
     them (once per machine type, thread count and framework versions; then the cache), so that
     no cell's process measures while another is timed."""
-    if not any(c.device == "cpu" and c.workload.has_ceiling for c in todo):
+    if not any(c.device == "cpu" and not c.custom for c in todo):
         return
     if cached_peaks(threads) is None and progress:
         print(

@@ -12,18 +12,16 @@ on, each record is appended to the results file the moment it exists (an interru
 everything measured; ``resume=True`` measures only what is missing), and the run shows its
 progress and a line per record. The rooms: :mod:`~labkit.runner.plan` (cells, plans, the two
 workloads), :mod:`~labkit.runner.inputs` (a learner's model spec and its inputs),
-:mod:`~labkit.runner.cell` (the child: measuring one cell, the test faults),
-:mod:`~labkit.runner.process` (the child's process, environment, caches and signals),
-:mod:`~labkit.runner.peaks` (the measured matrix-multiply peaks every record is compared with),
+:mod:`~labkit.runner.cell` (the child: measuring one cell against the measured peaks, the test
+faults), :mod:`~labkit.runner.process` (the child's process, environment, caches and signals),
 :mod:`~labkit.runner.loop` (the run). Not for: the timing itself (:mod:`labkit.bench`), the
 record format and reading results (:mod:`labkit.results`), or asking a learner's model whether its graphs
 capture (:mod:`labkit.explore`).
 """
 
 from . import inputs
-from .cell import ceiling_fields
+from .cell import cached_peaks, ceiling_fields, measured_peaks
 from .loop import RunResult, check_out, run
-from .peaks import cached_peaks, measured_peaks
 from .plan import Cell, Plan
 from .process import cell_env, run_cell
 

@@ -25,10 +25,16 @@ from .. import bench, hardware, profiles
 from .. import frameworks as fw_registry
 from ..frameworks.contract import Unsupported
 from ..util import jsonio, proc
-from .peaks import cached_peaks
 from .plan import Cell
 
-__all__ = ["FAULT_ENV", "LOG_TAIL_CHARS", "ceiling_fields", "main"]
+__all__ = [
+    "FAULT_ENV",
+    "LOG_TAIL_CHARS",
+    "cached_peaks",
+    "ceiling_fields",
+    "main",
+    "measured_peaks",
+]
 
 FAULT_ENV = "LABKIT_TEST_FAULT"
 FAULTS = ("fail", "hang", "oom")
@@ -159,6 +165,20 @@ def _accuracy(prepared) -> dict | None:
         return {"error": f"{type(exc).__name__}: {exc}".strip()[:LOG_TAIL_CHARS]}
 
 
+def measured_peaks(threads: int | None = None, refresh: bool = False) -> hardware.MeasuredPeaks:
+    """This machine's matrix-multiply peaks with ``threads`` threads (default: the lab's), by
+    the installed frameworks' probes: cached, or measured now (a few seconds per framework;
+    ``refresh=True`` always measures). :func:`run <labkit.runner.loop.run>` calls it before the
+    first cell, so that no cell's process measures while another is timed."""
+    return hardware.measure(fw_registry.peak_probes(), threads, refresh)
+
+
+def cached_peaks(threads: int | None = None) -> hardware.MeasuredPeaks | None:
+    """The peaks measured before with ``threads`` threads and today's framework versions, or
+    None (nothing is measured)."""
+    return hardware.cached(fw_registry.peak_probes(), threads)
+
+
 def ceiling_fields(images_per_s: float, cell: Cell, threads: int | None = None) -> dict:
     """A measured cell's figure against this machine, at its precision (the CPU only, and a
     workload whose FLOP count is known):
@@ -166,7 +186,7 @@ def ceiling_fields(images_per_s: float, cell: Cell, threads: int | None = None) 
     - the spec-sheet estimate: ``ceiling_images_per_s``, ``ceiling_share``, ``above_ceiling``,
       ``ceiling_note`` (null where the estimate is unknown);
     - the measured matrix-multiply peak with ``threads`` threads (default: the lab's count),
-      read from the cache (:func:`labkit.runner.peaks.cached_peaks`): ``measured_peak``,
+      read from the cache (:func:`cached_peaks`): ``measured_peak``,
       ``measured_peak_images_per_s``, ``measured_peak_share``, ``above_measured_peak``,
       ``measured_peak_note`` (null with the reason where there is none).
     """

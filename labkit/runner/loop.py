@@ -20,8 +20,7 @@ from pathlib import Path
 
 from .. import bench, hardware, results
 from ..util import jsonio
-from .cell import LOG_TAIL_CHARS
-from .peaks import cached_peaks, measured_peaks
+from .cell import LOG_TAIL_CHARS, cached_peaks, measured_peaks
 from .plan import Cell, Plan
 from .process import check_cache, run_cell, signals_held, sigterm_as_interrupt
 

@@ -17,7 +17,7 @@ treats every cell alike. Not for: running cells (:mod:`labkit.runner.loop`, :mod
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from .. import frameworks as fw_registry
@@ -107,12 +107,6 @@ class Cell:
 # choosing
 
 
-def _unknown(kind: str, bad: Sequence[str], valid: Iterable[str]) -> ValueError:
-    return ValueError(
-        f"unknown {kind} {', '.join(map(repr, bad))}: valid {kind}s are {', '.join(valid)}"
-    )
-
-
 def _pick(kind: str, given: Sequence[str] | None, valid: Sequence[str]) -> list[str]:
     if given is None:
         return list(valid)
@@ -121,7 +115,9 @@ def _pick(kind: str, given: Sequence[str] | None, valid: Sequence[str]) -> list[
         raise ValueError(f"no {kind} given: choose from {', '.join(valid)}")
     bad = [g for g in given if g not in valid]
     if bad:
-        raise _unknown(kind, bad, valid)
+        raise ValueError(
+            f"unknown {kind} {', '.join(map(repr, bad))}: valid {kind}s are {', '.join(valid)}"
+        )
     return list(dict.fromkeys(given))
 
 
@@ -169,49 +165,31 @@ def _profile(profile: str | profiles.Profile | None) -> profiles.Profile:
     return profile if isinstance(profile, profiles.Profile) else profiles.get(profile)
 
 
-@dataclass(frozen=True)
-class _Choices:
-    """The modes, tasks, precisions and device of a plan, checked."""
-
-    modes: list[str] | None
-    tasks: list[str]
-    precisions: list[str]
-    device: str
-
-
-def _choices(
-    modes: Sequence[str] | None,
-    tasks: Sequence[str] | None,
-    precisions: Sequence[str] | None,
-    device: str,
-) -> _Choices:
-    if modes is not None:
-        _pick("mode", modes, mode_names())
-        modes = [m.strip() for m in modes if m.strip()]
-    tks = _pick("task", tasks, TASKS)
-    precs = _pick("precision", precisions if precisions is not None else ["fp32"], PRECISIONS)
-    (dev,) = _pick("device", [device], DEVICES)
-    return _Choices(modes, tks, precs, dev)
-
-
 def _cells(
     fws: Sequence[str],
-    chosen: _Choices,
+    choices: tuple[Sequence[str] | None, Sequence[str] | None, Sequence[str] | None, str],
     prof: profiles.Profile,
     sized: Callable[[str], list[dict]],
     offered: bool,
 ) -> list[Cell]:
-    """The cells of frameworks x modes x tasks x sizes x precisions, each once, in that order;
-    ``sized(task)``: the fields of a task's cells that the workload decides (batch size, image
-    size, model, input shape). None at all: ``ValueError`` (``offered``: naming each
-    framework's modes)."""
+    """The cells of frameworks x modes x tasks x sizes x precisions, each once, in that order,
+    ``choices`` (modes, tasks, precisions, device) checked first; ``sized(task)``: the fields
+    of a task's cells that the model decides (batch size, image size, model, input shape).
+    None at all: ``ValueError`` (``offered``: naming each framework's modes)."""
+    modes, tasks, precisions, device = choices
+    if modes is not None:
+        _pick("mode", modes, mode_names())
+        modes = [m.strip() for m in modes if m.strip()]
+    tasks = _pick("task", tasks, TASKS)
+    precisions = _pick("precision", precisions if precisions is not None else ["fp32"], PRECISIONS)
+    (device,) = _pick("device", [device], DEVICES)
     cells = [
-        Cell(fw, mode, task, precision=prec, device=chosen.device, profile=prof.name, **size)
+        Cell(fw, mode, task, precision=prec, device=device, profile=prof.name, **size)
         for fw in fws
-        for mode in resolve_modes(fw, chosen.modes)
-        for task in chosen.tasks
+        for mode in resolve_modes(fw, modes)
+        for task in tasks
         for size in sized(task)
-        for prec in chosen.precisions
+        for prec in precisions
     ]
     if not cells:
         theirs = ""
@@ -219,7 +197,7 @@ def _cells(
             modes = "; ".join(f"{fw}: {', '.join(fw_registry.MODES[fw])}" for fw in fws)
             theirs = f"their modes: {modes}; "
         raise ValueError(
-            f"the plan is empty: none of the modes {', '.join(chosen.modes or [])} belongs to "
+            f"the plan is empty: none of the modes {', '.join(modes or [])} belongs to "
             f"{', '.join(fws)} ({theirs}eager and graph work for every framework)"
         )
     return list(dict.fromkeys(cells))
@@ -261,7 +239,6 @@ class Plan:
         """
         prof = _profile(profile)
         fws = _pick("framework", frameworks, fw_registry.NAMES)
-        chosen = _choices(modes, tasks, precisions, device)
         sizes = _batches(batch_sizes)
         default_batch = {
             "latency": prof.latency_batch,
@@ -274,7 +251,7 @@ class Plan:
             chosen_sizes = [prof.latency_batch] if task == "latency" else batched
             return [{"batch_size": b, "image_size": prof.image_size} for b in chosen_sizes]
 
-        return cls(_cells(fws, chosen, prof, sized, offered=True), prof)
+        return cls(_cells(fws, (modes, tasks, precisions, device), prof, sized, offered=True), prof)
 
     @classmethod
     def for_model(
@@ -314,7 +291,6 @@ class Plan:
                     f"choose from {', '.join(x.name for x in fw_registry.specs() if x.explores)}"
                 )
         prof = _profile(profile)
-        chosen = _choices(modes, tasks, precisions, device)
 
         def sized(task: str) -> list[dict]:
             batched = inputs.with_batch(given, 1 if task == "latency" else given[0].batch)
@@ -327,4 +303,6 @@ class Plan:
                 }
             ]
 
-        return cls(_cells(fws, chosen, prof, sized, offered=False), prof)
+        return cls(
+            _cells(fws, (modes, tasks, precisions, device), prof, sized, offered=False), prof
+        )

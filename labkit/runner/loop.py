@@ -57,17 +57,8 @@ class RunResult:
         )
 
     def __repr__(self) -> str:
-        state = "interrupted (rerun with resume=True)" if self.interrupted else "complete"
-        unsaved = (
-            f"; {len(self.unsaved)} NOT written ({self.write_error}), kept in .unsaved"
-            if self.unsaved
-            else ""
-        )
-        return (
-            f"<RunResult {state}: {len(self.records)} cells measured ({len(self.failed)} "
-            f"failed or unsupported), {len(self.skipped)} skipped, {self.wall_s:.0f} s, "
-            f"appended to {self.out}{unsaved}>"
-        )
+        unsaved = f"; {len(self.unsaved)} NOT written ({self.write_error})" if self.unsaved else ""
+        return f"<RunResult: {self.summary()}; appended to {self.out}{unsaved}>"
 
 
 _BUSY_WARNED: list[bool] = []

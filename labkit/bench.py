@@ -140,29 +140,17 @@ def verdict(
         rel = stats.iqr(times_s) / stats.median(times_s) if stats.median(times_s) > 0 else math.inf
         if rel > max_rel_iqr:
             reasons.append(f"spread too wide: IQR/median {rel:.0%} > {max_rel_iqr:.0%}")
-    return reasons + busy_machine(threads, others, load, cpu_count)
-
-
-def busy_machine(
-    threads: int, others: float | None, load: float | None, cpu_count: int | None = None
-) -> list[str]:
-    """Why the machine was too busy for a measurement that used ``threads`` CPUs (empty: quiet
-    enough): other processes kept more than the CPUs it left free plus :data:`MAX_STOLEN` of its
-    ``threads`` busy (``others``, from ``/proc/stat``); where that could not be read, a 1-minute
-    load average of at least the CPU count when it started."""
     cpus = cpu_count or os.cpu_count() or 1
     if others is not None:
         limit = max(0, cpus - threads) + MAX_STOLEN * threads
         if others > limit:
-            return [
-                (
-                    f"busy machine: other processes kept {others:.2f} CPUs busy while timing "
-                    f"(at most {limit:.2f} with {threads} threads on {cpus} CPUs)"
-                )
-            ]
+            reasons.append(
+                f"busy machine: other processes kept {others:.2f} CPUs busy while timing "
+                f"(at most {limit:.2f} with {threads} threads on {cpus} CPUs)"
+            )
     elif load is not None and load >= cpus:
-        return [f"busy machine: 1-minute load {load:.1f} >= {cpus} CPUs when timing started"]
-    return []
+        reasons.append(f"busy machine: 1-minute load {load:.1f} >= {cpus} CPUs when timing started")
+    return reasons
 
 
 # ---------------------------------------------------------------------------------------------

@@ -52,177 +52,57 @@ _NONE = type(None)
 #: null in a failed record.
 FIELDS: dict[str, tuple[tuple[type, ...], str]] = {
     "schema": ((int,), "version of this schema (2; 1 for a record upgraded on loading)"),
-    "model": (
-        (str,),
-        (
-            "the network measured: resnet50 (labkit.resnet), or the spec of a learner's model "
-            "('module:function' or 'path/file.py:function', labkit.explore.bench)"
-        ),
-    ),
+    "model": ((str,), "resnet50, or a learner's model spec ('file.py:function')"),
     "input_shape": (
         (str,),
-        (
-            "another model's input shapes, batch first ('8x16x32', several separated by commas); "
-            "'' for ResNet-50 (batch_size x 3 x image_size x image_size)"
-        ),
+        "another model's input shapes, batch first ('8x16x32'); '' for ResNet-50",
     ),
     "framework": ((str,), "a registered framework: " + " | ".join(NAMES)),
     "mode": ((str,), "execution mode, one of labkit.frameworks.spec(framework).modes"),
-    "task": ((str,), "latency (batch 1, p50/p90) | throughput (larger batch) | train (SGD step)"),
+    "task": ((str,), "latency (batch 1) | throughput (larger batch) | train (SGD step)"),
     "batch_size": ((int,), "images per call"),
-    "precision": (
-        (str,),
-        ("fp32 | bf16 | int8 (in-process deployment records also int8-dynamic, int8-static)"),
-    ),
-    "image_size": (
-        (int,),
-        "input side in pixels (square RGB images); 0 for another model (see input_shape)",
-    ),
+    "precision": ((str,), "fp32 | bf16 | int8 (deployment records also int8-dynamic/static)"),
+    "image_size": ((int,), "input side in pixels (square RGB); 0 for another model"),
     "device": ((str,), "cpu | gpu"),
     "status": ((str,), "ok | failed"),
-    "error": (((str, _NONE)), "why the cell failed (null when ok)"),
-    "unsupported": (
-        (bool,),
-        "true when the combination does not exist here (error 'unsupported: ...')",
-    ),
-    "valid": (
-        (bool,),
-        (
-            "the validity verdict: enough timed calls and time, a small spread, a quiet machine "
-            "(labkit.bench.verdict); false for a failed cell"
-        ),
-    ),
+    "error": ((str, _NONE), "why the cell failed (null when ok)"),
+    "unsupported": ((bool,), "the combination does not exist here (error 'unsupported: ...')"),
+    "valid": ((bool,), "the validity verdict (labkit.bench.verdict); false for a failed cell"),
     "invalid_reasons": ((list,), "each rule an invalid record broke, in words ([] when valid)"),
-    "export_s": (
-        _OPT_NUM,
-        "seconds of exporting the model before the cell could run it (ONNX Runtime); null: none",
-    ),
-    "prepare_s": (
-        _OPT_NUM,
-        "seconds to build the model and prepare the step (trace, session, ...), export excluded",
-    ),
-    "first_call_s": (_OPT_NUM, "seconds of the first call, timed apart (tracing / compilation)"),
-    "cache": (
-        (str,),
-        (
-            "cold: every compile cache (Inductor, Triton, XLA, MindSpore, the ONNX export) started "
-            "empty for this cell | warm: caches shared with earlier runs, so the first call may "
-            "reuse their work | unknown (schema 1)"
-        ),
-    ),
+    "export_s": (_OPT_NUM, "seconds of exporting the model first (ONNX Runtime); null: none"),
+    "prepare_s": (_OPT_NUM, "seconds to build the model and prepare the step, export excluded"),
+    "first_call_s": (_OPT_NUM, "seconds of the first call, timed apart (tracing, compilation)"),
+    "cache": ((str,), "compile caches: cold (empty for this cell) | warm (shared) | unknown"),
     "median_s": (_OPT_NUM, "median seconds per call in the steady state"),
     "iqr_s": (_OPT_NUM, "interquartile range of the seconds per call"),
     "p90_s": (_OPT_NUM, "90th percentile of the seconds per call"),
     "mean_s": (_OPT_NUM, "mean seconds per call"),
     "images_per_s": (_OPT_NUM, "batch_size / median_s (another model: samples per second)"),
     "peak_rss_mb": (_OPT_NUM, "peak resident memory of the cell's process, MiB"),
-    "ceiling_images_per_s": (
-        _OPT_NUM,
-        (
-            "the CPU's estimated compute ceiling at this size, task and precision; null on a GPU "
-            "or where the ceiling is unknown (labkit.hardware.ceiling)"
-        ),
-    ),
+    "ceiling_images_per_s": (_OPT_NUM, "the CPU's spec-sheet ceiling (labkit.hardware.ceiling)"),
     "ceiling_share": (_OPT_NUM, "images_per_s / ceiling_images_per_s (null without a ceiling)"),
     "above_ceiling": ((bool,), "images_per_s above the estimated ceiling: flagged, not an error"),
     "ceiling_note": ((str,), "when above the ceiling: its likely cause, in words; else ''"),
-    "measured_peak": (
-        (dict, _NONE),
-        (
-            "the matrix-multiply peak this machine attained at this precision and thread count "
-            "with the frameworks' own kernels (labkit.hardware.measured): {gflops, iqr_gflops, "
-            "threads, kernel, measured_at, others_cpus (CPUs other processes kept busy meanwhile)}; null on a GPU, without a ResNet-50 FLOP count, or "
-            "where it was not measured (measured_peak_note says why)"
-        ),
-    ),
-    "measured_peak_images_per_s": (
-        _OPT_NUM,
-        "ResNet-50 images/s at this size and task if it ran at the measured peak (null: none)",
-    ),
-    "measured_peak_share": (
-        _OPT_NUM,
-        (
-            "images_per_s / measured_peak_images_per_s: how close the cell came to what the "
-            "machine attains at its precision (null without a measured peak)"
-        ),
-    ),
-    "above_measured_peak": (
-        (bool,),
-        (
-            "images_per_s above the measured peak: at fp32 almost surely a timing error, at "
-            "bf16/int8 possibly a better kernel than the plain GEMM (measured_peak_note)"
-        ),
-    ),
-    "measured_peak_note": (
-        (str,),
-        "above the measured peak: its likely cause; without one: why there is none; else ''",
-    ),
-    "accuracy": (
-        (dict, _NONE),
-        (
-            "low-precision inference: its cost against the same framework's fp32 model on a "
-            "few hundred synthetic images: {reference, images, max_abs_diff (largest logit "
-            "difference), max_rel_diff (that over the largest fp32 logit), top1_agreement "
-            "(share of images with the same top class), top1_classes (distinct top classes "
-            "of fp32: with random weights most images share one, a weak test), "
-            "centred_top1_agreement (the same on the logits minus each class's mean over the "
-            "images)} (labkit.frameworks._kit.accuracy), or {error}; null for fp32 and training"
-        ),
-    ),
+    "measured_peak": ((dict, _NONE), "the measured matmul peak (labkit.hardware.measured) or null"),
+    "measured_peak_images_per_s": (_OPT_NUM, "ResNet-50 images/s at the measured peak"),
+    "measured_peak_share": (_OPT_NUM, "images_per_s / measured_peak_images_per_s"),
+    "above_measured_peak": ((bool,), "images_per_s above the measured peak (see the note)"),
+    "measured_peak_note": ((str,), "above the peak: the likely cause; without one: why; else ''"),
+    "accuracy": ((dict, _NONE), "low precision's cost against fp32 (frameworks._kit.accuracy)"),
     "repeats": (_OPT_NUM, "timed samples (each one call, or a block of number_per_run calls)"),
     "warmup": (_OPT_NUM, "untimed calls after the first call"),
-    "times_s": (
-        (list, _NONE),
-        (
-            "the raw seconds per call of every timed sample: each call timed alone, or the time "
-            "of a block of number_per_run calls divided by number_per_run"
-        ),
-    ),
-    "number_per_run": (
-        (int,),
-        (
-            "calls in each timed sample: 1, or more for a call too short to reach the profile's "
-            "minimum time within max_repeats samples (labkit.bench.measure; a record written "
-            "before this field reads as 1)"
-        ),
-    ),
+    "times_s": ((list, _NONE), "the raw seconds per call of every timed sample"),
+    "number_per_run": ((int,), "calls in each timed sample (1 in a record without the field)"),
     "notes": ((str,), "how the adapter realised the mode and precision"),
-    "recipe": (
-        (dict, _NONE),
-        (
-            "train: the hyper-parameters the framework applied, read back from its optimizer and "
-            "loss objects (labkit.recipe.TRAIN); null otherwise"
-        ),
-    ),
-    "threads": (
-        (dict,),
-        (
-            'the thread counts in effect, read back from the framework: {"intra": N, "inter": M} '
-            "(null values: not read back, e.g. the cell failed first)"
-        ),
-    ),
-    "thread_env": (
-        (dict,),
-        "thread-related environment of the cell's process (OMP_NUM_THREADS, OMP_WAIT_POLICY, ...)",
-    ),
+    "recipe": ((dict, _NONE), "train: the hyper-parameters read back (labkit.recipe.TRAIN)"),
+    "threads": ((dict,), 'the thread counts read back: {"intra": N, "inter": M}'),
+    "thread_env": ((dict,), "thread-related environment of the cell's process"),
     "profile": ((str,), "smoke | standard | full"),
     "versions": ((dict,), "package versions in the cell's process"),
     "machine": ((dict,), "labkit.hardware.fingerprint()"),
     "wall_s": (_OPT_NUM, "seconds the whole cell subprocess took"),
-    "load_1min": (
-        _OPT_NUM,
-        (
-            "the machine's 1-minute load average when timing started (the cell's start in "
-            "schema 1); null where the OS does not report it"
-        ),
-    ),
-    "others_cpus": (
-        _OPT_NUM,
-        (
-            "CPUs other processes kept busy, on average, while the cell was timed (/proc/stat); "
-            "null where it cannot be read"
-        ),
-    ),
+    "load_1min": (_OPT_NUM, "the 1-minute load average when timing started (null: unknown)"),
+    "others_cpus": (_OPT_NUM, "CPUs other processes kept busy while the cell was timed"),
     "log": ((str,), "the tail of the cell's stderr when it failed, else ''"),
     "timestamp": ((str,), "when the cell finished, ISO 8601 UTC"),
 }

@@ -1,8 +1,7 @@
-"""Records as rows for a reader: what to know before trusting one, and the plain-text table.
+"""Records for a reader: what to know before trusting one, and the plain-text table.
 
-:func:`summary_rows` gives one flat row per cell (the latest record) in a stable order, for
-tables and widgets; :func:`table` prints them aligned (what ``python -m labkit report`` shows),
-with each record's :func:`flags` after the table.
+:func:`table` prints the latest record of each cell aligned, in a stable order (what
+``python -m labkit report`` shows), with each record's :func:`flags` after the table.
 """
 
 from __future__ import annotations
@@ -14,7 +13,7 @@ from ..frameworks.contract import TASKS
 from .query import is_valid, latest
 from .schema import DEFAULT_MODEL, model_name
 
-__all__ = ["flags", "summary_rows", "table"]
+__all__ = ["flags", "table"]
 
 #: the columns of :func:`table` after the cell's own (framework, mode, ...)
 _FIGURE_COLUMNS = (
@@ -64,63 +63,23 @@ def accuracy_text(accuracy: dict | None) -> str:
     return text
 
 
-def summary_rows(records: Iterable[dict]) -> list[dict]:
-    """One flat row per cell (the latest record), in a stable order, for tables and widgets."""
-    rows = [_summary_row(r) for r in latest(records)]
-    rows.sort(key=_row_order())
-    return rows
-
-
-def _summary_row(r: dict) -> dict:
-    ok_ = r["status"] == "ok"
-    return {
-        "model": r.get("model", DEFAULT_MODEL),
-        "input_shape": r.get("input_shape", ""),
-        "framework": r["framework"],
-        "mode": r["mode"],
-        "task": r["task"],
-        "batch_size": r["batch_size"],
-        "precision": r["precision"],
-        "image_size": r["image_size"],
-        "device": r["device"],
-        "status": r["status"],
-        "valid": is_valid(r),
-        "flags": flags(r) if ok_ else [],
-        "images_per_s": r["images_per_s"] if ok_ else None,
-        "median_ms": r["median_s"] * 1e3 if ok_ else None,
-        "iqr_ms": r["iqr_s"] * 1e3 if ok_ else None,
-        "p90_ms": r["p90_s"] * 1e3 if ok_ else None,
-        "first_call_s": r["first_call_s"] if ok_ else None,
-        "export_s": r.get("export_s") if ok_ else None,
-        "cache": r.get("cache", "unknown"),
-        "ceiling_share": r["ceiling_share"] if ok_ else None,
-        "above_ceiling": bool(r.get("above_ceiling")),
-        "measured_peak_share": r.get("measured_peak_share") if ok_ else None,
-        "above_measured_peak": bool(r.get("above_measured_peak")),
-        "accuracy": r.get("accuracy") if ok_ else None,
-        "peak_rss_mb": r["peak_rss_mb"] if ok_ else None,
-        "threads": r.get("threads"),
-        "error": r["error"] or "",
-    }
-
-
-def _row_order():
-    """The sort key of a summary row: the ResNet-50 first, then the registry's order of
+def _order():
+    """The sort key of a record in the table: the ResNet-50 first, then the registry's order of
     frameworks, the tasks' order, ..., each framework's order of modes."""
     order = {fw: i for i, fw in enumerate(NAMES)}
     modes = {(fw, m): i for fw, ms in MODES.items() for i, m in enumerate(ms)}
     tasks = {t: i for i, t in enumerate(TASKS)}
-    return lambda x: (
-        x["model"] != DEFAULT_MODEL,
-        x["model"],
-        order.get(x["framework"], 9),
-        tasks.get(x["task"], 9),
-        x["precision"],
-        x["batch_size"],
-        x["image_size"],
-        x["input_shape"],
-        x["device"],
-        modes.get((x["framework"], x["mode"]), 9),
+    return lambda r: (
+        r.get("model", DEFAULT_MODEL) != DEFAULT_MODEL,
+        r.get("model", DEFAULT_MODEL),
+        order.get(r["framework"], 9),
+        tasks.get(r["task"], 9),
+        r["precision"],
+        r["batch_size"],
+        r["image_size"],
+        r.get("input_shape", ""),
+        r["device"],
+        modes.get((r["framework"], r["mode"]), 9),
     )
 
 
@@ -131,7 +90,8 @@ def _share_text(share: float | None, above: bool) -> str:
 
 
 def table(records: Iterable[dict]) -> str:
-    """A plain-text table of :func:`summary_rows` (what ``python -m labkit report`` prints).
+    """A plain-text table of the latest record of each cell (what ``python -m labkit report``
+    prints).
 
     ``valid`` says whether a measured cell passed its validity verdict; ``ceiling`` is the share
     of the spec-sheet estimate, ``peak`` that of the measured matrix-multiply peak at the
@@ -140,16 +100,17 @@ def table(records: Iterable[dict]) -> str:
     learner's model (``labkit.explore.bench``) add a ``model`` column, and their ``size`` is the
     input shape.
     """
-    rows = summary_rows(records)
-    models = any(r["model"] != DEFAULT_MODEL for r in rows)
+    rows = sorted(latest(records), key=_order())
+    models = any(r.get("model", DEFAULT_MODEL) != DEFAULT_MODEL for r in rows)
     lead = ("model",) * models + ("framework", "mode", "task", "batch", "prec", "size", "dev")
     n = len(lead)
     lines, notes, costs = [], [], []
     for r in rows:
         cells = _cells(r, models)
-        if r["status"] == "ok" and r["flags"]:
-            notes.append(f"{' '.join(cells[: n - 4])}: " + "; ".join(r["flags"]))
-        if r["accuracy"]:
+        ok_, why = r["status"] == "ok", flags(r)
+        if ok_ and why:
+            notes.append(f"{' '.join(cells[: n - 4])}: " + "; ".join(why))
+        if ok_ and r.get("accuracy"):
             costs.append(
                 f"{' '.join(cells[: n - 4])} {r['precision']}: " + accuracy_text(r["accuracy"])
             )
@@ -163,29 +124,29 @@ def table(records: Iterable[dict]) -> str:
 
 
 def _cells(r: dict, models: bool) -> list[str]:
-    """The texts of one summary row: the cell, then its figures (or one ``FAILED: ...``)."""
-    cells = [model_name(r["model"])] * models + [
+    """The texts of one record: the cell, then its figures (or one ``FAILED: ...``)."""
+    cells = [model_name(r.get("model", DEFAULT_MODEL))] * models + [
         r["framework"],
         r["mode"],
         r["task"],
         str(r["batch_size"]),
         r["precision"],
-        r["input_shape"] or str(r["image_size"]),
+        r.get("input_shape") or str(r["image_size"]),
         r["device"],
     ]
     if r["status"] != "ok":
-        err = r["error"] if len(r["error"]) <= 70 else r["error"][:67] + "..."
-        return cells + [f"FAILED: {err}"]
+        err = r["error"] or ""
+        return cells + [f"FAILED: {err if len(err) <= 70 else err[:67] + '...'}"]
     return cells + [
         f"{r['images_per_s']:.2f}",
-        f"{r['median_ms']:.1f}",
-        f"{r['iqr_ms']:.1f}",
-        f"{r['p90_ms']:.1f}",
+        f"{r['median_s'] * 1e3:.1f}",
+        f"{r['iqr_s'] * 1e3:.1f}",
+        f"{r['p90_s'] * 1e3:.1f}",
         f"{r['first_call_s']:.2f}",
-        _share_text(r["ceiling_share"], r["above_ceiling"]),
-        _share_text(r["measured_peak_share"], r["above_measured_peak"]),
+        _share_text(r["ceiling_share"], bool(r.get("above_ceiling"))),
+        _share_text(r.get("measured_peak_share"), bool(r.get("above_measured_peak"))),
         f"{r['peak_rss_mb']:.0f}",
-        "yes" if r["valid"] else "NO",
+        "yes" if is_valid(r) else "NO",
     ]
 
 

@@ -1,7 +1,7 @@
 """One cell, measured inside its own process: ``python -m labkit.runner --cell ...``.
 
 :func:`main` reads the cell, ties the process's life to the runner's, measures it
-(:func:`measure_cell`: thread policy, the workload's step, :func:`labkit.bench.measure`, the
+(:func:`measure_cell`: thread policy, the cell's step, :func:`labkit.bench.measure`, the
 ceiling and measured-peak shares: :func:`ceiling_fields`) and writes the record's fields as
 JSON; a framework problem is a result, never a crash. Test hook:
 ``LABKIT_TEST_FAULT=KIND[:FRAMEWORK/MODE/TASK][,...]`` (:data:`FAULT_ENV`) makes matching
@@ -25,10 +25,16 @@ from .. import bench, hardware, profiles
 from .. import frameworks as fw_registry
 from ..frameworks.contract import Unsupported
 from ..util import jsonio, proc
-from .peaks import cached_peaks
 from .plan import Cell
 
-__all__ = ["FAULT_ENV", "LOG_TAIL_CHARS", "ceiling_fields", "main"]
+__all__ = [
+    "FAULT_ENV",
+    "LOG_TAIL_CHARS",
+    "cached_peaks",
+    "ceiling_fields",
+    "main",
+    "measured_peaks",
+]
 
 FAULT_ENV = "LABKIT_TEST_FAULT"
 FAULTS = ("fail", "hang", "oom")
@@ -112,7 +118,7 @@ def measure_cell(cell: Cell, threads: int, memory_limit_mb: float | None = None)
         adapter = fw_registry.get(cell.framework)
         adapter.set_threads(threads)
         t0 = time.perf_counter()
-        prepared = cell.workload.prepare(adapter, cell)
+        prepared = cell.prepare(adapter)
         prepare_s = time.perf_counter() - t0 - (prepared.export_s or 0.0)
         out["threads"] = adapter.threads()
         m = bench.measure(
@@ -159,6 +165,20 @@ def _accuracy(prepared) -> dict | None:
         return {"error": f"{type(exc).__name__}: {exc}".strip()[:LOG_TAIL_CHARS]}
 
 
+def measured_peaks(threads: int | None = None, refresh: bool = False) -> hardware.MeasuredPeaks:
+    """This machine's matrix-multiply peaks with ``threads`` threads (default: the lab's), by
+    the installed frameworks' probes: cached, or measured now (a few seconds per framework;
+    ``refresh=True`` always measures). :func:`run <labkit.runner.loop.run>` calls it before the
+    first cell, so that no cell's process measures while another is timed."""
+    return hardware.measure(fw_registry.peak_probes(), threads, refresh)
+
+
+def cached_peaks(threads: int | None = None) -> hardware.MeasuredPeaks | None:
+    """The peaks measured before with ``threads`` threads and today's framework versions, or
+    None (nothing is measured)."""
+    return hardware.cached(fw_registry.peak_probes(), threads)
+
+
 def ceiling_fields(images_per_s: float, cell: Cell, threads: int | None = None) -> dict:
     """A measured cell's figure against this machine, at its precision (the CPU only, and a
     workload whose FLOP count is known):
@@ -166,7 +186,7 @@ def ceiling_fields(images_per_s: float, cell: Cell, threads: int | None = None) 
     - the spec-sheet estimate: ``ceiling_images_per_s``, ``ceiling_share``, ``above_ceiling``,
       ``ceiling_note`` (null where the estimate is unknown);
     - the measured matrix-multiply peak with ``threads`` threads (default: the lab's count),
-      read from the cache (:func:`labkit.runner.peaks.cached_peaks`): ``measured_peak``,
+      read from the cache (:func:`cached_peaks`): ``measured_peak``,
       ``measured_peak_images_per_s``, ``measured_peak_share``, ``above_measured_peak``,
       ``measured_peak_note`` (null with the reason where there is none).
     """
@@ -181,7 +201,7 @@ def ceiling_fields(images_per_s: float, cell: Cell, threads: int | None = None) 
         "above_measured_peak": False,
         "measured_peak_note": "",
     }
-    if cell.device != "cpu" or not cell.workload.has_ceiling:  # the CPU's, for the ResNet-50
+    if cell.device != "cpu" or cell.custom:  # the CPU's, for the ResNet-50
         return out
     training = cell.task == "train"
     c = hardware.ceiling(cell.precision)

@@ -20,8 +20,7 @@ from pathlib import Path
 
 from .. import bench, hardware, results
 from ..util import jsonio
-from .cell import LOG_TAIL_CHARS
-from .peaks import cached_peaks, measured_peaks
+from .cell import LOG_TAIL_CHARS, cached_peaks, measured_peaks
 from .plan import Cell, Plan
 from .process import check_cache, run_cell, signals_held, sigterm_as_interrupt
 
@@ -58,17 +57,8 @@ class RunResult:
         )
 
     def __repr__(self) -> str:
-        state = "interrupted (rerun with resume=True)" if self.interrupted else "complete"
-        unsaved = (
-            f"; {len(self.unsaved)} NOT written ({self.write_error}), kept in .unsaved"
-            if self.unsaved
-            else ""
-        )
-        return (
-            f"<RunResult {state}: {len(self.records)} cells measured ({len(self.failed)} "
-            f"failed or unsupported), {len(self.skipped)} skipped, {self.wall_s:.0f} s, "
-            f"appended to {self.out}{unsaved}>"
-        )
+        unsaved = f"; {len(self.unsaved)} NOT written ({self.write_error})" if self.unsaved else ""
+        return f"<RunResult: {self.summary()}; appended to {self.out}{unsaved}>"
 
 
 _BUSY_WARNED: list[bool] = []
@@ -94,7 +84,7 @@ def _ensure_peaks(todo: list[Cell], threads: int, progress: bool) -> None:
     """Measure this machine's matrix-multiply peaks before the first cell that is compared with
     them (once per machine type, thread count and framework versions; then the cache), so that
     no cell's process measures while another is timed."""
-    if not any(c.device == "cpu" and c.workload.has_ceiling for c in todo):
+    if not any(c.device == "cpu" and not c.custom for c in todo):
         return
     if cached_peaks(threads) is None and progress:
         print(

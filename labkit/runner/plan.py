@@ -10,14 +10,14 @@ device, sized by a profile); a :class:`Plan` is the cells of a run, in order. Tw
   recording ``model`` and ``input_shape``.
 
 Where the two differ (a cell's label, how its step is prepared, whether a compute ceiling
-applies, what its process must be able to import) is said once, by the workload classes here (:attr:`Cell.workload`); the rest of the runner treats every cell
-alike. Not for: running cells (:mod:`labkit.runner.loop`, :mod:`labkit.runner.process`).
+applies, what its process must import) is said once, by :class:`Cell`; the rest of the runner
+treats every cell alike. Not for: running cells (:mod:`labkit.runner.loop`, :mod:`labkit.runner.process`).
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from .. import frameworks as fw_registry
@@ -25,92 +25,19 @@ from .. import profiles, resnet, results
 from ..frameworks.contract import DEVICES, PRECISIONS, TASKS, Prepared, Unsupported
 from . import inputs
 
-__all__ = [
-    "Cell",
-    "LearnerModel",
-    "Plan",
-    "ResNet50",
-]
-
-
-# ---------------------------------------------------------------------------------------------
-# the workloads
-
-
-class ResNet50:
-    """The lab's workload: ResNet-50 from the seed-0 weights (:mod:`labkit.resnet`) at the
-    cell's batch and image size; its FLOP count is known, so a measured figure stands against this machine's compute ceiling."""
-
-    #: a measured figure of it stands against the CPU's compute ceiling
-    has_ceiling = True
-
-    def label(self, cell: Cell) -> str:
-        return (
-            f"{cell.framework} {cell.mode} {cell.task} b{cell.batch_size} {cell.precision} "
-            f"{cell.image_size}px {cell.device}"
-        )
-
-    def prepare(self, adapter, cell: Cell) -> Prepared:
-        """The cell's step, prepared by ``adapter`` (in the cell's own process)."""
-        weights = resnet.init_weights(0)
-        return adapter.prepare(
-            weights,
-            cell.mode,
-            cell.task,
-            cell.batch_size,
-            cell.precision,
-            cell.image_size,
-            cell.device,
-        )
-
-    def child_path(self) -> list[str]:
-        """``PYTHONPATH`` entries the cell's process needs besides labkit's own: none."""
-        return []
-
-
-class LearnerModel:
-    """A learner's model: built in the cell's process from its spec (the cell's ``model``) and
-    run on the example inputs its builder returns (their rows repeated or cut to the cell's
-    batch, keyword arguments bound) when they have the cell's ``input_shape``, else on seeded
-    inputs of that shape; its FLOP count is unknown, so no ceiling applies."""
-
-    has_ceiling = False
-
-    def label(self, cell: Cell) -> str:
-        return (
-            f"{results.model_name(cell.model)} {cell.framework} {cell.mode} {cell.task} "
-            f"{cell.input_shape} {cell.precision} {cell.device}"
-        )
-
-    def prepare(self, adapter, cell: Cell) -> Prepared:
-        """Build the model from its spec and prepare its step (in the cell's own process)."""
-        if not isinstance(adapter, fw_registry.ModelBencher):
-            raise Unsupported(f"labkit cannot benchmark other models with {cell.framework}")
-        model, given = inputs.build_example(cell.model)
-        arrays = inputs.example_arrays(inputs.parse_inputs(cell.input_shape))
-        if given is not None:  # the builder's own inputs, at this cell's batch
-            example = inputs.to_batch(given[0], arrays[0].shape[0] if arrays[0].ndim else 1)
-            if [(a.shape, a.dtype) for a in example] == [(a.shape, a.dtype) for a in arrays]:
-                arrays = example
-                own = fw_registry.framework_of(model)
-                if own is not None and given[1].binds:
-                    model = fw_registry.explorer(own).bind(model, given[1])
-        return adapter.prepare_model(
-            model, arrays, cell.mode, cell.task, cell.precision, cell.device
-        )
-
-    def child_path(self) -> list[str]:
-        """The learner's module must import in the cell's process as it does here."""
-        return inputs.child_pythonpath()
-
-
-RESNET50 = ResNet50()
-LEARNER_MODEL = LearnerModel()
+__all__ = ["Cell", "Plan"]
 
 
 @dataclass(frozen=True)
 class Cell:
-    """One measurement: a framework's mode on a task at a batch size, precision and device."""
+    """One measurement: a framework's mode on a task at a batch size, precision and device.
+
+    Its model is the lab's ResNet-50 (the seed-0 weights of :mod:`labkit.resnet`, FLOP count
+    known, so a figure stands against this machine's ceiling), or a learner's model
+    (:meth:`Plan.for_model`: built in the cell's process from its spec, run on the example
+    inputs its builder returns when they have the cell's ``input_shape``, else on seeded inputs
+    of that shape; no ceiling applies).
+    """
 
     framework: str
     mode: str
@@ -120,7 +47,6 @@ class Cell:
     image_size: int
     device: str
     profile: str
-    #: the model: ResNet-50, or a learner's spec (:meth:`Plan.for_model`) with its input shapes
     model: str = results.DEFAULT_MODEL
     input_shape: str = ""
 
@@ -129,25 +55,56 @@ class Cell:
         """Whether the cell measures a learner's model rather than the ResNet-50."""
         return self.model != results.DEFAULT_MODEL
 
-    @property
-    def workload(self) -> ResNet50 | LearnerModel:
-        return LEARNER_MODEL if self.custom else RESNET50
-
     def label(self) -> str:
-        return self.workload.label(self)
+        if self.custom:
+            return (
+                f"{results.model_name(self.model)} {self.framework} {self.mode} {self.task} "
+                f"{self.input_shape} {self.precision} {self.device}"
+            )
+        return (
+            f"{self.framework} {self.mode} {self.task} b{self.batch_size} {self.precision} "
+            f"{self.image_size}px {self.device}"
+        )
 
     def key(self) -> tuple:
         return tuple(getattr(self, k) for k in results.KEY)
 
+    def child_path(self) -> list[str]:
+        """``PYTHONPATH`` entries the cell's process needs besides labkit's: a learner's module
+        must import there as it does here."""
+        return inputs.child_pythonpath() if self.custom else []
+
+    def prepare(self, adapter) -> Prepared:
+        """The cell's step, prepared by ``adapter`` (in the cell's own process)."""
+        if not self.custom:
+            weights = resnet.init_weights(0)
+            return adapter.prepare(
+                weights,
+                self.mode,
+                self.task,
+                self.batch_size,
+                self.precision,
+                self.image_size,
+                self.device,
+            )
+        if not isinstance(adapter, fw_registry.ModelBencher):
+            raise Unsupported(f"labkit cannot benchmark other models with {self.framework}")
+        model, given = inputs.build_example(self.model)
+        arrays = inputs.example_arrays(inputs.parse_inputs(self.input_shape))
+        if given is not None:  # the builder's own inputs, at this cell's batch
+            example = inputs.to_batch(given[0], arrays[0].shape[0] if arrays[0].ndim else 1)
+            if [(a.shape, a.dtype) for a in example] == [(a.shape, a.dtype) for a in arrays]:
+                arrays = example
+                own = fw_registry.framework_of(model)
+                if own is not None and given[1].binds:
+                    model = fw_registry.explorer(own).bind(model, given[1])
+        return adapter.prepare_model(
+            model, arrays, self.mode, self.task, self.precision, self.device
+        )
+
 
 # ---------------------------------------------------------------------------------------------
 # choosing
-
-
-def _unknown(kind: str, bad: Sequence[str], valid: Iterable[str]) -> ValueError:
-    return ValueError(
-        f"unknown {kind} {', '.join(map(repr, bad))}: valid {kind}s are {', '.join(valid)}"
-    )
 
 
 def _pick(kind: str, given: Sequence[str] | None, valid: Sequence[str]) -> list[str]:
@@ -158,7 +115,9 @@ def _pick(kind: str, given: Sequence[str] | None, valid: Sequence[str]) -> list[
         raise ValueError(f"no {kind} given: choose from {', '.join(valid)}")
     bad = [g for g in given if g not in valid]
     if bad:
-        raise _unknown(kind, bad, valid)
+        raise ValueError(
+            f"unknown {kind} {', '.join(map(repr, bad))}: valid {kind}s are {', '.join(valid)}"
+        )
     return list(dict.fromkeys(given))
 
 
@@ -206,49 +165,31 @@ def _profile(profile: str | profiles.Profile | None) -> profiles.Profile:
     return profile if isinstance(profile, profiles.Profile) else profiles.get(profile)
 
 
-@dataclass(frozen=True)
-class _Choices:
-    """The modes, tasks, precisions and device of a plan, checked."""
-
-    modes: list[str] | None
-    tasks: list[str]
-    precisions: list[str]
-    device: str
-
-
-def _choices(
-    modes: Sequence[str] | None,
-    tasks: Sequence[str] | None,
-    precisions: Sequence[str] | None,
-    device: str,
-) -> _Choices:
-    if modes is not None:
-        _pick("mode", modes, mode_names())
-        modes = [m.strip() for m in modes if m.strip()]
-    tks = _pick("task", tasks, TASKS)
-    precs = _pick("precision", precisions if precisions is not None else ["fp32"], PRECISIONS)
-    (dev,) = _pick("device", [device], DEVICES)
-    return _Choices(modes, tks, precs, dev)
-
-
 def _cells(
     fws: Sequence[str],
-    chosen: _Choices,
+    choices: tuple[Sequence[str] | None, Sequence[str] | None, Sequence[str] | None, str],
     prof: profiles.Profile,
     sized: Callable[[str], list[dict]],
     offered: bool,
 ) -> list[Cell]:
-    """The cells of frameworks x modes x tasks x sizes x precisions, each once, in that order;
-    ``sized(task)``: the fields of a task's cells that the workload decides (batch size, image
-    size, model, input shape). None at all: ``ValueError`` (``offered``: naming each
-    framework's modes)."""
+    """The cells of frameworks x modes x tasks x sizes x precisions, each once, in that order,
+    ``choices`` (modes, tasks, precisions, device) checked first; ``sized(task)``: the fields
+    of a task's cells that the model decides (batch size, image size, model, input shape).
+    None at all: ``ValueError`` (``offered``: naming each framework's modes)."""
+    modes, tasks, precisions, device = choices
+    if modes is not None:
+        _pick("mode", modes, mode_names())
+        modes = [m.strip() for m in modes if m.strip()]
+    tasks = _pick("task", tasks, TASKS)
+    precisions = _pick("precision", precisions if precisions is not None else ["fp32"], PRECISIONS)
+    (device,) = _pick("device", [device], DEVICES)
     cells = [
-        Cell(fw, mode, task, precision=prec, device=chosen.device, profile=prof.name, **size)
+        Cell(fw, mode, task, precision=prec, device=device, profile=prof.name, **size)
         for fw in fws
-        for mode in resolve_modes(fw, chosen.modes)
-        for task in chosen.tasks
+        for mode in resolve_modes(fw, modes)
+        for task in tasks
         for size in sized(task)
-        for prec in chosen.precisions
+        for prec in precisions
     ]
     if not cells:
         theirs = ""
@@ -256,7 +197,7 @@ def _cells(
             modes = "; ".join(f"{fw}: {', '.join(fw_registry.MODES[fw])}" for fw in fws)
             theirs = f"their modes: {modes}; "
         raise ValueError(
-            f"the plan is empty: none of the modes {', '.join(chosen.modes or [])} belongs to "
+            f"the plan is empty: none of the modes {', '.join(modes or [])} belongs to "
             f"{', '.join(fws)} ({theirs}eager and graph work for every framework)"
         )
     return list(dict.fromkeys(cells))
@@ -298,7 +239,6 @@ class Plan:
         """
         prof = _profile(profile)
         fws = _pick("framework", frameworks, fw_registry.NAMES)
-        chosen = _choices(modes, tasks, precisions, device)
         sizes = _batches(batch_sizes)
         default_batch = {
             "latency": prof.latency_batch,
@@ -311,7 +251,7 @@ class Plan:
             chosen_sizes = [prof.latency_batch] if task == "latency" else batched
             return [{"batch_size": b, "image_size": prof.image_size} for b in chosen_sizes]
 
-        return cls(_cells(fws, chosen, prof, sized, offered=True), prof)
+        return cls(_cells(fws, (modes, tasks, precisions, device), prof, sized, offered=True), prof)
 
     @classmethod
     def for_model(
@@ -351,7 +291,6 @@ class Plan:
                     f"choose from {', '.join(x.name for x in fw_registry.specs() if x.explores)}"
                 )
         prof = _profile(profile)
-        chosen = _choices(modes, tasks, precisions, device)
 
         def sized(task: str) -> list[dict]:
             batched = inputs.with_batch(given, 1 if task == "latency" else given[0].batch)
@@ -364,4 +303,6 @@ class Plan:
                 }
             ]
 
-        return cls(_cells(fws, chosen, prof, sized, offered=False), prof)
+        return cls(
+            _cells(fws, (modes, tasks, precisions, device), prof, sized, offered=False), prof
+        )

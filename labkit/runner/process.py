@@ -121,7 +121,7 @@ def cell_env(cell: Cell, threads: int, cell_dir: Path, cache: str = "cold") -> d
         "LABKIT_PROFILE": cell.profile,
         "TF_CPP_MIN_LOG_LEVEL": "2",
     }
-    return proc.child_env(threads, path=cell.workload.child_path(), extra=extra)
+    return proc.child_env(threads, path=cell.child_path(), extra=extra)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -37,8 +37,6 @@ __all__ = [
     "ResNet50",
     "applied_recipe",
     "build_resnet50",
-    "export",
-    "load_exported",
     "predict",
     "prepare",
     "set_threads",
@@ -435,36 +433,3 @@ def prepare(
             return run(ms.Tensor(images)).asnumpy()
 
     return Prepared(step, int(batch_size), "; ".join([how, *notes]), recipe=applied)
-
-
-# --- export ----------------------------------------------------------------------------------
-
-
-def export(net: nn.Cell, directory: str | Path) -> Path:
-    """Write ``net`` as MindIR (``mindspore.export``) under ``directory``; returns the file.
-
-    The input is declared with a dynamic shape (any batch, any valid image size).
-    """
-    directory = Path(directory)
-    directory.mkdir(parents=True, exist_ok=True)
-    net.set_train(False)
-    spec = ms.Tensor(shape=[None, 3, None, None], dtype=ms.float32)
-    ms.export(net, spec, file_name=str(directory / "resnet50"), file_format="MINDIR")
-    path = directory / "resnet50.mindir"
-    if not path.is_file():
-        raise RuntimeError(f"mindspore.export did not write {path}")
-    return path
-
-
-def load_exported(path: str | Path) -> Callable[[np.ndarray], np.ndarray]:
-    """Load a MindIR file written by :func:`export`: a callable NCHW images -> numpy logits."""
-    path = Path(path)
-    if not path.is_file():
-        raise FileNotFoundError(f"no MindIR file at {path}; write one with export(net, directory)")
-    graph = nn.GraphCell(ms.load(str(path)))
-
-    def run(images: np.ndarray) -> np.ndarray:
-        return graph(ms.Tensor(resnet.check_images(images))).asnumpy()
-
-    run.graph_cell = graph  # the loaded graph, for learners who want to inspect it
-    return run

@@ -1,4 +1,4 @@
-"""TensorFlow adapter: a hand-written Keras 3 ResNet-50, its three execution modes, and export.
+"""TensorFlow adapter: a hand-written Keras 3 ResNet-50, its three execution modes.
 
 Read this module alone if TensorFlow is the framework you care about. It follows the adapter
 contract of :mod:`labkit.frameworks` and is imported only through
@@ -6,7 +6,7 @@ contract of :mod:`labkit.frameworks` and is imported only through
 that lets TensorFlow and MindSpore share a process).
 
 Layout: TensorFlow is channels-last, so images are NHWC inside this module while the contract's
-host batches are NCHW; ``predict``, ``load_exported`` and ``prepare`` transpose at the edge.
+host batches are NCHW; ``predict`` and ``prepare`` transpose at the edge.
 Padding: Keras' ``padding="same"`` pads an even-sized input asymmetrically (nothing on the top
 and left, one row/column on the bottom and right for a stride-2 3x3), whereas PyTorch pads
 symmetrically. The model therefore uses explicit ``ZeroPadding2D`` layers and ``"valid"``
@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable
-from pathlib import Path
 
 import keras
 import numpy as np
@@ -44,9 +43,7 @@ __all__ = [
     "SPEC",
     "applied_recipe",
     "build_resnet50",
-    "export",
     "is_tf_function",
-    "load_exported",
     "loss_fn",
     "model_caller",
     "optimizer",
@@ -446,35 +443,6 @@ def prepare(
         recipe=applied,
         accuracy=check if lowp_inference else None,
     )
-
-
-# --------------------------------------------------------------------------- export
-
-
-def export(model: keras.Model, directory: str | Path) -> Path:
-    """Write ``model`` as a TensorFlow SavedModel (Keras 3 ``model.export``) under ``directory``.
-
-    Returns the SavedModel directory; it takes NHWC float32 images of any size (a multiple of 32)
-    through its ``serving_default`` signature.
-    """
-    path = Path(directory) / "resnet50_savedmodel"
-    model.export(str(path), format="tf_saved_model", verbose=False)
-    if not (path / "saved_model.pb").is_file():
-        raise RuntimeError(f"model.export did not write {path / 'saved_model.pb'}")
-    return path
-
-
-def load_exported(path: str | Path) -> Callable[[np.ndarray], np.ndarray]:
-    """Load a SavedModel written by :func:`export`: a callable NCHW images -> numpy logits."""
-    loaded = tf.saved_model.load(str(path))
-    serve = loaded.signatures["serving_default"]
-
-    def run(images: np.ndarray) -> np.ndarray:
-        (logits,) = serve(tf.constant(to_nhwc(images))).values()
-        return logits.numpy()
-
-    run.saved_model = loaded  # keep the loaded object (and its variables) alive
-    return run
 
 
 # --------------------------------------------------------------------------- a learner's model

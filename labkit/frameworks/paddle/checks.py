@@ -15,22 +15,10 @@ from typing import Any
 import numpy as np
 import paddle
 
-from .._kit.checks import (
-    refuse_options,
-    runs_on_all,
-    same_outputs,
-    to_numpy,
-    unknown_property,
-    unwrap,
-)
+from .._kit import checks as kit
+from .._kit.checks import runs_on_all, same_outputs, to_numpy, unwrap
 
-__all__ = [
-    "eager",
-    "full_graph",
-    "matches_eager",
-    "namespace",
-    "verify",
-]
+__all__ = ["PROPERTIES", "eager", "full_graph", "matches_eager", "namespace", "verify"]
 
 
 def namespace() -> dict[str, Any]:
@@ -81,19 +69,12 @@ def matches_eager(
     )
 
 
-def verify(
-    prop: str,
-    fn: Callable,
-    cases: list[tuple],
-    *,
-    reference: Callable,
-    rtol: float,
-    atol: float,
-    **options: Any,
-) -> tuple[bool, str]:
-    refuse_options("PaddlePaddle", options)
-    if prop == "full_graph":
-        return full_graph(fn, cases)
-    if prop == "matches_eager":
-        return matches_eager(fn, cases, reference, rtol, atol)
-    raise unknown_property("PaddlePaddle", prop)
+#: the properties these checks verify, by the name an exercise gives them
+PROPERTIES: dict[str, Callable] = {
+    "full_graph": full_graph,
+    "matches_eager": matches_eager,
+}
+
+
+def verify(prop: str, fn: Callable, cases: list[tuple], **given: Any) -> tuple[bool, str]:
+    return kit.verify("PaddlePaddle", PROPERTIES, prop, fn, cases, **given)

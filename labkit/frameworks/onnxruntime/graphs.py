@@ -1,19 +1,11 @@
-"""Reading ONNX models: the optimisation levels, node counts, and int8 quantisation.
+"""Reading ONNX models: optimisation levels, node counts, int8 quantisation.
 
-Notebooks 05 and 07 write what ONNX Runtime does in ONNX Runtime's own calls: an
-``InferenceSession`` at a ``GraphOptimizationLevel``, with ``SessionOptions.optimized_model_filepath``
-set to write the model it optimised, and ``onnxruntime.quantization`` for int8. What is left here
-only reads the files those calls write, and gives a learner's model (:mod:`.explore`) the
-same levels:
-
-- :data:`LEVELS`, :func:`session_options`, :func:`optimize`: the levels by name (those this
-  ONNX Runtime has), a CPU session's options at one level, and the model rewritten at a level
-  written to a file;
-- :func:`counts`: nodes by operator; ORT's own operators carry their domain
-  (``com.microsoft:FusedConv``, ``com.microsoft.nchwc:Conv``), the nodes that do no arithmetic
-  set apart (:data:`BOOKKEEPING`);
-- :func:`quantize_static`: the int8 model the adapter's ``int8`` precision runs (calibrated
-  static QDQ, the benchmark's path; notebook 07 writes its own quantisation calls).
+Notebooks 05 and 07 call ONNX Runtime themselves; this module reads the files those calls write
+and gives a learner's model (:mod:`.explore`) the same levels: :data:`LEVELS` (those this ONNX
+Runtime has), :func:`session_options`, :func:`optimize` (the model rewritten at a level, to a
+file), :func:`counts` (nodes by operator, ORT's own with their domain, bookkeeping set apart)
+and :func:`quantize_static` (the int8 model of the adapter's ``int8`` precision: calibrated
+static QDQ).
 """
 
 from __future__ import annotations

@@ -26,8 +26,8 @@ from torch import nn
 from torch.utils import _pytree as pytree
 
 from ... import recipe, resnet
-from .._kit.cells import check_cell, check_choice, check_threads, host_batch
-from ..contract import DEVICES, Prepared, Unsupported
+from .._kit.cells import check_cell, check_threads, host_batch
+from ..contract import Prepared, Unsupported
 from . import SPEC, modes
 from .modes import quiet_torchscript
 
@@ -160,16 +160,11 @@ def build_resnet50(weights: dict[str, np.ndarray]) -> ResNet50:
     """
     num_classes = resnet.validate_weights(weights)
     model = ResNet50(num_classes, resnet.width_of(weights))
-    load_canonical(model, weights)
-    return model.eval()
-
-
-def load_canonical(model: nn.Module, weights: dict[str, np.ndarray]) -> None:
-    """Copy canonical tensors into ``model`` in place (names map 1:1 to its state_dict)."""
-    state = model.state_dict()
+    state = model.state_dict()  # canonical names map 1:1 to it
     with torch.no_grad():
         for name, arr in weights.items():
             state[name].copy_(torch.from_numpy(np.asarray(arr, dtype=np.float32)))
+    return model.eval()
 
 
 def to_canonical(model: nn.Module) -> dict[str, np.ndarray]:
@@ -274,7 +269,6 @@ def train_step_float64(
 
 
 def _torch_device(device: str) -> torch.device:
-    check_choice(NAME, "device", device, DEVICES)
     if device == "cpu":
         return torch.device("cpu")
     if not torch.cuda.is_available():

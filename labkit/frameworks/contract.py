@@ -225,21 +225,11 @@ class Checks(Protocol):
     def namespace(self) -> dict[str, Any]:
         """The names an exercise's starter and solution code may use (the framework's modules)."""
 
-    def verify(
-        self,
-        prop: str,
-        fn: Callable,
-        cases: list[tuple],
-        *,
-        reference: Callable,
-        rtol: float,
-        atol: float,
-        **options: Any,
-    ) -> tuple[bool, str]:
+    def verify(self, prop: str, fn: Callable, cases: list[tuple], **given: Any) -> tuple[bool, str]:
         """Whether ``fn`` has the property ``prop`` over ``cases`` (argument tuples of NumPy
-        arrays and Python values), and a one-line detail: what held, or what broke (the
-        framework's message, condensed). ``reference`` is the function whose eager outputs
-        "matches eager" compares with."""
+        arrays and Python values), and a one-line detail: what held, or what broke. ``given``:
+        ``reference`` (the function whose eager outputs "matches eager" compares with), ``rtol``,
+        ``atol`` and the exercise's options (:func:`labkit.frameworks._kit.checks.verify`)."""
 
 
 @runtime_checkable

@@ -1,11 +1,10 @@
-"""The toolkit of the code-exercise checks (``labkit/frameworks/<name>/checks.py``).
+"""The toolkit of the code-exercise checks (``labkit/frameworks/<name>/checks.py``), numpy only.
 
-A framework's ``checks.verify(prop, fn, cases, ...)`` runs the learner's function and answers
-``(passed, detail)``. What the frameworks' checks share, numpy only: the check of a property
-run by name (:func:`verify`), the function under a framework's decorator (:func:`unwrap`), the line of an exception that says what broke
-(:func:`what_broke`), outputs compared with the reference's (:func:`compare`, and over every
-case :func:`same_outputs`), a case described (:func:`signature`), and a framework's outputs as
-NumPy (:func:`to_numpy`).
+A framework's ``checks.verify(prop, fn, cases, ...)`` answers ``(passed, detail)``. Shared here:
+a property's check run by name (:func:`verify`), a framework's inputs and outputs converted
+(:func:`converters`), the function under a decorator (:func:`unwrap`), the line of an exception
+that says what broke (:func:`what_broke`), outputs compared (:func:`compare`, over every case
+:func:`same_outputs`) and a case described (:func:`signature`).
 
 Not for: the exercises themselves, their feedback or progress (:mod:`labkit.exercises`).
 """
@@ -22,6 +21,7 @@ import numpy as np
 
 __all__ = [
     "compare",
+    "converters",
     "runs_on_all",
     "same_outputs",
     "signature",
@@ -121,6 +121,21 @@ def to_numpy(out: Any, leaf: Callable[[Any], np.ndarray]) -> Any:
     if isinstance(out, (tuple, list)):
         return tuple(to_numpy(o, leaf) for o in out)
     return leaf(out)
+
+
+def converters(
+    tensor: Callable[[np.ndarray], Any], is_tensor: Callable[[Any], bool], array: Callable
+) -> tuple[Callable[[tuple], tuple], Callable[[Any], Any]]:
+    """A framework's ``(args, numpy)``: a case's arrays made its tensors (``tensor``), and an
+    output (tuples of its tensors, ``array`` of each, or plain values) made NumPy."""
+
+    def args(case: tuple) -> tuple:
+        return tuple(tensor(v) if isinstance(v, np.ndarray) else v for v in case)
+
+    def numpy(out: Any) -> Any:
+        return to_numpy(out, lambda o: array(o) if is_tensor(o) else np.asarray(o))
+
+    return args, numpy
 
 
 def runs_on_all(run: Callable[[tuple], Any], cases: list[tuple], passed: str) -> tuple[bool, str]:

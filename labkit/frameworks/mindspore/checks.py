@@ -17,7 +17,7 @@ import numpy as np
 from mindspore import nn, ops
 
 from .._kit import checks as kit
-from .._kit.checks import runs_on_all, same_outputs, to_numpy, unwrap
+from .._kit.checks import runs_on_all, same_outputs, unwrap
 from . import adapter  # noqa: F401  (sends MindSpore's compile-failure reports to a scratch folder)
 
 __all__ = ["PROPERTIES", "eager", "graph_mode", "matches_eager", "namespace", "verify"]
@@ -27,16 +27,7 @@ def namespace() -> dict[str, Any]:
     return {"ms": ms, "ops": ops, "nn": nn, "np": np}
 
 
-def _args(case: tuple) -> tuple:
-    return tuple(ms.Tensor(v) if isinstance(v, np.ndarray) else v for v in case)
-
-
-def _array(out) -> np.ndarray:
-    return out.asnumpy() if isinstance(out, ms.Tensor) else np.asarray(out)
-
-
-def _numpy(out):
-    return to_numpy(out, _array)
+_args, _numpy = kit.converters(ms.Tensor, lambda o: isinstance(o, ms.Tensor), lambda t: t.asnumpy())
 
 
 def eager(fn: Callable, case: tuple):

@@ -16,7 +16,7 @@ import numpy as np
 import paddle
 
 from .._kit import checks as kit
-from .._kit.checks import runs_on_all, same_outputs, to_numpy, unwrap
+from .._kit.checks import runs_on_all, same_outputs, unwrap
 
 __all__ = ["PROPERTIES", "eager", "full_graph", "matches_eager", "namespace", "verify"]
 
@@ -25,16 +25,9 @@ def namespace() -> dict[str, Any]:
     return {"paddle": paddle, "nn": paddle.nn, "np": np}
 
 
-def _args(case: tuple) -> tuple:
-    return tuple(paddle.to_tensor(v) if isinstance(v, np.ndarray) else v for v in case)
-
-
-def _array(out) -> np.ndarray:
-    return out.numpy() if isinstance(out, paddle.Tensor) else np.asarray(out)
-
-
-def _numpy(out):
-    return to_numpy(out, _array)
+_args, _numpy = kit.converters(
+    paddle.to_tensor, lambda o: isinstance(o, paddle.Tensor), lambda t: t.numpy()
+)
 
 
 def eager(fn: Callable, case: tuple):

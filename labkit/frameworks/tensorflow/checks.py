@@ -16,7 +16,7 @@ import numpy as np
 import tensorflow as tf
 
 from .._kit import checks as kit
-from .._kit.checks import same_outputs, to_numpy, unwrap, what_broke
+from .._kit.checks import same_outputs, unwrap, what_broke
 
 __all__ = [
     "PROPERTIES",
@@ -33,20 +33,7 @@ def namespace() -> dict[str, Any]:
     return {"tf": tf, "np": np}
 
 
-def _tensor(value):
-    return tf.constant(value) if isinstance(value, np.ndarray) else value
-
-
-def _args(case: tuple) -> tuple:
-    return tuple(_tensor(v) for v in case)
-
-
-def _array(out) -> np.ndarray:
-    return out.numpy() if hasattr(out, "numpy") else np.asarray(out)
-
-
-def _numpy(out):
-    return to_numpy(out, _array)
+_args, _numpy = kit.converters(tf.constant, lambda o: hasattr(o, "numpy"), lambda t: t.numpy())
 
 
 def _describe(value) -> str:

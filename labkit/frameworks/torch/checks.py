@@ -26,7 +26,6 @@ from .._kit.checks import (
     runs_on_all,
     same_outputs,
     signature,
-    to_numpy,
     unwrap,
     what_broke,
 )
@@ -53,16 +52,11 @@ def namespace() -> dict[str, Any]:
     return {"torch": torch, "F": F, "np": np}
 
 
-def _args(case: tuple) -> tuple:
-    return tuple(torch.from_numpy(v.copy()) if isinstance(v, np.ndarray) else v for v in case)
-
-
-def _array(out) -> np.ndarray:
-    return out.detach().numpy() if isinstance(out, torch.Tensor) else np.asarray(out)
-
-
-def _numpy(out):
-    return to_numpy(out, _array)
+_args, _numpy = kit.converters(
+    lambda v: torch.from_numpy(v.copy()),
+    lambda o: isinstance(o, torch.Tensor),
+    lambda t: t.detach().numpy(),
+)
 
 
 @contextlib.contextmanager

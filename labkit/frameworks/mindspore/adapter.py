@@ -1,16 +1,10 @@
 """MindSpore adapter: ResNet-50 v1.5 as a ``mindspore.nn.Cell``, in PyNative and graph mode.
 
-MindSpore 2.x runs in PyNative mode (eager) by default. Its static graph mode is reached here
-with ``mindspore.jit`` (``capture_mode="ast"``: the Python source of ``construct`` is parsed and
-compiled to one graph), which works inside a PyNative process, so that one process can run and
-compare both modes. Setting ``mindspore.set_context(mode=mindspore.GRAPH_MODE)`` compiles every
-Cell call the same way, but it is global to the process.
-
-Layout: MindSpore is NCHW like PyTorch, and its convolution kernels ``(out, in, kh, kw)`` and
-``Dense`` weights ``(out, in)`` are the canonical layouts, so the weights load unchanged; only
-the BatchNorm names differ (``gamma``, ``beta``, ``moving_mean``, ``moving_variance``).
-MindSpore's BatchNorm ``momentum=0.9`` is PyTorch's ``momentum=0.1`` (the weight of the old
-running statistic, not of the new batch).
+Graph mode is ``mindspore.jit`` (``capture_mode="ast"``: ``construct``'s source parsed and
+compiled to one graph) inside a PyNative process, so that one process runs both modes
+(``set_context(mode=GRAPH_MODE)`` would be global). Weights load unchanged (NCHW, canonical
+kernel layouts); only BatchNorm's names differ (``gamma``, ``beta``, ``moving_mean``,
+``moving_variance``), and its ``momentum=0.9`` is PyTorch's 0.1.
 """
 
 from __future__ import annotations

@@ -6,7 +6,6 @@ lesson's Markdown table.
 """
 
 from labkit import resnet
-from labkit.frameworks._kit.graphs import OpCounts
 from labkit.lessons import graphs
 
 import numpy as np
@@ -43,13 +42,6 @@ def images():
 
 # ---------------------------------------------------------------------------------------------
 # framework-free
-
-
-def test_op_counts_separate_bookkeeping_from_compute():
-    c = OpCounts.of(["Const", "Conv", "Conv", "Relu", "Const", "Const"], lambda k: k == "Const")
-    assert (c.total, c.compute, c["Conv"], c["Missing"]) == (6, 3, 2, 0)
-    assert list(c.by_kind) == ["Const", "Conv", "Relu"]  # most common first
-    assert c.count("on") == 5 and c.top(1) == "Const x3"
 
 
 def test_markdown_rows_round_floats_and_fill_missing_keys():
@@ -174,11 +166,11 @@ def test_onnxruntime_levels_shrink_the_exported_graph(onnx_files, images):
     assert c["exported"]["BatchNormalization"] == 53 and c["exported"]["Conv"] == 53
     assert c["disabled"]["BatchNormalization"] == 53
     assert c["basic"]["BatchNormalization"] == 0 and c["basic"]["Conv"] == 53  # folded
-    assert c["basic"].total < c["disabled"].total
+    assert c["basic"].total() < c["disabled"].total()
     assert c["extended"]["com.microsoft:FusedConv"] > 0  # Conv+Relu fused
-    assert c["extended"].total < c["basic"].total
-    assert c["all"].total < c["extended"].total  # NCHWc convolutions absorb Add and Relu
-    assert c["all"].count("nchwc") >= 53
+    assert c["extended"].total() < c["basic"].total()
+    assert c["all"].total() < c["extended"].total()  # NCHWc convolutions absorb Add and Relu
+    assert sum(n for k, n in c["all"].items() if "nchwc" in k) >= 53
     for name, path in files.items():
         assert close(ort_run(path, images), want), name
 
@@ -216,11 +208,10 @@ def test_onnxruntime_counts_a_small_conv_bn_relu_as_ort_rewrites_it(tmp_path):
     onnx.save(model, src)
     x = rng.normal(size=(1, 3, 8, 8)).astype(np.float32)
     want = ort_run(src, x)
-    assert og.counts(model).by_kind == {"Conv": 1, "BatchNormalization": 1, "Relu": 1}
+    assert og.counts(model) == {"Conv": 1, "BatchNormalization": 1, "Relu": 1}
     files = {lv: og.optimize(src, lv, tmp_path / f"{lv}.onnx") for lv in ("basic", "extended")}
-    assert og.counts(files["basic"]).by_kind == {"Conv": 1, "Relu": 1}
-    assert og.counts(files["extended"]).by_kind == {"com.microsoft:FusedConv": 1}
-    assert og.counts(files["extended"]).compute == 1
+    assert og.counts(files["basic"]) == {"Conv": 1, "Relu": 1}
+    assert og.counts(files["extended"]) == {"com.microsoft:FusedConv": 1}
     for p in files.values():  # one 27-term convolution: fusion moves it by ~1e-7
         np.testing.assert_allclose(ort_run(p, x), want, rtol=1e-4, atol=1e-5)
     with pytest.raises(ValueError, match="valid levels are disabled, basic"):

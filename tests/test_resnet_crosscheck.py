@@ -26,14 +26,11 @@ pytestmark = pytest.mark.slow
 
 OTHERS = ("tensorflow", "mindspore", "paddle", "onnxruntime")
 TRAINING = ("tensorflow", "mindspore", "paddle")
-# Under smoke, test_tensorflow_adapter and test_mindspore_adapter already check that their
-# exports reload and match their own models, which match PyTorch (above): exporting again
-# here (about 25 s on 2 cores) is left to `make test-standard` (skipped under smoke: conftest).
+# Exporting Paddle's program again here (seconds on 2 cores) is left to `make test-standard`
+# (skipped under smoke: conftest); notebook 07 exports every framework with its own calls.
 COSTLY_IN_SMOKE = pytest.mark.costly
 EXPORTERS = [
     "torch",  # ONNX, run by ONNX Runtime
-    pytest.param("tensorflow", marks=COSTLY_IN_SMOKE),  # SavedModel
-    pytest.param("mindspore", marks=COSTLY_IN_SMOKE),  # MindIR
     pytest.param("paddle", marks=COSTLY_IN_SMOKE),  # paddle.jit.save, run by Paddle Inference
 ]
 # the summation orders the checks run under: threads, and oneDNN's instruction set (PyTorch,

@@ -1,5 +1,5 @@
 """The TensorFlow adapter: the Keras ResNet-50 against the spec and the PyTorch reference, its
-three execution modes as benchmark cells, and its exports (SavedModel, TF Lite).
+three execution modes as benchmark cells.
 
 Small images (32/64 px) and 10 classes keep this file cheap; the architecture is the full one.
 """
@@ -48,11 +48,6 @@ def train_batch():
 def stepped(tfa, weights, train_batch):
     """The eager train_step on the training batch: (loss, new weights)."""
     return tfa.train_step(weights, *train_batch)
-
-
-@pytest.fixture(scope="module")
-def exported(tfa, model, tmp_path_factory):
-    return tfa.export(model, tmp_path_factory.mktemp("tf_export"))
 
 
 # ----------------------------------------------------------------------------- the model
@@ -227,15 +222,3 @@ def test_threads_cannot_change_once_tensorflow_runs(tfa, model):
         tfa.set_threads(current + 1)
     with pytest.raises(ValueError, match=">= 1"):
         tfa.set_threads(0)
-
-
-# ----------------------------------------------------------------------------- exports
-
-
-@pytest.mark.costly  # notebook 07 checks the SavedModel's logits under smoke
-def test_saved_model_reloads_and_agrees(tfa, weights, exported):
-    assert (exported / "saved_model.pb").is_file()
-    run = tfa.load_exported(exported)
-    for batch, size in [(2, 64), (1, 32)]:  # one export serves every batch and image size
-        images, _ = resnet.random_batch(batch, size, seed=batch)
-        assert_float32_close(run(images), weights, images, f"SavedModel {batch}x{size}")

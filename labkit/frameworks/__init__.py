@@ -1,19 +1,16 @@
-"""The framework registry: one entry per framework, one adapter behind one small interface.
+"""The framework registry: one package per framework, one adapter behind one small interface.
 
-Each framework lives in its own package, ``labkit/frameworks/<name>/`` (d2l-style: read only the
-one you use): ``__init__.py`` declares its :class:`~labkit.frameworks.contract.FrameworkSpec`
-(framework-free), ``adapter.py`` imports the framework and implements
-:class:`~labkit.frameworks.contract.Adapter`; optional ``graphs.py`` reads the graphs it
-writes (torch: Inductor's launches; onnxruntime: levels, counts, int8). A framework with a data-parallel launcher adds ``distributed.py`` (the worker) and
-``launch.py`` (its framework-free command lines, a :class:`~labkit.frameworks.contract.Launch`);
-What the framework packages share is in :mod:`labkit.frameworks._kit`; whether they all compute
-the same ResNet-50 is :mod:`labkit.frameworks.crosscheck`.
+``labkit/frameworks/<name>/`` (read only the one you use): ``__init__.py`` declares its
+:class:`~labkit.frameworks.contract.FrameworkSpec` (framework-free), ``adapter.py`` imports the
+framework and implements :class:`~labkit.frameworks.contract.Adapter`; optional modules read its
+graphs, check code exercises, time its kernels or launch its workers. Shared code is in
+:mod:`labkit.frameworks._kit`; whether they all compute the same ResNet-50 is
+:mod:`labkit.frameworks.crosscheck`.
 
-:func:`kernel_support` says whether this machine's kernels run a precision (a tiny probe, cached).
-:func:`specs` reads the registered specs without importing any framework, so the command line,
-the runner, the plots and the guide can validate and label choices cheaply; :func:`get` imports
-a framework's adapter when it is needed. Adding a framework: write its package, add its name to
-:data:`REGISTRY`, run ``tests/test_registry.py`` (README, "Add a framework").
+:func:`specs` reads the specs without importing any framework; :func:`get` imports an adapter
+when it is needed; :func:`kernel_support` says whether this machine's kernels run a precision (a
+tiny probe, cached). Adding a framework: write its package, add its name to :data:`REGISTRY`,
+run ``tests/test_registry.py`` (README, "Add a framework").
 """
 
 from __future__ import annotations

@@ -1,21 +1,11 @@
-"""What the lab knows about a framework, and what its adapter must offer.
+"""What the lab knows about a framework, and what its adapter must offer (framework-free).
 
-Framework-free. Each framework package (``labkit/frameworks/<name>/__init__.py``) declares one
-:class:`FrameworkSpec` as ``SPEC``; the registry (:func:`labkit.frameworks.specs`) collects them,
-and every table of the lab (the runner's modes, the speedup baselines, the plots' colours, the
-selection guide's names, the distributed launchers) reads these fields instead of naming
-frameworks itself.
-
-:class:`Adapter` is the interface of ``labkit/frameworks/<name>/adapter.py``, the one module
-that imports the framework; :class:`Launch` that of ``launch.py`` in a framework with a
-data-parallel launcher. ``tests/test_registry.py`` checks every registered adapter and launch
-module against them (and against the spec): a new framework that misses a piece fails there, by
-name. The words of a benchmark cell (:data:`TASKS`, :data:`PRECISIONS`, :data:`DEVICES`) are
-defined here too, with what an adapter's ``prepare`` returns (:class:`Prepared`) or raises
-(:class:`Unsupported`).
-
-Not for: code shared by the adapters (:mod:`labkit.frameworks._kit`), nor timing
-(:mod:`labkit.bench`).
+Each framework package declares one :class:`FrameworkSpec` as ``SPEC``, and every table of the
+lab reads these fields instead of naming frameworks. :class:`Adapter` is the interface of its
+``adapter.py`` (the one module that imports the framework), the other protocols those of its
+optional modules; ``tests/test_registry.py`` checks every registered module against them, by
+name. The words of a benchmark cell (:data:`TASKS`, :data:`PRECISIONS`, :data:`DEVICES`) are here,
+with what ``prepare`` returns (:class:`Prepared`) or raises (:class:`Unsupported`).
 """
 
 from __future__ import annotations
@@ -235,21 +225,11 @@ class Checks(Protocol):
     def namespace(self) -> dict[str, Any]:
         """The names an exercise's starter and solution code may use (the framework's modules)."""
 
-    def verify(
-        self,
-        prop: str,
-        fn: Callable,
-        cases: list[tuple],
-        *,
-        reference: Callable,
-        rtol: float,
-        atol: float,
-        **options: Any,
-    ) -> tuple[bool, str]:
+    def verify(self, prop: str, fn: Callable, cases: list[tuple], **given: Any) -> tuple[bool, str]:
         """Whether ``fn`` has the property ``prop`` over ``cases`` (argument tuples of NumPy
-        arrays and Python values), and a one-line detail: what held, or what broke (the
-        framework's message, condensed). ``reference`` is the function whose eager outputs
-        "matches eager" compares with."""
+        arrays and Python values), and a one-line detail: what held, or what broke. ``given``:
+        ``reference`` (the function whose eager outputs "matches eager" compares with), ``rtol``,
+        ``atol`` and the exercise's options (:func:`labkit.frameworks._kit.checks.verify`)."""
 
 
 @runtime_checkable

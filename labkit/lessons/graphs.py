@@ -3,8 +3,7 @@
 - :func:`markdown`: rows of equal keys as a Markdown table, floats to three significant digits.
 
 The graph passes themselves are written in the lessons, with each framework's own API (notebook
-05: a ``torch.fx`` pass, Inductor's generated code, Grappler's options, ONNX Runtime's levels);
-the node counts a framework package reads are :class:`labkit.frameworks._kit.graphs.OpCounts`.
+05: a ``torch.fx`` pass, Inductor's generated code, Grappler's options, ONNX Runtime's levels).
 """
 
 from __future__ import annotations

@@ -1,17 +1,11 @@
 """The accuracy cost of a low-precision path: its logits against its framework's fp32 model.
 
-:func:`cost` runs a few hundred synthetic images (:data:`IMAGES`, seeded apart from the timed
-batch and from any calibration data) through the fp32 reference and through the low-precision
-step, in batches of the cell's size (so a compiled graph sees the shape it was compiled for),
-and gives what a results record stores in ``accuracy``: the largest logit difference, that
-difference over the largest fp32 logit, and the share of images whose top class agrees.
-
-A caveat the record carries with it: the lab's ResNet-50 has seeded random weights, and on
-synthetic images most of its logits are a bias shared by every image, so nearly all images get
-the same top class and the plain top-1 agreement is a weak test (``top1_classes`` says how many
-classes fp32 chose). ``centred_top1_agreement`` compares the top classes of the image-dependent
-part of the logits (each class's mean over the images subtracted), which differ from image to
-image: it shows whether the low precision keeps what tells the images apart.
+:func:`cost` runs :data:`IMAGES` synthetic images (seeded apart from the timed batch) through both,
+in batches of the cell's size, and gives the largest logit difference (absolute and relative to
+the largest fp32 logit) and the top-1 agreement. The lab's seeded random weights give nearly
+every synthetic image the same top class, so ``centred_top1_agreement`` (each class's mean over
+the images subtracted first) is the telling one: whether the low precision keeps what tells the
+images apart.
 """
 
 from __future__ import annotations

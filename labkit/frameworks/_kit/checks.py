@@ -1,18 +1,17 @@
-"""The toolkit of the code-exercise checks (``labkit/frameworks/<name>/checks.py``).
+"""The toolkit of the code-exercise checks (``labkit/frameworks/<name>/checks.py``), numpy only.
 
-A framework's ``checks.verify(prop, fn, cases, ...)`` runs the learner's function and answers
-``(passed, detail)``. What the frameworks' checks share, numpy only: the function under a
-framework's decorator (:func:`unwrap`), the line of an exception that says what broke
-(:func:`what_broke`), outputs compared with the reference's (:func:`compare`, and over every
-case :func:`same_outputs`), a case described (:func:`signature`), a framework's outputs as
-NumPy (:func:`to_numpy`), and the errors ``verify`` raises for a property or an option it does
-not know (:func:`unknown_property`, :func:`refuse_options`).
+A framework's ``checks.verify(prop, fn, cases, ...)`` answers ``(passed, detail)``. Shared here:
+a property's check run by name (:func:`verify`), a framework's inputs and outputs converted
+(:func:`converters`), the function under a decorator (:func:`unwrap`), the line of an exception
+that says what broke (:func:`what_broke`), outputs compared (:func:`compare`, over every case
+:func:`same_outputs`) and a case described (:func:`signature`).
 
 Not for: the exercises themselves, their feedback or progress (:mod:`labkit.exercises`).
 """
 
 from __future__ import annotations
 
+import inspect
 import math
 import re
 from collections.abc import Callable
@@ -22,13 +21,13 @@ import numpy as np
 
 __all__ = [
     "compare",
-    "refuse_options",
+    "converters",
     "runs_on_all",
     "same_outputs",
     "signature",
     "to_numpy",
-    "unknown_property",
     "unwrap",
+    "verify",
     "what_broke",
 ]
 
@@ -124,6 +123,21 @@ def to_numpy(out: Any, leaf: Callable[[Any], np.ndarray]) -> Any:
     return leaf(out)
 
 
+def converters(
+    tensor: Callable[[np.ndarray], Any], is_tensor: Callable[[Any], bool], array: Callable
+) -> tuple[Callable[[tuple], tuple], Callable[[Any], Any]]:
+    """A framework's ``(args, numpy)``: a case's arrays made its tensors (``tensor``), and an
+    output (tuples of its tensors, ``array`` of each, or plain values) made NumPy."""
+
+    def args(case: tuple) -> tuple:
+        return tuple(tensor(v) if isinstance(v, np.ndarray) else v for v in case)
+
+    def numpy(out: Any) -> Any:
+        return to_numpy(out, lambda o: array(o) if is_tensor(o) else np.asarray(o))
+
+    return args, numpy
+
+
 def runs_on_all(run: Callable[[tuple], Any], cases: list[tuple], passed: str) -> tuple[bool, str]:
     """Whether ``run(case)`` returns on every one of ``cases``: ``(True, passed)``, else
     ``False`` and the first input that raised, in words (``input 2 (tensor (3,)): ...``)."""
@@ -161,12 +175,22 @@ def same_outputs(
     return True, passed
 
 
-def unknown_property(display: str, prop: str) -> ValueError:
-    """What ``verify`` raises for a property its framework does not check."""
-    return ValueError(f"unknown {display} property {prop!r}")
-
-
-def refuse_options(display: str, options: dict[str, Any]) -> None:
-    """``ValueError`` when a framework whose checks take no options is given some."""
-    if options:
-        raise ValueError(f"{display} checks take no options, got {sorted(options)}")
+def verify(
+    display: str,
+    properties: dict[str, Callable],
+    prop: str,
+    fn: Callable,
+    cases: list[tuple],
+    **given,
+) -> tuple[bool, str]:
+    """Run the check of ``prop`` (one of ``properties``) on ``fn``: each check takes, by name, what
+    it needs of ``fn``, ``cases``, ``reference``, ``rtol``, ``atol`` and the exercise's options.
+    ``ValueError`` for a property, or an option, that no check of ``display`` knows."""
+    if prop not in properties:
+        raise ValueError(f"unknown {display} property {prop!r}")
+    known = {p for check in properties.values() for p in inspect.signature(check).parameters}
+    unknown = sorted(set(given) - known - {"reference", "rtol", "atol"})
+    if unknown:
+        raise ValueError(f"{display} checks take no options {unknown}")
+    wanted = inspect.signature(properties[prop]).parameters
+    return properties[prop](fn, cases, **{k: v for k, v in given.items() if k in wanted})

@@ -1,15 +1,9 @@
-"""What the frameworks' matrix-multiply probes share: sizing a GEMM, timing it, the command line.
-
-A probe is a framework package's ``peak`` module (a
-:class:`~labkit.frameworks.contract.PeakProbe`): it lists the kernels it can time per precision.
-:func:`main` is its ``python -m`` entry point: it sets the thread count, then for each kernel of
-the precisions asked for grows a square ``n x n x n`` GEMM from :data:`SMALLEST` until one call
-takes at least :data:`CALL_S` (so that the timer's and the thread pool's wake-up costs vanish;
-at most :data:`LARGEST`), times it for about ``--seconds`` (at least :data:`MIN_CALLS` calls),
-and prints one JSON line: the library versions, the threads, and per kernel its size, its
-operation count (``2 n^3``) and the raw seconds of every call. :mod:`labkit.hardware.measured`
-reads that line and turns it into rates. A kernel that cannot run here (an operator this build
-lacks) is reported with its error, not a crash.
+"""What the matrix-multiply probes share (a framework's ``peak`` module: a
+:class:`~labkit.frameworks.contract.PeakProbe`). :func:`main` is its ``python -m`` entry: for each
+kernel asked for, a square GEMM grown from :data:`SMALLEST` until one call takes :data:`CALL_S`
+(at most :data:`LARGEST`), timed for about ``--seconds``; it prints one JSON line (versions,
+threads, per kernel its size, ``2 n^3`` operations and every call's seconds, or its error) that
+:mod:`labkit.hardware.measured` reads.
 """
 
 from __future__ import annotations

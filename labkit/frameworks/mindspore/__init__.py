@@ -1,4 +1,4 @@
-"""MindSpore in the lab: ``adapter`` (the ``nn.Cell`` ResNet-50, PyNative and graph mode, MindIR),
+"""MindSpore in the lab: ``adapter`` (the ``nn.Cell`` ResNet-50, PyNative and graph mode),
 and ``launch`` (``msrun`` for notebook 08's workers).
 
 This file is framework-free: it declares what the lab knows about MindSpore and imports nothing.
@@ -15,7 +15,6 @@ SPEC = FrameworkSpec(
     modes=("pynative", "graph"),
     eager="pynative",
     color="#1f77b4",
-    formats=("mindir",),
     launcher="msrun",
     summary="PyNative (eager, the default in 2.x); GRAPH_MODE / mindspore.jit (parsed source)",
     model_packages=("mindspore",),

@@ -1,16 +1,10 @@
 """MindSpore adapter: ResNet-50 v1.5 as a ``mindspore.nn.Cell``, in PyNative and graph mode.
 
-MindSpore 2.x runs in PyNative mode (eager) by default. Its static graph mode is reached here
-with ``mindspore.jit`` (``capture_mode="ast"``: the Python source of ``construct`` is parsed and
-compiled to one graph), which works inside a PyNative process, so that one process can run and
-compare both modes. Setting ``mindspore.set_context(mode=mindspore.GRAPH_MODE)`` compiles every
-Cell call the same way, but it is global to the process.
-
-Layout: MindSpore is NCHW like PyTorch, and its convolution kernels ``(out, in, kh, kw)`` and
-``Dense`` weights ``(out, in)`` are the canonical layouts, so the weights load unchanged; only
-the BatchNorm names differ (``gamma``, ``beta``, ``moving_mean``, ``moving_variance``).
-MindSpore's BatchNorm ``momentum=0.9`` is PyTorch's ``momentum=0.1`` (the weight of the old
-running statistic, not of the new batch).
+Graph mode is ``mindspore.jit`` (``capture_mode="ast"``: ``construct``'s source parsed and
+compiled to one graph) inside a PyNative process, so that one process runs both modes
+(``set_context(mode=GRAPH_MODE)`` would be global). Weights load unchanged (NCHW, canonical
+kernel layouts); only BatchNorm's names differ (``gamma``, ``beta``, ``moving_mean``,
+``moving_variance``), and its ``momentum=0.9`` is PyTorch's 0.1.
 """
 
 from __future__ import annotations
@@ -26,8 +20,8 @@ from mindspore import nn, ops
 from ... import recipe, resnet
 from ...util import tempdirs
 from .. import kernel_support
-from .._kit.cells import check_cell, check_choice, check_threads, host_batch
-from ..contract import DEVICES, Prepared, Unsupported
+from .._kit.cells import check_cell, check_threads, host_batch
+from ..contract import Prepared, Unsupported
 from . import SPEC
 
 __all__ = [
@@ -37,8 +31,6 @@ __all__ = [
     "ResNet50",
     "applied_recipe",
     "build_resnet50",
-    "export",
-    "load_exported",
     "predict",
     "prepare",
     "set_threads",
@@ -331,7 +323,6 @@ def train_step(
 
 def _use_device(device: str) -> str:
     """Select the device MindSpore runs on; a GPU only where MindSpore's GPU plugin loads."""
-    check_choice(NAME, "device", device, DEVICES)
     if device == "cpu":
         return "CPU"
     if not ms.device_context.gpu.is_available():
@@ -435,36 +426,3 @@ def prepare(
             return run(ms.Tensor(images)).asnumpy()
 
     return Prepared(step, int(batch_size), "; ".join([how, *notes]), recipe=applied)
-
-
-# --- export ----------------------------------------------------------------------------------
-
-
-def export(net: nn.Cell, directory: str | Path) -> Path:
-    """Write ``net`` as MindIR (``mindspore.export``) under ``directory``; returns the file.
-
-    The input is declared with a dynamic shape (any batch, any valid image size).
-    """
-    directory = Path(directory)
-    directory.mkdir(parents=True, exist_ok=True)
-    net.set_train(False)
-    spec = ms.Tensor(shape=[None, 3, None, None], dtype=ms.float32)
-    ms.export(net, spec, file_name=str(directory / "resnet50"), file_format="MINDIR")
-    path = directory / "resnet50.mindir"
-    if not path.is_file():
-        raise RuntimeError(f"mindspore.export did not write {path}")
-    return path
-
-
-def load_exported(path: str | Path) -> Callable[[np.ndarray], np.ndarray]:
-    """Load a MindIR file written by :func:`export`: a callable NCHW images -> numpy logits."""
-    path = Path(path)
-    if not path.is_file():
-        raise FileNotFoundError(f"no MindIR file at {path}; write one with export(net, directory)")
-    graph = nn.GraphCell(ms.load(str(path)))
-
-    def run(images: np.ndarray) -> np.ndarray:
-        return graph(ms.Tensor(resnet.check_images(images))).asnumpy()
-
-    run.graph_cell = graph  # the loaded graph, for learners who want to inspect it
-    return run

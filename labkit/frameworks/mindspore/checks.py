@@ -16,33 +16,18 @@ import mindspore as ms
 import numpy as np
 from mindspore import nn, ops
 
-from .._kit.checks import (
-    refuse_options,
-    runs_on_all,
-    same_outputs,
-    to_numpy,
-    unknown_property,
-    unwrap,
-)
+from .._kit import checks as kit
+from .._kit.checks import runs_on_all, same_outputs, unwrap
 from . import adapter  # noqa: F401  (sends MindSpore's compile-failure reports to a scratch folder)
 
-__all__ = ["eager", "graph_mode", "matches_eager", "namespace", "verify"]
+__all__ = ["PROPERTIES", "eager", "graph_mode", "matches_eager", "namespace", "verify"]
 
 
 def namespace() -> dict[str, Any]:
     return {"ms": ms, "ops": ops, "nn": nn, "np": np}
 
 
-def _args(case: tuple) -> tuple:
-    return tuple(ms.Tensor(v) if isinstance(v, np.ndarray) else v for v in case)
-
-
-def _array(out) -> np.ndarray:
-    return out.asnumpy() if isinstance(out, ms.Tensor) else np.asarray(out)
-
-
-def _numpy(out):
-    return to_numpy(out, _array)
+_args, _numpy = kit.converters(ms.Tensor, lambda o: isinstance(o, ms.Tensor), lambda t: t.asnumpy())
 
 
 def eager(fn: Callable, case: tuple):
@@ -79,19 +64,12 @@ def matches_eager(
     )
 
 
-def verify(
-    prop: str,
-    fn: Callable,
-    cases: list[tuple],
-    *,
-    reference: Callable,
-    rtol: float,
-    atol: float,
-    **options: Any,
-) -> tuple[bool, str]:
-    refuse_options("MindSpore", options)
-    if prop == "graph_mode":
-        return graph_mode(fn, cases)
-    if prop == "matches_eager":
-        return matches_eager(fn, cases, reference, rtol, atol)
-    raise unknown_property("MindSpore", prop)
+#: the properties these checks verify, by the name an exercise gives them
+PROPERTIES: dict[str, Callable] = {
+    "graph_mode": graph_mode,
+    "matches_eager": matches_eager,
+}
+
+
+def verify(prop: str, fn: Callable, cases: list[tuple], **given: Any) -> tuple[bool, str]:
+    return kit.verify("MindSpore", PROPERTIES, prop, fn, cases, **given)

@@ -1,20 +1,13 @@
-"""Inside MindSpore's graph mode: how many graphs ``mindspore.jit`` compiled, and its capture modes.
+"""Inside MindSpore's graph mode (notebooks 04 and 04b).
 
-- :func:`compiled_graphs`: the number of graphs the default (``capture_mode="ast"``) ``jit``
-  has compiled in this process: the size of its compile cache, one entry per function and
-  input signature. Counting before and after a few calls shows what triggers a compile (a new
-  shape, a new Python scalar value; not a new tensor value, nor a ``mindspore.mutable``).
-- :func:`capture_modes`: the ways ``mindspore.jit`` can turn Python into a graph in the
-  installed version (2.8: ``"ast"`` parses the source, ``"bytecode"`` reads the bytecode at run
-  time, ``"trace"`` runs the Python once and records it), read from MindSpore's own validation;
-- :func:`capture_mode_demo`: one small function with a Python side effect, a ``print`` and an
-  ``if`` on a tensor, compiled in each capture mode in a fresh process, with what happened. The
-  experimental modes can fail, and a failed ``trace`` capture leaves MindSpore's tracing state
-  behind in its process (every later operation is then routed to the dead trace), so the demo
-  never runs in the caller's process.
-
-The compile cache is ``mindspore.common.api.ms_compile_cache``, an internal set; the tests check
-it against the pinned MindSpore.
+- :func:`compiled_graphs`: the size of ``jit``'s compile cache (one entry per function and input
+  signature; ``mindspore.common.api.ms_compile_cache``, checked by the tests): counted before and
+  after a few calls, it shows what triggers a compile;
+- :func:`capture_modes`: the ways this MindSpore's ``jit`` can capture Python (2.8: ``ast``,
+  ``bytecode``, ``trace``), read from its own validation;
+- :func:`capture_mode_demo`: one function with a side effect, a ``print`` and an ``if`` on a
+  tensor, compiled in each mode in a fresh process (a failed ``trace`` capture leaves MindSpore's
+  tracing state broken in its process).
 """
 
 from __future__ import annotations

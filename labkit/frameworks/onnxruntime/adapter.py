@@ -1,35 +1,16 @@
 """ONNX Runtime adapter: the PyTorch-exported ResNet-50, run by ONNX Runtime (inference only).
 
-Where the model comes from: :func:`labkit.frameworks.torch.adapter.export` writes the network as
-ONNX with the canonical weight names on its initializers (BatchNorm not yet fused). That export
-(tens of seconds) happens once per PyTorch version, class count and width and is cached in the temp
-directory; :func:`build_resnet50` then writes the requested canonical weights into the
-initializers by name and caches that file under a hash of the weights, so new weights never
-need a new export. Cache files are named by what they depend on (PyTorch, onnxscript and onnx
-versions, the torch adapter's code, the weights); the folder (``labkit-onnx-cache-<uid>`` in the
-temp directory, this user's own, mode 0700: :func:`labkit.util.tempdirs.private_dir`; about
-100 MB a file) may be deleted whenever no session is in use. The benchmark
-runner gives each cell a temporary directory of its own, so a cell's export is always cold, and
-:func:`prepare` times it apart (``Prepared.export_s``). The session
-runs with all graph optimisations on (``ORT_ENABLE_ALL``: constant folding, Conv+BatchNorm
-folding, Conv+Relu fusion, the blocked NCHWc layout on x86).
+The model is :func:`labkit.frameworks.torch.adapter.export`'s ONNX file (canonical names on its
+initializers), exported once per PyTorch version, class count and width; :func:`model_file`
+writes other weights into a copy by name, cached under their hash in this user's own temp folder
+(``labkit-onnx-cache-<uid>``, kept under :data:`CACHE_MAX_BYTES`; delete it at will). The
+runner gives each cell a fresh temp directory, so a cell's export is cold and timed apart
+(``Prepared.export_s``). Sessions run with every graph optimisation on (``ORT_ENABLE_ALL``).
 
-Modes: ``ort`` only. Tasks: inference latency and throughput; training is not offered
-(that needs the separate onnxruntime-training package). Precisions: fp32, and int8 through
-static quantisation (:func:`int8_file`: ``onnxruntime.quantization.quantize_static``, QDQ
-format, per-channel int8 weights, uint8 activations calibrated on synthetic batches, cached
-beside the fp32 file; the session fuses each QDQ pair into ``QLinearConv``); no bf16, because
-ONNX's ``Conv`` operator has no bfloat16 type. Device ``gpu`` uses the CUDAExecutionProvider when the
-installed build has it (``pip install onnxruntime-gpu``).
-
-Threads: ONNX Runtime sizes its thread pools per session, so :func:`set_threads` applies to the
-sessions created after it. Its worker threads spin (busy-wait) for a while after each run by
-default: good for its own latency, but it takes cores from any other framework in the same
-process, which is one reason the benchmark runner gives every cell its own process.
-
-:func:`to_canonical` reads the weights back from the session's ONNX file (initializers carry the
-canonical names); it works for sessions made here (:func:`build_resnet50`,
-:func:`session_from_file`).
+Mode ``ort``; latency and throughput (training needs onnxruntime-training); fp32, and int8 by
+static quantisation (:func:`int8_file`: QDQ, per-channel weights, calibrated on synthetic
+batches); no bf16 (ONNX's ``Conv`` has no bfloat16 type). ``gpu``: the CUDAExecutionProvider
+where the build has it. :func:`set_threads` applies to sessions made after it.
 """
 
 from __future__ import annotations

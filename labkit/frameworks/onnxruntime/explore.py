@@ -254,7 +254,7 @@ def _check_file(s: Session) -> dict:
 def _level(s: Session, level: str) -> dict:
     path = f"onnxruntime({level})"
     with tempfile.TemporaryDirectory(prefix="labkit-ort-") as tmp:
-        nodes = counts(optimize(s.path, level, Path(tmp) / f"{level}.onnx")).total
+        nodes = counts(optimize(s.path, level, Path(tmp) / f"{level}.onnx")).total()
     sess = session_for(s.path, level)
     worst = 0.0
     for label, arrays in s.cases():

@@ -1,23 +1,16 @@
-"""Reading ONNX models: the optimisation levels, node counts, and int8 quantisation.
+"""Reading ONNX models: optimisation levels, node counts, int8 quantisation.
 
-Notebooks 05 and 07 write what ONNX Runtime does in ONNX Runtime's own calls: an
-``InferenceSession`` at a ``GraphOptimizationLevel``, with ``SessionOptions.optimized_model_filepath``
-set to write the model it optimised, and ``onnxruntime.quantization`` for int8. What is left here
-only reads the files those calls write, and gives a learner's model (:mod:`.explore`) the
-same levels:
-
-- :data:`LEVELS`, :func:`session_options`, :func:`optimize`: the levels by name (those this
-  ONNX Runtime has), a CPU session's options at one level, and the model rewritten at a level
-  written to a file;
-- :func:`counts`: nodes by operator; ORT's own operators carry their domain
-  (``com.microsoft:FusedConv``, ``com.microsoft.nchwc:Conv``), the nodes that do no arithmetic
-  set apart (:data:`BOOKKEEPING`);
-- :func:`quantize_static`: the int8 model the adapter's ``int8`` precision runs (calibrated
-  static QDQ, the benchmark's path; notebook 07 writes its own quantisation calls).
+Notebooks 05 and 07 call ONNX Runtime themselves; this module reads the files those calls write
+and gives a learner's model (:mod:`.explore`) the same levels: :data:`LEVELS` (those this ONNX
+Runtime has), :func:`session_options`, :func:`optimize` (the model rewritten at a level, to a
+file), :func:`counts` (nodes by operator, ORT's own with their domain)
+and :func:`quantize_static` (the int8 model of the adapter's ``int8`` precision: calibrated
+static QDQ).
 """
 
 from __future__ import annotations
 
+import collections
 import contextlib
 import logging
 import tempfile
@@ -27,8 +20,6 @@ from pathlib import Path
 import numpy as np
 import onnx
 import onnxruntime as ort
-
-from .._kit.graphs import OpCounts
 
 __all__ = [
     "LEVELS",
@@ -50,8 +41,6 @@ _LEVEL_ENUM = {
 LEVELS: tuple[str, ...] = tuple(
     k for k, v in _LEVEL_ENUM.items() if hasattr(ort.GraphOptimizationLevel, v)
 )
-#: node kinds that do no arithmetic on tensors
-BOOKKEEPING: frozenset[str] = frozenset({"Constant", "Identity", "Shape"})
 
 
 def session_options(level: str = "all") -> ort.SessionOptions:
@@ -80,14 +69,13 @@ def load(model: str | Path | onnx.ModelProto) -> onnx.ModelProto:
     return model if isinstance(model, onnx.ModelProto) else onnx.load(str(model))
 
 
-def counts(model: str | Path | onnx.ModelProto) -> OpCounts:
-    """Node counts by operator; ORT's own operators carry their domain (``com.microsoft:FusedConv``)."""
-    m = load(model)
-    kinds = [
+def counts(model: str | Path | onnx.ModelProto) -> collections.Counter[str]:
+    """Nodes by operator, most common first; ORT's own operators carry their domain
+    (``com.microsoft:FusedConv``)."""
+    return collections.Counter(
         f"{n.domain}:{n.op_type}" if n.domain not in ("", "ai.onnx") else n.op_type
-        for n in m.graph.node
-    ]
-    return OpCounts.of(kinds, lambda k: k in BOOKKEEPING)
+        for n in load(model).graph.node
+    )
 
 
 # --------------------------------------------------------------------------------------------

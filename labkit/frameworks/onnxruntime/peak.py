@@ -1,17 +1,8 @@
-"""ONNX Runtime's matrix-multiply kernels, timed: how fast this machine multiplies with ORT.
-
-A :class:`~labkit.frameworks.contract.PeakProbe` (run by :mod:`labkit.hardware.measured` as
-``python -m labkit.frameworks.onnxruntime.peak``; the sizing and timing are
-:mod:`labkit.frameworks._kit.peak`'s). Each kernel is a one-node ONNX model whose weight is a
-constant initializer, so ONNX Runtime pre-packs it once when the session is made (MLAS's packed
-GEMMs), as it does for a model's weights:
-
-- fp32: ``MatMul`` (MLAS SGEMM);
-- int8: ``MatMulInteger`` with uint8 activations and int8 weights (MLAS's quantised GEMM, on
-  VNNI or AMX where the CPU has them): the kernel behind a quantised model's integer layers.
-
-The sessions run with one inter-op thread, ``--threads`` intra-op threads and no spinning
-between runs.
+"""ONNX Runtime's matrix-multiply kernels, timed (a :class:`~labkit.frameworks.contract.PeakProbe`,
+run as ``python -m labkit.frameworks.onnxruntime.peak``; sizing and timing:
+:mod:`labkit.frameworks._kit.peak`): one-node models whose weight is an initializer, so MLAS
+pre-packs it as it does a model's: fp32 ``MatMul`` and int8 ``MatMulInteger`` (uint8 x int8).
+Sessions: one inter-op thread, ``--threads`` intra-op threads, no spinning.
 """
 
 from __future__ import annotations

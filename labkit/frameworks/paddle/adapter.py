@@ -1,42 +1,20 @@
-"""PaddlePaddle adapter: ResNet-50 v1.5 as a ``paddle.nn.Layer``, in dygraph, under
-``paddle.jit.to_static`` (bytecode or source capture) and as a saved program run by Paddle
-Inference.
+"""PaddlePaddle adapter: ResNet-50 v1.5 as a ``paddle.nn.Layer``.
 
-Read this module if PaddlePaddle is the framework you care about; the contract it fulfils is in
-:mod:`labkit.frameworks`. Import it through ``labkit.frameworks.get("paddle")``, which refuses
-where ``tensorflow`` is loaded already (importing ``paddle`` after it crashes the process).
+Import it through ``labkit.frameworks.get("paddle")``, which refuses where ``tensorflow`` is
+loaded already (importing ``paddle`` after it crashes the process). Weights: convolutions load
+unchanged; ``nn.Linear`` keeps ``(in, out)``, the transpose of ``fc.weight``; BatchNorm's
+statistics are ``_mean``/``_variance`` and its ``momentum=0.9`` is PyTorch's 0.1.
 
-Layout: Paddle is NCHW like PyTorch and its convolution kernels are ``(out, in, kh, kw)``, so
-they load unchanged; ``paddle.nn.Linear`` keeps its weight as ``(in, out)``, the transpose of the
-canonical ``fc.weight``, and BatchNorm's running statistics are named ``_mean`` and
-``_variance``. Paddle's BatchNorm ``momentum=0.9`` is PyTorch's ``momentum=0.1`` (the weight of
-the old running statistic).
+Modes: ``dygraph`` (eager); ``sot`` (``to_static(full_graph=False)``: bytecode capture with
+graph breaks, like ``torch.compile``); ``ast`` (``to_static(full_graph=True)``: source
+conversion into one program, or an error); ``inference`` (``paddle.jit.save`` run by Paddle
+Inference, the save timed apart in ``Prepared.export_s``). ``to_static`` runs with
+``backend=None``: the CPU wheel has no CINN.
 
-Modes (``MODES``):
-
-- ``dygraph``: the Layer called as Python (Paddle's eager mode, the default in 2.x and 3.x);
-- ``sot``: ``paddle.jit.to_static(layer, full_graph=False)``: Paddle 3's default capture, which
-  reads the Python *bytecode* as it runs (SOT, symbolic opcode translation) and falls back to
-  Python where it cannot capture (a graph break), like ``torch.compile``;
-- ``ast``: ``paddle.jit.to_static(layer, full_graph=True)``: the older capture, which rewrites
-  the function's *source* (its abstract syntax tree) into one static program, tensor-dependent
-  ``if`` and ``while`` included, and fails where it cannot;
-- ``inference``: the Layer saved by ``paddle.jit.save`` (a program and its parameters) and run
-  by Paddle Inference (``paddle.inference.create_predictor``), its deployment engine, with its
-  graph optimisations on; the save is timed apart (``Prepared.export_s``).
-
-Both ``to_static`` modes run with ``backend=None`` (Paddle's own kernels): the CPU wheel has no
-CINN compiler.
-
-Threads: :func:`set_threads` sets Paddle's CPU math-library threads
-(``paddle.base.core.set_num_threads``, recorded in Paddle's flag ``FLAGS_paddle_num_threads``,
-which :func:`threads` reads back) and runs a static program's operators one after another in
-the calling thread (``FLAGS_enable_pir_in_executor_trace_run``, the executor's "trace mode",
-which SOT programs and Paddle Inference use anyway): one inter-op thread. By default a
-``to_static(full_graph=True)`` program runs in "multi-thread mode", where a pool of host
-threads launches independent operators side by side. Paddle sets ``OMP_NUM_THREADS=1`` in
-the environment as it loads (and warns when it finds more); :func:`labkit.frameworks.get` puts
-the variable back.
+Threads: :func:`set_threads` sets the math library's threads (``FLAGS_paddle_num_threads``,
+read back by :func:`threads`) and runs a program's operators in the calling thread
+(``FLAGS_enable_pir_in_executor_trace_run``): one inter-op thread. Paddle sets
+``OMP_NUM_THREADS=1`` as it loads; :func:`labkit.frameworks.get` puts it back.
 """
 
 from __future__ import annotations
@@ -54,8 +32,8 @@ from paddle import nn
 
 from ... import recipe, resnet
 from .. import kernel_support
-from .._kit.cells import check_cell, check_choice, check_threads, host_batch
-from ..contract import DEVICES, Prepared, Unsupported
+from .._kit.cells import check_cell, check_threads, host_batch
+from ..contract import Prepared, Unsupported
 from . import SPEC
 
 __all__ = [
@@ -309,7 +287,6 @@ def train_step(
 
 
 def _check_device(device: str) -> None:
-    check_choice(NAME, "device", device, DEVICES)
     if device == "gpu" and not paddle.is_compiled_with_cuda():
         raise Unsupported(
             f"PaddlePaddle {paddle.__version__} here is the CPU build (paddlepaddle); a CUDA "

@@ -15,38 +15,19 @@ from typing import Any
 import numpy as np
 import paddle
 
-from .._kit.checks import (
-    refuse_options,
-    runs_on_all,
-    same_outputs,
-    to_numpy,
-    unknown_property,
-    unwrap,
-)
+from .._kit import checks as kit
+from .._kit.checks import runs_on_all, same_outputs, unwrap
 
-__all__ = [
-    "eager",
-    "full_graph",
-    "matches_eager",
-    "namespace",
-    "verify",
-]
+__all__ = ["PROPERTIES", "eager", "full_graph", "matches_eager", "namespace", "verify"]
 
 
 def namespace() -> dict[str, Any]:
     return {"paddle": paddle, "nn": paddle.nn, "np": np}
 
 
-def _args(case: tuple) -> tuple:
-    return tuple(paddle.to_tensor(v) if isinstance(v, np.ndarray) else v for v in case)
-
-
-def _array(out) -> np.ndarray:
-    return out.numpy() if isinstance(out, paddle.Tensor) else np.asarray(out)
-
-
-def _numpy(out):
-    return to_numpy(out, _array)
+_args, _numpy = kit.converters(
+    paddle.to_tensor, lambda o: isinstance(o, paddle.Tensor), lambda t: t.numpy()
+)
 
 
 def eager(fn: Callable, case: tuple):
@@ -81,19 +62,12 @@ def matches_eager(
     )
 
 
-def verify(
-    prop: str,
-    fn: Callable,
-    cases: list[tuple],
-    *,
-    reference: Callable,
-    rtol: float,
-    atol: float,
-    **options: Any,
-) -> tuple[bool, str]:
-    refuse_options("PaddlePaddle", options)
-    if prop == "full_graph":
-        return full_graph(fn, cases)
-    if prop == "matches_eager":
-        return matches_eager(fn, cases, reference, rtol, atol)
-    raise unknown_property("PaddlePaddle", prop)
+#: the properties these checks verify, by the name an exercise gives them
+PROPERTIES: dict[str, Callable] = {
+    "full_graph": full_graph,
+    "matches_eager": matches_eager,
+}
+
+
+def verify(prop: str, fn: Callable, cases: list[tuple], **given: Any) -> tuple[bool, str]:
+    return kit.verify("PaddlePaddle", PROPERTIES, prop, fn, cases, **given)

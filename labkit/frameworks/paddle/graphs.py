@@ -1,18 +1,8 @@
-"""Inside ``paddle.jit.to_static``: what its two capture paths make of Python (notebook 04b).
-
-- :func:`program_ops`: the operators of the program that source conversion (``full_graph=True``,
-  AST) built for a function's last call, in order: a tensor-dependent ``if`` is one ``pd_op.if``
-  operator, a ``while`` one ``pd_op.while``, both with their branches and body inside;
-- :func:`sot_capture`: calls a function under bytecode capture (``full_graph=False``, SOT) and
-  reports what SOT did: how many pieces of code it translated (the function, and the "resume"
-  functions it splits the function into where it breaks the graph) and each graph break's reason
-  in Paddle's words.
-
-SOT's bookkeeping is Paddle's own: its ``SOT_COLLECT_INFO`` setting
-(``paddle.jit.sot.utils.envs.ENV_SOT_COLLECT_INFO``), its ``InfoCollector`` and its cache of
-translated code (``OpcodeExecutorCache``); the tests check
-both against the pinned PaddlePaddle. Read only through these functions, so a notebook shows
-what to_static did without parsing logs.
+"""Inside ``paddle.jit.to_static``'s bytecode capture (notebook 04): :func:`sot_capture` calls a
+function under SOT (``full_graph=False``) and reports how many pieces of code it translated (the
+function and the "resume" functions it splits it into at graph breaks) and each break's reason,
+read from Paddle's own bookkeeping (``SOT_COLLECT_INFO``, ``InfoCollector``,
+``OpcodeExecutorCache``; the tests check them against the pinned PaddlePaddle).
 """
 
 from __future__ import annotations
@@ -28,22 +18,7 @@ from paddle.jit.sot.utils.envs import ENV_SOT_COLLECT_INFO
 from paddle.jit.sot.utils.info_collector import InfoCollector, InfoType
 from paddle.utils.environments import EnvironmentVariableGuard
 
-__all__ = ["SotCapture", "program_ops", "sot_capture"]
-
-
-def program_ops(static_fn: Callable) -> list[str]:
-    """The operator names of the program ``paddle.jit.to_static(fn, full_graph=True)`` built for
-    its last call (``static_fn.concrete_program.main_program``), top-level block, in order."""
-    try:
-        program = static_fn.concrete_program  # Paddle raises ValueError before any call
-    except (AttributeError, ValueError):
-        program = None
-    if program is None:
-        raise ValueError(
-            "program_ops needs a function converted with paddle.jit.to_static(fn, "
-            "full_graph=True) and called once (it reads the program of that call)"
-        )
-    return [op.name() for op in program.main_program.global_block().ops]
+__all__ = ["SotCapture", "sot_capture"]
 
 
 @dataclass(frozen=True)

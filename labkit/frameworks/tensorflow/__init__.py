@@ -1,4 +1,4 @@
-"""TensorFlow in the lab: ``adapter`` (the Keras 3 ResNet-50, its modes, SavedModel),
+"""TensorFlow in the lab: ``adapter`` (the Keras 3 ResNet-50, its modes),
 and ``launch`` (the ``TF_CONFIG`` of each of notebook 08's workers).
 
 This file is framework-free: it declares what the lab knows about TensorFlow and imports nothing.
@@ -15,7 +15,6 @@ SPEC = FrameworkSpec(
     modes=("eager", "function", "xla"),
     eager="eager",
     color="#ff8f00",
-    formats=("savedmodel", "tflite"),
     launcher="TF_CONFIG",
     distributions=("tensorflow-cpu", "tensorflow"),
     summary="eager Keras calls; tf.function (a traced graph, Grappler-optimised); "

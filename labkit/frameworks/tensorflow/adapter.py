@@ -1,31 +1,19 @@
-"""TensorFlow adapter: a hand-written Keras 3 ResNet-50, its three execution modes, and export.
+"""TensorFlow adapter: a hand-written Keras 3 ResNet-50 in three execution modes.
 
-Read this module alone if TensorFlow is the framework you care about. It follows the adapter
-contract of :mod:`labkit.frameworks` and is imported only through
-``labkit.frameworks.get("tensorflow")`` (after ``import labkit``, which sets the protobuf option
-that lets TensorFlow and MindSpore share a process).
+Import it through ``labkit.frameworks.get("tensorflow")`` (after ``import labkit``, which sets the
+protobuf option that lets TensorFlow and MindSpore share a process). Images are NHWC inside
+(channels-last) and NCHW at the contract's edge. Explicit ``ZeroPadding2D`` and ``"valid"``
+convolutions pad symmetrically as PyTorch does (Keras' ``"same"`` pads an even input on the
+bottom-right only); the max-pool's zero padding equals ``-inf`` after a ReLU.
 
-Layout: TensorFlow is channels-last, so images are NHWC inside this module while the contract's
-host batches are NCHW; ``predict``, ``load_exported`` and ``prepare`` transpose at the edge.
-Padding: Keras' ``padding="same"`` pads an even-sized input asymmetrically (nothing on the top
-and left, one row/column on the bottom and right for a stride-2 3x3), whereas PyTorch pads
-symmetrically. The model therefore uses explicit ``ZeroPadding2D`` layers and ``"valid"``
-convolutions, which makes it compute the same numbers as the PyTorch reference. The max-pool's
-zero padding equals PyTorch's ``-inf`` padding because its input comes out of a ReLU (>= 0).
-
-Execution modes (``MODES``):
-
-- ``eager``: plain Python calls, each op dispatched as it is reached;
-- ``function``: the same Python code traced once into a graph by ``tf.function`` (Grappler
-  optimises the graph);
-- ``xla``: ``tf.function(jit_compile=True)``: the graph is compiled by XLA, which fuses ops.
+Modes: ``eager`` (each op dispatched as reached), ``function`` (``tf.function``: traced once,
+Grappler-optimised), ``xla`` (``tf.function(jit_compile=True)``: compiled and fused by XLA).
 """
 
 from __future__ import annotations
 
 import functools
 from collections.abc import Callable
-from pathlib import Path
 
 import keras
 import numpy as np
@@ -35,7 +23,7 @@ from ... import recipe, resnet
 from .. import kernel_support
 from .._kit import accuracy as acc
 from .._kit.cells import check_cell, check_choice, check_threads, host_batch
-from ..contract import DEVICES, Prepared, Unsupported
+from ..contract import Prepared, Unsupported
 from . import SPEC
 
 __all__ = [
@@ -44,9 +32,7 @@ __all__ = [
     "SPEC",
     "applied_recipe",
     "build_resnet50",
-    "export",
     "is_tf_function",
-    "load_exported",
     "loss_fn",
     "model_caller",
     "optimizer",
@@ -358,7 +344,6 @@ def _policy(precision: str) -> str:
 
 
 def _device_name(device: str) -> str:
-    check_choice(NAME, "device", device, DEVICES)
     if device == "cpu":
         return "/CPU:0"
     if not tf.config.list_physical_devices("GPU"):
@@ -446,35 +431,6 @@ def prepare(
         recipe=applied,
         accuracy=check if lowp_inference else None,
     )
-
-
-# --------------------------------------------------------------------------- export
-
-
-def export(model: keras.Model, directory: str | Path) -> Path:
-    """Write ``model`` as a TensorFlow SavedModel (Keras 3 ``model.export``) under ``directory``.
-
-    Returns the SavedModel directory; it takes NHWC float32 images of any size (a multiple of 32)
-    through its ``serving_default`` signature.
-    """
-    path = Path(directory) / "resnet50_savedmodel"
-    model.export(str(path), format="tf_saved_model", verbose=False)
-    if not (path / "saved_model.pb").is_file():
-        raise RuntimeError(f"model.export did not write {path / 'saved_model.pb'}")
-    return path
-
-
-def load_exported(path: str | Path) -> Callable[[np.ndarray], np.ndarray]:
-    """Load a SavedModel written by :func:`export`: a callable NCHW images -> numpy logits."""
-    loaded = tf.saved_model.load(str(path))
-    serve = loaded.signatures["serving_default"]
-
-    def run(images: np.ndarray) -> np.ndarray:
-        (logits,) = serve(tf.constant(to_nhwc(images))).values()
-        return logits.numpy()
-
-    run.saved_model = loaded  # keep the loaded object (and its variables) alive
-    return run
 
 
 # --------------------------------------------------------------------------- a learner's model

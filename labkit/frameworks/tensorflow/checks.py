@@ -15,36 +15,25 @@ from typing import Any
 import numpy as np
 import tensorflow as tf
 
-from .._kit.checks import (
-    refuse_options,
-    same_outputs,
-    to_numpy,
-    unknown_property,
-    unwrap,
-    what_broke,
-)
+from .._kit import checks as kit
+from .._kit.checks import same_outputs, unwrap, what_broke
 
-__all__ = ["eager", "graph_function", "matches_eager", "namespace", "traces_once", "verify"]
+__all__ = [
+    "PROPERTIES",
+    "eager",
+    "graph_function",
+    "matches_eager",
+    "namespace",
+    "traces_once",
+    "verify",
+]
 
 
 def namespace() -> dict[str, Any]:
     return {"tf": tf, "np": np}
 
 
-def _tensor(value):
-    return tf.constant(value) if isinstance(value, np.ndarray) else value
-
-
-def _args(case: tuple) -> tuple:
-    return tuple(_tensor(v) for v in case)
-
-
-def _array(out) -> np.ndarray:
-    return out.numpy() if hasattr(out, "numpy") else np.asarray(out)
-
-
-def _numpy(out):
-    return to_numpy(out, _array)
+_args, _numpy = kit.converters(tf.constant, lambda o: hasattr(o, "numpy"), lambda t: t.numpy())
 
 
 def _describe(value) -> str:
@@ -114,19 +103,12 @@ def matches_eager(
     )
 
 
-def verify(
-    prop: str,
-    fn: Callable,
-    cases: list[tuple],
-    *,
-    reference: Callable,
-    rtol: float,
-    atol: float,
-    **options: Any,
-) -> tuple[bool, str]:
-    refuse_options("TensorFlow", options)
-    if prop == "traces_once":
-        return traces_once(fn, cases)
-    if prop == "matches_eager":
-        return matches_eager(fn, cases, reference, rtol, atol)
-    raise unknown_property("TensorFlow", prop)
+#: the properties these checks verify, by the name an exercise gives them
+PROPERTIES: dict[str, Callable] = {
+    "traces_once": traces_once,
+    "matches_eager": matches_eager,
+}
+
+
+def verify(prop: str, fn: Callable, cases: list[tuple], **given: Any) -> tuple[bool, str]:
+    return kit.verify("TensorFlow", PROPERTIES, prop, fn, cases, **given)

@@ -1,14 +1,9 @@
 """PyTorch adapter: a hand-written ResNet-50 v1.5, its training step, benchmark modes, ONNX export.
 
-Read this module if PyTorch is the framework you care about; the contract it fulfils is in
-:mod:`labkit.frameworks`. The model's ``state_dict`` uses exactly the canonical names of
-:func:`labkit.resnet.param_shapes` (plus PyTorch's own ``num_batches_tracked`` counters), so
-canonical weights load 1:1 and come back out unchanged.
-
-Modes: ``eager`` (plain ``nn.Module`` calls), ``torchscript`` (``torch.jit.trace``, frozen with
-``torch.jit.freeze`` for inference; deprecated in PyTorch 2.x in favour of ``torch.compile`` /
-``torch.export``, kept because older code and the course's sources use it) and ``compile``
-(``torch.compile`` with the default Inductor backend; bf16 inference with freezing). How each
+The model's ``state_dict`` uses the canonical names of :func:`labkit.resnet.param_shapes` (plus
+PyTorch's ``num_batches_tracked``), so canonical weights load 1:1 and come back unchanged.
+Modes: ``eager``, ``torchscript`` (trace + freeze; deprecated in PyTorch 2.x, kept as the legacy
+mode older code and the sources use) and ``compile`` (``torch.compile``, Inductor); how each
 mode and precision is realised is :mod:`labkit.frameworks.torch.modes`.
 """
 
@@ -26,8 +21,8 @@ from torch import nn
 from torch.utils import _pytree as pytree
 
 from ... import recipe, resnet
-from .._kit.cells import check_cell, check_choice, check_threads, host_batch
-from ..contract import DEVICES, Prepared, Unsupported
+from .._kit.cells import check_cell, check_threads, host_batch
+from ..contract import Prepared, Unsupported
 from . import SPEC, modes
 from .modes import quiet_torchscript
 
@@ -160,16 +155,11 @@ def build_resnet50(weights: dict[str, np.ndarray]) -> ResNet50:
     """
     num_classes = resnet.validate_weights(weights)
     model = ResNet50(num_classes, resnet.width_of(weights))
-    load_canonical(model, weights)
-    return model.eval()
-
-
-def load_canonical(model: nn.Module, weights: dict[str, np.ndarray]) -> None:
-    """Copy canonical tensors into ``model`` in place (names map 1:1 to its state_dict)."""
-    state = model.state_dict()
+    state = model.state_dict()  # canonical names map 1:1 to it
     with torch.no_grad():
         for name, arr in weights.items():
             state[name].copy_(torch.from_numpy(np.asarray(arr, dtype=np.float32)))
+    return model.eval()
 
 
 def to_canonical(model: nn.Module) -> dict[str, np.ndarray]:
@@ -273,16 +263,23 @@ def train_step_float64(
 # Benchmark modes: one callable per mode x task, on a host batch made in advance
 
 
-def _torch_device(device: str) -> torch.device:
-    check_choice(NAME, "device", device, DEVICES)
-    if device == "cpu":
-        return torch.device("cpu")
-    if not torch.cuda.is_available():
+def _cell(
+    mode: str, task: str, batch: int, precision: str, device: str
+) -> tuple[torch.device, Callable, list[str]]:
+    """A cell's arguments checked: its device, the step's context factory (bf16 autocast or
+    nothing) and the notes on both; :class:`Unsupported` where this machine cannot run it."""
+    check_cell(NAME, MODES, mode, task, batch, precision, device)
+    if device != "cpu" and not torch.cuda.is_available():
         raise Unsupported(
             f"no CUDA GPU visible to PyTorch {torch.__version__} "
             "(torch.cuda.is_available() is False; a CPU-only build or no GPU)"
         )
-    return torch.device("cuda")
+    dev = torch.device("cpu" if device == "cpu" else "cuda")
+    modes.refuse(precision, dev)
+    notes = [] if precision == "fp32" else [f"torch.autocast({dev.type}, bfloat16)"]
+    if dev.type == "cuda":
+        notes.append(torch.cuda.get_device_name(dev))
+    return dev, modes.autocast(precision, dev), notes
 
 
 def _sync(dev: torch.device) -> None:
@@ -309,16 +306,10 @@ def prepare(
     ``compile``, inference is compiled with freezing) and its inference step carries its
     accuracy cost against fp32 (``Prepared.accuracy``); ``int8`` raises :class:`Unsupported`.
     """
-    check_cell(NAME, MODES, mode, task, batch_size, precision, device)
-    dev = _torch_device(device)
-    modes.refuse(precision, dev)
+    dev, autocast, notes = _cell(mode, task, batch_size, precision, device)
     images, labels = host_batch(weights, batch_size, image_size)
     model = build_resnet50(weights).to(dev)
-    autocast = modes.autocast(precision, dev)
     example = torch.from_numpy(images).to(dev)
-    notes = [] if precision == "fp32" else [f"torch.autocast({dev.type}, bfloat16)"]
-    if dev.type == "cuda":
-        notes.append(torch.cuda.get_device_name(dev))
 
     if task == "train":
         net, how = modes.train_net(model.train(), mode, example, autocast)
@@ -500,16 +491,10 @@ def prepare_model(
     and one SGD-with-momentum update. Each step copies the host inputs in.
     """
     batch = int(inputs[0].shape[0]) if inputs and np.ndim(inputs[0]) else 1
-    check_cell(NAME, MODES, mode, task, batch, precision, device)
-    dev = _torch_device(device)
-    modes.refuse(precision, dev)
+    dev, autocast, notes = _cell(mode, task, batch, precision, device)
     net = as_module(model).to(dev)
     hosts = [np.ascontiguousarray(a) for a in inputs]
     example = tuple(torch.from_numpy(a).to(dev) for a in hosts)
-    autocast = modes.autocast(precision, dev)
-    notes = [] if precision == "fp32" else [f"torch.autocast({dev.type}, bfloat16)"]
-    if dev.type == "cuda":
-        notes.append(torch.cuda.get_device_name(dev))
 
     def batch_in() -> tuple[torch.Tensor, ...]:
         return tuple(torch.from_numpy(a).to(dev) for a in hosts)

@@ -1,22 +1,9 @@
-"""PyTorch's properties for code exercises (labkit.exercises.Code).
-
-- ``no_graph_breaks``: ``torch._dynamo.explain`` on every input reports zero graph breaks.
-- ``fullgraph``: ``torch.compile(fn, fullgraph=True)`` runs on every input (Dynamo's capture is
-  what is checked: the ``eager`` backend runs the captured graph without Inductor's code
-  generation, which would add seconds and no information).
-- ``exports``: ``torch.export.export`` captures one graph from the first input, and the exported
-  program gives the reference's eager outputs on every input.
-- ``matches_eager``: ``torch.compile(fn)`` (graph breaks allowed) gives the reference's eager
-  outputs on every input.
-- ``equals_reference``: run eagerly, ``fn`` gives the reference's outputs on every input.
-- ``max_ops``: one call dispatches at most ``limit`` PyTorch operations (counted with a
-  ``TorchFunctionMode``: each is one trip through eager dispatch, notebook 01).
-- ``avoids_ops``: none of the operations named in ``avoid`` is called (e.g. ``batch_norm``
-  once it is folded into a convolution).
-- ``data_parallel``: the first argument is the weights, the others a batch. Cut the batch into
-  ``workers`` equal shards, take the gradient of ``fn`` on each shard and average them, as
-  DistributedDataParallel's all-reduce does; it must equal the gradient of ``fn`` on the whole
-  batch in one process.
+"""PyTorch's properties for code exercises (labkit.exercises.Code), each a function below:
+``no_graph_breaks`` (``torch._dynamo.explain``), ``fullgraph`` (``torch.compile(fullgraph=True)``
+with the ``eager`` backend: Dynamo's capture without Inductor's code generation), ``exports``
+(``torch.export.export``), ``matches_eager``, ``equals_reference``, ``max_ops`` and
+``avoids_ops`` (operations counted with a ``TorchFunctionMode``), and ``data_parallel`` (the
+averaged gradient of ``workers`` equal shards equals the whole batch's, as DDP's all-reduce).
 """
 
 from __future__ import annotations
@@ -33,18 +20,19 @@ import torch._dynamo
 import torch.nn.functional as F
 from torch.overrides import TorchFunctionMode
 
+from .._kit import checks as kit
 from .._kit.checks import (
     compare,
     runs_on_all,
     same_outputs,
     signature,
-    to_numpy,
-    unknown_property,
     unwrap,
     what_broke,
 )
+from .adapter import FunctionModule
 
 __all__ = [
+    "PROPERTIES",
     "avoids_ops",
     "data_parallel",
     "eager",
@@ -64,16 +52,11 @@ def namespace() -> dict[str, Any]:
     return {"torch": torch, "F": F, "np": np}
 
 
-def _args(case: tuple) -> tuple:
-    return tuple(torch.from_numpy(v.copy()) if isinstance(v, np.ndarray) else v for v in case)
-
-
-def _array(out) -> np.ndarray:
-    return out.detach().numpy() if isinstance(out, torch.Tensor) else np.asarray(out)
-
-
-def _numpy(out):
-    return to_numpy(out, _array)
+_args, _numpy = kit.converters(
+    lambda v: torch.from_numpy(v.copy()),
+    lambda o: isinstance(o, torch.Tensor),
+    lambda t: t.detach().numpy(),
+)
 
 
 @contextlib.contextmanager
@@ -121,21 +104,12 @@ def fullgraph(fn: Callable, cases: list[tuple]) -> tuple[bool, str]:
         return runs_on_all(lambda case: compiled(*_args(case)), cases, passed)
 
 
-class _Module(torch.nn.Module):
-    def __init__(self, fn: Callable):
-        super().__init__()
-        self.fn = fn
-
-    def forward(self, *args):
-        return self.fn(*args)
-
-
 def exports(
     fn: Callable, cases: list[tuple], reference: Callable, rtol: float, atol: float
 ) -> tuple[bool, str]:
     with _quiet():
         try:
-            program = torch.export.export(_Module(unwrap(fn)), _args(cases[0]))
+            program = torch.export.export(FunctionModule(unwrap(fn)), _args(cases[0]))
         except Exception as exc:
             return False, f"torch.export failed: {what_broke(exc)}"
         run = program.module()
@@ -228,7 +202,7 @@ def _gradient(fn: Callable, weights: np.ndarray, batch: tuple) -> np.ndarray:
 
 
 def data_parallel(
-    fn: Callable, cases: list[tuple], workers: int, rtol: float, atol: float
+    fn: Callable, cases: list[tuple], rtol: float, atol: float, workers: int = 4
 ) -> tuple[bool, str]:
     for i, (weights, *batch) in enumerate(cases):
         n = len(batch[0])
@@ -248,30 +222,18 @@ def data_parallel(
     return True, f"{workers} workers' averaged gradient equals one process's on every batch"
 
 
-def verify(
-    prop: str,
-    fn: Callable,
-    cases: list[tuple],
-    *,
-    reference: Callable,
-    rtol: float,
-    atol: float,
-    **options: Any,
-) -> tuple[bool, str]:
-    if prop == "no_graph_breaks":
-        return no_graph_breaks(fn, cases)
-    if prop == "fullgraph":
-        return fullgraph(fn, cases)
-    if prop == "exports":
-        return exports(fn, cases, reference, rtol, atol)
-    if prop == "matches_eager":
-        return matches_eager(fn, cases, reference, rtol, atol)
-    if prop == "equals_reference":
-        return equals_reference(fn, cases, reference, rtol, atol)
-    if prop == "max_ops":
-        return max_ops(fn, cases, int(options["limit"]))
-    if prop == "avoids_ops":
-        return avoids_ops(fn, cases, list(options["avoid"]))
-    if prop == "data_parallel":
-        return data_parallel(fn, cases, int(options.get("workers", 4)), rtol, atol)
-    raise unknown_property("PyTorch", prop)
+#: the properties these checks verify, by the name an exercise gives them
+PROPERTIES: dict[str, Callable] = {
+    "no_graph_breaks": no_graph_breaks,
+    "fullgraph": fullgraph,
+    "exports": exports,
+    "matches_eager": matches_eager,
+    "equals_reference": equals_reference,
+    "max_ops": max_ops,
+    "avoids_ops": avoids_ops,
+    "data_parallel": data_parallel,
+}
+
+
+def verify(prop: str, fn: Callable, cases: list[tuple], **given: Any) -> tuple[bool, str]:
+    return kit.verify("PyTorch", PROPERTIES, prop, fn, cases, **given)

@@ -1,21 +1,11 @@
 """How PyTorch realises each benchmark mode and precision: the graphs the adapter times.
 
-- ``eager``: the ``nn.Module`` itself; ``torchscript``: ``torch.jit.trace`` (frozen with
-  ``torch.jit.freeze`` for inference: conv-BN folded); ``compile``: ``torch.compile`` with
-  Inductor's default options, except **bf16 inference**, which compiles with freezing: the
-  weights become constants, BatchNorm folds into the convolutions and the weights are
-  pre-packed once into oneDNN's blocked bfloat16 layout (PyTorch's CPU inference recipe for
-  bf16). With torch 2.13, ``torch.compile(options={"freezing": True})`` does not fold
-  BatchNorm (the generated code still computes it); ``torch._inductor.config.freezing = True``
-  while the graph compiles (under ``no_grad`` / ``inference_mode``) does, so :func:`frozen`
-  sets that flag around each call (about 15 us; it only matters when Dynamo compiles).
-- ``bf16`` runs under ``torch.autocast(device, bfloat16)`` in every mode (the weights stay
-  float32; convolutions and matrix multiplies compute in bfloat16).
-- ``int8`` is not offered: PyTorch 2.13's int8 graph path (PT2E quantisation with
-  ``X86InductorQuantizer``, then ``torch.compile``) lives in the separate torchao package; the
-  lab's int8 path is ONNX Runtime's static quantisation (:data:`INT8_WHY`).
-
-:func:`accuracy` is the accuracy cost of a bf16 step against the fp32 eager model.
+``eager``: the ``nn.Module``; ``torchscript``: ``torch.jit.trace`` (``torch.jit.freeze`` for
+inference); ``compile``: ``torch.compile`` (Inductor, default options), except bf16 inference on
+a CPU, compiled with freezing (BatchNorm folded, weights pre-packed for oneDNN's bf16 kernels:
+PyTorch's CPU recipe). In torch 2.13 ``options={"freezing": True}`` does not fold BatchNorm;
+``torch._inductor.config.freezing`` set while Dynamo compiles does (:func:`frozen`). ``bf16`` is
+``torch.autocast(device, bfloat16)`` in every mode; ``int8`` is not offered (:data:`INT8_WHY`).
 """
 
 from __future__ import annotations

@@ -1,20 +1,10 @@
-"""PyTorch's matrix-multiply kernels, timed: how fast this machine multiplies with PyTorch.
+"""PyTorch's matrix-multiply kernels, timed (a :class:`~labkit.frameworks.contract.PeakProbe`, run
+as ``python -m labkit.frameworks.torch.peak``; sizing and timing: :mod:`labkit.frameworks._kit.peak`).
 
-A :class:`~labkit.frameworks.contract.PeakProbe` (run by :mod:`labkit.hardware.measured` as
-``python -m labkit.frameworks.torch.peak``; the sizing and timing are
-:mod:`labkit.frameworks._kit.peak`'s). Per precision, the plain GEMM and the pre-packed ones
-that Inductor's freezing uses on a CPU (the weight reordered once into oneDNN's or MKL's
-blocked layout, as a frozen model's weights are):
-
-- fp32: ``torch.mm``; MKL's packed GEMM (``torch.ops.mkl._mkl_linear``); oneDNN's linear on a
-  pre-packed weight (``torch.ops.mkldnn._linear_pointwise``);
-- bf16: ``torch.mm`` on bfloat16 tensors; oneDNN's linear on a pre-packed bfloat16 weight
-  (AVX-512 BF16 or AMX where the CPU has them);
-- int8: ``torch._int_mm`` (int8 x int8 -> int32); oneDNN's quantised linear on a pre-packed
-  int8 weight (``torch.ops.onednn.qlinear_pointwise``: uint8 activations, VNNI or AMX).
-
-These operators are PyTorch's own (underscored: internal, used by Inductor); a build that lacks
-one reports the kernel's error and the others still count.
+Per precision the plain GEMM and the pre-packed ones Inductor's freezing uses on a CPU: fp32
+``torch.mm``, MKL's packed GEMM and oneDNN's linear on a pre-packed weight; bf16 ``torch.mm`` and
+oneDNN's pre-packed linear; int8 ``torch._int_mm`` and oneDNN's quantised linear
+(``qlinear_pointwise``). These operators are internal; a build that lacks one reports its error.
 """
 
 from __future__ import annotations

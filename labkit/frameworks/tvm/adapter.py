@@ -1,33 +1,17 @@
 """Apache TVM adapter: the PyTorch-exported ResNet-50, compiled by TVM for this CPU (inference).
 
-Where the model comes from: the ONNX file that ONNX Runtime runs (``model_file`` of
-:mod:`labkit.frameworks.onnxruntime.adapter`, reached through the registry: PyTorch's
-``torch.onnx.export``, canonical weight names on its initializers, dynamic batch and image
-size). TVM imports it into its Relax IR (``tvm.relax.frontend.onnx.from_onnx``), compiles it with
-``tvm.compile`` for ``llvm`` with the host's processor (``mcpu``: what LLVM detects here,
-:func:`host_cpu`, which selects the instruction set) and runs it in Relax's virtual machine.
+The model is ONNX Runtime's ONNX file (its adapter's ``model_file``), imported into Relax
+(``tvm.relax.frontend.onnx.from_onnx``), compiled with ``tvm.compile`` for ``llvm`` with the
+host's ``mcpu`` (:func:`host_cpu`) and run in Relax's virtual machine. TVM 0.27's importer fails
+on the export's dynamic flatten (``Constant`` with ``value_ints``, then a ``Reshape`` of a scalar
+batch size), and TVM compiles for one shape anyway: :func:`static_graph` fixes the input shape
+and folds the shape arithmetic (``onnxscript.optimizer``); one compile per shape
+(:class:`Compiled`). The pipeline is Relax's default, *untuned* (no MetaSchedule trials, which
+take minutes to hours): the compile time is the cell's ``prepare_s``, beside ``export_s``.
 
-How far the import gets as exported, and why: TVM 0.27's converter of the
-ONNX ``Constant`` operator reads only a tensor ``value``, and the export writes the two
-constants of its final flatten (``torch.flatten`` on a dynamic batch becomes ``Shape``,
-``Squeeze``, ``Reshape``, ``Concat``) as ``value_ints``: ``ValueError: no value in Constant``.
-Converting those constants by hand gets one operator further, to a ``Reshape`` of the batch
-size, a scalar, which TVM's ``Reshape`` refuses ("expects the input data to be a Tensor"). TVM
-compiles for one input shape anyway, so :func:`static_graph` fixes the input's shape and folds
-the shape arithmetic into constants (``onnxscript.optimizer``, the exporter's own optimiser):
-the import then succeeds and every node left is a Conv, BatchNormalization, Relu, Add, MaxPool,
-ReduceMean, Reshape or Gemm. One compile per input shape (:class:`Compiled` keeps them).
-
-The compile uses Relax's default CPU pipeline, *untuned*: operators are lowered to loops and
-fused, but not scheduled (no tiling, no threads). TVM's speed on a CPU comes from tuning
-(``relax.get_pipeline("static_shape_tuning", total_trials=...)``, MetaSchedule): minutes to
-hours of measured trials, which the lab leaves out and the course discusses. The compile time
-is the cell's preparation (``prepare_s``, beside the export's ``export_s``): both count in the
-break-even.
-
-Threads: :func:`set_threads` sizes TVM's runtime thread pool (``runtime.config_threadpool``);
-TVM has no getter for the size it was given, so :func:`threads` reports the value it accepted.
-The Relax VM runs one kernel at a time: one inter-op thread.
+Threads: :func:`set_threads` sizes TVM's runtime pool (``runtime.config_threadpool``);
+:func:`threads` reports the value it accepted (TVM has no getter). The VM runs one kernel at a
+time: one inter-op thread.
 """
 
 from __future__ import annotations

@@ -62,25 +62,6 @@ def test_compare_gives_the_ratio_its_interval_and_both_verdicts():
         lessons.compare([1.0, 2.0], slow)
 
 
-def test_repeat_times_each_call_whole_after_one_apart():
-    calls = []
-    m = lessons.repeat(lambda: calls.append(1), 3, "cold")
-    assert (m.repeats, m.number_per_run, m.warmup, m.label, len(calls)) == (3, 1, 0, "cold", 4)
-    with pytest.raises(ValueError, match="at least 2"):
-        lessons.repeat(lambda: None, 1)
-
-
-def test_samples_takes_times_from_elsewhere_for_compare():
-    m = lessons.samples([2.0, 2.2], "cold cache")
-    assert (m.repeats, m.median_s, m.label, m.min_repeats) == (2, 2.1, "cold cache", 2)
-    c = lessons.compare(lessons.samples([0.5, 0.6], "warm cache"), m, cpu_count=64)
-    assert c.value == pytest.approx(2.1 / 0.55) and c.fast == "warm cache"
-    with pytest.raises(ValueError, match="at least 2 positive"):
-        lessons.samples([1.0], "one")
-    with pytest.raises(ValueError, match="at least 2 positive"):
-        lessons.samples([1.0, float("nan")])
-
-
 def test_break_even_calls():
     # 10 s extra one-off cost, 0.5 s saved per call: 20 calls
     assert lessons.break_even_calls(10.5, 1.0, 0.5, eager_first_call_s=0.5) == pytest.approx(20)
@@ -110,21 +91,6 @@ def test_recorded_warnings_sees_every_warning_once_even_when_filtered():
     ]
     assert str(caught[0]) == "DeprecationWarning: old API."
     assert lessons.recorded_warnings(lambda: None) == (None, [])
-
-
-def test_break_even_figure_draws_both_lines_and_the_crossing():
-    import numpy as np
-
-    fig = lessons.break_even_figure(first_call_s=10.0, eager_s=1.0, graph_s=0.5)
-    eager, compiled, crossing = fig.axes[0].lines
-    x_cross = crossing.get_xdata()[0]
-    assert x_cross == pytest.approx(1 + 18)  # the first call, then (10 - 1) / (1 - 0.5) more
-    y_eager = np.interp(x_cross, eager.get_xdata(), eager.get_ydata())
-    y_compiled = np.interp(x_cross, compiled.get_xdata(), compiled.get_ydata())
-    assert y_eager == pytest.approx(y_compiled)  # the cumulative lines meet at the mark
-    assert compiled.get_ydata()[0] == 10.0 and eager.get_ydata()[0] == 1.0
-    never = lessons.break_even_figure(first_call_s=10.0, eager_s=1.0, graph_s=2.0)
-    assert len(never.axes[0].lines) == 2  # no crossing to mark
 
 
 def test_native_output_captures_descriptor_1_and_restores_it(capfd):

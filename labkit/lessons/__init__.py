@@ -8,15 +8,12 @@ For: a notebook's own small measurements and demonstrations, the same way in eve
 - :func:`compare`: how many times as fast one measurement ran as another, with its bootstrap
   interval and both sides' validity verdict (:class:`Comparison`), and a sentence chosen from
   them, so a lesson never states a direction its run did not show;
-- :func:`repeat`: ``n`` calls each timed whole (a cold compile each time, say), as a measurement;
-  :func:`samples`: times taken elsewhere (in a child process) as a measurement;
 - :func:`break_even_calls`: how many calls pay back a graph mode's one-off compile cost;
 - :func:`recorded_warnings`: run a callable and keep the warnings it emits (category, first line),
   for showing and asserting deprecation and tracer warnings in a notebook;
 - :func:`native_output`: run a callable and capture what native (C/C++) code writes to standard
   output or error, such as MindSpore's graph-mode ``print``, which ``redirect_stdout`` cannot see
   (defined in :mod:`labkit.util.stdio`, which the framework packages use too);
-- :func:`break_even_figure`: cumulative time of eager vs compiled calls, with the break-even;
 - :func:`show`: the source of a helper, displayed, so a learner can read what it does.
 
 Its modules: :mod:`.tracer` (a tracer small enough to read in one screen, notebook 01),
@@ -38,7 +35,7 @@ import re
 import sys
 import textwrap
 import warnings
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from .. import bench, profiles, results
@@ -48,12 +45,9 @@ __all__ = [
     "Caught",
     "Comparison",
     "break_even_calls",
-    "break_even_figure",
     "compare",
     "native_output",
     "recorded_warnings",
-    "repeat",
-    "samples",
     "show",
     "timed",
     "us",
@@ -80,28 +74,6 @@ def timed(
         images_per_call=1,
         label=label,
     )
-
-
-def repeat(fn: Callable[[], object], n: int, label: str = "") -> bench.Measurement:
-    """``n`` calls of ``fn``, each timed whole, after one call timed apart (no warm-up, no
-    blocks): for work that is slow and must be redone each time, such as a cold compile (``fn``
-    resets the compiler's caches itself)."""
-    if n < 2:
-        raise ValueError(f"n must be at least 2 timed calls (a spread needs two), got {n}")
-    return bench.measure(
-        fn, warmup=0, min_repeats=n, min_time_s=0.0, max_repeats=n, images_per_call=1, label=label
-    )
-
-
-def samples(times_s: Sequence[float], label: str = "") -> bench.Measurement:
-    """Seconds per call measured elsewhere (each child process reports its own time) as a
-    measurement that :func:`compare` can judge: every time is a sample, none is apart; the
-    machine's load is read now (the CPUs other processes kept busy are unknown)."""
-    times = [float(t) for t in times_s]
-    if len(times) < 2 or not all(t > 0 and math.isfinite(t) for t in times):
-        raise ValueError(f"need at least 2 positive, finite times in seconds, got {times_s!r}")
-    how = f"{len(times)} times reported by the code it measured"
-    return bench.Measurement(times, 0.0, 1, 0, label, how, len(times), 0.0, None, bench.load_1min())
 
 
 @dataclass(frozen=True)
@@ -160,8 +132,8 @@ def compare(
     for m in (fast, slow):
         if not isinstance(m, bench.Measurement):
             raise TypeError(
-                f"compare takes two labkit.bench.Measurement (from lessons.timed or "
-                f"lessons.repeat), got {type(m).__name__}"
+                f"compare takes two labkit.bench.Measurement (from lessons.timed), "
+                f"got {type(m).__name__}"
             )
         sides.append({"batch_size": 1, "median_s": m.median_s, "times_s": list(m.times_s)})
     problems = tuple(
@@ -230,53 +202,6 @@ def recorded_warnings(fn: Callable[[], object]) -> tuple[object, list[Caught]]:
         if item not in seen:
             seen.append(item)
     return result, seen
-
-
-def break_even_figure(
-    first_call_s: float,
-    eager_s: float,
-    graph_s: float,
-    eager_first_call_s: float | None = None,
-    title: str = "Compile once, then run faster?",
-    labels: Sequence[str] = ("eager", "compiled"),
-):
-    """Cumulative time of ``n`` calls, eager vs compiled, with the break-even marked.
-
-    Each line starts at its first call and grows by its steady-state time per call
-    (``eager_first_call_s`` defaults to ``eager_s``). Returns a matplotlib ``Figure`` (no pyplot).
-    """
-    from matplotlib.figure import Figure
-
-    e0 = eager_s if eager_first_call_s is None else eager_first_call_s
-    n_even = break_even_calls(first_call_s, eager_s, graph_s, e0)
-    horizon = max(10, int(3 * n_even)) if math.isfinite(n_even) and n_even > 0 else 1000
-    ns = [1, horizon]
-    fig = Figure(figsize=(6.5, 3.8), layout="constrained")
-    ax = fig.add_subplot()
-    ax.plot(
-        ns,
-        [e0 + max(n - 1, 0) * eager_s for n in ns],
-        label=f"{labels[0]}: {eager_s * 1e3:.3g} ms/call",
-    )
-    ax.plot(
-        ns,
-        [first_call_s + max(n - 1, 0) * graph_s for n in ns],
-        label=f"{labels[1]}: first call {first_call_s:.3g} s, then {graph_s * 1e3:.3g} ms/call",
-    )
-    if math.isfinite(n_even) and n_even > 0:
-        ax.axvline(1 + n_even, color="grey", linestyle=":")  # the lines cross after the first call
-        ax.annotate(
-            f"paid back after ≈ {n_even:,.0f} more calls",
-            (1 + n_even, first_call_s),
-            xytext=(6, 6),
-            textcoords="offset points",
-            fontsize=9,
-        )
-    ax.set_xlabel("number of calls")
-    ax.set_ylabel("total time, s")
-    ax.set_title(title)
-    ax.legend(loc="upper left", fontsize=8)
-    return fig
 
 
 def show(fn: object) -> None:

@@ -25,7 +25,6 @@ import pickle
 import re
 import tempfile
 import time
-import warnings
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
@@ -201,14 +200,6 @@ def session(model: object, arrays: list[np.ndarray], call: ex.Call | None = None
     return Session(model, arrays, call)
 
 
-@contextlib.contextmanager
-def _quiet():
-    """TensorFlow warns about retracing and deprecations, and models print."""
-    with warnings.catch_warnings(), contextlib.redirect_stdout(io.StringIO()):
-        warnings.simplefilter("ignore")
-        yield
-
-
 #: (substrings of TensorFlow's message, what it means), first match wins
 PLAIN: tuple[tuple[tuple[str, ...], str], ...] = (
     (
@@ -287,24 +278,17 @@ def _first_meaningful(text: str) -> str:
 
 
 def _eager(s: Session) -> dict:
-    try:
-        outs = s.eager("example", s.arrays)
-    except Exception as exc:  # noqa: BLE001 - a framework error is the check's finding
-        return ex.result(
-            "eager",
-            "fails",
-            "the model does not run on these inputs in eager TensorFlow: give inputs of the "
-            "shape it takes (batch first), or fix the model",
-            f"{type(exc).__name__}: "
-            + ex.first_lines(_first_meaningful(str(exc)) or exc, lines=4, limit=700),
-        )
-    return s.works(outs)
+    def message(exc: BaseException) -> str:
+        text = ex.first_lines(_first_meaningful(str(exc)) or exc, lines=4, limit=700)
+        return f"{type(exc).__name__}: {text}"
+
+    return s.eager_check("eager TensorFlow", message)
 
 
 def _first_call(s: Session, fn: Callable) -> float:
     """Seconds of ``fn``'s first call on the example inputs (tracing and compiling included)."""
     t0 = time.perf_counter()
-    with _quiet():
+    with ex.quiet():
         s.run(fn, s.arrays)
     return time.perf_counter() - t0
 
@@ -316,7 +300,7 @@ def _function(s: Session) -> dict:
         first = _first_call(s, fn)
     except Exception as exc:  # noqa: BLE001 - a framework error is the check's finding
         return _fails(path, "tracing it into a graph failed", exc)
-    with _quiet():
+    with ex.quiet():
         ok, worst, why = s.compare(fn)
     traces = fn.experimental_get_tracing_count()
     if not ok:
@@ -375,13 +359,9 @@ def _count_traces(fn, inputs: list[list[np.ndarray]], run: Callable) -> tuple[li
 
 def _new_shapes(s: Session) -> dict:
     path = "tf.function(new shapes)"
-    tried = s.accepted()
-    usable = [v for v, why in tried if not why]
-    if not usable:
-        why = "; ".join(f"{v.name}: {w}" for v, w in tried) or "the inputs have no batch dimension"
-        return ex.result(
-            path, "works", f"eager takes no other input sizes, so none was tried ({why})"
-        )
+    usable, none = s.usable(path)
+    if none:
+        return none
     own = "tf.function" + (f"({', '.join(s.options)})" if s.options else "")
     groups: list[list[ex.Recompile]] = []
     for v in usable:
@@ -393,7 +373,7 @@ def _new_shapes(s: Session) -> dict:
         group = []
         for label, options in variants.items():
             fn = tf.function(s.fn, **options)
-            with _quiet():
+            with ex.quiet():
                 per_call, error = _count_traces(fn, v.inputs, s.run)
             reasons = [f"failed at call {len(per_call) + 1}: {error}"] if error else []
             group.append(ex.Recompile(label, v.name, v.shapes, per_call, reasons))
@@ -436,7 +416,7 @@ def _xla(s: Session) -> dict:
         first = _first_call(s, fn)
     except Exception as exc:  # noqa: BLE001 - a framework error is the check's finding
         return _fails(path, "XLA cannot compile it", exc)
-    with _quiet():
+    with ex.quiet():
         ok, worst, why = s.compare(fn)
     if not ok:
         return ex.result(path, "fails", f"XLA's code computes different numbers than eager {why}")
@@ -469,12 +449,12 @@ def _savedmodel(s: Session) -> dict:
     path = "savedmodel"
     with tempfile.TemporaryDirectory(prefix="labkit-sm-") as tmp:
         try:
-            with _quiet():
+            with ex.quiet():
                 saved = _save(s, Path(tmp))
                 loaded = tf.saved_model.load(str(saved))
         except Exception as exc:  # noqa: BLE001 - a framework error is the check's finding
             return _fails(path, "writing or loading a SavedModel failed", exc)
-        with _quiet():
+        with ex.quiet():
             ok, worst, why = s.compare(loaded.serve)
         size = sum(f.stat().st_size for f in saved.rglob("*") if f.is_file())
     if not ok:
@@ -502,12 +482,12 @@ def _tflite(s: Session) -> dict:
     path = "tflite"
     with tempfile.TemporaryDirectory(prefix="labkit-tflite-") as tmp:
         try:
-            with _quiet(), contextlib.redirect_stderr(io.StringIO()):
+            with ex.quiet(), contextlib.redirect_stderr(io.StringIO()):
                 saved = _save(s, Path(tmp))
                 flat = tf.lite.TFLiteConverter.from_saved_model(str(saved)).convert()
         except Exception as exc:  # noqa: BLE001 - a framework error is the check's finding
             return _fails(path, "the TF Lite converter rejects it", exc)
-    with _quiet():
+    with ex.quiet():
         interpreter = Interpreter(model_content=flat)
         runner = interpreter.get_signature_runner()
         try:

@@ -1,8 +1,6 @@
 """Is graph mode worth it for this model, here? :func:`bench` measures a learner's model, eager
-against graph modes, through the benchmark runner: the cells are a plan like the ResNet-50's
-(:meth:`labkit.runner.Plan.for_model`), each in a fresh process, the same JSONL records with a
-``model`` field naming the spec, so ``python -m labkit report``, the speedups and the break-even
-read them unchanged. Not for: whether the model captures (:func:`labkit.explore.check`).
+against graph modes, through the benchmark runner (:meth:`labkit.runner.Plan.for_model`): the
+same JSONL records as ResNet-50's, with a ``model`` field naming the spec.
 """
 
 from __future__ import annotations

@@ -1,16 +1,14 @@
 """Graph readiness: :func:`check` asks a learner's model the course's questions, path by path.
 
-It picks the framework from the model's type (or from what a spec builds, in a worker), turns
-the example inputs into arrays, hands the model to worker processes
-(:mod:`labkit.explore.workers`: a spec is rebuilt there, a live object is pickled by the
-framework's ``pack``; one that cannot be pickled is checked in this process, and the report says
-so) and joins their answers into a :class:`~labkit.explore.report.Report`. Not for: what a
-check asks (``labkit/frameworks/<name>/explore.py``), or measuring speed
-(:func:`labkit.explore.bench`).
+It finds the framework, turns the example inputs into arrays, hands the model to worker
+processes (:mod:`labkit.explore.workers`: a spec is built there, a live object pickled by the
+framework's ``pack``; one that cannot be pickled is checked in this process, and the report
+says so) and joins their answers into a :class:`~labkit.explore.report.Report`.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import tempfile
 from collections.abc import Sequence
@@ -24,7 +22,7 @@ from ..runner import inputs
 from .report import Report
 from .workers import Run, Source, Tick, choose, offered, run_here, run_workers
 
-__all__ = ["DEFAULT_TIMEOUT_S", "check", "framework_of_spec", "probe_spec"]
+__all__ = ["DEFAULT_TIMEOUT_S", "check", "probe_spec"]
 
 #: seconds one check may take before its process is stopped (a compile on a slow laptop)
 DEFAULT_TIMEOUT_S = 300.0
@@ -48,8 +46,8 @@ def _resolve(model: object, framework: str | None) -> Source:
         spec = inputs.parse(model)
         if spec.saved_model:
             fw = framework or fw_registry.framework_of(spec.file)
-            return Source("file", str(spec.file), fw, spec.name, spec.file)
-        return Source("spec", spec.canonical(), framework, spec.name)
+            return Source("file", str(spec.file), fw, spec.text, spec.file)
+        return Source("spec", spec.canonical(), framework, spec.text)
     fw = framework or fw_registry.framework_of(model)
     if fw is None:
         raise ValueError(
@@ -58,16 +56,6 @@ def _resolve(model: object, framework: str | None) -> Source:
             "'file.py:build_model'"
         )
     return Source("object", None, fw, "", model)
-
-
-def _is_shape_like(x: object) -> bool:
-    if isinstance(x, str | inputs.Input):
-        return True
-    return (
-        isinstance(x, tuple | list)
-        and bool(x)
-        and all(isinstance(d, int | np.integer) and not isinstance(d, bool) for d in x)
-    )
 
 
 _NO_INPUTS = (
@@ -90,13 +78,11 @@ def _example(
         return [], Call(layout=layout), inputs.parse(example_inputs).canonical()
     if example_inputs is None and not kwargs:
         return [], Call(layout=layout), None
-    items = list(example_inputs) if isinstance(example_inputs, tuple | list) else [example_inputs]
-    if example_inputs is not None and (
-        _is_shape_like(example_inputs) or (items and all(_is_shape_like(x) for x in items))
-    ):
-        shapes = example_inputs if _is_shape_like(example_inputs) else items
-        arrays = inputs.example_arrays(inputs.parse_inputs(shapes))
-        example_inputs = arrays
+    if isinstance(example_inputs, str):  # shapes: seeded random arrays of them
+        example_inputs = inputs.example_arrays(inputs.parse_inputs(example_inputs))
+    elif example_inputs is not None:  # shapes as tuples, or tensors
+        with contextlib.suppress(ValueError):
+            example_inputs = inputs.example_arrays(inputs.parse_inputs(example_inputs))
     arrays, call = inputs.example_of(example_inputs, kwargs)
     return arrays, Call(call.names, call.constants, layout), None
 
@@ -245,24 +231,12 @@ def check(
     return report
 
 
-def probe_spec(
-    spec: str | os.PathLike, example: str | None = None, timeout_s: float = DEFAULT_TIMEOUT_S
-) -> dict:
+def probe_spec(spec: str | os.PathLike, timeout_s: float = DEFAULT_TIMEOUT_S) -> dict:
     """What a worker process finds in a spec (this one imports nothing): ``framework``, and
-    ``inputs`` (the shapes of the example inputs the builder, or the function ``example``,
-    returns; "" when neither gives any). ``ValueError`` when the spec cannot be built or no
-    framework takes the model."""
+    ``inputs`` (the shapes of the example inputs its builder returns, or ""). ``ValueError``
+    when the spec cannot be built or no framework takes the model."""
     source = _resolve(spec, None)
-    if source.kind == "file" and example is None:
+    if source.kind == "file":
         return {"framework": source.framework, "inputs": ""}
-    example = inputs.parse(example).canonical() if example else None
-    ran = run_workers(
-        source, None, [], Call(), example, None, timeout_s, lambda *_: None, probe=True
-    )
+    ran = run_workers(source, None, [], Call(), None, None, timeout_s, lambda *_: None, probe=True)
     return {"framework": ran.framework, "inputs": ran.info.get("inputs", "")}
-
-
-def framework_of_spec(spec: str | os.PathLike, timeout_s: float = DEFAULT_TIMEOUT_S) -> str:
-    """The framework of the model a spec builds, found in a worker process (this one imports
-    nothing); ``ValueError`` when the spec cannot be built or no framework takes the model."""
-    return probe_spec(spec, timeout_s=timeout_s)["framework"]

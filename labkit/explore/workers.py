@@ -1,22 +1,13 @@
 """Both sides of the worker protocol behind :func:`labkit.explore.check`.
 
-The parent (:func:`run_workers`) writes a job (where the model comes from: a :class:`Source`;
-its example inputs as an ``.npz`` file and how the model takes them, a
-:class:`~labkit.frameworks._kit.layout.Call`, or the function that makes them, or neither when
-the builder returns them; the checks asked for) into a folder of its own and starts
-``python -m labkit.explore --job FILE --parent PID`` there. The worker (:func:`main`) builds or
-unpacks the model and its inputs, finds its framework and the checks to run, and reports as
-JSON lines in the job's events file: ``ready`` (the framework, the checks, the versions, the
-inputs, which it also saves for the workers after it), then ``start`` and ``done`` for each
-check; ``error`` (a bad spec) or ``unpack_failed`` (a pickled model it cannot load) when it
-cannot begin. The parent follows the events as they come, stops a check past its time limit,
-and after a crash or a timeout starts a fresh worker for the checks left; a check that killed
-its worker is reported as *crashed*. When that check is the first one (eager), nothing else is
-tried: every other path needs eager's answers. :func:`run_here` runs the checks in this process
-instead (a model that cannot be handed to another one).
-
-Not for: what a check asks (``labkit/frameworks/<name>/explore.py``) or the report
-(:mod:`labkit.explore.report`).
+The parent (:func:`run_workers`) writes a job (a :class:`Source`, the example inputs or the
+function that makes them, the checks) and starts ``python -m labkit.explore --job FILE``. The
+worker (:func:`main`) builds or unpacks the model and reports JSON lines in the job's events
+file: ``ready`` (framework, checks, versions, inputs), ``start`` and ``done`` per check, or
+``error`` / ``unpack_failed`` when it cannot begin. The parent stops a check past its time
+limit and, after a crash or a timeout, starts a fresh worker for the checks left; a check that
+killed its worker is *crashed*. When that check is the first (eager), nothing else is tried.
+:func:`run_here` runs the checks in this process instead (a model that cannot travel).
 """
 
 from __future__ import annotations

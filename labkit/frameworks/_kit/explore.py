@@ -407,6 +407,20 @@ class EagerSession:
                 return False, worst, f"on the {label} input: {why}"
         return True, worst, ""
 
+    #: what the outputs are compared with, in the rows' words
+    reference = "eager"
+
+    def agreed(self, path: str, fn: Callable, done: str, **details) -> dict:
+        """The row of a path that ran ``fn``: what it did (``done``) and that it agrees with
+        eager, else where it differs."""
+        with quiet():
+            ok, worst, why = self.compare(fn)
+        if not ok:
+            why = f"{done}, but it computes different numbers than {self.reference} {why}"
+            return result(path, "fails", why, **details)
+        done += f"; agrees with {self.reference} (largest difference {worst:.1g})"
+        return result(path, "works", done, **details)
+
     def constant(self) -> bool:
         """Whether eager's outputs on new random values agree with those on the example within
         :data:`RTOL` (the tolerance of "agrees with eager"): the output (nearly) does not depend

@@ -1,15 +1,12 @@
-"""PyTorch's capture paths, asked of a learner's model (the checks behind ``labkit.explore``).
-
-One row each, run in a worker process: ``eager`` (the outputs, the other sizes eager takes);
-``torch.compile`` (``torch._dynamo.explain``'s graphs and breaks, Dynamo's counters for skipped
-frames, Inductor's code against eager, timed by ``torch.utils.benchmark`` under ``no_grad`` and
-``inference_mode`` with its validity); ``torch.compile(fullgraph)``; ``torch.compile(new
-shapes)`` (graphs compiled per call as a dimension changes, and the guard failures naming the
-model's arguments); ``torch.export`` non-strict and strict; ``torch.jit.trace`` (deprecated,
-replayed on other inputs); ``onnx`` (``torch.onnx.export``'s dynamo exporter, its failure placed
-in the stage that failed, run by ONNX Runtime). "Agrees with eager": the same outputs (flattened
-as :func:`flatten`), within a tolerance, on the example and on new values and zeros. The model
-is called as the example says, through :class:`Bound`; failure reasons come from :mod:`.reasons`.
+"""PyTorch's capture paths, asked of a learner's model (the checks behind ``labkit.explore``):
+``eager``; ``torch.compile`` (``torch._dynamo.explain``'s graphs and breaks, Dynamo's counters
+for skipped frames, Inductor's code against eager, timed by ``torch.utils.benchmark`` with its
+validity); ``torch.compile(fullgraph)``; ``torch.compile(new shapes)`` (graphs compiled per call
+as a dimension changes, the guard failures naming the model's arguments); ``torch.export``
+non-strict and strict; ``torch.jit.trace`` (replayed on other inputs); ``onnx``
+(``torch.onnx.export``'s dynamo exporter, its failure placed in the stage that failed, run by
+ONNX Runtime). Outputs are compared as :func:`flatten` flattens them; the model is called as
+the example says, through :class:`Bound`; failure reasons come from :mod:`.reasons`.
 """
 
 from __future__ import annotations
@@ -348,16 +345,8 @@ def _fullgraph(s: Session) -> dict:
             s.run(fn, s.arrays)
     except Exception as exc:  # noqa: BLE001 - a framework error is the check's finding
         return _fails(path, "not capturable as one graph", exc)
-    with ex.quiet():
-        ok, worst, why = s.compare(fn)
-    if not ok:
-        return ex.result(path, "fails", f"one graph, but it differs from eager {why}")
-    return ex.result(
-        path,
-        "works",
-        f"the whole forward is one graph (Dynamo with fullgraph=True; backend 'eager' checks the "
-        f"capture only); {ex.agrees(worst)}",
-    )
+    done = "the whole forward is one graph (Dynamo with fullgraph=True; backend 'eager' checks "
+    return s.agreed(path, fn, done + "the capture only)")
 
 
 def _new_shapes(s: Session) -> dict:
@@ -419,19 +408,8 @@ def _export(s: Session, strict: bool) -> dict:
     except Exception as exc:  # noqa: BLE001 - a framework error is the check's finding
         return _fails(path, f"torch.export ({how}) rejects it", exc)
     ops = sum(n.op == "call_function" for n in program.graph.nodes)
-    with ex.quiet():
-        ok, worst, why = s.compare(program.module())
-    if not ok:
-        return ex.result(
-            path, "fails", f"exported, but the program differs from eager {why}", ops=ops
-        )
-    return ex.result(
-        path,
-        "works",
-        f"one whole-program graph ({ops} ATen operations; {how}; input shapes fixed to the "
-        f"example's); {ex.agrees(worst)}",
-        ops=ops,
-    )
+    done = f"one whole-program graph ({ops} ATen operations; {how}; input shapes fixed to the "
+    return s.agreed(path, program.module(), done + "example's)", ops=ops)
 
 
 #: what strict tracing says of a dict or list output, and that strict=False takes it

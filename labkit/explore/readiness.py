@@ -178,25 +178,15 @@ def check(
     """Check every capture path of ``model`` on ``example_inputs``; see :class:`Report`.
 
     ``model``: a ``torch.nn.Module`` (or a function of tensors), a Keras model or layer, a
-    ``tf.function``, an ONNX file (path or ``onnx.ModelProto``), or a spec ``"file.py:build"`` /
-    ``"module:build"`` whose builder returns one of these, or ``(model, example_args,
-    example_kwargs)`` (it is built in the worker process only). ``example_inputs``: a shape
-    text such as ``"8x3x224x224"`` (several inputs separated by commas), a tuple of ints, the
-    tensors (arrays) themselves, or a function that returns them (``"file.py:example_inputs"``:
-    ``example_args`` or ``(example_args, example_kwargs)``); None when the builder returns them.
-    The first dimension is the batch. ``kwargs``: keyword arguments of the call, tensors
-    (``attention_mask=``) or plain values (``use_cache=False``), which every path receives.
-    ``layout``: ``"NCHW"`` or ``"NHWC"`` for image inputs of a framework without an input
-    signature (PyTorch; otherwise guessed, and the report says so). ``framework`` overrides the
-    framework found from the model's type. ``timeout_s`` bounds each check. ``checks`` picks a
-    subset of the framework's paths (in their order); the first path (eager, or for a saved
-    model its loading) always runs, because nothing else can work when it does not.
-
-    Bad input (an unknown spec or function, a builder that raises, a model no framework
-    claims, unknown checks) raises ``ValueError`` with the fix. The model not running on the
-    inputs is not an error: the report says so on its first path and checks nothing else; nor
-    is eager crashing or running past ``timeout_s`` (then nothing else is tried either).
-    """
+    ``tf.function``, an ONNX file, or a spec ``"file.py:build"`` / ``"module:build"`` whose
+    builder returns one (or ``(model, example_args, example_kwargs)``; built in the worker only).
+    ``example_inputs``: shapes (``"8x3x224x224"``, several separated by commas, or a tuple of
+    ints), the tensors themselves, a function that returns them (``"file.py:example_inputs"``), or
+    None when the builder returns them; batch first. ``kwargs``: keyword arguments of the call,
+    tensors or plain values (``use_cache=False``). ``layout``: ``"NCHW"`` or ``"NHWC"`` for image
+    inputs without a signature. ``checks``: a subset of the framework's paths; the first (eager)
+    always runs, and when the model does not get through it nothing else is tried.
+    ``timeout_s`` bounds each check. Bad input raises ``ValueError`` with the fix."""
     if not (isinstance(timeout_s, int | float) and timeout_s > 0):
         raise ValueError(f"timeout_s must be a number of seconds > 0, got {timeout_s!r}")
     source = _resolve(model, framework)

@@ -91,19 +91,6 @@ def _example(
 # the checks
 
 
-def _pack(source: Source, explorer, path: Path, report: Report) -> Path | None:
-    """``path`` with the live model pickled into it, or None (the report says why) when the
-    framework cannot pickle it."""
-    try:
-        explorer.pack(source.obj, path)
-    except ValueError as exc:
-        report.notes.append(
-            f"the model could not be handed to a separate process ({exc}), so {_HERE}"
-        )
-        return None
-    return path
-
-
 def _answers(
     source: Source,
     explorer,
@@ -118,10 +105,15 @@ def _answers(
     this process, which the report then says."""
     run = Run(source.framework, chosen)
     with tempfile.TemporaryDirectory(prefix="labkit-pack-") as tmp:
-        packed = None
-        if source.kind == "object":
-            packed = _pack(source, explorer, Path(tmp) / "model.pkl", report)
-        if source.kind != "object" or packed is not None:
+        packed = Path(tmp) / "model.pkl" if source.kind == "object" else None
+        try:
+            if packed:
+                explorer.pack(source.obj, packed)
+        except ValueError as exc:  # the framework cannot pickle it
+            report.notes.append(
+                f"the model could not be handed to a separate process ({exc}), so {_HERE}"
+            )
+        else:
             ran = run_workers(source, packed, *given, chosen or requested, timeout_s, tick)
             if ran.unpack_failed:
                 report.notes.append(

@@ -1,8 +1,6 @@
 """Is graph mode worth it for this model, here? :func:`bench` measures a learner's model, eager
-against graph modes, through the benchmark runner: the cells are a plan like the ResNet-50's
-(:meth:`labkit.runner.Plan.for_model`), each in a fresh process, the same JSONL records with a
-``model`` field naming the spec, so ``python -m labkit report``, the speedups and the break-even
-read them unchanged. Not for: whether the model captures (:func:`labkit.explore.check`).
+against graph modes, through the benchmark runner (:meth:`labkit.runner.Plan.for_model`): the
+same JSONL records as ResNet-50's, with a ``model`` field naming the spec.
 """
 
 from __future__ import annotations
@@ -37,22 +35,12 @@ def bench(
     """Measure the model a spec builds, eager against graph modes, through the runner.
 
     Each cell (framework x mode x task x precision) runs in a fresh process that rebuilds the
-    model from ``spec`` and times it as the ResNet-50 cells are timed (first call apart, then
-    the profile's repeats); each record is appended to ``out`` (default
-    ``results/explore-<profile>.jsonl``) with ``model`` = the spec (its file made absolute) and
-    ``input_shape`` = the shapes of that cell (``latency``: batch 1; ``throughput`` and
-    ``train``: the batch of ``example_input_shapes``). ``images_per_s`` counts samples.
-    ``example_input_shapes`` None: the example inputs the builder returns beside the model
-    (``(model, example_args, example_kwargs)``), masks and keyword arguments included, their
-    rows repeated or cut to each cell's batch.
-
-    ``frameworks`` defaults to the model's own framework (``framework``, else found by building
-    the model in a worker process) and the runtimes of its exports (a PyTorch model: also ONNX
-    Runtime). ``modes`` and ``tasks`` take what ``python -m labkit
-    bench`` takes (``eager``, ``graph``, a mode's own name; ``latency``, ``throughput``,
-    ``train``: a synthetic loss, the mean of the squared outputs). Bad input raises
-    ``ValueError``; a model that fails in one cell is a recorded failure.
-    """
+    model and times it as the ResNet-50 cells are; its record goes to ``out`` (default
+    ``results/explore-<profile>.jsonl``) with ``model`` (the spec) and ``input_shape`` (batch 1 for
+    ``latency``). ``example_input_shapes`` None: the inputs the builder returns beside the model,
+    cut or repeated to each cell's batch. ``frameworks`` defaults to the model's own and the
+    runtimes of its exports; ``modes`` and ``tasks`` as ``python -m labkit bench`` takes them.
+    Bad input raises ``ValueError``; a model that fails in one cell is a recorded failure."""
     s = inputs.parse(spec)
     if inputs.is_function_spec(example_input_shapes):
         raise ValueError(

@@ -1,16 +1,14 @@
 """Graph readiness: :func:`check` asks a learner's model the course's questions, path by path.
 
-It picks the framework from the model's type (or from what a spec builds, in a worker), turns
-the example inputs into arrays, hands the model to worker processes
-(:mod:`labkit.explore.workers`: a spec is rebuilt there, a live object is pickled by the
-framework's ``pack``; one that cannot be pickled is checked in this process, and the report says
-so) and joins their answers into a :class:`~labkit.explore.report.Report`. Not for: what a
-check asks (``labkit/frameworks/<name>/explore.py``), or measuring speed
-(:func:`labkit.explore.bench`).
+It finds the framework, turns the example inputs into arrays, hands the model to worker
+processes (:mod:`labkit.explore.workers`: a spec is built there, a live object pickled by the
+framework's ``pack``; one that cannot be pickled is checked in this process, and the report
+says so) and joins their answers into a :class:`~labkit.explore.report.Report`.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import tempfile
 from collections.abc import Sequence
@@ -24,7 +22,7 @@ from ..runner import inputs
 from .report import Report
 from .workers import Run, Source, Tick, choose, offered, run_here, run_workers
 
-__all__ = ["DEFAULT_TIMEOUT_S", "check", "framework_of_spec", "probe_spec"]
+__all__ = ["DEFAULT_TIMEOUT_S", "check", "probe_spec"]
 
 #: seconds one check may take before its process is stopped (a compile on a slow laptop)
 DEFAULT_TIMEOUT_S = 300.0
@@ -48,8 +46,8 @@ def _resolve(model: object, framework: str | None) -> Source:
         spec = inputs.parse(model)
         if spec.saved_model:
             fw = framework or fw_registry.framework_of(spec.file)
-            return Source("file", str(spec.file), fw, spec.name, spec.file)
-        return Source("spec", spec.canonical(), framework, spec.name)
+            return Source("file", str(spec.file), fw, spec.text, spec.file)
+        return Source("spec", spec.canonical(), framework, spec.text)
     fw = framework or fw_registry.framework_of(model)
     if fw is None:
         raise ValueError(
@@ -58,16 +56,6 @@ def _resolve(model: object, framework: str | None) -> Source:
             "'file.py:build_model'"
         )
     return Source("object", None, fw, "", model)
-
-
-def _is_shape_like(x: object) -> bool:
-    if isinstance(x, str | inputs.Input):
-        return True
-    return (
-        isinstance(x, tuple | list)
-        and bool(x)
-        and all(isinstance(d, int | np.integer) and not isinstance(d, bool) for d in x)
-    )
 
 
 _NO_INPUTS = (
@@ -90,32 +78,17 @@ def _example(
         return [], Call(layout=layout), inputs.parse(example_inputs).canonical()
     if example_inputs is None and not kwargs:
         return [], Call(layout=layout), None
-    items = list(example_inputs) if isinstance(example_inputs, tuple | list) else [example_inputs]
-    if example_inputs is not None and (
-        _is_shape_like(example_inputs) or (items and all(_is_shape_like(x) for x in items))
-    ):
-        shapes = example_inputs if _is_shape_like(example_inputs) else items
-        arrays = inputs.example_arrays(inputs.parse_inputs(shapes))
-        example_inputs = arrays
+    if isinstance(example_inputs, str):  # shapes: seeded random arrays of them
+        example_inputs = inputs.example_arrays(inputs.parse_inputs(example_inputs))
+    elif example_inputs is not None:  # shapes as tuples, or tensors
+        with contextlib.suppress(ValueError):
+            example_inputs = inputs.example_arrays(inputs.parse_inputs(example_inputs))
     arrays, call = inputs.example_of(example_inputs, kwargs)
     return arrays, Call(call.names, call.constants, layout), None
 
 
 # ---------------------------------------------------------------------------------------------
 # the checks
-
-
-def _pack(source: Source, explorer, path: Path, report: Report) -> Path | None:
-    """``path`` with the live model pickled into it, or None (the report says why) when the
-    framework cannot pickle it."""
-    try:
-        explorer.pack(source.obj, path)
-    except ValueError as exc:
-        report.notes.append(
-            f"the model could not be handed to a separate process ({exc}), so {_HERE}"
-        )
-        return None
-    return path
 
 
 def _answers(
@@ -132,10 +105,15 @@ def _answers(
     this process, which the report then says."""
     run = Run(source.framework, chosen)
     with tempfile.TemporaryDirectory(prefix="labkit-pack-") as tmp:
-        packed = None
-        if source.kind == "object":
-            packed = _pack(source, explorer, Path(tmp) / "model.pkl", report)
-        if source.kind != "object" or packed is not None:
+        packed = Path(tmp) / "model.pkl" if source.kind == "object" else None
+        try:
+            if packed:
+                explorer.pack(source.obj, packed)
+        except ValueError as exc:  # the framework cannot pickle it
+            report.notes.append(
+                f"the model could not be handed to a separate process ({exc}), so {_HERE}"
+            )
+        else:
             ran = run_workers(source, packed, *given, chosen or requested, timeout_s, tick)
             if ran.unpack_failed:
                 report.notes.append(
@@ -192,25 +170,15 @@ def check(
     """Check every capture path of ``model`` on ``example_inputs``; see :class:`Report`.
 
     ``model``: a ``torch.nn.Module`` (or a function of tensors), a Keras model or layer, a
-    ``tf.function``, an ONNX file (path or ``onnx.ModelProto``), or a spec ``"file.py:build"`` /
-    ``"module:build"`` whose builder returns one of these, or ``(model, example_args,
-    example_kwargs)`` (it is built in the worker process only). ``example_inputs``: a shape
-    text such as ``"8x3x224x224"`` (several inputs separated by commas), a tuple of ints, the
-    tensors (arrays) themselves, or a function that returns them (``"file.py:example_inputs"``:
-    ``example_args`` or ``(example_args, example_kwargs)``); None when the builder returns them.
-    The first dimension is the batch. ``kwargs``: keyword arguments of the call, tensors
-    (``attention_mask=``) or plain values (``use_cache=False``), which every path receives.
-    ``layout``: ``"NCHW"`` or ``"NHWC"`` for image inputs of a framework without an input
-    signature (PyTorch; otherwise guessed, and the report says so). ``framework`` overrides the
-    framework found from the model's type. ``timeout_s`` bounds each check. ``checks`` picks a
-    subset of the framework's paths (in their order); the first path (eager, or for a saved
-    model its loading) always runs, because nothing else can work when it does not.
-
-    Bad input (an unknown spec or function, a builder that raises, a model no framework
-    claims, unknown checks) raises ``ValueError`` with the fix. The model not running on the
-    inputs is not an error: the report says so on its first path and checks nothing else; nor
-    is eager crashing or running past ``timeout_s`` (then nothing else is tried either).
-    """
+    ``tf.function``, an ONNX file, or a spec ``"file.py:build"`` / ``"module:build"`` whose
+    builder returns one (or ``(model, example_args, example_kwargs)``; built in the worker only).
+    ``example_inputs``: shapes (``"8x3x224x224"``, several separated by commas, or a tuple of
+    ints), the tensors themselves, a function that returns them (``"file.py:example_inputs"``), or
+    None when the builder returns them; batch first. ``kwargs``: keyword arguments of the call,
+    tensors or plain values (``use_cache=False``). ``layout``: ``"NCHW"`` or ``"NHWC"`` for image
+    inputs without a signature. ``checks``: a subset of the framework's paths; the first (eager)
+    always runs, and when the model does not get through it nothing else is tried.
+    ``timeout_s`` bounds each check. Bad input raises ``ValueError`` with the fix."""
     if not (isinstance(timeout_s, int | float) and timeout_s > 0):
         raise ValueError(f"timeout_s must be a number of seconds > 0, got {timeout_s!r}")
     source = _resolve(model, framework)
@@ -245,24 +213,12 @@ def check(
     return report
 
 
-def probe_spec(
-    spec: str | os.PathLike, example: str | None = None, timeout_s: float = DEFAULT_TIMEOUT_S
-) -> dict:
+def probe_spec(spec: str | os.PathLike, timeout_s: float = DEFAULT_TIMEOUT_S) -> dict:
     """What a worker process finds in a spec (this one imports nothing): ``framework``, and
-    ``inputs`` (the shapes of the example inputs the builder, or the function ``example``,
-    returns; "" when neither gives any). ``ValueError`` when the spec cannot be built or no
-    framework takes the model."""
+    ``inputs`` (the shapes of the example inputs its builder returns, or ""). ``ValueError``
+    when the spec cannot be built or no framework takes the model."""
     source = _resolve(spec, None)
-    if source.kind == "file" and example is None:
+    if source.kind == "file":
         return {"framework": source.framework, "inputs": ""}
-    example = inputs.parse(example).canonical() if example else None
-    ran = run_workers(
-        source, None, [], Call(), example, None, timeout_s, lambda *_: None, probe=True
-    )
+    ran = run_workers(source, None, [], Call(), None, None, timeout_s, lambda *_: None, probe=True)
     return {"framework": ran.framework, "inputs": ran.info.get("inputs", "")}
-
-
-def framework_of_spec(spec: str | os.PathLike, timeout_s: float = DEFAULT_TIMEOUT_S) -> str:
-    """The framework of the model a spec builds, found in a worker process (this one imports
-    nothing); ``ValueError`` when the spec cannot be built or no framework takes the model."""
-    return probe_spec(spec, timeout_s=timeout_s)["framework"]

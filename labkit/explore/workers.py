@@ -1,22 +1,13 @@
 """Both sides of the worker protocol behind :func:`labkit.explore.check`.
 
-The parent (:func:`run_workers`) writes a job (where the model comes from: a :class:`Source`;
-its example inputs as an ``.npz`` file and how the model takes them, a
-:class:`~labkit.frameworks._kit.layout.Call`, or the function that makes them, or neither when
-the builder returns them; the checks asked for) into a folder of its own and starts
-``python -m labkit.explore --job FILE --parent PID`` there. The worker (:func:`main`) builds or
-unpacks the model and its inputs, finds its framework and the checks to run, and reports as
-JSON lines in the job's events file: ``ready`` (the framework, the checks, the versions, the
-inputs, which it also saves for the workers after it), then ``start`` and ``done`` for each
-check; ``error`` (a bad spec) or ``unpack_failed`` (a pickled model it cannot load) when it
-cannot begin. The parent follows the events as they come, stops a check past its time limit,
-and after a crash or a timeout starts a fresh worker for the checks left; a check that killed
-its worker is reported as *crashed*. When that check is the first one (eager), nothing else is
-tried: every other path needs eager's answers. :func:`run_here` runs the checks in this process
-instead (a model that cannot be handed to another one).
-
-Not for: what a check asks (``labkit/frameworks/<name>/explore.py``) or the report
-(:mod:`labkit.explore.report`).
+The parent (:func:`run_workers`) writes a job (a :class:`Source`, the example inputs or the
+function that makes them, the checks) and starts ``python -m labkit.explore --job FILE``. The
+worker (:func:`main`) builds or unpacks the model and reports JSON lines in the job's events
+file: ``ready`` (framework, checks, versions, inputs), ``start`` and ``done`` per check, or
+``error`` / ``unpack_failed`` when it cannot begin. The parent stops a check past its time
+limit and, after a crash or a timeout, starts a fresh worker for the checks left; a check that
+killed its worker is *crashed*. When that check is the first (eager), nothing else is tried.
+:func:`run_here` runs the checks in this process instead (a model that cannot travel).
 """
 
 from __future__ import annotations
@@ -42,8 +33,6 @@ from ..runner import inputs
 from ..util import jsonio, proc
 
 __all__ = [
-    "LOG_TAIL_LINES",
-    "MARK",
     "Run",
     "Source",
     "Tick",
@@ -54,9 +43,9 @@ __all__ = [
     "run_workers",
 ]
 
-LOG_TAIL_LINES = 12
+_TAIL = 12  #: lines of a worker's output kept when it died
 #: the line a worker writes to its output as each check starts (its log is cut there)
-MARK = "=== labkit.explore check: "
+_MARK = "=== labkit.explore check: "
 #: ``tick(check, done, total)``: a check starts (``done`` False) or ends, of ``total`` checks
 Tick = Callable[[str, bool, int], None]
 
@@ -149,9 +138,16 @@ class Run:
     unpack_failed: bool = False
     remaining: list[str] = field(default_factory=list)  #: the checks without an answer yet
 
+    def answer(self, name: str, answer: dict, tick: Tick) -> bool:
+        """Keep ``answer``; True when it ends the run (the first check did not get through)."""
+        self.answers[name] = answer
+        self.remaining.remove(name)
+        tick(name, True, len(self.checks))
+        return name == self.checks[0] and answer["path"]["status"] in ("fails", "crashed")
+
 
 @dataclass
-class _Attempt:
+class _Worker:
     """One worker process, and what it is doing."""
 
     child: subprocess.Popen
@@ -160,42 +156,106 @@ class _Attempt:
     current: str | None = None  #: the check it runs now
     started: float = field(default_factory=time.perf_counter)  #: since when it is busy
     seen: int = 0  #: bytes of the events file already read
-    code: int | None = None  #: its exit status, once it ended
-    stop: bool = False  #: the first check failed: nothing else can work
     progressed: bool = False  #: it finished a check
-    over: bool = False  #: the run has its answer (a probe answered, a model it cannot unpack)
+
+    def read(self) -> list[dict]:
+        """The complete JSON lines of the events file not read yet."""
+        with contextlib.suppress(FileNotFoundError), open(self.events, "rb") as f:
+            f.seek(self.seen)
+            data = f.read()
+            end = data.rfind(b"\n") + 1
+            self.seen += end
+            return [json.loads(line) for line in data[:end].splitlines() if line.strip()]
+        return []
+
+    def tail(self, limit: int = 1200) -> str:
+        """The worker's output since the last check started, last lines only."""
+        with contextlib.suppress(OSError):
+            text = self.log.read_text(encoding="utf-8", errors="replace")
+            text = text.rsplit(_MARK, 1)[-1].split("\n", 1)[-1] if _MARK in text else text
+            return first_lines("\n".join(proc.last_lines(text, _TAIL)), lines=_TAIL, limit=limit)
+        return ""
 
 
-def _child_env(work: Path) -> dict[str, str]:
-    """A worker's environment: each framework's own thread defaults (the checks time nothing),
-    the learner's modules importable as here, unbuffered output, temporary files (AutoGraph's
-    generated code, say) in ``work``, which goes with the run. TensorFlow's log level comes with
-    this environment (``import labkit`` sets its default)."""
+def _start(work: Path, attempt: int, job: dict) -> _Worker:
+    """A worker on ``job``: learner's modules importable as here, unbuffered output, temporary
+    files (AutoGraph's generated code, say) in ``work``, which goes with the run."""
+    events, log = work / f"events-{attempt}.jsonl", work / f"log-{attempt}.txt"
+    (work / "job.json").write_text(json.dumps({**job, "events": str(events)}))
     (work / "tmp").mkdir(exist_ok=True)
     extra = {"PYTHONUNBUFFERED": "1", "TMPDIR": str(work / "tmp")}
-    return proc.child_env(None, path=inputs.child_pythonpath(), extra=extra)
+    cmd = [sys.executable, "-m", "labkit.explore", "--job", str(work / "job.json")]
+    with open(log, "wb") as logf:
+        child = subprocess.Popen(
+            [*cmd, "--parent", str(os.getpid())],
+            stdout=logf,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            env=proc.child_env(None, path=inputs.child_pythonpath(), extra=extra),
+            cwd=work,
+            start_new_session=True,
+        )
+    return _Worker(child, events, log)
 
 
-def _read_events(path: Path, seen: int) -> tuple[list[dict], int]:
-    """Complete JSON lines of ``path`` after the first ``seen`` bytes."""
-    try:
-        with open(path, "rb") as f:
-            f.seek(seen)
-            data = f.read()
-    except FileNotFoundError:
-        return [], seen
-    end = data.rfind(b"\n") + 1
-    events = [json.loads(line) for line in data[:end].splitlines() if line.strip()]
-    return events, seen + end
+def _on_event(run: Run, w: _Worker, ev: dict, tick: Tick, probe: bool) -> bool:
+    """Take in one event of the worker ``w``; True when the run has its answer."""
+    kind = ev["event"]
+    if kind == "error":
+        raise _WorkerError(ev["message"])
+    if kind == "unpack_failed":
+        run.unpack_failed, run.info = True, ev
+        return True
+    if kind == "ready":
+        run.info, run.framework = {**run.info, **ev}, ev["framework"]
+        if run.checks is None:
+            run.checks, run.remaining = list(ev["checks"]), list(ev["checks"])
+            tick("", False, len(run.checks))
+        return probe
+    if kind == "start":
+        w.current, w.started = ev["check"], time.perf_counter()
+        tick(w.current, False, len(run.checks))
+        return False
+    w.current, w.started, w.progressed = None, time.perf_counter(), True
+    return run.answer(ev["check"], ev["result"], tick)
 
 
-def _log_tail(path: Path) -> str:
-    """The worker's output since the last check started, last lines only."""
-    with contextlib.suppress(OSError):
-        text = path.read_text(encoding="utf-8", errors="replace")
-        text = text.rsplit(MARK, 1)[-1].split("\n", 1)[-1] if MARK in text else text
-        return "\n".join(proc.last_lines(text, LOG_TAIL_LINES))
-    return ""
+def _ended(run: Run, w: _Worker, code: int | None, timeout_s: float, tick: Tick) -> bool:
+    """The worker died (``code``) or ran past ``timeout_s`` (None) with checks left: the check
+    it ran crashed or timed out; died before its first check, every check left crashed (a fresh
+    one would die the same way). True when nothing else is to be tried."""
+    how = "took longer than" if code is None else f"died ({proc.ended(code)}) in"
+    if run.checks is None:  # it could not even load the model
+        raise _WorkerError(
+            f"the check process {how} loading the framework or building the model"
+            f"{f' ({timeout_s:g} s)' if code is None else ''}: {w.tail(800)}"
+        )
+    if code is not None and w.current is None:
+        if w.progressed or not run.remaining:
+            return False  # died between checks: a fresh worker takes the rest
+        for name in list(run.remaining):
+            run.answer(name, _crashed(name, code, w.tail(), ""), tick)
+            run.answers[name]["path"]["reason"] = (
+                f"the check process died ({proc.ended(code)}) before its first check, "
+                "while it loaded the framework or the model"
+            )
+        return True
+    name = w.current or run.remaining[0]
+    left = [c for c in run.remaining if c != name]
+    after = "the checks after it ran in a fresh process" if left else ""
+    after = _NOTHING_ELSE if name == run.checks[0] else after
+    if code is None:
+        answer = result(
+            name,
+            "fails",
+            f"did not finish within {timeout_s:g} s, so its process was stopped (if it only "
+            "needs longer, raise the limit: --timeout on the command line, timeout_s= in "
+            "check())" + (f"; {after}" if after else ""),
+            timed_out=timeout_s,
+        )
+    else:
+        answer = _crashed(name, code, w.tail(), after)
+    return run.answer(name, answer, tick)
 
 
 #: what a run that stopped at its first check says about the others
@@ -209,148 +269,24 @@ def _crashed(name: str, code: int, log: str, after: str) -> dict:
         "crashed",
         f"the check's process died ({proc.ended(code)}) while it ran {name}: the framework crashed "
         f"(or ran out of memory) on this model{'; ' + after if after else ''}",
-        first_lines(log, lines=LOG_TAIL_LINES, limit=1200),
+        log,
         crashed=proc.ended(code),
     )
 
 
-def _timed_out(name: str, timeout_s: float, after: str) -> dict:
-    return result(
-        name,
-        "fails",
-        f"did not finish within {timeout_s:g} s, so its process was stopped (if it only needs "
-        f"longer, raise the limit: --timeout on the command line, timeout_s= in check())"
-        + (f"; {after}" if after else ""),
-        timed_out=timeout_s,
-    )
-
-
-def _after(run: Run, name: str) -> str:
-    """What becomes of the checks after ``name`` once it crashed or timed out."""
-    if name == run.checks[0]:
-        return _NOTHING_ELSE
-    return "the checks after it ran in a fresh process" if run.remaining else ""
-
-
-def _start(work: Path, attempt: int, job: dict) -> _Attempt:
-    events, log = work / f"events-{attempt}.jsonl", work / f"log-{attempt}.txt"
-    job = {**job, "events": str(events)}
-    (work / "job.json").write_text(json.dumps(job))
-    cmd = [sys.executable, "-m", "labkit.explore", "--job", str(work / "job.json")]
-    cmd += ["--parent", str(os.getpid())]
-    with open(log, "wb") as logf:
-        child = subprocess.Popen(
-            cmd,
-            stdout=logf,
-            stderr=subprocess.STDOUT,
-            stdin=subprocess.DEVNULL,
-            env=_child_env(work),
-            cwd=work,
-            start_new_session=True,
-        )
-    return _Attempt(child, events, log)
-
-
-def _on_event(run: Run, at: _Attempt, ev: dict, tick: Tick, probe: bool) -> None:
-    """Take in one event of the worker ``at``."""
-    kind = ev["event"]
-    if kind == "error":
-        raise _WorkerError(ev["message"])
-    if kind == "unpack_failed":
-        run.unpack_failed, run.info, at.over = True, ev, True
-    elif kind == "ready":
-        run.info, run.framework = {**run.info, **ev}, ev["framework"]
-        if run.checks is None:
-            run.checks = list(ev["checks"])
-            run.remaining = list(run.checks)
-            tick("", False, len(run.checks))
-        at.over = probe
-    elif kind == "start":
-        at.current, at.started = ev["check"], time.perf_counter()
-        tick(at.current, False, len(run.checks))
-    elif kind == "done":
-        name, answer = ev["check"], ev["result"]
-        run.answers[name] = answer
-        run.remaining.remove(name)
-        tick(name, True, len(run.checks))
-        at.current, at.started, at.progressed = None, time.perf_counter(), True
-        if name == run.checks[0] and answer["path"]["status"] == "fails":
-            at.stop = True
-
-
-def _past_time(run: Run, at: _Attempt, timeout_s: float, tick: Tick) -> None:
-    """The worker ``at`` took longer than ``timeout_s``: stop it; its check fails (or, before
-    it chose the checks, the model cannot be loaded in time)."""
-    proc.kill_group(at.child)
-    if run.checks is None:  # it could not even start
-        raise _WorkerError(
-            f"loading the model took longer than {timeout_s:g} s: "
-            f"{first_lines(_log_tail(at.log), lines=LOG_TAIL_LINES, limit=800)}"
-        )
-    name = at.current or run.remaining[0]
-    run.remaining.remove(name)
-    run.answers[name] = _timed_out(name, timeout_s, _after(run, name))
-    tick(name, True, len(run.checks))
-    at.current = None
-    at.stop = name == run.checks[0]
-
-
-def _follow(run: Run, at: _Attempt, timeout_s: float, tick: Tick, probe: bool) -> None:
-    """Follow the worker ``at`` until it ends, the run has its answer, the first check fails or
-    a check runs past ``timeout_s``."""
+def _follow(run: Run, w: _Worker, timeout_s: float, tick: Tick, probe: bool) -> bool:
+    """Follow the worker ``w`` until it ends; True when nothing else is to be tried (the run
+    has its answer, or the first check did not get through)."""
     while True:
-        at.code = at.child.poll()
-        new, at.seen = _read_events(at.events, at.seen)
-        for ev in new:
-            _on_event(run, at, ev, tick, probe)
-            if at.over:
-                return
-        if at.code is not None or at.stop:
-            return
-        if time.perf_counter() - at.started > timeout_s:
-            _past_time(run, at, timeout_s, tick)
-            return
+        code = w.child.poll()
+        if any(_on_event(run, w, ev, tick, probe) for ev in w.read()):
+            return True
+        if code is not None:
+            return _ended(run, w, code, timeout_s, tick)
+        if time.perf_counter() - w.started > timeout_s:
+            proc.kill_group(w.child)
+            return _ended(run, w, None, timeout_s, tick)
         time.sleep(0.05)
-
-
-def _after_exit(run: Run, at: _Attempt, tick: Tick) -> None:
-    """What a worker that ended with checks left leaves: the check it died in crashed; died
-    before its first check, every check left crashed (a fresh one would die the same way)."""
-    code = at.code
-    if run.checks is None:  # died before it chose the checks: it cannot load the model
-        raise _WorkerError(
-            f"the check process died ({proc.ended(code)}) while it loaded the framework or "
-            f"built the model: {first_lines(_log_tail(at.log), lines=LOG_TAIL_LINES, limit=800)}"
-        )
-    if at.current is not None:  # died in the middle of a check
-        run.remaining.remove(at.current)
-        run.answers[at.current] = _crashed(
-            at.current, code, _log_tail(at.log), _after(run, at.current)
-        )
-        tick(at.current, True, len(run.checks))
-        at.stop = at.current == run.checks[0]
-    elif run.remaining and code is not None and not at.progressed:
-        for name in list(run.remaining):
-            run.answers[name] = _crashed(name, code, _log_tail(at.log), "")
-            run.answers[name]["path"]["reason"] = (
-                f"the check process died ({proc.ended(code)}) before its first check, "
-                "while it loaded the framework or the model"
-            )
-            run.remaining.remove(name)
-            tick(name, True, len(run.checks))
-
-
-def _job_inputs(work: Path, arrays: list[np.ndarray], call: Call, example: str | None) -> dict:
-    """The job's inputs: the arrays given here (saved beside it), else the function that makes
-    them, else none (the builder returns them)."""
-    if arrays:
-        np.savez(work / "inputs.npz", *arrays)
-    return {
-        "inputs": str(work / "inputs.npz") if arrays else None,
-        "count": len(arrays),
-        "call": call.to_dict(),
-        "example": example,
-    }
 
 
 def run_workers(
@@ -368,47 +304,39 @@ def run_workers(
     first check (eager): then nothing else is tried.
 
     The inputs are ``arrays`` (taken as ``call`` says), or what the function ``example`` (a
-    spec) returns, or, with neither, what the model's builder returns beside the model. The
-    first worker builds (or unpacks) the model and its inputs, finds its framework and the
-    checks to run, and reports them (``ready``); a bad spec comes back as an ``error`` and
-    raises ``ValueError`` here. ``probe``: stop after ``ready`` (what
-    :func:`labkit.explore.framework_of_spec` needs to know).
+    spec) returns, or, with neither, what the model's builder returns beside the model. A bad
+    spec raises ``ValueError`` here. ``probe``: stop once the worker has found the framework
+    and the inputs.
     """
     run = Run(source.framework, None)
     with tempfile.TemporaryDirectory(prefix="labkit-explore-") as tmp:
         work = Path(tmp)
+        if arrays:
+            np.savez(work / "inputs.npz", *arrays)
         base = {
             "kind": "packed" if packed else source.kind,
             "value": str(packed) if packed else source.value,
             "probe": probe,
-            **_job_inputs(work, arrays, call, example),
+            "inputs": str(work / "inputs.npz") if arrays else None,
+            "count": len(arrays),
+            "call": call.to_dict(),
+            "example": example,
         }
         attempt = 0
         try:
             while attempt == 0 or run.remaining:
-                job = {
-                    **base,
-                    "framework": run.framework,
-                    "checks": requested if run.checks is None else run.remaining,
-                    "exact": run.checks is not None,
-                }
-                at = _start(work, attempt, job)
+                checks = requested if run.checks is None else run.remaining
+                job = {**base, "framework": run.framework, "checks": checks}
+                w = _start(work, attempt, {**job, "exact": run.checks is not None})
                 attempt += 1
                 try:
-                    _follow(run, at, timeout_s, tick, probe)
+                    if _follow(run, w, timeout_s, tick, probe):
+                        break
                 finally:
-                    proc.kill_group(at.child)
-                if at.over:
-                    break
-                if not at.stop:
-                    _after_exit(run, at, tick)
-                if at.stop:
-                    break
+                    proc.kill_group(w.child)
                 if run.info.get("saved"):  # the workers after it take the same inputs
-                    base.update(
-                        inputs=run.info["saved"], count=run.info["count"], example=None, saved=True
-                    )
-                    base["call"] = run.info["call"]
+                    base.update(inputs=run.info["saved"], count=run.info["count"], example=None)
+                    base.update(saved=True, call=run.info["call"])
         except _WorkerError as exc:
             raise ValueError(str(exc)) from None
     return run
@@ -421,15 +349,6 @@ def run_workers(
 def _emit(path: Path, event: dict) -> None:
     with jsonio.locked(path) as f:
         jsonio.write_all(f, (json.dumps(event, default=str) + "\n").encode())
-
-
-def _model(job: dict) -> tuple[object, tuple[list[np.ndarray], Call] | None]:
-    """Build or unpack the model; the example inputs its builder returned, if any."""
-    if job["kind"] == "packed":
-        return fw_registry.explorer(job["framework"]).unpack(Path(job["value"])), None
-    if job["kind"] == "file":
-        return Path(job["value"]), None
-    return inputs.build_example(job["value"])
 
 
 def _inputs(job: dict, given) -> tuple[list[np.ndarray], Call, list[str]]:
@@ -462,7 +381,10 @@ def _inputs(job: dict, given) -> tuple[list[np.ndarray], Call, list[str]]:
 def _load(job: dict):
     """Build or unpack the model and its inputs; its framework, explorer and checks
     (``ValueError`` if bad)."""
-    model, given = _model(job)
+    if job["kind"] == "packed":
+        model, given = fw_registry.explorer(job["framework"]).unpack(Path(job["value"])), None
+    else:
+        model, given = inputs.build_example(job["value"])  # a saved file: its path, None
     fw = job["framework"]
     if fw is None:
         fw = fw_registry.framework_of(model)
@@ -475,27 +397,6 @@ def _load(job: dict):
     checks = choose(explorer, model, job["checks"], job["exact"])
     arrays, call, notes = _inputs(job, given)
     return model, fw, explorer, checks, arrays, call, notes
-
-
-def _ready(job: dict, events: Path, fw: str, explorer, checks, arrays, call, notes) -> None:
-    """Say what the worker found, and save the inputs for the workers after it."""
-    saved = Path(job["events"]).parent / "example.npz"
-    np.savez(saved, *arrays)
-    _emit(
-        events,
-        {
-            "event": "ready",
-            "framework": fw,
-            "checks": checks,
-            "versions": explorer.versions(),
-            "inputs": describe_arrays(arrays),
-            "call": call.to_dict(),
-            "call_text": call.text(arrays),
-            "count": len(arrays),
-            "saved": str(saved),
-            "notes": notes,
-        },
-    )
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -519,12 +420,18 @@ def main(argv: Sequence[str] | None = None) -> int:
             message = str(exc) if isinstance(exc, ValueError) else first_lines(exc, lines=4)
             _emit(events, {"event": "error", "message": message})
         os._exit(0)
-    _ready(job, events, fw, explorer, checks, arrays, call, notes)
+    saved = Path(job["events"]).parent / "example.npz"  # for the workers after this one
+    np.savez(saved, *arrays)
+    ready = {"framework": fw, "checks": checks, "versions": explorer.versions(), "notes": notes}
+    ready |= {"inputs": describe_arrays(arrays), "count": len(arrays), "saved": str(saved)}
+    _emit(
+        events, {"event": "ready", **ready, "call": call.to_dict(), "call_text": call.text(arrays)}
+    )
     if job["probe"]:
         os._exit(0)
     session = explorer.session(model, arrays, call)
     for name in checks:
-        print(f"{MARK}{name} ===", file=sys.stderr, flush=True)
+        print(f"{_MARK}{name} ===", file=sys.stderr, flush=True)
         _emit(events, {"event": "start", "check": name})
         answer = _safe_check(explorer, name, session)
         _emit(events, {"event": "done", "check": name, "result": answer})

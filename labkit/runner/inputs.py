@@ -1,33 +1,14 @@
 """A learner's model as the lab names it: a *spec*, its input shapes, and example inputs.
 
-Framework-free. A spec says where the function that builds the model lives:
-
-- ``"path/to/file.py:build_model"``: a function in a Python file (relative to the current
-  folder, or absolute);
-- ``"package.module:build_model"``: a function in an importable module;
-- ``"path/to/model.onnx"``: a saved model file that a registered framework runs as it is
-  (:attr:`~labkit.frameworks.contract.FrameworkSpec.model_files`).
-
-The builder takes no arguments and returns the model (a ``torch.nn.Module``, a Keras model, a
-``tf.function``, ...), or the model with its example inputs: ``(model, example_args)`` or
-``(model, example_args, example_kwargs)``, so that a real attention mask, keyword arguments and
-``use_cache=False`` reach every check (:func:`build_example`). A second function, named like a
-builder (``file.py:example_inputs``), can give them instead: it returns ``example_args``, or
-``(example_args, example_kwargs)``, or a dict of keyword arguments (:func:`load_example`).
-Tensors of any framework become host arrays (:func:`to_numpy`); keyword values that are not
-tensors are constants passed as they are (:class:`~labkit.frameworks._kit.layout.Call`).
-:func:`load_builder` finds a function and :func:`build` calls it; anything wrong raises
-``ValueError`` naming the problem and the fix, which the command line turns into one line and
-exit status 2.
-
-Input shapes are written as on the command line: ``"8x3x224x224"``, several inputs separated by
-commas (``"8x16x32,8x16:int64"``), an optional ``:dtype`` after each (float32 by default). The
-first dimension of every input is the batch. :func:`example_arrays` makes seeded random inputs
-of those shapes (integers in 0..9, valid indices for any embedding table).
-
-It lives in the runner's room because the runner builds the model in each cell's process (a
-learner's model is a kind of plan: :meth:`labkit.runner.Plan.for_model`); :mod:`labkit.explore`
-uses it too. Not for: checking or measuring the model.
+Framework-free. A spec names the function that builds the model (``"path/to/file.py:build"``
+or ``"package.module:build"``), or a saved model file a registered framework runs
+(``"model.onnx"``). The builder takes no arguments and returns the model, or
+``(model, example_args[, example_kwargs])`` (:func:`build_example`); a function such as
+``file.py:example_inputs`` may return the inputs instead (:func:`load_example`). Keyword values
+that are not tensors are constants (:class:`~labkit.frameworks._kit.layout.Call`). Input shapes
+are written as on the command line, batch first: ``"8x16x32,8x16:int64"``. Anything wrong
+raises ``ValueError`` naming the fix. It lives in the runner's room because each benchmark cell
+builds the model (:meth:`labkit.runner.Plan.for_model`); :mod:`labkit.explore` uses it too.
 """
 
 from __future__ import annotations
@@ -50,7 +31,6 @@ from ..frameworks._kit.layout import Call, random_array
 from ..util import proc
 
 __all__ = [
-    "DTYPES",
     "Input",
     "Spec",
     "build",
@@ -59,7 +39,6 @@ __all__ = [
     "example_arrays",
     "example_of",
     "is_function_spec",
-    "load_builder",
     "load_example",
     "parse",
     "parse_inputs",
@@ -69,7 +48,7 @@ __all__ = [
     "with_batch",
 ]
 
-DTYPES: tuple[str, ...] = ("float32", "float64", "float16", "int64", "int32", "bool")
+_DTYPES: tuple[str, ...] = ("float32", "float64", "float16", "int64", "int32", "bool")
 _SHAPE_HELP = (
     "write shapes as on the command line: 8x3x224x224 (batch first), several inputs separated "
     "by commas, an optional dtype after a colon (8x16:int64)"
@@ -99,9 +78,9 @@ class Input:
 def _parse_one(text: str) -> Input:
     dims, _, dtype = text.strip().partition(":")
     dtype = dtype.strip() or "float32"
-    if dtype not in DTYPES:
+    if dtype not in _DTYPES:
         raise ValueError(
-            f"input {text.strip()!r}: unknown dtype {dtype!r} (valid: {', '.join(DTYPES)}); "
+            f"input {text.strip()!r}: unknown dtype {dtype!r} (valid: {', '.join(_DTYPES)}); "
             + _SHAPE_HELP
         )
     parts = [p.strip() for p in dims.lower().replace("×", "x").split("x")]
@@ -186,12 +165,6 @@ class Spec:
             return str(self.file)
         return f"{self.file}:{self.function}" if self.file else f"{self.module}:{self.function}"
 
-    @property
-    def name(self) -> str:
-        """The name for titles: the spec as the learner wrote it (``models/bert.py:build``),
-        which tells two files of one name apart."""
-        return self.text
-
 
 _FIX = (
     "give the model as 'path/to/file.py:build_model' or 'package.module:build_model' (a "
@@ -257,11 +230,8 @@ def _error(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {text[0]}" if text else type(exc).__name__
 
 
-def load_builder(spec: str | os.PathLike | Spec) -> Callable[[], object]:
+def _load_builder(s: Spec) -> Callable[[], object]:
     """The builder function a spec names (imports its file or module, builds nothing yet)."""
-    s = spec if isinstance(spec, Spec) else parse(spec)
-    if s.saved_model:
-        raise ValueError(f"{s.text} is a saved model file, not a builder")
     try:
         module = _module_of_file(s.file) if s.file else importlib.import_module(s.module)
     except ModuleNotFoundError as exc:
@@ -292,7 +262,7 @@ def load_builder(spec: str | os.PathLike | Spec) -> Callable[[], object]:
 
 def _called(s: Spec, what: str) -> object:
     """What the function a spec names returns; ``ValueError`` when it raises or returns None."""
-    function = load_builder(s)
+    function = _load_builder(s)
     try:
         value = function()
     except Exception as exc:

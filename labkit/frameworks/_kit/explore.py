@@ -1,27 +1,21 @@
-"""The toolkit of the graph-readiness checks (``labkit/frameworks/<name>/explore.py``).
-
-A framework's checks answer in plain data (:func:`result`: a :class:`PathResult` row, its
-:class:`GraphBreak` and :class:`Recompile` findings, notes for the report), which
-:mod:`labkit.explore` joins into its report. What several frameworks' checks share lives here,
-numpy only: the framework's message condensed (:func:`first_lines`) or put in plain words
-(:func:`plain`), where the learner's code is in a traceback (:func:`user_location`,
-:func:`user_code`: the learner's own files first, then a model library's, never the standard
-library's or the framework's), whether outputs agree with eager (:func:`agreement`, within
-:data:`RTOL`), the eager session a framework's checks share (:class:`EagerSession`), a model
-pickled for the worker (:func:`write_pickle`). How the model is called and which axes vary
-(:class:`Call`, :func:`axes`, :func:`variations`, :func:`probes`) are
-:mod:`labkit.frameworks._kit.layout`, re-exported here.
-
-Not for: running the checks, isolating them in worker processes, or the report
-(:mod:`labkit.explore`).
+"""The toolkit of the graph-readiness checks (``labkit/frameworks/<name>/explore.py``), numpy
+only: a check's answer (:func:`result`: a :class:`PathResult` row, its :class:`GraphBreak` and
+:class:`Recompile` findings, notes), the framework's message condensed (:func:`first_lines`) or
+in plain words (:func:`plain`), where the learner's code is in a traceback
+(:func:`user_location`), agreement with eager (:func:`agreement`), and the eager session the
+checks share (:class:`EagerSession`). How the model is called and which axes vary are
+:mod:`labkit.frameworks._kit.layout`, re-exported here. Not for: running the checks in worker
+processes, or the report (:mod:`labkit.explore`).
 """
 
 from __future__ import annotations
 
 import contextlib
+import io
 import re
 import sys
 import sysconfig
+import warnings
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -61,6 +55,7 @@ __all__ = [
     "plain",
     "probe_notes",
     "probes",
+    "quiet",
     "random_array",
     "recompiles_in_words",
     "result",
@@ -343,6 +338,15 @@ def plain(message: str, table: Sequence[tuple[tuple[str, ...], str]], default: s
     return default
 
 
+@contextlib.contextmanager
+def quiet():
+    """Frameworks warn (graph breaks, retracing, deprecations) and models print: keep the
+    report readable."""
+    with warnings.catch_warnings(), contextlib.redirect_stdout(io.StringIO()):
+        warnings.simplefilter("ignore")
+        yield
+
+
 class EagerSession:
     """What an eager framework's checks share: the example inputs and how the model takes them
     (:class:`Call`), which axes vary (:class:`Axes`), eager outputs computed once per input,
@@ -403,6 +407,20 @@ class EagerSession:
                 return False, worst, f"on the {label} input: {why}"
         return True, worst, ""
 
+    #: what the outputs are compared with, in the rows' words
+    reference = "eager"
+
+    def agreed(self, path: str, fn: Callable, done: str, **details) -> dict:
+        """The row of a path that ran ``fn``: what it did (``done``) and that it agrees with
+        eager, else where it differs."""
+        with quiet():
+            ok, worst, why = self.compare(fn)
+        if not ok:
+            why = f"{done}, but it computes different numbers than {self.reference} {why}"
+            return result(path, "fails", why, **details)
+        done += f"; agrees with {self.reference} (largest difference {worst:.1g})"
+        return result(path, "works", done, **details)
+
     def constant(self) -> bool:
         """Whether eager's outputs on new random values agree with those on the example within
         :data:`RTOL` (the tolerance of "agrees with eager"): the output (nearly) does not depend
@@ -413,6 +431,32 @@ class EagerSession:
             return False
         same, _, _ = agreement(self.eager("new values", cases["new values"]), example)
         return same
+
+    def eager_check(self, framework: str, message: Callable[[BaseException], str]) -> dict:
+        """The eager row: :meth:`works` when the model runs on the example, else a failure
+        with the framework's ``message`` of the error."""
+        try:
+            outs = self.eager("example", self.arrays)
+        except Exception as exc:  # noqa: BLE001 - a framework error is the check's finding
+            return result(
+                "eager",
+                "fails",
+                f"the model does not run on these inputs in {framework}: give inputs of the "
+                "shape it takes (batch first), or fix the model",
+                message(exc),
+            )
+        return self.works(outs)
+
+    def usable(self, path: str) -> tuple[list[Variation], dict | None]:
+        """The variations eager takes, or (none) the new-shape row that says none was tried."""
+        tried = self.accepted()
+        usable = [v for v, why in tried if not why]
+        if usable:
+            return usable, None
+        why = "; ".join(f"{v.name}: {w}" for v, w in tried) or "the inputs have no batch dimension"
+        return [], result(
+            path, "works", f"eager takes no other input sizes, so none was tried ({why})"
+        )
 
     def works(self, outs: Sequence[np.ndarray]) -> dict:
         """The eager check's answer when the model ran on the example (``outs``): the shapes of

@@ -1,24 +1,14 @@
-"""A model's inputs as the checks read them: how the model is called, which axes are which, and
-the other inputs the checks call it with (numpy only).
-
-- :class:`Call`: how the example arrays reach the model: positional first, then keyword arrays
-  (``attention_mask=``), then keyword constants (``use_cache=False``), and the image layout a
-  learner declared (``NCHW`` / ``NHWC``).
-- :func:`axes`: which axes are the batch, a sequence length or an image's height and width,
-  decided by the model's own input signature where it has one (Keras ``model.inputs``, an ONNX
-  graph's declared dimensions: a fixed dimension is not varied) and otherwise by the shapes,
-  with a guess said so (:class:`Axes`).
-- :func:`variations`: the series of new shapes the new-shape checks call (:class:`Variation`);
-  :func:`probes`: other inputs of the same shapes. Both keep a 0/1 input (an attention mask) a
-  valid mask, and :func:`probe_notes` says what the probes changed.
-
-Not for: running anything (``labkit/frameworks/<name>/explore.py``).
+"""A model's inputs as the checks read them (numpy only): how the model is called
+(:class:`Call`), which axes are the batch, a sequence length or an image's height and width
+(:func:`axes`: from the model's own input signature where it has one, else the shapes, a guess
+said so), the series of new shapes the new-shape checks call (:func:`variations`) and other
+inputs of the same shapes (:func:`probes`), a 0/1 input (a mask) kept a valid mask in both.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 
 import numpy as np
 
@@ -39,14 +29,9 @@ __all__ = [
 
 #: the kinds of dimension the new-shape checks vary, in order
 ROLES: tuple[str, ...] = ("batch size", "sequence length", "image size")
-_LAYOUTS = {
-    "nchw": "first",
-    "channels_first": "first",
-    "first": "first",
-    "nhwc": "last",
-    "channels_last": "last",
-    "last": "last",
-}
+_LAYOUTS = dict.fromkeys(("nchw", "channels_first", "first"), "first") | dict.fromkeys(
+    ("nhwc", "channels_last", "last"), "last"
+)
 
 
 def describe_arrays(arrays: Sequence[np.ndarray]) -> str:
@@ -135,14 +120,11 @@ class Call:
         return f"model({', '.join(parts)})"
 
     def to_dict(self) -> dict:
-        return {"names": list(self.names), "constants": dict(self.constants), "layout": self.layout}
+        return asdict(self)
 
     @classmethod
     def from_dict(cls, data: dict | None) -> Call:
-        data = data or {}
-        return cls(
-            tuple(data.get("names", ())), dict(data.get("constants", {})), data.get("layout")
-        )
+        return cls(**(data or {}))
 
 
 # ---------------------------------------------------------------------------------------------

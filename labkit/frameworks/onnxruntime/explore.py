@@ -1,21 +1,19 @@
 """ONNX Runtime's view of a learner's ONNX file (the checks behind ``labkit.explore``).
 
-- ``onnx``: the file loads and passes ``onnx.checker``; its opset, node count and declared
-  inputs; it runs on the example inputs with every graph optimisation off (the reference the
-  other rows are compared with, since an ONNX file has no eager mode);
-- ``onnxruntime(<level>)``: the graph ONNX Runtime runs at each optimisation level (``disabled``
-  ... ``all``, see :mod:`.graphs`), its node count, and whether it agrees with the unoptimised
-  graph on the example and on two other inputs of the same shapes;
-- ``onnxruntime(new shapes)``: whether the file takes other batch sizes (a symbolic first
-  dimension) or was exported with every shape fixed.
+- ``onnx``: the file passes ``onnx.checker``; its opset, nodes and declared inputs; it runs on
+  the example with every graph optimisation off: the reference of the other rows (a file has
+  no eager mode);
+- ``onnxruntime(<level>)``: the graph ONNX Runtime runs at each optimisation level (see
+  :mod:`.graphs`), its node count, and agreement with the unoptimised graph;
+- ``onnxruntime(new shapes)``: whether the file takes other sizes (symbolic dimensions).
 
-Also here, for PyTorch's ``onnx`` check and the benchmark: :func:`node_count`,
-:func:`session_for` and :func:`run` (several named inputs, cast to the types the file declares).
+Also here, for PyTorch's ``onnx`` check: :func:`node_count`, :func:`session_for`, :func:`run`.
 """
 
 from __future__ import annotations
 
 import contextlib
+import functools
 import tempfile
 from collections.abc import Sequence
 from pathlib import Path
@@ -53,7 +51,7 @@ CHECKS: tuple[str, ...] = (
     *(f"onnxruntime({lv})" for lv in LEVELS),
     "onnxruntime(new shapes)",
 )
-ACCEPTS = "an ONNX file (its path) or an onnx.ModelProto"
+ACCEPTS = "an ONNX file (its path)"
 
 
 def versions() -> dict[str, str]:
@@ -61,30 +59,24 @@ def versions() -> dict[str, str]:
 
 
 def accepts(model: object) -> bool:
-    if isinstance(model, onnx.ModelProto):
-        return True
     return isinstance(model, str | Path) and str(model).lower().endswith(SPEC.model_files)
 
 
 def describe(model: object) -> str:
-    if isinstance(model, onnx.ModelProto):
-        return model.graph.name or "ONNX model"
     return Path(model).name
 
 
 def pack(model: object, path: Path) -> None:
-    if isinstance(model, onnx.ModelProto):
-        onnx.save(model, str(path))
-    else:
-        Path(path).write_bytes(Path(model).read_bytes())
+    Path(path).write_bytes(Path(model).read_bytes())
 
 
 def unpack(path: Path) -> Path:
     return Path(path)
 
 
-# --------------------------------------------------------------------------------------------
-# running a file
+def bind(model: object, call: ex.Call) -> object:
+    """The file itself: ONNX Runtime takes the inputs in the file's order."""
+    return model
 
 
 def node_count(path: str | Path) -> int:
@@ -106,107 +98,72 @@ def run(session: ort.InferenceSession, arrays: Sequence[np.ndarray]) -> list[np.
 # the checks
 
 
-def _graph_inputs(path: Path) -> list:
-    """The file's declared inputs, initializers (weights stored as inputs) aside."""
+def _dtype(elem_type: int) -> np.dtype | None:
+    with contextlib.suppress(Exception):
+        return np.dtype(onnx.helper.tensor_dtype_to_np_dtype(elem_type))
+    return None
+
+
+def _declared(path: Path) -> list[tuple[str, np.dtype | None, list]]:
+    """The file's inputs (initializers aside): name, numpy type, dimensions (a name if open)."""
     graph = onnx.load(str(path)).graph
     inits = {i.name for i in graph.initializer}
-    return [i for i in graph.input if i.name not in inits]
+    return [
+        (
+            i.name,
+            _dtype(i.type.tensor_type.elem_type),
+            [d.dim_param or d.dim_value for d in i.type.tensor_type.shape.dim],
+        )
+        for i in graph.input
+        if i.name not in inits
+    ]
 
 
-def _declared(path: Path) -> list[tuple[str, np.dtype | None, tuple[int | None, ...]]]:
-    """The file's inputs: name, numpy type, dimensions (None: symbolic)."""
-    out = []
-    for i in _graph_inputs(path):
-        t = i.type.tensor_type
-        dtype = None
-        with contextlib.suppress(Exception):
-            dtype = np.dtype(onnx.helper.tensor_dtype_to_np_dtype(t.elem_type))
-        dims = tuple(None if d.dim_param or not d.dim_value else d.dim_value for d in t.shape.dim)
-        out.append((i.name, dtype, dims))
-    return out
+class Session(ex.EagerSession):
+    """The file, its example inputs, the axes its declared dimensions leave open, and the
+    unoptimised graph as "eager"."""
 
-
-def _kinds(declared, arrays: Sequence[np.ndarray]) -> tuple[list[str], list[str]]:
-    """Inputs whose type the file refuses (another kind: a float for an int64), and the casts
-    it takes (float64 to float32)."""
-    refused, casts = [], []
-    for (name, want, _), a in zip(declared, arrays):
-        if want is None or want == a.dtype:
-            continue
-        if (want.kind in "iu") != (a.dtype.kind in "iu") or (want.kind == "b") != (
-            a.dtype.kind == "b"
-        ):
-            refused.append(f"{name} is {want} in the file, but the example gives {a.dtype}")
-        else:
-            casts.append(f"{name}: {a.dtype} cast to {want}, as the file declares")
-    return refused, casts
-
-
-class Session:
-    """The file, its example inputs (in the file's order: keyword ones by name), the axes its
-    declared dimensions leave open, and the unoptimised graph's outputs per input."""
+    reference = "the unoptimised graph"
 
     def __init__(self, path: Path, arrays: list[np.ndarray], call: ex.Call | None = None):
         self.path = Path(path)
         call = call or ex.Call()
         self.declared = _declared(self.path)
-        self.arrays = self._ordered(list(arrays), call)
-        self.refused, self.casts = _kinds(self.declared, self.arrays)
-        dims = [d for _, _, d in self.declared] if len(self.declared) == len(arrays) else None
-        self.layout = ex.axes(
-            self.arrays,
-            dims,
+        dims = [[d if isinstance(d, int) and d else None for d in ds] for *_, ds in self.declared]
+        layout = ex.axes(
+            arrays,
+            dims if len(dims) == len(arrays) else None,
             call.channels,
             "the ONNX file's declared inputs",
             "the layout given (layout=, --layout)",
         )
-        self._reference: dict[str, list[np.ndarray]] = {}
-        self._plain: ort.InferenceSession | None = None
+        super().__init__(arrays, call, layout)
+        self.refused, self.casts = [], []
+        for (name, want, _), a in zip(self.declared, self.arrays):
+            if want is None or want == a.dtype:
+                continue
+            if (want.kind in "iub") != (a.dtype.kind in "iub") or (want.kind == "b") != (
+                a.dtype.kind == "b"
+            ):
+                self.refused.append(
+                    f"{name} is {want} in the file, but the example gives {a.dtype}"
+                )
+            else:
+                self.casts.append(f"{name}: {a.dtype} cast to {want}, as the file declares")
 
-    def _ordered(self, arrays: list[np.ndarray], call: ex.Call) -> list[np.ndarray]:
-        """``arrays`` in the file's input order: keyword ones by name, positional ones in the
-        places left; ``ValueError`` for a name the file does not have."""
-        if not any(call.names):
-            return arrays
-        args, named = call.split(arrays)
-        names = [n for n, _, _ in self.declared]
-        unknown = sorted(set(named) - set(names))
-        if unknown:
-            raise ValueError(
-                f"the file has no input {', '.join(map(repr, unknown))}: its inputs are "
-                f"{', '.join(names)}"
-            )
-        rest = iter(args)
-        ordered = [named[n] if n in named else next(rest, None) for n in names]
-        return [a for a in ordered if a is not None]
+    @functools.cached_property
+    def eager_fn(self) -> ort.InferenceSession:
+        return session_for(self.path, "disabled")
 
-    def reference(self, key: str, arrays: Sequence[np.ndarray]) -> list[np.ndarray]:
-        if key not in self._reference:
-            if self._plain is None:
-                self._plain = session_for(self.path, "disabled")
-            self._reference[key] = run(self._plain, arrays)
-        return self._reference[key]
+    def run(self, fn, arrays: Sequence[np.ndarray]) -> list[np.ndarray]:
+        return run(fn, arrays)
 
-    def cases(self) -> list[tuple[str, list[np.ndarray]]]:
-        return [("example", self.arrays), *ex.probes(self.arrays)]
+    def inputs_text(self) -> str:
+        return ", ".join(f"{n} {'x'.join(map(str, ds)) or 'scalar'}" for n, _, ds in self.declared)
 
 
 def session(model: Path, arrays: list[np.ndarray], call: ex.Call | None = None) -> Session:
     return Session(model, arrays, call)
-
-
-def bind(model: object, call: ex.Call) -> object:
-    """The file itself: ONNX Runtime takes its inputs in the file's order (keyword ones are
-    placed by name in :class:`Session`); constants have no meaning for a file."""
-    return model
-
-
-def _inputs_text(path: Path) -> str:
-    out = []
-    for i in _graph_inputs(path):
-        dims = [d.dim_param or str(d.dim_value) for d in i.type.tensor_type.shape.dim]
-        out.append(f"{i.name} {'x'.join(dims) or 'scalar'}")
-    return ", ".join(out)
 
 
 def _check_file(s: Session) -> dict:
@@ -218,34 +175,28 @@ def _check_file(s: Session) -> dict:
         return ex.result(path, "fails", "not a valid ONNX file", ex.first_lines(exc, lines=2))
     opsets = ", ".join(f"{o.domain or 'ai.onnx'} {o.version}" for o in model.opset_import)
     nodes = len(model.graph.node)
+    declares = f"it declares: {s.inputs_text()}"
     if s.refused:
         return ex.result(
             path,
             "fails",
             f"the example's types are not the file's ({'; '.join(s.refused)}): give inputs of "
-            f"the types it declares (it declares: {_inputs_text(s.path)}), e.g. --input "
-            "2x16:int64 for token ids",
+            f"the types it declares ({declares}), e.g. --input 2x16:int64 for token ids",
             nodes=nodes,
         )
     try:
-        outs = s.reference("example", s.arrays)
+        outs = s.eager("example", s.arrays)
     except Exception as exc:  # noqa: BLE001 - a framework error is the check's finding
-        return ex.result(
-            path,
-            "fails",
-            f"valid, but it does not run on these inputs (it declares: {_inputs_text(s.path)})",
-            ex.first_lines(exc, lines=2),
-            nodes=nodes,
-        )
+        why = f"valid, but it does not run on these inputs ({declares})"
+        return ex.result(path, "fails", why, ex.first_lines(exc, lines=2), nodes=nodes)
     shapes = ", ".join("x".join(map(str, o.shape)) or "scalar" for o in outs)
-    cast = f"; {'; '.join(s.casts)}" if s.casts else ""
-    fixed = "; ".join(f"not varied: {r} ({why})" for r, why in s.layout.fixed.items())
+    said = [f"not varied: {r} ({why})" for r, why in s.layout.fixed.items()]
+    head = f"a valid file (opset {opsets}; {nodes} nodes; inputs {s.inputs_text()}); runs "
+    head += f"unoptimised: {len(outs)} output(s) of shape {shapes}"
     return ex.result(
         path,
         "works",
-        f"a valid file (opset {opsets}; {nodes} nodes; inputs {_inputs_text(s.path)}); runs "
-        f"unoptimised: {len(outs)} output(s) of shape {shapes}{cast}"
-        + (f"; {fixed}" if fixed else ""),
+        "; ".join([head, *s.casts, *said]),
         nodes=nodes,
         notes=[*s.layout.notes, *ex.probe_notes(s.arrays)],
     )
@@ -255,53 +206,20 @@ def _level(s: Session, level: str) -> dict:
     path = f"onnxruntime({level})"
     with tempfile.TemporaryDirectory(prefix="labkit-ort-") as tmp:
         nodes = counts(optimize(s.path, level, Path(tmp) / f"{level}.onnx")).total()
-    sess = session_for(s.path, level)
-    worst = 0.0
-    for label, arrays in s.cases():
-        ok, diff, why = ex.agreement(run(sess, arrays), s.reference(label, arrays))
-        worst = max(worst, diff)
-        if not ok:
-            return ex.result(
-                path,
-                "fails",
-                f"the graph optimised at level {level} computes different numbers than the "
-                f"unoptimised one on the {label} input: {why}",
-                nodes=nodes,
-            )
-    return ex.result(
-        path,
-        "works",
-        (
-            f"runs the file as stored ({nodes} nodes)"
-            if level == "disabled"
-            else f"{nodes} nodes after ONNX Runtime's {level!r} rewrites (the file has "
-            f"{node_count(s.path)})"
-        )
-        + f"; agrees with the unoptimised graph (largest difference {worst:.1g})",
-        nodes=nodes,
-    )
+    done = f"{nodes} nodes after ONNX Runtime's {level!r} rewrites (the file has "
+    done += f"{node_count(s.path)})"
+    done = f"runs the file as stored ({nodes} nodes)" if level == "disabled" else done
+    return s.agreed(path, session_for(s.path, level), done, nodes=nodes)
 
 
 def _new_shapes(s: Session) -> dict:
     path = "onnxruntime(new shapes)"
-    sess = session_for(s.path, "all")
     fixed = [f"{role} ({why})" for role, why in s.layout.fixed.items()]
-    taken = []
-    for v in ex.variations(s.arrays, s.layout):
-        try:
-            for xs in v.inputs[1:]:
-                run(sess, xs)
-            taken.append(v.name)
-        except Exception as exc:  # noqa: BLE001 - a framework error is the check's finding
-            fixed.append(f"{v.name} ({ex.first_lines(exc, lines=1, limit=160)})")
+    fixed += [f"{v.name} ({why})" for v, why in s.accepted() if why]
+    taken = [v.name for v, why in s.accepted() if not why]
     if not fixed:
-        return ex.result(
-            path,
-            "works",
-            f"takes other {' and '.join(n + 's' for n in taken)} (symbolic dimensions)"
-            if taken
-            else "the inputs have no dimension to vary",
-        )
+        takes = f"takes other {' and '.join(n + 's' for n in taken)} (symbolic dimensions)"
+        return ex.result(path, "works", takes if taken else "the inputs have no dimension to vary")
     return ex.result(
         path,
         "caveats",

@@ -1,20 +1,11 @@
 """TensorFlow's capture paths, asked of a learner's Keras model or TensorFlow function (the
-checks behind ``labkit.explore``).
-
-- ``eager``: the model runs on the example inputs (a Keras model or layer in inference mode,
-  a ``tf.function``'s own Python function), and which other sizes it takes;
-- ``tf.function``: traced once into a graph (AutoGraph turns Python ``if``/``for`` on tensors
-  into graph control flow) and compared with eager; a function given as a ``tf.function`` keeps
-  its own options (``input_signature``, ``reduce_retracing``);
-- ``tf.function(new shapes)``: how many traces the calls take as the batch size (and the
-  sequence length or image size) changes at each call (``experimental_get_tracing_count``), and
-  whether ``reduce_retracing=True`` or an ``input_signature`` with ``None`` dimensions fixes it;
-- ``xla``: ``tf.function(jit_compile=True)``, compiled by XLA, compared with eager;
-- ``savedmodel``: written with an explicit ``serve`` signature (batch dimension ``None``:
-  Keras' ``ExportArchive`` for Keras objects, a ``tf.Module`` for functions), loaded back with
-  ``tf.saved_model.load`` and compared;
-- ``tflite``: that SavedModel converted to TF Lite (builtin ops only, float32) and run by the
-  LiteRT interpreter (``ai_edge_litert``, the successor of ``tf.lite.Interpreter``).
+checks behind ``labkit.explore``): ``eager`` (a Keras model in inference mode, a
+``tf.function``'s own Python function); ``tf.function`` (one trace, AutoGraph's control flow,
+compared with eager; a ``tf.function`` given keeps its options); ``tf.function(new shapes)``
+(traces per call as a dimension changes, ``experimental_get_tracing_count``, with
+``reduce_retracing=True`` and an ``input_signature`` tried over the same calls); ``xla``
+(``jit_compile=True``); ``savedmodel`` (a ``serve`` signature with an open batch, loaded back);
+``tflite`` (that SavedModel converted, builtin ops, run by LiteRT's interpreter).
 """
 
 from __future__ import annotations
@@ -25,7 +16,6 @@ import pickle
 import re
 import tempfile
 import time
-import warnings
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
@@ -201,14 +191,6 @@ def session(model: object, arrays: list[np.ndarray], call: ex.Call | None = None
     return Session(model, arrays, call)
 
 
-@contextlib.contextmanager
-def _quiet():
-    """TensorFlow warns about retracing and deprecations, and models print."""
-    with warnings.catch_warnings(), contextlib.redirect_stdout(io.StringIO()):
-        warnings.simplefilter("ignore")
-        yield
-
-
 #: (substrings of TensorFlow's message, what it means), first match wins
 PLAIN: tuple[tuple[tuple[str, ...], str], ...] = (
     (
@@ -287,64 +269,50 @@ def _first_meaningful(text: str) -> str:
 
 
 def _eager(s: Session) -> dict:
-    try:
-        outs = s.eager("example", s.arrays)
-    except Exception as exc:  # noqa: BLE001 - a framework error is the check's finding
-        return ex.result(
-            "eager",
-            "fails",
-            "the model does not run on these inputs in eager TensorFlow: give inputs of the "
-            "shape it takes (batch first), or fix the model",
-            f"{type(exc).__name__}: "
-            + ex.first_lines(_first_meaningful(str(exc)) or exc, lines=4, limit=700),
-        )
-    return s.works(outs)
+    def message(exc: BaseException) -> str:
+        text = ex.first_lines(_first_meaningful(str(exc)) or exc, lines=4, limit=700)
+        return f"{type(exc).__name__}: {text}"
+
+    return s.eager_check("eager TensorFlow", message)
 
 
-def _first_call(s: Session, fn: Callable) -> float:
-    """Seconds of ``fn``'s first call on the example inputs (tracing and compiling included)."""
+def _traced(s: Session, path: str, fn, failed: str) -> tuple[dict | None, float, str]:
+    """``fn``'s first call (tracing, compiling) and its agreement with eager: a failed row,
+    else None, the first call's seconds, and how it agrees."""
     t0 = time.perf_counter()
-    with _quiet():
-        s.run(fn, s.arrays)
-    return time.perf_counter() - t0
+    try:
+        with ex.quiet():
+            s.run(fn, s.arrays)
+    except Exception as exc:  # noqa: BLE001 - a framework error is the check's finding
+        return _fails(path, failed, exc), 0.0, ""
+    first = time.perf_counter() - t0
+    with ex.quiet():
+        ok, worst, why = s.compare(fn)
+    if not ok:
+        return ex.result(path, "fails", f"it computes different numbers than eager {why}"), 0, ""
+    return None, first, ex.agrees(worst)
 
 
 def _function(s: Session) -> dict:
     path = "tf.function"
     fn = tf.function(s.fn, **s.options)
-    try:
-        first = _first_call(s, fn)
-    except Exception as exc:  # noqa: BLE001 - a framework error is the check's finding
-        return _fails(path, "tracing it into a graph failed", exc)
-    with _quiet():
-        ok, worst, why = s.compare(fn)
+    failed, first, agrees = _traced(s, path, fn, "tracing it into a graph failed")
     traces = fn.experimental_get_tracing_count()
-    if not ok:
-        return ex.result(
-            path,
-            "fails",
-            f"the graph computes different numbers than eager {why}: Python that runs only "
-            "while tracing (a Python value read once) is frozen into the graph",
-            traces=traces,
-        )
+    if failed:
+        if "different numbers" in failed["path"]["reason"]:
+            failed["path"]["reason"] += (
+                ": Python that runs only while tracing (a Python value read once) is frozen "
+                "into the graph"
+            )
+        failed["path"]["details"]["traces"] = traces
+        return failed
     given = f" (with its own options: {', '.join(s.options)})" if s.options else ""
     if traces > 1:
-        return ex.result(
-            path,
-            "caveats",
-            f"traced {traces} times for inputs of one shape{given}: something other than "
-            f"shapes and dtypes (a Python value) keys the trace; {ex.agrees(worst)}",
-            traces=traces,
-            first_call_s=first,
-        )
-    return ex.result(
-        path,
-        "works",
-        f"one trace serves inputs of this shape{given}; {ex.agrees(worst)}; first call "
-        f"{first:.2f} s (tracing)",
-        traces=traces,
-        first_call_s=first,
-    )
+        why = f"traced {traces} times for inputs of one shape{given}: something other than "
+        why += f"shapes and dtypes (a Python value) keys the trace; {agrees}"
+        return ex.result(path, "caveats", why, traces=traces, first_call_s=first)
+    why = f"one trace serves inputs of this shape{given}; {agrees}; first call {first:.2f} s"
+    return ex.result(path, "works", why + " (tracing)", traces=traces, first_call_s=first)
 
 
 def cause(exc: BaseException) -> str:
@@ -375,13 +343,9 @@ def _count_traces(fn, inputs: list[list[np.ndarray]], run: Callable) -> tuple[li
 
 def _new_shapes(s: Session) -> dict:
     path = "tf.function(new shapes)"
-    tried = s.accepted()
-    usable = [v for v, why in tried if not why]
-    if not usable:
-        why = "; ".join(f"{v.name}: {w}" for v, w in tried) or "the inputs have no batch dimension"
-        return ex.result(
-            path, "works", f"eager takes no other input sizes, so none was tried ({why})"
-        )
+    usable, none = s.usable(path)
+    if none:
+        return none
     own = "tf.function" + (f"({', '.join(s.options)})" if s.options else "")
     groups: list[list[ex.Recompile]] = []
     for v in usable:
@@ -393,7 +357,7 @@ def _new_shapes(s: Session) -> dict:
         group = []
         for label, options in variants.items():
             fn = tf.function(s.fn, **options)
-            with _quiet():
+            with ex.quiet():
                 per_call, error = _count_traces(fn, v.inputs, s.run)
             reasons = [f"failed at call {len(per_call) + 1}: {error}"] if error else []
             group.append(ex.Recompile(label, v.name, v.shapes, per_call, reasons))
@@ -432,21 +396,11 @@ def _tried(r: ex.Recompile) -> str:
 def _xla(s: Session) -> dict:
     path = "xla"
     fn = tf.function(s.fn, jit_compile=True)
-    try:
-        first = _first_call(s, fn)
-    except Exception as exc:  # noqa: BLE001 - a framework error is the check's finding
-        return _fails(path, "XLA cannot compile it", exc)
-    with _quiet():
-        ok, worst, why = s.compare(fn)
-    if not ok:
-        return ex.result(path, "fails", f"XLA's code computes different numbers than eager {why}")
-    return ex.result(
-        path,
-        "works",
-        f"compiled by XLA (jit_compile=True); {ex.agrees(worst)}; first call {first:.2f} s "
-        "(tracing and compiling)",
-        first_call_s=first,
-    )
+    failed, first, agrees = _traced(s, path, fn, "XLA cannot compile it")
+    if failed:
+        return failed
+    why = f"compiled by XLA (jit_compile=True); {agrees}; first call {first:.2f} s (tracing and "
+    return ex.result(path, "works", why + "compiling)", first_call_s=first)
 
 
 def _save(s: Session, directory: Path) -> Path:
@@ -469,23 +423,15 @@ def _savedmodel(s: Session) -> dict:
     path = "savedmodel"
     with tempfile.TemporaryDirectory(prefix="labkit-sm-") as tmp:
         try:
-            with _quiet():
+            with ex.quiet():
                 saved = _save(s, Path(tmp))
                 loaded = tf.saved_model.load(str(saved))
         except Exception as exc:  # noqa: BLE001 - a framework error is the check's finding
             return _fails(path, "writing or loading a SavedModel failed", exc)
-        with _quiet():
-            ok, worst, why = s.compare(loaded.serve)
         size = sum(f.stat().st_size for f in saved.rglob("*") if f.is_file())
-    if not ok:
-        return ex.result(path, "fails", f"the loaded SavedModel differs from eager {why}")
-    return ex.result(
-        path,
-        "works",
-        f"saved with a serve signature (any batch size), loaded back without the Python code: "
-        f"{size / 1e6:.2g} MB; {ex.agrees(worst)}",
-        bytes=size,
-    )
+        done = "saved with a serve signature (any batch size), loaded back without the Python "
+        done += f"code: {size / 1e6:.2g} MB"
+        return s.agreed(path, loaded.serve, done, bytes=size)
 
 
 def _tflite_run(runner) -> Callable:
@@ -502,12 +448,12 @@ def _tflite(s: Session) -> dict:
     path = "tflite"
     with tempfile.TemporaryDirectory(prefix="labkit-tflite-") as tmp:
         try:
-            with _quiet(), contextlib.redirect_stderr(io.StringIO()):
+            with ex.quiet(), contextlib.redirect_stderr(io.StringIO()):
                 saved = _save(s, Path(tmp))
                 flat = tf.lite.TFLiteConverter.from_saved_model(str(saved)).convert()
         except Exception as exc:  # noqa: BLE001 - a framework error is the check's finding
             return _fails(path, "the TF Lite converter rejects it", exc)
-    with _quiet():
+    with ex.quiet():
         interpreter = Interpreter(model_content=flat)
         runner = interpreter.get_signature_runner()
         try:

@@ -1,17 +1,8 @@
-"""Three small PyTorch models that show the range of what happens in graph mode (notebook 10).
-
+"""Small PyTorch models that show the range of what happens in graph mode (notebook 10): a
+transformer block (pure tensor code), an RNN whose loop stops on the data (the hard case), the
+same RNN written for graphs (a mask instead of ``break``), a small CNN (every path takes it).
 Each builder takes no arguments and returns a fresh, seeded model, so that a spec such as
-``labkit.frameworks.torch.examples:transformer_block`` names it for ``labkit.explore.check``,
-``labkit.explore.bench`` and ``python -m labkit explore``.
-
-- :func:`transformer_block`: pre-norm multi-head self-attention and an MLP over
-  ``(batch, sequence, features)`` inputs, the unit NLP models stack; pure tensor code.
-- :func:`padded_rnn`: a GRU cell stepped in a Python loop that stops at the first all-zero
-  time step (padding): a data-dependent ``if`` inside a loop, the hard case for graph capture.
-- :func:`masked_rnn`: the same network written for graphs: every step runs, and a mask keeps
-  each sequence's state once its padding starts (``torch.where`` instead of ``break``).
-- :func:`small_cnn`: two convolution blocks and a classifier over images, which every capture
-  path takes.
+``labkit.frameworks.torch.examples:transformer_block`` names it.
 """
 
 from __future__ import annotations

@@ -1,15 +1,12 @@
-"""PyTorch's capture paths, asked of a learner's model (the checks behind ``labkit.explore``).
-
-One row each, run in a worker process: ``eager`` (the outputs, the other sizes eager takes);
-``torch.compile`` (``torch._dynamo.explain``'s graphs and breaks, Dynamo's counters for skipped
-frames, Inductor's code against eager, timed by ``torch.utils.benchmark`` under ``no_grad`` and
-``inference_mode`` with its validity); ``torch.compile(fullgraph)``; ``torch.compile(new
-shapes)`` (graphs compiled per call as a dimension changes, and the guard failures naming the
-model's arguments); ``torch.export`` non-strict and strict; ``torch.jit.trace`` (deprecated,
-replayed on other inputs); ``onnx`` (``torch.onnx.export``'s dynamo exporter, its failure placed
-in the stage that failed, run by ONNX Runtime). "Agrees with eager": the same outputs (flattened
-as :func:`flatten`), within a tolerance, on the example and on new values and zeros. The model
-is called as the example says, through :class:`Bound`; failure reasons come from :mod:`.reasons`.
+"""PyTorch's capture paths, asked of a learner's model (the checks behind ``labkit.explore``):
+``eager``; ``torch.compile`` (``torch._dynamo.explain``'s graphs and breaks, Dynamo's counters
+for skipped frames, Inductor's code against eager, timed by ``torch.utils.benchmark`` with its
+validity); ``torch.compile(fullgraph)``; ``torch.compile(new shapes)`` (graphs compiled per call
+as a dimension changes, the guard failures naming the model's arguments); ``torch.export``
+non-strict and strict; ``torch.jit.trace`` (replayed on other inputs); ``onnx``
+(``torch.onnx.export``'s dynamo exporter, its failure placed in the stage that failed, run by
+ONNX Runtime). Outputs are compared as :func:`flatten` flattens them; the model is called as
+the example says, through :class:`Bound`; failure reasons come from :mod:`.reasons`.
 """
 
 from __future__ import annotations
@@ -208,19 +205,11 @@ def _locate(s: Session) -> str:
     """The text of the first error a whole-graph capture meets (it names the source line)."""
     torch._dynamo.reset()
     try:
-        with _quiet():
+        with ex.quiet():
             s.run(torch.compile(s.module, fullgraph=True, backend="eager"), s.arrays)
     except Exception as exc:  # noqa: BLE001 - the error is what we want
         return str(exc)
     return ""
-
-
-@contextlib.contextmanager
-def _quiet():
-    """Dynamo logs each graph break as a warning and models print: keep the report readable."""
-    with warnings.catch_warnings(), contextlib.redirect_stdout(io.StringIO()):
-        warnings.simplefilter("ignore")
-        yield
 
 
 # --------------------------------------------------------------------------------------------
@@ -228,18 +217,11 @@ def _quiet():
 
 
 def _eager(s: Session) -> dict:
-    try:
-        outs = s.eager("example", s.arrays)
-    except Exception as exc:  # noqa: BLE001 - a framework error is the check's finding
+    def message(exc: BaseException) -> str:
         where = ex.user_location(traceback_text(exc))
-        return ex.result(
-            "eager",
-            "fails",
-            "the model does not run on these inputs in plain PyTorch: give inputs of the shape "
-            "it takes (batch first), or fix the model",
-            ex.first_lines(exc, lines=2) + (f" (at {where})" if where else ""),
-        )
-    return s.works(outs)
+        return ex.first_lines(exc, lines=2) + (f" (at {where})" if where else "")
+
+    return s.eager_check("plain PyTorch", message)
 
 
 def _fails(path: str, what: str, exc: BaseException, **details) -> dict:
@@ -284,7 +266,7 @@ def _measure(s: Session, fn: Callable, mode: Callable) -> dict:
     ``blocked_autorange`` (0.2 s after a first call that may compile): the median and IQR of a
     call in ms, and why the timing is not valid (a spread past :data:`MAX_SPREAD`, fewer than
     5 timed blocks)."""
-    with mode(), _quiet():
+    with mode(), ex.quiet():
         xs = s.tensors(s.arrays)
         fn(*xs)
         m = Timer("f(*xs)", globals={"f": fn, "xs": xs}).blocked_autorange(min_run_time=0.2)
@@ -311,17 +293,17 @@ def _compile(s: Session) -> dict:
     path = "torch.compile"
     torch._dynamo.reset()
     counters.clear()
-    with _quiet():
+    with ex.quiet():
         explained = torch._dynamo.explain(s.module)(*s.tensors(s.arrays))
     breaks = _graph_breaks(s, explained, path)
     graphs = max(explained.graph_count, 0)
     torch._dynamo.reset()
     compiled = torch.compile(s.module)
     t0 = time.perf_counter()
-    with _quiet(), quiet_torchscript():
+    with ex.quiet(), quiet_torchscript():
         s.run(compiled, s.arrays)
     first = time.perf_counter() - t0
-    with _quiet():
+    with ex.quiet():
         ok, worst, why = s.compare(compiled)
     ms = _timings(s, compiled) if ok else {}
     details = {"graphs": graphs, "breaks": sum(b.count for b in breaks), "first_call_s": first}
@@ -359,31 +341,19 @@ def _fullgraph(s: Session) -> dict:
     torch._dynamo.reset()
     fn = torch.compile(s.module, fullgraph=True, backend="eager")
     try:
-        with _quiet():
+        with ex.quiet():
             s.run(fn, s.arrays)
     except Exception as exc:  # noqa: BLE001 - a framework error is the check's finding
         return _fails(path, "not capturable as one graph", exc)
-    with _quiet():
-        ok, worst, why = s.compare(fn)
-    if not ok:
-        return ex.result(path, "fails", f"one graph, but it differs from eager {why}")
-    return ex.result(
-        path,
-        "works",
-        f"the whole forward is one graph (Dynamo with fullgraph=True; backend 'eager' checks the "
-        f"capture only); {ex.agrees(worst)}",
-    )
+    done = "the whole forward is one graph (Dynamo with fullgraph=True; backend 'eager' checks "
+    return s.agreed(path, fn, done + "the capture only)")
 
 
 def _new_shapes(s: Session) -> dict:
     path = "torch.compile(new shapes)"
-    tried = [(v, why) for v, why in s.accepted()]
-    usable = [v for v, why in tried if not why]
-    if not usable:
-        why = "; ".join(f"{v.name}: {w}" for v, w in tried) or "the inputs have no batch dimension"
-        return ex.result(
-            path, "works", f"eager takes no other input sizes, so none was tried ({why})"
-        )
+    usable, none = s.usable(path)
+    if none:
+        return none
     recs = []
     for v in usable:
         torch._dynamo.reset()
@@ -396,7 +366,7 @@ def _new_shapes(s: Session) -> dict:
 
         fn = torch.compile(s.module, backend=counting)
         per_call = []
-        with _quiet():
+        with ex.quiet():
             for xs in v.inputs:
                 before = captured[0]
                 s.run(fn, xs)
@@ -433,24 +403,13 @@ def _export(s: Session, strict: bool) -> dict:
     path = "torch.export(strict)" if strict else "torch.export"
     how = "strict: Dynamo captures the bytecode" if strict else "non-strict: the Python runs"
     try:
-        with _quiet(), contextlib.redirect_stderr(io.StringIO()):
+        with ex.quiet(), contextlib.redirect_stderr(io.StringIO()):
             program = torch.export.export(s.module, tuple(s.tensors(s.arrays)), strict=strict)
     except Exception as exc:  # noqa: BLE001 - a framework error is the check's finding
         return _fails(path, f"torch.export ({how}) rejects it", exc)
     ops = sum(n.op == "call_function" for n in program.graph.nodes)
-    with _quiet():
-        ok, worst, why = s.compare(program.module())
-    if not ok:
-        return ex.result(
-            path, "fails", f"exported, but the program differs from eager {why}", ops=ops
-        )
-    return ex.result(
-        path,
-        "works",
-        f"one whole-program graph ({ops} ATen operations; {how}; input shapes fixed to the "
-        f"example's); {ex.agrees(worst)}",
-        ops=ops,
-    )
+    done = f"one whole-program graph ({ops} ATen operations; {how}; input shapes fixed to the "
+    return s.agreed(path, program.module(), done + "example's)", ops=ops)
 
 
 #: what strict tracing says of a dict or list output, and that strict=False takes it
@@ -487,7 +446,7 @@ def _trace(s: Session) -> dict:
         for v, why in s.accepted()
         if not why
     ]
-    with _quiet():
+    with ex.quiet():
         try:
             ok, worst, why = s.compare(traced, extra)
         except Exception as exc:  # noqa: BLE001 - a framework error is the check's finding
@@ -521,7 +480,7 @@ def _onnx(s: Session) -> dict:
         return ex.result(path, "fails", "ONNX Runtime is not available here", ex.first_lines(exc))
     with tempfile.TemporaryDirectory(prefix="labkit-onnx-") as tmp:
         try:
-            with _quiet(), contextlib.redirect_stderr(io.StringIO()):
+            with ex.quiet(), contextlib.redirect_stderr(io.StringIO()):
                 file = export_model(s.module, s.arrays, tmp)
         except Exception as exc:  # noqa: BLE001 - a framework error is the check's finding
             return _onnx_failed(exc)

@@ -1,20 +1,9 @@
-"""What PyTorch's capture paths said, in the words a framework engineer would use.
-
-Framework-free (it reads exceptions' class names and messages, and the records
-``torch._dynamo.explain`` returns, without importing torch), for PyTorch's checks
-(:mod:`.explore`):
-
-- :func:`diagnose`: a failed capture's reason, drawn from the framework's own error class along
-  the exception's causes (an ONNX ``DispatchError``: an operator with no ONNX translation;
-  export's "not a known type" in the output: a cache object, with ``use_cache=False`` or a
-  registered pytree as the fix; a guard on a data-dependent value), then from its message
-  (:data:`PLAIN`); with the message of the innermost error, and where in the learner's code;
-- :func:`dynamo_words`: the "Explanation" and "Hint" lines of Dynamo's structured graph-break
-  messages, condensed;
-- graph breaks as report rows: :func:`from_reason` (one of ``explain``'s break reasons),
-  :func:`from_counter` (a break that made Dynamo skip a whole function), :func:`merge`.
-
-Not for: running anything.
+"""What PyTorch's capture paths said, in the words a framework engineer would use (for
+:mod:`.explore`; it reads exceptions and ``torch._dynamo.explain``'s records without importing
+torch): :func:`diagnose` (a failed capture's reason from the framework's error classes along
+the exception's causes, then its message: :data:`PLAIN`), :func:`dynamo_words` (the
+"Explanation" and "Hint" of Dynamo's graph-break messages), and graph breaks as report rows
+(:func:`from_reason`, :func:`from_counter`, :func:`merge`).
 """
 
 from __future__ import annotations
@@ -33,7 +22,6 @@ __all__ = [
     "dynamo_words",
     "from_counter",
     "from_reason",
-    "innermost",
     "merge",
     "plain",
     "trace_failed",
@@ -105,11 +93,6 @@ def causes(exc: BaseException) -> list[BaseException]:
     return out
 
 
-def innermost(exc: BaseException) -> BaseException:
-    """The first error of the chain: the framework's own words, before any wrapper's."""
-    return causes(exc)[-1]
-
-
 def traceback_text(exc: BaseException) -> str:
     return "".join(traceback.format_exception(exc))
 
@@ -167,7 +150,7 @@ def diagnose(exc: BaseException) -> tuple[str, str, str]:
     if not reason:
         meaningful = next((e for e in chain if plain(str(e)) != plain("")), chain[0])
         reason = plain(str(meaningful))
-    first = innermost(exc)
+    first = chain[-1]  # the framework's own words, before any wrapper's
     where = ""
     for e in reversed(chain):
         where = ex.user_location(str(e)) or ex.user_location(traceback_text(e))

@@ -4,7 +4,7 @@ Each code cell is parsed (``ast``; IPython lines starting with ``%`` or ``!`` ar
 every call in it, decorators included, is traced to its *root name*: ``tf.function(f)(x)`` and
 ``torch.export.export(m, args)`` to ``tf`` and ``torch``, ``lessons.timed(...)`` to ``lessons``.
 The notebook's own imports say what a root name is (``import tensorflow as tf``, ``from mindspore
-import nn``, ``from labkit.frameworks.torch import graphs as ttg``):
+import nn``, ``from labkit.frameworks.onnxruntime import graphs as og``):
 
 - a **framework** call: the root is a framework module (:data:`FRAMEWORKS`: torch, tensorflow,
   keras, mindspore, onnxruntime, onnx, paddle, ...);

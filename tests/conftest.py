@@ -100,6 +100,19 @@ def skip_or_fail(reason: str) -> None:
     pytest.skip(reason)
 
 
+#: a kernel launch in the ``call()`` of Inductor's generated program (notebook 05 reads it alike)
+INDUCTOR_LAUNCH = re.compile(
+    r"^\s+(?:\w+ = )?((?:extern_kernels|torch\.ops)\.[\w.]+|cpp_fused_\w+)\(", re.MULTILINE
+)
+
+
+def inductor_launches(code: str) -> list[str]:
+    """What the program ``torch.compile`` generated launches per call, in order: its generated
+    kernels (``cpp_fused_*``) and the library calls it kept."""
+    assert "def call(" in code, "not Inductor output code"
+    return INDUCTOR_LAUNCH.findall(code[code.index("def call(") :])
+
+
 def require(name: str):
     """The adapter of ``name``; skips (fails under CI) when the framework does not import here."""
     from labkit import frameworks

@@ -18,7 +18,7 @@ CELLS = [
     ("layer = nn.Dense(2, 3)\ngraph = torch.fx.symbolic_trace(lambda x: x)", "direct"),
     # helpers: labkit's own calls, from a module bound by `from labkit import ...`
     ("m = lessons.timed(lambda: None)\nprint(lessons.us(m))", "helper"),
-    ("from labkit.frameworks.torch import graphs as ttg\nttg.launches('')", "helper"),
+    ("from labkit.lessons import graphs as lg\nlg.markdown([])", "helper"),
     ("lessons.timed(lambda: torch.sin(torch.ones(2)))", "direct"),  # 2 torch calls, 1 helper
     ("lessons.timed(lambda: tf.ones(2))", "mixed"),
     # measure: labkit's measuring modules (a benchmark plan, its results, its figure)

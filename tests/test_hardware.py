@@ -294,6 +294,7 @@ def test_a_peak_measured_with_a_wide_spread_is_measured_again_and_never_cached(
     assert fp32.measured and not fp32.valid and not found.valid
     assert fp32.invalid[0] == "spread too wide: IQR/median 87% > 10%"
     assert "not a valid peak" in fp32.note and "--remeasure" in fp32.note
+    assert fp32.note.count("not a valid peak") == 1 and "spec-sheet" in fp32.note  # said once
     # no record is judged against it
     assert fp32.images_per_s_at(224) is None and fp32.explain_above() == ""
     assert found.source == "" and not list(tmp_path.glob("peaks-*.json"))

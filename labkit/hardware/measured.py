@@ -305,9 +305,9 @@ def judge(
     spread = (best.iqr_gflops or 0.0) / best.gflops
     if spread > bench.MAX_REL_IQR:
         invalid.insert(0, f"spread too wide: IQR/median {spread:.0%} > {bench.MAX_REL_IQR:.0%}")
-    if invalid:
-        vs["note"] = f"not a valid peak ({'; '.join(invalid)}): measure it again when the "
-        vs["note"] += "machine is quiet (python -m labkit doctor --remeasure); " + vs["note"]
+    if invalid:  # the busy reason says already how to measure again
+        again = "" if busy else ": measure it again (python -m labkit doctor --remeasure)"
+        vs["note"] = f"not a valid peak ({'; '.join(invalid)}){again}; {vs['note']}"
     return MeasuredPeak(
         precision,
         best.gflops,

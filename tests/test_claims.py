@@ -323,7 +323,10 @@ def test_check_all_and_markdown_table():
     assert [v.claim.key for v in vs] == [c.key for c in claims.CLAIMS] + ["epoch_consistency"]
     assert all(v.verdict in claims.VERDICTS for v in vs)
     md = claims.markdown(vs)
-    assert md.count("\n") == len(vs) + 1 and md.startswith("| claim | the article | its regime |")
+    table, _, cited = md.partition("\n\nPublished figures")
+    assert table.count("\n") == len(vs) + 1 and table.startswith("| claim | the article |")
+    assert "published" not in table.splitlines()[0] and "](http" in cited  # citations below
+    assert max(map(len, table.splitlines())) < 1300, "a row a learner cannot read"
     one = claims.Claim("k", "a|b", "", "", 1, 2, (), claims.Regime())
     assert "a\\|b" in claims.markdown([claims.Verdict(one, claims.HOLDS)])
     assert claims.NV_PT.value("gpu1_amp") == 2470 and "MLPerf" in claims.markdown(vs)

@@ -365,4 +365,13 @@ HEAD = ("claim", "the article", "its regime", "measured here", "verdict", "why",
 
 
 def markdown(verdicts: Iterable[Verdict]) -> str:
-    return tables.markdown(HEAD, [list(v.row().values()) for v in verdicts])
+    """The audit as a table, each claim's published figures listed under it (in a cell, their
+    citations made rows of thousands of characters)."""
+    rows = [v.row() for v in verdicts]
+    cited = [f"- {r['claim']}: {r['published']}" for r in rows if r["published"]]
+    table = tables.markdown(HEAD[:-1], [list(r.values())[:-1] for r in rows])
+    return (
+        table
+        + ("\n\nPublished figures, for scale (other hardware):\n" if cited else "")
+        + ("\n".join(cited))
+    )

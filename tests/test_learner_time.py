@@ -11,10 +11,14 @@ sys.modules["learner_time"] = learner_time
 spec.loader.exec_module(learner_time)
 
 
-def test_readme_and_headers_agree_with_the_estimate():
+def test_readme_and_headers_agree_with_the_estimate_and_the_budgets_hold():
+    """The map and headers say what the estimate says; the core path fits in 5 hours, the whole
+    course in 9, and no notebook has more than 6 exercises."""
     rows = learner_time.estimates()
     assert rows, "no notebooks found"
-    assert learner_time.problems(rows, budgets=False) == []
+    assert learner_time.problems(rows) == []
+    core = sum(e.minutes for e in rows if e.path == "core")
+    assert {e.path for e in rows} == {"core", "deep dive"} and 0 < core <= 300
 
 
 def test_the_estimate_counts_what_a_notebook_holds(tmp_path):

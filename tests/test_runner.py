@@ -586,6 +586,8 @@ def test_the_run_shows_a_line_per_record_and_ends_with_a_static_line(tmp_path, m
     assert [k["disable"] for k in bars] == [False] and len(seen) == 2
     assert lines[0].startswith("torch eager latency b1: ") and lines[0].endswith(", valid")
     assert "invalid: busy machine" in lines[1]
+    # where no valid peak is cached (none is, after a busy machine), the run says it measures one
+    printed = [p for p in printed if not p.startswith("labkit: measuring this machine's")]
     assert printed == [res.summary()] and printed[0].count("done") == 1
     assert printed[0].startswith("2 of 2 cells in ") and "1 invalid" in printed[0]
     # interrupted after the first cell: the last line says so, and how to go on

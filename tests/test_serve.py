@@ -245,5 +245,5 @@ def test_the_adapter_drives_loopback_only_at_positive_rates():
 def test_the_script_is_short_and_listens_on_loopback():
     text = SCRIPT.read_text()
     assert len(text.splitlines()) <= 300
-    assert "0.0.0.0" not in text and 'sock.bind(("127.0.0.1"' in text
+    assert "0.0.0.0" not in text and 'create_server(("127.0.0.1", args.port)' in text
     assert "os._exit" not in text

@@ -287,12 +287,9 @@ def make_app(args):
 
 def main(argv=None):
     args = options(argv)
-    sock = socket.socket()
-    sock.bind(("127.0.0.1", args.port))  # loopback only: nothing outside this machine reaches it
+    # loopback only; listening before "ready" is printed, so an early client waits, not refused
+    sock = socket.create_server(("127.0.0.1", args.port), backlog=2048)
     args.port = sock.getsockname()[1]
-    # listening before "ready" is printed (in the lifespan, before uvicorn serves): a client that
-    # connects at once waits in the backlog instead of being refused
-    sock.listen(2048)
     config = uvicorn.Config(make_app(args), log_level="warning", timeout_graceful_shutdown=5)
     # Ctrl-C or SIGTERM: uvicorn stops serving, the lifespan's end runs, then it re-raises
     with contextlib.suppress(KeyboardInterrupt):

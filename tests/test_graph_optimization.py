@@ -52,25 +52,7 @@ def test_markdown_rows_round_floats_and_fill_missing_keys():
 
 
 # ---------------------------------------------------------------------------------------------
-# TorchScript
-
-
-GENERATED = '''
-cpp_fused_relu_0 = async_compile.cpp_pybinding(['const float*', 'float*'], r"""
-extern "C" void kernel() {}
-""")
-class Runner:
-    def call(self, args):
-        arg0_1, = args
-        cpp_fused_relu_0(arg0_1, buf0)
-        buf1 = torch.ops.mkldnn._convolution_pointwise.default(buf0, w, b, 'relu')
-        assert_size_stride(buf1, (2, 64), (64, 1), 'torch.ops.mkldnn._convolution_pointwise')
-        buf2 = extern_kernels.convolution(buf1, w2, stride=(1, 1))
-        triton_poi_fused_add_7.run(buf2, buf1, 128, stream=stream0)
-        return (buf2, )
-    def later(self):
-        cpp_fused_relu_0(x, y)
-'''
+# TorchInductor (torch.compile)
 
 
 def test_inductor_folds_batchnorm_and_fuses_relu_of_a_small_block():

@@ -369,7 +369,7 @@ def markdown(verdicts: Iterable[Verdict]) -> str:
     citations made rows of thousands of characters)."""
     rows = [v.row() for v in verdicts]
     cited = [f"- {r['claim']}: {r['published']}" for r in rows if r["published"]]
-    table = tables.markdown(HEAD[:-1], [list(r.values())[:-1] for r in rows])
+    table = tables.markdown(HEAD[:-1], [[r[h] for h in HEAD[:-1]] for r in rows])
     return (
         table
         + ("\n\nPublished figures, for scale (other hardware):\n" if cited else "")

@@ -1,30 +1,11 @@
-"""The measured ceiling: the matrix-multiply rate this machine attains with the frameworks' kernels.
+"""The measured peak: the matrix-multiply rate this machine attains with the frameworks' kernels.
 
-The estimate (:mod:`~labkit.hardware.peak`) multiplies cores, clock and FLOPs per cycle; on a
-virtual machine the maximum clock is often unknown, and then so is the estimate. This module
-measures what the machine does instead. For each precision the CPU has arithmetic for (fp32
-always; bf16 with AVX-512 BF16, AMX or Arm's BF16; int8 with VNNI, AMX or Arm's dot products)
-every *probe* (:class:`Probe`: a framework package's ``peak`` module, run in a subprocess so
-that this module and ``import labkit`` stay framework-free) times a large square GEMM with each
-of its framework's kernels, pre-packed weights included (:mod:`labkit.frameworks._kit.peak`).
-:class:`MeasuredPeak` holds the best kernel's median rate with its spread (IQR) and the threads
-used, how far it sits from the spec-sheet estimate, the clock it implies, and a flag when it is
-above the estimate (the estimate's inputs, usually the clock, are then off, or the timing is).
-A peak is judged as a record is (:func:`labkit.bench.verdict`'s limits): its best kernel's spread
-at most :data:`labkit.bench.MAX_REL_IQR` of the median, on a quiet machine. An invalid peak
-says why, offers no images/s to share a record against, and is never cached: :func:`measure`
-measures again once, then returns it unjudged-against.
-
-The peaks are measured once per machine type, thread count and library versions and cached as
-JSON in this user's cache folder (:func:`cache_dir`: ``$LABKIT_CACHE_DIR``, else
-``~/.cache/graphlab``; never the course folder); ``refresh=True`` measures again (``python -m
-labkit doctor --remeasure``). A fixture tree holds its machine's probe output in
-``peak-probes.json`` (:func:`recorded`), so the judgement is tested without the machine.
-
-Reading a benchmark figure against it: a ResNet-50 step is more than GEMMs, so at fp32 a figure
-above the measured peak is almost surely a timing error; at bf16 and int8 the plain GEMM is not
-always the libraries' fastest kernel (oneDNN's convolutions on AMX or VNNI can beat it), so a
-figure above it is flagged with that explanation (:meth:`MeasuredPeak.explain_above`).
+Each :class:`Probe` (a framework's ``peak`` module, run as a subprocess: ``import labkit`` stays
+framework-free) times large GEMMs at each precision the CPU has arithmetic for. A peak is judged
+as a record is (its best kernel's spread at most :data:`labkit.bench.MAX_REL_IQR`, a quiet
+machine): an invalid one is measured again once and never cached. Valid peaks are cached per
+machine type, thread count and library versions (:func:`cache_dir`); a fixture tree records its
+probes' output in ``peak-probes.json`` (:func:`recorded`).
 """
 
 from __future__ import annotations
@@ -77,8 +58,8 @@ _FORMAT = 1  # the cache file's format
 
 @dataclass(frozen=True)
 class Probe:
-    """A framework's matrix-multiply probe: the module run as ``python -m``, the precisions it
-    measures, and the versions of the libraries its kernels come from (part of the cache key)."""
+    """A framework's probe: the module run as ``python -m``, its precisions, and its libraries'
+    versions (part of the cache key)."""
 
     module: str
     precisions: tuple[str, ...]
@@ -101,7 +82,7 @@ class KernelRate:
 
     @classmethod
     def of(cls, row: dict, probe: str) -> KernelRate:
-        """The rate of one kernel a probe reported (:func:`labkit.frameworks._kit.peak.main`)."""
+        """The rate of one kernel a probe reported."""
         times = [t for t in row.get("times_s") or [] if isinstance(t, int | float) and t > 0]
         ops = row.get("ops") or 0
         rates = [ops / t / 1e9 for t in times]
@@ -160,8 +141,7 @@ class MeasuredPeak:
         return self.gflops / self.estimate_gflops
 
     def images_per_s_at(self, image_size: int, training: bool = False) -> float | None:
-        """ResNet-50 images/s at ``image_size`` if it ran at this rate (None: not measured or
-        not valid, so no record is judged against it)."""
+        """ResNet-50 images/s at this rate (None when not valid: no record is judged by it)."""
         if not self.valid:
             return None
         return self.gflops * 1e9 / resnet.flops(image_size, training=training)
@@ -188,9 +168,6 @@ class MeasuredPeak:
             f"else a timing error or a peak measured on a busy machine ({remeasure})"
         )
 
-    def as_dict(self) -> dict:
-        return asdict(self)
-
 
 @dataclass(frozen=True)
 class MeasuredPeaks:
@@ -216,17 +193,14 @@ class MeasuredPeaks:
         measured = [p for p in self.peaks.values() if p.measured]
         return bool(measured) and all(p.valid for p in measured)
 
-    def as_dict(self) -> dict:
-        return asdict(self)
-
 
 # ---------------------------------------------------------------------------------------------
 # judging
 
 
 def to_measure(root: str | os.PathLike = ROOT) -> dict[str, str]:
-    """precision -> "" when this CPU has arithmetic of its own for it (it is measured), else why
-    it is not measured. fp32 is always measured."""
+    """precision -> "" when it is measured (fp32, and any precision the CPU has units for),
+    else why not."""
     rates = per_cycle(root)
     out = {}
     for precision in CEILING_PRECISIONS:
@@ -289,10 +263,8 @@ def judge(
     why_not: str = "",
     busy: str = "",
 ) -> MeasuredPeak:
-    """The measured peak at ``precision`` from its kernels' rates: the best kernel's, compared
-    with the estimate of ``root``'s machine for ``threads`` cores (``why_not``: the reason it
-    was not measured, when it was not), with its verdict: invalid when the best kernel's spread
-    is over :data:`labkit.bench.MAX_REL_IQR` or the machine was ``busy`` (why, in words)."""
+    """The peak at ``precision``: the best kernel's rate beside ``root``'s estimate, invalid
+    when its spread is over :data:`labkit.bench.MAX_REL_IQR` or the machine was ``busy``."""
     rates = tuple(r for r in rates if r.precision == precision)
     good = [r for r in rates if r.gflops is not None]
     if not good:
@@ -324,8 +296,8 @@ def judge(
 
 
 def _busy(outputs: list[dict], threads: int) -> tuple[float | None, str]:
-    """The most CPUs other processes kept busy during a probe, and why that is too many for a
-    trustworthy peak (the limit of :func:`labkit.bench.verdict`)."""
+    """The most CPUs others kept busy during a probe, and why that is too many (the limit of
+    :func:`labkit.bench.verdict`)."""
     seen = [o["others_cpus"] for o in outputs if isinstance(o.get("others_cpus"), int | float)]
     if not seen:
         return None, ""
@@ -365,8 +337,8 @@ def _peaks(outputs: list[dict], threads: int, root, measured_at: str, source: st
 
 
 def cache_dir() -> Path:
-    """This user's cache folder for labkit (``$LABKIT_CACHE_DIR``, else ``$XDG_CACHE_HOME`` or
-    ``~/.cache``, then ``graphlab``), created (mode 0700) when missing."""
+    """``$LABKIT_CACHE_DIR``, else ``$XDG_CACHE_HOME/graphlab`` or ``~/.cache/graphlab``,
+    created (mode 0700) when missing."""
     env = os.environ.get(CACHE_ENV, "").strip()
     base = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "graphlab"
     path = Path(env).expanduser() if env else base
@@ -397,14 +369,12 @@ def _load(path: Path, root, threads: int | None = None) -> MeasuredPeaks | None:
 
 
 def recorded(root: str | os.PathLike) -> MeasuredPeaks | None:
-    """The peaks recorded in a fixture tree (its ``peak-probes.json``), judged against that
-    machine's estimate; None when the tree holds none."""
+    """The peaks a fixture tree records, judged against its estimate; None when it has none."""
     return _load(Path(root) / FIXTURE_FILE, root)
 
 
 def cached(probes: Sequence[Probe], threads: int | None = None) -> MeasuredPeaks | None:
-    """The peaks measured before on this machine type with these probes and threads, else
-    None (nothing is measured)."""
+    """The peaks cached for these probes and threads on this machine type, else None."""
     threads = threads or default_threads()
     try:
         return _load(cache_file(probes, threads), ROOT, threads)
@@ -418,8 +388,7 @@ def _children_cpu_s() -> float:
 
 
 def _run(probe: Probe, threads: int, precisions: list[str], seconds: float) -> dict:
-    """One probe's output (``{"module", "output", "others_cpus"}``: the CPUs other processes
-    kept busy meanwhile), or why it gave none (``"error"``)."""
+    """One probe's ``{"module", "output", "others_cpus"}``, or ``{"module", "error"}``."""
     cmd = [sys.executable, "-m", probe.module, "--threads", str(threads)]
     cmd += ["--precisions", ",".join(precisions), "--seconds", str(seconds)]
     before, children = bench.cpu_sample(), _children_cpu_s()
@@ -453,12 +422,9 @@ def measure(
     seconds: float = SECONDS,
     attempts: int = 2,
 ) -> MeasuredPeaks:
-    """The measured peaks with ``threads`` threads (default: :func:`default_threads`): from the
-    cache, or (``refresh=True``, or no valid one cached) measured now by every probe in turn, a
-    few seconds each. A valid measurement is cached; an invalid one (a spread over the record's
-    limit, a busy machine: :func:`judge`) is measured again, ``attempts`` times in all, and
-    never cached: the last is returned, each peak saying why it is not valid. A probe that
-    fails is named in ``problems``; the others count."""
+    """The peaks with ``threads`` threads: a valid cached one, else (or ``refresh``) measured
+    by every probe, up to ``attempts`` times until valid. Only a valid one is cached; an
+    invalid one is returned saying why. A probe that fails is named in ``problems``."""
     threads = threads or default_threads()
     found = None if refresh else cached(probes, threads)
     if found is not None and found.valid:

@@ -1,9 +1,4 @@
-"""Everything about one machine in one report, and the compact identity stored with results.
-
-:func:`report` gathers :mod:`~labkit.hardware.topology`, :mod:`~labkit.hardware.clock` and
-:mod:`~labkit.hardware.peak` with the memory, the GPUs and the system; :func:`fingerprint` is the
-part of it that every benchmark record carries as ``machine``.
-"""
+"""Everything about one machine in one report, and the compact identity stored with results."""
 
 from __future__ import annotations
 
@@ -12,11 +7,11 @@ import os
 import platform
 import shutil
 import subprocess
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 
 from .clock import max_clock_ghz
 from .files import ROOT, cpuinfo, first, read, sysctl
-from .peak import ARM_PARTS, Ceiling, ceilings, vector_extensions
+from .peak import ARM_PARTS, CEILING_PRECISIONS, Ceiling, ceiling, vector_extensions
 from .topology import cpu_quota, default_threads, physical_cores, usable_cpus
 
 __all__ = ["MachineReport", "fingerprint", "gpus", "report"]
@@ -74,9 +69,6 @@ class MachineReport:
         """The fp32 ceiling."""
         return self.ceilings["fp32"]
 
-    def as_dict(self) -> dict:
-        return asdict(self)
-
 
 def _fixture_arch(blocks: list[dict[str, str]], model: str) -> str:
     if first(blocks, "CPU implementer"):
@@ -117,7 +109,7 @@ def _report(root: str) -> MachineReport:
         gpus=gpus() if real else [],
         os=platform.platform(terse=True) if real else "",
         python=platform.python_version(),
-        ceilings=ceilings(root),
+        ceilings={p: ceiling(p, root) for p in CEILING_PRECISIONS},
     )
 
 

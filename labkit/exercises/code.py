@@ -53,12 +53,11 @@ class Check:
         """A check from a mapping (a bank entry's ``check`` table): keys that are not fields of
         :class:`Check` are the framework checker's options."""
         known = {"framework", "properties", "inputs", "reference", "rtol", "atol"}
-        fields = {k: v for k, v in spec.items() if k in known}
-        options = {k: v for k, v in spec.items() if k not in known}
-        missing = {"framework", "properties", "inputs"} - set(fields)
+        missing = {"framework", "properties", "inputs"} - set(spec)
         if missing:
             raise ValueError(f"a code check needs {sorted(missing)}")
-        return cls(**fields, options={**fields.pop("options", {}), **options})
+        options = {k: v for k, v in spec.items() if k not in known}
+        return cls(**{k: v for k, v in spec.items() if k in known}, options=options)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "properties", tuple(self.properties))
@@ -143,14 +142,13 @@ class Code(Exercise):
         solution: str,
         hints: Sequence[str] = (),
         explanation: str = "",
-        entry: str = "",
     ):
         super().__init__(prompt, explanation)
         self.check_spec = check if isinstance(check, Check) else Check.from_dict(check)
         self.starter = textwrap.dedent(starter).strip() + "\n"
         self.solution_code = textwrap.dedent(solution).strip() + "\n"
         self.hints = tuple(hints)
-        self.entry = entry or function_name(self.starter)
+        self.entry = function_name(self.starter)
         if function_name(self.solution_code) != self.entry:
             raise ValueError(f"the solution must define {self.entry!r}, like the starter")
         self.hint = self.hints[0] if self.hints else ""

@@ -382,16 +382,11 @@ def cached(probes: Sequence[Probe], threads: int | None = None) -> MeasuredPeaks
         return None
 
 
-def _children_cpu_s() -> float:
-    t = os.times()
-    return t.children_user + t.children_system
-
-
 def _run(probe: Probe, threads: int, precisions: list[str], seconds: float) -> dict:
     """One probe's ``{"module", "output", "others_cpus"}``, or ``{"module", "error"}``."""
     cmd = [sys.executable, "-m", probe.module, "--threads", str(threads)]
     cmd += ["--precisions", ",".join(precisions), "--seconds", str(seconds)]
-    before, children = bench.cpu_sample(), _children_cpu_s()
+    before, children = bench.cpu_sample(), sum(os.times()[2:4])  # children's user + system
     try:
         done = subprocess.run(
             cmd,
@@ -403,7 +398,7 @@ def _run(probe: Probe, threads: int, precisions: list[str], seconds: float) -> d
         )
     except subprocess.TimeoutExpired:
         return {"module": probe.module, "error": f"no result within {PROBE_TIMEOUT_S:.0f} s"}
-    after, probe_cpu = bench.cpu_sample(), _children_cpu_s() - children
+    after, probe_cpu = bench.cpu_sample(), sum(os.times()[2:4]) - children
     others = bench.busy_elsewhere(before, after)  # the probe counts as another process here
     wall = after[0] - before[0] if before and after else 0.0
     others = max(0.0, others - probe_cpu / wall) if others is not None and wall > 0 else None

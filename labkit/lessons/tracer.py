@@ -21,7 +21,6 @@ __all__ = [
     "const",
     "exp",
     "fold",
-    "recording",
     "tanh",
     "trace",
 ]
@@ -124,11 +123,6 @@ for _op, _dunder in (("add", "add"), ("sub", "sub"), ("mul", "mul"), ("div", "tr
 
 
 _tracing: list[Graph] = []  # the graph being recorded, if any (TensorFlow's "default graph")
-
-
-def recording() -> Graph | None:
-    """The graph being recorded now (TensorFlow's "default graph"); None outside a trace."""
-    return _tracing[-1] if _tracing else None
 
 
 def const(value: object) -> object:

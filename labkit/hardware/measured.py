@@ -74,7 +74,6 @@ class KernelRate:
     kernel: str  #: the kernel, in words ("torch.mm", "MatMul, pre-packed weight")
     probe: str  #: the probe's module
     n: int  #: the GEMM's side (n x n times n x n)
-    prepacked: bool
     gflops: float | None  #: 2 n^3 / the median seconds, in G(FL)OP/s; None when it failed
     iqr_gflops: float | None  #: the interquartile range of the per-call rates
     calls: int
@@ -92,7 +91,6 @@ class KernelRate:
             str(row.get("kernel", "?")),
             probe,
             int(row.get("n") or 0),
-            bool(row.get("prepacked")),
             stats.median(rates) if ok else None,
             stats.iqr(rates) if ok else None,
             len(times),

@@ -5,6 +5,7 @@ appends under a lock (:func:`locked`, :func:`write_all`, :func:`unwritable`), :f
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import json
 import math
 import os
@@ -23,11 +24,6 @@ __all__ = [
     "write_all",
     "write_atomic",
 ]
-
-try:
-    import fcntl
-except ImportError:  # Windows: no advisory locks; the last writer wins
-    fcntl = None  # type: ignore[assignment]
 
 #: the deepest nesting of arrays and objects accepted (a labkit card or record needs about 6)
 MAX_DEPTH = 64
@@ -98,13 +94,11 @@ def locked(path: str | os.PathLike) -> Iterator[BinaryIO]:
     """``path`` opened unbuffered for appending, under an exclusive ``flock`` until the block
     ends (a process that dies holding it releases it)."""
     with open(path, "ab", buffering=0) as f:
-        if fcntl is not None:
-            fcntl.flock(f, fcntl.LOCK_EX)
+        fcntl.flock(f, fcntl.LOCK_EX)
         try:
             yield f
         finally:
-            if fcntl is not None:
-                fcntl.flock(f, fcntl.LOCK_UN)
+            fcntl.flock(f, fcntl.LOCK_UN)
 
 
 def write_all(f: BinaryIO, data: bytes) -> None:
@@ -153,11 +147,11 @@ def unwritable(path: str | os.PathLike) -> str | None:
         else:
             with tempfile.TemporaryFile(dir=path.parent, prefix=f".{path.name}."):
                 pass
-        disk = os.statvfs(path.parent) if hasattr(os, "statvfs") else None  # not on Windows
+        disk = os.statvfs(path.parent)
     except OSError as exc:
         where = f" ({exc.filename})" if exc.filename and str(exc.filename) != str(path) else ""
         return f"{exc.strerror or exc}{where}"
-    free = disk.f_bavail * disk.f_frsize if disk is not None else MIN_FREE_BYTES
+    free = disk.f_bavail * disk.f_frsize
     if free < MIN_FREE_BYTES:
         return f"its disk is full ({free // 1024} KiB free)"
     return None

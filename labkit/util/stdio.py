@@ -12,11 +12,8 @@ __all__ = ["native_output"]
 
 
 def flush_c_stdio() -> None:
-    """Flush the C runtime's stdio buffers (not reachable on Windows)."""
-    try:
-        ctypes.CDLL(None).fflush(None)
-    except (OSError, AttributeError, TypeError):
-        pass
+    """Flush the C runtime's stdio buffers (C++ iostreams sync with them)."""
+    ctypes.CDLL(None).fflush(None)
 
 
 def native_output(fn: Callable[[], object], fd: int = 1) -> tuple[object, str]:

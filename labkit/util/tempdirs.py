@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import atexit
 import os
+import pwd
 import shutil
 import stat
 import tempfile
@@ -23,10 +24,8 @@ class UnsafeFolder(ValueError):
 def owner_name(uid: int) -> str:
     """``uid`` and, where the system knows it, the user's name: ``"1001 (alice)"``."""
     try:
-        import pwd
-
         return f"{uid} ({pwd.getpwuid(uid).pw_name})"
-    except (ImportError, KeyError):
+    except KeyError:
         return str(uid)
 
 
@@ -55,10 +54,6 @@ def check_private(path: Path) -> Path:
 
 def private_dir(name: str) -> Path:
     """``<temporary directory>/<name>-<uid>``, created 0700 or checked (:func:`check_private`)."""
-    if not hasattr(os, "getuid"):  # no users to tell apart (Windows): a plain folder
-        path = Path(tempfile.gettempdir()) / name
-        path.mkdir(parents=True, exist_ok=True)
-        return path
     path = Path(tempfile.gettempdir()) / f"{name}-{os.getuid()}"
     try:
         path.mkdir(mode=0o700)

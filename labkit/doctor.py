@@ -52,7 +52,7 @@ def machine_rows(root: str | os.PathLike = hardware.ROOT) -> list[tuple[str, str
             peak += f"{ce.images_per_s_at(224):,.1f} images/s inference, "
             peak += f"{ce.images_per_s_at(224, training=True):,.1f} training"
         rows.append((f"{precision} peak", peak))
-    rows.append(("how the ceiling is estimated", r.ceiling.method))
+    rows.append(("how the ceiling is estimated", r.ceilings["fp32"].method))
     return rows
 
 

@@ -211,46 +211,39 @@ def to_measure(root: str | os.PathLike = ROOT) -> dict[str, str]:
     return out
 
 
-def _versus_estimate(precision: str, best: KernelRate, threads: int, root) -> dict:
-    """The fields of a measured peak that compare it with the spec-sheet estimate."""
+def _versus_estimate(precision: str, best: KernelRate, threads: int, root) -> tuple:
+    """``(estimate, implied clock, above it, note)``: the peak beside the spec-sheet estimate."""
     c = ceiling(precision, root)
     used = min(float(threads), c.cores) if c.cores else float(threads)
     fpc = c.flops_per_cycle
     clock = best.gflops / (used * fpc) if fpc and not math.isnan(fpc) and used else None
     if c.peak_gflops is None:
-        implied = f"; it implies at least {clock:.2f} GHz at {fpc:g} {precision} " if clock else ""
-        implied += "FLOP/cycle per core" if clock else ""
-        note = f"no spec-sheet estimate (the clock is unknown){implied}"
+        note = "no spec-sheet estimate (the clock is unknown)"
+        if clock:
+            note += f"; it implies at least {clock:.2f} GHz at {fpc:g} {precision} FLOP/cycle "
+            note += "per core"
         fast = clock is not None and clock > MAX_PLAUSIBLE_GHZ
         if fast:
             note += (
                 f": no CPU runs that fast (above {MAX_PLAUSIBLE_GHZ:g} GHz), so labkit's FLOPs "
                 "per cycle for this CPU are too low, or the timing is wrong"
             )
-        return {"estimate_gflops": None, "implied_clock_ghz": clock, "above": fast, "note": note}
+        return None, clock, fast, note
     estimate = c.peak_gflops * used / c.cores
     share = best.gflops / estimate
     note = f"{share:.0%} of the spec-sheet estimate ({estimate:,.0f} GFLOP/s)"
     if share > 1:
         causes = list(c.caveats) or ["the clock or the FLOPs per cycle it assumes are too low"]
-        note += (
-            ": above it, so the estimate's inputs are off ("
-            + "; ".join(causes)
-            + ") or the timing is wrong"
-            + (" (a GEMM cannot outrun the FMA units)" if precision == "fp32" else "")
-        )
+        note += f": above it, so the estimate's inputs are off ({'; '.join(causes)}) or the "
+        note += "timing is wrong"
+        note += " (a GEMM cannot outrun the FMA units)" if precision == "fp32" else ""
     elif precision != "fp32" and share < 0.5:
         note += (
             f": the libraries' plain {precision} GEMM does not reach what the "
             f"{'matrix' if fpc >= 1024 else 'vector'} units promise (tuned kernels, such as "
             "MLPerf submissions', get closer)"
         )
-    return {
-        "estimate_gflops": estimate,
-        "implied_clock_ghz": clock,
-        "above": share > 1,
-        "note": note,
-    }
+    return estimate, clock, share > 1, note
 
 
 def judge(
@@ -270,24 +263,25 @@ def judge(
         note = why_not or (f"every kernel failed: {failed}" if rates else "not measured")
         return MeasuredPeak(precision, None, None, threads, "", None, None, False, note, rates)
     best = max(good, key=lambda r: r.gflops)
-    vs = _versus_estimate(precision, best, threads, root)
+    estimate, clock, above, note = _versus_estimate(precision, best, threads, root)
     invalid = [busy] if busy else []
     spread = (best.iqr_gflops or 0.0) / best.gflops
     if spread > bench.MAX_REL_IQR:
         invalid.insert(0, f"spread too wide: IQR/median {spread:.0%} > {bench.MAX_REL_IQR:.0%}")
     if invalid:  # the busy reason says already how to measure again
         again = "" if busy else ": measure it again (python -m labkit doctor --remeasure)"
-        vs["note"] = f"not a valid peak ({'; '.join(invalid)}){again}; {vs['note']}"
+        note = f"not a valid peak ({'; '.join(invalid)}){again}; {note}"
+    kernel = str(best).split(":")[0]
     return MeasuredPeak(
         precision,
         best.gflops,
         best.iqr_gflops,
         threads,
-        str(best).split(":")[0],
-        vs["estimate_gflops"],
-        vs["implied_clock_ghz"],
-        vs["above"],
-        vs["note"],
+        kernel,
+        estimate,
+        clock,
+        above,
+        note,
         rates,
         tuple(invalid),
     )

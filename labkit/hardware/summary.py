@@ -7,7 +7,7 @@ import os
 import platform
 import shutil
 import subprocess
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from .clock import max_clock_ghz
 from .files import ROOT, cpuinfo, first, read, sysctl
@@ -55,19 +55,12 @@ class MachineReport:
     cpu_quota: float | None  #: cgroup CPU quota in CPUs, None when unlimited
     threads: int  #: default_threads(): what the runner gives every framework
     clock_ghz: float | None  #: maximum clock, None when unknown
-    clock_source: str
     vector_extensions: list[str]
     memory_gb: float
     gpus: list[str]
     os: str
     python: str
     ceilings: dict[str, Ceiling]
-    notes: list[str] = field(default_factory=list)
-
-    @property
-    def ceiling(self) -> Ceiling:
-        """The fp32 ceiling."""
-        return self.ceilings["fp32"]
 
 
 def _fixture_arch(blocks: list[dict[str, str]], model: str) -> str:
@@ -92,7 +85,7 @@ def _report(root: str) -> MachineReport:
         model = ARM_PARTS.get(part, (f"Arm CPU part {part}", 0))[0]
     n, smt, _ = physical_cores(root)
     quota, _ = cpu_quota(root)
-    ghz, clock_how = max_clock_ghz(root)
+    ghz, _ = max_clock_ghz(root)
     return MachineReport(
         cpu_model=model or (platform.processor() or platform.machine() if real else "unknown"),
         vendor=first(blocks, "vendor_id") or ("Apple" if "Apple" in model else "unknown"),
@@ -103,7 +96,6 @@ def _report(root: str) -> MachineReport:
         cpu_quota=quota,
         threads=default_threads(root),
         clock_ghz=ghz,
-        clock_source=clock_how,
         vector_extensions=vector_extensions(root),
         memory_gb=memory_gb(root),
         gpus=gpus() if real else [],

@@ -69,16 +69,12 @@ def _fixture_arch(blocks: list[dict[str, str]], model: str) -> str:
     return "arm64" if "Apple" in model else "x86_64"
 
 
+@functools.lru_cache(maxsize=8)
 def report(root: str | os.PathLike = ROOT) -> MachineReport:
     """Everything above about one machine (cached per root)."""
-    return _report(str(root))
-
-
-@functools.lru_cache(maxsize=8)
-def _report(root: str) -> MachineReport:
     blocks = cpuinfo(root)
     mac = sysctl(root)
-    real = root == ROOT
+    real = str(root) == ROOT
     model = first(blocks, "model name") or mac.get("machdep.cpu.brand_string", "")
     part = first(blocks, "CPU part")
     if not model and part:

@@ -161,14 +161,11 @@ def count_trainable(num_classes: int = 1000, width: int = WIDTH) -> int:
 def init_weights(
     seed: int = 0, num_classes: int = 1000, width: int = WIDTH
 ) -> dict[str, np.ndarray]:
-    """Seeded canonical weights (float32), the same for every framework.
+    """Seeded canonical weights (float32), the same for every framework: random, not trained.
 
-    Convolutions: He-normal (fan_out, as torchvision). BatchNorm: scale, shift and running
-    statistics drawn around their defaults, so that a layout mistake in any of them shows up
-    in the cross-framework check; the last BatchNorm of each block starts small, which keeps
-    the residual stream bounded in eval mode. Classifier: uniform(+-1/sqrt(fan_in)).
-    These are random weights, not trained ones: the course needs identical numbers in every
-    framework, not accurate predictions. ``width`` narrows every layer (see the module's notes).
+    Convolutions He-normal (fan_out); BatchNorm's four tensors drawn around their defaults, so
+    a layout mistake in any of them shows in the cross-check (each block's last one small, to
+    keep the residual stream bounded); the classifier uniform(+-1/sqrt(fan_in)).
     """
     if num_classes < 1:
         raise ValueError(f"num_classes must be >= 1, got {num_classes}")
@@ -211,11 +208,8 @@ def width_of(weights: dict[str, np.ndarray]) -> int:
 
 
 def validate_weights(weights: dict[str, np.ndarray], num_classes: int | None = None) -> int:
-    """Check names and shapes against the spec (at the width of ``conv1.weight``, see
-    :func:`width_of`); returns the class count.
-
-    Raises ``ValueError`` naming the first missing, unexpected or misshaped tensor.
-    """
+    """Check names and shapes against the spec at the width of ``conv1.weight``; returns the
+    class count, or raises ``ValueError`` naming the first wrong tensor."""
     if "fc.bias" not in weights:
         raise ValueError("weights are missing tensor 'fc.bias' (expected shape (num_classes,))")
     if num_classes is None:
@@ -256,10 +250,8 @@ def check_image_size(image_size: int) -> int:
 
 
 def check_images(images: np.ndarray) -> np.ndarray:
-    """A host batch as the adapters take it: NCHW, 3 channels, sizes ResNet-50 can take.
-
-    Returns it as C-contiguous float32; raises ``ValueError`` saying what is wrong.
-    """
+    """A host batch (NCHW, 3 channels, sizes ResNet-50 takes) as C-contiguous float32, or a
+    ``ValueError`` saying what is wrong."""
     shape = np.shape(images)
     if len(shape) != 4 or shape[1] != 3:
         raise ValueError(
@@ -303,10 +295,7 @@ def flops(
 
 
 def random_batch(batch: int, image_size: int, seed: int = 0, num_classes: int = 1000):
-    """A synthetic batch: NCHW float32 images (standard normal) and int64 labels.
-
-    The course uses synthetic data throughout: nothing is downloaded.
-    """
+    """A synthetic batch (nothing is downloaded): NCHW float32 images and int64 labels."""
     if batch < 1:
         raise ValueError(f"batch size must be >= 1, got {batch}")
     check_image_size(image_size)

@@ -249,9 +249,7 @@ def test_a_peak_above_the_estimate_is_flagged_and_what_cannot_be_measured_says_w
 
 
 def test_an_impossible_implied_clock_is_flagged():
-    rate = hardware.measured.KernelRate(
-        "fp32", "torch.mm", "x.torch.peak", 2048, False, 2000.0, 1.0, 5
-    )
+    rate = hardware.measured.KernelRate("fp32", "torch.mm", "x.torch.peak", 2048, 2000.0, 1.0, 5)
     peak = hardware.measured.judge("fp32", [rate], 2, machine("container_v1_unknown_clock"))
     # 2000 / (2 x 32) = 31 GHz: the FLOPs per cycle or the timing are wrong
     assert peak.above_estimate and "no CPU runs that fast" in peak.note
@@ -310,9 +308,7 @@ def test_a_peak_measured_with_a_wide_spread_is_measured_again_and_never_cached(
 
 
 def test_a_peak_measured_on_a_busy_machine_is_not_valid():
-    rate = hardware.measured.KernelRate(
-        "fp32", "torch.mm", "x.torch.peak", 2048, False, 400.0, 4.0, 9
-    )
+    rate = hardware.measured.KernelRate("fp32", "torch.mm", "x.torch.peak", 2048, 400.0, 4.0, 9)
     busy = "measured on a busy machine: other processes kept 1.50 CPUs busy"
     peak = hardware.measured.judge("fp32", [rate], 2, machine("amd_zen4"), busy=busy)
     assert peak.invalid == (busy,) and not peak.valid and peak.images_per_s_at(224) is None

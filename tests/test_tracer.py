@@ -66,10 +66,8 @@ def test_a_python_if_on_a_proxy_fails_with_the_fix():
 
 
 def test_constants_and_unary_ops_are_eager_outside_a_trace():
-    assert tr.const(2.0) == 2.0 and tr.recording() is None
-    seen = []
-    graph = tr.trace(lambda x: seen.append(tr.recording()) or x)
-    assert seen == [graph] and tr.recording() is None  # the traced graph, only while tracing
+    assert tr.const(2.0) == 2.0
+    assert tr.trace(lambda x: tr.const(2.0) * x).count("const") == 1  # recorded while tracing
     assert tr.tanh(0.0) == 0.0 and tr.exp(0.0) == 1.0
 
 

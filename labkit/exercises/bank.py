@@ -1,11 +1,5 @@
-"""The course's exercises, kept out of the notebooks: ``labkit/exercises/bank/NN.toml``.
-
-A notebook loads an exercise by its short id (``exercises.load("02.one_graph")``) and shows its
-prompt; the answer, explanations and solution stay here until ``.solution()``. A file holds one
-notebook's exercises in order, one TOML table each (``type`` choice | number | text | code,
-``prompt``, and per type ``choices``/``answer``, ``answer`` or ``measured = true`` with
-tolerances, ``accepted``, or ``starter``/``solution``/``hints`` and a ``[name.check]`` table:
-:class:`labkit.exercises.code.Check`).
+"""The course's exercises, kept out of the notebooks: ``bank/NN.toml``, one TOML table per
+exercise (``type`` choice | number | text | code, ``prompt``, and the fields of its class).
 """
 
 from __future__ import annotations

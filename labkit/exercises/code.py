@@ -1,9 +1,6 @@
-"""Code exercises: the learner edits a function, the checker runs it and verifies properties.
-
-The properties a framework offers are declared in its spec (``code_checks``) and verified by its
-``checks.py`` through the registry (this module imports no framework). ``check(fn)`` runs them in
-order and stops at the first that fails, naming it with the framework's own message condensed;
-it never raises on the learner's code. The unchanged starting code is checked but not counted.
+"""Code exercises: the learner edits a function; the framework's own checker (its ``checks.py``,
+through the registry) verifies the properties in order and names the first that fails. The
+unchanged starting code is explained, not counted.
 """
 
 from __future__ import annotations
@@ -38,14 +35,9 @@ _counter = itertools.count()
 class Check:
     """What a :class:`Code` exercise verifies, and on which inputs.
 
-    ``inputs`` is a Python expression evaluated with ``np`` (NumPy) and ``rng`` (a NumPy
-    generator seeded with 0): a list of argument tuples, each one call of the function, made of
-    NumPy arrays (turned into the framework's tensors) and plain Python values (passed as they
-    are). ``reference`` says what "outputs match eager" compares with, run eagerly: the
-    ``starter`` (right in eager mode, the usual case of "break it, then fix it"), the
-    ``solution``, ``self`` (the learner's own function run eagerly), or the source code of a
-    function of the same name (the computation the exercise rewrites, e.g. conv + BatchNorm).
-    ``options`` go to the framework's checker (for example ``limit`` for an operation count).
+    ``inputs``: a Python expression over ``np`` and ``rng`` (seeded) giving a list of argument
+    tuples. ``reference`` (run eagerly, for "outputs match eager"): ``starter``, ``solution``,
+    ``self`` or a function's source. ``options`` go to the framework's checker.
     """
 
     framework: str
@@ -61,12 +53,11 @@ class Check:
         """A check from a mapping (a bank entry's ``check`` table): keys that are not fields of
         :class:`Check` are the framework checker's options."""
         known = {"framework", "properties", "inputs", "reference", "rtol", "atol"}
-        fields = {k: v for k, v in spec.items() if k in known}
-        options = {k: v for k, v in spec.items() if k not in known}
-        missing = {"framework", "properties", "inputs"} - set(fields)
+        missing = {"framework", "properties", "inputs"} - set(spec)
         if missing:
             raise ValueError(f"a code check needs {sorted(missing)}")
-        return cls(**fields, options={**fields.pop("options", {}), **options})
+        options = {k: v for k, v in spec.items() if k not in known}
+        return cls(**{k: v for k, v in spec.items() if k in known}, options=options)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "properties", tuple(self.properties))
@@ -96,11 +87,8 @@ class Check:
 
 
 def function_from_source(source: str, name: str, namespace: dict, label: str) -> Callable:
-    """Define the function ``name`` from ``source`` as a notebook cell would.
-
-    The source is registered with :mod:`linecache` under a made-up file name, so that tools that
-    read a function's source (AutoGraph, MindSpore's parser, ``inspect``) find it.
-    """
+    """Define the function ``name`` from ``source`` as a notebook cell would (its source in
+    :mod:`linecache`, so AutoGraph, MindSpore's parser and ``inspect`` find it)."""
     number = next(_counter)
     filename = f"<labkit exercise {label} #{number}>"
     linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
@@ -135,8 +123,7 @@ def _function_ast(source: str, name: str) -> str | None:
 
 
 def _silently(fn: Callable[[], Any]) -> Any:
-    """Run ``fn`` with its output swallowed: the function's prints (Python's and the frameworks'
-    native ones, such as ``tf.print``) would bury the feedback, once per input and property."""
+    """Run ``fn`` with its prints (Python's and native ones, such as ``tf.print``) swallowed."""
     sink = io.StringIO()
     with contextlib.redirect_stdout(sink), contextlib.redirect_stderr(sink):
         result, _ = native_output(lambda: native_output(fn, fd=2)[0], fd=1)
@@ -144,12 +131,8 @@ def _silently(fn: Callable[[], Any]) -> Any:
 
 
 class Code(Exercise):
-    """A function to write (or repair), checked by running it: see the module's docstring.
-
-    ``starter`` is the code the learner starts from (shown in the notebook), ``solution`` the
-    reference solution (shown only by :meth:`solution`); both define the same one function.
-    ``hints`` are shown one more with each failed attempt.
-    """
+    """A function to write (or repair) from ``starter``; ``solution`` defines the same function;
+    one more of ``hints`` is shown with each failed attempt."""
 
     def __init__(
         self,
@@ -159,14 +142,13 @@ class Code(Exercise):
         solution: str,
         hints: Sequence[str] = (),
         explanation: str = "",
-        entry: str = "",
     ):
         super().__init__(prompt, explanation)
         self.check_spec = check if isinstance(check, Check) else Check.from_dict(check)
         self.starter = textwrap.dedent(starter).strip() + "\n"
         self.solution_code = textwrap.dedent(solution).strip() + "\n"
         self.hints = tuple(hints)
-        self.entry = entry or function_name(self.starter)
+        self.entry = function_name(self.starter)
         if function_name(self.solution_code) != self.entry:
             raise ValueError(f"the solution must define {self.entry!r}, like the starter")
         self.hint = self.hints[0] if self.hints else ""
@@ -289,6 +271,3 @@ class Code(Exercise):
         if prop == "available":
             return f"{self.check_spec.framework} is available"
         return self.check_spec.describe(prop)
-
-    def _answer_text(self) -> str:  # pragma: no cover - solution() is overridden
-        return self.solution_code

@@ -1,23 +1,7 @@
-"""The exercise types a learner answers with a value: Choice, Number, Text (Code is in .code).
+"""The exercises answered with a value: Choice, Number, Text (Code is in :mod:`.code`).
 
-Built directly, for example::
-
-    q = Choice(
-        "How many times does the Python print run over 3 calls of a tf.function?",
-        choices={"a": "once", "b": "three times"}, answer="a",
-        explanation="Python code runs while tracing; the graph holds no Python print.",
-        wrong={"b": "That is what tf.print does: it is an op in the graph."})
-    q.check(None)      # the learner replaces None with "a" or "b"
-    q.solution()       # only when asked
-
-The course's own exercises are not built in notebooks (that would show the answer key above the
-learner's cell): they live in ``labkit/exercises/bank/NN.toml`` and notebooks load them by id
-(:func:`labkit.exercises.load`).
-
-``check`` never raises on a learner's answer: a missing or malformed answer gets feedback that
-says what is expected. Malformed *exercises* (an author's mistake) raise ``ValueError``.
-A checked answer of an exercise that has an ``id`` is recorded in the learner's progress file
-(:mod:`labkit.exercises.store`).
+``check`` never raises on a learner's answer: a missing or malformed one gets feedback saying
+what is expected; a malformed exercise (an author's mistake) raises ``ValueError``.
 """
 
 from __future__ import annotations

@@ -1,14 +1,8 @@
-"""The learner's progress file: which exercises were answered, and which were got right.
+"""The learner's progress: which exercises were answered, and which were got right.
 
-One small JSON file in the learner's home, ``~/.graphlab/progress.json`` (never in the course's
-folder, so that a ``git pull`` or a fresh clone keeps it); the environment variable
-``LABKIT_PROGRESS`` names another file (tests and CI point it at a temporary one), and
-``LABKIT_PROGRESS=off`` records nothing. The file holds, per exercise id::
-
-    {"02.python_branch": {"attempts": 3, "right": true, "last_right": true, "updated": "2026-..."}}
-
-``right`` stays true once an answer was right. Recording never interrupts a lesson: a file that
-cannot be read or written is reported once as a warning, and the answer is still checked.
+One JSON file, ``~/.graphlab/progress.json`` (outside the course folder, so a ``git pull`` keeps
+it); ``LABKIT_PROGRESS`` names another file, ``LABKIT_PROGRESS=off`` records nothing. A file that
+cannot be read or written is reported once as a warning; the answer is still checked.
 """
 
 from __future__ import annotations
@@ -17,15 +11,17 @@ import datetime
 import json
 import os
 import warnings
+from dataclasses import dataclass
 from pathlib import Path
 
-from ..util import jsonio
+from ..util import jsonio, tables
 
-__all__ = ["ENV", "forget_warnings", "path", "read", "record"]
+__all__ = ["ENV", "Progress", "Row", "forget_warnings", "path", "progress", "read", "record"]
 
 ENV = "LABKIT_PROGRESS"
 DEFAULT = Path("~/.graphlab/progress.json")
 VERSION = 1
+MARKS = {"right": "✓", "tried": "✗", "open": "·"}
 _warned: set[str] = set()
 
 
@@ -59,8 +55,7 @@ def read(file: Path | None = None) -> dict[str, dict]:
     if file is None or not file.exists():
         return {}
     try:
-        data = json.loads(file.read_text(encoding="utf-8"))
-        entries = data["exercises"]
+        entries = json.loads(file.read_text(encoding="utf-8"))["exercises"]
         if not isinstance(entries, dict):
             raise TypeError("'exercises' is not an object")
     except (OSError, ValueError, KeyError, TypeError) as exc:
@@ -87,3 +82,88 @@ def record(exercise_id: str, right: bool) -> None:
             jsonio.write_atomic(file, text + "\n")
     except OSError as exc:
         _warn(f"cannot write {file} ({exc.strerror or exc})")
+
+
+class _Counts:
+    def statuses(self) -> list[str]:  # pragma: no cover - overridden
+        raise NotImplementedError
+
+    @property
+    def total(self) -> int:
+        return len(self.statuses())
+
+    @property
+    def answered(self) -> int:
+        return sum(s != "open" for s in self.statuses())
+
+    @property
+    def right(self) -> int:
+        return sum(s == "right" for s in self.statuses())
+
+
+@dataclass(frozen=True)
+class Row(_Counts):
+    notebook: str
+    title: str
+    status: dict[str, str]  # exercise name -> "right" | "tried" | "open", in course order
+
+    def statuses(self) -> list[str]:
+        return list(self.status.values())
+
+
+@dataclass(frozen=True)
+class Progress(_Counts):
+    rows: tuple[Row, ...]
+    source: str  # where the progress was read from
+
+    def statuses(self) -> list[str]:
+        return [s for r in self.rows for s in r.statuses()]
+
+    def status(self, exercise_id: str) -> str:
+        notebook, name = exercise_id.split(".", 1)
+        for row in self.rows:
+            if row.notebook == notebook:
+                return row.status[name]
+        raise KeyError(exercise_id)
+
+    def markdown(self) -> str:
+        head = ("notebook", "exercises", "answered", "right", "each exercise")
+        body = [
+            (f"{r.notebook} {r.title}", r.total, r.answered, r.right, self._marks(r))
+            for r in self.rows
+        ]
+        legend = f"{MARKS['right']} right, {MARKS['tried']} answered but not yet right, "
+        legend += f"{MARKS['open']} not answered"
+        body.append(("**all**", self.total, self.answered, self.right, legend))
+        return tables.markdown(head, body, "lrrrl") + f"\n\nProgress file: `{self.source}`"
+
+    @staticmethod
+    def _marks(row: Row) -> str:
+        return " ".join(f"{MARKS[s]} `{name}`" for name, s in row.status.items())
+
+    def _repr_markdown_(self) -> str:
+        return self.markdown()
+
+    def __str__(self) -> str:
+        return "\n".join(
+            f"{r.notebook} {r.title}: {r.right}/{r.total} right, {r.answered} answered"
+            for r in self.rows
+        )
+
+
+def progress() -> Progress:
+    """Which exercises of which notebook this learner has answered, and got right."""
+    from .bank import notebook_entries, notebooks, title
+
+    recorded = read()
+    rows = []
+    for notebook in notebooks():
+        status = {}
+        for name in notebook_entries(notebook):
+            entry = recorded.get(f"{notebook}.{name}", {})
+            status[name] = (
+                "right" if entry.get("right") else "tried" if entry.get("attempts") else "open"
+            )
+        rows.append(Row(notebook, title(notebook), status))
+    where = path()
+    return Progress(tuple(rows), str(where) if where else f"not recorded ({ENV}=off)")

@@ -1,10 +1,4 @@
-"""The CPU's maximum clock: the one the compute ceiling is worked out at.
-
-``LABKIT_CPU_MAX_GHZ`` if you set it, else cpufreq's ``cpuinfo_max_freq``, else the GHz in the
-CPU's model name, else Apple silicon's published maximum; otherwise it is unknown (and so is the
-ceiling), because the current clock in ``/proc/cpuinfo`` says nothing about the maximum (an idle
-laptop reports a fraction of it).
-"""
+"""The CPU's maximum clock, which the ceiling is worked out at."""
 
 from __future__ import annotations
 
@@ -24,7 +18,6 @@ APPLE_MAX_GHZ: dict[str, float] = {"M1": 3.2, "M2": 3.5, "M3": 4.05, "M4": 4.5}
 
 
 def _from_env() -> tuple[float, str] | None:
-    """Your setting of :data:`MAX_GHZ_ENV`, or None when it is not set."""
     env = os.environ.get(MAX_GHZ_ENV, "").strip()
     if not env:
         return None
@@ -41,13 +34,9 @@ def _from_env() -> tuple[float, str] | None:
 
 
 def max_clock_ghz(root: str | os.PathLike = ROOT) -> tuple[float | None, str]:
-    """``(GHz, source)``: the CPU's maximum clock, or ``(None, why)`` when it cannot be told.
-
-    In order: ``LABKIT_CPU_MAX_GHZ`` (your setting), cpufreq's ``cpuinfo_max_freq`` (the
-    highest over the usable CPUs), the GHz in the CPU's model name (Intel's names carry the
-    *base* clock: turbo can exceed it), Apple silicon's published maximum. The current clock
-    (``cpu MHz``) is never used: an idle CPU reports a fraction of its maximum.
-    """
+    """``(GHz, source)``, or ``(None, why)``: ``LABKIT_CPU_MAX_GHZ``, else cpufreq's maximum,
+    the GHz in the model name (a base clock), macOS's sysctl or Apple's published maximum;
+    never the current clock (an idle CPU reports a fraction of its maximum)."""
     setting = _from_env()
     if setting:
         return setting

@@ -1,9 +1,5 @@
-"""Reading a machine's files under ``root``: the folder that stands for the filesystem root.
-
-``"/"`` on a real machine; a fixture tree in the tests (``proc/cpuinfo``, ``proc/self/status``,
-``sys/devices/system/cpu/...``; for macOS a file ``sysctl`` holding ``sysctl`` output). Every
-reading of :mod:`labkit.hardware` goes through these, so nothing depends on the machine the
-tests run on.
+"""Reading a machine's files under ``root``, the folder that stands for ``/`` (a fixture tree in
+the tests; for macOS a file ``sysctl`` holds ``sysctl`` output).
 """
 
 from __future__ import annotations
@@ -67,10 +63,7 @@ def isa_flags(blocks: list[dict[str, str]]) -> set[str]:
 
 
 def sysctl(root: str | os.PathLike = ROOT) -> dict[str, str]:
-    """macOS's ``sysctl`` values the report needs (a fixture tree holds them in a file ``sysctl``).
-
-    Empty on other systems.
-    """
+    """macOS's ``sysctl`` values (a fixture tree's file ``sysctl``); empty elsewhere."""
     text = read(root, "sysctl")
     if text is None and str(root) == ROOT and sys.platform == "darwin":
         text = _macos_sysctl()
@@ -84,7 +77,6 @@ def sysctl(root: str | os.PathLike = ROOT) -> dict[str, str]:
 
 @functools.lru_cache(maxsize=1)
 def _macos_sysctl() -> str:
-    """Everything this Mac's ``sysctl -a`` reports, asked once ("key: value" lines)."""
     exe = shutil.which("sysctl") or "/usr/sbin/sysctl"
     try:
         return subprocess.run(

@@ -1,9 +1,5 @@
-"""Machine types: a fingerprint reduced to what makes two machines the same kind of machine.
-
-A *machine type* is the fingerprint's CPU model, core count, architecture, vector extensions,
-GPUs and memory (never a host name): thirty learners on identical hub nodes are thirty runs on
-one machine type. :func:`machine_of` gives its id and a label that names the CPU family
-(:func:`cpu_family`) and its widest vector unit (:func:`isa_tier`).
+"""Machine types: a fingerprint reduced to what makes two machines the same kind (CPU, cores,
+architecture, vector extensions, GPUs, memory; never a host name).
 """
 
 from __future__ import annotations
@@ -52,9 +48,8 @@ def isa_tier(exts: Iterable[str]) -> str:
 
 
 def machine_of(fingerprint: dict, fixture: bool = False) -> dict:
-    """The machine type of ``fingerprint`` (a record's ``machine``): its id (a hash of
-    :data:`MACHINE_FIELDS`), label, CPU, family, ISA tier, cores, architecture, memory, whether
-    it is a fixture's, and the whole fingerprint as JSON."""
+    """The machine type of a record's ``machine``: its id (a hash of :data:`MACHINE_FIELDS`),
+    label, CPU, family, ISA tier, cores, architecture, memory and the fingerprint as JSON."""
     ident = {k: fingerprint.get(k) for k in MACHINE_FIELDS}
     mid = hashlib.sha256(json.dumps(ident, sort_keys=True).encode()).hexdigest()[:12]
     family = cpu_family(str(fingerprint.get("cpu") or ""))

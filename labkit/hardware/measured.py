@@ -1,30 +1,11 @@
-"""The measured ceiling: the matrix-multiply rate this machine attains with the frameworks' kernels.
+"""The measured peak: the matrix-multiply rate this machine attains with the frameworks' kernels.
 
-The estimate (:mod:`~labkit.hardware.peak`) multiplies cores, clock and FLOPs per cycle; on a
-virtual machine the maximum clock is often unknown, and then so is the estimate. This module
-measures what the machine does instead. For each precision the CPU has arithmetic for (fp32
-always; bf16 with AVX-512 BF16, AMX or Arm's BF16; int8 with VNNI, AMX or Arm's dot products)
-every *probe* (:class:`Probe`: a framework package's ``peak`` module, run in a subprocess so
-that this module and ``import labkit`` stay framework-free) times a large square GEMM with each
-of its framework's kernels, pre-packed weights included (:mod:`labkit.frameworks._kit.peak`).
-:class:`MeasuredPeak` holds the best kernel's median rate with its spread (IQR) and the threads
-used, how far it sits from the spec-sheet estimate, the clock it implies, and a flag when it is
-above the estimate (the estimate's inputs, usually the clock, are then off, or the timing is).
-A peak is judged as a record is (:func:`labkit.bench.verdict`'s limits): its best kernel's spread
-at most :data:`labkit.bench.MAX_REL_IQR` of the median, on a quiet machine. An invalid peak
-says why, offers no images/s to share a record against, and is never cached: :func:`measure`
-measures again once, then returns it unjudged-against.
-
-The peaks are measured once per machine type, thread count and library versions and cached as
-JSON in this user's cache folder (:func:`cache_dir`: ``$LABKIT_CACHE_DIR``, else
-``~/.cache/graphlab``; never the course folder); ``refresh=True`` measures again (``python -m
-labkit doctor --remeasure``). A fixture tree holds its machine's probe output in
-``peak-probes.json`` (:func:`recorded`), so the judgement is tested without the machine.
-
-Reading a benchmark figure against it: a ResNet-50 step is more than GEMMs, so at fp32 a figure
-above the measured peak is almost surely a timing error; at bf16 and int8 the plain GEMM is not
-always the libraries' fastest kernel (oneDNN's convolutions on AMX or VNNI can beat it), so a
-figure above it is flagged with that explanation (:meth:`MeasuredPeak.explain_above`).
+Each :class:`Probe` (a framework's ``peak`` module, run as a subprocess: ``import labkit`` stays
+framework-free) times large GEMMs at each precision the CPU has arithmetic for. A peak is judged
+as a record is (its best kernel's spread at most :data:`labkit.bench.MAX_REL_IQR`, a quiet
+machine): an invalid one is measured again once and never cached. Valid peaks are cached per
+machine type, thread count and library versions (:func:`cache_dir`); a fixture tree records its
+probes' output in ``peak-probes.json`` (:func:`recorded`).
 """
 
 from __future__ import annotations
@@ -77,8 +58,8 @@ _FORMAT = 1  # the cache file's format
 
 @dataclass(frozen=True)
 class Probe:
-    """A framework's matrix-multiply probe: the module run as ``python -m``, the precisions it
-    measures, and the versions of the libraries its kernels come from (part of the cache key)."""
+    """A framework's probe: the module run as ``python -m``, its precisions, and its libraries'
+    versions (part of the cache key)."""
 
     module: str
     precisions: tuple[str, ...]
@@ -93,7 +74,6 @@ class KernelRate:
     kernel: str  #: the kernel, in words ("torch.mm", "MatMul, pre-packed weight")
     probe: str  #: the probe's module
     n: int  #: the GEMM's side (n x n times n x n)
-    prepacked: bool
     gflops: float | None  #: 2 n^3 / the median seconds, in G(FL)OP/s; None when it failed
     iqr_gflops: float | None  #: the interquartile range of the per-call rates
     calls: int
@@ -101,7 +81,7 @@ class KernelRate:
 
     @classmethod
     def of(cls, row: dict, probe: str) -> KernelRate:
-        """The rate of one kernel a probe reported (:func:`labkit.frameworks._kit.peak.main`)."""
+        """The rate of one kernel a probe reported."""
         times = [t for t in row.get("times_s") or [] if isinstance(t, int | float) and t > 0]
         ops = row.get("ops") or 0
         rates = [ops / t / 1e9 for t in times]
@@ -111,7 +91,6 @@ class KernelRate:
             str(row.get("kernel", "?")),
             probe,
             int(row.get("n") or 0),
-            bool(row.get("prepacked")),
             stats.median(rates) if ok else None,
             stats.iqr(rates) if ok else None,
             len(times),
@@ -160,8 +139,7 @@ class MeasuredPeak:
         return self.gflops / self.estimate_gflops
 
     def images_per_s_at(self, image_size: int, training: bool = False) -> float | None:
-        """ResNet-50 images/s at ``image_size`` if it ran at this rate (None: not measured or
-        not valid, so no record is judged against it)."""
+        """ResNet-50 images/s at this rate (None when not valid: no record is judged by it)."""
         if not self.valid:
             return None
         return self.gflops * 1e9 / resnet.flops(image_size, training=training)
@@ -188,9 +166,6 @@ class MeasuredPeak:
             f"else a timing error or a peak measured on a busy machine ({remeasure})"
         )
 
-    def as_dict(self) -> dict:
-        return asdict(self)
-
 
 @dataclass(frozen=True)
 class MeasuredPeaks:
@@ -216,17 +191,14 @@ class MeasuredPeaks:
         measured = [p for p in self.peaks.values() if p.measured]
         return bool(measured) and all(p.valid for p in measured)
 
-    def as_dict(self) -> dict:
-        return asdict(self)
-
 
 # ---------------------------------------------------------------------------------------------
 # judging
 
 
 def to_measure(root: str | os.PathLike = ROOT) -> dict[str, str]:
-    """precision -> "" when this CPU has arithmetic of its own for it (it is measured), else why
-    it is not measured. fp32 is always measured."""
+    """precision -> "" when it is measured (fp32, and any precision the CPU has units for),
+    else why not."""
     rates = per_cycle(root)
     out = {}
     for precision in CEILING_PRECISIONS:
@@ -239,46 +211,39 @@ def to_measure(root: str | os.PathLike = ROOT) -> dict[str, str]:
     return out
 
 
-def _versus_estimate(precision: str, best: KernelRate, threads: int, root) -> dict:
-    """The fields of a measured peak that compare it with the spec-sheet estimate."""
+def _versus_estimate(precision: str, best: KernelRate, threads: int, root) -> tuple:
+    """``(estimate, implied clock, above it, note)``: the peak beside the spec-sheet estimate."""
     c = ceiling(precision, root)
     used = min(float(threads), c.cores) if c.cores else float(threads)
     fpc = c.flops_per_cycle
     clock = best.gflops / (used * fpc) if fpc and not math.isnan(fpc) and used else None
     if c.peak_gflops is None:
-        implied = f"; it implies at least {clock:.2f} GHz at {fpc:g} {precision} " if clock else ""
-        implied += "FLOP/cycle per core" if clock else ""
-        note = f"no spec-sheet estimate (the clock is unknown){implied}"
+        note = "no spec-sheet estimate (the clock is unknown)"
+        if clock:
+            note += f"; it implies at least {clock:.2f} GHz at {fpc:g} {precision} FLOP/cycle "
+            note += "per core"
         fast = clock is not None and clock > MAX_PLAUSIBLE_GHZ
         if fast:
             note += (
                 f": no CPU runs that fast (above {MAX_PLAUSIBLE_GHZ:g} GHz), so labkit's FLOPs "
                 "per cycle for this CPU are too low, or the timing is wrong"
             )
-        return {"estimate_gflops": None, "implied_clock_ghz": clock, "above": fast, "note": note}
+        return None, clock, fast, note
     estimate = c.peak_gflops * used / c.cores
     share = best.gflops / estimate
     note = f"{share:.0%} of the spec-sheet estimate ({estimate:,.0f} GFLOP/s)"
     if share > 1:
         causes = list(c.caveats) or ["the clock or the FLOPs per cycle it assumes are too low"]
-        note += (
-            ": above it, so the estimate's inputs are off ("
-            + "; ".join(causes)
-            + ") or the timing is wrong"
-            + (" (a GEMM cannot outrun the FMA units)" if precision == "fp32" else "")
-        )
+        note += f": above it, so the estimate's inputs are off ({'; '.join(causes)}) or the "
+        note += "timing is wrong"
+        note += " (a GEMM cannot outrun the FMA units)" if precision == "fp32" else ""
     elif precision != "fp32" and share < 0.5:
         note += (
             f": the libraries' plain {precision} GEMM does not reach what the "
             f"{'matrix' if fpc >= 1024 else 'vector'} units promise (tuned kernels, such as "
             "MLPerf submissions', get closer)"
         )
-    return {
-        "estimate_gflops": estimate,
-        "implied_clock_ghz": clock,
-        "above": share > 1,
-        "note": note,
-    }
+    return estimate, clock, share > 1, note
 
 
 def judge(
@@ -289,10 +254,8 @@ def judge(
     why_not: str = "",
     busy: str = "",
 ) -> MeasuredPeak:
-    """The measured peak at ``precision`` from its kernels' rates: the best kernel's, compared
-    with the estimate of ``root``'s machine for ``threads`` cores (``why_not``: the reason it
-    was not measured, when it was not), with its verdict: invalid when the best kernel's spread
-    is over :data:`labkit.bench.MAX_REL_IQR` or the machine was ``busy`` (why, in words)."""
+    """The peak at ``precision``: the best kernel's rate beside ``root``'s estimate, invalid
+    when its spread is over :data:`labkit.bench.MAX_REL_IQR` or the machine was ``busy``."""
     rates = tuple(r for r in rates if r.precision == precision)
     good = [r for r in rates if r.gflops is not None]
     if not good:
@@ -300,32 +263,33 @@ def judge(
         note = why_not or (f"every kernel failed: {failed}" if rates else "not measured")
         return MeasuredPeak(precision, None, None, threads, "", None, None, False, note, rates)
     best = max(good, key=lambda r: r.gflops)
-    vs = _versus_estimate(precision, best, threads, root)
+    estimate, clock, above, note = _versus_estimate(precision, best, threads, root)
     invalid = [busy] if busy else []
     spread = (best.iqr_gflops or 0.0) / best.gflops
     if spread > bench.MAX_REL_IQR:
         invalid.insert(0, f"spread too wide: IQR/median {spread:.0%} > {bench.MAX_REL_IQR:.0%}")
     if invalid:  # the busy reason says already how to measure again
         again = "" if busy else ": measure it again (python -m labkit doctor --remeasure)"
-        vs["note"] = f"not a valid peak ({'; '.join(invalid)}){again}; {vs['note']}"
+        note = f"not a valid peak ({'; '.join(invalid)}){again}; {note}"
+    kernel = str(best).split(":")[0]
     return MeasuredPeak(
         precision,
         best.gflops,
         best.iqr_gflops,
         threads,
-        str(best).split(":")[0],
-        vs["estimate_gflops"],
-        vs["implied_clock_ghz"],
-        vs["above"],
-        vs["note"],
+        kernel,
+        estimate,
+        clock,
+        above,
+        note,
         rates,
         tuple(invalid),
     )
 
 
 def _busy(outputs: list[dict], threads: int) -> tuple[float | None, str]:
-    """The most CPUs other processes kept busy during a probe, and why that is too many for a
-    trustworthy peak (the limit of :func:`labkit.bench.verdict`)."""
+    """The most CPUs others kept busy during a probe, and why that is too many (the limit of
+    :func:`labkit.bench.verdict`)."""
     seen = [o["others_cpus"] for o in outputs if isinstance(o.get("others_cpus"), int | float)]
     if not seen:
         return None, ""
@@ -365,8 +329,8 @@ def _peaks(outputs: list[dict], threads: int, root, measured_at: str, source: st
 
 
 def cache_dir() -> Path:
-    """This user's cache folder for labkit (``$LABKIT_CACHE_DIR``, else ``$XDG_CACHE_HOME`` or
-    ``~/.cache``, then ``graphlab``), created (mode 0700) when missing."""
+    """``$LABKIT_CACHE_DIR``, else ``$XDG_CACHE_HOME/graphlab`` or ``~/.cache/graphlab``,
+    created (mode 0700) when missing."""
     env = os.environ.get(CACHE_ENV, "").strip()
     base = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "graphlab"
     path = Path(env).expanduser() if env else base
@@ -397,14 +361,12 @@ def _load(path: Path, root, threads: int | None = None) -> MeasuredPeaks | None:
 
 
 def recorded(root: str | os.PathLike) -> MeasuredPeaks | None:
-    """The peaks recorded in a fixture tree (its ``peak-probes.json``), judged against that
-    machine's estimate; None when the tree holds none."""
+    """The peaks a fixture tree records, judged against its estimate; None when it has none."""
     return _load(Path(root) / FIXTURE_FILE, root)
 
 
 def cached(probes: Sequence[Probe], threads: int | None = None) -> MeasuredPeaks | None:
-    """The peaks measured before on this machine type with these probes and threads, else
-    None (nothing is measured)."""
+    """The peaks cached for these probes and threads on this machine type, else None."""
     threads = threads or default_threads()
     try:
         return _load(cache_file(probes, threads), ROOT, threads)
@@ -412,17 +374,11 @@ def cached(probes: Sequence[Probe], threads: int | None = None) -> MeasuredPeaks
         return None
 
 
-def _children_cpu_s() -> float:
-    t = os.times()
-    return t.children_user + t.children_system
-
-
 def _run(probe: Probe, threads: int, precisions: list[str], seconds: float) -> dict:
-    """One probe's output (``{"module", "output", "others_cpus"}``: the CPUs other processes
-    kept busy meanwhile), or why it gave none (``"error"``)."""
+    """One probe's ``{"module", "output", "others_cpus"}``, or ``{"module", "error"}``."""
     cmd = [sys.executable, "-m", probe.module, "--threads", str(threads)]
     cmd += ["--precisions", ",".join(precisions), "--seconds", str(seconds)]
-    before, children = bench.cpu_sample(), _children_cpu_s()
+    before, children = bench.cpu_sample(), sum(os.times()[2:4])  # children's user + system
     try:
         done = subprocess.run(
             cmd,
@@ -434,7 +390,7 @@ def _run(probe: Probe, threads: int, precisions: list[str], seconds: float) -> d
         )
     except subprocess.TimeoutExpired:
         return {"module": probe.module, "error": f"no result within {PROBE_TIMEOUT_S:.0f} s"}
-    after, probe_cpu = bench.cpu_sample(), _children_cpu_s() - children
+    after, probe_cpu = bench.cpu_sample(), sum(os.times()[2:4]) - children
     others = bench.busy_elsewhere(before, after)  # the probe counts as another process here
     wall = after[0] - before[0] if before and after else 0.0
     others = max(0.0, others - probe_cpu / wall) if others is not None and wall > 0 else None
@@ -453,12 +409,9 @@ def measure(
     seconds: float = SECONDS,
     attempts: int = 2,
 ) -> MeasuredPeaks:
-    """The measured peaks with ``threads`` threads (default: :func:`default_threads`): from the
-    cache, or (``refresh=True``, or no valid one cached) measured now by every probe in turn, a
-    few seconds each. A valid measurement is cached; an invalid one (a spread over the record's
-    limit, a busy machine: :func:`judge`) is measured again, ``attempts`` times in all, and
-    never cached: the last is returned, each peak saying why it is not valid. A probe that
-    fails is named in ``problems``; the others count."""
+    """The peaks with ``threads`` threads: a valid cached one, else (or ``refresh``) measured
+    by every probe, up to ``attempts`` times until valid. Only a valid one is cached; an
+    invalid one is returned saying why. A probe that fails is named in ``problems``."""
     threads = threads or default_threads()
     found = None if refresh else cached(probes, threads)
     if found is not None and found.valid:

@@ -1,12 +1,7 @@
 """How fast could this machine compute: FLOPs per cycle from the ISA, and the compute ceiling.
 
-The **ceiling** is the textbook estimate ``cores x maximum clock x FLOPs per cycle per core``,
-per precision: FLOPs per cycle follow from the instruction set (fp32 FMA units; bf16 through
-AVX-512 BF16, AMX or Arm's BF16 instructions; int8 through VNNI, AMX or Arm's dot products), the
-cores from :mod:`~labkit.hardware.topology`, the clock from :mod:`~labkit.hardware.clock` (when
-it is unknown, so is the ceiling: ``peak_gflops`` is None). It stays an *estimate*: a
-measurement above it is flagged with its likely cause (:meth:`Ceiling.explain_above`), never
-treated as an error.
+The ceiling is ``cores x maximum clock x FLOPs per cycle`` per precision, an estimate: unknown
+without a clock, and a figure above it is flagged with its likely cause, never an error.
 """
 
 from __future__ import annotations
@@ -14,7 +9,7 @@ from __future__ import annotations
 import math
 import os
 import platform
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 
 from .. import resnet
 from .clock import MAX_GHZ_ENV, max_clock_ghz
@@ -27,7 +22,6 @@ __all__ = [
     "Ceiling",
     "PerCycle",
     "ceiling",
-    "ceilings",
     "per_cycle",
     "vector_extensions",
 ]
@@ -212,10 +206,8 @@ class Ceiling:
     caveats: tuple[str, ...] = ()  #: why an honest figure could still beat it
 
     def images_per_s_at(self, image_size: int, training: bool = False) -> float | None:
-        """Most ResNet-50 images/s at ``image_size`` (a training step: 3x the forward FLOPs).
-
-        None when the peak is unknown.
-        """
+        """Most ResNet-50 images/s at ``image_size`` (a training step: 3x the forward FLOPs);
+        None when the peak is unknown."""
         if self.peak_gflops is None:
             return None
         return self.peak_gflops * 1e9 / resnet.flops(image_size, training=training)
@@ -232,9 +224,6 @@ class Ceiling:
             "the estimate is an upper bound only as good as its inputs; likely causes: "
             + "; ".join(causes)
         )
-
-    def as_dict(self) -> dict:
-        return asdict(self)
 
 
 def _clock_caveat(source: str) -> str:
@@ -272,8 +261,3 @@ def ceiling(precision: str = "fp32", root: str | os.PathLike = ROOT) -> Ceiling:
     method += f" = {peak:.0f} GFLOP/s" if peak is not None else ": peak unknown"
     caveats = tuple(c for c in (rate.caveat, _clock_caveat(clock_how)) if c)
     return Ceiling(precision, usable, ghz, rate.flops, peak, method, caveats)
-
-
-def ceilings(root: str | os.PathLike = ROOT) -> dict[str, Ceiling]:
-    """The ceiling at every precision of :data:`CEILING_PRECISIONS`."""
-    return {p: ceiling(p, root) for p in CEILING_PRECISIONS}

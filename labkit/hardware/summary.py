@@ -1,9 +1,4 @@
-"""Everything about one machine in one report, and the compact identity stored with results.
-
-:func:`report` gathers :mod:`~labkit.hardware.topology`, :mod:`~labkit.hardware.clock` and
-:mod:`~labkit.hardware.peak` with the memory, the GPUs and the system; :func:`fingerprint` is the
-part of it that every benchmark record carries as ``machine``.
-"""
+"""Everything about one machine in one report, and the compact identity stored with results."""
 
 from __future__ import annotations
 
@@ -12,11 +7,11 @@ import os
 import platform
 import shutil
 import subprocess
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass
 
 from .clock import max_clock_ghz
 from .files import ROOT, cpuinfo, first, read, sysctl
-from .peak import ARM_PARTS, Ceiling, ceilings, vector_extensions
+from .peak import ARM_PARTS, CEILING_PRECISIONS, Ceiling, ceiling, vector_extensions
 from .topology import cpu_quota, default_threads, physical_cores, usable_cpus
 
 __all__ = ["MachineReport", "fingerprint", "gpus", "report"]
@@ -60,22 +55,12 @@ class MachineReport:
     cpu_quota: float | None  #: cgroup CPU quota in CPUs, None when unlimited
     threads: int  #: default_threads(): what the runner gives every framework
     clock_ghz: float | None  #: maximum clock, None when unknown
-    clock_source: str
     vector_extensions: list[str]
     memory_gb: float
     gpus: list[str]
     os: str
     python: str
     ceilings: dict[str, Ceiling]
-    notes: list[str] = field(default_factory=list)
-
-    @property
-    def ceiling(self) -> Ceiling:
-        """The fp32 ceiling."""
-        return self.ceilings["fp32"]
-
-    def as_dict(self) -> dict:
-        return asdict(self)
 
 
 def _fixture_arch(blocks: list[dict[str, str]], model: str) -> str:
@@ -84,23 +69,19 @@ def _fixture_arch(blocks: list[dict[str, str]], model: str) -> str:
     return "arm64" if "Apple" in model else "x86_64"
 
 
+@functools.lru_cache(maxsize=8)
 def report(root: str | os.PathLike = ROOT) -> MachineReport:
     """Everything above about one machine (cached per root)."""
-    return _report(str(root))
-
-
-@functools.lru_cache(maxsize=8)
-def _report(root: str) -> MachineReport:
     blocks = cpuinfo(root)
     mac = sysctl(root)
-    real = root == ROOT
+    real = str(root) == ROOT
     model = first(blocks, "model name") or mac.get("machdep.cpu.brand_string", "")
     part = first(blocks, "CPU part")
     if not model and part:
         model = ARM_PARTS.get(part, (f"Arm CPU part {part}", 0))[0]
     n, smt, _ = physical_cores(root)
     quota, _ = cpu_quota(root)
-    ghz, clock_how = max_clock_ghz(root)
+    ghz, _ = max_clock_ghz(root)
     return MachineReport(
         cpu_model=model or (platform.processor() or platform.machine() if real else "unknown"),
         vendor=first(blocks, "vendor_id") or ("Apple" if "Apple" in model else "unknown"),
@@ -111,13 +92,12 @@ def _report(root: str) -> MachineReport:
         cpu_quota=quota,
         threads=default_threads(root),
         clock_ghz=ghz,
-        clock_source=clock_how,
         vector_extensions=vector_extensions(root),
         memory_gb=memory_gb(root),
         gpus=gpus() if real else [],
         os=platform.platform(terse=True) if real else "",
         python=platform.python_version(),
-        ceilings=ceilings(root),
+        ceilings={p: ceiling(p, root) for p in CEILING_PRECISIONS},
     )
 
 

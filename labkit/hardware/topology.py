@@ -1,14 +1,8 @@
 """What this process may use of the machine: its CPUs, their physical cores, its CPU quota.
 
-- the CPUs of its **affinity mask** (``Cpus_allowed_list`` in ``/proc/self/status``, which
-  ``taskset``, ``docker --cpuset-cpus`` and Kubernetes narrow);
-- the **physical cores** behind them: two hyper-threads (SMT siblings) share one core's vector
-  units, so they count once (``thread_siblings_list``, else ``core id`` in ``/proc/cpuinfo``);
-- the **CPU quota** of its cgroup (v2 ``cpu.max``, v1 ``cpu.cfs_quota_us / cpu.cfs_period_us``),
-  which Docker ``--cpus``, Binder and JupyterHub set: a 1.5-CPU quota gives 1.5 cores' worth of
-  time whatever the machine has.
-
-:func:`default_threads` turns that into the thread count the runner gives every framework.
+The affinity mask (``taskset``, ``--cpuset-cpus``), the physical cores behind it (hyper-threads
+share a core's vector units, so they count once) and the cgroup CPU quota (Docker ``--cpus``,
+Binder, JupyterHub) give :func:`default_threads`, the thread count of every framework.
 """
 
 from __future__ import annotations
@@ -23,12 +17,8 @@ __all__ = ["cpu_quota", "default_threads", "physical_cores", "usable_cpus"]
 
 
 def usable_cpus(root: str | os.PathLike = ROOT) -> list[int]:
-    """The logical CPUs this process may run on: its affinity mask.
-
-    Read from ``Cpus_allowed_list`` in ``proc/self/status`` (what ``sched_getaffinity`` returns);
-    where that file is missing, the online CPUs, ``/proc/cpuinfo``'s processors, or (on a real
-    machine without ``/proc``, e.g. macOS) ``os.cpu_count()``.
-    """
+    """The logical CPUs this process may run on (its affinity mask), from
+    ``proc/self/status``, else the online CPUs, cpuinfo's processors or sysctl."""
     status = read(root, "proc/self/status") or ""
     m = re.search(r"^Cpus_allowed_list:\s*(\S+)", status, re.MULTILINE)
     if m:
@@ -97,13 +87,9 @@ def _ancestors(path: str) -> list[str]:
 
 
 def cpu_quota(root: str | os.PathLike = ROOT) -> tuple[float | None, str]:
-    """``(CPUs, where)``: the CPU time per second this process's cgroup may use, None if unlimited.
-
-    cgroup v2: ``cpu.max`` (``"150000 100000"`` is 1.5 CPUs, ``"max 100000"`` no limit); cgroup
-    v1: ``cpu.cfs_quota_us / cpu.cfs_period_us`` (a quota of -1: no limit). A limit anywhere on
-    the way up to the root applies, so the smallest one counts. Inside a container the
-    process's own cgroup is usually mounted at the root of ``/sys/fs/cgroup``.
-    """
+    """``(CPUs, where)``: the CPU time per second this process's cgroup may use (None: no
+    limit), the smallest of v2 ``cpu.max`` and v1 ``cfs_quota_us / cfs_period_us`` on the way
+    up the cgroup tree."""
     paths = _cgroup_paths(root)
     found: list[tuple[float, str]] = []
     v2 = paths.get("", "/")
@@ -126,13 +112,8 @@ def cpu_quota(root: str | os.PathLike = ROOT) -> tuple[float | None, str]:
 
 
 def default_threads(root: str | os.PathLike = ROOT) -> int:
-    """The intra-op thread count the runner gives every framework: the CPUs this process can
-    really use.
-
-    The physical cores of the affinity mask (a hyper-thread adds little to dense arithmetic
-    and contends for the same vector units), at most the cgroup CPU quota rounded down (a
-    1.5-CPU quota: one thread, which the quota never throttles), and at least 1.
-    """
+    """The intra-op threads of every framework: the physical cores of the affinity mask, at
+    most the CPU quota rounded down, at least 1."""
     cores, _, _ = physical_cores(root)
     quota, _ = cpu_quota(root)
     if quota is not None:

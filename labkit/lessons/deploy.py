@@ -1,16 +1,5 @@
-"""Deploying a trained model: the formats and their targets as data, artefact sizes, agreement.
-
-Framework-free. The export and the runtimes live in the adapters (``labkit.frameworks.*``);
-this module holds what notebook 07 compares across them:
-
-- :data:`FORMATS`: each deployment format, what writes it, what runs it, and where (server,
-  mobile, embedded), with the documentation to read (``labkit/data/formats.toml``);
-- :func:`size_bytes`: the size of a model file or of a model directory (SavedModel);
-- :func:`agreement`: how closely a deployed model's logits follow the reference logits on the
-  same inputs (largest difference relative to the largest logit, and top-1 agreement);
-- :func:`record`: a benchmark record (:mod:`labkit.results` schema) for a deployment path timed
-  in the notebook's own process, so that it can sit in the same tables and claim checks as the
-  runner's isolated cells (its ``notes`` say where it was measured).
+"""Notebook 07's deployment helpers: the formats as data (:data:`FORMATS`), artefact sizes,
+logit agreement, and a results record for a path timed in the notebook (:func:`record`).
 """
 
 from __future__ import annotations
@@ -100,16 +89,9 @@ def record(
     model: str = "resnet50",
     where: str = "the notebook's process",
 ) -> dict:
-    """A results record for a :class:`labkit.bench.Measurement` taken in ``where``.
-
-    Judged like a runner record (its validity verdict from the measurement) and compared with
-    the ceiling of its precision (int8 for ``int8-...``): the estimate, and the measured peak
-    at the lab's thread count where one is cached (:func:`labkit.runner.measured_peaks`
-    measures it); the framework's own threads are recorded as unknown. ``cache`` is ``"warm"``:
-    a notebook's process keeps whatever it compiled or exported before.
-    ``model`` names the network (:func:`labkit.resnet.model_id`: a narrower ResNet-50 is another
-    model, with no ResNet-50 ceiling, and no evidence about ResNet-50's claims).
-    """
+    """A results record for a :class:`labkit.bench.Measurement` taken in ``where``, judged
+    like a runner's and set against its precision's ceilings (estimated, and measured where
+    cached). The cache is ``"warm"``; ``model``: :func:`labkit.resnet.model_id`."""
     from .. import bench, hardware, profiles, results
     from ..runner import Cell, ceiling_fields
 

@@ -1,10 +1,4 @@
-"""A table of a lesson's rows: what notebook 07 shows of the graphs and files it compares.
-
-- :func:`markdown`: rows of equal keys as a Markdown table, floats to three significant digits.
-
-The graph passes themselves are written in the lessons, with each framework's own API (notebook
-05: a ``torch.fx`` pass, Inductor's generated code, Grappler's options, ONNX Runtime's levels).
-"""
+"""A lesson's rows as a Markdown table (notebook 07's formats and deployment paths)."""
 
 from __future__ import annotations
 

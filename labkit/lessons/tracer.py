@@ -1,15 +1,8 @@
 """A tracer small enough to read in one screen: how a framework turns Python into a graph.
 
-Framework-free (NumPy only). :func:`trace` calls a Python function with :class:`Proxy` stand-ins
-instead of values; every operation on a proxy is *recorded* as a :class:`Node` of a
-:class:`Graph` instead of being computed. :func:`fold` computes, ahead of time, every node whose
-inputs are all constants and drops what no output needs; :meth:`Graph.run` replays the recorded
-program on real inputs without calling the Python function again.
-
-That is the core of ``tf.function`` (symbolic tensors), ``torch.fx.symbolic_trace`` (FX proxies)
-and tracing-based exporters; notebook 01 maps each framework's capture onto it. What the tracer
-cannot record shows the limits of tracing: a Python ``if`` on a proxy needs a value that does not
-exist yet (:class:`TracingError`), and Python side effects happen once, while tracing.
+:func:`trace` calls a function with :class:`Proxy` stand-ins, recording each operation as a
+:class:`Node`; :func:`fold` folds constants and drops dead nodes; :meth:`Graph.run` replays the
+graph. A Python ``if`` on a proxy has no value to decide on (:class:`TracingError`).
 """
 
 from __future__ import annotations
@@ -28,7 +21,6 @@ __all__ = [
     "const",
     "exp",
     "fold",
-    "recording",
     "tanh",
     "trace",
 ]
@@ -131,11 +123,6 @@ for _op, _dunder in (("add", "add"), ("sub", "sub"), ("mul", "mul"), ("div", "tr
 
 
 _tracing: list[Graph] = []  # the graph being recorded, if any (TensorFlow's "default graph")
-
-
-def recording() -> Graph | None:
-    """The graph being recorded now (TensorFlow's "default graph"); None outside a trace."""
-    return _tracing[-1] if _tracing else None
 
 
 def const(value: object) -> object:

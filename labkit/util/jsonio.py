@@ -1,15 +1,11 @@
-"""JSON files that several processes share, and JSON text that may be hostile.
-
-:func:`loads` is strict JSON for text labkit did not write (NaN, infinities, integers beyond 64
-bits and nesting deeper than :data:`MAX_DEPTH` refused as a :class:`JSONError`); :func:`locked`
-opens a file for appending under an exclusive ``flock``; :func:`write_all` and
-:func:`unwritable` append whole and check a file can be written first; :func:`write_atomic`
-replaces a file in one step. Imports nothing else of labkit.
+"""JSON files several processes share, and JSON text that may be hostile: strict :func:`loads`,
+appends under a lock (:func:`locked`, :func:`write_all`, :func:`unwritable`), :func:`write_atomic`.
 """
 
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import json
 import math
 import os
@@ -28,11 +24,6 @@ __all__ = [
     "write_all",
     "write_atomic",
 ]
-
-try:
-    import fcntl
-except ImportError:  # Windows: no advisory locks; the last writer wins
-    fcntl = None  # type: ignore[assignment]
 
 #: the deepest nesting of arrays and objects accepted (a labkit card or record needs about 6)
 MAX_DEPTH = 64
@@ -80,9 +71,8 @@ def _int64(text: str) -> int:
 
 
 def loads(text: str, max_depth: int = MAX_DEPTH) -> object:
-    """``json.loads(text)``, refusing NaN, infinities (also a number too large to be finite),
-    integers beyond 64 bits and nesting deeper than ``max_depth``: each a :class:`JSONError`
-    that says why (a syntax error keeps its line and column)."""
+    """``json.loads(text)``, refusing NaN, infinities, integers beyond 64 bits and nesting deeper
+    than ``max_depth`` with a :class:`JSONError` that says why."""
     if depth(text) > max_depth:
         raise JSONError(f"nested deeper than {max_depth} levels")
     try:
@@ -101,17 +91,14 @@ def loads(text: str, max_depth: int = MAX_DEPTH) -> object:
 
 @contextlib.contextmanager
 def locked(path: str | os.PathLike) -> Iterator[BinaryIO]:
-    """``path`` opened for appending in binary (created when absent, unbuffered), held under an
-    exclusive advisory lock until the block ends. Every writer of a shared file takes it around
-    what it reads and writes; a process that dies holding it releases it."""
+    """``path`` opened unbuffered for appending, under an exclusive ``flock`` until the block
+    ends (a process that dies holding it releases it)."""
     with open(path, "ab", buffering=0) as f:
-        if fcntl is not None:
-            fcntl.flock(f, fcntl.LOCK_EX)
+        fcntl.flock(f, fcntl.LOCK_EX)
         try:
             yield f
         finally:
-            if fcntl is not None:
-                fcntl.flock(f, fcntl.LOCK_UN)
+            fcntl.flock(f, fcntl.LOCK_UN)
 
 
 def write_all(f: BinaryIO, data: bytes) -> None:
@@ -124,9 +111,8 @@ def write_all(f: BinaryIO, data: bytes) -> None:
 
 
 def write_atomic(path: str | os.PathLike, data: str | bytes) -> Path:
-    """Replace ``path`` with ``data`` (text as UTF-8, bytes as they are) in one step: written to
-    a temporary file beside it, then renamed over it (folders created), so that a reader, or
-    another process writing the same file, never sees a part of it. Returns the path."""
+    """Replace ``path`` with ``data`` (text as UTF-8) in one step: a temporary file beside it,
+    renamed over it, so no reader sees a part of it. Returns the path."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
@@ -145,9 +131,8 @@ def write_atomic(path: str | os.PathLike, data: str | bytes) -> Path:
 
 
 def unwritable(path: str | os.PathLike) -> str | None:
-    """Why ``path`` cannot be appended to (its folder cannot be made or written, it is not a
-    file, its disk is full), or None when it can. Creates the missing folders; leaves no file
-    behind that was not there."""
+    """Why ``path`` cannot be appended to (no folder, not a file, a full disk), or None; makes
+    the missing folders and leaves no file behind."""
     path = Path(path)
     if path.is_dir():
         return "it is a folder, not a file"
@@ -162,11 +147,11 @@ def unwritable(path: str | os.PathLike) -> str | None:
         else:
             with tempfile.TemporaryFile(dir=path.parent, prefix=f".{path.name}."):
                 pass
-        disk = os.statvfs(path.parent) if hasattr(os, "statvfs") else None  # not on Windows
+        disk = os.statvfs(path.parent)
     except OSError as exc:
         where = f" ({exc.filename})" if exc.filename and str(exc.filename) != str(path) else ""
         return f"{exc.strerror or exc}{where}"
-    free = disk.f_bavail * disk.f_frsize if disk is not None else MIN_FREE_BYTES
+    free = disk.f_bavail * disk.f_frsize
     if free < MIN_FREE_BYTES:
         return f"its disk is full ({free // 1024} KiB free)"
     return None

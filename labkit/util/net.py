@@ -1,8 +1,5 @@
-"""Ports and interfaces of this machine: a free port, whether a port is free on every address,
-and the interface that holds an address.
-
-Not for: what to do when a port is taken (the caller's message says how to choose another), nor
-anything that connects or serves. Imports nothing of labkit (``psutil`` for the interfaces).
+"""Ports and interfaces of this machine: a free port, a port free on every address, the interface
+that holds an address.
 """
 
 from __future__ import annotations

@@ -1,14 +1,5 @@
-"""How far one array is from another: the largest difference relative to the reference's scale.
-
-The lab's one agreement measure, ``max |got - ref| / max |ref|`` in float64: a framework's
-logits against the float64 reference (:mod:`labkit.frameworks.crosscheck`), an explored path's
-outputs against eager (:mod:`labkit.frameworks._kit.explore`), a deployed model's logits against
-the model it was exported from (:mod:`labkit.lessons.deploy`), a low-precision model's against
-its fp32 model (:mod:`labkit.frameworks._kit.accuracy`), with the share of inputs whose top
-class agrees (:func:`top1_agreement`).
-
-Not for: how close is close enough (each caller has its own bound), nor shapes (the arrays are
-broadcast against each other; a caller that needs equal shapes checks them first).
+"""The lab's one agreement measure, ``max |got - ref| / max |ref|`` in float64 (each caller has
+its own bound), and the share of inputs whose top class agrees.
 """
 
 from __future__ import annotations

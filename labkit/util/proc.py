@@ -1,11 +1,5 @@
-"""Child processes: their environment, stopping them with all they started, and why they ended.
-
-:func:`child_env` builds every child's environment (``threads=N``: the lab's thread policy for
-anything timed, :func:`thread_env`; ``None``: the frameworks' defaults). :func:`kill_group` and
-:func:`stop_processes` end a child's process group (SIGTERM, then SIGKILL);
-:func:`exit_with_parent` ties a child's life to its parent's. :func:`ended`,
-:func:`crash_reason`, :func:`tail` and :func:`last_lines` say why a child ended and what it said
-last. Imports nothing of labkit.
+"""Child processes: their environment (:func:`child_env`), stopping them with all they started,
+and why they ended.
 """
 
 from __future__ import annotations
@@ -67,21 +61,9 @@ def child_env(
     extra: Mapping[str, str] | None = None,
     drop: Iterable[str] = (),
 ) -> dict[str, str]:
-    """The whole environment of a Python child process that runs labkit code.
-
-    This process's environment without the variables in ``drop`` (a stale description of a
-    cluster, say); ``PYTHONPATH`` that starts with :data:`ROOT`, then ``path``, then the
-    inherited entries (each once, empty ones left out); protobuf's pure-Python implementation
-    (what ``import labkit`` sets: MindSpore and TensorFlow in one process need it); then the
-    thread policy, said explicitly:
-
-    - ``threads=N``: the lab's policy for anything timed (:func:`thread_env`), the same in every
-      framework, so that its figures compare;
-    - ``threads=None``: no thread settings; each framework uses its own defaults (and the user's
-      variables pass through).
-
-    ``extra`` is set last, over everything else.
-    """
+    """The environment of a Python child that runs labkit code: this one's without ``drop``,
+    ``PYTHONPATH`` starting with :data:`ROOT` then ``path``, protobuf's Python implementation,
+    the lab's thread policy (``threads=None``: the frameworks' defaults), then ``extra``."""
     dropped = set(drop)
     env = {k: v for k, v in os.environ.items() if k not in dropped}
     entries = [str(ROOT), *map(str, path), *env.get("PYTHONPATH", "").split(os.pathsep)]
@@ -131,13 +113,8 @@ def exit_with_parent(
     remove: str | os.PathLike | None = None,
     poll_s: float = 0.5,
 ) -> threading.Thread:
-    """End this process when ``parent`` stops being its parent (it died, even by SIGKILL); a
-    daemon thread watches.
-
-    When the parent is gone: ``remove`` (a folder the dead parent can no longer delete) goes,
-    the process group this process leads (if it leads one) is killed, so that what it started
-    goes too, and the process exits with :data:`PARENT_GONE`.
-    """
+    """End this process, its group and ``remove`` (a folder) when ``parent`` dies (even by
+    SIGKILL), exiting with :data:`PARENT_GONE`; a daemon thread watches."""
 
     def watch() -> None:
         while os.getppid() == parent:
@@ -173,9 +150,8 @@ def ended(code: int) -> str:
 
 
 def crash_reason(code: int, log: str, what: str = "the process", fix: str = "") -> str:
-    """Why ``what`` died without a result, from its exit status and the end of its output:
-    out of memory (the log says so, or SIGKILL: most likely the out-of-memory killer), a crash
-    (another signal), or an exit status. ``fix`` follows the two memory cases."""
+    """Why ``what`` died without a result (out of memory, a crash, an exit status), from its
+    exit status and the end of its output; ``fix`` follows the memory cases."""
     fix = f"; {fix}" if fix else ""
     if "MemoryError" in log or "std::bad_alloc" in log or "out of memory" in log.lower():
         return f"out of memory: {what} died (exit status {code}) running out of memory{fix}"

@@ -1,9 +1,5 @@
-"""Order statistics in pure Python: one definition of a quantile for all of labkit.
-
-Linear interpolation between order statistics (numpy's default method, and Python's
-``statistics.quantiles(..., method="inclusive")``), so a median or an IQR means the same in a
-benchmark record, a class report and a distributed run; and the one scaling efficiency (the
-seeds' eight-GPU figures, a distributed run's workers).
+"""Order statistics: one quantile for all of labkit (numpy's linear interpolation), and the one
+scaling efficiency.
 """
 
 from __future__ import annotations

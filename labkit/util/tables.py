@@ -1,9 +1,4 @@
-"""Tables as text: Markdown (notebooks, reports, the guide's export) and HTML (the class page).
-
-One escape for a Markdown table cell (:func:`escape`) and one builder per format, so that a
-learner's mode name with a ``|`` in it, or a framework's multi-line message, never breaks a
-table.
-"""
+"""Tables as text, every cell escaped: Markdown and HTML."""
 
 from __future__ import annotations
 

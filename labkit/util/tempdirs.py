@@ -1,20 +1,14 @@
 """This user's own folders in the shared temporary directory, for what labkit reuses between
-processes (the ONNX export cache, the shared compile caches, MindSpore's scratch files).
-
-On a machine that users share (a JupyterHub with one ``/tmp``), a folder with a fixed name in the
-temporary directory can be created first by someone else: whatever they put there (an ONNX
-model, a compiled library in Inductor's cache) would then be loaded and run. So every such
-folder is made by :func:`private_dir`: its name carries this user's id, it is created with mode
-0700, and an existing one is used only if it is a real folder (not a symbolic link) that belongs
-to this user and that nobody else can write to; otherwise :class:`UnsafeFolder` says which folder,
-whose it is, its mode, and what to do. Folders from :func:`tempfile.mkdtemp` (random names, mode
-0700) need none of this.
+processes (compile caches, the ONNX export cache). On a shared machine a fixed name could be
+made first by someone else, who would then plant what labkit loads and runs: :func:`private_dir`
+names it for this user, makes it 0700 and refuses one that is not a private folder of this user's.
 """
 
 from __future__ import annotations
 
 import atexit
 import os
+import pwd
 import shutil
 import stat
 import tempfile
@@ -30,10 +24,8 @@ class UnsafeFolder(ValueError):
 def owner_name(uid: int) -> str:
     """``uid`` and, where the system knows it, the user's name: ``"1001 (alice)"``."""
     try:
-        import pwd
-
         return f"{uid} ({pwd.getpwuid(uid).pw_name})"
-    except (ImportError, KeyError):
+    except KeyError:
         return str(uid)
 
 
@@ -61,12 +53,7 @@ def check_private(path: Path) -> Path:
 
 
 def private_dir(name: str) -> Path:
-    """``<temporary directory>/<name>-<uid>``: this user's own folder, created with mode 0700
-    when missing; an existing one is checked (:func:`check_private`)."""
-    if not hasattr(os, "getuid"):  # no users to tell apart (Windows): a plain folder
-        path = Path(tempfile.gettempdir()) / name
-        path.mkdir(parents=True, exist_ok=True)
-        return path
+    """``<temporary directory>/<name>-<uid>``, created 0700 or checked (:func:`check_private`)."""
     path = Path(tempfile.gettempdir()) / f"{name}-{os.getuid()}"
     try:
         path.mkdir(mode=0o700)
@@ -77,9 +64,8 @@ def private_dir(name: str) -> Path:
 
 
 def bound(folder: Path, max_bytes: int, keep: Path | None = None) -> list[Path]:
-    """Keep a cache folder's files (searched recursively) under ``max_bytes``: the least recently
-    used (oldest modification time; a cache hit should touch its file) go first, never ``keep``.
-    Returns what was removed; a file another process removed first is skipped."""
+    """Keep a cache folder's files under ``max_bytes``, removing the least recently modified
+    first, never ``keep``; returns what was removed."""
     files = []
     for path in folder.rglob("*"):
         try:
@@ -102,8 +88,7 @@ def bound(folder: Path, max_bytes: int, keep: Path | None = None) -> list[Path]:
 
 
 def scratch(prefix: str) -> Path:
-    """A new folder of this process's own (:func:`tempfile.mkdtemp`), removed with everything
-    in it when the process exits (a notebook's kernel: when it is shut down or restarted)."""
+    """A new folder of this process's own, removed when the process (a kernel) exits."""
     path = Path(tempfile.mkdtemp(prefix=prefix))
     atexit.register(shutil.rmtree, path, ignore_errors=True)
     return path

@@ -1,8 +1,5 @@
-"""Records for a reader: what to know before trusting one, and the plain-text table.
-
-:func:`table` prints the latest record of each cell aligned, in a stable order (what
-``python -m labkit report`` shows), with each record's :func:`flags` after the table.
-"""
+"""Records for a reader: the plain-text :func:`table` (what ``python -m labkit report`` prints)
+and each record's :func:`flags`."""
 
 from __future__ import annotations
 
@@ -30,8 +27,8 @@ _FIGURE_COLUMNS = (
 
 
 def flags(record: dict) -> list[str]:
-    """What a reader must know before trusting a record: why it is invalid, and the
-    above-ceiling and above-measured-peak notes (empty for a valid record within both)."""
+    """What a reader must know before trusting a record: why it is invalid, and its notes above
+    the ceiling or the measured peak."""
     out = [] if is_valid(record) else list(record.get("invalid_reasons") or ["no validity verdict"])
     above = record.get("above_ceiling")
     if above is None:  # a record that predates the flag: its recorded share says it
@@ -45,7 +42,6 @@ def flags(record: dict) -> list[str]:
 
 
 def accuracy_text(accuracy: dict | None) -> str:
-    """A record's accuracy cost in words ("" without one)."""
     if not accuracy:
         return ""
     if accuracy.get("error"):
@@ -64,8 +60,7 @@ def accuracy_text(accuracy: dict | None) -> str:
 
 
 def _order():
-    """The sort key of a record in the table: the ResNet-50 first, then the registry's order of
-    frameworks, the tasks' order, ..., each framework's order of modes."""
+    """The table's sort key: the ResNet-50 first, the registry's and the tasks' orders."""
     order = {fw: i for i, fw in enumerate(NAMES)}
     modes = {(fw, m): i for fw, ms in MODES.items() for i, m in enumerate(ms)}
     tasks = {t: i for i, t in enumerate(TASKS)}
@@ -90,16 +85,8 @@ def _share_text(share: float | None, above: bool) -> str:
 
 
 def table(records: Iterable[dict]) -> str:
-    """A plain-text table of the latest record of each cell (what ``python -m labkit report``
-    prints).
-
-    ``valid`` says whether a measured cell passed its validity verdict; ``ceiling`` is the share
-    of the spec-sheet estimate, ``peak`` that of the measured matrix-multiply peak at the
-    record's precision. The reasons, the likely cause of a figure above either (marked
-    ``(!)``) and the accuracy cost of each low-precision record follow the table. Records of a
-    learner's model (``labkit.explore.bench``) add a ``model`` column, and their ``size`` is the
-    input shape.
-    """
+    """The latest record of each cell in aligned columns (``ceiling``/``peak``: the share of the
+    estimated ceiling / measured peak, ``(!)`` above it), then the flags and accuracy costs."""
     rows = sorted(latest(records), key=_order())
     models = any(r.get("model", DEFAULT_MODEL) != DEFAULT_MODEL for r in rows)
     lead = ("model",) * models + ("framework", "mode", "task", "batch", "prec", "size", "dev")
@@ -124,7 +111,6 @@ def table(records: Iterable[dict]) -> str:
 
 
 def _cells(r: dict, models: bool) -> list[str]:
-    """The texts of one record: the cell, then its figures (or one ``FAILED: ...``)."""
     cells = [model_name(r.get("model", DEFAULT_MODEL))] * models + [
         r["framework"],
         r["mode"],
@@ -151,9 +137,8 @@ def _cells(r: dict, models: bool) -> list[str]:
 
 
 def _aligned(head: tuple[str, ...], n: int, lines: list[list[str]]) -> list[str]:
-    """``head``, a rule and ``lines`` in columns: the first ``n`` left-aligned, the figures
-    right-aligned; a failed row's message (its one cell after the first ``n``) runs on, unpadded
-    and not widening any column."""
+    """Columns: the first ``n`` left-aligned, the figures right-aligned; a failed row's message
+    runs on, not widening any column."""
     widths = [
         max(
             [len(h)] + [len(c[i]) for c in lines if i < len(c) and not (len(c) == n + 1 and i == n)]

@@ -9,6 +9,7 @@ from .compare import Estimate, break_even, break_even_rows, ratio, speedups
 from .query import (
     best,
     context,
+    flags,
     invalid,
     is_valid,
     latest,
@@ -36,7 +37,7 @@ from .store import (
     load,
     parse_lines,
 )
-from .summary import flags, table
+from .summary import table
 
 __all__ = [
     "CACHE_STATES",

@@ -18,9 +18,7 @@ from pathlib import Path
 
 from ..util import jsonio
 from .compare import speedups
-from .query import BASELINE, latest, ok
-from .schema import KEY, key
-from .summary import flags
+from .query import flags, ok
 
 KIND = "labkit-result-card"
 FORMAT = 1
@@ -150,33 +148,9 @@ class Scrubber:
         return value
 
 
-def _cell(r: dict, **change) -> tuple:
-    return tuple(change.get(k, r.get(k)) for k in KEY)
-
-
 def ratios(records: Iterable[dict]) -> list[dict]:
-    """:func:`labkit.results.speedups` of every pair, each row ``flagged`` with the :func:`flags`
-    of either side (``valid``: None when either record has no verdict)."""
-    records = list(records)
-    cells = {key(r): r for r in latest(ok(records))}
-    out = []
-    for row in speedups(records, include_invalid=True):
-        graph = cells[_cell(row)]
-        fw, mode = BASELINE[row["framework"]]
-        base = cells[_cell(row, framework=fw, mode=mode)]
-        verdicts = [graph.get("valid"), base.get("valid")]
-        why = [f"{row['mode']}: {f}" for f in flags(graph)] + [
-            f"{mode} (baseline): {f}" for f in flags(base)
-        ]
-        out.append(
-            {
-                **row,
-                "valid": None if None in verdicts else all(verdicts),
-                "flagged": bool(why),
-                "flags": why,
-            }
-        )
-    return out
+    """:func:`labkit.results.speedups` of every pair, each row ``flagged`` when it has flags."""
+    return [{**r, "flagged": bool(r["flags"])} for r in speedups(records, include_invalid=True)]
 
 
 def _machine(records: list[dict], local: bool) -> dict:

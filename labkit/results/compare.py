@@ -8,7 +8,7 @@ import math
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from .query import baseline_pairs, is_valid
+from .query import baseline_pairs, flags, is_valid
 from .schema import KEY, key
 
 __all__ = [
@@ -82,17 +82,20 @@ def ratio(num: dict, den: dict, confidence: float = CONFIDENCE, seed: int = 0) -
 
 
 def _row(r: dict, base: dict) -> dict:
+    why = [f"{r['mode']}: {f}" for f in flags(r)]
+    why += [f"{base['mode']} (baseline): {f}" for f in flags(base)]
     return {
         **dict(zip(KEY, key(r))),
         "baseline": f"{base['framework']} {base['mode']}",
         "valid": is_valid(r) and is_valid(base),
+        "flags": why,
     }
 
 
 def speedups(records: Iterable[dict], include_invalid: bool = False) -> list[dict]:
     """Each graph mode's :func:`ratio` over its eager baseline in the same context (a row per
-    pair: ``speedup``, its interval, ``significant``, ``valid``); invalid records left out
-    unless ``include_invalid``."""
+    pair: ``speedup``, its interval, ``significant``, ``valid``, either side's ``flags``);
+    invalid records left out unless ``include_invalid``."""
     rows = []
     for r, base in baseline_pairs(records, include_invalid):
         est = ratio(r, base)

@@ -13,6 +13,7 @@ __all__ = [
     "baseline_pairs",
     "best",
     "context",
+    "flags",
     "invalid",
     "is_valid",
     "latest",
@@ -46,6 +47,21 @@ def valid(records: Iterable[dict]) -> list[dict]:
 
 def invalid(records: Iterable[dict]) -> list[dict]:
     return [r for r in ok(records) if not is_valid(r)]
+
+
+def flags(record: dict) -> list[str]:
+    """What a reader must know before trusting a record: why it is invalid, and its notes above
+    the ceiling or the measured peak."""
+    out = [] if is_valid(record) else list(record.get("invalid_reasons") or ["no validity verdict"])
+    above = record.get("above_ceiling")
+    if above is None:  # a record that predates the flag: its recorded share says it
+        share = record.get("ceiling_share")
+        above = isinstance(share, int | float) and share > 1.0
+    if above:
+        out.append(record.get("ceiling_note") or "above the estimated compute ceiling")
+    if record.get("above_measured_peak"):
+        out.append(record.get("measured_peak_note") or "above the measured peak")
+    return list(dict.fromkeys(out))
 
 
 def latest(records: Iterable[dict]) -> list[dict]:

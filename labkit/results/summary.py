@@ -1,5 +1,4 @@
-"""Records for a reader: the plain-text :func:`table` (what ``python -m labkit report`` prints)
-and each record's :func:`flags`."""
+"""The plain-text :func:`table` of records (what ``python -m labkit report`` prints)."""
 
 from __future__ import annotations
 
@@ -7,10 +6,10 @@ from collections.abc import Iterable
 
 from ..frameworks import MODES, NAMES
 from ..frameworks.contract import TASKS
-from .query import is_valid, latest
+from .query import flags, is_valid, latest
 from .schema import DEFAULT_MODEL, model_name
 
-__all__ = ["flags", "table"]
+__all__ = ["table"]
 
 #: the columns of :func:`table` after the cell's own (framework, mode, ...)
 _FIGURE_COLUMNS = (
@@ -24,21 +23,6 @@ _FIGURE_COLUMNS = (
     "RSS MB",
     "valid",
 )
-
-
-def flags(record: dict) -> list[str]:
-    """What a reader must know before trusting a record: why it is invalid, and its notes above
-    the ceiling or the measured peak."""
-    out = [] if is_valid(record) else list(record.get("invalid_reasons") or ["no validity verdict"])
-    above = record.get("above_ceiling")
-    if above is None:  # a record that predates the flag: its recorded share says it
-        share = record.get("ceiling_share")
-        above = isinstance(share, int | float) and share > 1.0
-    if above:
-        out.append(record.get("ceiling_note") or "above the estimated compute ceiling")
-    if record.get("above_measured_peak"):
-        out.append(record.get("measured_peak_note") or "above the measured peak")
-    return list(dict.fromkeys(out))
 
 
 def accuracy_text(accuracy: dict | None) -> str:

@@ -168,18 +168,8 @@ def cached_peaks(threads: int | None = None) -> hardware.MeasuredPeaks | None:
 def ceiling_fields(images_per_s: float, cell: Cell, threads: int | None = None) -> dict:
     """A ResNet-50 CPU cell's figure against the spec-sheet ceiling (``ceiling_*``) and the
     cached measured peak (``measured_peak*``, or the note saying why there is none) at its
-    precision; the fields stay empty for other cells."""
-    out: dict = {
-        "ceiling_images_per_s": None,
-        "ceiling_share": None,
-        "above_ceiling": False,
-        "ceiling_note": "",
-        "measured_peak": None,
-        "measured_peak_images_per_s": None,
-        "measured_peak_share": None,
-        "above_measured_peak": False,
-        "measured_peak_note": "",
-    }
+    precision; none for other cells."""
+    out: dict = {}  # the record's defaults stand for what is not set here
     if cell.device != "cpu" or cell.custom:  # the CPU's, for the ResNet-50
         return out
     training = cell.task == "train"

@@ -1,12 +1,6 @@
-"""Framework-free timing of a prepared step: the core of the benchmark engine.
-
-:func:`measure` times an adapter's ``Prepared.step`` (or a bare callable) as
-``torch.utils.benchmark`` does and returns a :class:`Measurement`: the first call timed apart,
-warm-up, then samples with garbage collection off; a call too fast for the profile's minimum
-time is timed in blocks (:func:`calls_per_sample`, as ``blocked_autorange``). :func:`verdict`
-is the validity verdict (enough samples and time, a small spread, a quiet machine);
-:func:`peak_rss_mb` the memory high-water mark.
-"""
+"""Framework-free timing of a prepared step, as ``torch.utils.benchmark`` does: :func:`measure`
+returns a :class:`Measurement`; :func:`verdict` is the validity verdict (enough samples and time,
+a small spread, a quiet machine); :func:`peak_rss_mb` the memory high-water mark."""
 
 from __future__ import annotations
 
@@ -34,12 +28,8 @@ __all__ = [
 
 
 def peak_rss_mb() -> float:
-    """Peak resident memory of this process so far, MiB (the high-water mark, not the current).
-
-    On Linux this is ``VmHWM`` from ``/proc/self/status``: ``getrusage``'s ``ru_maxrss`` is
-    carried over from the parent into a forked and exec'd child, so a benchmark cell started
-    from a large notebook kernel would report the kernel's peak instead of its own.
-    """
+    """Peak resident memory of this process so far, MiB. On Linux ``VmHWM``: ``ru_maxrss`` is
+    inherited across fork and exec, so a cell would report its notebook kernel's peak."""
     try:
         with open("/proc/self/status", encoding="ascii") as f:
             for line in f:
@@ -47,20 +37,11 @@ def peak_rss_mb() -> float:
                     return int(line.split()[1]) / 2**10  # KiB
     except OSError:
         pass
-    try:
-        import resource
+    import resource
 
-        peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-        return peak / 2**20 if sys.platform == "darwin" else peak / 2**10  # bytes vs KiB
-    except ImportError:  # Windows
-        import psutil
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return peak / 2**20 if sys.platform == "darwin" else peak / 2**10  # bytes vs KiB
 
-        info = psutil.Process().memory_info()
-        return getattr(info, "peak_wset", info.rss) / 2**20
-
-
-# ---------------------------------------------------------------------------------------------
-# is the machine quiet? (MLPerf-style validity rules)
 
 #: the spread a valid measurement may have: IQR / median at most this (``torch.utils.benchmark``
 #: warns from 10 %)
@@ -79,9 +60,8 @@ def load_1min() -> float | None:
 
 
 def cpu_sample() -> tuple[float, float, float] | None:
-    """``(wall s, CPU-seconds busy on the whole machine, CPU-seconds of this process)``, or None
-    where ``/proc/stat`` is missing. Two samples give what *other* processes used in between
-    (busy includes ``steal``: time a hypervisor gave to other virtual machines)."""
+    """``(wall s, CPU-seconds busy on the whole machine (steal included), CPU-seconds of this
+    process)``, or None without ``/proc/stat``."""
     try:
         with open("/proc/stat", encoding="ascii") as f:
             fields = [int(x) for x in f.readline().split()[1:]]
@@ -113,19 +93,11 @@ def verdict(
     number_per_run: int = 1,
     max_rel_iqr: float = MAX_REL_IQR,
 ) -> list[str]:
-    """Why a measurement is *invalid* (MLPerf's run rules, in spirit): an empty list is valid.
-
-    ``times_s`` are seconds per call, one per timed sample; each sample is one call, or the mean
-    of ``number_per_run`` calls timed together (:func:`measure` blocks calls that are too fast).
-
-    - at least ``min_repeats`` timed samples and ``min_time_s`` seconds of timed calls (the
-      profile's);
-    - a spread (IQR / median of the samples) of at most ``max_rel_iqr`` (:data:`MAX_REL_IQR`
-      unless the profile says otherwise: its ``max_spread``);
-    - a quiet machine: while timing, other processes kept at most the CPUs the cell leaves free
-      plus :data:`MAX_STOLEN` of the cell's ``threads`` busy (from ``/proc/stat``); where that
-      cannot be read, a 1-minute load average below the CPU count when timing started.
-    """
+    """Why a measurement is invalid (MLPerf's run rules, in spirit; [] is valid): fewer than
+    ``min_repeats`` samples (each of ``number_per_run`` calls) or ``min_time_s`` of timed calls,
+    an IQR/median above ``max_rel_iqr``, or a busy machine: other processes kept more than the
+    CPUs the cell leaves free plus :data:`MAX_STOLEN` of its ``threads`` busy (without
+    ``/proc/stat``: a 1-minute load at or above the CPU count)."""
     reasons = []
     n, total = len(times_s), float(sum(times_s)) * number_per_run
     if n < min_repeats:
@@ -153,32 +125,21 @@ def verdict(
     return reasons
 
 
-# ---------------------------------------------------------------------------------------------
-# blocks of calls for calls too fast to time one by one within max_repeats
-
 #: the most calls one timed sample may hold (a call of a few nanoseconds still ends)
 MAX_NUMBER_PER_RUN = 2**20
 
 
 def sample_target_s(min_time_s: float, max_repeats: int) -> float:
-    """The shortest a timed sample may take so that ``max_repeats`` samples reach the minimum
-    time twice over: ``2 * min_time_s / max_repeats`` (0 when no minimum time is asked)."""
+    """The shortest a timed sample may take: ``max_repeats`` of them reach twice the minimum."""
     return 2.0 * min_time_s / max_repeats if min_time_s > 0 and max_repeats > 0 else 0.0
 
 
 def calls_per_sample(
     step, target_s: float, last_call_s: float | None = None, clock=time.perf_counter
 ) -> tuple[int, int]:
-    """``(number, untimed)``: how many calls one timed sample must hold to take ``target_s``,
-    and how many untimed calls finding out took.
-
-    As ``torch.utils.benchmark.Timer.blocked_autorange`` estimates its block size: a call that
-    takes ``target_s`` or more (``last_call_s``, the last warm-up call, when given) is timed
-    alone (1); a faster one is called 1, 2, 4, ... times in a row until a block takes
-    ``target_s`` in the fastest of three tries (one try slowed by another process must not
-    shrink the block), and the block is scaled to that time (at most
-    :data:`MAX_NUMBER_PER_RUN`).
-    """
+    """``(number, untimed)``: the calls one sample must hold to take ``target_s`` and the
+    untimed calls finding out took, as ``blocked_autorange`` does: 1, 2, 4, ... calls until a
+    block (the fastest of three tries) takes ``target_s``, then scaled to it."""
     if target_s <= 0 or (last_call_s is not None and last_call_s >= target_s):
         return 1, 0
     n, untimed = 1, 0
@@ -204,19 +165,9 @@ def calls_per_sample(
 
 @dataclass
 class Measurement:
-    """Timed calls of one step, in the shape of ``torch.utils.benchmark.Measurement``.
-
-    Carries its raw times and says how they were taken (:attr:`how`): the first call (tracing or
-    compilation) is timed apart, then ``warmup`` untimed calls, then samples timed one by one
-    with ``time.perf_counter`` until both ``min_repeats`` samples and ``min_time_s`` seconds are
-    reached (or ``max_repeats`` samples). A sample is one call, or, for a call too fast to reach
-    ``min_time_s`` within ``max_repeats`` samples, a block of ``number_per_run`` calls timed
-    together (as ``torch.utils.benchmark``'s ``number_per_run``); :attr:`times_s` holds seconds
-    *per call* either way (a block's time divided by its calls). Each step returns only when its
-    work is done. It also keeps what the validity verdict needs (:meth:`judge`): the minimums it
-    was asked for, the CPUs other processes kept busy while it timed and the load average when
-    timing started.
-    """
+    """Timed calls of one step, in the shape of ``torch.utils.benchmark.Measurement``: the raw
+    seconds per call of each sample (a sample: ``number_per_run`` calls), the first call apart,
+    how they were taken (:attr:`how`) and what the verdict needs (:meth:`judge`)."""
 
     times_s: list[float]
     first_call_s: float
@@ -255,7 +206,6 @@ class Measurement:
         return self.images_per_call / self.median_s
 
     def judge(self, threads: int, cpu_count: int | None = None) -> list[str]:
-        """Why this measurement is invalid (empty: valid); see :func:`verdict`."""
         return verdict(
             self.times_s,
             self.min_repeats,
@@ -269,7 +219,6 @@ class Measurement:
 
     @property
     def timed_s(self) -> float:
-        """Seconds of timed calls in all (every sample's time, blocks whole)."""
         return sum(self.times_s) * self.number_per_run
 
     def as_dict(self) -> dict:
@@ -313,20 +262,11 @@ def measure(
     images_per_call: int | None = None,
     label: str = "",
 ) -> Measurement:
-    """Time ``prepared.step``: first call apart, ``warmup`` untimed calls, then timed samples.
-
-    Timing stops after ``max(min_repeats, samples within min_time_s)`` samples, never more than
-    ``max_repeats``. A sample is one call, unless the last warm-up call was shorter than
-    :func:`sample_target_s` (``2 * min_time_s / max_repeats``): then :func:`calls_per_sample`
-    sizes a block of calls (its untimed calls count as warm-up), so that ``max_repeats``
-    samples reach ``min_time_s``; if they still fall short (the calls became faster than when
-    the block was sized), those samples count as warm-up and the timing runs once more with
-    blocks sized from the samples' median call. The times are seconds per call either way.
-    ``prepared`` is an adapter's ``Prepared`` (its ``step`` and ``batch_size``) or a bare
-    callable (then give ``images_per_call``).
-    Garbage collection is off while the calls are timed (as ``timeit`` does), so a collection
-    of earlier garbage cannot land in one call's time; it is back on afterwards.
-    """
+    """Time ``prepared.step`` (or a bare callable, with ``images_per_call``): the first call
+    apart, ``warmup`` untimed calls, then samples with garbage collection off until
+    ``min_repeats`` and ``min_time_s`` are reached (at most ``max_repeats``). A call shorter than
+    :func:`sample_target_s` is timed in blocks (:func:`calls_per_sample`); blocks that still fall
+    short (the calls got faster) become warm-up and are grown once."""
     step = prepared if callable(prepared) else prepared.step
     images = (
         images_per_call if images_per_call is not None else getattr(prepared, "batch_size", None)
@@ -388,8 +328,7 @@ def measure(
 def _samples(
     step, number: int, min_repeats: int, min_time_s: float, max_repeats: int, clock
 ) -> tuple[list[float], float | None]:
-    """The timed samples (seconds per call, each of ``number`` calls) with garbage collection
-    off, and the CPUs other processes kept busy meanwhile (:func:`busy_elsewhere`)."""
+    """The samples (seconds per call), garbage collection off, and the CPUs others kept busy."""
     times: list[float] = []
     total = 0.0
     collecting = gc.isenabled()

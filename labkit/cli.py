@@ -103,9 +103,7 @@ def _report(args: argparse.Namespace) -> int:
             f"{args.file} holds no results; fix: run "
             f"`python -m labkit bench --out {args.file}` first"
         )
-    path = Path(
-        args.file
-    )  # by default bench.jsonl's figures go in bench/, bench's in bench-figures/
+    path = Path(args.file)  # bench.jsonl's figures go in bench/, bench's in bench-figures/
     out = Path(args.out or (path.with_suffix("") if path.suffix else f"{path}-figures"))
     if out.exists() and not out.is_dir():
         raise ValueError(f"--out {out} is a file, not a folder: name a folder for the figures")
@@ -193,7 +191,6 @@ def _explore(args: argparse.Namespace) -> int:
 
 
 def _default_results() -> list[Path]:
-    """The results files a learner has by default: the benchmark's and the notebooks' own."""
     found = sorted(Path("results").glob("*.jsonl")) + sorted(
         Path("notebooks/results").glob("*.jsonl")
     )
@@ -254,11 +251,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     sub = parser.add_subparsers(dest="command", required=True)
     doctor = sub.add_parser(
-        "doctor",
-        help="machine report, compute ceiling (estimated and measured), framework versions",
-        description="The machine, its ceiling per precision (the spec-sheet estimate beside the "
-        "matrix-multiply peak measured with the frameworks' kernels, measured once per machine "
-        "and cached), the profile and the frameworks.",
+        "doctor", help="the machine, its ceiling (estimated and measured), the frameworks"
     )
     doctor.add_argument(
         "--remeasure", action="store_true", help="measure the peaks again (a few seconds)"
@@ -281,55 +274,33 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _add_bench(sub) -> None:
-    """``bench``: the ResNet-50 benchmark plan."""
     from .frameworks import NAMES
 
     bench = sub.add_parser(
-        "bench",
-        help="run the ResNet-50 benchmark plan (each cell in its own process)",
-        description="Measure ResNet-50 on this machine: frameworks x modes x tasks x batch sizes x "
-        "precisions, each cell in a fresh process, each result appended to a JSONL "
-        "file as soon as it exists.",
+        "bench", help="measure ResNet-50 here, each cell in its own process, into a JSONL file"
     )
     _run_options(bench, "", f"comma-separated, default all: {','.join(NAMES)}")
-    bench.add_argument(
-        "--batch-sizes",
-        help="batch sizes of throughput and train, e.g. 1,8 "
-        "(default: the profile's; latency is always 1)",
-    )
-    bench.add_argument(
-        "--precision",
-        help="fp32 (default), bf16, int8, or several: fp32,bf16,int8 (a framework without a "
-        "precision records it unsupported, saying why)",
-    )
+    bench.add_argument("--batch-sizes", help="of throughput and train, e.g. 1,8 (latency: 1)")
+    bench.add_argument("--precision", help="fp32 (default), bf16, int8, or several: fp32,bf16")
     bench.add_argument("--device", default="cpu", help="cpu (default) or gpu")
     bench.add_argument(
         "--cache",
         choices=("cold", "warm"),
         default="cold",
-        help="cold (default): every compile cache starts empty for each cell, so first calls "
-        "include the whole compilation; warm: caches are shared with earlier runs",
+        help="cold (default): empty compile caches for each cell; warm: shared with earlier runs",
     )
-    bench.add_argument(
-        "--out",
-        help="results file (default: results/bench-<profile>.jsonl); new results are appended",
-    )
+    bench.add_argument("--out", help="results file, appended to (results/bench-<profile>.jsonl)")
     bench.set_defaults(func=_bench)
 
 
 def _add_report(sub) -> None:
-    """``report``: a results file as a table and figures."""
     report = sub.add_parser("report", help="print a results file as a table and write its figures")
     report.add_argument("file", help="a JSONL file written by `python -m labkit bench`")
-    report.add_argument(
-        "--out",
-        help="folder for the PNG figures (default: FILE without its suffix, or FILE-figures)",
-    )
+    report.add_argument("--out", help="folder for the figures (default: FILE without suffix)")
     report.set_defaults(func=_report)
 
 
 def _add_explore(sub) -> None:
-    """``explore``: a learner's own model through every capture path."""
     explore = sub.add_parser(
         "explore",
         help="what happens to your own model in graph mode (and, with --bench, is it faster?)",
@@ -380,74 +351,45 @@ def _add_explore(sub) -> None:
 
 
 def _run_options(p, when: str, frameworks: str) -> None:
-    """The options of a benchmark run that ``bench`` and ``explore --bench`` share."""
     from .frameworks.contract import TASKS
 
     p.add_argument("--profile", help=f"{when}smoke | standard | full (default: $LABKIT_PROFILE)")
     p.add_argument("--frameworks", help=f"{when}comma-separated, default: {frameworks}")
     p.add_argument("--modes", help=f"{when}eager, graph (every non-eager mode) or mode names")
     p.add_argument("--tasks", help=f"{when}comma-separated, default all: {','.join(TASKS)}")
-    p.add_argument(
-        "--threads",
-        type=int,
-        help=f"{when}intra-op threads per framework (default: "
-        "the physical cores this process may use, within its CPU quota)",
-    )
+    p.add_argument("--threads", type=int, help=f"{when}intra-op threads (default: the cores)")
     p.add_argument("--resume", action="store_true", help=f"{when}skip the cells already saved")
 
 
 def _add_card(sub) -> None:
-    """``card``: a learner's result card."""
     card = sub.add_parser(
-        "card",
-        help="write your result card: one small anonymous JSON file to hand in",
-        description="Put your benchmark results on a result card: machine fingerprint, versions, "
-        "profile, every record with its validity, and the graph-vs-eager ratios. Anonymous: no host "
-        "name, user name or path (give --name to add a name of your choice).",
+        "card", help="write your result card: one small anonymous JSON file to hand in"
     )
-    card.add_argument(
-        "results",
-        nargs="*",
-        help="JSONL results files (default: every results/*.jsonl and notebooks/results/*.jsonl)",
-    )
+    card.add_argument("results", nargs="*", help="results files (default: results/*.jsonl)")
     card.add_argument("--out", help="the card (default: results/card-<profile>.json)")
     card.add_argument("--name", help="a name to show on the card (default: anonymous)")
     card.set_defaults(func=_card)
 
 
 def _add_class(sub) -> None:
-    """``class collect`` and ``class report``: the instructor's commands."""
-    klass = sub.add_parser(
-        "class",
-        help="instructor: collect result cards into one database and report on the class",
-    )
+    klass = sub.add_parser("class", help="instructor: collect result cards, report on the class")
     class_sub = klass.add_subparsers(dest="class_command", required=True)
     collect = class_sub.add_parser(
         "collect",
-        help="add cards and results files (files or folders) to the class database",
-        description="Add result cards and JSONL results files to the class database (DuckDB). "
-        "A file already collected (same content) adds nothing; a damaged, foreign or wrong-schema "
-        "file, or one past the limits for hand-ins (size, nesting, NaN; zips are opened safely), is "
-        "named with the reason and skipped; every record is judged again from its raw times. "
-        "Exit status: 0 every file went in, 1 some were skipped, 2 bad usage.",
+        help="add cards and results files (or folders) to the class database",
+        description="A damaged or foreign file is named with the reason and skipped; exit "
+        "status 0: every file went in, 1: some were skipped, 2: bad usage.",
     )
     collect.add_argument("paths", nargs="+", help="card/results files, or folders to search")
-    collect.add_argument(
-        "--db", default="class.duckdb", help="database file (default class.duckdb)"
-    )
     collect.set_defaults(func=_class_collect)
-    class_report = class_sub.add_parser(
-        "report", help="write the class report: figures and an HTML page"
-    )
-    class_report.add_argument(
-        "--db", default="class.duckdb", help="database file (default class.duckdb)"
-    )
-    class_report.add_argument("--out", required=True, help="folder for index.html and figures")
-    class_report.set_defaults(func=_class_report)
+    report = class_sub.add_parser("report", help="write the class report: figures and a page")
+    report.add_argument("--out", required=True, help="folder for index.html and figures")
+    report.set_defaults(func=_class_report)
+    for p in (collect, report):
+        p.add_argument("--db", default="class.duckdb", help="database file (class.duckdb)")
 
 
 def _add_distributed(sub) -> None:
-    """``distributed``: the commands that run a data-parallel worker script on several machines."""
     from .frameworks import specs
 
     p = sub.add_parser(

@@ -1,11 +1,6 @@
-"""Figures of benchmark results (matplotlib; no pyplot, so they work headless and in notebooks).
-
-Each function takes records (from :func:`labkit.results.load` or :func:`labkit.runner.run`) and
-returns a ``matplotlib.figure.Figure``: a notebook displays it, :func:`save_all` writes PNGs.
-Only the latest record of each cell counts (see :func:`labkit.results.latest`). Invalid records
-(see :func:`labkit.results.valid`) are drawn hatched and pale and say so in their label; a
-figure above the estimated ceiling is marked "(!)".
-"""
+"""Figures of benchmark records (matplotlib without pyplot): each function returns a
+:class:`Figure` a notebook shows once, or :class:`Nothing`, the sentence that says why there is
+no figure. The latest record of each cell counts; invalid ones are drawn hatched and pale."""
 
 from __future__ import annotations
 
@@ -58,11 +53,9 @@ class _Literal(Formatter):
 
 
 class Figure(_Figure):
-    """A matplotlib Figure that a notebook shows once, as a PNG, even when pyplot was never
-    imported. Tick numbers keep matplotlib's math text (a log axis reads 10^0, 10^1); every other
-    text, and tick labels given as strings, are drawn literally: they come from records (a mode
-    or a model named in a results file or a hand-in), and a ``$`` there must not start math text
-    (``eager$\\undefinedmacro$`` would fail the whole figure)."""
+    """A Figure a notebook shows once, as a PNG. Tick numbers keep math text (a log axis reads
+    10^0); every other text is drawn literally: it may come from a results file or a hand-in,
+    where a ``$`` must not start math text."""
 
     def draw(self, renderer):
         numbers = set()  # the tick labels a formatter writes, and an axis' offset (1e3)
@@ -86,8 +79,7 @@ class Figure(_Figure):
 
 
 class Nothing(str):
-    """What a figure function returns when there is nothing to draw: the sentence saying why (a
-    notebook shows the sentence, not an empty frame)."""
+    """No figure: the sentence that says why (a notebook shows it, not an empty frame)."""
 
     def __repr__(self) -> str:
         return str(self)
@@ -106,8 +98,7 @@ COLORS: dict[str, str] = {s.name: s.color for s in specs()}
 
 
 def _valid(row: dict) -> bool:
-    """A record's verdict (:func:`labkit.results.is_valid`), or a row derived from records (a
-    speedup or break-even pair, which has no ``status``): its own ``valid``, both sides valid."""
+    """A record's verdict, or a pair row's (no ``status``): both sides valid."""
     return results.is_valid(row) if "status" in row else row.get("valid") is True
 
 
@@ -122,12 +113,10 @@ def _label(r: dict) -> str:
 
 
 def _title(rows: list[dict], what: str) -> str:
-    """``ResNet-50 throughput`` or, with a learner's model among the rows, ``Throughput``."""
     return f"ResNet-50 {what}" if not any(results.custom(r) for r in rows) else what.capitalize()
 
 
 def _bars(ax, ys, widths, rows: list[dict], **kw) -> None:
-    """Horizontal bars in each framework's colour; invalid rows hatched and pale."""
     bars = ax.barh(ys, widths, color=[COLORS.get(r["framework"], "grey") for r in rows], **kw)
     for bar, r in zip(bars, rows):
         if not _valid(r):
@@ -163,7 +152,7 @@ def _panels(
 
 
 def _ips_spread(r: dict) -> tuple[float, float]:
-    """Lower and upper error of images/s: the images/s at the quartiles of the call times."""
+    """Lower and upper error of images/s: at the quartiles of the call times."""
     times = r.get("times_s") or []
     if len(times) >= 2:
         q1, q3 = stats.quantile(times, 0.25), stats.quantile(times, 0.75)
@@ -195,17 +184,14 @@ LOG_SPAN = 10.0
 
 
 def log_axis(ratios: Iterable[float]) -> bool:
-    """Whether ratios spanning this much need a log axis (a 0.0014x bar vanishes on a linear
-    one beside a 2x bar)."""
+    """Whether ratios span more than :data:`LOG_SPAN` (a 0.0014x bar vanishes beside 2x)."""
     rs = [r for r in ratios if r > 0 and math.isfinite(r)]
     return bool(rs) and max(rs) / min(rs) > LOG_SPAN
 
 
 def speedup(records: Iterable[dict]) -> Figure | Nothing:
-    """Each graph mode's speedup over its eager baseline (1 = no gain), with its 95% confidence
-    interval (:func:`labkit.results.speedups`); pairs with an invalid side drawn hatched. When
-    the speedups span more than :data:`LOG_SPAN` times, the axis is logarithmic (a slowdown
-    shows as far left of 1 as the same speedup lies right of it)."""
+    """Each graph mode's speedup over eager (:func:`labkit.results.speedups`) with its 95%
+    interval; a log axis where they span more than :data:`LOG_SPAN`."""
     rows = results.speedups(records, include_invalid=True)
     log = log_axis([r["speedup"] for r in rows] + [r["speedup_low"] for r in rows])
 
@@ -272,8 +258,7 @@ def break_even(records: Iterable[dict]) -> Figure | Nothing:
 
 
 def _shares(records: Iterable[dict], share: str, above: str, xlabel: str, title: str, none: str):
-    """Each CPU cell's ``share`` (of a ceiling or a peak) as a bar with its images/s, one past
-    100% flagged "(!)" (``above``); :class:`Nothing` (saying ``none``) where no record has one."""
+    """Each cell's ``share`` of a ceiling or peak, past 100% flagged "(!)" (``above``)."""
     rows = [r for r in results.latest(results.ok(records)) if r.get(share) is not None]
 
     def draw(ax, rs):
@@ -294,8 +279,7 @@ def _shares(records: Iterable[dict], share: str, above: str, xlabel: str, title:
 
 
 def ceiling(records: Iterable[dict]) -> Figure | Nothing:
-    """Each CPU cell's images/s as a share of the machine's estimated ceiling for its precision
-    (100% = peak FLOP/s); past 100% the estimate, not the figure, is the likelier culprit."""
+    """Each CPU cell's share of the estimated ceiling at its precision."""
     x = "% of the estimated ceiling (peak FLOP/s at its precision / FLOPs per image)"
     none = "the estimated ceiling is unknown on this machine, so no record has a share of it "
     none += "(`labkit.hardware.ceiling(precision).method` says why)"
@@ -305,9 +289,7 @@ def ceiling(records: Iterable[dict]) -> Figure | Nothing:
 
 
 def measured_peak(records: Iterable[dict]) -> Figure | Nothing:
-    """Each CPU cell's images/s as a share of the matrix-multiply peak this machine attained at
-    the cell's own precision (past 100%: at fp32 almost surely a timing error, at bf16/int8
-    possibly a better kernel than the plain GEMM)."""
+    """Each CPU cell's share of the measured matrix-multiply peak at its precision."""
     x = "% of the measured matrix-multiply peak at the cell's precision"
     none = "no record has a share of a measured peak (`python -m labkit doctor` measures the "
     none += "peaks; a learner's model has no FLOP count to share)"
@@ -325,8 +307,7 @@ FIGURES: dict[str, Callable[[Iterable[dict]], Figure | Nothing]] = {
 
 
 def save_all(records: Iterable[dict], directory: str | Path) -> list[Path]:
-    """Write every figure that has something to show as ``<directory>/<name>.png``; return the
-    paths (and say why of each other one)."""
+    """Write each figure with something to show as ``<directory>/<name>.png``; the paths."""
     records = list(records)
     directory = Path(directory)
     directory.mkdir(parents=True, exist_ok=True)

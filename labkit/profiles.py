@@ -1,10 +1,6 @@
-"""Run-size profiles: one knob that scales every notebook and benchmark.
-
-``smoke`` is for CI and Binder (tiny images, a few steps), ``standard`` for a laptop (minutes),
-``full`` for proper statistics at 224x224; their sizes are ``labkit/data/profiles.toml``. Choose
-with the ``LABKIT_PROFILE`` environment variable (default ``standard``) or pass a name to
-:func:`get`.
-"""
+"""Run-size profiles, one knob that scales every notebook and benchmark (``smoke``: CI and
+Binder, ``standard``: a laptop, ``full``: 224x224), read from ``labkit/data/profiles.toml`` and
+chosen by ``LABKIT_PROFILE`` (default ``standard``) or by name (:func:`get`)."""
 
 from __future__ import annotations
 
@@ -30,20 +26,14 @@ class Profile:
     warmup: int  # untimed calls after the first (compile) call
     min_repeats: int  # timed samples at least ...
     min_time_s: float  # ... and at least this much timed work (a record is valid with both)
-    #: timed samples at most. A call shorter than 2 * min_time_s / max_repeats is timed in
-    #: blocks of calls (labkit.bench.measure), so max_repeats samples always reach min_time_s
-    max_repeats: int
-    #: the spread (IQR / median of the samples) a valid record may have: 10% (torch.utils.
-    #: benchmark warns from there), 25% under smoke, whose few short samples on a shared
-    #: 2-core machine vary by 10-25% between runs of the same cell
+    max_repeats: int  # timed samples at most (a fast call is timed in blocks to reach min_time_s)
+    #: the IQR / median a valid record may have: 10% (torch.utils.benchmark warns from there),
+    #: 25% under smoke, whose few short samples on a shared 2-core machine vary that much
     max_spread: float
     cell_timeout_s: float  # per benchmark cell (one subprocess)
     demo_steps: int  # size of small teaching loops in notebooks (training steps, calls)
-    #: ResNet-50's base width (labkit.resnet.WIDTH is the real network's 64) in the lessons that
-    #: hold several frameworks' copies of the model at once (05: TensorFlow's Grappler alone
-    #: needs about 1.5 GB for the full network; 08: two workers per framework). smoke narrows it
-    #: to fit Binder's 2 GB; the layers, nodes and fusions are the same at any width. The
-    #: benchmarks (06, 07, `labkit bench`) always run the real network.
+    #: ResNet-50's base width (64) in lessons that hold several copies of it (05, 08): smoke
+    #: narrows it to fit Binder's 2 GB; the benchmarks always run the real network
     resnet_width: int
 
     def __post_init__(self) -> None:
@@ -71,10 +61,8 @@ def names() -> list[str]:
 
 
 def get(name: str | None = None) -> Profile:
-    """The profile called ``name``, or the one ``LABKIT_PROFILE`` selects (default standard).
-
-    An unknown name raises ``ValueError`` that lists the valid ones.
-    """
+    """The profile called ``name``, or the one ``LABKIT_PROFILE`` selects; ``ValueError`` that
+    lists the valid ones for an unknown name."""
     source = "argument"
     if name is None:
         name, source = os.environ.get(ENV_VAR, "").strip() or DEFAULT, ENV_VAR
@@ -89,5 +77,4 @@ def get(name: str | None = None) -> Profile:
 
 
 def current() -> Profile:
-    """The profile selected by the environment (what every notebook uses)."""
     return get(None)

@@ -1,17 +1,7 @@
-"""The one training recipe: what every framework's training step does, framework-free.
-
-A fair training benchmark runs the *same work* everywhere: the same ResNet-50 weights and batch
-(``resnet.random_batch(batch, image_size, seed=0)``: standard-normal images, integer class
-labels), the same loss and the same optimizer with the same hyper-parameters. Every adapter's
-``train_step`` takes its defaults from :data:`TRAIN` and every benchmark training cell builds
-its optimizer from it; each adapter reads the values back from the optimizer and loss objects
-it really built (``Prepared.recipe``), and ``tests/test_registry.py`` compares them with
-:data:`TRAIN` for every framework.
-
-The learning rate is small on purpose: a benchmark repeats the step hundreds of times on one
-batch, and a large rate would drive the weights to divergence or into denormal numbers, which
-changes the speed, not only the numbers.
-"""
+"""The one training recipe every framework's training step follows (:data:`TRAIN`), so that a
+training benchmark runs the same work everywhere; each adapter reads it back from the objects it
+built (:func:`applied`). The learning rate is small: hundreds of steps on one batch must not
+drive the weights into divergence or denormals, which would change the speed."""
 
 from __future__ import annotations
 
@@ -48,8 +38,7 @@ def applied(
     loss_reduction_is_mean: bool,
     label_smoothing: float = 0.0,
 ) -> dict:
-    """The recipe as an adapter read it back from its framework's objects (floats rounded to
-    float32 precision, which is how frameworks store them), in :meth:`Recipe.as_dict`'s shape."""
+    """The recipe as an adapter read it back (floats at float32 precision), as a dict."""
 
     def f32(x: float) -> float:
         return float(f"{float(x):.7g}")

@@ -1,15 +1,7 @@
-"""Benchmark results: one JSON object per line (JSON Lines), appended as each cell finishes.
-
-A line is one cell (framework x mode x task x batch x precision on a device), measured
-(``status: "ok"``) or failed (``"failed"`` with ``error``; ``"unsupported": true`` for a
-combination a framework does not offer). The rooms: :mod:`~labkit.results.schema` (the fields,
-:data:`FIELDS`, their checks and the validity verdict), :mod:`~labkit.results.store` (strict
-reading, locked appends; a truncated last line is skipped with a warning; schema-1 files still
-load, :func:`~labkit.results.schema.upgrade`), :mod:`~labkit.results.query` (choosing and pairing records),
-:mod:`~labkit.results.compare` (one ratio with a bootstrap interval, break-evens),
-:mod:`~labkit.results.summary` (the text table) and :mod:`~labkit.results.cards` (a learner's
-result card). Invalid records are kept and flagged; :func:`valid` is what evidence is drawn
-from.
+"""Benchmark results: one record per cell, one JSON object per line (JSON Lines), appended as
+each cell finishes. Invalid records are kept and flagged; :func:`valid` is what evidence is drawn
+from. Rooms: schema (fields, checks, verdict), store (read, append), query (choose, pair),
+compare (ratios, break-even), summary (the text table), cards (a learner's result card).
 """
 
 from . import cards
@@ -17,6 +9,7 @@ from .compare import Estimate, break_even, break_even_rows, ratio, speedups
 from .query import (
     best,
     context,
+    flags,
     invalid,
     is_valid,
     latest,
@@ -44,7 +37,7 @@ from .store import (
     load,
     parse_lines,
 )
-from .summary import flags, table
+from .summary import table
 
 __all__ = [
     "CACHE_STATES",

@@ -1,11 +1,6 @@
-"""A learner's result card: one small, anonymous JSON file to hand in.
-
-It holds the machine fingerprint (no host name), package versions, the profile, every record
-with its validity fields and the graph/eager ratios (:func:`labkit.results.speedups`). Every
-string is scrubbed of the host name, the user's names, home folders, e-mail addresses and paths
-(a path keeps its last part); ``name=`` adds the name the learner chooses.
-``python -m labkit card FILE.jsonl --out card.json`` does the same from a terminal.
-"""
+"""A learner's result card: one small, anonymous JSON file to hand in (the machine, versions,
+profile, every record and the graph/eager ratios), every string scrubbed of host and user
+names, home folders, e-mail addresses and paths (:class:`Scrubber`)."""
 
 from __future__ import annotations
 
@@ -23,9 +18,7 @@ from pathlib import Path
 
 from ..util import jsonio
 from .compare import speedups
-from .query import BASELINE, latest, ok
-from .schema import KEY, key
-from .summary import flags
+from .query import flags, ok
 
 KIND = "labkit-result-card"
 FORMAT = 1
@@ -41,16 +34,11 @@ __all__ = [
 ]
 
 
-# ---------------------------------------------------------------------------------------------
-# anonymity
-
-
 #: the environment variables that name the user (a JupyterHub sets the first for each learner)
 USER_VARIABLES = ("JUPYTERHUB_USER", "USER", "LOGNAME", "USERNAME")
 
 
 def _identity() -> tuple[set[str], set[str]]:
-    """This machine's host names and this user's names (what a card must not contain)."""
     users = {os.environ.get(v, "") for v in USER_VARIABLES}
     try:
         users.add(getpass.getuser())
@@ -95,8 +83,7 @@ def _short_path(match: re.Match) -> str:
     return f"<path>/{last}" if last else "<path>"
 
 
-#: fields whose values are names the lab itself chose (never free text): left as they are, so
-#: that a host or user name that happens to be such a word cannot damage the card
+#: fields whose values are words the lab chose (left alone: a user called "torch" is no leak)
 STRUCTURAL = frozenset(
     {
         "kind",
@@ -121,12 +108,10 @@ STRUCTURAL = frozenset(
 
 
 class Scrubber:
-    """Removes host names, user names (this user's, and any named in a home folder such as
-    ``~alice/`` or ``/home/alice``), e-mail addresses and paths from every string of a JSON-like
-    value."""
+    """Removes host and user names (this machine's, or those given, and any in a home folder),
+    e-mail addresses and paths from every string of a JSON-like value."""
 
     def __init__(self, users: Iterable[str] | None = None, hosts: Iterable[str] | None = None):
-        """``users``/``hosts``: the names to remove (None: this machine's and this user's)."""
         if users is None or hosts is None:
             mine = _identity()
             users = mine[0] if users is None else users
@@ -163,44 +148,9 @@ class Scrubber:
         return value
 
 
-# ---------------------------------------------------------------------------------------------
-# validity, old records included
-
-
-def _cell(r: dict, **change) -> tuple:
-    return tuple(change.get(k, r.get(k)) for k in KEY)
-
-
 def ratios(records: Iterable[dict]) -> list[dict]:
-    """:func:`labkit.results.speedups`, each row with ``flagged`` and its reasons.
-
-    A ratio is flagged when its graph record or its eager baseline is (see :func:`flags`);
-    ``valid`` is the two records' verdicts together (None when either record has none).
-    """
-    records = list(records)
-    cells = {key(r): r for r in latest(ok(records))}
-    out = []
-    for row in speedups(records, include_invalid=True):
-        graph = cells[_cell(row)]
-        fw, mode = BASELINE[row["framework"]]
-        base = cells[_cell(row, framework=fw, mode=mode)]
-        verdicts = [graph.get("valid"), base.get("valid")]
-        why = [f"{row['mode']}: {f}" for f in flags(graph)] + [
-            f"{mode} (baseline): {f}" for f in flags(base)
-        ]
-        out.append(
-            {
-                **row,
-                "valid": None if None in verdicts else all(verdicts),
-                "flagged": bool(why),
-                "flags": why,
-            }
-        )
-    return out
-
-
-# ---------------------------------------------------------------------------------------------
-# the card
+    """:func:`labkit.results.speedups` of every pair, each row ``flagged`` when it has flags."""
+    return [{**r, "flagged": bool(r["flags"])} for r in speedups(records, include_invalid=True)]
 
 
 def _machine(records: list[dict], local: bool) -> dict:
@@ -227,11 +177,8 @@ def build(
     scrubber: Scrubber | None = None,
     local: bool = True,
 ) -> dict:
-    """The card of ``records`` (a dict ready for JSON). ``ValueError`` when there are none.
-
-    ``local``: the records were measured on this machine, whose fingerprint stands in for
-    records that carry none (False for files collected from others).
-    """
+    """The card of ``records`` (``ValueError`` when there are none); ``local``: measured here,
+    so this machine's fingerprint stands in where records carry none."""
     records = [dict(r) for r in records]
     if not records:
         raise ValueError(
@@ -269,7 +216,7 @@ def build(
 
 
 def save(card: dict, out: str | os.PathLike) -> Path:
-    """Write ``card`` to ``out`` (folders created, replaced in one step); returns the path."""
+    """Write ``card`` to ``out`` in one step; returns the path."""
     return jsonio.write_atomic(out, json.dumps(card, indent=1, allow_nan=False) + "\n")
 
 

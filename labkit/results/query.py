@@ -1,9 +1,5 @@
-"""Questions asked of loaded records: which count, which is latest, which two to compare.
-
-:func:`valid` is what evidence (claims, the guide) is drawn from; :func:`latest` keeps one record
-per cell; :func:`pair` and :func:`baseline_pairs` are the lab's one pairing (same
-:func:`context`), which the ratios and break-evens of :mod:`labkit.results.compare` use.
-"""
+"""Questions asked of loaded records: which count (:func:`valid`), which is latest, and the lab's
+one pairing of two records in the same :func:`context` (:func:`pair`, :func:`baseline_pairs`)."""
 
 from __future__ import annotations
 
@@ -17,6 +13,7 @@ __all__ = [
     "baseline_pairs",
     "best",
     "context",
+    "flags",
     "invalid",
     "is_valid",
     "latest",
@@ -25,14 +22,12 @@ __all__ = [
     "valid",
 ]
 
-#: the eager mode of each framework that has one (from the registry); every other mode is a
-#: graph mode. A runtime of exported graphs (ONNX Runtime) has none: its speedup is measured
-#: against the eager mode of the framework it runs exports of (see :data:`BASELINE`).
+#: the eager mode of each framework that has one; every other mode is a graph mode
 EAGER_MODES: dict[str, str] = {s.name: s.eager for s in specs() if s.eager is not None}
+#: what each framework's graph modes are compared against: its eager mode, or (a runtime of
+#: exported graphs) the eager mode of the framework it runs exports of
 BASELINE: dict[str, tuple[str, str]] = {
-    s.name: (s.name, s.eager)
-    if s.eager is not None
-    else (s.exported_from, EAGER_MODES[s.exported_from])
+    s.name: (s.name, s.eager) if s.eager else (s.exported_from, EAGER_MODES[s.exported_from])
     for s in specs()
 }
 
@@ -42,41 +37,46 @@ def ok(records: Iterable[dict]) -> list[dict]:
 
 
 def is_valid(record: dict) -> bool:
-    """Whether a record counts as evidence: measured, and its validity verdict is ``True``.
-
-    Every record that :func:`load` or :func:`make` returns carries a verdict (version-1 lines
-    are judged on loading); a hand-made dict without one is not evidence.
-    """
+    """Whether a record counts as evidence: measured, and its verdict is ``True``."""
     return record.get("status") == "ok" and record.get("valid") is True
 
 
 def valid(records: Iterable[dict]) -> list[dict]:
-    """The measured records that passed their validity verdict: what counts as evidence."""
     return [r for r in records if is_valid(r)]
 
 
 def invalid(records: Iterable[dict]) -> list[dict]:
-    """The measured records that did not pass their validity verdict (kept, shown flagged)."""
     return [r for r in ok(records) if not is_valid(r)]
 
 
+def flags(record: dict) -> list[str]:
+    """What a reader must know before trusting a record: why it is invalid, and its notes above
+    the ceiling or the measured peak."""
+    out = [] if is_valid(record) else list(record.get("invalid_reasons") or ["no validity verdict"])
+    above = record.get("above_ceiling")
+    if above is None:  # a record that predates the flag: its recorded share says it
+        share = record.get("ceiling_share")
+        above = isinstance(share, int | float) and share > 1.0
+    if above:
+        out.append(record.get("ceiling_note") or "above the estimated compute ceiling")
+    if record.get("above_measured_peak"):
+        out.append(record.get("measured_peak_note") or "above the measured peak")
+    return list(dict.fromkeys(out))
+
+
 def latest(records: Iterable[dict]) -> list[dict]:
-    """One record per cell: the last one written (a later run re-measures a cell)."""
+    """One record per cell: the last one written, in file order."""
     by_key: dict[tuple, dict] = {}
     for r in records:
-        by_key.pop(key(r), None)  # keep file order of the latest
+        by_key.pop(key(r), None)
         by_key[key(r)] = r
     return list(by_key.values())
 
 
 def best(records: Iterable[dict], framework: str, task: str) -> dict | None:
-    """The fastest measured record (highest images/s) of ``framework`` on ``task``, or None."""
+    """The fastest measured record of ``framework`` on ``task``, or None."""
     found = [r for r in ok(records) if r.get("framework") == framework and r.get("task") == task]
     return max(found, key=lambda r: r["images_per_s"], default=None)
-
-
-# ---------------------------------------------------------------------------------------------
-# one pairing
 
 
 def context(record: dict) -> tuple:
@@ -86,9 +86,7 @@ def context(record: dict) -> tuple:
 
 
 def _usable(records: Iterable[dict], include_invalid: bool) -> list[dict]:
-    """The latest record of each cell, measured (and valid unless ``include_invalid``)."""
-    cells = [r for r in latest(records) if r.get("status") == "ok"]
-    cells = [r for r in cells if float(r.get("median_s") or 0) > 0]
+    cells = [r for r in ok(latest(records)) if float(r.get("median_s") or 0) > 0]
     return cells if include_invalid else valid(cells)
 
 
@@ -101,13 +99,8 @@ def pair(
     device: str = "cpu",
     include_invalid: bool = False,
 ) -> tuple[dict, dict] | None:
-    """The two records to compare: framework/mode ``num`` against ``den``, declared up front.
-
-    Both sides are the latest record of their cell, measured and (unless ``include_invalid``)
-    valid, on ``task``, ``precision`` and ``device``, in the same :func:`context` (model, image
-    size, batch size). Where both were measured in several contexts, the largest image size
-    (then batch) wins. None when a side is missing.
-    """
+    """The latest records of framework/mode ``num`` and ``den`` on ``task`` in one context (the
+    largest image size, then batch, where several), valid unless ``include_invalid``; or None."""
     cells = [
         r
         for r in _usable(records, include_invalid)
@@ -128,9 +121,8 @@ def pair(
 def baseline_pairs(
     records: Iterable[dict], include_invalid: bool = False
 ) -> Iterator[tuple[dict, dict]]:
-    """Each measured graph-mode cell with the eager cell it is compared against (its
-    :data:`BASELINE`, same :func:`context`). Serving records (an older labkit's) are left out: a
-    server's modes are compared at a latency bound, not by one speedup."""
+    """Each measured graph-mode cell with its :data:`BASELINE` cell in the same context (an
+    older labkit's serving records left out)."""
     cells = [r for r in _usable(records, include_invalid) if r.get("task") != "serve"]
     pool = {(r["framework"], r["mode"], context(r)): r for r in cells}
     for r in cells:

@@ -1,16 +1,9 @@
-"""The record format: every field of a benchmark record, its checks, its verdict, the v1 upgrade.
-
-:data:`FIELDS` documents each field (its accepted types and meaning); :func:`problems` and
-:func:`validate` check a record against the schema of its version, :func:`judge` gives its
-validity verdict from its own fields, :func:`upgrade` reads a schema-1 record (or a schema-2
-record written before the fields of :data:`ADDED_IN_2` existed) in today's shape, and
-:func:`make` builds a complete, validated record. Nothing here reads or writes a file (see
-:mod:`labkit.results.store`). The serving lesson's numbers are MLPerf LoadGen's, not records
-(:mod:`labkit.serve`); the serving fields that files of an older labkit carry are ignored.
-"""
+"""The record format: every field (:data:`FIELDS`), its checks (:func:`problems`), the validity
+verdict (:func:`judge`), older records in today's shape (:func:`upgrade`) and :func:`make`."""
 
 from __future__ import annotations
 
+import datetime
 import math
 from pathlib import Path
 
@@ -156,8 +149,8 @@ def key(record: dict) -> tuple:
 
 
 def model_name(model: str) -> str:
-    """A short name of a record's model: ``resnet50``; ``file:build_model`` for a spec (the
-    file's or the module's last name, then the builder); a saved model's file name."""
+    """A short name of a record's model: ``resnet50``, ``file:build_model`` for a spec, a saved
+    model's file name."""
     where, _, function = model.rpartition(":")
     if not where or not function.isidentifier():
         return Path(model).name
@@ -168,6 +161,10 @@ def model_name(model: str) -> str:
 def custom(record: dict) -> bool:
     """Whether the record measured a learner's model rather than the ResNet-50."""
     return record.get("model", DEFAULT_MODEL) != DEFAULT_MODEL
+
+
+def _number(v: object) -> bool:
+    return isinstance(v, _NUM) and not isinstance(v, bool)
 
 
 def _type_problems(record: dict, fields: dict) -> list[str]:
@@ -182,31 +179,23 @@ def _type_problems(record: dict, fields: dict) -> list[str]:
 
 
 def _status_problems(record: dict) -> list[str]:
-    out = []
     status = record.get("status")
     if status == "ok":
-        out += [
-            f"ok record without a number in {f!r}"
-            for f in MEASURED
-            if not isinstance(record.get(f), _NUM)
+        return [
+            f"ok record without a number in {f!r}" for f in MEASURED if not _number(record.get(f))
         ]
-    elif status == "failed":
-        if not isinstance(record.get("error"), str) or not record["error"]:
-            out.append("failed record without an 'error' message")
-        elif record.get("unsupported") != record["error"].startswith("unsupported:"):
-            out.append("'unsupported' must be true exactly when error starts with 'unsupported:'")
-    else:
-        out.append(f"status must be 'ok' or 'failed', got {status!r}")
-    return out
+    if status != "failed":
+        return [f"status must be 'ok' or 'failed', got {status!r}"]
+    if not isinstance(record.get("error"), str) or not record["error"]:
+        return ["failed record without an 'error' message"]
+    if record.get("unsupported") != record["error"].startswith("unsupported:"):
+        return ["'unsupported' must be true exactly when error starts with 'unsupported:'"]
+    return []
 
 
 #: times (and the rate) that must be > 0 where a record gives them, and those that may be 0
 POSITIVE = ("first_call_s", "median_s", "p90_s", "mean_s", "images_per_s")
 NON_NEGATIVE = ("iqr_s", "export_s", "prepare_s", "wall_s")
-
-
-def _number(v: object) -> bool:
-    return isinstance(v, _NUM) and not isinstance(v, bool)
 
 
 def _time_problems(record: dict) -> list[str]:
@@ -222,15 +211,13 @@ def _time_problems(record: dict) -> list[str]:
             f"field 'times_s' holds {len(bad)} value(s) that are not times > 0 seconds "
             f"(first: {bad[0]!r})"
         )
-    schema = newer_schema(record)
-    if schema is not None:
-        out.append(f"schema {schema} is newer than this labkit's ({SCHEMA_VERSION})")
+    if newer_schema(record) is not None:
+        out.append(f"schema {record['schema']} is newer than this labkit's ({SCHEMA_VERSION})")
     return out
 
 
 def newer_schema(record: object) -> int | float | None:
-    """The schema of a record written by a newer labkit (a number above :data:`SCHEMA_VERSION`),
-    else None."""
+    """The schema of a record written by a newer labkit, else None."""
     schema = record.get("schema") if isinstance(record, dict) else None
     return schema if _number(schema) and schema > SCHEMA_VERSION else None
 
@@ -246,10 +233,11 @@ def problems(record: object) -> list[str]:
     """What is wrong with one record (empty when it follows the schema of its version)."""
     if not isinstance(record, dict):
         return [f"expected a JSON object, got {type(record).__name__}"]
+    checks = _status_problems(record) + _time_problems(record)
     if record.get("schema") == 1 and "valid" not in record:  # a version-1 line, as written
-        return _type_problems(record, FIELDS_V1) + _status_problems(record) + _time_problems(record)
+        return _type_problems(record, FIELDS_V1) + checks
     fields = {f: v for f, v in FIELDS.items() if f in record or f not in ADDED_IN_2}
-    out = _type_problems(record, fields) + _status_problems(record) + _time_problems(record)
+    out = _type_problems(record, fields) + checks
     if record.get("cache") not in CACHE_STATES and "cache" in record:
         out.append(f"cache must be one of {', '.join(CACHE_STATES)}, got {record['cache']!r}")
     if isinstance(record.get("valid"), bool):
@@ -272,13 +260,8 @@ def validate(record: dict) -> dict:
 
 
 def judge(record: dict) -> list[str]:
-    """The validity verdict of a record from its own fields: why it is invalid ([]: valid).
-
-    :func:`labkit.bench.verdict` with the record's raw times (else its repeats, median and
-    IQR) and the calls in each sample (``number_per_run``), its profile's minimum samples and
-    time and its largest spread (``max_spread``), its intra-op threads, and the machine readings it carries (``others_cpus``, else
-    ``load_1min``).
-    """
+    """Why a record is invalid ([]: valid): :func:`labkit.bench.verdict` on its own fields, by
+    its profile's limits (a record without raw times: its repeats, median and IQR)."""
     if record.get("status") != "ok":
         return ["unsupported here" if record.get("unsupported") else "the cell failed"]
     try:
@@ -305,14 +288,14 @@ def judge(record: dict) -> list[str]:
 
 
 def upgrade(record: dict) -> dict:
-    """A record in today's shape: a schema-1 record with the fields it lacks filled in (see the
-    module's docstring), a schema-2 record with those of :data:`ADDED_IN_2` it lacks; a current
-    record unchanged."""
+    """A record in today's shape: a schema-1 one with the fields it lacks filled in and judged,
+    a schema-2 one with those of :data:`ADDED_IN_2` it lacks; a current one unchanged."""
     if record.get("schema") != 1 or "valid" in record:
         missing = {f: v for f, v in ADDED_IN_2.items() if f not in record}
         return {**record, **missing} if missing else record
     share = record.get("ceiling_share")
     above = isinstance(share, _NUM) and share > 1
+    note = "above the ceiling estimated when it was measured (schema 1)" if above else ""
     out = {
         **record,
         **DEFAULTS,
@@ -323,9 +306,7 @@ def upgrade(record: dict) -> dict:
         "recipe": None,
         "others_cpus": None,
         "above_ceiling": above,
-        "ceiling_note": "above the ceiling estimated when it was measured (schema 1)"
-        if above
-        else "",
+        "ceiling_note": note,
     }
     reasons = judge(out)
     out.update(valid=not reasons, invalid_reasons=reasons)
@@ -333,12 +314,10 @@ def upgrade(record: dict) -> dict:
 
 
 def make(**fields) -> dict:
-    """A record with every field: the given values over the defaults of a failed, unmeasured cell.
+    """A validated record: ``fields`` over the defaults of a failed, unmeasured cell.
 
-    ``unsupported`` follows from ``error`` unless given; ``threads`` may be given as a number
-    (the intra-op count; inter-op then unknown); without ``valid``, the record is judged from
-    its own fields (:func:`judge`). The result is validated.
-    """
+    ``unsupported`` follows from ``error``, ``threads`` may be the intra-op count, and without
+    ``valid`` the record is judged from its own fields (:func:`judge`)."""
     record: dict = {f: None for f in FIELDS}
     record.update(
         schema=SCHEMA_VERSION,
@@ -366,7 +345,6 @@ def make(**fields) -> dict:
     elif record.get("invalid_reasons") is None:
         record["invalid_reasons"] = []
     if not record.get("timestamp"):
-        import datetime
-
-        record["timestamp"] = datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds")
+        now = datetime.datetime.now(datetime.UTC)
+        record["timestamp"] = now.isoformat(timespec="seconds")
     return validate(record)

@@ -1,11 +1,6 @@
-"""Results files: JSON Lines read strictly and appended under a lock.
-
-:func:`load` reads a results file (every line validated, schema-1 records upgraded, a truncated
-last line skipped with a warning, a framework that is not registered kept with a warning);
-:func:`parse_lines` is the JSON Lines reader it shares with the class collector;
-:func:`append` writes one record, fsynced, under an exclusive lock, first setting aside a
-truncated tail (:func:`repair_tail`).
-"""
+"""Results files: JSON Lines read strictly (:func:`load`, :func:`parse_lines`) and appended
+under a lock (:func:`append`); a truncated last line is skipped on reading and set aside on the
+next append."""
 
 from __future__ import annotations
 
@@ -18,15 +13,9 @@ from ..frameworks import NAMES
 from ..util import jsonio
 from .schema import SCHEMA_VERSION, newer_schema, problems, upgrade, validate
 
-__all__ = [
-    "BadLine",
-    "UnregisteredFramework",
-    "append",
-    "load",
-    "parse_lines",
-]
+__all__ = ["BadLine", "UnregisteredFramework", "append", "load", "parse_lines"]
 
-_BENCH_FIX = "python -m labkit bench --resume --out {path}"
+_FIX = "fix: give a file written by `python -m labkit bench`"
 
 
 class BadLine(ValueError):
@@ -37,15 +26,15 @@ class BadLine(ValueError):
         self.line, self.msg = line, msg
 
 
+class UnregisteredFramework(UserWarning):
+    """Records of a framework this labkit does not register: kept, compared with nothing."""
+
+
 def parse_lines(text: str) -> tuple[list[tuple[int, object]], int | None]:
-    """JSON Lines: ``(line number, value)`` of every non-blank line, and the number of a
-    truncated last line (no newline after it and not JSON: a write that was interrupted),
-    which is left out, else None. Raises :class:`BadLine` for any other line that is not JSON,
-    and for a line that holds NaN or an infinity or nests deeper than
-    :data:`labkit.util.jsonio.MAX_DEPTH` (read by :func:`labkit.util.jsonio.loads`: never a
-    ``RecursionError``)."""
+    """``(line number, value)`` of every non-blank line, and the number of a truncated last line
+    (no newline after it and not JSON: left out), else None. :class:`BadLine` for any other line
+    that is not JSON (NaN, an infinity and deep nesting included: :func:`labkit.util.jsonio.loads`)."""
     lines = text.split("\n")
-    complete = text.endswith("\n")
     parsed: list[tuple[int, object]] = []
     for n, line in enumerate(lines, start=1):
         if not line.strip():
@@ -53,35 +42,42 @@ def parse_lines(text: str) -> tuple[list[tuple[int, object]], int | None]:
         try:
             parsed.append((n, jsonio.loads(line)))
         except jsonio.JSONError as exc:
-            if exc.syntax and n == len(lines) and not complete:
+            if exc.syntax and n == len(lines) and not text.endswith("\n"):
                 return parsed, n
             raise BadLine(n, exc.msg) from None
     return parsed, None
 
 
 def load(path: str | os.PathLike) -> list[dict]:
-    """All records of a results file, validated; schema-1 records are upgraded in memory
-    (:func:`~labkit.results.schema.upgrade`; the file is not changed).
+    """All records of a results file, validated, older ones upgraded in memory.
 
-    Raises ``ValueError`` (naming the file, the line and the fix) for a missing or unreadable
-    file, a corrupt line or a record that breaks the schema. A truncated last line (an
-    interrupted write) is skipped with a ``UserWarning`` instead.
-    """
+    ``ValueError`` naming the file, the line and the fix for anything that is not a record; a
+    truncated last line (an interrupted write) is skipped with a ``UserWarning``."""
     path = Path(path)
     try:
-        parsed, truncated = parse_lines(_read_text(path))
+        data = path.read_bytes()
+    except OSError as exc:
+        raise ValueError(
+            f"cannot read results file {path}: {exc.strerror or exc}; fix: give the path of a "
+            f"file written by `python -m labkit bench --out FILE.jsonl`"
+        ) from exc
+    try:
+        parsed, truncated = parse_lines(data.decode("utf-8"))
+    except UnicodeDecodeError as exc:
+        raise ValueError(
+            f"{path} is not a labkit results file (not UTF-8 text: {exc.reason}); fix: give a "
+            f".jsonl file written by `python -m labkit bench`"
+        ) from exc
     except BadLine as exc:
         raise ValueError(
-            f"{path} line {exc.line} is not valid JSON ({exc.msg}): not a labkit "
-            f"results file, or a damaged one; fix: give a file written by "
-            f"`python -m labkit bench`, or delete or repair that line (the "
-            f"other lines are intact)"
+            f"{path} line {exc.line} is not valid JSON ({exc.msg}): not a labkit results file, "
+            f"or a damaged one; {_FIX}, or delete or repair that line (the other lines are intact)"
         ) from exc
     if truncated:
         warnings.warn(
-            f"{path} line {truncated} is truncated (an interrupted write) and was "
-            f"skipped; the {len(parsed)} complete records are kept; "
-            f"`{_BENCH_FIX.format(path=path)}` measures that cell again",
+            f"{path} line {truncated} is truncated (an interrupted write) and was skipped; the "
+            f"{len(parsed)} complete records are kept; `python -m labkit bench --resume --out "
+            f"{path}` measures that cell again",
             UserWarning,
             stacklevel=2,
         )
@@ -90,45 +86,7 @@ def load(path: str | os.PathLike) -> list[dict]:
     return records
 
 
-def _read_text(path: Path) -> str:
-    """The text of a results file; ``ValueError`` with the fix when it cannot be read or is not
-    UTF-8."""
-    try:
-        data = path.read_bytes()
-    except OSError as exc:
-        raise ValueError(
-            f"cannot read results file {path}: {exc.strerror or exc}; fix: give "
-            f"the path of a file written by `python -m labkit bench --out "
-            f"FILE.jsonl`"
-        ) from exc
-    try:
-        return data.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise ValueError(
-            f"{path} is not a labkit results file (not UTF-8 text: {exc.reason}); "
-            f"fix: give a .jsonl file written by `python -m labkit bench`"
-        ) from exc
-
-
 def _checked(path: Path, n: int, record: object) -> dict:
-    """Line ``n``'s record in today's shape, or ``ValueError`` naming the line and the fix."""
-    _refuse_newer(path, n, record)
-    found = problems(record)
-    if found:
-        raise ValueError(
-            f"{path} line {n} is not a labkit benchmark record: "
-            f"{'; '.join(found[:4])}; fix: give a file written by "
-            f"`python -m labkit bench`, or delete that line"
-        )
-    return upgrade(record)
-
-
-class UnregisteredFramework(UserWarning):
-    """A results file holds records of a framework this labkit does not register: they are kept
-    (shown in tables, compared with nothing), and the warning names it."""
-
-
-def _refuse_newer(path: Path, n: int, record: object) -> None:
     schema = newer_schema(record)
     if schema is not None:
         raise ValueError(
@@ -136,15 +94,21 @@ def _refuse_newer(path: Path, n: int, record: object) -> None:
             f"labkit reads schemas 1 to {SCHEMA_VERSION}); fix: upgrade labkit (pip install -U "
             f"labkit, or git pull in the course folder) and read the file again"
         )
+    found = problems(record)
+    if found:
+        raise ValueError(
+            f"{path} line {n} is not a labkit benchmark record: {'; '.join(found[:4])}; "
+            f"{_FIX}, or delete that line"
+        )
+    return upgrade(record)
 
 
 def _warn_unregistered(path: Path, parsed: list[tuple[int, object]]) -> None:
     first: dict[str, tuple[int, int]] = {}  # framework -> (first line, records)
     for n, r in parsed:
-        fw = r["framework"]
-        if fw not in NAMES:
-            line, count = first.get(fw, (n, 0))
-            first[fw] = (line, count + 1)
+        if r["framework"] not in NAMES:
+            line, count = first.get(r["framework"], (n, 0))
+            first[r["framework"]] = (line, count + 1)
     for fw, (line, count) in first.items():
         warnings.warn(
             UnregisteredFramework(
@@ -156,14 +120,12 @@ def _warn_unregistered(path: Path, parsed: list[tuple[int, object]]) -> None:
         )
 
 
-def truncated_tail(path: str | os.PathLike) -> bytes:
-    """The bytes after the last newline of ``path`` (a write that was interrupted), or b''.
-
-    Reads from the end (a file that ends cleanly costs one byte), so appending stays cheap
-    however long the file grows."""
+def repair_tail(path: str | os.PathLike) -> bytes:
+    """Move a truncated last line (the bytes after the last newline) out of ``path`` to
+    ``path + '.partial'``, reading from the end; returns the bytes moved (b'': none)."""
     if not os.path.exists(path):
         return b""
-    with open(path, "rb") as f:
+    with open(path, "r+b") as f:
         pos, step, tail = f.seek(0, os.SEEK_END), 1, b""
         while pos > 0:
             step = min(step, pos)
@@ -171,33 +133,19 @@ def truncated_tail(path: str | os.PathLike) -> bytes:
             block = f.read(step)
             newline = block.rfind(b"\n")
             if newline >= 0:
-                return block[newline + 1 :] + tail
+                tail = block[newline + 1 :] + tail
+                break
             tail, step = block + tail, 1 << 16
-        return tail
-
-
-def repair_tail(path: str | os.PathLike) -> bytes:
-    """Move a truncated last line out of ``path`` (to ``path + '.partial'``): appends stay valid.
-
-    Returns the bytes moved (b'' when the file ends cleanly). Nothing that parses is touched.
-    """
-    tail = truncated_tail(path)
-    if tail:
-        with open(f"{os.fspath(path)}.partial", "ab") as f:
-            f.write(tail + b"\n")
-        with open(path, "r+b") as f:
-            f.truncate(os.path.getsize(path) - len(tail))
+        if tail:
+            with open(f"{os.fspath(path)}.partial", "ab") as partial:
+                partial.write(tail + b"\n")
+            f.truncate(f.seek(0, os.SEEK_END) - len(tail))
     return tail
 
 
 def append(path: str | os.PathLike, record: dict) -> None:
-    """Validate ``record`` and append it as one line, fsynced (survives a crash).
-
-    One writer at a time: the repair of a truncated tail (:func:`repair_tail`) and the write
-    happen under an exclusive lock on the file (:func:`labkit.util.jsonio.locked`), so two processes
-    appending to one file (a notebook and a terminal) lose nothing and interleave no lines.
-    ``OSError`` when the file cannot be written (a full disk may leave part of the line, which
-    the next append moves to ``.partial``)."""
+    """Validate ``record`` and append it as one fsynced line, under an exclusive lock (two
+    processes appending to one file lose nothing); ``OSError`` when it cannot be written."""
     line = json.dumps(validate(record), sort_keys=True, allow_nan=False) + "\n"
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)

@@ -1,8 +1,4 @@
-"""Records for a reader: what to know before trusting one, and the plain-text table.
-
-:func:`table` prints the latest record of each cell aligned, in a stable order (what
-``python -m labkit report`` shows), with each record's :func:`flags` after the table.
-"""
+"""The plain-text :func:`table` of records (what ``python -m labkit report`` prints)."""
 
 from __future__ import annotations
 
@@ -10,10 +6,10 @@ from collections.abc import Iterable
 
 from ..frameworks import MODES, NAMES
 from ..frameworks.contract import TASKS
-from .query import is_valid, latest
+from .query import flags, is_valid, latest
 from .schema import DEFAULT_MODEL, model_name
 
-__all__ = ["flags", "table"]
+__all__ = ["table"]
 
 #: the columns of :func:`table` after the cell's own (framework, mode, ...)
 _FIGURE_COLUMNS = (
@@ -29,23 +25,7 @@ _FIGURE_COLUMNS = (
 )
 
 
-def flags(record: dict) -> list[str]:
-    """What a reader must know before trusting a record: why it is invalid, and the
-    above-ceiling and above-measured-peak notes (empty for a valid record within both)."""
-    out = [] if is_valid(record) else list(record.get("invalid_reasons") or ["no validity verdict"])
-    above = record.get("above_ceiling")
-    if above is None:  # a record that predates the flag: its recorded share says it
-        share = record.get("ceiling_share")
-        above = isinstance(share, int | float) and share > 1.0
-    if above:
-        out.append(record.get("ceiling_note") or "above the estimated compute ceiling")
-    if record.get("above_measured_peak"):
-        out.append(record.get("measured_peak_note") or "above the measured peak")
-    return list(dict.fromkeys(out))
-
-
 def accuracy_text(accuracy: dict | None) -> str:
-    """A record's accuracy cost in words ("" without one)."""
     if not accuracy:
         return ""
     if accuracy.get("error"):
@@ -64,8 +44,7 @@ def accuracy_text(accuracy: dict | None) -> str:
 
 
 def _order():
-    """The sort key of a record in the table: the ResNet-50 first, then the registry's order of
-    frameworks, the tasks' order, ..., each framework's order of modes."""
+    """The table's sort key: the ResNet-50 first, the registry's and the tasks' orders."""
     order = {fw: i for i, fw in enumerate(NAMES)}
     modes = {(fw, m): i for fw, ms in MODES.items() for i, m in enumerate(ms)}
     tasks = {t: i for i, t in enumerate(TASKS)}
@@ -90,16 +69,8 @@ def _share_text(share: float | None, above: bool) -> str:
 
 
 def table(records: Iterable[dict]) -> str:
-    """A plain-text table of the latest record of each cell (what ``python -m labkit report``
-    prints).
-
-    ``valid`` says whether a measured cell passed its validity verdict; ``ceiling`` is the share
-    of the spec-sheet estimate, ``peak`` that of the measured matrix-multiply peak at the
-    record's precision. The reasons, the likely cause of a figure above either (marked
-    ``(!)``) and the accuracy cost of each low-precision record follow the table. Records of a
-    learner's model (``labkit.explore.bench``) add a ``model`` column, and their ``size`` is the
-    input shape.
-    """
+    """The latest record of each cell in aligned columns (``ceiling``/``peak``: the share of the
+    estimated ceiling / measured peak, ``(!)`` above it), then the flags and accuracy costs."""
     rows = sorted(latest(records), key=_order())
     models = any(r.get("model", DEFAULT_MODEL) != DEFAULT_MODEL for r in rows)
     lead = ("model",) * models + ("framework", "mode", "task", "batch", "prec", "size", "dev")
@@ -124,7 +95,6 @@ def table(records: Iterable[dict]) -> str:
 
 
 def _cells(r: dict, models: bool) -> list[str]:
-    """The texts of one record: the cell, then its figures (or one ``FAILED: ...``)."""
     cells = [model_name(r.get("model", DEFAULT_MODEL))] * models + [
         r["framework"],
         r["mode"],
@@ -151,9 +121,8 @@ def _cells(r: dict, models: bool) -> list[str]:
 
 
 def _aligned(head: tuple[str, ...], n: int, lines: list[list[str]]) -> list[str]:
-    """``head``, a rule and ``lines`` in columns: the first ``n`` left-aligned, the figures
-    right-aligned; a failed row's message (its one cell after the first ``n``) runs on, unpadded
-    and not widening any column."""
+    """Columns: the first ``n`` left-aligned, the figures right-aligned; a failed row's message
+    runs on, not widening any column."""
     widths = [
         max(
             [len(h)] + [len(c[i]) for c in lines if i < len(c) and not (len(c) == n + 1 and i == n)]

@@ -1,14 +1,8 @@
-"""Run a benchmark plan: every cell in a fresh subprocess, every result appended as it exists.
-
-A :class:`Plan` lists the cells (:meth:`Plan.build`: the lab's ResNet-50; :meth:`Plan.for_model`:
-a learner's model); :func:`run` measures each :class:`Cell` in its own process with one thread
-policy, cold compile caches unless ``cache="warm"`` and a timeout; a failure is a record and the
-plan goes on, and ``resume=True`` measures only what the results file lacks. The rooms:
-:mod:`~labkit.runner.plan` (cells, plans), :mod:`~labkit.runner.inputs` (a learner's model spec
-and its inputs), :mod:`~labkit.runner.cell` (the child: one cell, the measured peaks, the test
-faults), :mod:`~labkit.runner.process` (the child's process, environment, caches and signals),
-:mod:`~labkit.runner.loop` (the run). Not for: the timing itself (:mod:`labkit.bench`) or the
-record format (:mod:`labkit.results`).
+"""Run a benchmark plan: build a :class:`Plan`, then :func:`run` measures each :class:`Cell` in a
+fresh process (one thread policy, cold compile caches, a timeout), appends each record to the
+results file as it exists, records a failure and goes on, and with ``resume=True`` measures only
+what the file lacks. Rooms: plan, inputs (a learner's model), cell (the child), process (the
+child seen from the runner), loop (the run).
 """
 
 from . import inputs

@@ -1,12 +1,7 @@
-"""One cell, measured inside its own process: ``python -m labkit.runner --cell ...``.
-
-:func:`main` reads the cell, ties the process's life to the runner's, measures it
-(:func:`measure_cell`: thread policy, the cell's step, :func:`labkit.bench.measure`, the
-ceiling and measured-peak shares: :func:`ceiling_fields`) and writes the record's fields as
-JSON; a framework problem is a result, never a crash. Test hook:
-``LABKIT_TEST_FAULT=KIND[:FRAMEWORK/MODE/TASK][,...]`` (:data:`FAULT_ENV`) makes matching
-cells ``fail``, ``hang`` (a grandchild too) or ``oom`` (only under a memory limit).
-"""
+"""One cell, measured inside its own process (``python -m labkit.runner``): :func:`main` writes
+the record's fields as JSON; a framework problem is a result, never a crash. Test hook:
+``LABKIT_TEST_FAULT=KIND[:FRAMEWORK/MODE/TASK][,...]`` makes matching cells ``fail``, ``hang``
+(a grandchild too) or ``oom`` (only under a memory limit)."""
 
 from __future__ import annotations
 
@@ -43,7 +38,6 @@ LOG_TAIL_CHARS = 2000
 
 
 def _faults(cell: Cell) -> list[str]:
-    """The test faults that ``LABKIT_TEST_FAULT`` asks of ``cell``."""
     spec = os.environ.get(FAULT_ENV, "").strip()
     found = []
     for item in filter(None, (s.strip() for s in spec.split(","))):
@@ -92,13 +86,9 @@ def _versions(framework: str, adapter) -> dict:
 
 
 def measure_cell(cell: Cell, threads: int, memory_limit_mb: float | None = None) -> dict:
-    """Measure ``cell`` in this process and return the record's fields (run in a fresh process).
-
-    Sets the lab's thread policy first (``threads`` intra-op, one inter-op) and stores what each
-    framework reports back; times an export apart (``export_s``) from the rest of the
-    preparation; compares the result with the ceiling of its precision. Never raises for a
-    framework problem: the fields then say ``status: failed`` and why.
-    """
+    """Measure ``cell`` in this (fresh) process and return the record's fields: the thread
+    policy set and read back, an export timed apart, the shares of the ceiling and peak. A
+    framework problem makes the fields say ``status: failed`` and why."""
     if memory_limit_mb:
         import resource
 
@@ -156,7 +146,6 @@ def measure_cell(cell: Cell, threads: int, memory_limit_mb: float | None = None)
 
 
 def _accuracy(prepared) -> dict | None:
-    """The accuracy cost of a low-precision step (after its timing), or why it is missing."""
     if prepared.accuracy is None:
         return None
     try:
@@ -166,41 +155,21 @@ def _accuracy(prepared) -> dict | None:
 
 
 def measured_peaks(threads: int | None = None, refresh: bool = False) -> hardware.MeasuredPeaks:
-    """This machine's matrix-multiply peaks with ``threads`` threads (default: the lab's), by
-    the installed frameworks' probes: cached, or measured now (a few seconds per framework;
-    ``refresh=True`` always measures). :func:`run <labkit.runner.loop.run>` calls it before the
-    first cell, so that no cell's process measures while another is timed."""
+    """This machine's matrix-multiply peaks with ``threads`` threads by the installed frameworks'
+    probes: cached, or measured now (``refresh=True``: always)."""
     return hardware.measure(fw_registry.peak_probes(), threads, refresh)
 
 
 def cached_peaks(threads: int | None = None) -> hardware.MeasuredPeaks | None:
-    """The peaks measured before with ``threads`` threads and today's framework versions, or
-    None (nothing is measured)."""
+    """The peaks measured before with ``threads`` threads and today's versions, or None."""
     return hardware.cached(fw_registry.peak_probes(), threads)
 
 
 def ceiling_fields(images_per_s: float, cell: Cell, threads: int | None = None) -> dict:
-    """A measured cell's figure against this machine, at its precision (the CPU only, and a
-    workload whose FLOP count is known):
-
-    - the spec-sheet estimate: ``ceiling_images_per_s``, ``ceiling_share``, ``above_ceiling``,
-      ``ceiling_note`` (null where the estimate is unknown);
-    - the measured matrix-multiply peak with ``threads`` threads (default: the lab's count),
-      read from the cache (:func:`cached_peaks`): ``measured_peak``,
-      ``measured_peak_images_per_s``, ``measured_peak_share``, ``above_measured_peak``,
-      ``measured_peak_note`` (null with the reason where there is none).
-    """
-    out: dict = {
-        "ceiling_images_per_s": None,
-        "ceiling_share": None,
-        "above_ceiling": False,
-        "ceiling_note": "",
-        "measured_peak": None,
-        "measured_peak_images_per_s": None,
-        "measured_peak_share": None,
-        "above_measured_peak": False,
-        "measured_peak_note": "",
-    }
+    """A ResNet-50 CPU cell's figure against the spec-sheet ceiling (``ceiling_*``) and the
+    cached measured peak (``measured_peak*``, or the note saying why there is none) at its
+    precision; none for other cells."""
+    out: dict = {}  # the record's defaults stand for what is not set here
     if cell.device != "cpu" or cell.custom:  # the CPU's, for the ResNet-50
         return out
     training = cell.task == "train"
@@ -246,7 +215,6 @@ def ceiling_fields(images_per_s: float, cell: Cell, threads: int | None = None) 
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """``python -m labkit.runner``: measure the cell ``--cell`` names, write ``--result``."""
     parser = argparse.ArgumentParser(
         prog="python -m labkit.runner", description="measure one benchmark cell (used by run())"
     )
@@ -256,9 +224,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--memory-limit-mb", type=float, default=None)
     parser.add_argument("--parent", type=int, default=0, help="exit when this process is gone")
     args = parser.parse_args(argv)
-    if args.parent:
-        # the runner died (even by SIGKILL): no orphan keeps running, and the cell's temporary
-        # folder goes too; the cell leads its own process group, so what it started goes with it
+    if args.parent:  # the runner died: this cell, what it started and its folder go too
         proc.exit_with_parent(args.parent, remove=Path(args.result).parent)
     cell = Cell(**json.loads(args.cell))
     fields = measure_cell(cell, args.threads, args.memory_limit_mb)

@@ -1,11 +1,6 @@
-"""The run: every cell of a plan in turn, every record appended the moment it exists.
-
-:func:`run` measures each cell in its own process (:func:`labkit.runner.process.run_cell`),
-turns what came back into a record (a result that makes no valid record becomes a failed one
-that says why) and appends it to the results file. Progress goes through ``tqdm.auto`` (a bar in
-a notebook, a line in a terminal or CI); each record is printed as a line, and the last line says
-how the run ended; an interrupted run keeps everything measured (:func:`run`).
-"""
+"""The run: each cell of a plan in its own process, each record appended the moment it exists,
+progress through ``tqdm.auto`` (a bar in a notebook, a line elsewhere), a line per record and a
+static last line; an interrupted run keeps everything measured."""
 
 from __future__ import annotations
 
@@ -29,14 +24,14 @@ __all__ = ["RunResult", "check_out", "run"]
 
 @dataclass
 class RunResult:
-    """What :func:`run` did: the records it appended, the cells it skipped, whether it finished."""
+    """What :func:`run` did: its records, the cells it skipped, whether it finished."""
 
     out: Path
     records: list[dict] = field(default_factory=list)
     skipped: list[Cell] = field(default_factory=list)
     interrupted: bool = False
     wall_s: float = 0.0
-    #: records measured but not (yet) written to ``out``: a write failed (see :func:`run`)
+    #: records measured but not (yet) written to ``out``: a write failed
     unsaved: list[dict] = field(default_factory=list)
     write_error: str = ""  #: why the last write that failed did
     planned: int = 0  #: the cells of the plan
@@ -46,7 +41,6 @@ class RunResult:
         return [r for r in self.records if r["status"] != "ok"]
 
     def summary(self) -> str:
-        """The run's last line: how many cells, how long, and how it ended."""
         n, bad = len(self.records), len(self.failed)
         invalid = sum(r["status"] == "ok" and not r["valid"] for r in self.records)
         end = "interrupted: rerun with resume=True for the rest" if self.interrupted else "done"
@@ -81,9 +75,8 @@ def _warn_if_busy(threads: int) -> None:
 
 
 def _ensure_peaks(todo: list[Cell], threads: int, progress: bool) -> None:
-    """Measure this machine's matrix-multiply peaks before the first cell that is compared with
-    them (once per machine type, thread count and framework versions; then the cache), so that
-    no cell's process measures while another is timed."""
+    """Measure the peaks (unless cached) before the first cell, so that none is measured while
+    a cell is timed."""
     if not any(c.device == "cpu" and not c.custom for c in todo):
         return
     if cached_peaks(threads) is None and progress:
@@ -99,13 +92,11 @@ def _ensure_peaks(todo: list[Cell], threads: int, progress: bool) -> None:
 
 
 def done_keys(records: Iterable[dict]) -> set[tuple]:
-    """Cells that need no new measurement: measured, or unsupported here."""
     return {results.key(r) for r in records if r["status"] == "ok" or r["unsupported"]}
 
 
 def _record(cell: Cell, fields: dict, machine: dict) -> dict:
-    """The record of a cell; a result that does not make a valid record becomes a failed one
-    that says why (and the plan goes on)."""
+    """The record of a cell; a result that makes no valid record becomes a failed one."""
     known = {k: v for k, v in fields.items() if k in results.FIELDS}
     try:
         return results.make(**{**asdict(cell), **known, "machine": machine})
@@ -123,8 +114,7 @@ def _record(cell: Cell, fields: dict, machine: dict) -> dict:
 
 
 def check_out(out: str | os.PathLike) -> None:
-    """``ValueError`` naming ``out`` and the fix when the results file cannot be written (its
-    folder is read-only or a file, its disk full): found before anything is measured."""
+    """``ValueError`` naming ``out`` and the fix when it cannot be written."""
     why = jsonio.unwritable(out)
     if why:
         raise ValueError(
@@ -135,9 +125,8 @@ def check_out(out: str | os.PathLike) -> None:
 
 
 def _save(res: RunResult, record: dict) -> None:
-    """Append ``record`` to ``res.out`` after any that an earlier write could not; a write that
-    fails keeps them in ``res.unsaved`` and says where it could not write, and the run goes on
-    (a full disk may have room again after the next cell)."""
+    """Append ``record`` after any an earlier write could not; a failed write keeps them in
+    ``res.unsaved``, says so, and the run goes on (a full disk may have room later)."""
     res.unsaved.append(record)
     while res.unsaved:
         try:
@@ -158,7 +147,6 @@ def _save(res: RunResult, record: dict) -> None:
 
 
 def line(record: dict) -> str:
-    """One record as the line the run prints: the cell, its figure and its verdict."""
     extra = "" if record["precision"] == "fp32" else f" {record['precision']}"
     cell = f"{record['framework']} {record['mode']} {record['task']}{extra} b{record['batch_size']}"
     if record["status"] != "ok":
@@ -174,8 +162,6 @@ def line(record: dict) -> str:
 
 
 def _measure(res: RunResult, todo: list[Cell], machine: dict, bar, on_record, **how) -> None:
-    """Measure each cell of ``todo`` and save its record (``how``: :func:`run_cell`'s
-    ``threads``, ``timeout_s``, ``memory_limit_mb`` and ``cache``)."""
     live = sys.stderr.isatty() or "notebook" in type(bar).__module__  # else no redraws
     for cell in todo:
         bar.set_description_str(cell.label())
@@ -202,19 +188,12 @@ def run(
     cache: str = "cold",
     on_record=None,
 ) -> RunResult:
-    """Measure every cell of ``plan`` and append each record to ``out`` as soon as it exists.
+    """Measure every cell of ``plan``, appending each record to ``out`` as it exists.
 
-    ``resume=True`` skips cells that ``out`` already holds (measured, or unsupported here).
-    ``threads`` defaults to :func:`labkit.hardware.default_threads`; ``timeout_s`` to the
-    profile's ``cell_timeout_s``; ``cache`` is ``"cold"`` (every compile cache empty for each
-    cell) or ``"warm"`` (shared with earlier runs; see :func:`~labkit.runner.process.cache_env`).
-    The machine's matrix-multiply peaks are measured first if they are not cached.
-    ``progress`` shows a bar, a line per record and a last line; ``on_record(record)`` is called
-    after each record is written. Ctrl-C or SIGTERM stops the run after killing the running cell
-    (a record being written is finished first); the result then says ``interrupted``. An ``out``
-    that is not a valid results file or cannot be written raises ``ValueError`` before anything
-    runs; a write that fails later keeps the record in ``unsaved`` and the run goes on.
-    """
+    ``resume=True`` skips the cells ``out`` holds (measured, or unsupported); ``threads``,
+    ``timeout_s`` default to the lab's and the profile's; ``cache`` is ``"cold"`` or ``"warm"``;
+    ``on_record(record)`` follows each write. Ctrl-C or SIGTERM stops the run (``interrupted``)
+    after the record being written; a bad ``out`` is a ``ValueError`` before anything runs."""
     out = Path(out)
     threads = threads or hardware.default_threads()
     timeout_s = timeout_s or plan.profile.cell_timeout_s

@@ -1,18 +1,5 @@
-"""What a run measures: its cells, and the two workloads a cell can measure.
-
-A :class:`Cell` is one measurement (a framework's mode on a task at a batch size, precision and
-device, sized by a profile); a :class:`Plan` is the cells of a run, in order. Two workloads:
-
-- the lab's ResNet-50 (:data:`RESNET50`): :meth:`Plan.build` crosses frameworks x modes x tasks
-  x batch sizes x precisions;
-- a learner's model (:data:`LEARNER_MODEL`): :meth:`Plan.for_model` crosses frameworks x modes x
-  tasks x precisions for a spec and its input shapes (:mod:`labkit.runner.inputs`), the cells
-  recording ``model`` and ``input_shape``.
-
-Where the two differ (a cell's label, how its step is prepared, whether a compute ceiling
-applies, what its process must import) is said once, by :class:`Cell`; the rest of the runner
-treats every cell alike. Not for: running cells (:mod:`labkit.runner.loop`, :mod:`labkit.runner.process`).
-"""
+"""What a run measures: a :class:`Plan` of :class:`Cell` s, each one measurement of the lab's
+ResNet-50 (:meth:`Plan.build`) or of a learner's model (:meth:`Plan.for_model`)."""
 
 from __future__ import annotations
 
@@ -30,14 +17,8 @@ __all__ = ["Cell", "Plan"]
 
 @dataclass(frozen=True)
 class Cell:
-    """One measurement: a framework's mode on a task at a batch size, precision and device.
-
-    Its model is the lab's ResNet-50 (the seed-0 weights of :mod:`labkit.resnet`, FLOP count
-    known, so a figure stands against this machine's ceiling), or a learner's model
-    (:meth:`Plan.for_model`: built in the cell's process from its spec, run on the example
-    inputs its builder returns when they have the cell's ``input_shape``, else on seeded inputs
-    of that shape; no ceiling applies).
-    """
+    """One measurement: a framework's mode on a task at a batch size, precision and device, of
+    the ResNet-50 (seed-0 weights) or a learner's model (``model``, ``input_shape``)."""
 
     framework: str
     mode: str
@@ -52,7 +33,6 @@ class Cell:
 
     @property
     def custom(self) -> bool:
-        """Whether the cell measures a learner's model rather than the ResNet-50."""
         return self.model != results.DEFAULT_MODEL
 
     def label(self) -> str:
@@ -70,12 +50,10 @@ class Cell:
         return tuple(getattr(self, k) for k in results.KEY)
 
     def child_path(self) -> list[str]:
-        """``PYTHONPATH`` entries the cell's process needs besides labkit's: a learner's module
-        must import there as it does here."""
+        """``PYTHONPATH`` entries the cell's process needs for a learner's module."""
         return inputs.child_pythonpath() if self.custom else []
 
     def prepare(self, adapter) -> Prepared:
-        """The cell's step, prepared by ``adapter`` (in the cell's own process)."""
         if not self.custom:
             weights = resnet.init_weights(0)
             return adapter.prepare(
@@ -103,10 +81,6 @@ class Cell:
         )
 
 
-# ---------------------------------------------------------------------------------------------
-# choosing
-
-
 def _pick(kind: str, given: Sequence[str] | None, valid: Sequence[str]) -> list[str]:
     if given is None:
         return list(valid)
@@ -122,18 +96,14 @@ def _pick(kind: str, given: Sequence[str] | None, valid: Sequence[str]) -> list[
 
 
 def mode_names() -> list[str]:
-    """Every word ``--modes`` accepts: eager, graph, quick, and each framework's own modes."""
+    """Every word ``--modes`` accepts."""
     own = [m for fw in fw_registry.NAMES for m in fw_registry.MODES[fw]]
     return list(dict.fromkeys(["eager", "graph", "quick", *own]))
 
 
 def resolve_modes(framework: str, modes: Sequence[str] | None) -> list[str]:
-    """The modes of ``framework`` that ``modes`` selects (None: all of them).
-
-    ``eager`` is the framework's eager mode (MindSpore: pynative), ``graph`` every other mode
-    (ONNX Runtime's only mode is a graph), ``quick`` the eager mode and the spec's first graph
-    mode (what a quick plan measures), and a mode's own name selects it.
-    """
+    """The modes of ``framework`` that ``modes`` selects (None: all): ``eager``, ``graph`` (every
+    other mode), ``quick`` (eager and the first graph mode) or a mode's own name."""
     spec = fw_registry.spec(framework)
     if modes is None:
         return list(spec.modes)
@@ -172,10 +142,8 @@ def _cells(
     sized: Callable[[str], list[dict]],
     offered: bool,
 ) -> list[Cell]:
-    """The cells of frameworks x modes x tasks x sizes x precisions, each once, in that order,
-    ``choices`` (modes, tasks, precisions, device) checked first; ``sized(task)``: the fields
-    of a task's cells that the model decides (batch size, image size, model, input shape).
-    None at all: ``ValueError`` (``offered``: naming each framework's modes)."""
+    """The cells of frameworks x modes x tasks x ``sized(task)`` x precisions, each once;
+    ``ValueError`` for a bad choice or no cell at all."""
     modes, tasks, precisions, device = choices
     if modes is not None:
         _pick("mode", modes, mode_names())
@@ -203,10 +171,6 @@ def _cells(
     return list(dict.fromkeys(cells))
 
 
-# ---------------------------------------------------------------------------------------------
-# the plan
-
-
 @dataclass
 class Plan:
     """The cells to measure, in order, and the profile that sizes them."""
@@ -231,12 +195,9 @@ class Plan:
         device: str = "cpu",
         profile: str | profiles.Profile | None = None,
     ) -> Plan:
-        """The ResNet-50's cells: validate every choice (``ValueError`` names the valid ones).
-
-        Defaults: every framework, every mode, every task, fp32, the CPU, the current profile.
-        ``latency`` always runs one image per call (``profile.latency_batch``); ``throughput``
-        and ``train`` run ``batch_sizes`` when given, else the profile's batch for that task.
-        """
+        """The ResNet-50's cells (default: every framework, mode and task, fp32, the CPU, the
+        current profile); ``latency`` runs one image, the other tasks ``batch_sizes`` or the
+        profile's batch. ``ValueError`` names the valid choices."""
         prof = _profile(profile)
         fws = _pick("framework", frameworks, fw_registry.NAMES)
         sizes = _batches(batch_sizes)
@@ -266,16 +227,9 @@ class Plan:
         device: str = "cpu",
         profile: str | profiles.Profile | None = None,
     ) -> Plan:
-        """A learner's model's cells: the model a spec builds (``"file.py:build"``), on inputs
-        of ``shapes`` (``"8x16x64"``, batch first: :func:`labkit.runner.inputs.parse_inputs`).
-
-        ``framework`` is the model's own; ``frameworks`` defaults to it and the runtimes of its
-        exports that run a learner's model (a PyTorch model: also ONNX Runtime; not TVM). Each cell records ``model`` (the spec,
-        its file made absolute) and ``input_shape``: batch 1 for ``latency``, the batch of
-        ``shapes`` for ``throughput`` and ``train``; its ``image_size`` is 0. ``modes``,
-        ``tasks``, ``precisions``, ``device`` and ``profile`` as in :meth:`build`; bad input
-        raises ``ValueError`` naming the valid choices.
-        """
+        """A learner's model's cells: the model a spec builds (``"file.py:build"``) on inputs of
+        ``shapes`` (batch first; batch 1 for ``latency``), by its ``framework`` and the runtimes
+        of its exports unless ``frameworks`` is given; the rest as in :meth:`build`."""
         model = (spec if isinstance(spec, inputs.Spec) else inputs.parse(spec)).canonical()
         given = inputs.parse_inputs(shapes)
         if frameworks is None:

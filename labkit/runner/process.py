@@ -1,12 +1,6 @@
-"""A cell's process, seen from the runner: started, watched, stopped, and read.
-
-:func:`run_cell` measures one cell in a fresh process (``python -m labkit.runner``) and returns
-its record's fields; a failure, crash, timeout or out-of-memory is a result, said in words. The
-process gets :func:`cell_env` (the lab's thread policy and its compile caches, cold unless the
-run asks for warm ones: :func:`cache_env`), leads its own process group (a timeout kills what it
-started) and ends itself when the runner dies. :func:`sigterm_as_interrupt` and
-:func:`signals_held` handle the run's signals.
-"""
+"""A cell's process seen from the runner: :func:`run_cell` starts it in its own process group
+with :func:`cell_env`, waits, kills it at its timeout and reads its fields (a crash, timeout or
+out-of-memory is a result, in words); the run's signal handling."""
 
 from __future__ import annotations
 
@@ -53,21 +47,14 @@ RECORDED_ENV = (
 XLA_CACHE_FLAG = "--tf_xla_persistent_cache_directory"
 
 
-# ---------------------------------------------------------------------------------------------
-# the environment
-
-
 def shared_cache_dir() -> Path:
-    """Where cells run with ``cache="warm"`` share their compile caches: this user's own folder
-    (``labkit-compile-cache-<uid>`` in the temp directory;
-    :func:`labkit.util.tempdirs.private_dir` refuses one that someone else could write to, as
-    Inductor loads compiled libraries from it)."""
+    """Where ``cache="warm"`` cells share their compile caches: this user's private folder
+    (Inductor loads compiled libraries from it)."""
     return tempdirs.private_dir("labkit-compile-cache")
 
 
 def check_cache(cache: str) -> str:
-    """``cache`` if it is ``"cold"`` or ``"warm"``; for ``"warm"`` the shared folder must also be
-    this user's own (:func:`shared_cache_dir`), else ``ValueError`` with the fix."""
+    """``cache`` if it is ``"cold"`` or ``"warm"`` (a safe shared folder), else ``ValueError``."""
     if cache not in ("cold", "warm"):
         raise ValueError(f"cache must be 'cold' or 'warm', got {cache!r}")
     if cache == "warm":
@@ -76,15 +63,9 @@ def check_cache(cache: str) -> str:
 
 
 def cache_env(cache: str, cell_dir: Path) -> dict[str, str]:
-    """The environment that gives a cell's compile caches their folders.
-
-    ``cold``: every cache starts empty in the cell's own folder ``cell_dir``: the temporary
-    directory (Inductor's default cache and the ONNX export cache live there), Inductor's and
-    Triton's caches, CUDA's kernel cache; MindSpore's compile cache and XLA's persistent cache
-    stay off (a user's ``TF_XLA_FLAGS`` loses only its cache folder). ``warm``: the caches are
-    shared with earlier runs under :func:`shared_cache_dir` (MindSpore's and XLA's turned on),
-    and the temporary directory is the usual one, so the first call may reuse earlier work.
-    """
+    """The variables that put a cell's compile caches (and, cold, its temporary folder) in
+    ``cell_dir``, empty (``cold``; MindSpore's and XLA's off), or share them with earlier runs
+    (``warm``, under :func:`shared_cache_dir`)."""
     check_cache(cache)
     flags = [
         f for f in os.environ.get("TF_XLA_FLAGS", "").split() if not f.startswith(XLA_CACHE_FLAG)
@@ -110,12 +91,8 @@ def cache_env(cache: str, cell_dir: Path) -> dict[str, str]:
 
 
 def cell_env(cell: Cell, threads: int, cell_dir: Path, cache: str = "cold") -> dict[str, str]:
-    """The whole environment of a cell's process: this one's, the lab's thread policy at
-    ``threads`` (:func:`labkit.util.proc.child_env`), the caches (:func:`cache_env`), and what
-    the cell's workload must import (a learner's module).
-
-    ``benchmarks/overhead.py`` runs its bare loop in the same environment.
-    """
+    """A cell's whole environment: the thread policy, its caches, its imports (also what
+    ``benchmarks/overhead.py`` runs its bare loop in)."""
     extra = {
         **cache_env(cache, cell_dir),
         "LABKIT_PROFILE": cell.profile,
@@ -124,12 +101,7 @@ def cell_env(cell: Cell, threads: int, cell_dir: Path, cache: str = "cold") -> d
     return proc.child_env(threads, path=cell.child_path(), extra=extra)
 
 
-# ---------------------------------------------------------------------------------------------
-# the process
-
-
 def crash_reason(code: int, log: str) -> str:
-    """Why a cell's process with exit status ``code`` and output ``log`` left no result."""
     return proc.crash_reason(
         code, log, "the cell's process", "try a smaller batch size or the smoke profile"
     )
@@ -138,8 +110,6 @@ def crash_reason(code: int, log: str) -> str:
 def cell_command(
     cell: Cell, result: Path, threads: int, memory_limit_mb: float | None = None
 ) -> list[str]:
-    """The command line of a cell's process: ``python -m labkit.runner --cell JSON --result
-    FILE --threads N --parent PID [--memory-limit-mb MB]``."""
     cmd = [
         sys.executable,
         "-m",
@@ -159,8 +129,7 @@ def cell_command(
 
 
 def _wait(child: subprocess.Popen, deadline: float, tick) -> int | None:
-    """``child``'s exit status, or None once ``deadline`` (``time.perf_counter``) has passed;
-    ``tick()`` about once a second meanwhile."""
+    """``child``'s exit status, or None past ``deadline``; ``tick()`` about once a second."""
     while True:
         try:
             return child.wait(timeout=max(0.01, min(1.0, deadline - time.perf_counter())))
@@ -172,7 +141,6 @@ def _wait(child: subprocess.Popen, deadline: float, tick) -> int | None:
 
 
 def _result(result: Path, log: Path, code: int) -> dict:
-    """The record's fields the cell's process wrote to ``result``, or why there are none."""
     if not result.exists():
         text = proc.tail(log, LOG_TAIL_CHARS)
         return {"status": "failed", "error": crash_reason(code, text), "log": text}
@@ -199,11 +167,7 @@ def run_cell(
     tick=None,
     cache: str = "cold",
 ) -> dict:
-    """Measure ``cell`` in a fresh subprocess; return the record's fields (a failure is a result).
-
-    ``tick()`` is called about once a second while waiting (it refreshes the progress bar).
-    ``cache`` says where its compile caches live (:func:`cache_env`).
-    """
+    """Measure ``cell`` in a fresh process; its record's fields (a failure is a result)."""
     with tempfile.TemporaryDirectory(prefix="labkit-cell-") as tmp:
         result, log = Path(tmp) / "result.json", Path(tmp) / "log.txt"
         cmd = cell_command(cell, result, threads, memory_limit_mb)
@@ -211,8 +175,7 @@ def run_cell(
         recorded = {k: env[k] for k in RECORDED_ENV if k in env}
         t0 = time.perf_counter()
         with open(log, "wb") as logf:
-            # cwd: the temporary folder, so that files a framework drops there (MindSpore's
-            # graph dumps) go with it
+            # cwd: the temporary folder, so that what a framework drops there goes with it
             child = subprocess.Popen(
                 cmd,
                 stdout=logf,
@@ -241,10 +204,6 @@ def run_cell(
         return {**fields, **base}
 
 
-# ---------------------------------------------------------------------------------------------
-# the run's signals
-
-
 @contextlib.contextmanager
 def sigterm_as_interrupt():
     """Let SIGTERM stop a run like Ctrl-C does (main thread only), restoring the old handler."""
@@ -264,13 +223,8 @@ def sigterm_as_interrupt():
 
 @contextlib.contextmanager
 def signals_held():
-    """Let SIGINT and SIGTERM wait while a record is written, then act on them (main thread).
-
-    Python runs signal handlers in the main thread whichever thread the OS delivered the signal
-    to, so swapping the handlers for ones that only take note defers a Ctrl-C reliably, also
-    in a notebook kernel full of threads (a signal mask would not: another thread takes the
-    signal). Afterwards the first signal that arrived goes to the handler it was meant for.
-    """
+    """Let SIGINT and SIGTERM wait while a record is written, then act on the first (main
+    thread: handlers that take note defer a Ctrl-C even in a kernel full of threads)."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return

@@ -1,9 +1,8 @@
-"""What the matrix-multiply probes share (a framework's ``peak`` module: a
-:class:`~labkit.frameworks.contract.PeakProbe`). :func:`main` is its ``python -m`` entry: for each
-kernel asked for, a square GEMM grown from :data:`SMALLEST` until one call takes :data:`CALL_S`
-(at most :data:`LARGEST`), timed for about ``--seconds``; it prints one JSON line (versions,
-threads, per kernel its size, ``2 n^3`` operations and every call's seconds, or its error) that
-:mod:`labkit.hardware.measured` reads.
+"""The matrix-multiply probes' ``python -m`` entry (:func:`main`) for a framework's ``peak``
+module (``KERNELS``, ``kernels``, ``versions``, ``set_threads``): each kernel asked for, a square
+GEMM grown from :data:`SMALLEST` until one call takes :data:`CALL_S`, timed for ``--seconds``;
+one JSON line (versions, threads, per kernel its size, ``2 n^3`` and every call's seconds, or its
+error) that :mod:`labkit.hardware.measured` reads.
 """
 
 from __future__ import annotations
@@ -28,9 +27,8 @@ MAX_CALLS = 200
 
 
 def size(make: Callable[[int], Callable], call_s: float = CALL_S) -> tuple[int, Callable]:
-    """``(n, call)``: the first side from :data:`SMALLEST`, doubling, whose call takes at least
-    ``call_s`` (or :data:`LARGEST`); each size is called twice (the first call packs weights
-    and warms the caches), the second timed."""
+    """``(n, call)``: the first side from :data:`SMALLEST`, doubling, whose second call (the first
+    packs weights) takes ``call_s`` (at most :data:`LARGEST`)."""
     n = SMALLEST
     while True:
         call = make(n)
@@ -44,7 +42,6 @@ def size(make: Callable[[int], Callable], call_s: float = CALL_S) -> tuple[int, 
 
 
 def _time(call: Callable, seconds: float) -> list[float]:
-    """The seconds of each call: at least :data:`MIN_CALLS` and about ``seconds`` in all."""
     times: list[float] = []
     start = time.perf_counter()
     while len(times) < MAX_CALLS and (
@@ -57,7 +54,6 @@ def _time(call: Callable, seconds: float) -> list[float]:
 
 
 def measure(probe, precisions: Sequence[str], seconds: float) -> list[dict]:
-    """Every kernel of ``probe`` at ``precisions``, sized and timed: one dict per kernel."""
     out = []
     for precision in precisions:
         for kernel, prepacked, make in probe.kernels(precision):

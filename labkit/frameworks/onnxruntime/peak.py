@@ -1,9 +1,5 @@
-"""ONNX Runtime's matrix-multiply kernels, timed (a :class:`~labkit.frameworks.contract.PeakProbe`,
-run as ``python -m labkit.frameworks.onnxruntime.peak``; sizing and timing:
-:mod:`labkit.frameworks._kit.peak`): one-node models whose weight is an initializer, so MLAS
-pre-packs it as it does a model's: fp32 ``MatMul`` and int8 ``MatMulInteger`` (uint8 x int8).
-Sessions: one inter-op thread, ``--threads`` intra-op threads, no spinning.
-"""
+"""ONNX Runtime's matrix-multiply kernels, timed (``python -m labkit.frameworks.onnxruntime.peak``):
+one-node models whose weight is an initializer, so MLAS pre-packs it as it does a model's."""
 
 from __future__ import annotations
 
@@ -76,7 +72,6 @@ def _matmul_integer(n: int) -> Callable:
 
 
 def kernels(precision: str) -> list[tuple[str, bool, Callable[[int], Callable]]]:
-    """``(kernel, prepacked, make)`` for each kernel of :data:`KERNELS` at ``precision``."""
     make = {"fp32": _matmul, "int8": _matmul_integer}[precision]
     return [(KERNELS[precision][0], True, make)]
 

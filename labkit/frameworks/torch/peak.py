@@ -1,11 +1,7 @@
-"""PyTorch's matrix-multiply kernels, timed (a :class:`~labkit.frameworks.contract.PeakProbe`, run
-as ``python -m labkit.frameworks.torch.peak``; sizing and timing: :mod:`labkit.frameworks._kit.peak`).
-
-Per precision the plain GEMM and the pre-packed ones Inductor's freezing uses on a CPU: fp32
-``torch.mm``, MKL's packed GEMM and oneDNN's linear on a pre-packed weight; bf16 ``torch.mm`` and
-oneDNN's pre-packed linear; int8 ``torch._int_mm`` and oneDNN's quantised linear
-(``qlinear_pointwise``). These operators are internal; a build that lacks one reports its error.
-"""
+"""PyTorch's matrix-multiply kernels, timed (``python -m labkit.frameworks.torch.peak``): per
+precision the plain GEMM and the pre-packed ones Inductor's freezing uses on a CPU (MKL's packed
+GEMM, oneDNN's linear, oneDNN's quantised linear). Internal operators: a build that lacks one
+reports its error."""
 
 from __future__ import annotations
 
@@ -77,7 +73,6 @@ def _qlinear(n: int) -> Callable:
 
 
 def kernels(precision: str) -> list[tuple[str, bool, Callable[[int], Callable]]]:
-    """``(kernel, prepacked, make)`` for each kernel of :data:`KERNELS` at ``precision``."""
     makers = {
         "fp32": (_mm(torch.float32), _mkl, _onednn(torch.float32)),
         "bf16": (_mm(torch.bfloat16), _onednn(torch.bfloat16)),

@@ -123,7 +123,6 @@ def test_adapter_implements_the_protocol_its_spec_promises(adapter):
             "set_threads",
             "threads",
             "build_resnet50",
-            "to_canonical",
             "predict",
             "prepare",
         )
@@ -139,8 +138,9 @@ def test_adapter_implements_the_protocol_its_spec_promises(adapter):
         "image_size",
         "device",
     ]
-    if "train" in spec.tasks:
-        assert callable(getattr(adapter, "train_step", None)), f"{spec.name}: needs train_step"
+    if "train" in spec.tasks:  # its new weights, in canonical names, for the cross-check
+        trains = ("train_step", "to_canonical")
+        assert all(callable(getattr(adapter, f, None)) for f in trains), f"{spec.name}: {trains}"
     assert isinstance(adapter.version(), str) and adapter.version()
 
 
@@ -267,7 +267,6 @@ def test_each_peak_probe_follows_the_protocol_and_prints_its_kernels(spec):
     import importlib
 
     probe = importlib.import_module(spec.peak_module)
-    assert callable(probe.kernels)
     assert tuple(probe.KERNELS) == spec.peak_precisions
     out = subprocess.run(
         [sys.executable, "-m", spec.peak_module, "--threads", "1", "--precisions", "fp32"]
@@ -344,7 +343,13 @@ def test_bad_images_fail_clearly(adapter, model, weights):
         adapter.prepare(weights, adapter.SPEC.modes[0], "latency", 1, image_size=48)
 
 
-def test_weights_round_trip_through_every_adapter(adapter, model, weights):
+def _trains(adapter) -> None:
+    if "train" not in adapter.SPEC.tasks:
+        pytest.skip("a runtime of exported graphs hands no weights back (its logits: crosscheck)")
+
+
+def test_weights_round_trip_through_every_trainer(adapter, model, weights):
+    _trains(adapter)
     back = adapter.to_canonical(model)
     assert set(back) == set(weights)
     assert all(np.array_equal(back[k], weights[k]) for k in weights)
@@ -353,9 +358,13 @@ def test_weights_round_trip_through_every_adapter(adapter, model, weights):
 def test_a_narrower_resnet50_round_trips_and_misfits_are_named_with_the_width(adapter):
     """Each adapter builds the width its weights have (the smoke profile's narrow ResNet-50)."""
     narrow = resnet.init_weights(seed=1, num_classes=CLASSES, width=16)
-    back = adapter.to_canonical(adapter.build_resnet50(narrow))
-    assert {k: v.shape for k, v in back.items()} == {k: v.shape for k, v in narrow.items()}
-    assert all(np.array_equal(back[k], narrow[k]) for k in narrow)
+    built = adapter.build_resnet50(narrow)
+    logits = adapter.predict(built, resnet.random_batch(1, 32)[0])
+    assert logits.shape == (1, CLASSES) and np.isfinite(logits).all()
+    if hasattr(adapter, "to_canonical"):
+        back = adapter.to_canonical(built)
+        assert {k: v.shape for k, v in back.items()} == {k: v.shape for k, v in narrow.items()}
+        assert all(np.array_equal(back[k], narrow[k]) for k in narrow)
     wide_fc = {**narrow, "fc.weight": np.zeros((CLASSES, 2048), np.float32)}
     with pytest.raises(
         ValueError, match=r"'fc\.weight' has shape .* at width 16 \(read from conv1"

@@ -220,17 +220,31 @@ def _restore(variables: dict[str, str | None]) -> None:
             os.environ[key] = value
 
 
+def _part(name: str, part: str, has: Callable, what: str, framework: bool = True) -> ModuleType:
+    """The module ``part`` of ``name``'s package (``framework``: importing the framework first,
+    :func:`get`); ``ValueError`` naming the frameworks that have one."""
+    s = spec(name)
+    if not has(s):
+        offered = ", ".join(x.display for x in specs() if has(x))
+        raise ValueError(f"{name} has no {what} yet in the lab: it has them for {offered}")
+    if framework:
+        get(name)
+    return importlib.import_module(s.module(part))
+
+
 def explorer(name: str) -> ModuleType:
     """The graph-readiness checks of ``name`` (``contract.Explorer``); imports the framework."""
-    s = spec(name)
-    if not s.explores:
-        offered = ", ".join(x.display for x in specs() if x.explores)
-        raise ValueError(
-            f"labkit.explore has no checks for {s.display} models yet: it checks models of "
-            f"{offered}"
-        )
-    get(name)  # a clear FrameworkUnavailable when it does not import
-    return importlib.import_module(s.module("explore"))
+    return _part(name, "explore", lambda s: s.explores, f"checks for {spec(name).display} models")
+
+
+def launch_module(name: str) -> ModuleType:
+    """The framework-free module that starts ``name``'s data-parallel workers."""
+    return _part(name, "launch", lambda s: s.launcher, "data-parallel launcher", framework=False)
+
+
+def checks(name: str) -> ModuleType:
+    """The module that checks code exercises for ``name`` (imports the framework)."""
+    return _part(name, "checks", lambda s: s.code_checks, "code-exercise checks")
 
 
 def framework_of(model: object) -> str | None:
@@ -245,30 +259,6 @@ def framework_of(model: object) -> str | None:
             if package in s.model_packages:
                 return s.name
     return None
-
-
-def launch_module(name: str) -> ModuleType:
-    """The framework-free module that starts ``name``'s data-parallel workers."""
-    s = spec(name)
-    if s.launch_module is None:
-        with_launcher = ", ".join(x.name for x in specs() if x.launcher)
-        raise ValueError(
-            f"{name} has no data-parallel launcher in the lab: frameworks with one are "
-            f"{with_launcher}"
-        )
-    return importlib.import_module(s.launch_module)
-
-
-def checks(name: str) -> ModuleType:
-    """The module that checks code exercises for ``name`` (imports the framework)."""
-    s = spec(name)
-    if not s.code_checks:
-        with_checks = [x.name for x in specs() if x.code_checks]
-        raise ValueError(
-            f"{name} has no code-exercise checks; frameworks with checks: {', '.join(with_checks)}"
-        )
-    get(name)
-    return importlib.import_module(s.module("checks"))
 
 
 def peak_probes() -> list[hardware.Probe]:

@@ -6,7 +6,7 @@ measures what the machine does instead. For each precision the CPU has arithmeti
 always; bf16 with AVX-512 BF16, AMX or Arm's BF16; int8 with VNNI, AMX or Arm's dot products)
 every *probe* (:class:`Probe`: a framework package's ``peak`` module, run in a subprocess so
 that this module and ``import labkit`` stay framework-free) times a large square GEMM with each
-of its framework's kernels, pre-packed weights included (:mod:`labkit.frameworks._kit.peak`).
+of its framework's kernels, pre-packed weights included (:mod:`labkit.frameworks.torch.peak`).
 :class:`MeasuredPeak` holds the best kernel's median rate with its spread (IQR) and the threads
 used, how far it sits from the spec-sheet estimate, the clock it implies, and a flag when it is
 above the estimate (the estimate's inputs, usually the clock, are then off, or the timing is).
@@ -101,7 +101,7 @@ class KernelRate:
 
     @classmethod
     def of(cls, row: dict, probe: str) -> KernelRate:
-        """The rate of one kernel a probe reported (:func:`labkit.frameworks._kit.peak.main`)."""
+        """The rate of one kernel a probe reported (:func:`labkit.frameworks.torch.peak.main`)."""
         times = [t for t in row.get("times_s") or [] if isinstance(t, int | float) and t > 0]
         ops = row.get("ops") or 0
         rates = [ops / t / 1e9 for t in times]

@@ -13,7 +13,6 @@ SPEC = FrameworkSpec(
     color="#5c5c5c",
     tasks=("latency", "throughput"),
     precisions=("fp32", "int8"),
-    peak_precisions=("fp32", "int8"),
     exported_from="torch",
     extra_packages=("torch", "onnx"),
     model_packages=("onnx", "onnxruntime"),

@@ -32,7 +32,6 @@ from . import SPEC, graphs
 __all__ = [
     "MODES",
     "SPEC",
-    "ResNetSession",
     "build_resnet50",
     "feed",
     "model_file",
@@ -42,7 +41,6 @@ __all__ = [
     "session_from_file",
     "set_threads",
     "threads",
-    "to_canonical",
     "version",
 ]
 
@@ -74,14 +72,6 @@ def threads() -> dict[str, int | None]:
     return {"intra": _threads, "inter": 1 if _threads is not None else None}
 
 
-class ResNetSession(ort.InferenceSession):
-    """An ``onnxruntime.InferenceSession`` that remembers the ONNX file it was made from."""
-
-    def __init__(self, path: Path, options: ort.SessionOptions, providers: list[str]):
-        super().__init__(str(path), sess_options=options, providers=providers)
-        self.model_path = Path(path)
-
-
 def _options() -> ort.SessionOptions:
     options = ort.SessionOptions()
     options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
@@ -97,10 +87,10 @@ def _providers(device: str) -> list[str]:
     return ["CUDAExecutionProvider"] * (device == "gpu") + ["CPUExecutionProvider"]
 
 
-def session_from_file(path: Path, device: str = "cpu") -> ResNetSession:
+def session_from_file(path: Path, device: str = "cpu") -> ort.InferenceSession:
     """An optimised session (``ORT_ENABLE_ALL``) for an ONNX file."""
     global _last
-    session = ResNetSession(Path(path), _options(), _providers(device))
+    session = ort.InferenceSession(str(path), _options(), providers=_providers(device))
     _last = session.get_session_options()
     return session
 
@@ -210,31 +200,9 @@ def int8_file(fp32: Path, image_size: int) -> Path:
     return _cached(path)
 
 
-def build_resnet50(weights: dict[str, np.ndarray], device: str = "cpu") -> ResNetSession:
+def build_resnet50(weights: dict[str, np.ndarray], device: str = "cpu") -> ort.InferenceSession:
     """An ONNX Runtime session of the exported ResNet-50 holding ``weights``."""
     return session_from_file(model_file(weights), device)
-
-
-def to_canonical(session: ResNetSession) -> dict[str, np.ndarray]:
-    """The canonical weights stored in the session's ONNX file (exact copies)."""
-    if not isinstance(session, ResNetSession):
-        raise ValueError(
-            "to_canonical needs a session made by labkit (build_resnet50 or "
-            "session_from_file): ONNX Runtime does not hand its weights back"
-        )
-    return weights_of(session.model_path)
-
-
-def weights_of(path: str | os.PathLike) -> dict[str, np.ndarray]:
-    """The canonical weights stored in an ONNX file that :func:`model_file` wrote."""
-    graph = onnx.load(str(path)).graph
-    stored = {init.name: init for init in graph.initializer}
-    num_classes = int(stored["fc.bias"].dims[0])
-    width = int(stored["conv1.weight"].dims[0])
-    return {
-        name: numpy_helper.to_array(stored[name]).astype(np.float32, copy=True)
-        for name in resnet.param_shapes(num_classes, width)
-    }
 
 
 def predict(session: ort.InferenceSession, images: np.ndarray) -> np.ndarray:

@@ -60,6 +60,7 @@ MODE_NOTES = {
     "xla": "tf.function(jit_compile=True)",
 }
 BN_MOMENTUM = 0.9  # Keras' momentum is 1 - PyTorch's (0.1): the same running-average update
+BN_TENSORS = ("weight", "bias", "running_mean", "running_var")  #: in Keras' order
 
 
 def version() -> str:
@@ -156,7 +157,7 @@ def load_weights(model: keras.Model, weights: dict[str, np.ndarray]) -> None:
             [weights[f"{conv.conv}.weight"].transpose(2, 3, 1, 0)]
         )
         model.get_layer(keras_name(conv.bn)).set_weights(
-            [weights[f"{conv.bn}.{p}"] for p in ("weight", "bias", "running_mean", "running_var")]
+            [weights[f"{conv.bn}.{p}"] for p in BN_TENSORS]
         )
     model.get_layer("fc").set_weights([weights["fc.weight"].T, weights["fc.bias"]])
 
@@ -176,18 +177,10 @@ def to_canonical(model: keras.Model) -> dict[str, np.ndarray]:
     for conv in resnet.all_convs(width):
         (kernel,) = model.get_layer(keras_name(conv.conv)).get_weights()
         out[f"{conv.conv}.weight"] = np.ascontiguousarray(kernel.transpose(3, 2, 0, 1))
-        gamma, beta, mean, var = model.get_layer(keras_name(conv.bn)).get_weights()
-        out.update(
-            {
-                f"{conv.bn}.weight": gamma,
-                f"{conv.bn}.bias": beta,
-                f"{conv.bn}.running_mean": mean,
-                f"{conv.bn}.running_var": var,
-            }
-        )
-    kernel, bias = model.get_layer("fc").get_weights()
+        bn = model.get_layer(keras_name(conv.bn)).get_weights()
+        out.update({f"{conv.bn}.{p}": w for p, w in zip(BN_TENSORS, bn)})
+    kernel, out["fc.bias"] = model.get_layer("fc").get_weights()
     out["fc.weight"] = np.ascontiguousarray(kernel.T)
-    out["fc.bias"] = bias
     return {name: out[name] for name in resnet.param_shapes(len(out["fc.bias"]), width)}
 
 

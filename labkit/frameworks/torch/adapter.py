@@ -254,9 +254,37 @@ def _cell(
     return dev, modes.autocast(precision, dev), notes
 
 
-def _sync(dev: torch.device) -> None:
-    if dev.type == "cuda":
-        torch.cuda.synchronize(dev)
+def _train(net: Callable, params, loss_of: Callable, hosts: list, y, dev, autocast) -> tuple:
+    """One training step: the host arrays in, ``loss_of(net(*inputs), y)`` under ``autocast``,
+    backward and the recipe's SGD update, synchronised; returns the loss."""
+    opt = _optimizer(params, recipe.TRAIN.lr, recipe.TRAIN.momentum)
+
+    def step() -> float:
+        xs = [torch.from_numpy(a).to(dev) for a in hosts]
+        opt.zero_grad(set_to_none=True)
+        with autocast():
+            loss = loss_of(net(*xs), y)
+        loss.backward()
+        opt.step()
+        if dev.type == "cuda":
+            torch.cuda.synchronize(dev)
+        return float(loss.detach())
+
+    return step, applied_recipe(opt)
+
+
+def _infer(net: Callable, hosts: list, dev, autocast) -> Callable:
+    """One inference batch: the host arrays in, ``net`` under ``inference_mode``, synchronised."""
+
+    def step() -> object:
+        xs = [torch.from_numpy(a).to(dev) for a in hosts]
+        with torch.inference_mode(), autocast():
+            out = net(*xs)
+        if dev.type == "cuda":
+            torch.cuda.synchronize(dev)
+        return out
+
+    return step
 
 
 def prepare(
@@ -275,36 +303,17 @@ def prepare(
     images, labels = host_batch(weights, batch_size, image_size)
     model = build_resnet50(weights).to(dev)
     example = torch.from_numpy(images).to(dev)
-
     if task == "train":
         net, how = modes.train_net(model.train(), mode, example, autocast)
-        opt = _optimizer(net.parameters(), recipe.TRAIN.lr, recipe.TRAIN.momentum)
         y = torch.from_numpy(labels).to(dev)
-
-        def step() -> float:
-            x = torch.from_numpy(images).to(dev)
-            opt.zero_grad(set_to_none=True)
-            with autocast():
-                loss = LOSS(net(x), y)
-            loss.backward()
-            opt.step()
-            _sync(dev)
-            return float(loss.detach())
-
-        return Prepared(step, int(batch_size), "; ".join([how, *notes]), recipe=applied_recipe(opt))
+        step, applied = _train(net, net.parameters(), LOSS, [images], y, dev, autocast)
+        return Prepared(step, int(batch_size), "; ".join([how, *notes]), recipe=applied)
     net, how = modes.inference_net(model, mode, example, precision, dev)
-
-    def step() -> torch.Tensor:
-        x = torch.from_numpy(images).to(dev)
-        with torch.inference_mode(), autocast():
-            out = net(x)
-        _sync(dev)
-        return out
-
     check = None
     if precision != "fp32":  # the accuracy cost, against the fp32 eager model
         fp32 = build_resnet50(weights).to(dev)
         check = modes.accuracy(fp32, net, autocast, dev, image_size, int(batch_size))
+    step = _infer(net, [images], dev, autocast)
     return Prepared(step, int(batch_size), "; ".join([how, *notes]), accuracy=check)
 
 
@@ -405,11 +414,6 @@ def as_module(model: nn.Module | Callable) -> nn.Module:
     )
 
 
-def leaves(output: object) -> list[torch.Tensor]:
-    """The tensors in a model's output (a tensor, or tuples, lists, dicts of them)."""
-    return [t for t in pytree.tree_leaves(output) if isinstance(t, torch.Tensor)]
-
-
 def export_model(
     model: nn.Module | Callable, inputs: list[np.ndarray], directory: str | Path
 ) -> Path:
@@ -430,6 +434,14 @@ def export_model(
     return path
 
 
+def _squares(out: object, _: object) -> torch.Tensor:
+    """A learner's model's synthetic loss: the mean of its squared floating-point outputs."""
+    outs = [t for t in pytree.tree_leaves(out) if torch.is_tensor(t) and t.is_floating_point()]
+    if not outs:
+        raise ValueError("the model returns no floating-point tensor to train on")
+    return sum(t.float().pow(2).mean() for t in outs)
+
+
 def prepare_model(
     model: nn.Module | Callable,
     inputs: list[np.ndarray],
@@ -446,36 +458,13 @@ def prepare_model(
     hosts = [np.ascontiguousarray(a) for a in inputs]
     example = tuple(torch.from_numpy(a).to(dev) for a in hosts)
 
-    def batch_in() -> tuple[torch.Tensor, ...]:
-        return tuple(torch.from_numpy(a).to(dev) for a in hosts)
-
-    if task == "train":
-        params = [p for p in net.parameters() if p.requires_grad]
-        if not params:
-            raise Unsupported("the model has no trainable parameters, so there is nothing to train")
-        graph, how = modes.train_net(net.train(), mode, example, autocast)
-        opt = _optimizer(params, recipe.TRAIN.lr, recipe.TRAIN.momentum)  # the lab's recipe
-
-        def step() -> float:
-            opt.zero_grad(set_to_none=True)
-            with autocast():
-                outs = [t for t in leaves(graph(*batch_in())) if t.is_floating_point()]
-            if not outs:
-                raise ValueError("the model returns no floating-point tensor to train on")
-            loss = sum(t.float().pow(2).mean() for t in outs)
-            loss.backward()
-            opt.step()
-            _sync(dev)
-            return float(loss.detach())
-
-        how += "; synthetic loss: mean of the squared outputs"
-    else:
+    if task != "train":
         graph, how = modes.inference_net(net.eval(), mode, example, precision, dev)
-
-        def step() -> object:
-            with torch.inference_mode(), autocast():
-                out = graph(*batch_in())
-            _sync(dev)
-            return out
-
+        return Prepared(_infer(graph, hosts, dev, autocast), batch, "; ".join([how, *notes]))
+    params = [p for p in net.parameters() if p.requires_grad]
+    if not params:
+        raise Unsupported("the model has no trainable parameters, so there is nothing to train")
+    graph, how = modes.train_net(net.train(), mode, example, autocast)
+    how += "; synthetic loss: mean of the squared outputs"
+    step, _ = _train(graph, params, _squares, hosts, None, dev, autocast)
     return Prepared(step, batch, "; ".join([how, *notes]))

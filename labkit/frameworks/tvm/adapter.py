@@ -37,7 +37,6 @@ __all__ = [
     "set_threads",
     "static_graph",
     "threads",
-    "to_canonical",
     "version",
 ]
 
@@ -111,13 +110,6 @@ class Compiled:
 def build_resnet50(weights: dict[str, np.ndarray]) -> Compiled:
     """The exported ResNet-50 holding ``weights``, compiled on first use per input shape."""
     return Compiled(Path(get(SOURCE).model_file(weights)))
-
-
-def to_canonical(model: Compiled) -> dict[str, np.ndarray]:
-    """The canonical weights of the ONNX file the model was compiled from (exact copies)."""
-    if not isinstance(model, Compiled):
-        raise ValueError("to_canonical needs a model made by build_resnet50")
-    return get(SOURCE).weights_of(model.path)
 
 
 def predict(model: Compiled, images: np.ndarray) -> np.ndarray:

@@ -45,7 +45,7 @@ def T():
 @pytest.fixture(scope="module", params=RUNS)
 def measured(request, tmp_path_factory):
     """What tests/crosscheck_child.py measured in a fresh process under one of :data:`RUNS`."""
-    for name in ("torch", *OTHERS):
+    for name in frameworks.import_order(("torch", *OTHERS)):  # PaddlePaddle before TensorFlow
         require(name)
     run = dict(request.param)
     threads = run.pop("threads")

@@ -1,5 +1,5 @@
-"""The PaddlePaddle adapter: the same ResNet-50 numbers as PyTorch in every mode, the saved
-program run by Paddle Inference, and the process it may not share (after TensorFlow).
+"""The PaddlePaddle adapter: the same ResNet-50 numbers as PyTorch in every mode, and the process
+it may not share (after TensorFlow).
 
 PaddlePaddle is imported in this process before any test runs (conftest.import_first: importing
 it after TensorFlow crashes the process, and other test files load TensorFlow first). Logits and
@@ -53,22 +53,17 @@ def test_parameters_follow_the_spec(pd_adapter, model):
 
 @pytest.mark.parametrize(
     "task",
-    # the inference tasks capture and save the graph again (10 s each): make test-standard runs
-    # them; under smoke, train runs both captures and the saved program is reloaded below
+    # the inference tasks capture the graph again (10 s each): make test-standard runs them;
+    # under smoke, train runs both captures
     [t if t == "train" else pytest.param(t, marks=pytest.mark.costly) for t in contract.TASKS],
 )
 def test_prepare_runs_every_mode(pd_adapter, weights, task):
-    """dygraph, both to_static captures and Paddle Inference compute the same function."""
+    """dygraph and both to_static captures compute the same function."""
     batch = 1 if task == "latency" else 2
     outputs = {}
     for mode in pd_adapter.MODES:
-        if task == "train" and mode == "inference":
-            with pytest.raises(contract.Unsupported, match="inference only"):
-                pd_adapter.prepare(weights, mode, task, batch, image_size=SIZE)
-            continue
         prepared = pd_adapter.prepare(weights, mode, task, batch, image_size=SIZE)
         assert prepared.batch_size == batch and prepared.notes
-        assert (prepared.export_s is not None) == (mode == "inference"), mode
         outputs[mode] = [np.asarray(prepared.step()) for _ in range(2)]
     if task == "train":  # losses before each update: the weights moved; the same in all modes
         for mode, (first, second) in outputs.items():
@@ -97,19 +92,6 @@ def test_the_training_step_reads_back_the_recipe(pd_adapter, weights):
     # the first momentum step is w -= lr * g: twice the rate, twice the update (float32 rounding
     # of w + update and the summation order of the gradients leave about 1e-4 of it)
     assert np.linalg.norm(twice - 2 * step) < 1e-2 * np.linalg.norm(2 * step)
-
-
-def test_the_saved_program_reloads_in_paddle_inference(pd_adapter, model, weights, tmp_path):
-    path = pd_adapter.export(model, tmp_path)
-    assert path.name == "resnet50.json" and path.with_suffix(".pdiparams").is_file()
-    run = pd_adapter.load_exported(path)
-    for batch, size in [(1, 32), (3, 64)]:  # the program takes any batch and image size
-        images, _ = resnet.random_batch(batch, size, seed=batch)
-        got = run(images)
-        assert got.shape == (batch, 1000)
-        assert_float32_close(got, weights, images, f"Paddle Inference {batch}x{size}")
-    with pytest.raises(FileNotFoundError, match="no saved program"):
-        pd_adapter.load_exported(tmp_path / "missing.json")
 
 
 def test_bf16_on_cpu_is_unsupported_with_paddles_reason(pd_adapter, weights):

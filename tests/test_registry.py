@@ -16,7 +16,6 @@ from pathlib import Path
 
 from labkit import frameworks, recipe, resnet
 from labkit.frameworks import contract
-from labkit.lessons import deploy
 
 import numpy as np
 import pytest
@@ -47,12 +46,9 @@ def test_specs_are_read_without_importing_any_framework():
 @pytest.mark.parametrize("spec", SPECS, ids=NAMES)
 def test_every_spec_is_complete_and_consistent(spec):
     assert spec.name in frameworks.REGISTRY and frameworks.spec(spec.name) is spec
-    assert spec.display and spec.import_name and spec.color.startswith("#") and spec.summary
+    assert spec.display and spec.import_name and spec.color.startswith("#")
     assert spec.modes and len(set(spec.modes)) == len(spec.modes)
     assert set(spec.tasks) <= set(contract.TASKS) and spec.tasks
-    assert set(spec.formats) <= {f.key for f in deploy.FORMATS}, (
-        "formats must be keys of deploy.FORMATS"
-    )
     if spec.eager is None:  # a runtime of exported graphs: measured against its source's eager
         assert frameworks.spec(spec.exported_from).eager is not None
     assert spec.folder.is_dir() and (spec.folder / "adapter.py").is_file()
@@ -72,7 +68,6 @@ def test_every_spec_is_complete_and_consistent(spec):
             if not hasattr(launch, name)
         ]
         assert not missing, f"{spec.launch_module} lacks {missing}"
-        assert isinstance(launch, contract.Launch)
         assert launch.ports_needed(2) >= 1
     else:
         assert spec.launch_module is None
@@ -92,7 +87,7 @@ def test_a_bad_spec_says_what_is_wrong():
         contract.FrameworkSpec("x", "X", "x", ("run",), None, "#000000")
     with pytest.raises(ValueError, match="unknown framework 'jax': valid frameworks are torch"):
         frameworks.spec("jax")
-    with pytest.raises(ValueError, match=r"unknown precisions \['fp16'\]"):
+    with pytest.raises(ValueError, match=r"unknown precisions or tasks \['fp16'\]"):
         contract.FrameworkSpec("x", "X", "x", ("eager",), "eager", "#000000", precisions=("fp16",))
     without = next((s.name for s in SPECS if not s.launcher), None)
     if without:
@@ -128,14 +123,12 @@ def test_adapter_implements_the_protocol_its_spec_promises(adapter):
             "set_threads",
             "threads",
             "build_resnet50",
-            "to_canonical",
             "predict",
             "prepare",
         )
         if not callable(getattr(adapter, name, None))
     ]
     assert not missing, f"{spec.name} adapter lacks {missing}"
-    assert isinstance(adapter, contract.Adapter)
     assert _parameters(adapter.prepare)[:7] == [
         "weights",
         "mode",
@@ -145,10 +138,9 @@ def test_adapter_implements_the_protocol_its_spec_promises(adapter):
         "image_size",
         "device",
     ]
-    if "train" in spec.tasks:
-        assert isinstance(adapter, contract.Trainer), f"{spec.name} trains: needs train_step"
-    if spec.formats:
-        assert isinstance(adapter, contract.Exporter), f"{spec.name} exports: needs export"
+    if "train" in spec.tasks:  # its new weights, in canonical names, for the cross-check
+        trains = ("train_step", "to_canonical")
+        assert all(callable(getattr(adapter, f, None)) for f in trains), f"{spec.name}: {trains}"
     assert isinstance(adapter.version(), str) and adapter.version()
 
 
@@ -161,7 +153,7 @@ def test_code_checks_module_verifies_every_property_its_spec_declares(spec):
     assert (spec.folder / "checks.py").exists(), f"{spec.name} declares code_checks: add checks.py"
     require(spec.name)
     checks = frameworks.checks(spec.name)
-    assert isinstance(checks, contract.Checks)
+    assert callable(checks.namespace) and callable(checks.verify)
     for prop, meaning in spec.code_checks:
         assert meaning, prop
         assert prop in checks.PROPERTIES, f"{spec.name} checks.verify does not handle {prop!r}"
@@ -275,7 +267,6 @@ def test_each_peak_probe_follows_the_protocol_and_prints_its_kernels(spec):
     import importlib
 
     probe = importlib.import_module(spec.peak_module)
-    assert isinstance(probe, contract.PeakProbe)
     assert tuple(probe.KERNELS) == spec.peak_precisions
     out = subprocess.run(
         [sys.executable, "-m", spec.peak_module, "--threads", "1", "--precisions", "fp32"]
@@ -352,7 +343,13 @@ def test_bad_images_fail_clearly(adapter, model, weights):
         adapter.prepare(weights, adapter.SPEC.modes[0], "latency", 1, image_size=48)
 
 
-def test_weights_round_trip_through_every_adapter(adapter, model, weights):
+def _trains(adapter) -> None:
+    if "train" not in adapter.SPEC.tasks:
+        pytest.skip("a runtime of exported graphs hands no weights back (its logits: crosscheck)")
+
+
+def test_weights_round_trip_through_every_trainer(adapter, model, weights):
+    _trains(adapter)
     back = adapter.to_canonical(model)
     assert set(back) == set(weights)
     assert all(np.array_equal(back[k], weights[k]) for k in weights)
@@ -361,9 +358,13 @@ def test_weights_round_trip_through_every_adapter(adapter, model, weights):
 def test_a_narrower_resnet50_round_trips_and_misfits_are_named_with_the_width(adapter):
     """Each adapter builds the width its weights have (the smoke profile's narrow ResNet-50)."""
     narrow = resnet.init_weights(seed=1, num_classes=CLASSES, width=16)
-    back = adapter.to_canonical(adapter.build_resnet50(narrow))
-    assert {k: v.shape for k, v in back.items()} == {k: v.shape for k, v in narrow.items()}
-    assert all(np.array_equal(back[k], narrow[k]) for k in narrow)
+    built = adapter.build_resnet50(narrow)
+    logits = adapter.predict(built, resnet.random_batch(1, 32)[0])
+    assert logits.shape == (1, CLASSES) and np.isfinite(logits).all()
+    if hasattr(adapter, "to_canonical"):
+        back = adapter.to_canonical(built)
+        assert {k: v.shape for k, v in back.items()} == {k: v.shape for k, v in narrow.items()}
+        assert all(np.array_equal(back[k], narrow[k]) for k in narrow)
     wide_fc = {**narrow, "fc.weight": np.zeros((CLASSES, 2048), np.float32)}
     with pytest.raises(
         ValueError, match=r"'fc\.weight' has shape .* at width 16 \(read from conv1"
@@ -399,7 +400,6 @@ def test_explorer_implements_the_protocol_and_its_adapter_benchmarks_any_model(e
     assert checks and len(set(checks)) == len(checks) and isinstance(explorer.ACCEPTS, str)
     assert spec.name in explorer.versions()
     adapter = frameworks.get(spec.name)
-    assert isinstance(adapter, contract.ModelBencher), f"{spec.name} adapter: prepare_model"
     assert _parameters(adapter.prepare_model)[:4] == ["model", "inputs", "mode", "task"]
     with pytest.raises(ValueError, match=f"unknown mode 'turbo' for {spec.name}"):
         adapter.prepare_model(None, [np.zeros((1, 2), np.float32)], "turbo", "latency")

@@ -1,5 +1,5 @@
 """One ResNet-50, five runtimes, the same function: every framework's eval logits, one
-training step and exported models against a float64 reference (PyTorch run in float64).
+training step and the ONNX export against a float64 reference (PyTorch run in float64).
 
 Each bound is derived, not chosen: a framework may be off by ``labkit.frameworks.crosscheck.FP32_SPREAD``
 times PyTorch's own float32 error against the same reference, measured in the same run (see
@@ -26,13 +26,7 @@ pytestmark = pytest.mark.slow
 
 OTHERS = ("tensorflow", "mindspore", "paddle", "onnxruntime")
 TRAINING = ("tensorflow", "mindspore", "paddle")
-# Exporting Paddle's program again here (seconds on 2 cores) is left to `make test-standard`
-# (skipped under smoke: conftest); notebook 07 exports every framework with its own calls.
 COSTLY_IN_SMOKE = pytest.mark.costly
-EXPORTERS = [
-    "torch",  # ONNX, run by ONNX Runtime
-    pytest.param("paddle", marks=COSTLY_IN_SMOKE),  # paddle.jit.save, run by Paddle Inference
-]
 # the summation orders the checks run under: threads, and oneDNN's instruction set (PyTorch,
 # TensorFlow and ONNX Runtime's oneDNN kernels honour ONEDNN_MAX_CPU_ISA; MindSpore's own do not)
 RUNS = [
@@ -51,7 +45,7 @@ def T():
 @pytest.fixture(scope="module", params=RUNS)
 def measured(request, tmp_path_factory):
     """What tests/crosscheck_child.py measured in a fresh process under one of :data:`RUNS`."""
-    for name in ("torch", *OTHERS):
+    for name in frameworks.import_order(("torch", *OTHERS)):  # PaddlePaddle before TensorFlow
         require(name)
     run = dict(request.param)
     threads = run.pop("threads")
@@ -142,18 +136,13 @@ def test_crosscheck_defaults_to_every_available_framework(T, monkeypatch):
 # ----------------------------------------------------------------------------- exported models
 
 
-@pytest.mark.parametrize("name", EXPORTERS)
-def test_exported_model_reloads_and_agrees_with_torch(T, name, tmp_path):
-    adapter = require(name)
+def test_the_onnx_export_reloads_and_agrees_with_float64(T):
     weights = resnet.init_weights(seed=5)
-    if name == "torch":  # torch.onnx.export's file, shared with the ONNX Runtime adapter's cache
-        path = require("onnxruntime").model_file(weights)
-    else:
-        path = adapter.export(adapter.build_resnet50(weights), tmp_path)
-    run = adapter.load_exported(path)
+    # torch.onnx.export's file, shared with the ONNX Runtime adapter's cache
+    run = T.load_exported(require("onnxruntime").model_file(weights))
     for batch, size in [(1, 32), (2, 64)]:
         images, _ = resnet.random_batch(batch, size, seed=batch)
         exact, bound = cc.reference_logits(weights, images)
         got = np.asarray(run(images))
         assert got.shape == exact.shape
-        assert bound.admits(cc.max_rel_diff(got, exact)), (name, batch, size, bound)
+        assert bound.admits(cc.max_rel_diff(got, exact)), (batch, size, bound)

@@ -53,7 +53,6 @@ def test_graph_selects_every_non_eager_mode_and_own_names_work():
         ("mindspore", "graph"),
         ("paddle", "sot"),
         ("paddle", "ast"),
-        ("paddle", "inference"),
         ("onnxruntime", "ort"),
         ("tvm", "relax"),
     }

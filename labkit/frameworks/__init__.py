@@ -1,21 +1,16 @@
-"""The framework registry: one package per framework, one adapter behind one small interface.
+"""The framework registry: one package per framework (``labkit/frameworks/<name>/``).
 
-``labkit/frameworks/<name>/`` (read only the one you use): ``__init__.py`` declares its
-:class:`~labkit.frameworks.contract.FrameworkSpec` (framework-free), ``adapter.py`` imports the
-framework and implements :class:`~labkit.frameworks.contract.Adapter`; optional modules read its
-graphs, check code exercises, time its kernels or launch its workers. Shared code is in
-:mod:`labkit.frameworks._kit`; whether they all compute the same ResNet-50 is
-:mod:`labkit.frameworks.crosscheck`.
-
-:func:`specs` reads the specs without importing any framework; :func:`get` imports an adapter
-when it is needed; :func:`kernel_support` says whether this machine's kernels run a precision (a
-tiny probe, cached). Adding a framework: write its package, add its name to :data:`REGISTRY`,
-run ``tests/test_registry.py`` (README, "Add a framework").
+Its ``__init__.py`` declares a :class:`~labkit.frameworks.contract.FrameworkSpec` (framework-free)
+and its ``adapter.py`` imports the framework. :func:`specs` reads the specs without importing any
+framework; :func:`get` imports an adapter when it is needed; :func:`kernel_support` says whether
+this machine's kernels run a precision. Adding a framework: its package, its name in
+:data:`REGISTRY`, then ``tests/test_registry.py`` says what is missing.
 """
 
 from __future__ import annotations
 
 import concurrent.futures
+import contextlib
 import functools
 import hashlib
 import importlib
@@ -30,7 +25,7 @@ from types import ModuleType
 
 from .. import _pins, hardware
 from ..util import jsonio, proc
-from .contract import FrameworkSpec, ModelBencher
+from .contract import FrameworkSpec
 
 __all__ = [
     "ISA_ENV",
@@ -39,7 +34,6 @@ __all__ = [
     "PACKAGES",
     "REGISTRY",
     "FrameworkUnavailable",
-    "ModelBencher",
     "available",
     "check_import_order",
     "checks",
@@ -55,16 +49,8 @@ __all__ = [
     "specs",
 ]
 
-#: the registered frameworks, in the order tables and figures list them: each is a package
-#: ``labkit.frameworks.<name>`` whose ``SPEC`` describes it
-REGISTRY: tuple[str, ...] = (
-    "torch",
-    "tensorflow",
-    "mindspore",
-    "paddle",
-    "onnxruntime",
-    "tvm",
-)
+#: the registered frameworks, in the order tables and figures list them
+REGISTRY: tuple[str, ...] = ("torch", "tensorflow", "mindspore", "paddle", "onnxruntime", "tvm")
 #: the framework every other one's logits are compared with (labkit.frameworks.crosscheck)
 REFERENCE = "torch"
 
@@ -72,13 +58,10 @@ REFERENCE = "torch"
 @functools.cache
 def specs() -> tuple[FrameworkSpec, ...]:
     """Every registered framework's spec, in registry order (imports no framework)."""
-    found = []
-    for name in REGISTRY:
-        declared = importlib.import_module(f"{__name__}.{name}").SPEC
-        if declared.name != name:
-            raise ValueError(f"labkit.frameworks.{name} declares a spec named {declared.name!r}")
-        found.append(declared)
-    return tuple(found)
+    found = tuple(importlib.import_module(f"{__name__}.{name}").SPEC for name in REGISTRY)
+    if [s.name for s in found] != list(REGISTRY):
+        raise ValueError(f"the specs' names {[s.name for s in found]} are not {REGISTRY}")
+    return found
 
 
 def spec(name: str) -> FrameworkSpec:
@@ -89,11 +72,10 @@ def spec(name: str) -> FrameworkSpec:
     raise ValueError(f"unknown framework {name!r}: valid frameworks are {', '.join(NAMES)}")
 
 
-#: derived views of the specs, for the many places that need only one field
 NAMES: tuple[str, ...] = tuple(s.name for s in specs())
 PACKAGES: dict[str, str] = {s.name: s.import_name for s in specs()}
 MODES: dict[str, tuple[str, ...]] = {s.name: s.modes for s in specs()}
-#: packages the doctor reports besides the frameworks (e.g. onnx, which ONNX Runtime's model needs)
+#: packages the doctor reports besides the frameworks (onnx, which ONNX Runtime's model needs)
 EXTRA_PACKAGES: tuple[str, ...] = tuple(
     dict.fromkeys(p for s in specs() for p in s.extra_packages if p not in PACKAGES.values())
 )
@@ -101,10 +83,6 @@ EXTRA_PACKAGES: tuple[str, ...] = tuple(
 
 class FrameworkUnavailable(RuntimeError):
     """A framework that is not installed or fails to import; the message says how to fix it."""
-
-
-def check_name(name: str) -> str:
-    return spec(name).name
 
 
 def distributions(package: str) -> tuple[str, ...]:
@@ -124,7 +102,7 @@ def install_hint(package: str) -> str:
 
 @dataclass(frozen=True)
 class Probe:
-    """Whether a package imports, found in a fresh subprocess so that a crash cannot hurt us."""
+    """Whether a package imports, found in a fresh subprocess (a crash cannot hurt us)."""
 
     name: str
     version: str | None  # installed distribution version, None if not installed
@@ -134,19 +112,15 @@ class Probe:
 
     @property
     def status(self) -> str:
-        return (
-            "ok"
-            if self.importable
-            else ("not installed" if self.version is None else "import fails")
-        )
+        if self.importable:
+            return "ok"
+        return "not installed" if self.version is None else "import fails"
 
 
 def installed_version(package: str) -> str | None:
     for dist in distributions(package):
-        try:
+        with contextlib.suppress(importlib.metadata.PackageNotFoundError):
             return importlib.metadata.version(dist)
-        except importlib.metadata.PackageNotFoundError:
-            continue
     return None
 
 
@@ -171,9 +145,8 @@ def _probe(package: str, timeout: float = 120.0) -> Probe:
 
 @functools.lru_cache(maxsize=1)
 def probe_all(fresh: bool = False) -> dict[str, Probe]:
-    """Import each framework (and onnx) in its own subprocess, in parallel. Cached in this
-    process, and on disk while this interpreter, its installed distributions and PYTHONPATH stay
-    the same (every notebook asks; ``fresh=True``, as ``labkit doctor`` does: import again)."""
+    """Import each framework (and onnx) in its own subprocess, in parallel; cached while this
+    interpreter, its distributions and PYTHONPATH stay the same (``fresh=True``: import again)."""
     dists = sorted(f"{d.metadata['Name']}=={d.version}" for d in importlib.metadata.distributions())
     key = json.dumps([sys.executable, sys.version, os.environ.get("PYTHONPATH", ""), dists])
     path = hardware.cache_dir() / f"probes-{hashlib.sha256(key.encode()).hexdigest()[:16]}.json"
@@ -197,8 +170,8 @@ def available() -> list[str]:
 
 
 def check_import_order(name: str) -> None:
-    """``FrameworkUnavailable`` when importing ``name`` now would crash this process: a package
-    its spec must be imported before (``import_before``) is loaded already, and it is not."""
+    """``FrameworkUnavailable`` when importing ``name`` now would crash this process (a package
+    of its spec's ``import_before`` is loaded already)."""
     s = spec(name)
     loaded = [p for p in s.import_before if p in sys.modules]
     if loaded and s.import_name not in sys.modules:
@@ -213,17 +186,15 @@ def check_import_order(name: str) -> None:
 
 
 def import_order(names: Iterable[str]) -> list[str]:
-    """``names`` in an order that imports safely in one process: each framework before the
-    packages its spec must be imported before (PaddlePaddle before TensorFlow), the rest kept
-    in their order."""
-    names = [check_name(n) for n in names]
+    """``names`` in an order that imports safely in one process (PaddlePaddle first)."""
+    names = [spec(n).name for n in names]
     first = [n for n in names if spec(n).import_before]
     return first + [n for n in names if n not in first]
 
 
 def get(name: str) -> ModuleType:
-    """The adapter module for ``name``; raises ``FrameworkUnavailable`` with the fix if missing
-    (or if importing it here would crash the process: :func:`check_import_order`)."""
+    """The adapter module for ``name``; ``FrameworkUnavailable`` with the fix if it is missing
+    (or if importing it here would crash the process)."""
     s = spec(name)
     check_import_order(name)
     threads = {k: os.environ.get(k) for k in proc.THREAD_ENV}
@@ -236,12 +207,12 @@ def get(name: str) -> ModuleType:
         ) from exc
     finally:
         _restore(threads)
-    return importlib.import_module(s.adapter_module)
+    return importlib.import_module(s.module("adapter"))
 
 
 def _restore(variables: dict[str, str | None]) -> None:
-    """Put the thread variables back as they were: the thread policy is the lab's (PaddlePaddle
-    sets OMP_NUM_THREADS=1 as it loads, which every later child process would inherit)."""
+    """Put the thread variables back (PaddlePaddle sets OMP_NUM_THREADS=1 as it loads, which
+    every later child process would inherit)."""
     for key, value in variables.items():
         if value is None:
             os.environ.pop(key, None)
@@ -249,30 +220,36 @@ def _restore(variables: dict[str, str | None]) -> None:
             os.environ[key] = value
 
 
-def explorer(name: str) -> ModuleType:
-    """The graph-readiness checks of ``name`` (:class:`Explorer`); imports the framework.
-
-    ``ValueError`` when the lab has no such checks for it, ``FrameworkUnavailable`` when it is
-    not installed.
-    """
+def _part(name: str, part: str, has: Callable, what: str, framework: bool = True) -> ModuleType:
+    """The module ``part`` of ``name``'s package (``framework``: importing the framework first,
+    :func:`get`); ``ValueError`` naming the frameworks that have one."""
     s = spec(name)
-    if not s.explores:
-        offered = ", ".join(x.display for x in specs() if x.explores)
-        raise ValueError(
-            f"labkit.explore has no checks for {s.display} models yet: it checks models of "
-            f"{offered}"
-        )
-    get(name)  # a clear FrameworkUnavailable when it does not import
-    return importlib.import_module(s.explore_module)
+    if not has(s):
+        offered = ", ".join(x.display for x in specs() if has(x))
+        raise ValueError(f"{name} has no {what} yet in the lab: it has them for {offered}")
+    if framework:
+        get(name)
+    return importlib.import_module(s.module(part))
+
+
+def explorer(name: str) -> ModuleType:
+    """The graph-readiness checks of ``name`` (``contract.Explorer``); imports the framework."""
+    return _part(name, "explore", lambda s: s.explores, f"checks for {spec(name).display} models")
+
+
+def launch_module(name: str) -> ModuleType:
+    """The framework-free module that starts ``name``'s data-parallel workers."""
+    return _part(name, "launch", lambda s: s.launcher, "data-parallel launcher", framework=False)
+
+
+def checks(name: str) -> ModuleType:
+    """The module that checks code exercises for ``name`` (imports the framework)."""
+    return _part(name, "checks", lambda s: s.code_checks, "code-exercise checks")
 
 
 def framework_of(model: object) -> str | None:
-    """The registered framework a model belongs to, without importing any framework.
-
-    A path (``str`` or ``os.PathLike``) ending in a suffix of a spec's ``model_files`` is that
-    framework's saved model; any other object belongs to the framework whose ``model_packages``
-    define the first class of its MRO that one of them defines. None when no spec claims it.
-    """
+    """The registered framework a model (or a saved model's path) belongs to, None when no spec
+    claims it; imports no framework."""
     if isinstance(model, str | os.PathLike):
         path = os.fspath(model).lower()
         return next((s.name for s in specs() for x in s.model_files if path.endswith(x)), None)
@@ -284,39 +261,9 @@ def framework_of(model: object) -> str | None:
     return None
 
 
-def launch_module(name: str) -> ModuleType:
-    """The framework-free launch module of ``name`` (how its workers are started; imports no
-    framework); ``ValueError`` for a framework without a data-parallel launcher."""
-    s = spec(name)
-    if s.launch_module is None:
-        with_launcher = ", ".join(x.name for x in specs() if x.launcher)
-        raise ValueError(
-            f"{name} has no data-parallel launcher in the lab: frameworks with one are "
-            f"{with_launcher}"
-        )
-    return importlib.import_module(s.launch_module)
-
-
-def checks(name: str) -> ModuleType:
-    """The module that checks code exercises for ``name`` (``labkit.frameworks.<name>.checks``).
-
-    Raises ``ValueError`` for a framework without code checks and ``FrameworkUnavailable``
-    (with the fix) when the framework does not import here.
-    """
-    s = spec(name)
-    if s.checks_module is None:
-        with_checks = [x.name for x in specs() if x.code_checks]
-        raise ValueError(
-            f"{name} has no code-exercise checks; frameworks with checks: {', '.join(with_checks)}"
-        )
-    get(name)
-    return importlib.import_module(s.checks_module)
-
-
 def peak_probes() -> list[hardware.Probe]:
-    """The matrix-multiply probes of the installed frameworks that have one (spec
-    ``peak_precisions``), in registry order, each with its framework's version (a new version
-    is measured anew: :mod:`labkit.hardware.measured`). Imports no framework."""
+    """The matrix-multiply probes of the installed frameworks that have one, each with its
+    framework's version (a new version is measured anew). Imports no framework."""
     return [
         hardware.Probe(s.peak_module, s.peak_precisions, ((s.import_name, version),))
         for s in specs()
@@ -332,10 +279,8 @@ def kernel_support(
     framework: str, version: str, precision: str, probe: Callable[[], str | None]
 ) -> str:
     """Empty when this machine's kernels run ``precision`` for ``framework`` ``version``, else why
-    not, in words. ``probe`` runs one tiny operation at that precision: it raises where the
-    kernels cannot (oneDNN's "could not create a primitive descriptor"), or returns why the
-    operation ran in another precision. The answer is cached per machine type, library version
-    and oneDNN ISA cap (:data:`ISA_ENV`) in :func:`labkit.hardware.cache_dir`."""
+    not. ``probe`` runs one tiny operation at that precision: it raises where the kernels cannot,
+    or returns why it ran in another precision. Cached per machine type, version and ISA cap."""
     isa = {k: os.environ[k] for k in ISA_ENV if os.environ.get(k)}
     machine = hardware.machine_of(hardware.fingerprint())["machine_id"]
     key = json.dumps([framework, version, precision, isa, machine], sort_keys=True)

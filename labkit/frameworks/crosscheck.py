@@ -1,16 +1,11 @@
 """Do the frameworks compute the same ResNet-50? Each one against a float64 reference.
 
-Two float32 implementations of one function differ by their rounding, and how much depends on
-the order in which each sums (its kernels, its thread count, the instruction set): so the
-question is never "do they agree to 1e-6" but "is each one as close to the exact answer as
-float32 lets a careful implementation be". The exact answer is PyTorch's ResNet-50 run in
-float64 (the torch adapter's ``predict_float64`` and ``train_step_float64``); the yardstick is
-PyTorch's own float32 error against it, measured in the same run; each framework may be off by
-:data:`FP32_SPREAD` times that (or times the float32 rounding of the reference itself, where
-PyTorch happens to be closer than that). A wrong layout, weight, recipe or convention is off by
-order 1, far beyond.
-
-Framework-agnostic: it reaches each framework through the registry (:func:`labkit.frameworks.get`).
+Two float32 implementations of one function differ by their rounding, which depends on the order
+each one sums in (kernels, threads, instruction set): so the question is whether each one is as
+close to the exact answer as float32 lets a careful implementation be. The exact answer is
+PyTorch's ResNet-50 in float64; the yardstick is PyTorch's own float32 error against it, measured
+in the same run, and each framework may be off by :data:`FP32_SPREAD` times that (or times the
+float32 rounding of the reference itself). A wrong layout, weight or recipe is off by order 1.
 """
 
 from __future__ import annotations
@@ -37,12 +32,10 @@ __all__ = [
 
 REFERENCE = fw.REFERENCE
 
-#: How many times PyTorch's own float32 error (against float64) another float32 implementation
-#: may be off. Measured on the project's machines (ResNet-50, 64 px, batch 2-3, 1 and 2
-#: threads, oneDNN at AVX2 and AVX-512): logits within 1x of PyTorch's error; one training
-#: step's update within 1.0x (MindSpore) and 3.5x (TensorFlow) over the whole update, 4.8x on
-#: the worst single tensor. BatchNorm at a tiny batch conditions the gradient badly, so a
-#: different summation order moves a tensor's update by percents; a bug moves it by 100%.
+#: How many times PyTorch's own float32 error another float32 implementation may be off.
+#: Measured (ResNet-50, 64 px, batch 2-3, 1 and 2 threads, AVX2 and AVX-512): logits within 1x;
+#: one training step's update within 3.5x, 4.8x on the worst tensor (BatchNorm at a tiny batch
+#: conditions the gradient badly: a summation order moves an update by percents, a bug by 100%).
 FP32_SPREAD = 10.0
 
 
@@ -87,10 +80,6 @@ class LogitCheck:
         return f"error against float64: {rows} (bound {self.bound.limit:.1e})"
 
 
-def _reference():
-    return fw.get(REFERENCE)
-
-
 def crosscheck(
     frameworks: list[str] | None = None,
     seed: int = 0,
@@ -98,15 +87,10 @@ def crosscheck(
     image_size: int = 64,
     width: int = resnet.WIDTH,
 ) -> LogitCheck:
-    """Run the same weights and batch through each framework and compare with float64.
-
-    ``errors`` holds, per framework (every available one if ``frameworks`` is None; PyTorch's
-    float32 run always), the largest absolute difference of its eval-mode logits from the
-    float64 reference, divided by the largest reference logit: around 1e-6 for a float32
-    implementation of the same function, order 1 when a layout or weight is wrong. Needs
-    PyTorch. ``width`` narrows the network (:mod:`labkit.resnet`; 64 is ResNet-50 itself).
-    """
-    names = fw.available() if frameworks is None else [fw.check_name(n) for n in frameworks]
+    """Each framework's eval logits (every available one by default; PyTorch's float32 run
+    always) against float64 on the same weights and batch: :func:`max_rel_diff`, about 1e-6 for
+    float32, order 1 for a wrong layout or weight. ``width`` narrows the network."""
+    names = fw.available() if frameworks is None else [fw.spec(n).name for n in frameworks]
     weights = resnet.init_weights(seed, width=width)
     images, _ = resnet.random_batch(batch, image_size, seed)
     exact, bound = reference_logits(weights, images)
@@ -125,9 +109,9 @@ def crosscheck(
 def reference_logits(
     weights: dict[str, np.ndarray], images: np.ndarray
 ) -> tuple[np.ndarray, Bound]:
-    """The float64 logits of ``weights`` on ``images``, and the :class:`Bound` any float32
-    logits of them must meet (:func:`max_rel_diff` against these): PyTorch's float32 error."""
-    torch_adapter = _reference()
+    """The float64 logits of ``weights`` on ``images``, and the :class:`Bound` float32 logits of
+    them must meet (PyTorch's own float32 error)."""
+    torch_adapter = fw.get(REFERENCE)
     exact = torch_adapter.predict_float64(weights, images)
     mine = torch_adapter.predict(torch_adapter.build_resnet50(weights), images)
     floor = max_rel_diff(exact.astype(np.float32), exact)
@@ -138,11 +122,10 @@ def reference_logits(
 class StepCheck:
     """One training step of each framework against the float64 reference.
 
-    ``errors[framework][tensor]``: the error of the tensor's update (new - old) as a share of
-    the reference update (norms); ``"update"`` is the whole update of the trainable tensors (all
-    at once) and ``"loss"`` the loss's relative error. Trainable tensors and BatchNorm running
-    means are checked; running variances follow each framework's convention (Keras folds in
-    the biased batch variance, PyTorch the unbiased one) and are left out.
+    ``errors[framework][tensor]``: the error of the tensor's update as a share of the reference
+    update (norms); ``"update"``: all trainable tensors at once; ``"loss"``: the loss's relative
+    error. Running variances follow each framework's convention (Keras folds in the biased
+    batch variance) and are left out.
     """
 
     errors: dict[str, dict[str, float]]
@@ -175,9 +158,8 @@ def step_check(
     images: np.ndarray,
     labels: np.ndarray,
 ) -> StepCheck:
-    """One training step (:mod:`labkit.recipe`) of each framework, PyTorch's float32 step
-    included, measured against PyTorch's step in float64 (see :class:`StepCheck`)."""
-    exact_loss, exact = _reference().train_step_float64(weights, images, labels)
+    """One training step of each framework (PyTorch's float32 one too) against float64."""
+    exact_loss, exact = fw.get(REFERENCE).train_step_float64(weights, images, labels)
     tensors = [n for n in weights if _checked(n)]
     exact_update = {n: exact[n] - weights[n] for n in tensors}
     stored = {n: exact[n].astype(np.float32).astype(np.float64) - weights[n] for n in tensors}
@@ -187,7 +169,7 @@ def step_check(
     floors["loss"] = float(np.finfo(np.float32).eps)
     errors = {}
     for name in [REFERENCE, *fw.import_order(n for n in frameworks if n != REFERENCE)]:
-        loss, new = fw.get(fw.check_name(name)).train_step(weights, images, labels)
+        loss, new = fw.get(name).train_step(weights, images, labels)
         update = {n: new[n].astype(np.float64) - weights[n] for n in tensors}
         errors[name] = {n: _norm_rel(update[n], exact_update[n]) for n in tensors}
         errors[name]["update"] = _stacked_rel(update, exact_update, trainable)

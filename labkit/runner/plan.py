@@ -65,7 +65,7 @@ class Cell:
                 self.image_size,
                 self.device,
             )
-        if not isinstance(adapter, fw_registry.ModelBencher):
+        if not hasattr(adapter, "prepare_model"):
             raise Unsupported(f"labkit cannot benchmark other models with {self.framework}")
         model, given = inputs.build_example(self.model)
         arrays = inputs.example_arrays(inputs.parse_inputs(self.input_shape))

@@ -1,11 +1,7 @@
-"""The accuracy cost of a low-precision path: its logits against its framework's fp32 model.
-
-:func:`cost` runs :data:`IMAGES` synthetic images (seeded apart from the timed batch) through both,
-in batches of the cell's size, and gives the largest logit difference (absolute and relative to
-the largest fp32 logit) and the top-1 agreement. The lab's seeded random weights give nearly
-every synthetic image the same top class, so ``centred_top1_agreement`` (each class's mean over
-the images subtracted first) is the telling one: whether the low precision keeps what tells the
-images apart.
+"""The accuracy cost of a low-precision path: its logits against its framework's fp32 model on
+:data:`IMAGES` synthetic images (seeded apart from the timed batch). The lab's random weights give
+nearly every synthetic image the same top class, so ``centred_top1_agreement`` (each class's mean
+over the images subtracted first) tells whether the low precision keeps what tells them apart.
 """
 
 from __future__ import annotations
@@ -20,16 +16,7 @@ from ...util.numeric import difference, top1_agreement
 
 __all__ = ["cost"]
 
-#: synthetic images an accuracy cost is measured on (rounded up to a whole number of batches)
-IMAGES = 256
-#: their seed (the timed batch uses seed 0)
-SEED = 7
-
-
-def images(image_size: int, batch: int, n: int = IMAGES) -> np.ndarray:
-    """``n`` synthetic NCHW float32 images (rounded up to a multiple of ``batch``)."""
-    count = batch * math.ceil(n / batch)
-    return resnet.random_batch(count, image_size, seed=SEED)[0]
+IMAGES = 256  #: synthetic images (rounded up to a whole number of batches), seed 7
 
 
 def _logits(run: Callable[[np.ndarray], np.ndarray], x: np.ndarray, batch: int) -> np.ndarray:
@@ -45,10 +32,8 @@ def cost(
     what: str,
     n: int = IMAGES,
 ) -> dict:
-    """The accuracy cost of ``lowp`` against ``reference`` (both: NCHW images -> logits):
-    ``{reference: what, images, max_abs_diff, max_rel_diff, top1_agreement, top1_classes,
-    centred_top1_agreement}`` (see the module's docstring)."""
-    x = images(image_size, batch, n)
+    """The accuracy cost of ``lowp`` against ``reference`` (both: NCHW images -> logits)."""
+    x = resnet.random_batch(batch * math.ceil(n / batch), image_size, seed=7)[0]
     ref = _logits(reference, x, max(batch, 16))
     got = _logits(lowp, x, batch)
     if got.shape != ref.shape:

@@ -1,12 +1,9 @@
 """The toolkit of the code-exercise checks (``labkit/frameworks/<name>/checks.py``), numpy only.
 
-A framework's ``checks.verify(prop, fn, cases, ...)`` answers ``(passed, detail)``. Shared here:
-a property's check run by name (:func:`verify`), a framework's inputs and outputs converted
-(:func:`converters`), the function under a decorator (:func:`unwrap`), the line of an exception
-that says what broke (:func:`what_broke`), outputs compared (:func:`compare`, over every case
-:func:`same_outputs`) and a case described (:func:`signature`).
-
-Not for: the exercises themselves, their feedback or progress (:mod:`labkit.exercises`).
+A framework's ``checks.verify(prop, fn, cases, ...)`` answers ``(passed, detail)``: a property's
+check run by name (:func:`verify`), the two properties every framework's graph has
+(:func:`graph_properties`), outputs compared (:func:`compare`), a framework's error in one line
+(:func:`what_broke`). Not for: the exercises, their feedback or progress (:mod:`labkit.exercises`).
 """
 
 from __future__ import annotations
@@ -22,10 +19,10 @@ import numpy as np
 __all__ = [
     "compare",
     "converters",
+    "graph_properties",
     "runs_on_all",
     "same_outputs",
     "signature",
-    "to_numpy",
     "unwrap",
     "verify",
     "what_broke",
@@ -50,13 +47,9 @@ def unwrap(fn: Callable) -> Callable:
 
 
 def what_broke(exc: BaseException, limit: int = 300) -> str:
-    """A framework's exception in one or two lines: its type and the line that says what broke.
-
-    TensorFlow wraps errors raised while tracing in "X in user code:" followed by a stack, and
-    PaddlePaddle errors raised while converting source in "In transformed code:" followed by
-    the source: the last "SomeError: message" line is the one that matters. Other frameworks
-    put it first and add explanations, hints and C++ stacks below.
-    """
+    """A framework's exception in one or two lines: its type and the line that says what broke
+    (after TensorFlow's "in user code:" and Paddle's "In transformed code:", the last
+    "SomeError: message" line; elsewhere the first)."""
     text = str(exc).strip()
     lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
     name = type(exc).__name__
@@ -115,32 +108,25 @@ def signature(case: tuple) -> str:
     )
 
 
-def to_numpy(out: Any, leaf: Callable[[Any], np.ndarray]) -> Any:
-    """A function's output as NumPy: tuples and lists of outputs stay tuples, ``leaf`` turns
-    each one (a framework's tensor, or a plain value) into an array."""
-    if isinstance(out, (tuple, list)):
-        return tuple(to_numpy(o, leaf) for o in out)
-    return leaf(out)
-
-
 def converters(
     tensor: Callable[[np.ndarray], Any], is_tensor: Callable[[Any], bool], array: Callable
 ) -> tuple[Callable[[tuple], tuple], Callable[[Any], Any]]:
-    """A framework's ``(args, numpy)``: a case's arrays made its tensors (``tensor``), and an
-    output (tuples of its tensors, ``array`` of each, or plain values) made NumPy."""
+    """A framework's ``(args, numpy)``: a case's arrays made its tensors, and an output (nested
+    tuples of its tensors, ``array`` of each, or plain values) made NumPy."""
 
     def args(case: tuple) -> tuple:
         return tuple(tensor(v) if isinstance(v, np.ndarray) else v for v in case)
 
     def numpy(out: Any) -> Any:
-        return to_numpy(out, lambda o: array(o) if is_tensor(o) else np.asarray(o))
+        if isinstance(out, (tuple, list)):
+            return tuple(numpy(o) for o in out)
+        return array(out) if is_tensor(out) else np.asarray(out)
 
     return args, numpy
 
 
 def runs_on_all(run: Callable[[tuple], Any], cases: list[tuple], passed: str) -> tuple[bool, str]:
-    """Whether ``run(case)`` returns on every one of ``cases``: ``(True, passed)``, else
-    ``False`` and the first input that raised, in words (``input 2 (tensor (3,)): ...``)."""
+    """``(True, passed)`` when ``run(case)`` returns on every case, else the first that raised."""
     for i, case in enumerate(cases, 1):
         try:
             run(case)
@@ -161,9 +147,8 @@ def same_outputs(
     baseline: str = "eager",
     describe: Callable[[tuple], str] = signature,
 ) -> tuple[bool, str]:
-    """Whether ``run(case)`` gives ``want(case)`` on every one of ``cases`` (:func:`compare`):
-    ``(True, passed)``, else ``False`` and the first case that raised or differed, in words
-    (``input 2 raised ...``, ``input 2 (tensor (3,)): differs from <baseline> by ...``)."""
+    """``(True, passed)`` when ``run(case)`` gives ``want(case)`` on every case, else the first
+    case that raised or differed, in words."""
     for i, case in enumerate(cases, 1):
         try:
             got = run(case)
@@ -183,9 +168,9 @@ def verify(
     cases: list[tuple],
     **given,
 ) -> tuple[bool, str]:
-    """Run the check of ``prop`` (one of ``properties``) on ``fn``: each check takes, by name, what
-    it needs of ``fn``, ``cases``, ``reference``, ``rtol``, ``atol`` and the exercise's options.
-    ``ValueError`` for a property, or an option, that no check of ``display`` knows."""
+    """Run the check of ``prop`` on ``fn``: each check takes, by name, what it needs of ``fn``,
+    ``cases``, ``reference``, ``rtol``, ``atol`` and the exercise's options (``ValueError`` for
+    a property or an option no check of ``display`` knows)."""
     if prop not in properties:
         raise ValueError(f"unknown {display} property {prop!r}")
     known = {p for check in properties.values() for p in inspect.signature(check).parameters}
@@ -194,3 +179,38 @@ def verify(
         raise ValueError(f"{display} checks take no options {unknown}")
     wanted = inspect.signature(properties[prop]).parameters
     return properties[prop](fn, cases, **{k: v for k, v in given.items() if k in wanted})
+
+
+def graph_properties(
+    graph: Callable[[Callable], Callable],
+    args: Callable[[tuple], tuple],
+    numpy: Callable[[Any], Any],
+    runs: str,
+    baseline: str,
+    **said: Any,
+) -> dict[str, Callable]:
+    """``{runs: ..., "matches_eager": ...}``: whether ``graph(fn)`` (the framework's whole-graph
+    capture) runs on every input, and gives the outputs of the reference run eagerly (named
+    ``baseline``); ``said``: how :func:`same_outputs` names a call and describes it."""
+
+    def ran(fn: Callable, cases: list[tuple]) -> tuple[bool, str]:
+        compiled = graph(fn)
+        passed = f"captured whole and ran on all {len(cases)} inputs"
+        return runs_on_all(lambda case: numpy(compiled(*args(case))), cases, passed)
+
+    def matches_eager(
+        fn: Callable, cases: list[tuple], reference: Callable, rtol: float, atol: float
+    ) -> tuple[bool, str]:
+        compiled = graph(fn)
+        return same_outputs(
+            lambda case: numpy(compiled(*args(case))),
+            lambda case: numpy(unwrap(reference)(*args(case))),
+            cases,
+            rtol,
+            atol,
+            passed=f"same outputs as {baseline} on all {len(cases)} inputs",
+            baseline=baseline,
+            **said,
+        )
+
+    return {runs: ran, "matches_eager": matches_eager}

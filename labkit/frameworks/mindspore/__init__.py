@@ -1,8 +1,4 @@
-"""MindSpore in the lab: ``adapter`` (the ``nn.Cell`` ResNet-50, PyNative and graph mode),
-and ``launch`` (``msrun`` for notebook 08's workers).
-
-This file is framework-free: it declares what the lab knows about MindSpore and imports nothing.
-"""
+"""MindSpore in the lab (framework-free: what the lab knows about it)."""
 
 from ..contract import FrameworkSpec
 
@@ -16,7 +12,6 @@ SPEC = FrameworkSpec(
     eager="pynative",
     color="#1f77b4",
     launcher="msrun",
-    summary="PyNative (eager, the default in 2.x); GRAPH_MODE / mindspore.jit (parsed source)",
     model_packages=("mindspore",),
     code_checks=(
         ("graph_mode", "graph mode accepts it (mindspore.jit(fullgraph=True), no Python fallback)"),

@@ -1,10 +1,9 @@
 """MindSpore adapter: ResNet-50 v1.5 as a ``mindspore.nn.Cell``, in PyNative and graph mode.
 
-Graph mode is ``mindspore.jit`` (``capture_mode="ast"``: ``construct``'s source parsed and
-compiled to one graph) inside a PyNative process, so that one process runs both modes
-(``set_context(mode=GRAPH_MODE)`` would be global). Weights load unchanged (NCHW, canonical
-kernel layouts); only BatchNorm's names differ (``gamma``, ``beta``, ``moving_mean``,
-``moving_variance``), and its ``momentum=0.9`` is PyTorch's 0.1.
+Graph mode is ``mindspore.jit`` (``construct``'s source parsed and compiled to one graph) inside
+a PyNative process, so that one process runs both modes. Weights load unchanged; only BatchNorm's
+names differ (``gamma``, ``beta``, ``moving_mean``, ``moving_variance``). Importing the adapter
+sends MindSpore's compile-failure reports (``MS_OM_PATH``) to this user's scratch folder.
 """
 
 from __future__ import annotations
@@ -20,7 +19,7 @@ from mindspore import nn, ops
 from ... import recipe, resnet
 from ...util import tempdirs
 from .. import kernel_support
-from .._kit.cells import check_cell, check_threads, host_batch
+from .._kit.cells import INT8_PATH, check_cell, check_threads, host_batch
 from ..contract import Prepared, Unsupported
 from . import SPEC
 
@@ -31,8 +30,12 @@ __all__ = [
     "ResNet50",
     "applied_recipe",
     "build_resnet50",
+    "max_pool",
+    "native_name",
     "predict",
     "prepare",
+    "redirect_debris",
+    "scratch_folder",
     "set_threads",
     "threads",
     "to_canonical",
@@ -40,49 +43,37 @@ __all__ = [
     "version",
 ]
 
-NAME = SPEC.name
 MODES = SPEC.modes
-
+WHY_NOT = {
+    "int8": "MindSpore's post-training quantisation is MindSpore Lite's converter (for MindIR "
+    f"files), not a PyNative or graph-mode cell; {INT8_PATH}",
+}
 #: canonical (torchvision) BatchNorm tensor name -> MindSpore's
-BN_NAMES: dict[str, str] = {
+BN_NAMES = {
     "weight": "gamma",
     "bias": "beta",
     "running_mean": "moving_mean",
     "running_var": "moving_variance",
 }
-_BN_MODULES: frozenset[str] = frozenset(c.bn for c in resnet.all_convs())
-_BN_MOMENTUM = 0.9  # = torch's 0.1
+_BN_MODULES = frozenset(c.bn for c in resnet.all_convs())
 
 
 def version() -> str:
     return ms.__version__
 
 
-#: the environment variable that moves the report MindSpore writes when a graph fails to compile
-#: (``rank_0/om/analyze_fail.ir``, under the current folder by default, i.e. beside a notebook)
-DEBRIS_ENV = "MS_OM_PATH"
-
-
 def scratch_folder() -> Path:
-    """This user's scratch folder for MindSpore's files, in this user's own folder of the temp
-    directory (:func:`labkit.util.tempdirs.private_dir`; ``mindspore`` itself is created by
-    MindSpore when it writes)."""
+    """This user's scratch folder for MindSpore's files (in their own folder of the temp dir)."""
     return tempdirs.private_dir("graphlab") / "mindspore"
 
 
 def redirect_debris(folder: str | Path | None = None) -> Path:
-    """Send MindSpore's compile-failure reports to ``folder`` (default: :func:`scratch_folder`).
-
-    MindSpore reads ``MS_OM_PATH`` when it writes a report, so this works at any time, without
-    changing the working directory, and child processes (the runner's cells, msrun's workers)
-    inherit it. An explicit ``MS_OM_PATH`` set before is kept unless ``folder`` is given.
-    Returns the folder in use.
-    """
+    """Send MindSpore's compile-failure reports (``rank_0/om/analyze_fail.ir``, beside a notebook
+    by default) to ``folder`` (default: a ``MS_OM_PATH`` already set, else :func:`scratch_folder`);
+    MindSpore reads it when it writes, and child processes inherit it."""
     if folder is not None:
-        os.environ[DEBRIS_ENV] = str(folder)
-    else:
-        os.environ.setdefault(DEBRIS_ENV, str(scratch_folder()))
-    return Path(os.environ[DEBRIS_ENV])
+        os.environ["MS_OM_PATH"] = str(folder)
+    return Path(os.environ.setdefault("MS_OM_PATH", str(scratch_folder())))
 
 
 redirect_debris()  # importing the adapter is enough: nothing lands beside a notebook
@@ -93,17 +84,9 @@ _INTER = 1  # the lab's inter-op policy: one dispatch (runtime) thread
 
 
 def set_threads(n: int) -> None:
-    """Use ``n`` threads for MindSpore's CPU kernels (intra-op) and one runtime thread.
-
-    Calls ``mindspore.device_context.cpu.op_tuning.threads_num(n)`` (the MindSpore 2.8 API that
-    replaces ``set_context(runtime_num_threads=...)``) and ``mindspore.runtime.
-    dispatch_threads_num(1)`` (the runtime's threads that launch kernels side by side: its
-    inter-op parallelism, which replaces ``inter_op_parallel_num``). The kernel count is an upper
-    bound: MindSpore also sizes its CPU pool by the cores it sees. MindSpore accepts each setting
-    once per process and wants it before any work: call this first. Asking again for the same
-    number is a no-op; a different one raises ``RuntimeError`` (start a new process, as the
-    benchmark runner does).
-    """
+    """``n`` threads for MindSpore's CPU kernels and one dispatch (inter-op) thread. MindSpore
+    takes each setting once per process, before any work: the same count again is a no-op, a
+    different one raises ``RuntimeError``."""
     global _threads
     n = check_threads(n)
     if _threads == n:
@@ -122,12 +105,7 @@ def set_threads(n: int) -> None:
 
 
 def threads() -> dict[str, int | None]:
-    """The thread counts in effect: ``{"intra": N, "inter": M}``.
-
-    ``intra`` is read back from MindSpore (``get_context("runtime_num_threads")``); MindSpore
-    2.8 has no getter for the dispatch threads, so ``inter`` is the value it accepted from
-    :func:`set_threads` (None when it was never set: MindSpore's default of 5).
-    """
+    """``intra`` read back; ``inter`` as accepted (MindSpore 2.8 has no getter; None: unset)."""
     from mindspore._c_expression import RuntimeConf
 
     inter = _INTER if RuntimeConf.get_instance().is_dispatch_threads_num_configured() else None
@@ -152,16 +130,12 @@ def _conv(c: resnet.Conv) -> nn.Conv2d:
 
 
 def _bn(c: resnet.Conv) -> nn.BatchNorm2d:
-    return nn.BatchNorm2d(c.cout, eps=resnet.BN_EPS, momentum=_BN_MOMENTUM)
+    return nn.BatchNorm2d(c.cout, eps=resnet.BN_EPS, momentum=0.9)  # torch's 0.1
 
 
 def max_pool(x):
-    """The stem's 3x3, stride-2 max-pool, padded with -inf as PyTorch's.
-
-    The functional ``ops.max_pool2d`` is used because ``nn.MaxPool2d(pad_mode="pad")`` in the
-    network breaks a MindIR export with a dynamic input shape (the reloaded graph fails with
-    "Get infer shape function failed, primitive name:raise").
-    """
+    """The stem's max-pool, padded with -inf as PyTorch's (``nn.MaxPool2d(pad_mode="pad")``
+    breaks a MindIR export with a dynamic input shape)."""
     return ops.max_pool2d(x, kernel_size=3, stride=2, padding=1)
 
 
@@ -265,12 +239,8 @@ def applied_recipe(optimizer: nn.Momentum, loss: nn.CrossEntropyLoss) -> dict:
 
 
 def _train_fn(net: nn.Cell, lr: float, momentum: float, graph: bool) -> tuple[Callable, dict]:
-    """One step (forward, backward, momentum-SGD update) as ``fn(images, labels) -> loss``, and
-    the recipe it applies (:func:`applied_recipe`).
-
-    ``nn.Momentum`` keeps ``v = momentum * v + g; w -= lr * v`` with ``v`` starting at zero,
-    which is ``torch.optim.SGD(momentum=...)`` (its first step is ``w -= lr * g`` as well).
-    """
+    """One step as ``fn(images, labels) -> loss``, and its recipe; ``nn.Momentum`` keeps
+    ``v = momentum * v + g; w -= lr * v``, as ``torch.optim.SGD(momentum=...)``."""
     net.set_train(True)
     r = recipe.TRAIN
     loss_fn = nn.CrossEntropyLoss()  # mean over the batch, integer class labels
@@ -306,11 +276,7 @@ def train_step(
     lr: float = recipe.TRAIN.lr,
     momentum: float = recipe.TRAIN.momentum,
 ) -> tuple[float, dict[str, np.ndarray]]:
-    """One SGD-with-momentum step in train mode (batch statistics) from ``weights``.
-
-    Returns the loss before the update and the new canonical weights (BatchNorm running
-    statistics updated too).
-    """
+    """One SGD-with-momentum step in train mode: the loss before it and the new weights."""
     images = resnet.check_images(images)
     net = build_resnet50(weights)
     step, _ = _train_fn(net, lr, momentum, graph=False)
@@ -321,42 +287,14 @@ def train_step(
 # --- benchmark modes -------------------------------------------------------------------------
 
 
-def _use_device(device: str) -> str:
-    """Select the device MindSpore runs on; a GPU only where MindSpore's GPU plugin loads."""
-    if device == "cpu":
-        return "CPU"
-    if not ms.device_context.gpu.is_available():
-        raise Unsupported(
-            f"MindSpore {ms.__version__} found no usable CUDA GPU. The mindspore wheel carries its "
-            "GPU plugin (CUDA 11.1 and 11.6 builds); it loads when an NVIDIA driver, CUDA 11.6 "
-            "and cuDNN 8 are installed and on LD_LIBRARY_PATH (see https://www.mindspore.cn/install)"
-        )
-    ms.set_device("GPU")
-    return "GPU"
-
-
-def _error_summary(exc: Exception) -> str:
-    """The informative lines of a MindSpore error (it frames them with rulers and call stacks)."""
-    lines = [ln.strip() for ln in str(exc).splitlines()]
-    lines = [ln for ln in lines if ln and not ln.startswith(("-", "node:"))]
-    return " ".join(lines[:2]) or type(exc).__name__
-
-
-#: why there is no int8 cell: MindSpore's int8 inference is MindSpore Lite's converter
-INT8_WHY = (
-    "MindSpore 2.8 has no int8 path in PyNative or GRAPH_MODE on a CPU: its post-training "
-    "quantisation is MindSpore Lite's converter (a separate package, for MindIR files); the "
-    "lab's int8 benchmark path is ONNX Runtime's static quantisation (--frameworks onnxruntime)"
-)
-
-
-def _bf16_failure() -> str | None:
-    """Why a bfloat16 convolution fails on the current device, or None if it runs."""
+def _bf16_conv() -> str | None:
+    """Why a bfloat16 convolution fails here (its informative lines), None where it runs."""
     conv = nn.Conv2d(3, 4, 3, pad_mode="pad", padding=1, has_bias=False).to_float(ms.bfloat16)
     try:
         ops.cast(conv(ms.Tensor(np.ones((1, 3, 8, 8), np.float32))), ms.float32).asnumpy()
-    except (TypeError, RuntimeError, ValueError) as exc:
-        return _error_summary(exc)
+    except (TypeError, RuntimeError, ValueError) as exc:  # framed by rulers and call stacks
+        lines = [ln.strip() for ln in str(exc).splitlines()]
+        return " ".join([ln for ln in lines if ln and not ln.startswith(("-", "node:"))][:2])
     return None
 
 
@@ -369,25 +307,21 @@ def prepare(
     image_size: int = 224,
     device: str = "cpu",
 ) -> Prepared:
-    """The benchmark callable for one mode x task x precision x device (see :mod:`labkit.bench`).
-
-    ``pynative`` calls the Cell (or the training step) as plain Python; ``graph`` wraps the same
-    function in ``mindspore.jit``, so its first call parses and compiles the whole forward pass
-    (or forward, backward and ``nn.Momentum`` update) into one graph. Each step converts the host
-    batch to a ``mindspore.Tensor`` and returns only when ``.asnumpy()`` has the result.
-    ``bf16`` uses ``mindspore.amp.auto_mixed_precision(level="auto", dtype=bfloat16)`` where a
-    bfloat16 convolution runs; MindSpore 2.8's CPU kernels have none, so on the CPU it raises
-    :class:`Unsupported` with MindSpore's own reason. ``int8`` raises :class:`Unsupported`
-    (:data:`INT8_WHY`).
-    """
-    check_cell(NAME, MODES, mode, task, batch_size, precision, device)
-    if precision == "int8":
-        raise Unsupported(INT8_WHY)
-    target = _use_device(device)
-    if precision == "bf16":
-        why = kernel_support(f"{NAME} ({target})", ms.__version__, "bf16", _bf16_failure)
-        if why:
-            raise Unsupported(why)
+    """One benchmark step: ``pynative`` calls the Cell (or the training step) as plain Python;
+    ``graph`` wraps the same function in ``mindspore.jit``, compiled whole on its first call.
+    ``bf16``: ``mindspore.amp.auto_mixed_precision`` where a bfloat16 convolution runs."""
+    check_cell(SPEC, mode, task, batch_size, precision, device, WHY_NOT)
+    if device == "gpu":
+        if not ms.device_context.gpu.is_available():
+            raise Unsupported(
+                f"MindSpore {version()} found no usable CUDA GPU: its GPU plugin needs an NVIDIA "
+                "driver, CUDA 11.6 and cuDNN 8 (see https://www.mindspore.cn/install)"
+            )
+        ms.set_device("GPU")
+    target = device.upper()
+    probe = f"{SPEC.name} ({target})"
+    if precision == "bf16" and (why := kernel_support(probe, version(), "bf16", _bf16_conv)):
+        raise Unsupported(why)
     images, labels = host_batch(weights, batch_size, image_size)
     net: nn.Cell = build_resnet50(weights)
     notes = [target]
@@ -396,15 +330,11 @@ def prepare(
         notes.append("mindspore.amp.auto_mixed_precision(level='auto', dtype=bfloat16)")
     graph = mode == "graph"
     applied = None
-
     if task == "train":
         run, applied = _train_fn(net, recipe.TRAIN.lr, recipe.TRAIN.momentum, graph=graph)
         y = _labels(labels)
-        how = (
-            "mindspore.jit of the whole step (forward, value_and_grad, nn.Momentum)"
-            if graph
-            else "PyNative: forward, value_and_grad, nn.Momentum"
-        )
+        how = "forward, value_and_grad, nn.Momentum"
+        how = f"mindspore.jit of the whole step ({how})" if graph else f"PyNative: {how}"
 
         def step() -> np.ndarray:
             return run(ms.Tensor(images), y).asnumpy()
@@ -416,11 +346,7 @@ def prepare(
             return logits if precision == "fp32" else ops.cast(logits, ms.float32)
 
         run = ms.jit(forward) if graph else forward
-        how = (
-            "mindspore.jit(capture_mode='ast') of the forward pass"
-            if graph
-            else "PyNative: plain Cell calls"
-        )
+        how = "mindspore.jit(capture_mode='ast') of the forward pass" if graph else "PyNative"
 
         def step() -> np.ndarray:
             return run(ms.Tensor(images)).asnumpy()

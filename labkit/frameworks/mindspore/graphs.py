@@ -1,13 +1,8 @@
-"""Inside MindSpore's graph mode (notebooks 04 and 04b).
-
-- :func:`compiled_graphs`: the size of ``jit``'s compile cache (one entry per function and input
-  signature; ``mindspore.common.api.ms_compile_cache``, checked by the tests): counted before and
-  after a few calls, it shows what triggers a compile;
-- :func:`capture_modes`: the ways this MindSpore's ``jit`` can capture Python (2.8: ``ast``,
-  ``bytecode``, ``trace``), read from its own validation;
-- :func:`capture_mode_demo`: one function with a side effect, a ``print`` and an ``if`` on a
-  tensor, compiled in each mode in a fresh process (a failed ``trace`` capture leaves MindSpore's
-  tracing state broken in its process).
+"""Inside MindSpore's graph mode (notebook 04): :func:`compiled_graphs` (the size of ``jit``'s
+compile cache: what triggers a compile), :func:`capture_modes` (the ``capture_mode`` values this
+``jit`` takes) and :func:`capture_mode_demo` (one function with a side effect, a ``print`` and an
+``if`` on a tensor, compiled in each mode in a fresh process: a failed ``trace`` capture leaves
+MindSpore's tracing state broken in its process).
 """
 
 from __future__ import annotations
@@ -21,7 +16,6 @@ import tempfile
 from pathlib import Path
 
 import mindspore as ms
-import numpy as np
 
 from ...util.proc import child_env
 from ...util.stdio import native_output
@@ -38,7 +32,7 @@ __all__ = [
 
 
 def compiled_graphs() -> int:
-    """Graphs compiled so far in this process by ``jit`` in ``ast`` mode (and ``GRAPH_MODE``)."""
+    """Graphs compiled so far in this process by ``jit`` in ``ast`` mode."""
     from mindspore.common import api
 
     return len(api.ms_compile_cache)
@@ -56,9 +50,6 @@ def capture_modes() -> tuple[str, ...]:
     raise RuntimeError("mindspore.jit accepted capture_mode='?': cannot list its modes")
 
 
-# --------------------------------------------------------------------------------------------
-# The capture modes side by side, each in a fresh process
-
 #: the inputs of the demo, and what eager execution returns for them
 DEMO_INPUTS: tuple[float, ...] = (1.0, 2.0, -3.0)
 DEMO_EAGER: tuple[float, ...] = tuple(v * 2 if v > 0 else -v for v in DEMO_INPUTS)
@@ -67,8 +58,8 @@ _RESULT = "@@ capture rows: "
 
 
 def make_branchy(log: list) -> object:
-    """The demo function of :func:`capture_mode_demo`: a Python side effect (appending to
-    ``log``), a ``print`` and an ``if`` on a tensor's value."""
+    """The demo function: a Python side effect (appending to ``log``), a ``print`` and an ``if``
+    on a tensor's value."""
 
     def branchy(x):
         log.append("ran")  # a Python side effect
@@ -86,38 +77,25 @@ def _capture_demo(modes: list[str]) -> None:
     for mode in modes:
         log: list = []
         fn = ms.jit(make_branchy(log), capture_mode=mode)
-
-        def calls(fn=fn):
-            return [
-                float(fn(ms.Tensor(np.array([v], np.float32))).asnumpy()[0]) for v in DEMO_INPUTS
-            ]
-
+        row = rows[mode] = {"python_runs": 0, "prints": None, "outputs": None, "error": ""}
         try:
-            outs, printed = native_output(calls)
-            rows[mode] = {
-                "python_runs": len(log),
-                "prints": printed.count(DEMO_PRINT),
-                "outputs": outs,
-                "error": "",
-            }
+            row["outputs"], printed = native_output(
+                lambda fn=fn: [
+                    float(fn(ms.Tensor([v], ms.float32)).asnumpy()[0]) for v in DEMO_INPUTS
+                ]
+            )
+            row["prints"] = printed.count(DEMO_PRINT)
         except Exception as err:  # noqa: BLE001 - an experimental mode failing is a result
-            rows[mode] = {
-                "python_runs": len(log),
-                "prints": None,
-                "outputs": None,
-                "error": f"{type(err).__name__}: {str(err).strip().splitlines()[0][:200]}",
-            }
+            row["error"] = f"{type(err).__name__}: {str(err).strip().splitlines()[0][:200]}"
+        row["python_runs"] = len(log)
+        if row["error"]:
             break  # this process's MindSpore may be broken now: the rest run in a new one
     print(_RESULT + json.dumps(rows), flush=True)
 
 
 def capture_mode_demo(timeout: float = 300) -> dict[str, dict]:
-    """Each capture mode of :func:`capture_modes` on the demo function, in a fresh process.
-
-    Returns ``{mode: {"python_runs", "prints", "outputs", "error"}}``: how many times the Python
-    body ran over the three calls of :data:`DEMO_INPUTS`, how many lines its ``print`` wrote,
-    the results (compare :data:`DEMO_EAGER`) and the error if the mode failed.
-    """
+    """``{mode: {"python_runs", "prints", "outputs", "error"}}`` of each capture mode over the
+    calls of :data:`DEMO_INPUTS` (compare :data:`DEMO_EAGER`), in fresh processes."""
     env = child_env(None, extra={"GLOG_v": os.environ.get("GLOG_v", "4")})
     remaining, rows = list(capture_modes()), {}
     with tempfile.TemporaryDirectory(prefix="graphlab-capture-") as work:

@@ -2,20 +2,15 @@
 
 The model is :func:`labkit.frameworks.torch.adapter.export`'s ONNX file (canonical names on its
 initializers), exported once per PyTorch version, class count and width; :func:`model_file`
-writes other weights into a copy by name, cached under their hash in this user's own temp folder
-(``labkit-onnx-cache-<uid>``, kept under :data:`CACHE_MAX_BYTES`; delete it at will). The
-runner gives each cell a fresh temp directory, so a cell's export is cold and timed apart
-(``Prepared.export_s``). Sessions run with every graph optimisation on (``ORT_ENABLE_ALL``).
-
-Mode ``ort``; latency and throughput (training needs onnxruntime-training); fp32, and int8 by
-static quantisation (:func:`int8_file`: QDQ, per-channel weights, calibrated on synthetic
-batches); no bf16 (ONNX's ``Conv`` has no bfloat16 type). ``gpu``: the CUDAExecutionProvider
-where the build has it. :func:`set_threads` applies to sessions made after it.
+writes other weights into a copy by name, cached in this user's own temp folder (at most
+:data:`CACHE_MAX_BYTES`). Sessions run with every graph optimisation on (``ORT_ENABLE_ALL``);
+int8 is static quantisation (:func:`int8_file`); :func:`set_threads` applies to later sessions.
 """
 
 from __future__ import annotations
 
 import hashlib
+import logging
 import os
 import tempfile
 import time
@@ -30,14 +25,13 @@ from ... import resnet
 from ...util import jsonio, tempdirs
 from .. import framework_of, get, installed_version, spec
 from .._kit import accuracy as acc
-from .._kit.cells import check_cell, check_choice, check_threads, host_batch
-from ..contract import DEVICES, Prepared, Unsupported
+from .._kit.cells import batch_of, check_cell, check_threads, host_batch
+from ..contract import Prepared, Unsupported
 from . import SPEC, graphs
 
 __all__ = [
     "MODES",
     "SPEC",
-    "ResNetSession",
     "build_resnet50",
     "feed",
     "model_file",
@@ -47,12 +41,14 @@ __all__ = [
     "session_from_file",
     "set_threads",
     "threads",
-    "to_canonical",
     "version",
 ]
 
-NAME = SPEC.name
 MODES = SPEC.modes
+WHY_NOT = {
+    "train": "ONNX Runtime here is an inference engine; training needs onnxruntime-training",
+    "bf16": "ONNX's Conv operator has no bfloat16 type: this model runs in fp32 or int8",
+}
 
 _threads: int | None = None  # None: ONNX Runtime's default (one thread per physical core)
 _last: ort.SessionOptions | None = None  # the options of the last session made here
@@ -69,20 +65,11 @@ def set_threads(n: int) -> None:
 
 
 def threads() -> dict[str, int | None]:
-    """The thread counts of the last session made here, read back from it
-    (``session.get_session_options()``): ``{"intra": N, "inter": M}``; before any session, the
-    values the next one will get (None: ONNX Runtime's default)."""
+    """The thread counts of the last session made here, read back from it (before any: the
+    next one's; None: ONNX Runtime's default)."""
     if _last is not None:
         return {"intra": _last.intra_op_num_threads, "inter": _last.inter_op_num_threads}
     return {"intra": _threads, "inter": 1 if _threads is not None else None}
-
-
-class ResNetSession(ort.InferenceSession):
-    """An ``onnxruntime.InferenceSession`` that remembers the ONNX file it was made from."""
-
-    def __init__(self, path: Path, options: ort.SessionOptions, providers: list[str]):
-        super().__init__(str(path), sess_options=options, providers=providers)
-        self.model_path = Path(path)
 
 
 def _options() -> ort.SessionOptions:
@@ -95,28 +82,17 @@ def _options() -> ort.SessionOptions:
 
 
 def _providers(device: str) -> list[str]:
-    check_choice(NAME, "device", device, DEVICES)
-    if device == "cpu":
-        return ["CPUExecutionProvider"]
-    have = ort.get_available_providers()
-    if "CUDAExecutionProvider" not in have:
-        raise Unsupported(
-            f"onnxruntime {ort.__version__} here has no CUDAExecutionProvider "
-            f"(it has {', '.join(have)}); install onnxruntime-gpu for a CUDA GPU"
-        )
-    return ["CUDAExecutionProvider", "CPUExecutionProvider"]
+    if device == "gpu" and "CUDAExecutionProvider" not in ort.get_available_providers():
+        raise Unsupported("this onnxruntime has no CUDAExecutionProvider: install onnxruntime-gpu")
+    return ["CUDAExecutionProvider"] * (device == "gpu") + ["CPUExecutionProvider"]
 
 
-def session_from_file(path: Path, device: str = "cpu") -> ResNetSession:
+def session_from_file(path: Path, device: str = "cpu") -> ort.InferenceSession:
     """An optimised session (``ORT_ENABLE_ALL``) for an ONNX file."""
     global _last
-    session = ResNetSession(Path(path), _options(), _providers(device))
+    session = ort.InferenceSession(str(path), _options(), providers=_providers(device))
     _last = session.get_session_options()
     return session
-
-
-# --------------------------------------------------------------------------------------------
-# Building from canonical weights
 
 
 #: the export cache's size at most: the least recently used files go first
@@ -131,8 +107,7 @@ def _cached(path: Path) -> Path:
 
 
 def _cache_dir() -> Path:
-    """This user's own folder (one that others can write to is refused: a model planted there
-    would be loaded and run)."""
+    """This user's own folder (one others can write to is refused: a planted model would run)."""
     return tempdirs.private_dir("labkit-onnx-cache")
 
 
@@ -167,8 +142,7 @@ def weights_digest(weights: dict[str, np.ndarray]) -> str:
 
 
 def model_file(weights: dict[str, np.ndarray]) -> Path:
-    """The exported ONNX file holding ``weights`` (written once per distinct weights and
-    exporter, then reused)."""
+    """The exported ONNX file holding ``weights`` (written once per weights and exporter)."""
     num_classes = resnet.validate_weights(weights)
     template = _template(num_classes, resnet.width_of(weights))
     path = _cache_dir() / f"resnet50-{_exporter_key()}-w{weights_digest(weights)}.onnx"
@@ -183,64 +157,58 @@ def model_file(weights: dict[str, np.ndarray]) -> Path:
     return _cached(path)
 
 
-#: the calibration data of static int8 quantisation: (batches, images per batch) of synthetic
-#: images, seeded apart from the timed batch and the accuracy images
+#: static int8 quantisation's calibration: (batches, images per batch) of seeded synthetic images
 CALIBRATION = (4, 8)
 
 
 def int8_file(fp32: Path, image_size: int) -> Path:
-    """The int8 model of the fp32 ONNX file ``fp32``, statically quantised (QDQ, per-channel
-    weights) with activation ranges calibrated on :data:`CALIBRATION` synthetic batches at
-    ``image_size``; made once per file and size, then reused from the cache folder."""
+    """The int8 model of ``fp32``, made once per file and size: static quantisation (QDQ, int8
+    per-channel weights, uint8 activations with ranges calibrated on :data:`CALIBRATION`), after
+    ORT's ``basic`` rewrite folds BatchNorm into the convolutions."""
+    from onnxruntime import quantization as q
+
     batches, per = CALIBRATION
     path = _cache_dir() / f"{fp32.stem}-int8-s{image_size}-c{batches}x{per}.onnx"
-    if not path.exists():
-        data = [resnet.random_batch(per, image_size, seed=100 + i)[0] for i in range(batches)]
+    if path.exists():
+        return _cached(path)
+    data = [
+        {"images": resnet.random_batch(per, image_size, seed=100 + i)[0]} for i in range(batches)
+    ]
+
+    class Reader(q.CalibrationDataReader):
+        def get_next(self) -> dict | None:
+            return data.pop() if data else None
+
+    root = logging.getLogger()  # the tool asks to pre-process, on the root logger, regardless
+    level = root.level
+    root.setLevel(logging.ERROR)
+    try:
         with tempfile.TemporaryDirectory() as tmp:
-            out = graphs.quantize_static(fp32, Path(tmp) / "int8.onnx", data, per_channel=True)
-            jsonio.write_atomic(path, out.read_bytes())  # whole, even with a concurrent cell
+            src = graphs.optimize(fp32, "basic", Path(tmp) / "basic.onnx")
+            q.quantize_static(
+                str(src),
+                str(Path(tmp) / "int8.onnx"),
+                Reader(),
+                quant_format=q.QuantFormat.QDQ,
+                weight_type=q.QuantType.QInt8,
+                activation_type=q.QuantType.QUInt8,
+                per_channel=True,
+            )
+            jsonio.write_atomic(path, (Path(tmp) / "int8.onnx").read_bytes())  # whole, always
+    finally:
+        root.setLevel(level)
     return _cached(path)
 
 
-def build_resnet50(weights: dict[str, np.ndarray], device: str = "cpu") -> ResNetSession:
-    """An ONNX Runtime session of the exported ResNet-50 holding ``weights``.
-
-    A missing, unexpected or misshaped tensor raises ``ValueError`` naming it.
-    """
+def build_resnet50(weights: dict[str, np.ndarray], device: str = "cpu") -> ort.InferenceSession:
+    """An ONNX Runtime session of the exported ResNet-50 holding ``weights``."""
     return session_from_file(model_file(weights), device)
-
-
-def to_canonical(session: ResNetSession) -> dict[str, np.ndarray]:
-    """The canonical weights stored in the session's ONNX file (exact copies)."""
-    if not isinstance(session, ResNetSession):
-        raise ValueError(
-            "to_canonical needs a session made by labkit (build_resnet50 or "
-            "session_from_file): ONNX Runtime does not hand its weights back"
-        )
-    return weights_of(session.model_path)
-
-
-def weights_of(path: str | os.PathLike) -> dict[str, np.ndarray]:
-    """The canonical weights stored in an ONNX file that :func:`model_file` wrote (its
-    initializers carry the canonical names; exact copies)."""
-    graph = onnx.load(str(path)).graph
-    stored = {init.name: init for init in graph.initializer}
-    num_classes = int(stored["fc.bias"].dims[0])
-    width = int(stored["conv1.weight"].dims[0])
-    return {
-        name: numpy_helper.to_array(stored[name]).astype(np.float32, copy=True)
-        for name in resnet.param_shapes(num_classes, width)
-    }
 
 
 def predict(session: ort.InferenceSession, images: np.ndarray) -> np.ndarray:
     """Logits for a host batch (NCHW float32)."""
     name = session.get_inputs()[0].name
     return session.run(None, {name: resnet.check_images(images)})[0]
-
-
-# --------------------------------------------------------------------------------------------
-# Benchmark
 
 
 def prepare(
@@ -252,25 +220,11 @@ def prepare(
     image_size: int = 224,
     device: str = "cpu",
 ) -> Prepared:
-    """One inference batch through the optimised session (see :mod:`labkit.bench`).
-
-    ``session.run`` takes the host array and returns host logits, so a step is complete
-    (and, on a GPU, synchronised) when it returns. The export to ONNX (or finding it in the
-    cache, :func:`model_file`) is timed apart: ``Prepared.export_s``. ``int8`` runs the
-    statically quantised model (:func:`int8_file`; its calibration counts in the preparation)
-    and carries its accuracy cost against the fp32 session (``Prepared.accuracy``).
-    """
-    check_cell(NAME, MODES, mode, task, batch_size, precision, device)
+    """One inference batch through the optimised session (host array in, host logits out); the
+    export (or finding it in the cache) is timed apart as ``export_s``. ``int8`` runs the
+    statically quantised model and carries its accuracy cost against the fp32 session."""
+    check_cell(SPEC, mode, task, batch_size, precision, device, WHY_NOT)
     images, _ = host_batch(weights, batch_size, image_size)
-    if task == "train":
-        raise Unsupported(
-            "ONNX Runtime here is an inference engine; training needs onnxruntime-training"
-        )
-    if precision == "bf16":
-        raise Unsupported(
-            "ONNX's Conv operator has no bfloat16 type, so this model runs in "
-            "fp32 only in ONNX Runtime"
-        )
     t0 = time.perf_counter()
     path = model_file(weights)
     export_s = time.perf_counter() - t0
@@ -329,18 +283,10 @@ def prepare_model(
     precision: str = "fp32",
     device: str = "cpu",
 ) -> Prepared:
-    """One inference batch of a learner's model through an optimised session.
-
-    ``model`` is an ONNX file, or a model of the framework whose exports this runtime runs
-    (PyTorch: exported here with its default exporter, which counts in the cell's prepare
-    time).
-    """
-    batch = int(inputs[0].shape[0]) if inputs and np.ndim(inputs[0]) else 1
-    check_cell(NAME, MODES, mode, task, batch, precision, device)
-    if task == "train":
-        raise Unsupported(
-            "ONNX Runtime here is an inference engine; training needs onnxruntime-training"
-        )
+    """One inference batch of a learner's model (an ONNX file, or a PyTorch model exported here
+    with the default exporter, in the cell's prepare time) through an optimised session."""
+    batch = batch_of(inputs)
+    check_cell(SPEC, mode, task, batch, precision, device, WHY_NOT)
     if precision != "fp32":
         raise Unsupported(
             f"a learner's ONNX model runs in the types its file declares (the lab times fp32 "

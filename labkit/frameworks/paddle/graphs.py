@@ -1,9 +1,6 @@
-"""Inside ``paddle.jit.to_static``'s bytecode capture (notebook 04): :func:`sot_capture` calls a
-function under SOT (``full_graph=False``) and reports how many pieces of code it translated (the
-function and the "resume" functions it splits it into at graph breaks) and each break's reason,
-read from Paddle's own bookkeeping (``SOT_COLLECT_INFO``, ``InfoCollector``,
-``OpcodeExecutorCache``; the tests check them against the pinned PaddlePaddle).
-"""
+"""Inside ``paddle.jit.to_static``'s bytecode capture (notebook 04): :func:`sot_capture` reports
+how many pieces of code SOT translated and each graph break's reason, read from Paddle's own
+bookkeeping (``SOT_COLLECT_INFO``, ``InfoCollector``, ``OpcodeExecutorCache``)."""
 
 from __future__ import annotations
 
@@ -41,20 +38,11 @@ _COLLECT = {"breakgraph_reason": [], "compile_count": []}
 
 
 def sot_capture(fn: Callable, calls: Sequence[tuple]) -> SotCapture:
-    """Call ``paddle.jit.to_static(fn, full_graph=False)`` once per argument tuple of ``calls``
-    and report what SOT translated and where it broke the graph (:class:`SotCapture`).
-
-    Capture starts from a cold cache: Paddle's ``OpcodeExecutorCache`` is cleared first (what
-    SOT translated before in this process is translated again on its next call). Paddle
-    collects the report only while its ``SOT_COLLECT_INFO`` setting asks for it; it is set for
-    these calls alone and Paddle's record is cleared afterwards (Paddle would print it at exit).
-    ``sys.stdout`` is a string buffer during the calls: SOT follows a ``print`` into the Python
-    code of whatever ``sys.stdout`` is (in a notebook, the kernel's stream, whose locks and
-    process checks add graph breaks of their own), so a buffer keeps the report about ``fn``.
-    """
+    """Call ``paddle.jit.to_static(fn, full_graph=False)`` once per argument tuple of ``calls``,
+    from a cold cache (a notebook cell run again would translate nothing), and report what SOT
+    translated and where it broke the graph. ``sys.stdout`` is a buffer meanwhile: SOT follows
+    a ``print`` into the code of ``sys.stdout`` (a notebook kernel's stream adds breaks)."""
     static_fn = paddle.jit.to_static(fn, full_graph=False, backend=None)
-    # SOT keeps what it translated, keyed by the code (the same source run again, as a notebook
-    # cell on a second run, is a cache hit and translates nothing): start from a cold cache
     OpcodeExecutorCache().clear()
     collector = InfoCollector()
     collector.clear()

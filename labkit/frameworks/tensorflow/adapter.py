@@ -1,13 +1,10 @@
 """TensorFlow adapter: a hand-written Keras 3 ResNet-50 in three execution modes.
 
-Import it through ``labkit.frameworks.get("tensorflow")`` (after ``import labkit``, which sets the
-protobuf option that lets TensorFlow and MindSpore share a process). Images are NHWC inside
-(channels-last) and NCHW at the contract's edge. Explicit ``ZeroPadding2D`` and ``"valid"``
-convolutions pad symmetrically as PyTorch does (Keras' ``"same"`` pads an even input on the
-bottom-right only); the max-pool's zero padding equals ``-inf`` after a ReLU.
-
-Modes: ``eager`` (each op dispatched as reached), ``function`` (``tf.function``: traced once,
-Grappler-optimised), ``xla`` (``tf.function(jit_compile=True)``: compiled and fused by XLA).
+Import it through ``labkit.frameworks.get("tensorflow")`` (after ``import labkit``, which lets
+TensorFlow and MindSpore share a process). Images are NHWC inside and NCHW at the contract's edge.
+Explicit ``ZeroPadding2D`` and ``"valid"`` convolutions pad symmetrically as PyTorch does (Keras'
+``"same"`` pads an even input on the bottom-right only). Modes: ``eager``; ``function``
+(``tf.function``: traced once, Grappler-optimised); ``xla`` (``tf.function(jit_compile=True)``).
 """
 
 from __future__ import annotations
@@ -22,7 +19,7 @@ import tensorflow as tf
 from ... import recipe, resnet
 from .. import kernel_support
 from .._kit import accuracy as acc
-from .._kit.cells import check_cell, check_choice, check_threads, host_batch
+from .._kit.cells import INT8_PATH, batch_of, check_cell, check_threads, host_batch
 from ..contract import Prepared, Unsupported
 from . import SPEC
 
@@ -32,40 +29,38 @@ __all__ = [
     "SPEC",
     "applied_recipe",
     "build_resnet50",
+    "inference_fn",
     "is_tf_function",
-    "loss_fn",
+    "keras_name",
     "model_caller",
     "optimizer",
     "predict",
     "prepare",
     "prepare_model",
+    "resnet50",
     "set_threads",
     "threads",
     "to_canonical",
+    "to_nhwc",
     "train_step",
     "version",
 ]
 
-NAME = SPEC.name
 MODES = SPEC.modes
-
-#: Keras dtype policy per labkit precision; bf16 computes in bfloat16 and keeps float32 variables
-POLICIES: dict[str, str] = {"fp32": "float32", "bf16": "mixed_bfloat16"}
-#: why there is no int8 cell: TensorFlow's int8 path is a converter's, not a graph mode's
-INT8_WHY = (
-    "TensorFlow has no int8 path in tf.function or XLA on a CPU: its int8 inference is TF "
-    "Lite's (LiteRT) post-training quantisation, a converter that notebook 07 shows; the lab's "
-    "int8 benchmark path is ONNX Runtime's static quantisation (--frameworks onnxruntime)"
-)
-
+#: Keras dtype policy per precision; bf16 computes in bfloat16 and keeps float32 variables
+POLICIES = {"fp32": "float32", "bf16": "mixed_bfloat16"}
+WHY_NOT = {
+    "int8": "TensorFlow's int8 inference is LiteRT's post-training quantisation, a converter "
+    f"(notebook 07), not a tf.function or XLA cell; {INT8_PATH}",
+}
 #: how each mode is realised (recorded with every benchmark result)
-MODE_NOTES: dict[str, str] = {
+MODE_NOTES = {
     "eager": "eager ops",
     "function": "tf.function (Grappler graph)",
     "xla": "tf.function(jit_compile=True)",
 }
-
 BN_MOMENTUM = 0.9  # Keras' momentum is 1 - PyTorch's (0.1): the same running-average update
+BN_TENSORS = ("weight", "bias", "running_mean", "running_var")  #: in Keras' order
 
 
 def version() -> str:
@@ -73,23 +68,14 @@ def version() -> str:
 
 
 def set_threads(n: int) -> None:
-    """Run TensorFlow ops on ``n`` threads (intra-op) with one op at a time (inter-op = 1).
-
-    TensorFlow fixes its thread pools when it first runs an op, so call this before anything else
-    touches TensorFlow (the benchmark runner does it first thing in each fresh subprocess). A
-    later call with a different count raises ``RuntimeError`` saying so.
-    """
+    """``n`` intra-op threads, one inter-op; before TensorFlow runs anything (it fixes its pools
+    then: a later, different count raises ``RuntimeError``)."""
     n = check_threads(n)
-    threading = tf.config.threading
-    current = (
-        threading.get_intra_op_parallelism_threads(),
-        threading.get_inter_op_parallelism_threads(),
-    )
-    if current == (n, 1):
+    if tuple(threads().values()) == (n, 1):
         return
     try:
-        threading.set_intra_op_parallelism_threads(n)
-        threading.set_inter_op_parallelism_threads(1)
+        tf.config.threading.set_intra_op_parallelism_threads(n)
+        tf.config.threading.set_inter_op_parallelism_threads(1)
     except RuntimeError as exc:
         raise RuntimeError(
             f"TensorFlow's thread pools are already running ({exc}); call set_threads({n}) before "
@@ -98,12 +84,10 @@ def set_threads(n: int) -> None:
 
 
 def threads() -> dict[str, int]:
-    """The thread pool sizes TensorFlow is configured with: ``{"intra": N, "inter": M}``
-    (0 means TensorFlow's default, one per core)."""
-    threading = tf.config.threading
+    """The pool sizes TensorFlow is configured with (0: its default, one per core)."""
     return {
-        "intra": threading.get_intra_op_parallelism_threads(),
-        "inter": threading.get_inter_op_parallelism_threads(),
+        "intra": tf.config.threading.get_intra_op_parallelism_threads(),
+        "inter": tf.config.threading.get_inter_op_parallelism_threads(),
     }
 
 
@@ -151,12 +135,8 @@ def _bottleneck(x, block: resnet.Block, dtype: str):
 def resnet50(
     num_classes: int = 1000, dtype: str = "float32", width: int = resnet.WIDTH
 ) -> keras.Model:
-    """An uninitialised ResNet-50 v1.5 (NHWC, any image size that is a multiple of 32).
-
-    ``dtype`` is a Keras dtype policy for every layer ("float32" or "mixed_bfloat16"); passing it
-    per layer leaves Keras' global policy untouched. The logits are always float32. ``width``:
-    :func:`labkit.resnet.stem`'s channels (64 is ResNet-50 itself).
-    """
+    """An uninitialised ResNet-50 v1.5 (NHWC). ``dtype``: a Keras dtype policy given to every
+    layer (Keras' global policy stays untouched); the logits are float32."""
     images = keras.Input(shape=(None, None, 3), name="images")
     x = _conv_bn(images, resnet.stem(width), dtype, relu=True)
     x = keras.layers.ZeroPadding2D(1, name="maxpool_pad", dtype=dtype)(x)
@@ -177,19 +157,15 @@ def load_weights(model: keras.Model, weights: dict[str, np.ndarray]) -> None:
             [weights[f"{conv.conv}.weight"].transpose(2, 3, 1, 0)]
         )
         model.get_layer(keras_name(conv.bn)).set_weights(
-            [weights[f"{conv.bn}.{p}"] for p in ("weight", "bias", "running_mean", "running_var")]
+            [weights[f"{conv.bn}.{p}"] for p in BN_TENSORS]
         )
     model.get_layer("fc").set_weights([weights["fc.weight"].T, weights["fc.bias"]])
 
 
 def build_resnet50(weights: dict[str, np.ndarray], precision: str = "fp32") -> keras.Model:
-    """A Keras ResNet-50 holding ``weights``; a missing or misshaped tensor raises ``ValueError``.
-
-    Keras models have no eval mode of their own: call them with ``training=False`` (as
-    :func:`predict` does) to use the BatchNorm running statistics.
-    """
+    """A Keras ResNet-50 holding ``weights`` (call it with ``training=False`` for eval mode)."""
     num_classes = resnet.validate_weights(weights)
-    model = resnet50(num_classes, _policy(precision), resnet.width_of(weights))
+    model = resnet50(num_classes, POLICIES[precision], resnet.width_of(weights))
     load_weights(model, weights)
     return model
 
@@ -201,25 +177,16 @@ def to_canonical(model: keras.Model) -> dict[str, np.ndarray]:
     for conv in resnet.all_convs(width):
         (kernel,) = model.get_layer(keras_name(conv.conv)).get_weights()
         out[f"{conv.conv}.weight"] = np.ascontiguousarray(kernel.transpose(3, 2, 0, 1))
-        gamma, beta, mean, var = model.get_layer(keras_name(conv.bn)).get_weights()
-        out.update(
-            {
-                f"{conv.bn}.weight": gamma,
-                f"{conv.bn}.bias": beta,
-                f"{conv.bn}.running_mean": mean,
-                f"{conv.bn}.running_var": var,
-            }
-        )
-    kernel, bias = model.get_layer("fc").get_weights()
+        bn = model.get_layer(keras_name(conv.bn)).get_weights()
+        out.update({f"{conv.bn}.{p}": w for p, w in zip(BN_TENSORS, bn)})
+    kernel, out["fc.bias"] = model.get_layer("fc").get_weights()
     out["fc.weight"] = np.ascontiguousarray(kernel.T)
-    out["fc.bias"] = bias
     return {name: out[name] for name in resnet.param_shapes(len(out["fc.bias"]), width)}
 
 
 def to_nhwc(images: np.ndarray) -> np.ndarray:
-    """Check an NCHW host batch (its size must suit ResNet-50) and return it as NHWC float32."""
-    images = resnet.check_images(images)
-    return np.ascontiguousarray(images.transpose(0, 2, 3, 1))
+    """Check an NCHW host batch and return it as NHWC float32."""
+    return np.ascontiguousarray(resnet.check_images(images).transpose(0, 2, 3, 1))
 
 
 def predict(model: keras.Model, images: np.ndarray) -> np.ndarray:
@@ -227,24 +194,15 @@ def predict(model: keras.Model, images: np.ndarray) -> np.ndarray:
     return model(tf.constant(to_nhwc(images)), training=False).numpy()
 
 
-#: the recipe's loss: softmax cross-entropy of logits against integer labels, batch mean
-#: (Keras' "sum_over_batch_size" reduction; PyTorch's ``CrossEntropyLoss``)
+#: the recipe's loss: mean softmax cross-entropy of logits against integer labels
 LOSS = keras.losses.SparseCategoricalCrossentropy(from_logits=True)
-
-
-def loss_fn(labels: tf.Tensor, logits: tf.Tensor) -> tf.Tensor:
-    """Mean softmax cross-entropy over the batch, computed in float32 (also under bf16)."""
-    return LOSS(labels, tf.cast(logits, tf.float32))
 
 
 def optimizer(
     lr: float = recipe.TRAIN.lr, momentum: float = recipe.TRAIN.momentum
 ) -> keras.optimizers.SGD:
-    """The recipe's optimizer (:data:`labkit.recipe.TRAIN`).
-
-    Keras' SGD update (v = momentum * v - lr * g; w += v) is PyTorch's (v = momentum * v + g;
-    w -= lr * v) for a constant learning rate; the first step of both is w -= lr * g.
-    """
+    """The recipe's optimizer: Keras' SGD (v = momentum * v - lr * g; w += v) is PyTorch's for a
+    constant learning rate."""
     r = recipe.TRAIN
     return keras.optimizers.SGD(
         learning_rate=lr,
@@ -270,49 +228,29 @@ def _forward(model: keras.Model, images: tf.Tensor) -> tf.Tensor:
     return model(images, training=False)
 
 
-def _sgd_step(
-    model: keras.Model, optimizer: keras.optimizers.Optimizer, images: tf.Tensor, labels: tf.Tensor
-) -> tf.Tensor:
-    """Forward in training mode, backward with a GradientTape, one optimizer update; -> loss."""
+def _sgd_step(model: keras.Model, opt: keras.optimizers.Optimizer, images, labels) -> tf.Tensor:
+    """Forward in training mode, a GradientTape, one optimizer update; the loss (in float32)."""
     with tf.GradientTape() as tape:
-        loss = loss_fn(labels, model(images, training=True))
+        loss = LOSS(labels, tf.cast(model(images, training=True), tf.float32))
     grads = tape.gradient(loss, model.trainable_variables)
-    optimizer.apply_gradients(zip(grads, model.trainable_variables))
+    opt.apply_gradients(zip(grads, model.trainable_variables))
     return loss
-
-
-def check_mode(mode: str) -> str:
-    return check_choice(NAME, "mode", mode, MODES)
 
 
 def _wrap(fn: Callable, mode: str) -> Callable:
     """``fn`` as the mode runs it: unchanged (eager), traced (function), XLA-compiled (xla)."""
-    check_mode(mode)
     return fn if mode == "eager" else tf.function(fn, jit_compile=(mode == "xla"))
 
 
 def inference_fn(model: keras.Model, mode: str = "eager") -> Callable[[tf.Tensor], tf.Tensor]:
-    """A callable NHWC tensor -> logits tensor running ``model`` in eval mode, in ``mode``.
-
-    In ``function`` and ``xla`` mode the first call traces (and compiles); later calls with the
-    same input shape and dtype reuse that graph (``fn.experimental_get_tracing_count()``).
-    """
-    # a fresh partial per call: tf.function's retracing warning counts traces per Python code
-    # object, so a lambda here would warn when a process prepares several cells
+    """NHWC tensor -> logits in ``mode`` (a fresh partial: tf.function's retracing warning
+    counts traces per Python code object)."""
     return _wrap(functools.partial(_forward, model), mode)
 
 
-def train_fn(
-    model: keras.Model,
-    mode: str = "eager",
-    lr: float = recipe.TRAIN.lr,
-    momentum: float = recipe.TRAIN.momentum,
-    opt: keras.optimizers.Optimizer | None = None,
-) -> Callable[[tf.Tensor, tf.Tensor], tf.Tensor]:
-    """A callable (NHWC images, labels) -> loss doing one SGD-with-momentum step on ``model``
-    (with ``opt``, by default a new :func:`optimizer` with ``lr`` and ``momentum``)."""
-    opt = opt or optimizer(lr, momentum)
-    opt.build(model.trainable_variables)  # create its slots now, not inside a traced graph
+def train_fn(model: keras.Model, mode: str, opt: keras.optimizers.Optimizer) -> Callable:
+    """(NHWC images, labels) -> loss: one SGD step of ``model`` with ``opt``, in ``mode``."""
+    opt.build(model.trainable_variables)  # its slots now, not inside a traced graph
     return _wrap(functools.partial(_sgd_step, model, opt), mode)
 
 
@@ -323,44 +261,25 @@ def train_step(
     lr: float = recipe.TRAIN.lr,
     momentum: float = recipe.TRAIN.momentum,
 ) -> tuple[float, dict[str, np.ndarray]]:
-    """One eager SGD step from ``weights``; returns the loss and the updated canonical weights.
-
-    BatchNorm uses the batch statistics and updates its running averages, as PyTorch's train mode
-    does, with one difference: Keras folds the biased batch variance into ``running_var`` where
-    PyTorch uses the unbiased one, so those buffers differ slightly after a step (the trainable
-    weights do not).
-    """
+    """One eager SGD step: the loss before it and the new canonical weights (Keras folds the
+    biased batch variance into ``running_var``, PyTorch the unbiased one)."""
     model = build_resnet50(weights)
-    step = train_fn(model, "eager", lr, momentum)
+    step = train_fn(model, "eager", optimizer(lr, momentum))
     loss = step(tf.constant(to_nhwc(images)), tf.constant(np.asarray(labels, dtype=np.int64)))
     return float(loss.numpy()), to_canonical(model)
 
 
-# --------------------------------------------------------------------------- benchmarks
-
-
-def _policy(precision: str) -> str:
-    return POLICIES[check_choice(NAME, "precision", precision, tuple(POLICIES))]
-
-
-def _device_name(device: str) -> str:
-    if device == "cpu":
-        return "/CPU:0"
-    if not tf.config.list_physical_devices("GPU"):
-        raise Unsupported(
-            "no GPU visible to TensorFlow; install the CUDA build: "
-            "pip install 'tensorflow[and-cuda]' (Linux, NVIDIA driver required) in place of "
-            "tensorflow-cpu"
-        )
-    return "/GPU:0"
+def _check_device(device: str) -> str:
+    """TensorFlow places ops on its first GPU by itself; without one, say how to get one."""
+    if device == "gpu" and not tf.config.list_physical_devices("GPU"):
+        raise Unsupported("no GPU visible to TensorFlow: install 'tensorflow[and-cuda]' (Linux)")
+    return "/GPU:0" if device == "gpu" else "/CPU:0"
 
 
 def _bf16_conv() -> None:
-    """A tiny bfloat16 convolution on the CPU: oneDNN refuses it where the ISA it may use has
-    no bf16 path ("could not create a primitive descriptor", e.g. ONEDNN_MAX_CPU_ISA=AVX2)."""
-    with tf.device("/CPU:0"):
-        x, w = tf.ones([1, 8, 8, 3], tf.bfloat16), tf.ones([3, 3, 3, 4], tf.bfloat16)
-        tf.nn.conv2d(x, w, 1, "SAME").numpy()
+    """A tiny bfloat16 convolution: oneDNN refuses it where its ISA has no bf16 path."""
+    x, w = tf.ones([1, 8, 8, 3], tf.bfloat16), tf.ones([3, 3, 3, 4], tf.bfloat16)
+    tf.nn.conv2d(x, w, 1, "SAME").numpy()
 
 
 def prepare(
@@ -372,64 +291,32 @@ def prepare(
     image_size: int = 224,
     device: str = "cpu",
 ) -> Prepared:
-    """The benchmark callable for one cell; see :mod:`labkit.bench`.
-
-    The host batch (numpy, NHWC) is made here; each ``step()`` converts it to a tensor on the
-    device, runs one inference batch (``training=False``) or one training step, and copies the
-    logits or loss back to the host (``.numpy()``), which waits for the work to finish. The first
-    call of ``function`` and ``xla`` traces (and compiles) the step. Training follows the lab's
-    recipe (:data:`labkit.recipe.TRAIN`). ``bf16`` builds the model under the Keras
-    ``mixed_bfloat16`` policy, and its inference step carries its accuracy cost against the
-    fp32 model (``Prepared.accuracy``); ``int8`` raises :class:`Unsupported` (:data:`INT8_WHY`).
-    """
-    check_cell(NAME, MODES, mode, task, batch_size, precision, device)
-    if precision == "int8":
-        raise Unsupported(INT8_WHY)
-    device_name = _device_name(device)
-    if precision == "bf16" and device == "cpu":
-        why = kernel_support(NAME, tf.__version__, "bf16", _bf16_conv)
-        if why:
-            raise Unsupported(why)
+    """One benchmark step: the host batch to a tensor, one inference batch (``training=False``)
+    or training step, the result back to the host. ``bf16``: the Keras ``mixed_bfloat16``
+    policy, its inference step carrying its accuracy cost against the fp32 model."""
+    check_cell(SPEC, mode, task, batch_size, precision, device, WHY_NOT)
+    where = _check_device(device)
+    if precision == "bf16" and (why := kernel_support(SPEC.name, version(), "bf16", _bf16_conv)):
+        raise Unsupported(why)
     images, labels = host_batch(weights, batch_size, image_size)
     images = to_nhwc(images)
-    notes = MODE_NOTES[mode]
-    if precision == "bf16":
-        notes += ", Keras mixed_bfloat16 policy"
-    applied = None
-    with tf.device(device_name):
-        model = build_resnet50(weights, precision)
-        if task == "train":
-            opt = optimizer()
-            fn = train_fn(model, mode, opt=opt)
-            applied = applied_recipe(opt)
-
-            def step() -> np.ndarray:
-                with tf.device(device_name):
-                    return fn(tf.constant(images), tf.constant(labels)).numpy()
-        else:
-            fn = inference_fn(model, mode)
-
-            def step() -> np.ndarray:
-                with tf.device(device_name):
-                    return fn(tf.constant(images)).numpy()
-
-    def lowp(x: np.ndarray) -> np.ndarray:
-        with tf.device(device_name):
-            return np.asarray(fn(tf.constant(to_nhwc(x))).numpy(), np.float32)
+    notes = MODE_NOTES[mode] + (", Keras mixed_bfloat16 policy" if precision == "bf16" else "")
+    model = build_resnet50(weights, precision)
+    opt = optimizer()
+    fn = train_fn(model, mode, opt) if task == "train" else inference_fn(model, mode)
+    hosts = (images, labels) if task == "train" else (images,)
 
     def check() -> dict:
-        with tf.device(device_name):
-            fp32 = build_resnet50(weights)
-        ref = f"TensorFlow {tf.__version__} fp32 eager Keras model"
+        fp32, ref = build_resnet50(weights), f"TensorFlow {version()} fp32 eager Keras model"
+        lowp = lambda x: fn(tf.constant(to_nhwc(x))).numpy()
         return acc.cost(lambda x: predict(fp32, x), lowp, image_size, batch_size, ref)
 
-    lowp_inference = precision != "fp32" and task != "train"
     return Prepared(
-        step=step,
+        step=lambda: fn(*map(tf.constant, hosts)).numpy(),  # the host batch in, the result out
         batch_size=batch_size,
-        notes=f"{notes} on {device_name}",
-        recipe=applied,
-        accuracy=check if lowp_inference else None,
+        notes=f"{notes} on {where}",
+        recipe=applied_recipe(opt) if task == "train" else None,
+        accuracy=check if precision != "fp32" and task != "train" else None,
     )
 
 
@@ -465,52 +352,40 @@ def prepare_model(
     precision: str = "fp32",
     device: str = "cpu",
 ) -> Prepared:
-    """The benchmark step of a learner's model: the same call in each of the three modes.
-
-    Inference calls the model with ``training=False``; ``train`` (a Keras model or layer
-    only) runs a synthetic loss (the mean of the squared floating-point outputs), the gradient
-    and one SGD-with-momentum update. Each step converts the host inputs to tensors and copies
-    the outputs back (``.numpy()``), which waits for the work.
-    """
-    batch = int(inputs[0].shape[0]) if inputs and np.ndim(inputs[0]) else 1
-    check_cell(NAME, MODES, mode, task, batch, precision, device)
-    if precision == "int8":
-        raise Unsupported(INT8_WHY)
+    """The benchmark step of a learner's model in each mode: inference with ``training=False``,
+    or (a Keras model or layer) a synthetic loss (the mean of the squared floating-point
+    outputs) and one SGD-with-momentum update."""
+    batch = batch_of(inputs)
+    check_cell(SPEC, mode, task, batch, precision, device, WHY_NOT)
     if precision == "bf16":
         raise Unsupported(
             "a learner's Keras model computes in the dtype policy it was built with: build it "
             "under keras.mixed_precision.set_global_policy('mixed_bfloat16') to measure bf16"
         )
-    device_name = _device_name(device)
-    call = model_caller(model)
+    where = _check_device(device)
     hosts = [np.ascontiguousarray(a) for a in inputs]
     notes = MODE_NOTES[mode]
-    with tf.device(device_name):
-        if task == "train":
-            if not isinstance(model, keras.layers.Layer) or not model.trainable_variables:
-                raise Unsupported("training needs a Keras model or layer with trainable variables")
-            opt = optimizer()  # the lab's recipe
-            opt.build(model.trainable_variables)
+    if task == "train":
+        if not isinstance(model, keras.layers.Layer) or not model.trainable_variables:
+            raise Unsupported("training needs a Keras model or layer with trainable variables")
+        opt = optimizer()  # the lab's recipe
+        opt.build(model.trainable_variables)
 
-            def train(*xs):
-                with tf.GradientTape() as tape:
-                    out = model(xs[0] if len(xs) == 1 else list(xs), training=True)
-                    floats = [t for t in tf.nest.flatten(out) if t.dtype.is_floating]
-                    loss = tf.add_n(
-                        [tf.reduce_mean(tf.square(tf.cast(t, tf.float32))) for t in floats]
-                    )
-                grads = tape.gradient(loss, model.trainable_variables)
-                opt.apply_gradients(zip(grads, model.trainable_variables))
-                return loss
+        def train(*xs):
+            with tf.GradientTape() as tape:
+                out = model(xs[0] if len(xs) == 1 else list(xs), training=True)
+                floats = [t for t in tf.nest.flatten(out) if t.dtype.is_floating]
+                loss = tf.add_n([tf.reduce_mean(tf.square(tf.cast(t, tf.float32))) for t in floats])
+            grads = tape.gradient(loss, model.trainable_variables)
+            opt.apply_gradients(zip(grads, model.trainable_variables))
+            return loss
 
-            fn = _wrap(train, mode)
-            notes += "; synthetic loss: mean of the squared outputs"
-        else:
-            fn = _wrap(call, mode)
+        fn = _wrap(train, mode)
+        notes += "; synthetic loss: mean of the squared outputs"
+    else:
+        fn = _wrap(model_caller(model), mode)
 
     def step() -> list:
-        with tf.device(device_name):
-            out = fn(*[tf.constant(a) for a in hosts])
-            return [t.numpy() for t in tf.nest.flatten(out)]
+        return [t.numpy() for t in tf.nest.flatten(fn(*[tf.constant(a) for a in hosts]))]
 
-    return Prepared(step=step, batch_size=batch, notes=f"{notes} on {device_name}")
+    return Prepared(step=step, batch_size=batch, notes=f"{notes} on {where}")

@@ -1,11 +1,6 @@
-"""TensorFlow's properties for code exercises (labkit.exercises.Code).
-
-- ``traces_once``: wrapped in ``tf.function`` (or as the learner's own ``tf.function``, with its
-  ``input_signature`` or ``reduce_retracing``), the function is called on every input and
-  traces at most one new graph (``experimental_get_tracing_count``); an error raised while
-  tracing fails it, with TensorFlow's message.
-- ``matches_eager``: the graph's outputs equal the reference function's, run eagerly.
-"""
+"""TensorFlow's properties for code exercises: ``traces_once`` (as a ``tf.function``, the learner's
+own or a wrapped one, every input traces at most one new graph, ``experimental_get_tracing_count``)
+and ``matches_eager`` (the graph's outputs equal the reference's, run eagerly)."""
 
 from __future__ import annotations
 
@@ -16,17 +11,9 @@ import numpy as np
 import tensorflow as tf
 
 from .._kit import checks as kit
-from .._kit.checks import same_outputs, unwrap, what_broke
+from .._kit.checks import what_broke
 
-__all__ = [
-    "PROPERTIES",
-    "eager",
-    "graph_function",
-    "matches_eager",
-    "namespace",
-    "traces_once",
-    "verify",
-]
+__all__ = ["PROPERTIES", "graph_function", "namespace", "traces_once", "verify"]
 
 
 def namespace() -> dict[str, Any]:
@@ -59,11 +46,6 @@ def graph_function(fn: Callable):
     return fn if hasattr(fn, "experimental_get_tracing_count") else tf.function(fn)
 
 
-def eager(fn: Callable, case: tuple):
-    """``fn`` run eagerly on ``case``: its Python, with real tensors (a tf.function unwrapped)."""
-    return _numpy(unwrap(fn)(*_args(case)))
-
-
 def traces_once(fn: Callable, cases: list[tuple]) -> tuple[bool, str]:
     graph = graph_function(fn)
     before = graph.experimental_get_tracing_count()
@@ -87,26 +69,12 @@ def traces_once(fn: Callable, cases: list[tuple]) -> tuple[bool, str]:
     )
 
 
-def matches_eager(
-    fn: Callable, cases: list[tuple], reference: Callable, rtol: float, atol: float
-) -> tuple[bool, str]:
-    graph = graph_function(fn)
-    return same_outputs(
-        lambda case: _numpy(graph(*_args(case))),
-        lambda case: eager(reference, case),
-        cases,
-        rtol,
-        atol,
-        passed=f"same outputs as eager on all {len(cases)} inputs",
-        call="call",
-        describe=_signature,
-    )
-
-
 #: the properties these checks verify, by the name an exercise gives them
 PROPERTIES: dict[str, Callable] = {
     "traces_once": traces_once,
-    "matches_eager": matches_eager,
+    "matches_eager": kit.graph_properties(
+        graph_function, _args, _numpy, "runs", "eager", call="call", describe=_signature
+    )["matches_eager"],
 }
 
 

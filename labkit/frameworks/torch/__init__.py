@@ -1,10 +1,4 @@
-"""PyTorch in the lab: ``adapter`` (the ResNet-50, its modes, ONNX export), ``precision`` (bf16
-under a frozen compile, the accuracy cost), ``peak`` (its matrix-multiply kernels, timed),
-``graphs`` (node counts of TorchScript graphs and Inductor's kernel launches, notebook 05),
-``launch`` and ``torchrun`` (starting notebook 08's DDP workers on loopback).
-
-This file is framework-free: it declares what the lab knows about PyTorch and imports nothing.
-"""
+"""PyTorch in the lab (framework-free: what the lab knows about it)."""
 
 from ..contract import FrameworkSpec
 
@@ -17,11 +11,8 @@ SPEC = FrameworkSpec(
     modes=("eager", "compile", "torchscript"),
     eager="eager",
     color="#ee4c2c",
-    formats=("onnx", "torchscript"),
     peak_precisions=("fp32", "bf16", "int8"),
     launcher="torchrun",
-    summary="eager nn.Module; TorchScript trace+freeze (deprecated, still met in older code); "
-    "torch.compile (Inductor)",
     model_packages=("torch",),
     code_checks=(
         ("no_graph_breaks", "zero graph breaks (torch._dynamo.explain)"),

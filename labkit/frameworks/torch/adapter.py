@@ -1,10 +1,9 @@
 """PyTorch adapter: a hand-written ResNet-50 v1.5, its training step, benchmark modes, ONNX export.
 
-The model's ``state_dict`` uses the canonical names of :func:`labkit.resnet.param_shapes` (plus
-PyTorch's ``num_batches_tracked``), so canonical weights load 1:1 and come back unchanged.
-Modes: ``eager``, ``torchscript`` (trace + freeze; deprecated in PyTorch 2.x, kept as the legacy
-mode older code and the sources use) and ``compile`` (``torch.compile``, Inductor); how each
-mode and precision is realised is :mod:`labkit.frameworks.torch.modes`.
+The model's ``state_dict`` uses the canonical names of :func:`labkit.resnet.param_shapes`, so
+canonical weights load 1:1. Modes: ``eager``, ``torchscript`` (trace + freeze; deprecated, the
+legacy mode older code and the sources use) and ``compile`` (``torch.compile``, Inductor); how
+each mode and precision is realised is :mod:`labkit.frameworks.torch.modes`.
 """
 
 from __future__ import annotations
@@ -21,7 +20,7 @@ from torch import nn
 from torch.utils import _pytree as pytree
 
 from ... import recipe, resnet
-from .._kit.cells import check_cell, check_threads, host_batch
+from .._kit.cells import batch_of, check_cell, check_threads, host_batch
 from ..contract import Prepared, Unsupported
 from . import SPEC, modes
 from .modes import quiet_torchscript
@@ -51,7 +50,6 @@ __all__ = [
     "version",
 ]
 
-NAME = SPEC.name
 MODES = SPEC.modes
 
 
@@ -60,13 +58,8 @@ def version() -> str:
 
 
 def set_threads(n: int) -> None:
-    """Use ``n`` threads inside each operator (intra-op) and one inter-op thread.
-
-    PyTorch fixes its inter-op pool when it first runs parallel work, so the inter-op setting
-    only takes where this is called first in a process (the benchmark runner does so in every
-    cell's fresh process); later, a ``RuntimeWarning`` says that it kept its pool, and
-    :func:`threads` reports what is in effect.
-    """
+    """``n`` intra-op threads and one inter-op thread (PyTorch fixes its inter-op pool at its
+    first parallel work: later, a ``RuntimeWarning`` says it kept its pool)."""
     torch.set_num_threads(check_threads(n))
     if torch.get_num_interop_threads() != 1:
         try:
@@ -82,12 +75,11 @@ def set_threads(n: int) -> None:
 
 
 def threads() -> dict[str, int]:
-    """The thread counts in effect, read back from PyTorch: ``{"intra": N, "inter": M}``."""
     return {"intra": torch.get_num_threads(), "inter": torch.get_num_interop_threads()}
 
 
 # --------------------------------------------------------------------------------------------
-# The network, built from the spec in labkit.resnet (names follow torchvision)
+# The network (names follow torchvision)
 
 
 def _conv(c: resnet.Conv) -> nn.Conv2d:
@@ -121,8 +113,7 @@ class Bottleneck(nn.Module):
 
 
 class ResNet50(nn.Module):
-    """ResNet-50 v1.5: stem (7x7 conv, max pool), four stages of bottlenecks, global pool, fc
-    (``width``: :func:`labkit.resnet.stem`'s channels; 64 is ResNet-50 itself)."""
+    """ResNet-50 v1.5: stem (7x7 conv, max pool), four stages of bottlenecks, global pool, fc."""
 
     def __init__(self, num_classes: int = 1000, width: int = resnet.WIDTH):
         super().__init__()
@@ -144,15 +135,8 @@ class ResNet50(nn.Module):
         return self.fc(torch.flatten(self.avgpool(x), 1))
 
 
-# --------------------------------------------------------------------------------------------
-# Canonical weights in and out
-
-
 def build_resnet50(weights: dict[str, np.ndarray]) -> ResNet50:
-    """An eval-mode ``ResNet50`` holding ``weights`` (BatchNorm running statistics included).
-
-    A missing, unexpected or misshaped tensor raises ``ValueError`` naming it.
-    """
+    """An eval-mode ``ResNet50`` holding ``weights`` (``ValueError`` names a bad tensor)."""
     num_classes = resnet.validate_weights(weights)
     model = ResNet50(num_classes, resnet.width_of(weights))
     state = model.state_dict()  # canonical names map 1:1 to it
@@ -181,7 +165,6 @@ def predict(model: nn.Module, images: np.ndarray) -> np.ndarray:
 
 
 def _optimizer(params, lr: float, momentum: float) -> torch.optim.SGD:
-    """The recipe's optimizer (:data:`labkit.recipe.TRAIN`) over ``params``."""
     r = recipe.TRAIN
     return torch.optim.SGD(
         params, lr=lr, momentum=momentum, nesterov=r.nesterov, weight_decay=r.weight_decay
@@ -212,18 +195,13 @@ def train_step(
     lr: float = recipe.TRAIN.lr,
     momentum: float = recipe.TRAIN.momentum,
 ) -> tuple[float, dict[str, np.ndarray]]:
-    """One SGD-with-momentum step on mean cross-entropy, in train mode (batch statistics).
-
-    Returns the loss before the update and the updated canonical weights (running statistics
-    updated by PyTorch's convention: momentum 0.1, unbiased batch variance).
-    """
+    """One SGD-with-momentum step in train mode: the loss before it and the new weights."""
     model = build_resnet50(weights)
     loss = _step(model, images, labels, lr, momentum)
     return loss, to_canonical(model)
 
 
 def _step(model: nn.Module, images, labels, lr: float, momentum: float) -> float:
-    """One training step of ``model`` in place, in its own dtype; the loss before the update."""
     dtype = next(model.parameters()).dtype
     x = torch.from_numpy(resnet.check_images(images)).to(dtype)
     y = torch.from_numpy(np.asarray(labels, dtype=np.int64))
@@ -239,7 +217,7 @@ def _step(model: nn.Module, images, labels, lr: float, momentum: float) -> float
 
 
 def predict_float64(weights: dict[str, np.ndarray], images: np.ndarray) -> np.ndarray:
-    """Eval-mode logits of ``weights`` computed in float64 (:mod:`labkit.frameworks.crosscheck`)."""
+    """Eval-mode logits of ``weights`` computed in float64 (the cross-check's reference)."""
     model = build_resnet50(weights).double()
     with torch.inference_mode():
         return model(torch.from_numpy(resnet.check_images(images)).double()).numpy()
@@ -260,31 +238,53 @@ def train_step_float64(
 
 
 # --------------------------------------------------------------------------------------------
-# Benchmark modes: one callable per mode x task, on a host batch made in advance
+# Benchmark modes
 
 
 def _cell(
     mode: str, task: str, batch: int, precision: str, device: str
 ) -> tuple[torch.device, Callable, list[str]]:
-    """A cell's arguments checked: its device, the step's context factory (bf16 autocast or
-    nothing) and the notes on both; :class:`Unsupported` where this machine cannot run it."""
-    check_cell(NAME, MODES, mode, task, batch, precision, device)
-    if device != "cpu" and not torch.cuda.is_available():
-        raise Unsupported(
-            f"no CUDA GPU visible to PyTorch {torch.__version__} "
-            "(torch.cuda.is_available() is False; a CPU-only build or no GPU)"
-        )
-    dev = torch.device("cpu" if device == "cpu" else "cuda")
+    """A cell's device, the step's context factory (bf16 autocast or nothing) and notes."""
+    check_cell(SPEC, mode, task, batch, precision, device, modes.WHY_NOT)
+    if device == "gpu" and not torch.cuda.is_available():
+        raise Unsupported(f"no CUDA GPU visible to PyTorch {version()} (or a CPU-only build)")
+    dev = torch.device("cuda" if device == "gpu" else "cpu")
     modes.refuse(precision, dev)
     notes = [] if precision == "fp32" else [f"torch.autocast({dev.type}, bfloat16)"]
-    if dev.type == "cuda":
-        notes.append(torch.cuda.get_device_name(dev))
     return dev, modes.autocast(precision, dev), notes
 
 
-def _sync(dev: torch.device) -> None:
-    if dev.type == "cuda":
-        torch.cuda.synchronize(dev)
+def _train(net: Callable, params, loss_of: Callable, hosts: list, y, dev, autocast) -> tuple:
+    """One training step: the host arrays in, ``loss_of(net(*inputs), y)`` under ``autocast``,
+    backward and the recipe's SGD update, synchronised; returns the loss."""
+    opt = _optimizer(params, recipe.TRAIN.lr, recipe.TRAIN.momentum)
+
+    def step() -> float:
+        xs = [torch.from_numpy(a).to(dev) for a in hosts]
+        opt.zero_grad(set_to_none=True)
+        with autocast():
+            loss = loss_of(net(*xs), y)
+        loss.backward()
+        opt.step()
+        if dev.type == "cuda":
+            torch.cuda.synchronize(dev)
+        return float(loss.detach())
+
+    return step, applied_recipe(opt)
+
+
+def _infer(net: Callable, hosts: list, dev, autocast) -> Callable:
+    """One inference batch: the host arrays in, ``net`` under ``inference_mode``, synchronised."""
+
+    def step() -> object:
+        xs = [torch.from_numpy(a).to(dev) for a in hosts]
+        with torch.inference_mode(), autocast():
+            out = net(*xs)
+        if dev.type == "cuda":
+            torch.cuda.synchronize(dev)
+        return out
+
+    return step
 
 
 def prepare(
@@ -296,50 +296,24 @@ def prepare(
     image_size: int = 224,
     device: str = "cpu",
 ) -> Prepared:
-    """The benchmark callable for one mode x task x precision x device (see :mod:`labkit.bench`).
-
-    Inference (``latency``/``throughput``) runs the eval-mode model under
-    ``torch.inference_mode``; ``train`` runs forward, mean cross-entropy, backward and one
-    SGD-with-momentum update with the lab's recipe (:data:`labkit.recipe.TRAIN`). Each step copies the host batch in (``torch.from_numpy``, and to
-    the GPU on ``device="gpu"``) and returns only when the work is done. With ``compile`` the
-    first call includes compilation. ``bf16`` runs under ``torch.autocast(..., bfloat16)`` (under
-    ``compile``, inference is compiled with freezing) and its inference step carries its
-    accuracy cost against fp32 (``Prepared.accuracy``); ``int8`` raises :class:`Unsupported`.
-    """
+    """One benchmark step: inference under ``torch.inference_mode``, or a training step with the
+    lab's recipe; each step copies the host batch in and returns when the work is done. ``bf16``
+    (autocast) carries its inference accuracy cost against fp32."""
     dev, autocast, notes = _cell(mode, task, batch_size, precision, device)
     images, labels = host_batch(weights, batch_size, image_size)
     model = build_resnet50(weights).to(dev)
     example = torch.from_numpy(images).to(dev)
-
     if task == "train":
         net, how = modes.train_net(model.train(), mode, example, autocast)
-        opt = _optimizer(net.parameters(), recipe.TRAIN.lr, recipe.TRAIN.momentum)
         y = torch.from_numpy(labels).to(dev)
-
-        def step() -> float:
-            x = torch.from_numpy(images).to(dev)
-            opt.zero_grad(set_to_none=True)
-            with autocast():
-                loss = LOSS(net(x), y)
-            loss.backward()
-            opt.step()
-            _sync(dev)
-            return float(loss.detach())
-
-        return Prepared(step, int(batch_size), "; ".join([how, *notes]), recipe=applied_recipe(opt))
+        step, applied = _train(net, net.parameters(), LOSS, [images], y, dev, autocast)
+        return Prepared(step, int(batch_size), "; ".join([how, *notes]), recipe=applied)
     net, how = modes.inference_net(model, mode, example, precision, dev)
-
-    def step() -> torch.Tensor:
-        x = torch.from_numpy(images).to(dev)
-        with torch.inference_mode(), autocast():
-            out = net(x)
-        _sync(dev)
-        return out
-
     check = None
     if precision != "fp32":  # the accuracy cost, against the fp32 eager model
         fp32 = build_resnet50(weights).to(dev)
         check = modes.accuracy(fp32, net, autocast, dev, image_size, int(batch_size))
+    step = _infer(net, [images], dev, autocast)
     return Prepared(step, int(batch_size), "; ".join([how, *notes]), accuracy=check)
 
 
@@ -349,8 +323,7 @@ def prepare(
 
 @contextlib.contextmanager
 def _quiet_onnx_export():
-    """The dynamo exporter logs skipped torchvision ops (torchvision is not needed here) and a
-    FutureWarning from PyTorch's own pytree code; neither concerns the learner."""
+    """Hush the exporter's notes on skipped torchvision ops and pytree's FutureWarning."""
     logger = logging.getLogger("torch.onnx._internal.exporter._registration")
     level = logger.level
     logger.setLevel(logging.ERROR)
@@ -363,16 +336,10 @@ def _quiet_onnx_export():
 
 
 def export(model: nn.Module, directory: str | Path) -> Path:
-    """Write ``directory/model.onnx``: the eval-mode model as ONNX, weights inside the file.
-
-    ``torch.onnx.export`` with its default exporter in PyTorch 2.9+ (``dynamo=True``: the model
-    is captured with ``torch.export``), dynamic batch, height and width, so any batch size and
-    image size works. The exporter's own optimiser is off (``optimize=False``) and only
-    constants are folded, so the file shows the model as written: Conv, BatchNormalization,
-    Relu nodes with the canonical weight names. Fusing BatchNorm into the convolutions is left
-    to ONNX Runtime's graph optimiser, which the course shows at work. Checked with
-    ``onnx.checker``.
-    """
+    """Write ``directory/model.onnx``: the eval-mode model, weights inside, dynamic batch and
+    image size (``torch.onnx.export``'s dynamo exporter). Its optimiser is off and only constants
+    are folded, so the file shows the model as written, canonical names included: fusing is left
+    to ONNX Runtime's optimiser, which the course shows at work."""
     import onnx
     import onnxscript.optimizer
 
@@ -414,10 +381,9 @@ def export(model: nn.Module, directory: str | Path) -> Path:
 
 def load_exported(path: str | Path) -> Callable[[np.ndarray], np.ndarray]:
     """The exported ONNX model as a callable ``images -> logits``, run by ONNX Runtime."""
-    from .. import get  # ONNX Runtime runs the ONNX file (through the registry: no import cycle)
+    from .. import get  # through the registry: no import cycle
 
     ort_adapter = get("onnxruntime")
-
     session = ort_adapter.session_from_file(Path(path))
     return lambda images: ort_adapter.predict(session, images)
 
@@ -448,19 +414,11 @@ def as_module(model: nn.Module | Callable) -> nn.Module:
     )
 
 
-def leaves(output: object) -> list[torch.Tensor]:
-    """The tensors in a model's output (a tensor, or tuples, lists, dicts of them)."""
-    return [t for t in pytree.tree_leaves(output) if isinstance(t, torch.Tensor)]
-
-
 def export_model(
     model: nn.Module | Callable, inputs: list[np.ndarray], directory: str | Path
 ) -> Path:
-    """Write ``directory/model.onnx``: ``model`` in eval mode exported for ``inputs``' shapes.
-
-    ``torch.onnx.export`` with its default (dynamo) exporter and default options, as a learner
-    would call it; every input shape is fixed to the example's.
-    """
+    """Write ``directory/model.onnx``: ``model`` in eval mode exported for ``inputs``' shapes
+    (``torch.onnx.export``'s defaults, as a learner would call it)."""
     module = as_module(model)
     path = Path(directory) / "model.onnx"
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -476,6 +434,14 @@ def export_model(
     return path
 
 
+def _squares(out: object, _: object) -> torch.Tensor:
+    """A learner's model's synthetic loss: the mean of its squared floating-point outputs."""
+    outs = [t for t in pytree.tree_leaves(out) if torch.is_tensor(t) and t.is_floating_point()]
+    if not outs:
+        raise ValueError("the model returns no floating-point tensor to train on")
+    return sum(t.float().pow(2).mean() for t in outs)
+
+
 def prepare_model(
     model: nn.Module | Callable,
     inputs: list[np.ndarray],
@@ -484,48 +450,21 @@ def prepare_model(
     precision: str = "fp32",
     device: str = "cpu",
 ) -> Prepared:
-    """The benchmark step of a learner's model (see :func:`prepare` for the modes).
-
-    Inference runs the eval-mode model under ``torch.inference_mode``; ``train`` runs the model
-    in train mode, a synthetic loss (the mean of the squared floating-point outputs), backward
-    and one SGD-with-momentum update. Each step copies the host inputs in.
-    """
-    batch = int(inputs[0].shape[0]) if inputs and np.ndim(inputs[0]) else 1
+    """The benchmark step of a learner's model: inference, or a synthetic loss (the mean of the
+    squared floating-point outputs) and one SGD-with-momentum update."""
+    batch = batch_of(inputs)
     dev, autocast, notes = _cell(mode, task, batch, precision, device)
     net = as_module(model).to(dev)
     hosts = [np.ascontiguousarray(a) for a in inputs]
     example = tuple(torch.from_numpy(a).to(dev) for a in hosts)
 
-    def batch_in() -> tuple[torch.Tensor, ...]:
-        return tuple(torch.from_numpy(a).to(dev) for a in hosts)
-
-    if task == "train":
-        params = [p for p in net.parameters() if p.requires_grad]
-        if not params:
-            raise Unsupported("the model has no trainable parameters, so there is nothing to train")
-        graph, how = modes.train_net(net.train(), mode, example, autocast)
-        opt = _optimizer(params, recipe.TRAIN.lr, recipe.TRAIN.momentum)  # the lab's recipe
-
-        def step() -> float:
-            opt.zero_grad(set_to_none=True)
-            with autocast():
-                outs = [t for t in leaves(graph(*batch_in())) if t.is_floating_point()]
-            if not outs:
-                raise ValueError("the model returns no floating-point tensor to train on")
-            loss = sum(t.float().pow(2).mean() for t in outs)
-            loss.backward()
-            opt.step()
-            _sync(dev)
-            return float(loss.detach())
-
-        how += "; synthetic loss: mean of the squared outputs"
-    else:
+    if task != "train":
         graph, how = modes.inference_net(net.eval(), mode, example, precision, dev)
-
-        def step() -> object:
-            with torch.inference_mode(), autocast():
-                out = graph(*batch_in())
-            _sync(dev)
-            return out
-
+        return Prepared(_infer(graph, hosts, dev, autocast), batch, "; ".join([how, *notes]))
+    params = [p for p in net.parameters() if p.requires_grad]
+    if not params:
+        raise Unsupported("the model has no trainable parameters, so there is nothing to train")
+    graph, how = modes.train_net(net.train(), mode, example, autocast)
+    how += "; synthetic loss: mean of the squared outputs"
+    step, _ = _train(graph, params, _squares, hosts, None, dev, autocast)
     return Prepared(step, batch, "; ".join([how, *notes]))

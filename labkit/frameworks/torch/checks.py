@@ -1,15 +1,14 @@
-"""PyTorch's properties for code exercises (labkit.exercises.Code), each a function below:
-``no_graph_breaks`` (``torch._dynamo.explain``), ``fullgraph`` (``torch.compile(fullgraph=True)``
-with the ``eager`` backend: Dynamo's capture without Inductor's code generation), ``exports``
-(``torch.export.export``), ``matches_eager``, ``equals_reference``, ``max_ops`` and
-``avoids_ops`` (operations counted with a ``TorchFunctionMode``), and ``data_parallel`` (the
-averaged gradient of ``workers`` equal shards equals the whole batch's, as DDP's all-reduce).
-"""
+"""PyTorch's properties for code exercises: ``no_graph_breaks`` (``torch._dynamo.explain``),
+``fullgraph`` and ``matches_eager`` (``torch.compile`` with the ``eager`` backend), ``exports``
+(``torch.export``), ``equals_reference``, ``max_ops`` and ``avoids_ops`` (operations counted with
+a ``TorchFunctionMode``), ``data_parallel`` (the averaged gradient of equal shards equals the
+whole batch's, as DDP's all-reduce)."""
 
 from __future__ import annotations
 
 import collections
 import contextlib
+import functools
 import logging
 from collections.abc import Callable
 from typing import Any
@@ -21,14 +20,7 @@ import torch.nn.functional as F
 from torch.overrides import TorchFunctionMode
 
 from .._kit import checks as kit
-from .._kit.checks import (
-    compare,
-    runs_on_all,
-    same_outputs,
-    signature,
-    unwrap,
-    what_broke,
-)
+from .._kit.checks import compare, same_outputs, signature, unwrap, what_broke
 from .adapter import FunctionModule
 
 __all__ = [
@@ -38,8 +30,6 @@ __all__ = [
     "eager",
     "equals_reference",
     "exports",
-    "fullgraph",
-    "matches_eager",
     "max_ops",
     "namespace",
     "no_graph_breaks",
@@ -97,45 +87,21 @@ def no_graph_breaks(fn: Callable, cases: list[tuple]) -> tuple[bool, str]:
     return True, f"one graph, no breaks, on all {len(cases)} inputs"
 
 
-def fullgraph(fn: Callable, cases: list[tuple]) -> tuple[bool, str]:
-    compiled = torch.compile(unwrap(fn), fullgraph=True, backend="eager")
-    with _quiet():
-        passed = f"one graph for each of the {len(cases)} inputs"
-        return runs_on_all(lambda case: compiled(*_args(case)), cases, passed)
-
-
 def exports(
     fn: Callable, cases: list[tuple], reference: Callable, rtol: float, atol: float
 ) -> tuple[bool, str]:
     with _quiet():
         try:
-            program = torch.export.export(FunctionModule(unwrap(fn)), _args(cases[0]))
+            run = torch.export.export(FunctionModule(unwrap(fn)), _args(cases[0])).module()
         except Exception as exc:
             return False, f"torch.export failed: {what_broke(exc)}"
-        run = program.module()
-        for i, case in enumerate(cases):
-            try:
-                got = _numpy(run(*_args(case)))
-            except Exception as exc:
-                return False, f"the exported program failed on input {i + 1}: {what_broke(exc)}"
-            problem = compare(got, eager(reference, case), rtol, atol)
-            if problem:
-                return False, f"exported, but on input {i + 1} ({signature(case)}): {problem}"
-    return True, f"one exported graph, eager outputs on all {len(cases)} inputs"
-
-
-def matches_eager(
-    fn: Callable, cases: list[tuple], reference: Callable, rtol: float, atol: float
-) -> tuple[bool, str]:
-    compiled = torch.compile(unwrap(fn), backend="eager")
-    with _quiet():
         return same_outputs(
-            lambda case: _numpy(compiled(*_args(case))),
+            lambda case: _numpy(run(*_args(case))),
             lambda case: eager(reference, case),
             cases,
             rtol,
             atol,
-            passed=f"same outputs as eager on all {len(cases)} inputs",
+            passed=f"one exported graph, eager outputs on all {len(cases)} inputs",
         )
 
 
@@ -222,12 +188,29 @@ def data_parallel(
     return True, f"{workers} workers' averaged gradient equals one process's on every batch"
 
 
+def _quietly(check: Callable) -> Callable:
+    @functools.wraps(check)  # verify reads the check's parameters
+    def run(*args, **kwargs):
+        with _quiet():
+            return check(*args, **kwargs)
+
+    return run
+
+
+def _compiled(**options) -> dict[str, Callable]:
+    """The whole-graph properties of ``torch.compile`` with ``options`` (Dynamo's capture with the
+    ``eager`` backend: no code generation)."""
+    graph = lambda fn: torch.compile(unwrap(fn), backend="eager", **options)
+    found = kit.graph_properties(graph, _args, _numpy, "runs", "eager")
+    return {name: _quietly(check) for name, check in found.items()}
+
+
 #: the properties these checks verify, by the name an exercise gives them
 PROPERTIES: dict[str, Callable] = {
     "no_graph_breaks": no_graph_breaks,
-    "fullgraph": fullgraph,
+    "fullgraph": _compiled(fullgraph=True)["runs"],
     "exports": exports,
-    "matches_eager": matches_eager,
+    "matches_eager": _compiled()["matches_eager"],
     "equals_reference": equals_reference,
     "max_ops": max_ops,
     "avoids_ops": avoids_ops,

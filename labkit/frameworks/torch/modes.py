@@ -1,11 +1,10 @@
 """How PyTorch realises each benchmark mode and precision: the graphs the adapter times.
 
 ``eager``: the ``nn.Module``; ``torchscript``: ``torch.jit.trace`` (``torch.jit.freeze`` for
-inference); ``compile``: ``torch.compile`` (Inductor, default options), except bf16 inference on
-a CPU, compiled with freezing (BatchNorm folded, weights pre-packed for oneDNN's bf16 kernels:
-PyTorch's CPU recipe). In torch 2.13 ``options={"freezing": True}`` does not fold BatchNorm;
-``torch._inductor.config.freezing`` set while Dynamo compiles does (:func:`frozen`). ``bf16`` is
-``torch.autocast(device, bfloat16)`` in every mode; ``int8`` is not offered (:data:`INT8_WHY`).
+inference); ``compile``: ``torch.compile`` (Inductor), except bf16 inference on a CPU, compiled
+with freezing (BatchNorm folded, weights pre-packed: PyTorch's CPU recipe; in torch 2.13 only
+``torch._inductor.config.freezing`` set while Dynamo compiles folds BatchNorm, :func:`frozen`).
+``bf16`` is ``torch.autocast(device, bfloat16)`` in every mode; no ``int8`` (:data:`WHY_NOT`).
 """
 
 from __future__ import annotations
@@ -20,9 +19,11 @@ from torch import nn
 
 from .. import kernel_support
 from .._kit import accuracy as acc
+from .._kit.cells import INT8_PATH
 from ..contract import Unsupported
 
 __all__ = [
+    "WHY_NOT",
     "accuracy",
     "autocast",
     "frozen",
@@ -32,18 +33,14 @@ __all__ = [
     "train_net",
 ]
 
-INT8_WHY = (
-    "PyTorch 2.13's int8 graph path (PT2E quantisation with X86InductorQuantizer, then "
-    "torch.compile) lives in the separate torchao package, which the lab does not install; "
-    "the lab's int8 path is ONNX Runtime's static quantisation (--frameworks onnxruntime)"
-)
+WHY_NOT = {
+    "int8": "PyTorch 2.13's int8 graph path (PT2E quantisation, then torch.compile) is in the "
+    f"torchao package, which the lab does not install; {INT8_PATH}",
+}
 
 
 def refuse(precision: str, dev: torch.device) -> None:
-    """:class:`Unsupported` for a precision this adapter does not offer (int8), or whose kernels
-    do not run on this CPU (a tiny bf16 convolution under autocast, probed once per machine)."""
-    if precision == "int8":
-        raise Unsupported(INT8_WHY)
+    """:class:`Unsupported` where this CPU's kernels do not run bf16 (a tiny probe, cached)."""
     if precision == "bf16" and dev.type == "cpu":
         why = kernel_support("torch", torch.__version__, "bf16", _bf16_conv)
         if why:
@@ -66,10 +63,8 @@ def autocast(precision: str, dev: torch.device) -> Callable[[], contextlib.Abstr
 
 @contextlib.contextmanager
 def quiet_torchscript():
-    """TorchScript is deprecated in PyTorch 2.x and says so on every trace/freeze; the course
-    uses it on purpose (it is what older code and the sources describe), so hush it here.
-    Tracing train-mode BatchNorm also warns (TracerWarning) about its Python check that a
-    batch holds more than one value per channel: that check does not change the graph."""
+    """Hush TorchScript's deprecation notes (the course uses it on purpose, as the legacy mode)
+    and the TracerWarning of train-mode BatchNorm's batch check (it does not change the graph)."""
     with warnings.catch_warnings():
         warnings.filterwarnings("ignore", category=DeprecationWarning, message=r".*torch\.jit")
         warnings.filterwarnings("ignore", category=DeprecationWarning, message=r".*is deprecated")
@@ -85,8 +80,8 @@ def compile_model(model: nn.Module) -> Callable:
 
 
 def frozen(model: nn.Module) -> Callable:
-    """``torch.compile`` of an eval-mode ``model`` with Inductor's freezing, for calls without
-    gradients: the flag is read when Dynamo compiles, which happens inside a call."""
+    """``torch.compile`` of an eval-mode ``model`` with Inductor's freezing (the flag is read
+    when Dynamo compiles, inside a call)."""
     compiled, config = compile_model(model), torch._inductor.config
 
     def run(*args):
@@ -138,8 +133,8 @@ def accuracy(
     image_size: int,
     batch: int,
 ) -> Callable[[], dict]:
-    """The accuracy cost of ``net`` (run under ``context()``) against the fp32 eager
-    ``reference``, as a function to call after timing (``Prepared.accuracy``)."""
+    """The accuracy cost of ``net`` (under ``context()``) against the fp32 eager ``reference``,
+    to call after timing."""
 
     def run(model: Callable, ctx: Callable) -> Callable[[np.ndarray], np.ndarray]:
         def logits(x: np.ndarray) -> np.ndarray:

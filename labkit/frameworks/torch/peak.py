@@ -1,37 +1,25 @@
-"""PyTorch's matrix-multiply kernels, timed (a :class:`~labkit.frameworks.contract.PeakProbe`, run
-as ``python -m labkit.frameworks.torch.peak``; sizing and timing: :mod:`labkit.frameworks._kit.peak`).
-
-Per precision the plain GEMM and the pre-packed ones Inductor's freezing uses on a CPU: fp32
-``torch.mm``, MKL's packed GEMM and oneDNN's linear on a pre-packed weight; bf16 ``torch.mm`` and
-oneDNN's pre-packed linear; int8 ``torch._int_mm`` and oneDNN's quantised linear
-(``qlinear_pointwise``). These operators are internal; a build that lacks one reports its error.
+"""PyTorch's matrix-multiply kernels, timed: ``python -m labkit.frameworks.torch.peak --threads N
+--precisions fp32,int8 --seconds S`` prints one JSON line (versions, threads, per kernel its size,
+``2 n^3`` and every call's seconds, or its error) that :mod:`labkit.hardware.measured` reads. Per
+precision the plain GEMM and the pre-packed ones Inductor's freezing uses on a CPU (internal
+operators: a build that lacks one reports its error); each a square GEMM grown from
+:data:`SMALLEST` until one call takes :data:`CALL_S`, timed for about ``--seconds``.
 """
 
 from __future__ import annotations
 
-import sys
-from collections.abc import Callable
+import argparse
+import gc
+import json
+import time
+from collections.abc import Callable, Sequence
 
 import torch
 
-from .._kit import peak as kit
 from .._kit.cells import check_threads
+from ..contract import PRECISIONS
 
-__all__ = ["KERNELS", "kernels", "set_threads", "versions"]
-
-KERNELS: dict[str, tuple[str, ...]] = {
-    "fp32": ("torch.mm", "mkl packed GEMM", "oneDNN linear, pre-packed weight"),
-    "bf16": ("torch.mm", "oneDNN linear, pre-packed weight"),
-    "int8": ("torch._int_mm", "oneDNN quantised linear, pre-packed weight"),
-}
-
-
-def versions() -> dict[str, str]:
-    return {"torch": torch.__version__}
-
-
-def set_threads(n: int) -> None:
-    torch.set_num_threads(check_threads(n))
+__all__ = ["KERNELS", "main", "measure"]
 
 
 def _random(n: int, dtype: torch.dtype) -> torch.Tensor:
@@ -76,15 +64,99 @@ def _qlinear(n: int) -> Callable:
     )
 
 
-def kernels(precision: str) -> list[tuple[str, bool, Callable[[int], Callable]]]:
-    """``(kernel, prepacked, make)`` for each kernel of :data:`KERNELS` at ``precision``."""
-    makers = {
-        "fp32": (_mm(torch.float32), _mkl, _onednn(torch.float32)),
-        "bf16": (_mm(torch.bfloat16), _onednn(torch.bfloat16)),
-        "int8": (_mm(torch.int8), _qlinear),
-    }[precision]
-    return [(name, i > 0, make) for i, (name, make) in enumerate(zip(KERNELS[precision], makers))]
+#: per precision, each kernel: (pre-packed weight, ``make(n)`` -> the call of an n^3 GEMM)
+KERNELS: dict[str, dict[str, tuple[bool, Callable[[int], Callable]]]] = {
+    "fp32": {
+        "torch.mm": (False, _mm(torch.float32)),
+        "mkl packed GEMM": (True, _mkl),
+        "oneDNN linear, pre-packed weight": (True, _onednn(torch.float32)),
+    },
+    "bf16": {
+        "torch.mm": (False, _mm(torch.bfloat16)),
+        "oneDNN linear, pre-packed weight": (True, _onednn(torch.bfloat16)),
+    },
+    "int8": {
+        "torch._int_mm": (False, _mm(torch.int8)),
+        "oneDNN quantised linear, pre-packed weight": (True, _qlinear),
+    },
+}
+
+
+#: the smallest GEMM side tried, and the largest (fp32 at 8192: 768 MiB of operands)
+SMALLEST = 1024
+LARGEST = 8192
+#: a timed call lasts at least this long, where the size allows
+CALL_S = 0.02
+MIN_CALLS = 5
+MAX_CALLS = 200
+
+
+def size(make: Callable[[int], Callable], call_s: float = CALL_S) -> tuple[int, Callable]:
+    """``(n, call)``: the first side from :data:`SMALLEST`, doubling, whose second call (the first
+    packs weights) takes ``call_s`` (at most :data:`LARGEST`)."""
+    n = SMALLEST
+    while True:
+        call = make(n)
+        call()
+        t0 = time.perf_counter()
+        call()
+        if time.perf_counter() - t0 >= call_s or n * 2 > LARGEST:
+            return n, call
+        del call
+        n *= 2
+
+
+def _time(call: Callable, seconds: float) -> list[float]:
+    times: list[float] = []
+    start = time.perf_counter()
+    while len(times) < MAX_CALLS and (
+        len(times) < MIN_CALLS or time.perf_counter() - start < seconds
+    ):
+        t0 = time.perf_counter()
+        call()
+        times.append(time.perf_counter() - t0)
+    return times
+
+
+def measure(precisions: Sequence[str], seconds: float) -> list[dict]:
+    """Each kernel of :data:`KERNELS` at ``precisions``, sized and timed (or its error)."""
+    out = []
+    for precision in precisions:
+        for kernel, (prepacked, make) in KERNELS[precision].items():
+            row: dict = {"precision": precision, "kernel": kernel, "prepacked": prepacked}
+            try:
+                n, call = size(make)
+                row.update(n=n, ops=2 * n**3, times_s=_time(call, seconds), error="")
+                del call
+            except Exception as exc:  # noqa: BLE001 - a kernel this build lacks is a result
+                first = next((ln for ln in str(exc).splitlines() if ln.strip()), "")
+                row.update(n=0, ops=0, times_s=[], error=f"{type(exc).__name__}: {first[:300]}")
+            gc.collect()  # the operands of one kernel go before the next one's are made
+            out.append(row)
+    return out
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description="time PyTorch's matrix-multiply kernels")
+    parser.add_argument("--threads", type=int, required=True, help="intra-op threads")
+    parser.add_argument(
+        "--precisions", default=",".join(PRECISIONS), help="comma-separated: fp32,bf16,int8"
+    )
+    parser.add_argument("--seconds", type=float, default=0.4, help="timed seconds per kernel")
+    args = parser.parse_args(argv)
+    asked = [p.strip() for p in args.precisions.split(",") if p.strip()]
+    bad = [p for p in asked if p not in PRECISIONS]
+    if bad or args.threads < 1 or not args.seconds > 0:
+        parser.error(
+            f"give --threads >= 1, --seconds > 0 and precisions among {', '.join(PRECISIONS)} "
+            f"(got --threads {args.threads}, --seconds {args.seconds}, unknown {bad})"
+        )
+    torch.set_num_threads(check_threads(args.threads))
+    kernels = measure([p for p in asked if p in KERNELS], args.seconds)
+    versions = {"torch": torch.__version__}
+    print(json.dumps({"versions": versions, "threads": args.threads, "kernels": kernels}))
+    return 0
 
 
 if __name__ == "__main__":
-    raise SystemExit(kit.main(sys.modules[__name__]))
+    raise SystemExit(main())

@@ -1,17 +1,10 @@
 """Apache TVM adapter: the PyTorch-exported ResNet-50, compiled by TVM for this CPU (inference).
 
-The model is ONNX Runtime's ONNX file (its adapter's ``model_file``), imported into Relax
-(``tvm.relax.frontend.onnx.from_onnx``), compiled with ``tvm.compile`` for ``llvm`` with the
-host's ``mcpu`` (:func:`host_cpu`) and run in Relax's virtual machine. TVM 0.27's importer fails
-on the export's dynamic flatten (``Constant`` with ``value_ints``, then a ``Reshape`` of a scalar
-batch size), and TVM compiles for one shape anyway: :func:`static_graph` fixes the input shape
-and folds the shape arithmetic (``onnxscript.optimizer``); one compile per shape
-(:class:`Compiled`). The pipeline is Relax's default, *untuned* (no MetaSchedule trials, which
-take minutes to hours): the compile time is the cell's ``prepare_s``, beside ``export_s``.
-
-Threads: :func:`set_threads` sizes TVM's runtime pool (``runtime.config_threadpool``);
-:func:`threads` reports the value it accepted (TVM has no getter). The VM runs one kernel at a
-time: one inter-op thread.
+The model is ONNX Runtime's ONNX file, imported into Relax, compiled with ``tvm.compile`` for
+``llvm`` with the host's ``mcpu`` and run in Relax's virtual machine. TVM 0.27's importer fails on
+the export's dynamic flatten, and TVM compiles for one shape anyway: :func:`static_graph` fixes the
+input shape and folds the shape arithmetic; one compile per shape. Relax's default pipeline,
+untuned: the compile time is the cell's ``prepare_s``, beside ``export_s``.
 """
 
 from __future__ import annotations
@@ -38,20 +31,22 @@ __all__ = [
     "MODES",
     "Compiled",
     "build_resnet50",
+    "host_cpu",
     "predict",
     "prepare",
     "set_threads",
-    "target",
+    "static_graph",
     "threads",
-    "to_canonical",
     "version",
 ]
 
-NAME = SPEC.name
 MODES = SPEC.modes
-#: the exported graph's runtime, whose file TVM compiles and whose logits it must give
-SOURCE = "onnxruntime"
-_BIG_CORES = 1  # TVM's ThreadGroup::AffinityMode kBig: every core of a uniform CPU
+SOURCE = "onnxruntime"  #: the runtime whose ONNX file TVM compiles
+WHY_NOT = {
+    "train": "TVM compiles exported graphs for inference; training is not offered",
+    "bf16": "the lab compiles PyTorch's float32 ONNX export as it is (no bf16 rewrite in TVM)",
+    "int8": "the lab compiles PyTorch's float32 ONNX export as it is (no int8 rewrite in TVM)",
+}
 
 _threads: int | None = None
 
@@ -61,15 +56,15 @@ def version() -> str:
 
 
 def set_threads(n: int) -> None:
-    """Use ``n`` threads in TVM's runtime pool (for kernels that run in parallel)."""
+    """Use ``n`` threads in TVM's runtime pool (the VM runs one kernel at a time)."""
     global _threads
     n = check_threads(n)
-    tvm.get_global_func("runtime.config_threadpool")(_BIG_CORES, n)
+    tvm.get_global_func("runtime.config_threadpool")(1, n)  # 1: kBig, every core of a uniform CPU
     _threads = n
 
 
 def threads() -> dict[str, int | None]:
-    """``{"intra": N, "inter": 1}`` as set (None before :func:`set_threads`: TVM's default)."""
+    """As set (TVM has no getter; None before :func:`set_threads`: TVM's default)."""
     return {"intra": _threads, "inter": None if _threads is None else 1}
 
 
@@ -78,19 +73,8 @@ def host_cpu() -> str:
     return str(tvm.target.codegen.llvm_get_system_cpu())
 
 
-def target() -> tvm.target.Target:
-    """``llvm`` for this CPU: ``mcpu`` is the host's processor, so LLVM uses its instruction
-    set (AVX2, AVX-512, ...)."""
-    return tvm.target.Target({"kind": "llvm", "mcpu": host_cpu()})
-
-
-# --------------------------------------------------------------------------------------------
-# The exported graph, as TVM can import it
-
-
 def static_graph(path: str | Path, shape: tuple[int, ...]) -> onnx.ModelProto:
-    """The ONNX file with its input fixed to ``shape`` and its shape arithmetic folded into
-    constants (what TVM's importer takes: see the module's docstring)."""
+    """The ONNX file with its input fixed to ``shape`` and its shape arithmetic folded."""
     model = onnx.load(str(path))
     dims = model.graph.input[0].type.tensor_type.shape.dim
     if len(dims) != len(shape):
@@ -104,12 +88,6 @@ def static_graph(path: str | Path, shape: tuple[int, ...]) -> onnx.ModelProto:
     return onnx_ir.serde.serialize_model(graph)
 
 
-def compile_graph(model: onnx.ModelProto) -> relax.VirtualMachine:
-    """Import into Relax and compile for :func:`target`: a VM on the CPU, ready to call."""
-    module = from_onnx(model, keep_params_in_input=False)
-    return relax.VirtualMachine(tvm.compile(module, target=target()), tvm.cpu())
-
-
 @dataclass
 class Compiled:
     """The exported ResNet-50 of one ONNX file, compiled once per input shape as it is called."""
@@ -119,7 +97,9 @@ class Compiled:
 
     def machine(self, shape: tuple[int, ...]) -> relax.VirtualMachine:
         if shape not in self.machines:
-            self.machines[shape] = compile_graph(static_graph(self.path, shape))
+            module = from_onnx(static_graph(self.path, shape), keep_params_in_input=False)
+            target = tvm.target.Target({"kind": "llvm", "mcpu": host_cpu()})
+            self.machines[shape] = relax.VirtualMachine(tvm.compile(module, target), tvm.cpu())
         return self.machines[shape]
 
     def __call__(self, images: np.ndarray) -> np.ndarray:
@@ -128,18 +108,8 @@ class Compiled:
 
 
 def build_resnet50(weights: dict[str, np.ndarray]) -> Compiled:
-    """The exported ResNet-50 holding ``weights``, compiled on first use per input shape.
-
-    A missing, unexpected or misshaped tensor raises ``ValueError`` naming it.
-    """
+    """The exported ResNet-50 holding ``weights``, compiled on first use per input shape."""
     return Compiled(Path(get(SOURCE).model_file(weights)))
-
-
-def to_canonical(model: Compiled) -> dict[str, np.ndarray]:
-    """The canonical weights of the ONNX file the model was compiled from (exact copies)."""
-    if not isinstance(model, Compiled):
-        raise ValueError("to_canonical needs a model made by build_resnet50")
-    return get(SOURCE).weights_of(model.path)
 
 
 def predict(model: Compiled, images: np.ndarray) -> np.ndarray:
@@ -156,22 +126,10 @@ def prepare(
     image_size: int = 224,
     device: str = "cpu",
 ) -> Prepared:
-    """One inference batch through the compiled module (see :mod:`labkit.bench`).
-
-    The export to ONNX (or finding it in ONNX Runtime's cache) is timed apart as
-    ``Prepared.export_s``; importing and compiling happen here, in the cell's preparation.
-    """
-    check_cell(NAME, MODES, mode, task, batch_size, precision, device)
+    """One inference batch through the compiled module; the export (or finding it in ONNX
+    Runtime's cache) is timed apart as ``export_s``, the compile counts in the preparation."""
+    check_cell(SPEC, mode, task, batch_size, precision, device, WHY_NOT)
     images, _ = host_batch(weights, batch_size, image_size)
-    if task == "train":
-        raise Unsupported("TVM compiles exported graphs for inference; training is not offered")
-    if precision != "fp32":
-        raise Unsupported(
-            f"{precision}: the lab compiles PyTorch's float32 ONNX export as it is (no bf16 or "
-            "int8 rewrite in TVM here); the lab's low-precision paths are torch bf16 "
-            "(--frameworks torch) and ONNX Runtime's int8 static quantisation (--frameworks "
-            "onnxruntime)"
-        )
     if device == "gpu":
         raise Unsupported("the lab compiles for this CPU (llvm); a GPU target needs a CUDA build")
     t0 = time.perf_counter()

@@ -8,9 +8,9 @@ the notebooks; :func:`progress` shows what was answered and got right, per noteb
 
 from __future__ import annotations
 
+from .bank import build, progress
 from .code import Code
 from .core import Choice, Exercise, Number, Text
-from .store import progress
 
 __all__ = ["Choice", "Code", "Exercise", "Number", "Text", "load", "progress"]
 
@@ -18,6 +18,4 @@ __all__ = ["Choice", "Code", "Exercise", "Number", "Text", "load", "progress"]
 def load(exercise_id: str, measured: float | None = None) -> Exercise:
     """The exercise ``exercise_id`` from the bank; ``measured``: the figure this run measured,
     for an exercise answered from the learner's own run."""
-    from .bank import build
-
     return build(exercise_id, measured=measured)

@@ -12,8 +12,9 @@ from typing import Any
 
 from .code import Code
 from .core import Choice, Exercise, Number, Text
+from .store import ENV, Progress, Row, path, read
 
-__all__ = ["KINDS", "build", "entry", "ids", "notebook_entries", "notebooks", "title"]
+__all__ = ["KINDS", "build", "entry", "ids", "notebook_entries", "notebooks", "progress", "title"]
 
 FOLDER = Path(__file__).resolve().parent / "bank"
 _ID = re.compile(r"^(\d\d[a-z]?)\.([a-z][a-z0-9_]*)$")  # "04b.name": a notebook 04b
@@ -102,3 +103,19 @@ def build(exercise_id: str, measured: float | None = None) -> Exercise:
     ex = KINDS[kind](**fields)
     ex.id = exercise_id
     return ex
+
+
+def progress() -> Progress:
+    """Which exercises of which notebook this learner has answered, and got right."""
+    recorded = read()
+    rows = []
+    for notebook in notebooks():
+        status = {}
+        for name in notebook_entries(notebook):
+            entry = recorded.get(f"{notebook}.{name}", {})
+            status[name] = (
+                "right" if entry.get("right") else "tried" if entry.get("attempts") else "open"
+            )
+        rows.append(Row(notebook, title(notebook), status))
+    where = path()
+    return Progress(tuple(rows), str(where) if where else f"not recorded ({ENV}=off)")

@@ -16,7 +16,7 @@ from pathlib import Path
 
 from ..util import jsonio, tables
 
-__all__ = ["ENV", "Progress", "Row", "forget_warnings", "path", "progress", "read", "record"]
+__all__ = ["ENV", "Progress", "Row", "forget_warnings", "path", "read", "record"]
 
 ENV = "LABKIT_PROGRESS"
 DEFAULT = Path("~/.graphlab/progress.json")
@@ -149,21 +149,3 @@ class Progress(_Counts):
             f"{r.notebook} {r.title}: {r.right}/{r.total} right, {r.answered} answered"
             for r in self.rows
         )
-
-
-def progress() -> Progress:
-    """Which exercises of which notebook this learner has answered, and got right."""
-    from .bank import notebook_entries, notebooks, title
-
-    recorded = read()
-    rows = []
-    for notebook in notebooks():
-        status = {}
-        for name in notebook_entries(notebook):
-            entry = recorded.get(f"{notebook}.{name}", {})
-            status[name] = (
-                "right" if entry.get("right") else "tried" if entry.get("attempts") else "open"
-            )
-        rows.append(Row(notebook, title(notebook), status))
-    where = path()
-    return Progress(tuple(rows), str(where) if where else f"not recorded ({ENV}=off)")

@@ -1,5 +1,5 @@
 """How MindSpore's data-parallel workers are started: ``msrun`` running the worker script.
-Framework-free (a :class:`labkit.frameworks.contract.Launch`). msrun starts a scheduler and the
+Framework-free. msrun starts a scheduler and the
 workers, giving each its role and rank in the environment (``MS_ROLE``, ``MS_SCHED_HOST``,
 ``MS_SCHED_PORT``, ``MS_WORKER_NUM``, ``RANK_ID``); the scheduler listens on the master's port,
 each worker on ``MS_WORKER_IP`` (both ``host`` on one machine).

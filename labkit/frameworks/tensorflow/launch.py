@@ -1,5 +1,5 @@
 """How TensorFlow's data-parallel workers are started: one plain process per worker, each told
-the cluster and its own index by ``TF_CONFIG``. Framework-free (a ``contract.Launch``)."""
+the cluster and its own index by ``TF_CONFIG``. Framework-free."""
 
 from __future__ import annotations
 

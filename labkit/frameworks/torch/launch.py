@@ -1,5 +1,5 @@
 """How PyTorch's data-parallel workers are started: ``torchrun`` running the worker script.
-Framework-free (a :class:`labkit.frameworks.contract.Launch`). On one machine everything listens
+Framework-free. On one machine everything listens
 on ``host`` (127.0.0.1): the rendezvous store through :mod:`labkit.frameworks.torch.torchrun`
 (torchrun with one more rendezvous backend: plain torchrun's store listens on every interface),
 gloo and NCCL through ``GLOO_SOCKET_IFNAME``/``NCCL_SOCKET_IFNAME``. On several machines, plain

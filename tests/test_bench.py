@@ -352,6 +352,7 @@ def test_schema_1_files_still_load_with_missing_fields_filled_in():
     (row,) = results.speedups(records)
     assert row["mode"] == "compile" and row["speedup"] == pytest.approx(0.4 / 0.25)
     assert row["speedup_low"] < row["speedup"] < row["speedup_high"] and row["significant"]
+    assert row["reading"] == "faster"
     text = results.table(records)
     assert "flags:" in text and "spread too wide" in text and "(!)" in text
 
@@ -601,6 +602,9 @@ def test_ratio_intervals():
     slow = measured(0.1, iqr=0.002)
     same = results.ratio(fast, slow)
     assert same.value == pytest.approx(1.0) and not same.significant  # cannot be told apart
+    assert same.reading == "cannot tell"
+    assert results.Estimate(1.5, 1.2, 1.8).reading == "faster"
+    assert results.Estimate(0.5, 0.4, 0.7).reading == "slower"
     # no raw times: the two relative IQRs, propagated
     bare = {"batch_size": 8, "median_s": 0.1, "iqr_s": 0.003}
     est = results.ratio({**bare, "median_s": 0.05}, {**bare, "iqr_s": 0.004})

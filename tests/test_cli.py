@@ -79,7 +79,7 @@ SMOKE_CELL = ["bench", "--profile", "smoke", "--frameworks", "torch", "--modes",
             ["--modes", "eager,turbo"],
             (
                 "unknown mode 'turbo': valid modes are eager, graph, quick, compile, "
-                "torchscript, function, xla, pynative, dygraph, sot, ast, inference, ort, relax"
+                "torchscript, function, xla, pynative, dygraph, sot, ast, ort, relax"
             ),
         ),
         (

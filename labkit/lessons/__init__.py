@@ -67,17 +67,15 @@ class Comparison:
         return "valid" if self.valid else "INVALID (" + "; ".join(self.problems) + ")"
 
     def direction(self) -> str:
-        """``"faster"``, ``"slower"`` or ``"no difference"``: what the interval shows."""
-        if not self.estimate.significant:
-            return "no difference"
-        return "faster" if self.value > 1 else "slower"
+        """``"faster"``, ``"slower"`` or ``"cannot tell"``: what the interval shows."""
+        return self.estimate.reading
 
     def sentence(self) -> str:
         """What the run showed, in words, with the ratio, its interval and the verdict."""
         said = {
             "faster": f"{self.fast} ran {self.estimate} as fast as {self.slow}",
             "slower": f"{self.fast} ran slower than {self.slow}: {self.estimate} its speed",
-            "no difference": f"this run cannot tell {self.fast} from {self.slow} "
+            "cannot tell": f"this run cannot tell {self.fast} from {self.slow} "
             f"({self.estimate}: the interval holds 1)",
         }[self.direction()]
         return f"{said}; {self.verdict}"

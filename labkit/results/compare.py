@@ -46,6 +46,11 @@ class Estimate:
         """Whether the interval leaves out 1 (the two sides can be told apart)."""
         return not (self.low <= 1.0 <= self.high)
 
+    @property
+    def reading(self) -> str:
+        """``"faster"`` (the interval lies above 1), ``"slower"`` (below) or ``"cannot tell"``."""
+        return "faster" if self.low > 1 else "slower" if self.high < 1 else "cannot tell"
+
     def __str__(self) -> str:
         return f"{self.value:.2f}x [{self.low:.2f}-{self.high:.2f}]"
 
@@ -94,7 +99,7 @@ def _row(r: dict, base: dict) -> dict:
 
 def speedups(records: Iterable[dict], include_invalid: bool = False) -> list[dict]:
     """Each graph mode's :func:`ratio` over its eager baseline in the same context (a row per
-    pair: ``speedup``, its interval, ``significant``, ``valid``, either side's ``flags``);
+    pair: ``speedup``, its interval, ``significant``, its ``reading``, ``valid``, either side's ``flags``);
     invalid records left out unless ``include_invalid``."""
     rows = []
     for r, base in baseline_pairs(records, include_invalid):
@@ -106,6 +111,7 @@ def speedups(records: Iterable[dict], include_invalid: bool = False) -> list[dic
                 "speedup_low": est.low,
                 "speedup_high": est.high,
                 "significant": est.significant,
+                "reading": est.reading,
                 "interval": est.method,
                 "eager_median_s": base["median_s"],
                 "graph_median_s": r["median_s"],

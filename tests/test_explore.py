@@ -237,7 +237,7 @@ def test_a_clean_model_works_on_every_path_without_graph_breaks():
     report = explore.check(spec("clean"), "2x3x16x16", progress=False)
     assert [p.path for p in report.paths] == list(frameworks.explorer("torch").CHECKS)
     assert {p.path: p.status for p in report.paths} == {p.path: "works" for p in report.paths}
-    assert report.graph_breaks == [] and report.isolated
+    assert report.graph_breaks == []
     assert report.path("torch.compile").details["graphs"] == 1
     assert "one graph, no graph break" in report.path("torch.compile").reason
     batch = next(r for r in report.recompiles if r.varied == "batch size")
@@ -324,7 +324,7 @@ def test_a_check_past_its_time_limit_is_stopped(tmp_path):
 
 
 @pytest.mark.slow
-def test_a_live_module_travels_to_the_worker_and_an_unpicklable_one_is_checked_here():
+def test_a_live_module_travels_to_the_worker_and_an_unpicklable_one_names_the_fix():
     require("torch")
     import torch
 
@@ -333,15 +333,14 @@ def test_a_live_module_travels_to_the_worker_and_an_unpicklable_one_is_checked_h
             return x * 2
 
     report = explore.check(Doubler(), torch.ones(2, 3), checks=["torch.export"], progress=False)
-    assert report.isolated and report.status("torch.export") == "works"
+    assert report.status("torch.export") == "works"
     assert report.model == "Doubler" and report.inputs == "2x3"
+    assert "checked in a worker process" in report.to_markdown()
 
     locked = Doubler()
     locked.lock = threading.Lock()  # cannot be pickled
-    report = explore.check(locked, "2x3", checks=["torch.export"], progress=False)
-    assert not report.isolated and report.status("torch.export") == "works"
-    assert any("could not be handed to a separate process" in n for n in report.notes)
-    assert "**in this process**" in report.to_markdown()
+    with pytest.raises(ValueError, match=r"cannot be handed to a worker .*'file.py:build_model'"):
+        explore.check(locked, "2x3", checks=["torch.export"], progress=False)
 
 
 # --------------------------------------------------------------------------------------------

@@ -12,6 +12,7 @@ import threading
 
 from labkit import explore, frameworks, results
 from labkit.frameworks._kit import explore as kit
+from labkit.frameworks._kit import layout
 from labkit.runner import inputs
 
 import numpy as np
@@ -114,13 +115,13 @@ def test_agreement_catches_shape_value_and_nan_differences():
 
 
 def test_variations_change_the_batch_and_the_sequence_or_image_size():
-    seq = kit.variations([np.zeros((2, 6, 16), np.float32)])
+    seq = layout.variations([np.zeros((2, 6, 16), np.float32)])
     assert [v.name for v in seq] == ["batch size", "sequence length"]
     assert seq[0].shapes == ["2x6x16", "3x6x16", "4x6x16", "5x6x16"]
     assert seq[1].shapes[1:] == ["2x7x16", "2x8x16", "2x9x16"]
-    img = kit.variations([np.zeros((1, 3, 32, 32), np.float32)])
+    img = layout.variations([np.zeros((1, 3, 32, 32), np.float32)])
     assert img[1].name == "image size" and img[1].shapes[1] == "1x3x40x40"
-    two = kit.variations([np.zeros((4, 8), np.float32), np.zeros((4,), np.int64)])
+    two = layout.variations([np.zeros((4, 8), np.float32), np.zeros((4,), np.int64)])
     assert [v.name for v in two] == ["batch size"] and two[0].shapes[1] == "5x8,5:int64"
 
 

@@ -10,7 +10,8 @@ import os
 from collections.abc import Sequence
 
 from .. import frameworks as fw_registry
-from ..frameworks._kit.explore import Call, GraphBreak, PathResult, Recompile, describe_arrays
+from ..frameworks._kit.explore import GraphBreak, PathResult, Recompile
+from ..frameworks._kit.layout import Call, describe_arrays
 from ..runner import inputs
 from .report import Report
 from .workers import Run, Source, choose, offered, run_workers

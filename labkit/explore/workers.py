@@ -24,7 +24,8 @@ from pathlib import Path
 import numpy as np
 
 from .. import frameworks as fw_registry
-from ..frameworks._kit.explore import Call, describe_arrays, first_lines, result
+from ..frameworks._kit.explore import first_lines, result
+from ..frameworks._kit.layout import Call, describe_arrays
 from ..runner import inputs
 from ..util import proc
 

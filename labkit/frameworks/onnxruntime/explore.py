@@ -23,6 +23,7 @@ import onnx
 import onnxruntime as ort
 
 from .._kit import explore as ex
+from .._kit.layout import Call, axes, probe_notes
 from . import SPEC
 from .adapter import feed
 from .graphs import LEVELS, counts, optimize, session_options
@@ -74,7 +75,7 @@ def unpack(path: Path) -> Path:
     return Path(path)
 
 
-def bind(model: object, call: ex.Call) -> object:
+def bind(model: object, call: Call) -> object:
     """The file itself: ONNX Runtime takes the inputs in the file's order."""
     return model
 
@@ -125,12 +126,12 @@ class Session(ex.EagerSession):
 
     reference = "the unoptimised graph"
 
-    def __init__(self, path: Path, arrays: list[np.ndarray], call: ex.Call | None = None):
+    def __init__(self, path: Path, arrays: list[np.ndarray], call: Call | None = None):
         self.path = Path(path)
-        call = call or ex.Call()
+        call = call or Call()
         self.declared = _declared(self.path)
         dims = [[d if isinstance(d, int) and d else None for d in ds] for *_, ds in self.declared]
-        layout = ex.axes(
+        layout = axes(
             arrays,
             dims if len(dims) == len(arrays) else None,
             call.channels,
@@ -162,7 +163,7 @@ class Session(ex.EagerSession):
         return ", ".join(f"{n} {'x'.join(map(str, ds)) or 'scalar'}" for n, _, ds in self.declared)
 
 
-def session(model: Path, arrays: list[np.ndarray], call: ex.Call | None = None) -> Session:
+def session(model: Path, arrays: list[np.ndarray], call: Call | None = None) -> Session:
     return Session(model, arrays, call)
 
 
@@ -198,7 +199,7 @@ def _check_file(s: Session) -> dict:
         "works",
         "; ".join([head, *s.casts, *said]),
         nodes=nodes,
-        notes=[*s.layout.notes, *ex.probe_notes(s.arrays)],
+        notes=[*s.layout.notes, *probe_notes(s.arrays)],
     )
 
 

@@ -25,6 +25,7 @@ import tensorflow as tf
 from ai_edge_litert.interpreter import Interpreter  # LiteRT: tf.lite.Interpreter's successor
 
 from .._kit import explore as ex
+from .._kit.layout import Call, Variation, axes
 from . import SPEC
 from .adapter import is_tf_function, model_caller
 
@@ -121,7 +122,7 @@ def _declared(model: object, count: int) -> tuple[list[tuple] | None, str]:
     return found, source
 
 
-def bind(model: object, call: ex.Call) -> Callable:
+def bind(model: object, call: Call) -> Callable:
     """The model's eager callable taking every input positionally: a Keras model gets its
     keyword tensors as a dict of named inputs when it has no positional one (else as keyword
     arguments), and ``training=False`` with the constants; a function gets them as keyword
@@ -147,8 +148,8 @@ class Session(ex.EagerSession):
     """The model's eager callable (bound to its call), its example inputs (with the axes its
     input signature declares), and eager outputs per input."""
 
-    def __init__(self, model: object, arrays: list[np.ndarray], call: ex.Call | None = None):
-        call = call or ex.Call()
+    def __init__(self, model: object, arrays: list[np.ndarray], call: Call | None = None):
+        call = call or Call()
         declared, source = _declared(model, len(arrays))
         keras_layout = keras.config.image_data_format() == "channels_last"
         if call.channels:
@@ -158,7 +159,7 @@ class Session(ex.EagerSession):
             told = f"Keras' image_data_format() is {keras.config.image_data_format()}"
         else:
             channels, told = "last", "TensorFlow's default layout (NHWC)"
-        layout = ex.axes(arrays, declared, channels, source, told)
+        layout = axes(arrays, declared, channels, source, told)
         super().__init__(arrays, call, layout)
         self.model = model
         self.fn = self.eager_fn = bind(model, call)
@@ -171,7 +172,7 @@ class Session(ex.EagerSession):
     def run(self, fn: Callable, arrays: Sequence[np.ndarray]) -> list[np.ndarray]:
         return [np.asarray(t) for t in tf.nest.flatten(fn(*self.tensors(arrays)))]
 
-    def signature(self, varied: ex.Variation | None = None) -> list[tf.TensorSpec]:
+    def signature(self, varied: Variation | None = None) -> list[tf.TensorSpec]:
         """Input specs of the example's shapes with ``None`` for the batch and for the
         dimensions ``varied`` changes."""
         return [
@@ -187,7 +188,7 @@ class Session(ex.EagerSession):
         ]
 
 
-def session(model: object, arrays: list[np.ndarray], call: ex.Call | None = None) -> Session:
+def session(model: object, arrays: list[np.ndarray], call: Call | None = None) -> Session:
     return Session(model, arrays, call)
 
 

@@ -33,6 +33,7 @@ from torch.utils.benchmark import Timer
 
 from .. import explorer as _explorer
 from .._kit import explore as ex
+from .._kit.layout import Call, axes, describe_arrays
 from . import SPEC
 from .adapter import as_module, export_model, quiet_torchscript
 from .reasons import (
@@ -108,7 +109,7 @@ class Bound(nn.Module):
     first, then the keyword tensors by name and the constants (``use_cache=False``), which is
     what ``torch.export``, tracing and ONNX export take (positional tensors only)."""
 
-    def __init__(self, model: nn.Module, call: ex.Call):
+    def __init__(self, model: nn.Module, call: Call):
         super().__init__()
         self.model = model
         self.call = call
@@ -133,7 +134,7 @@ def named(text: str, module: object) -> str:
     )
 
 
-def bind(model: object, call: ex.Call) -> object:
+def bind(model: object, call: Call) -> object:
     """``model`` taking every input positionally (:class:`Bound`), or itself when the call has
     no keyword inputs or constants."""
     return Bound(as_module(model), call) if call.binds else model
@@ -170,9 +171,9 @@ class Session(ex.EagerSession):
     """The model in eval mode (bound to its call), its example inputs, and eager outputs
     computed once per input."""
 
-    def __init__(self, model: object, arrays: list[np.ndarray], call: ex.Call | None = None):
-        call = call or ex.Call()
-        layout = ex.axes(
+    def __init__(self, model: object, arrays: list[np.ndarray], call: Call | None = None):
+        call = call or Call()
+        layout = axes(
             arrays, channels=call.channels, channels_from="the layout given (layout=, --layout)"
         )
         super().__init__(arrays, call, layout)
@@ -197,7 +198,7 @@ class Session(ex.EagerSession):
         ]
 
 
-def session(model: object, arrays: list[np.ndarray], call: ex.Call | None = None) -> Session:
+def session(model: object, arrays: list[np.ndarray], call: Call | None = None) -> Session:
     return Session(model, arrays, call)
 
 
@@ -442,7 +443,7 @@ def _trace(s: Session) -> dict:
         )
     )
     extra = [
-        (f"{v.name} {ex.describe_arrays(v.inputs[1])}", v.inputs[1])
+        (f"{v.name} {describe_arrays(v.inputs[1])}", v.inputs[1])
         for v, why in s.accepted()
         if not why
     ]

@@ -44,17 +44,9 @@ class Report:
 
     def to_dict(self) -> dict:
         """Plain data (JSON-serialisable): what ``--out report.json`` writes."""
-        return {
-            "model": self.model,
-            "framework": self.framework,
-            "inputs": self.inputs,
-            "versions": dict(self.versions),
-            "call": self.call,
-            "paths": [asdict(p) for p in self.paths],
-            "graph_breaks": [asdict(b) for b in self.graph_breaks],
-            "recompiles": [{**asdict(r), "total": r.total} for r in self.recompiles],
-            "notes": list(self.notes),
-        }
+        data = asdict(self)
+        data["recompiles"] = [{**asdict(r), "total": r.total} for r in self.recompiles]
+        return data
 
     def to_markdown(self) -> str:
         """The report as Markdown: a table of paths, then graph breaks and recompilations."""

@@ -91,10 +91,8 @@ def parse_inputs(shapes: str | Sequence) -> list[Input]:
     list of such tuples, texts or :class:`Input` describes."""
     if isinstance(shapes, str):
         items: list = [s for s in shapes.split(",") if s.strip()]
-    elif isinstance(shapes, Input):
+    elif isinstance(shapes, Input) or _is_shape(shapes):
         items = [shapes]
-    elif isinstance(shapes, Sequence) and shapes and all(_is_dim(d) for d in shapes):
-        items = [tuple(shapes)]
     elif isinstance(shapes, Sequence):
         items = list(shapes)
     else:
@@ -105,7 +103,7 @@ def parse_inputs(shapes: str | Sequence) -> list[Input]:
             out.append(item)
         elif isinstance(item, str):
             out.append(_parse_one(item))
-        elif isinstance(item, Sequence) and item and all(_is_dim(d) for d in item):
+        elif _is_shape(item):
             out.append(_parse_one("x".join(str(int(d)) for d in item)))
         else:
             raise ValueError(f"input shape {item!r} is not a shape: {_SHAPE_HELP}")
@@ -114,8 +112,11 @@ def parse_inputs(shapes: str | Sequence) -> list[Input]:
     return out
 
 
-def _is_dim(d: object) -> bool:
-    return isinstance(d, int | np.integer) and not isinstance(d, bool)
+def _is_shape(item: object) -> bool:
+    """A tuple or list of ints."""
+    if not isinstance(item, Sequence) or isinstance(item, str) or not item:
+        return False
+    return all(isinstance(d, int | np.integer) and not isinstance(d, bool) for d in item)
 
 
 def shapes_text(inputs: Sequence[Input]) -> str:
@@ -225,29 +226,24 @@ def _load_builder(s: Spec) -> Callable[[], object]:
     """The builder function a spec names (imports its file or module, builds nothing yet)."""
     try:
         module = _module_of_file(s.file) if s.file else importlib.import_module(s.module)
-    except ModuleNotFoundError as exc:
-        if s.file is None and exc.name and s.module.startswith(exc.name):
+    except Exception as exc:
+        name = getattr(exc, "name", None) if isinstance(exc, ModuleNotFoundError) else None
+        if s.file is None and name and s.module.startswith(name):
             raise ValueError(
-                f"model {s.text!r}: no module named {exc.name!r} (it must be importable here: "
+                f"model {s.text!r}: no module named {name!r} (it must be importable here: "
                 f"installed, or in the current folder); or give its file: path/to/file.py:"
                 f"{s.function}"
             ) from exc
         raise ValueError(
             f"model {s.text!r}: importing it failed: {_error(exc)}{_where(exc, s.file)}"
         ) from exc
-    except Exception as exc:
-        raise ValueError(
-            f"model {s.text!r}: importing it failed: {_error(exc)}{_where(exc, s.file)}"
-        ) from exc
     builder = getattr(module, s.function, None)
-    if builder is None:
+    if not callable(builder):
         found = sorted(n for n, v in vars(module).items() if callable(v) and not n.startswith("_"))
         raise ValueError(
             f"model {s.text!r}: {s.file.name if s.file else s.module} has no function "
             f"{s.function!r} (it defines: {', '.join(found) or 'nothing callable'})"
         )
-    if not callable(builder):
-        raise ValueError(f"model {s.text!r}: {s.function!r} is not a function")
     return builder
 
 

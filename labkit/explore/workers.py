@@ -18,7 +18,7 @@ import tempfile
 import time
 import traceback
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -197,7 +197,7 @@ def run_workers(
     with tempfile.TemporaryDirectory(prefix="labkit-explore-") as tmp:
         work = Path(tmp)
         job = {"kind": source.kind, "value": source.value, "probe": probe, "example": example}
-        job |= {"inputs": None, "call": call.to_dict(), "saved": False}
+        job |= {"inputs": None, "call": asdict(call), "saved": False}
         if source.kind == "object":
             job["value"] = str(work / "model.pkl")
             try:
@@ -251,7 +251,7 @@ def _emit(path: Path, event: dict) -> None:
 def _inputs(job: dict, given) -> tuple[list[np.ndarray], Call, list[str]]:
     """The job's example inputs: given to check, else made by its function, else the
     builder's; with a note when the builder's were set aside."""
-    declared, notes = Call.from_dict(job["call"]), []
+    declared, notes = Call(**job["call"]), []
     if job["inputs"]:
         with np.load(job["inputs"]) as data:
             arrays, call = [data[f"arr_{i}"] for i in range(len(data.files))], declared
@@ -326,7 +326,7 @@ def main(argv: Sequence[str]) -> int:
     saved = job_file.parent / "example.npz"  # for the workers after this one
     np.savez(saved, *arrays)
     ready = {"framework": fw, "checks": checks, "versions": explorer.versions(), "notes": notes}
-    ready |= {"inputs": describe_arrays(arrays), "saved": str(saved), "call": call.to_dict()}
+    ready |= {"inputs": describe_arrays(arrays), "saved": str(saved), "call": asdict(call)}
     _emit(events, {"event": "ready", **ready, "call_text": call.text(arrays)})
     if job["probe"]:
         os._exit(0)

@@ -8,7 +8,7 @@ the new-shape checks call (:func:`variations`) and other inputs of the same shap
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -94,13 +94,6 @@ class Call:
         pos, named = self.split([describe_arrays([a]) for a in arrays])
         parts = pos + [f"{n}={s}" for n, s in named.items()]
         return f"model({', '.join(parts + [f'{n}={v!r}' for n, v in self.constants.items()])})"
-
-    def to_dict(self) -> dict:
-        return asdict(self)
-
-    @classmethod
-    def from_dict(cls, data: dict | None) -> Call:
-        return cls(**(data or {}))
 
 
 @dataclass

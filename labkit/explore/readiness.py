@@ -118,7 +118,8 @@ def check(
             )
         explorer = fw_registry.explorer(source.framework)
         total = len(choose(explorer, source.obj, requested))
-        source.name = explorer.describe(source.obj)
+        name = getattr(source.obj, "__name__", None) or getattr(source.obj, "name", None)
+        source.name = name if isinstance(name, str) else type(source.obj).__name__
     report = Report(source.name, source.framework or "", describe_arrays(arrays))
     report.call = call.text(arrays) if arrays else ""
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import pickle
 import subprocess
 import sys
 import tempfile
@@ -24,7 +25,7 @@ from pathlib import Path
 import numpy as np
 
 from .. import frameworks as fw_registry
-from ..frameworks._kit.explore import first_lines, result
+from ..frameworks._kit.explore import first_lines, result, write_pickle
 from ..frameworks._kit.layout import Call, describe_arrays
 from ..runner import inputs
 from ..util import proc
@@ -201,7 +202,8 @@ def run_workers(
         if source.kind == "object":
             job["value"] = str(work / "model.pkl")
             try:
-                fw_registry.explorer(source.framework).pack(source.obj, work / "model.pkl")
+                explorer = fw_registry.explorer(source.framework)
+                getattr(explorer, "pack", write_pickle)(source.obj, work / "model.pkl")
             except ValueError as exc:
                 raise ValueError(
                     f"the model cannot be handed to a worker process ({exc}): give it as a spec, "
@@ -248,6 +250,10 @@ def _emit(path: Path, event: dict) -> None:
         f.write(json.dumps(event, default=str) + "\n")
 
 
+def _unpickle(path: Path) -> object:
+    return pickle.loads(path.read_bytes())
+
+
 def _inputs(job: dict, given) -> tuple[list[np.ndarray], Call, list[str]]:
     """The job's example inputs: given to check, else made by its function, else the
     builder's; with a note when the builder's were set aside."""
@@ -276,7 +282,8 @@ def _inputs(job: dict, given) -> tuple[list[np.ndarray], Call, list[str]]:
 def _load(job: dict):
     """The model, its framework's explorer, the checks, the inputs (``ValueError`` if bad)."""
     if job["kind"] == "object":
-        model, given = fw_registry.explorer(job["framework"]).unpack(Path(job["value"])), None
+        unpack = getattr(fw_registry.explorer(job["framework"]), "unpack", _unpickle)
+        model, given = unpack(Path(job["value"])), None
     else:
         model, given = inputs.build_example(job["value"])  # a saved file: its path, None
     fw = job["framework"] or fw_registry.framework_of(model)
@@ -330,7 +337,7 @@ def main(argv: Sequence[str]) -> int:
     _emit(events, {"event": "ready", **ready, "call_text": call.text(arrays)})
     if job["probe"]:
         os._exit(0)
-    session = explorer.session(model, arrays, call)
+    session = explorer.Session(model, arrays, call)
     for name in checks:
         _emit(events, {"event": "start", "check": name})
         answer = _safe_check(explorer, name, session)

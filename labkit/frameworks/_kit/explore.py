@@ -23,26 +23,6 @@ import numpy as np
 from ...util.numeric import difference
 from .layout import Axes, Call, Variation, describe_arrays, probe_notes, probes, variations
 
-__all__ = [
-    "RTOL",
-    "STATUSES",
-    "EagerSession",
-    "GraphBreak",
-    "PathResult",
-    "Recompile",
-    "agreement",
-    "agrees",
-    "first_lines",
-    "plain",
-    "quiet",
-    "recompiles_in_words",
-    "result",
-    "slowdown",
-    "user_code",
-    "user_location",
-    "write_pickle",
-]
-
 STATUSES: tuple[str, ...] = ("works", "caveats", "fails", "crashed")
 #: relative tolerance of "agrees with eager" (float32 graphs reorder sums; bigger gaps are bugs)
 RTOL = 1e-3

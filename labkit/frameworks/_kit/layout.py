@@ -12,20 +12,6 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-__all__ = [
-    "ROLES",
-    "Axes",
-    "Call",
-    "Variation",
-    "axes",
-    "describe_arrays",
-    "is_mask",
-    "probe_notes",
-    "probes",
-    "random_array",
-    "variations",
-]
-
 #: the kinds of dimension the new-shape checks vary, in order
 ROLES: tuple[str, ...] = ("batch size", "sequence length", "image size")
 _LAYOUTS = {"nchw": "first", "channels_first": "first", "nhwc": "last", "channels_last": "last"}

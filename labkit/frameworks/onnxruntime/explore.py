@@ -23,8 +23,8 @@ from . import SPEC
 from .adapter import feed
 from .graphs import LEVELS, counts, optimize, session_options
 
-__all__ = ["ACCEPTS", "CHECKS", "Session", "accepts", "bind", "describe", "node_count", "pack"]
-__all__ += ["run", "run_check", "session", "session_for", "unpack", "versions"]
+__all__ = ["ACCEPTS", "CHECKS", "Session", "accepts", "node_count", "run", "run_check"]
+__all__ += ["session_for", "versions"]
 
 CHECKS: tuple[str, ...] = (
     "onnx",
@@ -40,23 +40,6 @@ def versions() -> dict[str, str]:
 
 def accepts(model: object) -> bool:
     return isinstance(model, str | Path) and str(model).lower().endswith(SPEC.model_files)
-
-
-def describe(model: object) -> str:
-    return Path(model).name
-
-
-def pack(model: object, path: Path) -> None:
-    Path(path).write_bytes(Path(model).read_bytes())
-
-
-def unpack(path: Path) -> Path:
-    return Path(path)
-
-
-def bind(model: object, call: Call) -> object:
-    """The file itself: ONNX Runtime takes the inputs in the file's order."""
-    return model
 
 
 def node_count(path: str | Path) -> int:
@@ -128,10 +111,6 @@ class Session(ex.EagerSession):
 
     def inputs_text(self) -> str:
         return ", ".join(f"{n} {'x'.join(map(str, ds)) or 'scalar'}" for n, _, ds in self.declared)
-
-
-def session(model: Path, arrays: list[np.ndarray], call: Call | None = None) -> Session:
-    return Session(model, arrays, call)
 
 
 def _check_file(s: Session) -> dict:

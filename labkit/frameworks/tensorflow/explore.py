@@ -23,8 +23,8 @@ from .._kit.layout import Call, Variation, axes
 from . import SPEC
 from .adapter import is_tf_function, model_caller
 
-__all__ = ["ACCEPTS", "CHECKS", "PLAIN", "Session", "accepts", "bind", "cause", "describe"]
-__all__ += ["pack", "run_check", "session", "unpack", "versions"]
+__all__ = ["ACCEPTS", "CHECKS", "PLAIN", "Session", "accepts", "bind", "cause", "pack"]
+__all__ += ["run_check", "unpack", "versions"]
 
 CHECKS: tuple[str, ...] = ("eager", "tf.function", "tf.function(new shapes)", "xla")
 ACCEPTS = (
@@ -39,13 +39,6 @@ def versions() -> dict[str, str]:
 
 def accepts(model: object) -> bool:
     return callable(model)
-
-
-def describe(model: object) -> str:
-    if isinstance(model, keras.layers.Layer):
-        return model.name or type(model).__name__
-    fn = model.python_function if is_tf_function(model) else model
-    return getattr(fn, "__name__", type(model).__name__)
 
 
 def _options(fn: object) -> dict:
@@ -135,10 +128,6 @@ class Session(ex.EagerSession):
             )
             for i, a in enumerate(self.arrays)
         ]
-
-
-def session(model: object, arrays: list[np.ndarray], call: Call | None = None) -> Session:
-    return Session(model, arrays, call)
 
 
 #: (substrings of TensorFlow's message, what it means), first match wins

@@ -11,7 +11,6 @@ import contextlib
 import dataclasses
 import inspect
 import io
-import pickle
 import re
 import tempfile
 import time
@@ -34,8 +33,8 @@ from . import SPEC
 from .adapter import as_module, export_model, quiet_torchscript
 from .reasons import DEPRECATED, diagnose, graph_breaks, plain, trace_failed, traceback_text
 
-__all__ = ["ACCEPTS", "CHECKS", "Bound", "Session", "accepts", "bind", "describe", "flatten"]
-__all__ += ["pack", "run_check", "session", "unpack", "versions"]
+__all__ = ["ACCEPTS", "CHECKS", "Bound", "Session", "accepts", "bind", "flatten", "run_check"]
+__all__ += ["versions"]
 
 CHECKS: tuple[str, ...] = (
     "eager",
@@ -56,19 +55,6 @@ def versions() -> dict[str, str]:
 
 def accepts(model: object) -> bool:
     return callable(model)
-
-
-def describe(model: object) -> str:
-    named = not isinstance(model, nn.Module) and getattr(model, "__name__", "")
-    return named or type(model).__name__
-
-
-def pack(model: object, path: Path) -> None:
-    ex.write_pickle(model, path)
-
-
-def unpack(path: Path) -> object:
-    return pickle.loads(Path(path).read_bytes())
 
 
 class Bound(nn.Module):
@@ -148,10 +134,6 @@ class Session(ex.EagerSession):
             self.output_type, self.uncompared = type(out).__name__, _others(leaves)
         tensors = [t.detach().cpu() for _, t in leaves if isinstance(t, torch.Tensor)]
         return [(t.float() if t.is_floating_point() else t).numpy() for t in tensors]
-
-
-def session(model: object, arrays: list[np.ndarray], call: Call | None = None) -> Session:
-    return Session(model, arrays, call)
 
 
 def _fails(path: str, what: str, exc: BaseException, **details) -> dict:

@@ -14,7 +14,7 @@ from ..frameworks._kit.explore import GraphBreak, PathResult, Recompile
 from ..frameworks._kit.layout import Call, describe_arrays
 from ..runner import inputs
 from .report import Report
-from .workers import Run, Source, choose, offered, run_workers
+from .workers import Run, Source, offered, run_workers
 
 __all__ = ["DEFAULT_TIMEOUT_S", "check", "probe_spec"]
 
@@ -108,16 +108,7 @@ def check(
     source = _resolve(model, framework)
     arrays, call, example = _example(example_inputs, kwargs, layout)
     requested = None if checks is None else [c.strip() for c in checks]
-    total = 0
-    if source.kind == "object":  # the framework is loaded here already: check the request here
-        if not arrays and example is None:
-            raise ValueError(
-                "give example inputs: a shape such as '8x3x224x224' (batch first; several "
-                "inputs separated by commas), the tensors/arrays the model takes (keyword ones "
-                "in kwargs=), or a function that returns them ('file.py:example_inputs')"
-            )
-        explorer = fw_registry.explorer(source.framework)
-        total = len(choose(explorer, source.obj, requested))
+    if source.kind == "object":
         name = getattr(source.obj, "__name__", None) or getattr(source.obj, "name", None)
         source.name = name if isinstance(name, str) else type(source.obj).__name__
     report = Report(source.name, source.framework or "", describe_arrays(arrays))
@@ -125,7 +116,7 @@ def check(
 
     from tqdm.auto import tqdm
 
-    bar = tqdm(total=total, unit="check", disable=not progress, dynamic_ncols=True)
+    bar = tqdm(total=0, unit="check", disable=not progress, dynamic_ncols=True)
 
     def tick(name: str, done: bool, total: int) -> None:
         if bar.total != total:

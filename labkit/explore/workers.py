@@ -57,7 +57,7 @@ def offered() -> str:
 def choose(explorer, model: object, requested: Sequence[str] | None, exact: bool = False):
     """The checks to run in the framework's order: the first (the gate) always, unless
     ``exact`` (a restarted worker runs just what is left)."""
-    if not explorer.accepts(model):
+    if not getattr(explorer, "accepts", callable)(model):
         raise ValueError(
             f"{explorer.SPEC.display}'s checks do not take a {type(model).__name__}: "
             f"{explorer.ACCEPTS}"

@@ -23,8 +23,8 @@ from .._kit.layout import Call, Variation, axes
 from . import SPEC
 from .adapter import is_tf_function, model_caller
 
-__all__ = ["ACCEPTS", "CHECKS", "PLAIN", "Session", "accepts", "bind", "cause", "pack"]
-__all__ += ["run_check", "unpack", "versions"]
+__all__ = ["ACCEPTS", "CHECKS", "Session", "bind", "cause", "pack", "run_check", "unpack"]
+__all__ += ["versions"]
 
 CHECKS: tuple[str, ...] = ("eager", "tf.function", "tf.function(new shapes)", "xla")
 ACCEPTS = (
@@ -35,10 +35,6 @@ ACCEPTS = (
 
 def versions() -> dict[str, str]:
     return {SPEC.name: tf.__version__, "keras": keras.__version__}
-
-
-def accepts(model: object) -> bool:
-    return callable(model)
 
 
 def _options(fn: object) -> dict:
@@ -130,39 +126,6 @@ class Session(ex.EagerSession):
         ]
 
 
-#: (substrings of TensorFlow's message, what it means), first match wins
-PLAIN: tuple[tuple[tuple[str, ...], str], ...] = (
-    (
-        ("Detected unsupported operations", "No registered", "XLA_CPU_JIT"),
-        (
-            "uses an operation that XLA cannot compile (often one whose output size depends on the "
-            "values)"
-        ),
-    ),
-    (
-        ("must be a compile-time constant",),
-        (
-            "an argument or shape that depends on the values: XLA needs every shape known when it "
-            "compiles"
-        ),
-    ),
-    (
-        ("AutoGraph", "autograph", "OperatorNotAllowedInGraphError", "iterating over"),
-        (
-            "Python that AutoGraph cannot turn into graph operations (a Python value taken from a "
-            "tensor, or a loop over a symbolic tensor)"
-        ),
-    ),
-    (
-        ("must be defined before the loop", "must also be initialized", "has type"),
-        (
-            "a variable AutoGraph cannot carry through a loop or branch (defined on one path only, "
-            "or changing type)"
-        ),
-    ),
-)
-
-
 def _meaningful(text: str) -> list[str]:
     """TensorFlow's messages start with node names and stacks; the lines that explain."""
     skip = ("File ", "Traceback", "Node:", "Stack trace", "[", "in user code:")
@@ -172,11 +135,11 @@ def _meaningful(text: str) -> list[str]:
 
 
 def _fails(path: str, what: str, exc: BaseException) -> dict:
-    text = str(exc)
-    where = ex.user_location(text)
-    why = ex.plain(text, PLAIN, "TensorFlow stopped here (its message says why)")
-    message = ex.first_lines("\n".join(_meaningful(text)) or exc, lines=2)
-    return ex.result(path, "fails", f"{what}: {why}" + (f" (at {where})" if where else ""), message)
+    """A failed trace or compile: TensorFlow's own cause, at the learner's line."""
+    where = ex.user_location(str(exc))
+    message = ex.first_lines("\n".join(_meaningful(str(exc))) or exc, lines=2)
+    why = f"{what}: {cause(exc)}" + (f" (at {where})" if where else "")
+    return ex.result(path, "fails", why, message)
 
 
 def cause(exc: BaseException) -> str:

@@ -31,10 +31,9 @@ from .._kit import explore as ex
 from .._kit.layout import Call, axes, describe_arrays
 from . import SPEC
 from .adapter import as_module, export_model, quiet_torchscript
-from .reasons import DEPRECATED, diagnose, graph_breaks, plain, trace_failed, traceback_text
+from .reasons import DEPRECATED, STOPPED, diagnose, graph_breaks, trace_failed, traceback_text
 
-__all__ = ["ACCEPTS", "CHECKS", "Bound", "Session", "accepts", "bind", "flatten", "run_check"]
-__all__ += ["versions"]
+__all__ = ["ACCEPTS", "CHECKS", "Bound", "Session", "bind", "flatten", "run_check", "versions"]
 
 CHECKS: tuple[str, ...] = (
     "eager",
@@ -51,10 +50,6 @@ ACCEPTS = "a torch.nn.Module, or a function of tensors (then pass framework='tor
 
 def versions() -> dict[str, str]:
     return {SPEC.name: torch.__version__}
-
-
-def accepts(model: object) -> bool:
-    return callable(model)
 
 
 class Bound(nn.Module):
@@ -394,7 +389,7 @@ def _onnx_failed(exc: BaseException) -> dict:
     if not stage or stage.startswith("its first stage"):
         return _fails("onnx", what, exc)
     reason, message, where = diagnose(exc)
-    if reason == plain(""):  # the capture's words do not fit a later stage
+    if reason == STOPPED:  # the capture's words do not fit a later stage
         reason = "the exporter's message names the operator or type it could not handle"
     where = f" (at {where})" if where else ""
     return ex.result("onnx", "fails", f"{what}: {reason}{where}", message)

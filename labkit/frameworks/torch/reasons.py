@@ -13,7 +13,7 @@ from pathlib import Path
 
 from .._kit import explore as ex
 
-__all__ = ["DEPRECATED", "PLAIN", "diagnose", "dynamo_words", "graph_breaks", "plain"]
+__all__ = ["DEPRECATED", "PLAIN", "STOPPED", "diagnose", "dynamo_words", "graph_breaks", "plain"]
 __all__ += ["trace_failed", "traceback_text"]
 
 #: what the TorchScript rows say of it
@@ -26,13 +26,6 @@ PLAIN: tuple[tuple[tuple[str, ...], str], ...] = (
         (
             "a Python if/while on a tensor's value (data-dependent control flow): a graph "
             "cannot hold a Python branch; torch.cond (or torch.where) keeps it in the graph"
-        ),
-    ),
-    (
-        ("Tensor.item()", "item()", "Tensor.tolist", "Converting a tensor to a Python"),
-        (
-            "reads a tensor's value into Python (.item(), .tolist(), float(t)): the graph "
-            "stops to hand Python the number"
         ),
     ),
     (
@@ -53,23 +46,18 @@ PLAIN: tuple[tuple[tuple[str, ...], str], ...] = (
             "allow_rnn=True is its experimental support), so the module runs eagerly"
         ),
     ),
-    (("numpy", "NumPy"), "a NumPy call on a tensor: it runs in Python, outside the graph"),
     (
         ("graph break in loop", "Skipping the frame"),
         "a graph break inside a loop: Dynamo skips the whole function, which runs as Python",
     ),
-    (
-        ("skip", "Unsupported function call", "Failed to trace builtin"),
-        (
-            "a call Dynamo cannot trace (C code or an unsupported library function): it runs "
-            "in Python between graphs"
-        ),
-    ),
 )
+#: a failure neither the table nor Dynamo's own explanation says more of
+STOPPED = "the capture stopped here (the framework's message says why)"
 
 
 def plain(message: str) -> str:
-    return ex.plain(message, PLAIN, "the capture stopped here (the framework's message says why)")
+    """The table's meaning of ``message``, else Dynamo's own explanation and hint, else ""."""
+    return ex.plain(message, PLAIN, "") or dynamo_words(message)
 
 
 def traceback_text(exc: BaseException) -> str:
@@ -128,9 +116,7 @@ def diagnose(exc: BaseException) -> tuple[str, str, str]:
     while exc is not None and exc not in chain and len(chain) < 12:
         chain.append(exc)
         exc = exc.__cause__ or exc.__context__
-    reason = _by_class(chain)
-    if not reason:
-        reason = plain(next((str(e) for e in chain if plain(str(e)) != plain("")), str(chain[0])))
+    reason = _by_class(chain) or next(filter(None, (plain(str(e)) for e in chain)), STOPPED)
     where = ""
     for e in reversed(chain):
         where = ex.user_location(str(e)) or ex.user_location(traceback_text(e))
@@ -162,7 +148,7 @@ def _from_reason(reason, path: str) -> ex.GraphBreak:
         name = re.sub(r"^torch_dynamo_resume_in_(\w+?)_at_\d+$", r"\1", frame.name)
         location = f"{Path(frame.filename).name}:{frame.lineno} in {name}"
     return ex.GraphBreak(
-        reason=plain(reason.reason),
+        reason=plain(reason.reason) or ex.first_lines(reason.reason, 1, 200),
         location=location,
         code=(frame.line or "").strip() if frame else "",
         message=dynamo_words(reason.reason) or ex.first_lines(reason.reason, 2, 240),
@@ -177,7 +163,7 @@ def _from_counter(message: str, count: int, path: str, where: str, skipped: bool
     first = message.split("*** While handling", 1)[0]
     code = re.search(r"code: (.+)", first)
     located = first if ex.user_location(first) else where
-    reason = plain(first)
+    reason = plain(first) or ex.first_lines(first, lines=1, limit=200)
     message = dynamo_words(first) or ex.first_lines(first, lines=1, limit=200)
     if skipped:
         reason += "; it sits inside a loop, so Dynamo skipped the whole function, which runs "

@@ -30,12 +30,7 @@ from ..frameworks._kit.layout import Call, describe_arrays
 from ..runner import inputs
 from ..util import proc
 
-__all__ = ["Run", "Source", "Tick", "choose", "main", "offered", "run_workers"]
-
-#: ``tick(check, done, total)``: a check starts (``done`` False) or ends, of ``total`` checks
-Tick = Callable[[str, bool, int], None]
-#: what a run that stopped at its first check says about the others
-_NOTHING_ELSE = "no other check ran: every other path needs eager's answers"
+__all__ = ["Run", "Source", "choose", "main", "offered", "run_workers"]
 
 
 @dataclass
@@ -83,6 +78,8 @@ class Run:
     """What the workers found: the framework and checks (from the first worker), the answers."""
 
     framework: str | None
+    #: ``tick(check, done, total)``: a check starts (``done`` False) or ends, of ``total`` checks
+    tick: Callable[[str, bool, int], None]
     checks: list[str] | None = None  # None until a worker has chosen them
     answers: dict[str, dict] = field(default_factory=dict)
     info: dict = field(default_factory=dict)
@@ -91,10 +88,10 @@ class Run:
     def remaining(self) -> list[str]:
         return [c for c in self.checks or [] if c not in self.answers]
 
-    def answer(self, name: str, answer: dict, tick: Tick) -> bool:
+    def answer(self, name: str, answer: dict) -> bool:
         """Keep ``answer``; True when it ends the run (the first check did not get through)."""
         self.answers[name] = answer
-        tick(name, True, len(self.checks))
+        self.tick(name, True, len(self.checks))
         return name == self.checks[0] and answer["path"]["status"] in ("fails", "crashed")
 
 
@@ -109,7 +106,7 @@ def _crashed(name: str, code: int, log: str, after: str) -> dict:
     )
 
 
-def _ended(run: Run, now: dict, code: int | None, tail: str, timeout_s: float, tick) -> bool:
+def _ended(run: Run, now: dict, code: int | None, tail: str, timeout_s: float) -> bool:
     """The worker died (``code``) or ran past ``timeout_s`` (None): the check it ran crashed or
     timed out; True when nothing else is to be tried."""
     if run.checks is None:  # it could not even load the model
@@ -127,13 +124,14 @@ def _ended(run: Run, now: dict, code: int | None, tail: str, timeout_s: float, t
                 f"the check process died ({proc.ended(code)}) before its first check, "
                 "while it loaded the framework or the model"
             )
-            run.answer(name, answer, tick)
+            run.answer(name, answer)
         return True
     name = now["check"] or run.remaining[0]
     after = "the checks after it ran in a fresh process" if len(run.remaining) > 1 else ""
-    after = _NOTHING_ELSE if name == run.checks[0] else after
+    if name == run.checks[0]:
+        after = "no other check ran: every other path needs eager's answers"
     if code is not None:
-        return run.answer(name, _crashed(name, code, tail, after), tick)
+        return run.answer(name, _crashed(name, code, tail, after))
     answer = result(
         name,
         "fails",
@@ -142,10 +140,10 @@ def _ended(run: Run, now: dict, code: int | None, tail: str, timeout_s: float, t
         "check())" + (f"; {after}" if after else ""),
         timed_out=timeout_s,
     )
-    return run.answer(name, answer, tick)
+    return run.answer(name, answer)
 
 
-def _follow(run: Run, child, work: Path, timeout_s: float, tick: Tick, probe: bool) -> bool:
+def _follow(run: Run, child, work: Path, timeout_s: float, probe: bool) -> bool:
     """Follow a worker until it ends; True when nothing else is to be tried."""
     now = {"check": None, "since": time.perf_counter(), "progressed": False}
     seen = 0
@@ -167,17 +165,17 @@ def _follow(run: Run, child, work: Path, timeout_s: float, tick: Tick, probe: bo
                         return True
                 elif ev["event"] == "start":
                     now.update(check=ev["check"], since=time.perf_counter())
-                    tick(ev["check"], False, len(run.checks))
+                    run.tick(ev["check"], False, len(run.checks))
                 else:
                     now.update(check=None, since=time.perf_counter(), progressed=True)
-                    if run.answer(ev["check"], ev["result"], tick):
+                    if run.answer(ev["check"], ev["result"]):
                         return True
         if code is None and time.perf_counter() - now["since"] < timeout_s:
             time.sleep(0.05)
             continue
         log = (work / "log.txt").read_text(encoding="utf-8", errors="replace")
         tail = first_lines("\n".join(proc.last_lines(log, 12)), lines=12, limit=1200)
-        return _ended(run, now, code, tail, timeout_s, tick)
+        return _ended(run, now, code, tail, timeout_s)
 
 
 def run_workers(
@@ -187,14 +185,14 @@ def run_workers(
     example: str | None,
     requested: list[str] | None,
     timeout_s: float,
-    tick: Tick,
+    tick: Callable[[str, bool, int], None],
     probe: bool = False,
 ) -> Run:
     """Run the checks in worker processes on ``arrays`` (taken as ``call`` says), or what the
     function ``example`` (a spec) returns, or what the builder returns beside the model.
     ``probe``: stop once the worker has found the framework and the inputs. A bad spec or a
     model that cannot travel raises ``ValueError``."""
-    run = Run(source.framework)
+    run = Run(source.framework, tick)
     with tempfile.TemporaryDirectory(prefix="labkit-explore-") as tmp:
         work = Path(tmp)
         job = {"kind": source.kind, "value": source.value, "probe": probe, "example": example}
@@ -231,7 +229,7 @@ def run_workers(
                     start_new_session=True,
                 )
             try:
-                if _follow(run, child, work, timeout_s, tick, probe):
+                if _follow(run, child, work, timeout_s, probe):
                     break
             finally:
                 proc.kill_group(child)

@@ -12,6 +12,7 @@ import threading
 
 from labkit import explore, frameworks, results
 from labkit.frameworks._kit import explore as kit
+from labkit.frameworks._kit import layout
 from labkit.runner import inputs
 
 import numpy as np
@@ -114,13 +115,13 @@ def test_agreement_catches_shape_value_and_nan_differences():
 
 
 def test_variations_change_the_batch_and_the_sequence_or_image_size():
-    seq = kit.variations([np.zeros((2, 6, 16), np.float32)])
+    seq = layout.variations([np.zeros((2, 6, 16), np.float32)])
     assert [v.name for v in seq] == ["batch size", "sequence length"]
     assert seq[0].shapes == ["2x6x16", "3x6x16", "4x6x16", "5x6x16"]
     assert seq[1].shapes[1:] == ["2x7x16", "2x8x16", "2x9x16"]
-    img = kit.variations([np.zeros((1, 3, 32, 32), np.float32)])
+    img = layout.variations([np.zeros((1, 3, 32, 32), np.float32)])
     assert img[1].name == "image size" and img[1].shapes[1] == "1x3x40x40"
-    two = kit.variations([np.zeros((4, 8), np.float32), np.zeros((4,), np.int64)])
+    two = layout.variations([np.zeros((4, 8), np.float32), np.zeros((4,), np.int64)])
     assert [v.name for v in two] == ["batch size"] and two[0].shapes[1] == "5x8,5:int64"
 
 
@@ -237,7 +238,7 @@ def test_a_clean_model_works_on_every_path_without_graph_breaks():
     report = explore.check(spec("clean"), "2x3x16x16", progress=False)
     assert [p.path for p in report.paths] == list(frameworks.explorer("torch").CHECKS)
     assert {p.path: p.status for p in report.paths} == {p.path: "works" for p in report.paths}
-    assert report.graph_breaks == [] and report.isolated
+    assert report.graph_breaks == []
     assert report.path("torch.compile").details["graphs"] == 1
     assert "one graph, no graph break" in report.path("torch.compile").reason
     batch = next(r for r in report.recompiles if r.varied == "batch size")
@@ -324,7 +325,7 @@ def test_a_check_past_its_time_limit_is_stopped(tmp_path):
 
 
 @pytest.mark.slow
-def test_a_live_module_travels_to_the_worker_and_an_unpicklable_one_is_checked_here():
+def test_a_live_module_travels_to_the_worker_and_an_unpicklable_one_names_the_fix():
     require("torch")
     import torch
 
@@ -333,15 +334,14 @@ def test_a_live_module_travels_to_the_worker_and_an_unpicklable_one_is_checked_h
             return x * 2
 
     report = explore.check(Doubler(), torch.ones(2, 3), checks=["torch.export"], progress=False)
-    assert report.isolated and report.status("torch.export") == "works"
+    assert report.status("torch.export") == "works"
     assert report.model == "Doubler" and report.inputs == "2x3"
+    assert "checked in a worker process" in report.to_markdown()
 
     locked = Doubler()
     locked.lock = threading.Lock()  # cannot be pickled
-    report = explore.check(locked, "2x3", checks=["torch.export"], progress=False)
-    assert not report.isolated and report.status("torch.export") == "works"
-    assert any("could not be handed to a separate process" in n for n in report.notes)
-    assert "**in this process**" in report.to_markdown()
+    with pytest.raises(ValueError, match=r"cannot be handed to a worker .*'file.py:build_model'"):
+        explore.check(locked, "2x3", checks=["torch.export"], progress=False)
 
 
 # --------------------------------------------------------------------------------------------

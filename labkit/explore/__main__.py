@@ -1,8 +1,7 @@
-"""``python -m labkit.explore --job FILE --parent PID``: one worker process of
-:func:`labkit.explore.check` (see :mod:`labkit.explore.workers`)."""
+"""``python -m labkit.explore JOB PARENT_PID``: one worker of :func:`labkit.explore.check`."""
 
 import sys
 
 from labkit.explore.workers import main
 
-sys.exit(main())
+sys.exit(main(sys.argv[1:]))

@@ -1,6 +1,6 @@
 """Is graph mode worth it for this model, here? :func:`bench` measures a learner's model, eager
-against graph modes, through the benchmark runner (:meth:`labkit.runner.Plan.for_model`): the
-same JSONL records as ResNet-50's, with a ``model`` field naming the spec.
+against graph modes, through the benchmark runner: ResNet-50's JSONL records, with a ``model``
+field naming the spec.
 """
 
 from __future__ import annotations
@@ -32,15 +32,10 @@ def bench(
     threads: int | None = None,
     timeout_s: float | None = None,
 ) -> runner.RunResult:
-    """Measure the model a spec builds, eager against graph modes, through the runner.
-
-    Each cell (framework x mode x task x precision) runs in a fresh process that rebuilds the
-    model and times it as the ResNet-50 cells are; its record goes to ``out`` (default
-    ``results/explore-<profile>.jsonl``) with ``model`` (the spec) and ``input_shape`` (batch 1 for
-    ``latency``). ``example_input_shapes`` None: the inputs the builder returns beside the model,
-    cut or repeated to each cell's batch. ``frameworks`` defaults to the model's own and the
-    runtimes of its exports; ``modes`` and ``tasks`` as ``python -m labkit bench`` takes them.
-    Bad input raises ``ValueError``; a model that fails in one cell is a recorded failure."""
+    """Measure the model a spec builds in each cell (framework x mode x task x precision, a
+    fresh process each, as ResNet-50's cells); records go to ``out`` (default
+    ``results/explore-<profile>.jsonl``). ``example_input_shapes`` None: the inputs the builder
+    returns. ``frameworks`` default: the model's own and the runtimes of its exports."""
     s = inputs.parse(spec)
     if inputs.is_function_spec(example_input_shapes):
         raise ValueError(

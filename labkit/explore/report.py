@@ -1,9 +1,6 @@
 """The report of :func:`labkit.explore.check`: per capture path *works*, *caveats*, *fails* or
-*crashed*, the reason in plain words and the framework's own message, then the graph breaks and
-the recompilations found, as Markdown (:meth:`Report.to_markdown`, what a notebook shows) or
-plain data (:meth:`Report.to_dict`, what ``--out report.json`` writes). Its rows are defined
-with the checks' toolkit (:mod:`labkit.frameworks._kit.explore`: :class:`PathResult`,
-:class:`GraphBreak`, :class:`Recompile`). Not for: running the checks.
+*crashed*, why, the framework's own message, the graph breaks and recompilations, as Markdown
+or plain data.
 """
 
 from __future__ import annotations
@@ -29,7 +26,6 @@ class Report:
     recompiles: list[Recompile] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     versions: dict = field(default_factory=dict)
-    isolated: bool = True  #: the checks ran in worker processes (a crash could not hurt us)
     call: str = ""  #: how the model was called: ``model(2x16:int64, attention_mask=...)``
 
     def path(self, name: str) -> PathResult:
@@ -48,33 +44,20 @@ class Report:
 
     def to_dict(self) -> dict:
         """Plain data (JSON-serialisable): what ``--out report.json`` writes."""
-        return {
-            "model": self.model,
-            "framework": self.framework,
-            "inputs": self.inputs,
-            "versions": dict(self.versions),
-            "isolated": self.isolated,
-            "call": self.call,
-            "paths": [asdict(p) for p in self.paths],
-            "graph_breaks": [asdict(b) for b in self.graph_breaks],
-            "recompiles": [{**asdict(r), "total": r.total} for r in self.recompiles],
-            "notes": list(self.notes),
-        }
+        data = asdict(self)
+        data["recompiles"] = [{**asdict(r), "total": r.total} for r in self.recompiles]
+        return data
 
     def to_markdown(self) -> str:
         """The report as Markdown: a table of paths, then graph breaks and recompilations."""
         display = fw_registry.spec(self.framework).display
         version = self.versions.get(self.framework)
-        where = (
-            "checked in a worker process (a fresh one after a crash)"
-            if self.isolated
-            else "**in this process** (the model could not be handed to a separate one)"
-        )
         called = f" (called as `{self.call}`)" if self.call and "=" in self.call else ""
+        called += "; checked in a worker process (a fresh one after a crash)"
         lines = [
             f"### Graph readiness of `{self.model}` ({display}{' ' + version if version else ''})",
             "",
-            f"Inputs {self.inputs}{called}; {where}.",
+            f"Inputs {self.inputs}{called}.",
             "",
             *[f"> {tables.escape(n)}\n" for n in self.notes if n.startswith("**")],
             "| path | status | what it means | the framework says |",

@@ -116,40 +116,22 @@ class FrameworkSpec:
 class Explorer(Protocol):
     """The module ``labkit/frameworks/<name>/explore.py``: graph-readiness checks of any model.
 
-    :mod:`labkit.explore` runs each check in a worker process (``unpack``, then ``session``,
+    :mod:`labkit.explore` runs each check in a worker process (``Session(model, arrays, call)``,
     then ``run_check`` per name) and joins the results into one report. ``CHECKS`` are the
     capture paths in order, each a report row; the first one gates the others (when the model
-    does not even run there, nothing else is tried).
+    does not even run there, nothing else is tried). Optional: ``accepts(model)`` (default
+    ``callable``), ``pack(model, path)``/``unpack(path)`` (default cloudpickle), and
+    ``bind(model, call)`` where a builder's example inputs reach a benchmark cell.
     """
 
     SPEC: FrameworkSpec
     CHECKS: tuple[str, ...]
     ACCEPTS: str  #: what the checks take, in words (for the error when a model is not that)
+    #: ``Session(model, arrays, call)``: the state the checks share in one process
+    Session: type
 
     def versions(self) -> dict[str, str]:
         """The versions of the packages the checks use."""
-
-    def accepts(self, model: Any) -> bool:
-        """Whether ``model`` is something these checks take."""
-
-    def describe(self, model: Any) -> str:
-        """A short name of the model for the report's title."""
-
-    def pack(self, model: Any, path: Path) -> None:
-        """Write ``model`` to ``path`` so that another process can :func:`unpack` it;
-        ``ValueError`` says why it cannot."""
-
-    def unpack(self, path: Path) -> Any:
-        """The model :func:`pack` wrote."""
-
-    def session(self, model: Any, inputs: list[np.ndarray], call: Any = None) -> Any:
-        """The state the checks share in one process (the model, its inputs, eager outputs);
-        ``call`` (a :class:`labkit.frameworks._kit.layout.Call`) says how the model takes the
-        inputs: keyword tensors, constants, a declared image layout."""
-
-    def bind(self, model: Any, call: Any) -> Any:
-        """``model`` taking every input positionally, as ``call`` says (what the benchmark's
-        cells run)."""
 
     def run_check(self, name: str, session: Any) -> dict:
         """Run one check: ``{"path": {...}, "graph_breaks": [...], "recompiles": [...]}``."""

@@ -1,14 +1,8 @@
-"""A learner's model as the lab names it: a *spec*, its input shapes, and example inputs.
-
-Framework-free. A spec names the function that builds the model (``"path/to/file.py:build"``
-or ``"package.module:build"``), or a saved model file a registered framework runs
-(``"model.onnx"``). The builder takes no arguments and returns the model, or
-``(model, example_args[, example_kwargs])`` (:func:`build_example`); a function such as
-``file.py:example_inputs`` may return the inputs instead (:func:`load_example`). Keyword values
-that are not tensors are constants (:class:`~labkit.frameworks._kit.layout.Call`). Input shapes
-are written as on the command line, batch first: ``"8x16x32,8x16:int64"``. Anything wrong
-raises ``ValueError`` naming the fix. It lives in the runner's room because each benchmark cell
-builds the model (:meth:`labkit.runner.Plan.for_model`); :mod:`labkit.explore` uses it too.
+"""A learner's model as the lab names it (framework-free): a *spec* (``"path/to/file.py:build"``,
+``"package.module:build"``, or a saved model file such as ``"model.onnx"``), its input shapes
+(``"8x16x32,8x16:int64"``, batch first) and example inputs. The builder takes no arguments and
+returns the model, or ``(model, example_args[, example_kwargs])``. Anything wrong raises
+``ValueError`` naming the fix. The runner builds each benchmark cell's model from it too.
 """
 
 from __future__ import annotations
@@ -93,17 +87,12 @@ def _parse_one(text: str) -> Input:
 
 
 def parse_inputs(shapes: str | Sequence) -> list[Input]:
-    """The inputs a shape text (``"8x16x32,8x16:int64"``) or a sequence of shapes describes.
-
-    Also takes one shape as a tuple of ints (``(8, 3, 32, 32)``), a list of such tuples or of
-    shape texts, or :class:`Input` objects. ``ValueError`` says what is wrong.
-    """
+    """The inputs a shape text (``"8x16x32,8x16:int64"``), one shape as a tuple of ints, or a
+    list of such tuples, texts or :class:`Input` describes."""
     if isinstance(shapes, str):
         items: list = [s for s in shapes.split(",") if s.strip()]
-    elif isinstance(shapes, Input):
+    elif isinstance(shapes, Input) or _is_shape(shapes):
         items = [shapes]
-    elif isinstance(shapes, Sequence) and shapes and all(_is_dim(d) for d in shapes):
-        items = [tuple(shapes)]
     elif isinstance(shapes, Sequence):
         items = list(shapes)
     else:
@@ -114,7 +103,7 @@ def parse_inputs(shapes: str | Sequence) -> list[Input]:
             out.append(item)
         elif isinstance(item, str):
             out.append(_parse_one(item))
-        elif isinstance(item, Sequence) and item and all(_is_dim(d) for d in item):
+        elif _is_shape(item):
             out.append(_parse_one("x".join(str(int(d)) for d in item)))
         else:
             raise ValueError(f"input shape {item!r} is not a shape: {_SHAPE_HELP}")
@@ -123,8 +112,11 @@ def parse_inputs(shapes: str | Sequence) -> list[Input]:
     return out
 
 
-def _is_dim(d: object) -> bool:
-    return isinstance(d, int | np.integer) and not isinstance(d, bool)
+def _is_shape(item: object) -> bool:
+    """A tuple or list of ints."""
+    if not isinstance(item, Sequence) or isinstance(item, str) or not item:
+        return False
+    return all(isinstance(d, int | np.integer) and not isinstance(d, bool) for d in item)
 
 
 def shapes_text(inputs: Sequence[Input]) -> str:
@@ -160,7 +152,7 @@ class Spec:
         return self.function is None
 
     def canonical(self) -> str:
-        """The spec with its file made absolute: the same model from any working folder."""
+        """The spec with its file made absolute."""
         if self.saved_model:
             return str(self.file)
         return f"{self.file}:{self.function}" if self.file else f"{self.module}:{self.function}"
@@ -201,8 +193,8 @@ def parse(spec: str | os.PathLike) -> Spec:
 
 
 def _module_of_file(path: Path):
-    """Import a Python file as a module of its own, named after its path and content: imported
-    once, and again after the file changes (a notebook cell rewrote it)."""
+    """A Python file imported as a module named after its path and content (imported again
+    after a notebook cell rewrote it)."""
     digest = hashlib.sha256(str(path).encode() + path.read_bytes()).hexdigest()[:10]
     name = f"labkit_user_{re.sub(r'[^0-9a-zA-Z_]', '_', path.stem)}_{digest}"
     if name in sys.modules:
@@ -234,29 +226,24 @@ def _load_builder(s: Spec) -> Callable[[], object]:
     """The builder function a spec names (imports its file or module, builds nothing yet)."""
     try:
         module = _module_of_file(s.file) if s.file else importlib.import_module(s.module)
-    except ModuleNotFoundError as exc:
-        if s.file is None and exc.name and s.module.startswith(exc.name):
+    except Exception as exc:
+        name = getattr(exc, "name", None) if isinstance(exc, ModuleNotFoundError) else None
+        if s.file is None and name and s.module.startswith(name):
             raise ValueError(
-                f"model {s.text!r}: no module named {exc.name!r} (it must be importable here: "
+                f"model {s.text!r}: no module named {name!r} (it must be importable here: "
                 f"installed, or in the current folder); or give its file: path/to/file.py:"
                 f"{s.function}"
             ) from exc
         raise ValueError(
             f"model {s.text!r}: importing it failed: {_error(exc)}{_where(exc, s.file)}"
         ) from exc
-    except Exception as exc:
-        raise ValueError(
-            f"model {s.text!r}: importing it failed: {_error(exc)}{_where(exc, s.file)}"
-        ) from exc
     builder = getattr(module, s.function, None)
-    if builder is None:
+    if not callable(builder):
         found = sorted(n for n, v in vars(module).items() if callable(v) and not n.startswith("_"))
         raise ValueError(
             f"model {s.text!r}: {s.file.name if s.file else s.module} has no function "
             f"{s.function!r} (it defines: {', '.join(found) or 'nothing callable'})"
         )
-    if not callable(builder):
-        raise ValueError(f"model {s.text!r}: {s.function!r} is not a function")
     return builder
 
 
@@ -284,8 +271,7 @@ def _array_like(x: object) -> bool:
 
 
 def to_numpy(x: object) -> np.ndarray:
-    """A tensor of any framework (or an array) as a host array: ``.detach()``, ``.cpu()`` and
-    ``.numpy()`` where the object has them."""
+    """A tensor of any framework (or an array) as a host array."""
     for step in ("detach", "cpu"):
         if callable(getattr(x, step, None)) and not isinstance(x, np.ndarray):
             x = getattr(x, step)()
@@ -298,9 +284,8 @@ _PLAIN = (bool, int, float, str, type(None))
 
 
 def example_of(args: object, kwargs: dict | None = None) -> tuple[list[np.ndarray], Call]:
-    """Example inputs as host arrays and how the model takes them: ``args`` (one tensor or a
-    sequence of them) positionally, the tensors of ``kwargs`` by name, its other values (plain
-    Python: ``use_cache=False``) as constants. ``ValueError`` names a value that is neither."""
+    """Example inputs as host arrays and how the model takes them: ``args`` positionally, the
+    tensors of ``kwargs`` by name, its plain values (``use_cache=False``) as constants."""
     items = list(args) if isinstance(args, tuple | list) else [] if args is None else [args]
     arrays, names = [], []
     for i, x in enumerate(items):
@@ -341,12 +326,7 @@ def build_example(
     spec: str | os.PathLike | Spec,
 ) -> tuple[object, tuple[list[np.ndarray], Call] | None]:
     """The model the spec's builder returns, and its example inputs when it returned them too
-    (``(model, example_args[, example_kwargs])``; a dict as ``example_args`` is keyword
-    arguments only); a saved model file: its path and None.
-
-    ``ValueError`` names the problem when the file, module or function does not exist, or the
-    builder raises or returns nothing.
-    """
+    (a dict as ``example_args`` is keyword arguments); a saved model file: its path and None."""
     s = spec if isinstance(spec, Spec) else parse(spec)
     if s.saved_model:
         return s.file, None
@@ -360,14 +340,12 @@ def build_example(
 
 
 def build(spec: str | os.PathLike | Spec) -> object:
-    """The model the spec's builder returns (without its example inputs, if it gives them; a
-    saved model file: its path). ``ValueError`` as :func:`build_example`."""
+    """The model the spec's builder returns (a saved model file: its path)."""
     return build_example(spec)[0]
 
 
 def load_example(spec: str | os.PathLike | Spec) -> tuple[list[np.ndarray], Call]:
-    """The example inputs a function returns (``file.py:example_inputs``): ``example_args``,
-    ``(example_args, example_kwargs)``, or a dict of keyword arguments."""
+    """The example inputs a function returns: args, ``(args, kwargs)``, or a dict of kwargs."""
     s = spec if isinstance(spec, Spec) else parse(spec)
     if s.saved_model:
         raise ValueError(f"{s.text} is a model file, not a function that returns inputs")
@@ -405,9 +383,7 @@ def to_batch(arrays: list[np.ndarray], batch: int) -> list[np.ndarray]:
 
 
 def child_pythonpath() -> list[str]:
-    """The ``PYTHONPATH`` entries for a process that must import what this one can: labkit
-    first, then this process's own search path (the current folder included), so that a spec or
-    a pickled model whose module this process imported resolves there too."""
+    """``PYTHONPATH`` for a process that must import what this one can (labkit first)."""
     entries = [str(proc.ROOT), *os.environ.get("PYTHONPATH", "").split(os.pathsep)]
     entries += [p or os.getcwd() for p in sys.path]
     return list(dict.fromkeys(e for e in entries if e))

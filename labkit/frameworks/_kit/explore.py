@@ -1,17 +1,15 @@
 """The toolkit of the graph-readiness checks (``labkit/frameworks/<name>/explore.py``), numpy
-only: a check's answer (:func:`result`: a :class:`PathResult` row, its :class:`GraphBreak` and
-:class:`Recompile` findings, notes), the framework's message condensed (:func:`first_lines`) or
-in plain words (:func:`plain`), where the learner's code is in a traceback
-(:func:`user_location`), agreement with eager (:func:`agreement`), and the eager session the
-checks share (:class:`EagerSession`). How the model is called and which axes vary are
-:mod:`labkit.frameworks._kit.layout`, re-exported here. Not for: running the checks in worker
-processes, or the report (:mod:`labkit.explore`).
+only: a check's answer (:func:`result`), the framework's message condensed (:func:`first_lines`),
+the learner's line in a traceback (:func:`user_location`), agreement with eager
+(:func:`agreement`), and the eager session the checks share (:class:`EagerSession`). The inputs'
+layout is :mod:`labkit.frameworks._kit.layout`.
 """
 
 from __future__ import annotations
 
 import contextlib
 import io
+import linecache
 import re
 import sys
 import sysconfig
@@ -23,62 +21,17 @@ from pathlib import Path
 import numpy as np
 
 from ...util.numeric import difference
-from .layout import (
-    Axes,
-    Call,
-    Variation,
-    axes,
-    describe_arrays,
-    is_mask,
-    probe_notes,
-    probes,
-    random_array,
-    variations,
-)
-
-__all__ = [
-    "RTOL",
-    "STATUSES",
-    "Axes",
-    "Call",
-    "EagerSession",
-    "GraphBreak",
-    "PathResult",
-    "Recompile",
-    "Variation",
-    "agreement",
-    "agrees",
-    "axes",
-    "describe_arrays",
-    "first_lines",
-    "is_mask",
-    "plain",
-    "probe_notes",
-    "probes",
-    "quiet",
-    "random_array",
-    "recompiles_in_words",
-    "result",
-    "slowdown",
-    "user_code",
-    "user_location",
-    "variations",
-    "write_pickle",
-]
+from .layout import Axes, Call, Variation, describe_arrays, probe_notes, probes, variations
 
 STATUSES: tuple[str, ...] = ("works", "caveats", "fails", "crashed")
 #: relative tolerance of "agrees with eager" (float32 graphs reorder sums; bigger gaps are bugs)
 RTOL = 1e-3
 
 
-# ---------------------------------------------------------------------------------------------
-# a check's answer
-
-
 @dataclass
 class PathResult:
     """One capture path: does the model get through it, why (plain words), and the framework's
-    own message (condensed; empty when there is nothing to say)."""
+    own message (condensed)."""
 
     path: str
     status: str
@@ -108,7 +61,7 @@ class Recompile:
     """How often a capture path compiled (traced) again while one dimension of the input changed."""
 
     path: str  #: e.g. ``torch.compile``, ``tf.function(reduce_retracing=True)``
-    varied: str  #: what changed: ``batch size``, ``sequence length``, ``image size``
+    varied: str  #: ``batch size``, ``sequence length``, ``image size``
     shapes: list[str]  #: the input shapes called, in order
     compiles: list[int]  #: graphs compiled (traced) during each call
     reasons: list[str] = field(default_factory=list)  #: the framework's reasons, condensed
@@ -123,10 +76,6 @@ class Recompile:
         return all(c > 0 for c in self.compiles)
 
 
-# ---------------------------------------------------------------------------------------------
-# helpers for the checks (numpy only)
-
-
 def result(
     path: str,
     status: str,
@@ -137,8 +86,8 @@ def result(
     notes: Iterable[str] = (),
     **details,
 ) -> dict:
-    """One check's answer as plain data (what a worker sends back); ``notes`` are lines for
-    the report's end (a warning that holds for every path)."""
+    """One check's answer as plain data (what a worker sends back); ``notes`` go to the
+    report's end."""
     return {
         "path": asdict(PathResult(path, status, reason, message, details)),
         "graph_breaks": [asdict(b) for b in graph_breaks],
@@ -147,56 +96,40 @@ def result(
     }
 
 
-_ANSI = re.compile(r"\x1b\[[0-9;]*m")
-
-
 def first_lines(message: object, lines: int = 2, limit: int = 400) -> str:
     """The first ``lines`` non-empty lines of an error message, at most ``limit`` characters."""
     if isinstance(message, BaseException):
         text = str(message).strip()
         message = f"{type(message).__name__}: {text}" if text else type(message).__name__
-    text = _ANSI.sub("", str(message))
-    kept = [ln.strip() for ln in text.splitlines() if ln.strip()][:lines]
-    out = " / ".join(kept)
+    text = re.sub(r"\x1b\[[0-9;]*m", "", str(message))
+    out = " / ".join([ln.strip() for ln in text.splitlines() if ln.strip()][:lines])
     return out if len(out) <= limit else out[: limit - 3] + "..."
 
 
 _FILE_LINE = re.compile(r'File "([^"]+)", line (\d+)(?:, in (\w+))?')
-#: where the standard library lives: never the learner's code
-_STDLIB = tuple(
-    {
-        str(Path(p).resolve())
-        for k in ("stdlib", "platstdlib")
-        if (p := sysconfig.get_paths().get(k))
-    }
-)
+_STDLIB = tuple(str(Path(sysconfig.get_paths()[k]).resolve()) for k in ("stdlib", "platstdlib"))
 #: packages of the frameworks and their machinery: a frame there is not the model's code
 _MACHINERY_NAMES = (
     "torch functorch torchgen triton onnx onnxruntime onnxscript tensorflow keras tf_keras "
     "tensorboard absl tree optree ml_dtypes mindspore numpy sympy google cloudpickle _pytest "
     "pluggy IPython ipykernel tornado"
 )
-_MACHINERY = frozenset(_MACHINERY_NAMES.split())
-_LABKIT = Path(__file__).resolve().parents[2]
+_MACHINERY = set(_MACHINERY_NAMES.split())
+_LABKIT = str(Path(__file__).resolve().parents[2])
 
 
 def _tier(filename: str) -> int:
-    """0: the learner's code; 1: a model library's (``transformers``, ``torchvision``);
-    2: not the model's (the standard library, a framework, labkit's own plumbing)."""
-    if filename.startswith("<"):
-        return 2
+    """0: the learner's code; 1: a model library's (``transformers``); 2: not the model's (the
+    standard library, a framework, labkit's plumbing)."""
     path = Path(filename)
     resolved = str(path.resolve()) if path.is_absolute() else filename
-    parts = path.parts
-    if "site-packages" in parts or "dist-packages" in parts:
-        where = "site-packages" if "site-packages" in parts else "dist-packages"
-        package = parts[parts.index(where) + 1] if parts.index(where) + 1 < len(parts) else ""
-        return 2 if package.split(".")[0] in _MACHINERY else 1
-    if resolved.startswith(_STDLIB) or resolved.startswith(sys.base_prefix + "/lib"):
+    where = next((w for w in ("site-packages", "dist-packages") if w in path.parts), None)
+    if where:
+        package = path.parts[path.parts.index(where) + 1 :][:1] or ("",)
+        return 2 if package[0].split(".")[0] in _MACHINERY else 1
+    if filename.startswith("<") or resolved.startswith((*_STDLIB, sys.base_prefix + "/lib")):
         return 2
-    if resolved.startswith(str(_LABKIT)) and path.name != "examples.py":  # the course's models
-        return 2
-    return 0
+    return 2 if resolved.startswith(_LABKIT) and path.name != "examples.py" else 0
 
 
 def _user_frame(text: str) -> re.Match | None:
@@ -210,9 +143,8 @@ def _user_frame(text: str) -> re.Match | None:
 
 
 def user_location(text: str) -> str:
-    """``file.py:12 in forward``: the last place in ``text`` (an error message or traceback)
-    that is the learner's code (else a model library's, never the standard library's or a
-    framework's); "" when there is none."""
+    """``file.py:12 in forward``: the last place in a traceback that is the learner's code (else
+    a model library's, never a framework's); "" when there is none."""
     m = _user_frame(text)
     if m is None:
         return ""
@@ -220,28 +152,23 @@ def user_location(text: str) -> str:
 
 
 def user_code(text: str) -> str:
-    """The source line at :func:`user_location` (read from the file), or ""."""
-    import linecache
-
+    """The source line at :func:`user_location`, or ""."""
     m = _user_frame(text)
     return linecache.getline(m.group(1), int(m.group(2))).strip() if m else ""
 
 
-def agreement(
-    outputs: Sequence[np.ndarray], references: Sequence[np.ndarray], rtol: float = RTOL
-) -> tuple[bool, float, str]:
+def agreement(outputs, references, rtol: float = RTOL) -> tuple[bool, float, str]:
     """Whether ``outputs`` match ``references`` (count, shapes, values within ``rtol`` of the
     references' scale); the largest absolute difference; what differs, in words."""
     if len(outputs) != len(references):
         return False, float("inf"), f"{len(outputs)} outputs instead of {len(references)}"
     worst = 0.0
     for i, (out, ref) in enumerate(zip(outputs, references)):
-        out, ref = np.asarray(out), np.asarray(ref)
-        if out.shape != ref.shape:
-            return False, float("inf"), f"output {i} has shape {out.shape}, eager {ref.shape}"
-        if ref.size == 0:
+        a, b = np.asarray(out, np.float64), np.asarray(ref, np.float64)
+        if a.shape != b.shape:
+            return False, float("inf"), f"output {i} has shape {a.shape}, eager {b.shape}"
+        if not b.size:
             continue
-        a, b = out.astype(np.float64), ref.astype(np.float64)
         if np.any(np.isnan(a) != np.isnan(b)):
             return False, float("inf"), f"output {i} has NaN where eager has none (or the reverse)"
         d = difference(a, b, skip_nan=True)
@@ -256,29 +183,24 @@ def agreement(
 
 
 def write_pickle(obj: object, path: Path) -> None:
-    """Write ``obj`` with cloudpickle (classes and functions defined in a notebook travel by
-    value, those of importable modules by reference); ``ValueError`` when it cannot be pickled."""
+    """Write ``obj`` with cloudpickle (a notebook's classes travel by value); ``ValueError``
+    when it cannot be pickled."""
     import cloudpickle
 
     try:
-        data = cloudpickle.dumps(obj)
+        Path(path).write_bytes(cloudpickle.dumps(obj))
     except Exception as exc:
         raise ValueError(f"pickling it failed: {type(exc).__name__}: {exc}") from exc
-    Path(path).write_bytes(data)
 
 
-#: how much slower than eager a compiled call must be to be reported, and by how many
-#: milliseconds at least; only between valid timings (a spread under 10%, enough calls)
-SLOWDOWN = 3.0
-SLOWDOWN_MS = 0.5
+#: how much slower than eager (and by how many ms) a compiled call must be to be a finding
+SLOWDOWN, SLOWDOWN_MS = 3.0, 0.5
 
 
 def slowdown(ms: dict[str, dict[str, dict]]) -> str:
-    """A compiled path timed against eager, in words, with the timings' validity: ``ms`` holds,
-    per grad mode a learner serves in (``no_grad``, ``inference_mode``), ``eager`` and
-    ``compiled`` timings (``ms``: median ms a call, ``iqr_ms``, ``calls``, ``invalid``: why the
-    timing is not valid). A ratio is claimed only between valid timings; past
-    :data:`SLOWDOWN` times eager (and :data:`SLOWDOWN_MS` more) it is a finding."""
+    """A compiled path timed against eager, in words, with the timings' validity: per grad mode
+    (``no_grad``, ``inference_mode``), ``eager`` and ``compiled`` timings (``ms``, ``iqr_ms``,
+    ``calls``, ``invalid``). A ratio is claimed only between valid timings."""
     if not ms:
         return ""
     said = "; ".join(
@@ -289,8 +211,7 @@ def slowdown(ms: dict[str, dict[str, dict]]) -> str:
     )
     invalid = [x["invalid"] for t in ms.values() for x in t.values() if x["invalid"]]
     if invalid:
-        n, first = len(invalid), invalid[0][0]
-        why = f"{n} of {2 * len(ms)} timings invalid, e.g. {first}"
+        why = f"{len(invalid)} of {2 * len(ms)} timings invalid, e.g. {invalid[0][0]}"
         return f"a call {said}: timing INVALID ({why}), so no ratio is claimed"
     mode, worst = max(ms.items(), key=lambda kv: kv[1]["compiled"]["ms"] / kv[1]["eager"]["ms"])
     ratio = worst["compiled"]["ms"] / worst["eager"]["ms"]
@@ -303,19 +224,13 @@ def slowdown(ms: dict[str, dict[str, dict]]) -> str:
 
 
 def recompiles_in_words(r: Recompile) -> str:
-    """What a :class:`Recompile`'s counts show: at which calls a graph was compiled, and whether
-    the sizes after the second reused one."""
+    """At which calls a graph was compiled, and whether the later sizes reused one."""
     at = [i + 1 for i, c in enumerate(r.compiles) if c]
-    calls = ", ".join(map(str, at))
-    text = (
-        f"{r.varied} over {len(r.compiles)} sizes: {r.total} graph(s) compiled, at call(s) {calls}"
-    )
-    later = [i for i in at if i > 2]
+    text = f"{r.varied} over {len(r.compiles)} sizes: {r.total} graph(s) compiled, at call(s) "
+    text += ", ".join(map(str, at))
+    later = ", ".join(str(i) for i in at if i > 2)
     if later:
-        return (
-            text
-            + f": compiled again at call(s) {', '.join(map(str, later))}, so later sizes do not all reuse a graph"
-        )
+        return f"{text}: compiled again at call(s) {later}, so later sizes do not all reuse a graph"
     if at == [1]:
         return text + ": every size reused the first graph"
     return (
@@ -325,44 +240,38 @@ def recompiles_in_words(r: Recompile) -> str:
 
 
 def agrees(worst: float) -> str:
-    """How a check that passed says so."""
     return f"agrees with eager (largest difference {worst:.1g})"
 
 
 def plain(message: str, table: Sequence[tuple[tuple[str, ...], str]], default: str) -> str:
-    """A framework's message in plain words: the meaning of the first entry of ``table``
-    (substrings of the message, what it means) that matches, else ``default``."""
-    for keys, meaning in table:
-        if any(k in message for k in keys):
-            return meaning
-    return default
+    """The meaning of the first entry of ``table`` (substrings, meaning) found in ``message``."""
+    return next((meaning for keys, meaning in table if any(k in message for k in keys)), default)
 
 
 @contextlib.contextmanager
 def quiet():
-    """Frameworks warn (graph breaks, retracing, deprecations) and models print: keep the
-    report readable."""
+    """Frameworks warn and models print: keep the report readable."""
     with warnings.catch_warnings(), contextlib.redirect_stdout(io.StringIO()):
         warnings.simplefilter("ignore")
         yield
 
 
 class EagerSession:
-    """What an eager framework's checks share: the example inputs and how the model takes them
+    """What a framework's checks share: the example inputs, how the model takes them
     (:class:`Call`), which axes vary (:class:`Axes`), eager outputs computed once per input,
-    agreement with them, and which input sizes eager itself accepts. A framework's session
-    gives ``run(fn, arrays)`` (NumPy in, NumPy out), ``eager_fn`` (the model's eager callable)
-    and, after a run, ``uncompared``: what the output held besides arrays (a cache object)."""
+    and which input sizes eager accepts. A framework's session gives ``run(fn, arrays)`` (NumPy
+    in and out), ``eager_fn`` and, after a run, ``uncompared`` (what the output held besides
+    arrays: a cache object)."""
 
     eager_fn: Callable
+    #: what the outputs are compared with, in the rows' words
+    reference = "eager"
 
-    def __init__(
-        self, arrays: Sequence[np.ndarray], call: Call | None = None, layout: Axes | None = None
-    ):
+    def __init__(self, arrays: Sequence[np.ndarray], call: Call, layout: Axes):
         self.arrays = [np.ascontiguousarray(a) for a in arrays]
-        self.call = call or Call()
-        self.layout = layout or axes(self.arrays, channels=self.call.channels)
+        self.call, self.layout = call, layout
         self.uncompared: list[str] = []
+        self.output_type = ""
         self._eager: dict[str, list[np.ndarray] | BaseException] = {}
         self._accepted: list[tuple[Variation, str]] | None = None
 
@@ -376,10 +285,9 @@ class EagerSession:
                 self._eager[key] = self.run(self.eager_fn, arrays)
             except Exception as exc:  # noqa: BLE001 - a framework error is the check's finding
                 self._eager[key] = exc
-        found = self._eager[key]
-        if isinstance(found, BaseException):
-            raise found
-        return found
+        if isinstance(self._eager[key], BaseException):
+            raise self._eager[key]
+        return self._eager[key]
 
     def cases(self) -> list[tuple[str, list[np.ndarray]]]:
         """The example and the probes that eager itself runs."""
@@ -390,29 +298,19 @@ class EagerSession:
                 out.append((label, arrays))
         return out
 
-    def compare(
-        self,
-        fn: Callable | None,
-        extra: Sequence[tuple[str, list]] = (),
-        run: Callable | None = None,
-    ) -> tuple[bool, float, str]:
-        """Whether ``fn`` (called through ``run``, by default this session's) agrees with eager
-        on every case and on ``extra``; the largest difference; what differs."""
-        run = run or self.run
+    def compare(self, fn, extra=(), run: Callable | None = None) -> tuple[bool, float, str]:
+        """Whether ``fn`` (called through ``run``) agrees with eager on every case and on
+        ``extra``; the largest difference; what differs."""
         worst = 0.0
         for label, arrays in [*self.cases(), *extra]:
-            ok, diff, why = agreement(run(fn, arrays), self.eager(label, arrays))
+            ok, diff, why = agreement((run or self.run)(fn, arrays), self.eager(label, arrays))
             worst = max(worst, diff)
             if not ok:
                 return False, worst, f"on the {label} input: {why}"
         return True, worst, ""
 
-    #: what the outputs are compared with, in the rows' words
-    reference = "eager"
-
     def agreed(self, path: str, fn: Callable, done: str, **details) -> dict:
-        """The row of a path that ran ``fn``: what it did (``done``) and that it agrees with
-        eager, else where it differs."""
+        """The row of a path that ran ``fn``: what it did (``done``), and whether it agrees."""
         with quiet():
             ok, worst, why = self.compare(fn)
         if not ok:
@@ -421,20 +319,8 @@ class EagerSession:
         done += f"; agrees with {self.reference} (largest difference {worst:.1g})"
         return result(path, "works", done, **details)
 
-    def constant(self) -> bool:
-        """Whether eager's outputs on new random values agree with those on the example within
-        :data:`RTOL` (the tolerance of "agrees with eager"): the output (nearly) does not depend
-        on the input, and "agrees with eager" then proves nothing."""
-        cases = dict(self.cases())
-        example = self.eager("example", self.arrays)
-        if "new values" not in cases or not example:
-            return False
-        same, _, _ = agreement(self.eager("new values", cases["new values"]), example)
-        return same
-
     def eager_check(self, framework: str, message: Callable[[BaseException], str]) -> dict:
-        """The eager row: :meth:`works` when the model runs on the example, else a failure
-        with the framework's ``message`` of the error."""
+        """The eager row: what the model gives on the example, else why it does not run."""
         try:
             outs = self.eager("example", self.arrays)
         except Exception as exc:  # noqa: BLE001 - a framework error is the check's finding
@@ -445,37 +331,13 @@ class EagerSession:
                 "shape it takes (batch first), or fix the model",
                 message(exc),
             )
-        return self.works(outs)
-
-    def usable(self, path: str) -> tuple[list[Variation], dict | None]:
-        """The variations eager takes, or (none) the new-shape row that says none was tried."""
-        tried = self.accepted()
-        usable = [v for v, why in tried if not why]
-        if usable:
-            return usable, None
-        why = "; ".join(f"{v.name}: {w}" for v, w in tried) or "the inputs have no batch dimension"
-        return [], result(
-            path, "works", f"eager takes no other input sizes, so none was tried ({why})"
-        )
-
-    def works(self, outs: Sequence[np.ndarray]) -> dict:
-        """The eager check's answer when the model ran on the example (``outs``): the shapes of
-        its outputs, which other input sizes eager takes (:meth:`accepted`), what the output
-        holds that no path compares, and the notes every path shares."""
+        details = {"outputs": [list(o.shape) for o in outs], "call": self.call.text(self.arrays)}
         if not outs:
-            what = f" (a {self.output_type})" if getattr(self, "output_type", "") else ""
-            return result(
-                "eager",
-                "caveats",
-                f"runs, but its output{what} holds no tensor labkit can find, so no path can be "
-                "compared with eager; return tensors, or a tuple, dict or dataclass of them",
-                outputs=[],
-                constant_output=False,
-                call=self.call.text(self.arrays),
-            )
+            what = f" (a {self.output_type})" if self.output_type else ""
+            why = f"runs, but its output{what} holds no tensor labkit can find, so no path can be "
+            why += "compared with eager; return tensors, or a tuple, dict or dataclass of them"
+            return result("eager", "caveats", why, constant_output=False, **details)
         shapes = ", ".join("x".join(map(str, o.shape)) or "scalar" for o in outs)
-        takes = [v.name for v, why in self.accepted() if not why]
-        refuses = [f"{v.name} ({why})" for v, why in self.accepted() if why]
         reason = f"runs: {len(outs)} output(s) of shape {shapes}"
         if self.uncompared:
             reason += (
@@ -483,14 +345,12 @@ class EagerSession:
                 "compares it (use_cache=False in the example's keyword arguments leaves a cache "
                 "out)"
             )
-        if takes:
-            reason += f"; also takes other {' and '.join(n + 's' for n in takes)}"
-        if refuses:
-            reason += f"; not another {', '.join(refuses)}"
-        if self.layout.fixed:
-            reason += "; not varied: " + "; ".join(
-                f"{role} ({why})" for role, why in self.layout.fixed.items()
-            )
+        takes = [v.name + "s" for v, why in self.accepted() if not why]
+        refuses = [f"{v.name} ({why})" for v, why in self.accepted() if why]
+        reason += f"; also takes other {' and '.join(takes)}" if takes else ""
+        reason += f"; not another {', '.join(refuses)}" if refuses else ""
+        fixed = [f"{role} ({why})" for role, why in self.layout.fixed.items()]
+        reason += "; not varied: " + "; ".join(fixed) if fixed else ""
         notes = [*self.layout.notes, *probe_notes(self.arrays, self.call)]
         constant = self.constant()
         if constant:
@@ -503,14 +363,26 @@ class EagerSession:
             )
             reason += "; " + warning
             notes.insert(0, warning)
-        return result(
-            "eager",
-            "works",
-            reason,
-            notes=notes,
-            outputs=[list(o.shape) for o in outs],
-            constant_output=constant,
-            call=self.call.text(self.arrays),
+        return result("eager", "works", reason, notes=notes, constant_output=constant, **details)
+
+    def constant(self) -> bool:
+        """Whether eager's outputs on new random values agree with those on the example: the
+        output (nearly) does not depend on the input, and "agrees with eager" proves nothing."""
+        cases = dict(self.cases())
+        example = self.eager("example", self.arrays)
+        if "new values" not in cases or not example:
+            return False
+        return agreement(self.eager("new values", cases["new values"]), example)[0]
+
+    def usable(self, path: str) -> tuple[list[Variation], dict | None]:
+        """The variations eager takes, or (none) the new-shape row that says none was tried."""
+        usable = [v for v, why in self.accepted() if not why]
+        if usable:
+            return usable, None
+        why = "; ".join(f"{v.name}: {w}" for v, w in self.accepted())
+        why = why or "the inputs have no batch dimension"
+        return [], result(
+            path, "works", f"eager takes no other input sizes, so none was tried ({why})"
         )
 
     def _refused(self, v: Variation) -> str:
@@ -522,33 +394,25 @@ class EagerSession:
                 return first_lines(exc, lines=1, limit=160)
         return ""
 
-    def _time_last(self) -> Axes | None:
-        """The layout with the sequence length of each (batch, x, y) float input on its last
-        axis, as in (batch, features, time): a spectrogram's mel bins are not a length."""
-        pairs = self.layout.roles.get("sequence length", [])
-        moved = [(k, 2) if self.arrays[k].ndim == 3 and d == 1 else (k, d) for k, d in pairs]
-        if moved == pairs:
-            return None
-        return Axes({**self.layout.roles, "sequence length": moved}, dict(self.layout.fixed),
-                    self.layout.source, list(self.layout.notes))  # fmt: skip
-
     def accepted(self) -> list[tuple[Variation, str]]:
         """Each variation of the inputs, with "" when eager runs every size in it, else why
-        not. A sequence length that eager refuses on axis 1 of a (batch, x, y) input is tried
-        on its last axis (a spectrogram's (batch, mel bins, frames)) and kept there if eager
-        takes it, with a note."""
-        if self._accepted is None:
-            self._accepted = []
-            for v in variations(self.arrays, self.layout):
-                why = self._refused(v)
-                other = self._time_last() if why and v.name == "sequence length" else None
-                if other is not None:
-                    alt = next(x for x in variations(self.arrays, other) if x.name == v.name)
-                    if not self._refused(alt):
-                        other.notes.append(
-                            f"the sequence length is read on the last axis of {', '.join(self.call.name(k) for k, _ in alt.dims)} "
-                            f"(batch, features, time): eager refuses a new size on axis 1 ({why})"
-                        )
-                        self.layout, v, why = other, alt, ""
-                self._accepted.append((v, why))
+        not. A sequence length eager refuses on axis 1 of a (batch, x, y) input is tried on its
+        last axis (a spectrogram's (batch, mel bins, frames)), and kept there with a note."""
+        if self._accepted is not None:
+            return self._accepted
+        self._accepted = []
+        for v in variations(self.arrays, self.layout):
+            why = self._refused(v)
+            pairs = self.layout.roles["sequence length"]
+            moved = [(k, 2) if self.arrays[k].ndim == 3 else (k, d) for k, d in pairs]
+            if why and v.name == "sequence length" and moved != pairs:
+                other = Axes({**self.layout.roles, "sequence length": moved}, self.layout.fixed)
+                alt = next(x for x in variations(self.arrays, other) if x.name == v.name)
+                if not self._refused(alt):
+                    names = ", ".join(self.call.name(k) for k, _ in alt.dims)
+                    note = f"the sequence length is read on the last axis of {names} (batch, "
+                    note += f"features, time): eager refuses a new size on axis 1 ({why})"
+                    other.notes = [*self.layout.notes, note]
+                    self.layout, v, why = other, alt, ""
+            self._accepted.append((v, why))
         return self._accepted

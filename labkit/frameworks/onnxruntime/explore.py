@@ -1,13 +1,8 @@
-"""ONNX Runtime's view of a learner's ONNX file (the checks behind ``labkit.explore``).
-
-- ``onnx``: the file passes ``onnx.checker``; its opset, nodes and declared inputs; it runs on
-  the example with every graph optimisation off: the reference of the other rows (a file has
-  no eager mode);
-- ``onnxruntime(<level>)``: the graph ONNX Runtime runs at each optimisation level (see
-  :mod:`.graphs`), its node count, and agreement with the unoptimised graph;
-- ``onnxruntime(new shapes)``: whether the file takes other sizes (symbolic dimensions).
-
-Also here, for PyTorch's ``onnx`` check: :func:`node_count`, :func:`session_for`, :func:`run`.
+"""ONNX Runtime's view of a learner's ONNX file (the checks behind ``labkit.explore``):
+``onnx`` (``onnx.checker``, its opset, nodes and inputs; run with every optimisation off, the
+reference of the other rows), ``onnxruntime(<level>)`` (the graph at each optimisation level,
+against the unoptimised one), ``onnxruntime(new shapes)`` (whether the file takes other sizes).
+:func:`node_count`, :func:`session_for` and :func:`run` serve PyTorch's ``onnx`` check too.
 """
 
 from __future__ import annotations
@@ -23,29 +18,14 @@ import onnx
 import onnxruntime as ort
 
 from .._kit import explore as ex
+from .._kit.layout import Call, axes, probe_notes
 from . import SPEC
 from .adapter import feed
 from .graphs import LEVELS, counts, optimize, session_options
 
-__all__ = [
-    "ACCEPTS",
-    "CHECKS",
-    "NAME",
-    "Session",
-    "accepts",
-    "bind",
-    "describe",
-    "node_count",
-    "pack",
-    "run",
-    "run_check",
-    "session",
-    "session_for",
-    "unpack",
-    "versions",
-]
+__all__ = ["ACCEPTS", "CHECKS", "Session", "accepts", "node_count", "run", "run_check"]
+__all__ += ["session_for", "versions"]
 
-NAME = SPEC.name
 CHECKS: tuple[str, ...] = (
     "onnx",
     *(f"onnxruntime({lv})" for lv in LEVELS),
@@ -55,28 +35,11 @@ ACCEPTS = "an ONNX file (its path)"
 
 
 def versions() -> dict[str, str]:
-    return {NAME: ort.__version__, "onnx": onnx.__version__}
+    return {SPEC.name: ort.__version__, "onnx": onnx.__version__}
 
 
 def accepts(model: object) -> bool:
     return isinstance(model, str | Path) and str(model).lower().endswith(SPEC.model_files)
-
-
-def describe(model: object) -> str:
-    return Path(model).name
-
-
-def pack(model: object, path: Path) -> None:
-    Path(path).write_bytes(Path(model).read_bytes())
-
-
-def unpack(path: Path) -> Path:
-    return Path(path)
-
-
-def bind(model: object, call: ex.Call) -> object:
-    """The file itself: ONNX Runtime takes the inputs in the file's order."""
-    return model
 
 
 def node_count(path: str | Path) -> int:
@@ -84,7 +47,7 @@ def node_count(path: str | Path) -> int:
 
 
 def session_for(path: str | Path, level: str = "all") -> ort.InferenceSession:
-    """A CPU session on ``path`` at an optimisation level (threads do not spin when idle)."""
+    """A CPU session on ``path`` at an optimisation level."""
     return ort.InferenceSession(
         str(path), session_options(level), providers=["CPUExecutionProvider"]
     )
@@ -94,29 +57,10 @@ def run(session: ort.InferenceSession, arrays: Sequence[np.ndarray]) -> list[np.
     return [np.asarray(o) for o in session.run(None, feed(session, arrays))]
 
 
-# --------------------------------------------------------------------------------------------
-# the checks
-
-
 def _dtype(elem_type: int) -> np.dtype | None:
     with contextlib.suppress(Exception):
         return np.dtype(onnx.helper.tensor_dtype_to_np_dtype(elem_type))
     return None
-
-
-def _declared(path: Path) -> list[tuple[str, np.dtype | None, list]]:
-    """The file's inputs (initializers aside): name, numpy type, dimensions (a name if open)."""
-    graph = onnx.load(str(path)).graph
-    inits = {i.name for i in graph.initializer}
-    return [
-        (
-            i.name,
-            _dtype(i.type.tensor_type.elem_type),
-            [d.dim_param or d.dim_value for d in i.type.tensor_type.shape.dim],
-        )
-        for i in graph.input
-        if i.name not in inits
-    ]
 
 
 class Session(ex.EagerSession):
@@ -125,12 +69,20 @@ class Session(ex.EagerSession):
 
     reference = "the unoptimised graph"
 
-    def __init__(self, path: Path, arrays: list[np.ndarray], call: ex.Call | None = None):
-        self.path = Path(path)
-        call = call or ex.Call()
-        self.declared = _declared(self.path)
+    def __init__(self, path: Path, arrays: list[np.ndarray], call: Call | None = None):
+        self.path, call = Path(path), call or Call()
+        graph = onnx.load(str(path)).graph
+        inits = {i.name for i in graph.initializer}
+        self.declared = [
+            (i.name, _dtype(i.type.tensor_type.elem_type), i.type.tensor_type.shape.dim)
+            for i in graph.input
+            if i.name not in inits
+        ]
+        self.declared = [
+            (n, t, [d.dim_param or d.dim_value for d in ds]) for n, t, ds in self.declared
+        ]
         dims = [[d if isinstance(d, int) and d else None for d in ds] for *_, ds in self.declared]
-        layout = ex.axes(
+        layout = axes(
             arrays,
             dims if len(dims) == len(arrays) else None,
             call.channels,
@@ -142,9 +94,8 @@ class Session(ex.EagerSession):
         for (name, want, _), a in zip(self.declared, self.arrays):
             if want is None or want == a.dtype:
                 continue
-            if (want.kind in "iub") != (a.dtype.kind in "iub") or (want.kind == "b") != (
-                a.dtype.kind == "b"
-            ):
+            kinds = [(x.kind in "iub", x.kind == "b") for x in (want, a.dtype)]
+            if kinds[0] != kinds[1]:
                 self.refused.append(
                     f"{name} is {want} in the file, but the example gives {a.dtype}"
                 )
@@ -162,10 +113,6 @@ class Session(ex.EagerSession):
         return ", ".join(f"{n} {'x'.join(map(str, ds)) or 'scalar'}" for n, _, ds in self.declared)
 
 
-def session(model: Path, arrays: list[np.ndarray], call: ex.Call | None = None) -> Session:
-    return Session(model, arrays, call)
-
-
 def _check_file(s: Session) -> dict:
     path = "onnx"
     try:
@@ -177,13 +124,9 @@ def _check_file(s: Session) -> dict:
     nodes = len(model.graph.node)
     declares = f"it declares: {s.inputs_text()}"
     if s.refused:
-        return ex.result(
-            path,
-            "fails",
-            f"the example's types are not the file's ({'; '.join(s.refused)}): give inputs of "
-            f"the types it declares ({declares}), e.g. --input 2x16:int64 for token ids",
-            nodes=nodes,
-        )
+        why = f"the example's types are not the file's ({'; '.join(s.refused)}): give inputs of "
+        why += f"the types it declares ({declares}), e.g. --input 2x16:int64 for token ids"
+        return ex.result(path, "fails", why, nodes=nodes)
     try:
         outs = s.eager("example", s.arrays)
     except Exception as exc:  # noqa: BLE001 - a framework error is the check's finding
@@ -193,23 +136,17 @@ def _check_file(s: Session) -> dict:
     said = [f"not varied: {r} ({why})" for r, why in s.layout.fixed.items()]
     head = f"a valid file (opset {opsets}; {nodes} nodes; inputs {s.inputs_text()}); runs "
     head += f"unoptimised: {len(outs)} output(s) of shape {shapes}"
-    return ex.result(
-        path,
-        "works",
-        "; ".join([head, *s.casts, *said]),
-        nodes=nodes,
-        notes=[*s.layout.notes, *ex.probe_notes(s.arrays)],
-    )
+    notes = [*s.layout.notes, *probe_notes(s.arrays)]
+    return ex.result(path, "works", "; ".join([head, *s.casts, *said]), nodes=nodes, notes=notes)
 
 
 def _level(s: Session, level: str) -> dict:
-    path = f"onnxruntime({level})"
     with tempfile.TemporaryDirectory(prefix="labkit-ort-") as tmp:
         nodes = counts(optimize(s.path, level, Path(tmp) / f"{level}.onnx")).total()
     done = f"{nodes} nodes after ONNX Runtime's {level!r} rewrites (the file has "
     done += f"{node_count(s.path)})"
     done = f"runs the file as stored ({nodes} nodes)" if level == "disabled" else done
-    return s.agreed(path, session_for(s.path, level), done, nodes=nodes)
+    return s.agreed(f"onnxruntime({level})", session_for(s.path, level), done, nodes=nodes)
 
 
 def _new_shapes(s: Session) -> dict:
@@ -220,14 +157,10 @@ def _new_shapes(s: Session) -> dict:
     if not fixed:
         takes = f"takes other {' and '.join(n + 's' for n in taken)} (symbolic dimensions)"
         return ex.result(path, "works", takes if taken else "the inputs have no dimension to vary")
-    return ex.result(
-        path,
-        "caveats",
-        f"the file fixes the {' and '.join(f.split(' (')[0] for f in fixed)}: it was exported "
-        "with static shapes; export again with dynamic shapes (torch.onnx.export(..., "
-        "dynamic_shapes=...)) to serve other sizes",
-        "; ".join(fixed),
-    )
+    why = f"the file fixes the {' and '.join(f.split(' (')[0] for f in fixed)}: it was exported "
+    why += "with static shapes; export again with dynamic shapes (torch.onnx.export(..., "
+    why += "dynamic_shapes=...)) to serve other sizes"
+    return ex.result(path, "caveats", why, "; ".join(fixed))
 
 
 def run_check(name: str, s: Session) -> dict:

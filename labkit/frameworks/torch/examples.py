@@ -1,8 +1,6 @@
-"""Small PyTorch models that show the range of what happens in graph mode (notebook 10): a
-transformer block (pure tensor code), an RNN whose loop stops on the data (the hard case), the
-same RNN written for graphs (a mask instead of ``break``), a small CNN (every path takes it).
-Each builder takes no arguments and returns a fresh, seeded model, so that a spec such as
-``labkit.frameworks.torch.examples:transformer_block`` names it.
+"""Small PyTorch models of notebook 10, each built seeded by a function without arguments (a
+spec such as ``labkit.frameworks.torch.examples:transformer_block`` names it): a transformer
+block, an RNN whose loop stops on the data, the same RNN written for graphs, a small CNN.
 """
 
 from __future__ import annotations
@@ -25,13 +23,10 @@ __all__ = [
 
 
 class SelfAttention(nn.Module):
-    """Multi-head self-attention: one projection to queries, keys and values, softmax attention
-    per head (``scaled_dot_product_attention``), one output projection."""
+    """Multi-head self-attention (``scaled_dot_product_attention``)."""
 
     def __init__(self, d_model: int, heads: int):
         super().__init__()
-        if d_model % heads:
-            raise ValueError(f"d_model ({d_model}) must be a multiple of heads ({heads})")
         self.heads = heads
         self.qkv = nn.Linear(d_model, 3 * d_model)
         self.out = nn.Linear(d_model, d_model)
@@ -65,8 +60,7 @@ class TransformerBlock(nn.Module):
 
 
 class PaddedRNN(nn.Module):
-    """Reads ``(batch, time, features)`` step by step and stops at the first time step that is
-    all zeros in every sequence (the padding), then classifies the last state."""
+    """Reads ``(batch, time, features)`` until a step is all zeros (padding), classifies."""
 
     def __init__(self, features: int = 16, hidden: int = 32, classes: int = 4):
         super().__init__()
@@ -84,8 +78,7 @@ class PaddedRNN(nn.Module):
 
 
 class MaskedRNN(PaddedRNN):
-    """:class:`PaddedRNN` for graphs: every step runs; a sequence whose step is all zeros keeps
-    its state (``torch.where``), so no Python decision depends on the data."""
+    """:class:`PaddedRNN` for graphs: a sequence keeps its state once padding starts."""
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         h = x.new_zeros(x.shape[0], self.cell.hidden_size)
@@ -98,7 +91,7 @@ class MaskedRNN(PaddedRNN):
 
 
 class SmallCNN(nn.Module):
-    """Two conv-BatchNorm-ReLU blocks with pooling, global average pooling, a linear layer."""
+    """Two conv-BatchNorm-ReLU blocks, global average pooling, a linear layer."""
 
     def __init__(self, channels: int = 16, classes: int = 10):
         super().__init__()
@@ -124,21 +117,17 @@ def _seeded(model_class: type[nn.Module], **kwargs) -> nn.Module:
         return model_class(**kwargs).eval()
 
 
-def transformer_block() -> TransformerBlock:
-    """Inputs ``(batch, sequence, 64)``, any sequence length."""
+def transformer_block() -> TransformerBlock:  # inputs (batch, sequence, 64)
     return _seeded(TransformerBlock)
 
 
-def padded_rnn() -> PaddedRNN:
-    """Inputs ``(batch, time, 16)``; all-zero steps are padding."""
+def padded_rnn() -> PaddedRNN:  # inputs (batch, time, 16)
     return _seeded(PaddedRNN)
 
 
 def masked_rnn() -> MaskedRNN:
-    """Inputs ``(batch, time, 16)``; all-zero steps are padding."""
     return _seeded(MaskedRNN)
 
 
-def small_cnn() -> SmallCNN:
-    """Inputs ``(batch, 3, height, width)``, any size from 2x2 up."""
+def small_cnn() -> SmallCNN:  # inputs (batch, 3, height, width)
     return _seeded(SmallCNN)

@@ -1,12 +1,8 @@
 """PyTorch's capture paths, asked of a learner's model (the checks behind ``labkit.explore``):
-``eager``; ``torch.compile`` (``torch._dynamo.explain``'s graphs and breaks, Dynamo's counters
-for skipped frames, Inductor's code against eager, timed by ``torch.utils.benchmark`` with its
-validity); ``torch.compile(fullgraph)``; ``torch.compile(new shapes)`` (graphs compiled per call
-as a dimension changes, the guard failures naming the model's arguments); ``torch.export``
-non-strict and strict; ``torch.jit.trace`` (replayed on other inputs); ``onnx``
-(``torch.onnx.export``'s dynamo exporter, its failure placed in the stage that failed, run by
-ONNX Runtime). Outputs are compared as :func:`flatten` flattens them; the model is called as
-the example says, through :class:`Bound`; failure reasons come from :mod:`.reasons`.
+eager, ``torch.compile`` (``torch._dynamo.explain``'s graphs and breaks, timed against eager with
+its validity), ``fullgraph``, new shapes (graphs compiled per call, the guard failures naming the
+model's arguments), ``torch.export`` non-strict and strict, ``torch.jit.trace``, and ONNX export
+run by ONNX Runtime. Outputs are compared as ``torch.utils._pytree`` flattens them.
 """
 
 from __future__ import annotations
@@ -15,7 +11,6 @@ import contextlib
 import dataclasses
 import inspect
 import io
-import pickle
 import re
 import tempfile
 import time
@@ -33,36 +28,13 @@ from torch.utils.benchmark import Timer
 
 from .. import explorer as _explorer
 from .._kit import explore as ex
+from .._kit.layout import Call, axes, describe_arrays
 from . import SPEC
 from .adapter import as_module, export_model, quiet_torchscript
-from .reasons import (
-    DEPRECATED,
-    diagnose,
-    from_counter,
-    from_reason,
-    merge,
-    plain,
-    trace_failed,
-    traceback_text,
-)
+from .reasons import DEPRECATED, STOPPED, diagnose, graph_breaks, trace_failed, traceback_text
 
-__all__ = [
-    "ACCEPTS",
-    "CHECKS",
-    "NAME",
-    "Bound",
-    "Session",
-    "accepts",
-    "bind",
-    "describe",
-    "pack",
-    "run_check",
-    "session",
-    "unpack",
-    "versions",
-]
+__all__ = ["ACCEPTS", "CHECKS", "Bound", "Session", "bind", "flatten", "run_check", "versions"]
 
-NAME = SPEC.name
 CHECKS: tuple[str, ...] = (
     "eager",
     "torch.compile",
@@ -77,45 +49,20 @@ ACCEPTS = "a torch.nn.Module, or a function of tensors (then pass framework='tor
 
 
 def versions() -> dict[str, str]:
-    return {NAME: torch.__version__}
-
-
-def accepts(model: object) -> bool:
-    return isinstance(model, nn.Module) or callable(model)
-
-
-def describe(model: object) -> str:
-    if isinstance(model, nn.Module):
-        return type(model).__name__
-    return getattr(model, "__name__", type(model).__name__)
-
-
-def pack(model: object, path: Path) -> None:
-    """Pickle the model with cloudpickle (:func:`labkit.frameworks._kit.explore.write_pickle`)."""
-    ex.write_pickle(model, path)
-
-
-def unpack(path: Path) -> object:
-    return pickle.loads(Path(path).read_bytes())
-
-
-# --------------------------------------------------------------------------------------------
-# the model as every path takes it, and the state the checks share in one process
+    return {SPEC.name: torch.__version__}
 
 
 class Bound(nn.Module):
-    """The model called as its example says: ``forward(*arrays)`` passes the positional ones
-    first, then the keyword tensors by name and the constants (``use_cache=False``), which is
-    what ``torch.export``, tracing and ONNX export take (positional tensors only)."""
+    """The model called as its example says: ``forward(*xs)`` passes the positional inputs,
+    then the keyword tensors by name and the constants (what export and tracing take)."""
 
-    def __init__(self, model: nn.Module, call: ex.Call):
+    def __init__(self, model: nn.Module, call: Call):
         super().__init__()
-        self.model = model
-        self.call = call
+        self.model, self.call = model, call
         params = inspect.signature(model.forward).parameters.values()
         free = [p.name for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
         free += [""] * len(call.names)
-        #: the model's own name of each input (Dynamo's guards say ``xs[0]``: see :func:`named`)
+        #: the model's own name of each input (Dynamo's guards say ``xs[0]``)
         self.names = [n or free.pop(0) or f"input {k}" for k, n in enumerate(call.names)]
 
     def forward(self, *xs):
@@ -123,43 +70,37 @@ class Bound(nn.Module):
         return self.model(*args, **named, **self.call.constants)
 
 
-def named(text: str, module: object) -> str:
-    """``text`` (a guard failure) with :class:`Bound`'s ``xs[0]`` as the model's argument name."""
+def _named(text: str, module: object) -> str:
+    """A guard failure with :class:`Bound`'s ``xs[0]`` as the model's argument name."""
     names = getattr(module, "names", [])
     return re.sub(
-        r"\bxs\[(\d+)\]",
-        lambda m: names[int(m[1])] if int(m[1]) < len(names) else m[0],
-        text,
+        r"\bxs\[(\d+)\]", lambda m: names[int(m[1])] if int(m[1]) < len(names) else m[0], text
     )
 
 
-def bind(model: object, call: ex.Call) -> object:
-    """``model`` taking every input positionally (:class:`Bound`), or itself when the call has
-    no keyword inputs or constants."""
+def bind(model: object, call: Call) -> object:
+    """``model`` taking every input positionally (:class:`Bound`) when the call needs it."""
     return Bound(as_module(model), call) if call.binds else model
 
 
 def flatten(out: object, prefix: str = "") -> list[tuple[str, object]]:
-    """``(key, leaf)`` of a model's output as PyTorch flattens it (``torch.utils._pytree``:
-    tuples, lists, dicts, namedtuples, transformers' ``ModelOutput``), and a plain
-    ``@dataclass``, which pytree keeps whole, by its fields (as ``torch.export`` does once it is
-    registered with ``torch.export.register_dataclass``)."""
+    """``(key, leaf)`` of an output as ``torch.utils._pytree`` flattens it (tuples, dicts,
+    ``ModelOutput``), and a plain ``@dataclass`` by its fields (as ``torch.export`` does once it
+    is registered)."""
     found = []
     for where, leaf in pytree.tree_flatten_with_path(out)[0]:
         key = prefix + pytree.keystr(where)
         if dataclasses.is_dataclass(leaf) and not isinstance(leaf, type):
-            fields = {f.name: getattr(leaf, f.name) for f in dataclasses.fields(leaf)}
-            found += flatten(fields, key)
+            found += flatten({f.name: getattr(leaf, f.name) for f in dataclasses.fields(leaf)}, key)
         else:
             found.append((key, leaf))
     return found
 
 
-def _others(out: object) -> list[str]:
-    """What the output holds besides tensors and plain values: ``a DynamicCache
-    (past_key_values)``."""
+def _others(leaves: list[tuple[str, object]]) -> list[str]:
+    """What an output holds besides tensors and plain values: ``a DynamicCache (past_key_values)``."""
     found = []
-    for where, leaf in flatten(out):
+    for where, leaf in leaves:
         if not isinstance(leaf, torch.Tensor | bool | int | float | str | type(None)):
             key = re.sub(r"\W+", ".", where).strip(".")
             found.append(f"a {type(leaf).__name__}" + (f" ({key})" if key else ""))
@@ -167,18 +108,14 @@ def _others(out: object) -> list[str]:
 
 
 class Session(ex.EagerSession):
-    """The model in eval mode (bound to its call), its example inputs, and eager outputs
-    computed once per input."""
+    """The model in eval mode (bound to its call), its example inputs, eager outputs."""
 
-    def __init__(self, model: object, arrays: list[np.ndarray], call: ex.Call | None = None):
-        call = call or ex.Call()
-        layout = ex.axes(
-            arrays, channels=call.channels, channels_from="the layout given (layout=, --layout)"
-        )
-        super().__init__(arrays, call, layout)
+    def __init__(self, model: object, arrays: list[np.ndarray], call: Call | None = None):
+        call = call or Call()
+        told = "the layout given (layout=, --layout)"
+        super().__init__(arrays, call, axes(arrays, channels=call.channels, channels_from=told))
         self.model = as_module(model).eval()
         self.module = self.eager_fn = bind(self.model, call)
-        self.output_type = ""
 
     @staticmethod
     def tensors(arrays: Sequence[np.ndarray]) -> list[torch.Tensor]:
@@ -187,18 +124,26 @@ class Session(ex.EagerSession):
     def run(self, fn: Callable, arrays: Sequence[np.ndarray]) -> list[np.ndarray]:
         with torch.no_grad():
             out = fn(*self.tensors(arrays))
+        leaves = flatten(out)
         if fn is self.eager_fn and not self.output_type:
-            self.output_type = type(out).__name__
-            self.uncompared = _others(out)
-        tensors = [t for _, t in flatten(out) if isinstance(t, torch.Tensor)]
-        return [
-            t.detach().cpu().float().numpy() if t.is_floating_point() else t.numpy()
-            for t in tensors
-        ]
+            self.output_type, self.uncompared = type(out).__name__, _others(leaves)
+        tensors = [t.detach().cpu() for _, t in leaves if isinstance(t, torch.Tensor)]
+        return [(t.float() if t.is_floating_point() else t).numpy() for t in tensors]
 
 
-def session(model: object, arrays: list[np.ndarray], call: ex.Call | None = None) -> Session:
-    return Session(model, arrays, call)
+def _fails(path: str, what: str, exc: BaseException, **details) -> dict:
+    """A failed capture: what failed, why in plain words, where in the learner's code."""
+    reason, message, where = diagnose(exc)
+    where = f" (at {where})" if where else ""
+    return ex.result(path, "fails", f"{what}: {reason}{where}", message, **details)
+
+
+def _eager(s: Session) -> dict:
+    def message(exc: BaseException) -> str:
+        where = ex.user_location(traceback_text(exc))
+        return ex.first_lines(exc, lines=2) + (f" (at {where})" if where else "")
+
+    return s.eager_check("plain PyTorch", message)
 
 
 def _locate(s: Session) -> str:
@@ -212,80 +157,28 @@ def _locate(s: Session) -> str:
     return ""
 
 
-# --------------------------------------------------------------------------------------------
-# the checks
-
-
-def _eager(s: Session) -> dict:
-    def message(exc: BaseException) -> str:
-        where = ex.user_location(traceback_text(exc))
-        return ex.first_lines(exc, lines=2) + (f" (at {where})" if where else "")
-
-    return s.eager_check("plain PyTorch", message)
-
-
-def _fails(path: str, what: str, exc: BaseException, **details) -> dict:
-    """A failed capture: what failed, why in plain words (:func:`.reasons.diagnose`: the
-    framework's error classes, then its message) and where in the learner's code."""
-    reason, message, where = diagnose(exc)
-    return ex.result(
-        path,
-        "fails",
-        f"{what}: {reason}" + (f" (at {where})" if where else ""),
-        message,
-        **details,
-    )
-
-
-def _graph_breaks(s: Session, explained, path: str) -> list[ex.GraphBreak]:
-    """``explain``'s break reasons, plus what Dynamo counted but did not list: functions it
-    skipped whole (a break inside a loop), and, when it captured nothing, why (an LSTM)."""
-    breaks = [from_reason(r, path) for r in explained.break_reasons]
-    found = dict(counters["unimplemented"])
-    skipped = {m: n for m, n in found.items() if "Skipping the frame" in m or "frame skipped" in m}
-    if skipped:
-        where = _locate(s)
-        breaks += [from_counter(m, n, path, where, skipped=True) for m, n in skipped.items()]
-    if explained.graph_count <= 0 and not breaks and found:
-        where = _locate(s)
-        breaks += [from_counter(m, n, path, where, skipped=False) for m, n in found.items()]
-    return merge(breaks)
-
-
-#: the grad modes a learner serves a model in (they can differ by orders of magnitude compiled)
-_SERVING = {"no_grad": torch.no_grad, "inference_mode": torch.inference_mode}
-
-
-#: the spread past which a timing is not valid: torch.utils.benchmark warns past it (its
-#: ``_IQR_WARN_THRESHOLD``), and labkit's verdict uses the same 10% (``labkit.bench``)
+#: the spread past which a timing is not valid (torch.utils.benchmark warns past it too)
 MAX_SPREAD = 0.10
 
 
-def _measure(s: Session, fn: Callable, mode: Callable) -> dict:
-    """One call of ``fn`` under ``mode``, timed by ``torch.utils.benchmark.Timer``'s
-    ``blocked_autorange`` (0.2 s after a first call that may compile): the median and IQR of a
-    call in ms, and why the timing is not valid (a spread past :data:`MAX_SPREAD`, fewer than
-    5 timed blocks)."""
-    with mode(), ex.quiet():
-        xs = s.tensors(s.arrays)
-        fn(*xs)
-        m = Timer("f(*xs)", globals={"f": fn, "xs": xs}).blocked_autorange(min_run_time=0.2)
-    rel, invalid = m.iqr / m.median, []
-    if rel > MAX_SPREAD:
-        invalid.append(f"spread too wide: IQR/median {rel:.0%} > {MAX_SPREAD:.0%}")
-    if len(m.times) < 5:
-        invalid.append(f"{len(m.times)} timed blocks, fewer than 5")
-    calls = m.number_per_run * len(m.times)
-    return {"ms": 1e3 * m.median, "iqr_ms": 1e3 * m.iqr, "calls": calls, "invalid": invalid}
-
-
 def _timings(s: Session, compiled: Callable) -> dict[str, dict]:
-    """Per grad mode a learner serves in: eager's and the compiled model's median ms a call,
-    with their IQR and validity (:func:`_measure`)."""
-    out = {}
-    for name, mode in _SERVING.items():
+    """Per grad mode a server uses, eager's and the compiled model's median ms a call
+    (``Timer.blocked_autorange`` after a first call), its IQR, and why it is not valid."""
+    out: dict[str, dict] = {}
+    for mode in (torch.no_grad, torch.inference_mode):
         for which, fn in (("eager", s.module), ("compiled", compiled)):
-            out.setdefault(name, {})[which] = _measure(s, fn, mode)
+            with mode(), ex.quiet():
+                xs = s.tensors(s.arrays)
+                fn(*xs)
+                m = Timer("f(*xs)", globals={"f": fn, "xs": xs}).blocked_autorange(min_run_time=0.2)
+            rel, invalid = m.iqr / m.median, []
+            if rel > MAX_SPREAD:
+                invalid.append(f"spread too wide: IQR/median {rel:.0%} > {MAX_SPREAD:.0%}")
+            if len(m.times) < 5:
+                invalid.append(f"{len(m.times)} timed blocks, fewer than 5")
+            calls = m.number_per_run * len(m.times)
+            timing = {"ms": 1e3 * m.median, "iqr_ms": 1e3 * m.iqr, "calls": calls}
+            out.setdefault(mode.__name__, {})[which] = timing | {"invalid": invalid}
     return out
 
 
@@ -295,8 +188,8 @@ def _compile(s: Session) -> dict:
     counters.clear()
     with ex.quiet():
         explained = torch._dynamo.explain(s.module)(*s.tensors(s.arrays))
-    breaks = _graph_breaks(s, explained, path)
-    graphs = max(explained.graph_count, 0)
+    breaks = graph_breaks(explained, counters["unimplemented"], lambda: _locate(s), path)
+    graphs, n = max(explained.graph_count, 0), sum(b.count for b in breaks)
     torch._dynamo.reset()
     compiled = torch.compile(s.module)
     t0 = time.perf_counter()
@@ -305,34 +198,23 @@ def _compile(s: Session) -> dict:
     first = time.perf_counter() - t0
     with ex.quiet():
         ok, worst, why = s.compare(compiled)
-    ms = _timings(s, compiled) if ok else {}
-    details = {"graphs": graphs, "breaks": sum(b.count for b in breaks), "first_call_s": first}
+    details = {"graphs": graphs, "breaks": n, "first_call_s": first}
     message = "; ".join(dict.fromkeys(b.message for b in breaks))
     if not ok:
-        return ex.result(
-            path,
-            "fails",
-            f"the compiled model computes different numbers than eager {why}",
-            message,
-            breaks,
-            **details,
-        )
+        why = f"the compiled model computes different numbers than eager {why}"
+        return ex.result(path, "fails", why, message, breaks, **details)
+    ms = _timings(s, compiled)
     slower = ex.slowdown(ms)  # the timings with their validity; a slowdown only when valid
+    status = "caveats" if breaks or "slower than eager" in slower else "works"
     if graphs == 0:
         cause = f" ({breaks[0].reason})" if breaks else ""
-        status, head = (
-            "caveats",
-            (
-                f"Dynamo captured no graph{cause}: the whole forward runs as plain Python, so "
-                f"torch.compile cannot speed it up; it {ex.agrees(worst)}"
-            ),
-        )
+        head = f"Dynamo captured no graph{cause}: the whole forward runs as plain Python, so "
+        head += f"torch.compile cannot speed it up; it {ex.agrees(worst)}"
+        status = "caveats"
     else:
-        n = sum(b.count for b in breaks)
         where = f"{graphs} graphs with {n} graph break(s) between them (listed below): Python "
         where = where + "runs at each break; " if breaks else "one graph, no graph break; "
         head = f"{where}Inductor's code {ex.agrees(worst)}; first call {first:.1f} s (compiling)"
-        status = "caveats" if breaks or "slower than eager" in slower else "works"
     return ex.result(path, status, f"{head}; {slower}", message, breaks, ms_per_call=ms, **details)
 
 
@@ -358,45 +240,35 @@ def _new_shapes(s: Session) -> dict:
     for v in usable:
         torch._dynamo.reset()
         guard_failures.clear()
-        captured = [0]
-
-        def counting(gm, example_inputs, captured=captured):
-            captured[0] += 1
-            return gm.forward
-
-        fn = torch.compile(s.module, backend=counting)
+        captured = []
+        fn = torch.compile(s.module, backend=lambda gm, _, c=captured: c.append(1) or gm.forward)
         per_call = []
         with ex.quiet():
             for xs in v.inputs:
-                before = captured[0]
+                before = len(captured)
                 s.run(fn, xs)
-                per_call.append(captured[0] - before)
+                per_call.append(len(captured) - before)
         reasons = [
-            named(re.sub(r"^\d+/\d+: ", "", ex.first_lines(r, lines=1, limit=160)), s.module)
+            _named(re.sub(r"^\d+/\d+: ", "", ex.first_lines(r, lines=1, limit=160)), s.module)
             for rs in guard_failures.values()
             for r in rs
         ]
         recs.append(
-            ex.Recompile("torch.compile", v.name, v.shapes, per_call, list(dict.fromkeys(reasons)))
+            ex.Recompile("torch.compile", v.name, v.shapes, per_call, [*dict.fromkeys(reasons)])
         )
     if not any(r.total for r in recs):
-        return ex.result(
-            path,
-            "caveats",
-            "Dynamo captured nothing at any size (see torch.compile), so there is nothing to "
-            "recompile: the forward runs as plain Python every time",
-            recompiles=recs,
-        )
+        why = "Dynamo captured nothing at any size (see torch.compile), so there is nothing to "
+        why += "recompile: the forward runs as plain Python every time"
+        return ex.result(path, "caveats", why, recompiles=recs)
     said = "; ".join(ex.recompiles_in_words(r) for r in recs)
-    again = any(sum(c > 0 for c in r.compiles[1:]) > 1 for r in recs)
-    hint = (
+    if not any(sum(c > 0 for c in r.compiles[1:]) > 1 for r in recs):
+        return ex.result(path, "works", said, recompiles=recs)
+    said += (
         ": each new size costs a compile (after 8, Dynamo's recompile limit, it gives up and "
         "runs eager); torch.compile(dynamic=True) or torch._dynamo.mark_dynamic helps when the "
         "sizes are not used in Python"
     )
-    return ex.result(
-        path, "caveats" if again else "works", said + (hint if again else ""), recompiles=recs
-    )
+    return ex.result(path, "caveats", said, recompiles=recs)
 
 
 def _export(s: Session, strict: bool) -> dict:
@@ -412,37 +284,36 @@ def _export(s: Session, strict: bool) -> dict:
     return s.agreed(path, program.module(), done + "example's)", ops=ops)
 
 
-#: what strict tracing says of a dict or list output, and that strict=False takes it
-_CONTAINER = ("Encountering a dict at the output", "Encountering a list at the output")
+def _traced(s: Session) -> tuple[object, bool, list[str]]:
+    """``torch.jit.trace``'s module; whether it needed ``strict=False`` (a dict or list output,
+    as its own message advises); its TracerWarnings."""
+    xs, relaxed = tuple(s.tensors(s.arrays)), False
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        try:
+            traced = torch.jit.trace(s.module, xs, check_trace=False)
+        except RuntimeError as exc:
+            if "Encountering a dict at the output" not in str(exc) and "a list at" not in str(exc):
+                raise
+            relaxed = True
+            traced = torch.jit.trace(s.module, xs, check_trace=False, strict=False)
+    notes = [
+        f"{Path(w.filename).name}:{w.lineno}: {ex.first_lines(str(w.message), 1, 120)}"
+        for w in caught
+        if issubclass(w.category, torch.jit.TracerWarning)
+    ]
+    return traced, relaxed, list(dict.fromkeys(notes))
 
 
 def _trace(s: Session) -> dict:
     path = "torch.jit.trace"
     s.eager("example", s.arrays)  # what the output holds, for the reasons below
-    relaxed = False
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        try:
-            try:
-                traced = torch.jit.trace(s.module, tuple(s.tensors(s.arrays)), check_trace=False)
-            except RuntimeError as exc:
-                if not any(k in str(exc) for k in _CONTAINER):
-                    raise
-                relaxed = True  # what its message advises: strict=False takes a dict output
-                traced = torch.jit.trace(
-                    s.module, tuple(s.tensors(s.arrays)), check_trace=False, strict=False
-                )
-        except Exception as exc:  # noqa: BLE001 - a framework error is the check's finding
-            return trace_failed(exc, s.uncompared)
-    tracer = [w for w in caught if issubclass(w.category, torch.jit.TracerWarning)]
-    notes = list(
-        dict.fromkeys(
-            f"{Path(w.filename).name}:{w.lineno}: {ex.first_lines(str(w.message), lines=1, limit=120)}"
-            for w in tracer
-        )
-    )
+    try:
+        traced, relaxed, notes = _traced(s)
+    except Exception as exc:  # noqa: BLE001 - a framework error is the check's finding
+        return trace_failed(exc, s.uncompared)
     extra = [
-        (f"{v.name} {ex.describe_arrays(v.inputs[1])}", v.inputs[1])
+        (f"{v.name} {describe_arrays(v.inputs[1])}", v.inputs[1])
         for v, why in s.accepted()
         if not why
     ]
@@ -457,17 +328,16 @@ def _trace(s: Session) -> dict:
         "container's structure could change with the inputs; "
     ) * relaxed
     details = {"tracer_warnings": len(notes), "strict": not relaxed}
+    message = "; ".join(notes[:3])
     if not ok:
         reason = f"{how}the trace computes different numbers than eager {why}: it recorded the "
         reason += "Python decisions of one run and replays them for every input"
-        return ex.result(path, "fails", f"{reason} ({DEPRECATED})", "; ".join(notes[:3]), **details)
+        return ex.result(path, "fails", f"{reason} ({DEPRECATED})", message, **details)
     if notes or relaxed:
         warned = f"{len(notes)} TracerWarning(s): the trace froze a value or decision of the "
         warned = warned + "example run; " if notes else ""
         reason = f"{how}{warned}it {ex.agrees(worst)} on the inputs tried, maybe not on others"
-        return ex.result(
-            path, "caveats", f"{reason} ({DEPRECATED})", "; ".join(notes[:3]), **details
-        )
+        return ex.result(path, "caveats", f"{reason} ({DEPRECATED})", message, **details)
     reason = f"the trace replays correctly on new values and sizes; {ex.agrees(worst)}"
     return ex.result(path, "works", f"{reason} ({DEPRECATED})")
 
@@ -486,29 +356,18 @@ def _onnx(s: Session) -> dict:
             return _onnx_failed(exc)
         nodes = runtime.node_count(file)
         session = runtime.session_for(file)
-        worst, why = 0.0, ""
-        for label, arrays in s.cases():
-            ok, diff, why = ex.agreement(runtime.run(session, arrays), s.eager(label, arrays))
-            worst = max(worst, diff)
-            if not ok:
-                return ex.result(
-                    path,
-                    "fails",
-                    f"exported ({nodes} ONNX nodes), but ONNX Runtime computes different "
-                    f"numbers than eager on the {label} input: {why}",
-                    nodes=nodes,
-                )
-    return ex.result(
-        path,
-        "works",
-        f"exported by torch.onnx.export (dynamo exporter; shapes fixed to the example's): "
-        f"{nodes} ONNX nodes; ONNX Runtime {ex.agrees(worst)}",
-        nodes=nodes,
-    )
+        with ex.quiet():
+            ok, worst, why = s.compare(session, run=runtime.run)
+    if not ok:
+        head = f"exported ({nodes} ONNX nodes), but ONNX Runtime computes different numbers than "
+        return ex.result(path, "fails", f"{head}eager {why}", nodes=nodes)
+    done = "exported by torch.onnx.export (dynamo exporter; shapes fixed to the example's): "
+    done += f"{nodes} ONNX nodes; ONNX Runtime {ex.agrees(worst)}"
+    return ex.result(path, "works", done, nodes=nodes)
 
 
-#: torch.onnx.export(dynamo=True) runs torch.export, then decomposes and translates the program;
-#: its error says which stage failed (torch/onnx/_internal/exporter/_core.py, torch 2.13)
+#: torch.onnx.export(dynamo=True) runs torch.export, then decomposes and translates the
+#: program; its error names the stage that failed (torch/onnx/_internal/exporter/_core.py)
 _ONNX_STAGES = (
     ("Failed to export the model with torch.export", "its first stage, torch.export, fails"),
     (
@@ -523,18 +382,17 @@ _ONNX_STAGES = (
 
 
 def _onnx_failed(exc: BaseException) -> dict:
-    """A failed ONNX export with its reason placed in the stage that failed: the capture's
-    reasons only when torch.export (step 1 of 3) failed."""
+    """A failed ONNX export, its reason placed in the stage that failed: the capture's reasons
+    only when torch.export (the first stage) failed."""
     stage = next((what for key, what in _ONNX_STAGES if key in traceback_text(exc)), "")
     what = f"torch.onnx.export (dynamo exporter): {stage or 'it cannot export the model'}"
     if not stage or stage.startswith("its first stage"):
         return _fails("onnx", what, exc)
     reason, message, where = diagnose(exc)
-    if reason == plain(""):  # the capture's words do not fit a later stage
+    if reason == STOPPED:  # the capture's words do not fit a later stage
         reason = "the exporter's message names the operator or type it could not handle"
-    return ex.result(
-        "onnx", "fails", f"{what}: {reason}" + (f" (at {where})" if where else ""), message
-    )
+    where = f" (at {where})" if where else ""
+    return ex.result("onnx", "fails", f"{what}: {reason}{where}", message)
 
 
 _RUN: dict[str, Callable[[Session], dict]] = {
@@ -547,7 +405,6 @@ _RUN: dict[str, Callable[[Session], dict]] = {
     "torch.jit.trace": _trace,
     "onnx": _onnx,
 }
-assert tuple(_RUN) == CHECKS
 
 
 def run_check(name: str, s: Session) -> dict:

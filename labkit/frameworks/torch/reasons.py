@@ -1,32 +1,20 @@
-"""What PyTorch's capture paths said, in the words a framework engineer would use (for
-:mod:`.explore`; it reads exceptions and ``torch._dynamo.explain``'s records without importing
-torch): :func:`diagnose` (a failed capture's reason from the framework's error classes along
-the exception's causes, then its message: :data:`PLAIN`), :func:`dynamo_words` (the
-"Explanation" and "Hint" of Dynamo's graph-break messages), and graph breaks as report rows
-(:func:`from_reason`, :func:`from_counter`, :func:`merge`).
+"""What PyTorch's capture paths said, in plain words (for :mod:`.explore`): :func:`diagnose`
+(a failed capture's reason from the framework's error classes along the exception's causes,
+then its message: :data:`PLAIN`), :func:`dynamo_words` (Dynamo's "Explanation" and "Hint"), and
+:func:`graph_breaks` (``torch._dynamo.explain``'s breaks and Dynamo's counters as report rows).
 """
 
 from __future__ import annotations
 
 import re
 import traceback
+from collections.abc import Callable
 from pathlib import Path
 
 from .._kit import explore as ex
 
-__all__ = [
-    "DEPRECATED",
-    "PLAIN",
-    "causes",
-    "diagnose",
-    "dynamo_words",
-    "from_counter",
-    "from_reason",
-    "merge",
-    "plain",
-    "trace_failed",
-    "traceback_text",
-]
+__all__ = ["DEPRECATED", "PLAIN", "STOPPED", "diagnose", "dynamo_words", "graph_breaks", "plain"]
+__all__ += ["trace_failed", "traceback_text"]
 
 #: what the TorchScript rows say of it
 DEPRECATED = "deprecated in PyTorch 2.x: torch.export or torch.compile for new code"
@@ -38,13 +26,6 @@ PLAIN: tuple[tuple[tuple[str, ...], str], ...] = (
         (
             "a Python if/while on a tensor's value (data-dependent control flow): a graph "
             "cannot hold a Python branch; torch.cond (or torch.where) keeps it in the graph"
-        ),
-    ),
-    (
-        ("Tensor.item()", "item()", "Tensor.tolist", "Converting a tensor to a Python"),
-        (
-            "reads a tensor's value into Python (.item(), .tolist(), float(t)): the graph "
-            "stops to hand Python the number"
         ),
     ),
     (
@@ -65,32 +46,18 @@ PLAIN: tuple[tuple[tuple[str, ...], str], ...] = (
             "allow_rnn=True is its experimental support), so the module runs eagerly"
         ),
     ),
-    (("numpy", "NumPy"), "a NumPy call on a tensor: it runs in Python, outside the graph"),
     (
         ("graph break in loop", "Skipping the frame"),
         "a graph break inside a loop: Dynamo skips the whole function, which runs as Python",
     ),
-    (
-        ("skip", "Unsupported function call", "Failed to trace builtin"),
-        (
-            "a call Dynamo cannot trace (C code or an unsupported library function): it runs "
-            "in Python between graphs"
-        ),
-    ),
 )
+#: a failure neither the table nor Dynamo's own explanation says more of
+STOPPED = "the capture stopped here (the framework's message says why)"
 
 
 def plain(message: str) -> str:
-    return ex.plain(message, PLAIN, "the capture stopped here (the framework's message says why)")
-
-
-def causes(exc: BaseException) -> list[BaseException]:
-    """``exc`` and what it was raised from (``__cause__``, else ``__context__``), outermost first."""
-    out: list[BaseException] = []
-    while exc is not None and exc not in out and len(out) < 12:
-        out.append(exc)
-        exc = exc.__cause__ or exc.__context__
-    return out
+    """The table's meaning of ``message``, else Dynamo's own explanation and hint, else ""."""
+    return ex.plain(message, PLAIN, "") or dynamo_words(message)
 
 
 def traceback_text(exc: BaseException) -> str:
@@ -142,21 +109,20 @@ def _by_class(chain: list[BaseException]) -> str:
 
 
 def diagnose(exc: BaseException) -> tuple[str, str, str]:
-    """A failed capture as ``(reason in plain words, the framework's message, where in the
-    learner's code)``: the reason from the error classes along ``exc``'s causes, else from the
-    messages; the message is the innermost error's, with its class name."""
-    chain = causes(exc)
-    reason = _by_class(chain)
-    if not reason:
-        meaningful = next((e for e in chain if plain(str(e)) != plain("")), chain[0])
-        reason = plain(str(meaningful))
-    first = chain[-1]  # the framework's own words, before any wrapper's
+    """A failed capture as ``(reason in plain words, the framework's innermost message, where in
+    the learner's code)``: the reason from the error classes along ``exc``'s causes, else from
+    the messages."""
+    chain: list[BaseException] = []
+    while exc is not None and exc not in chain and len(chain) < 12:
+        chain.append(exc)
+        exc = exc.__cause__ or exc.__context__
+    reason = _by_class(chain) or next(filter(None, (plain(str(e)) for e in chain)), STOPPED)
     where = ""
     for e in reversed(chain):
         where = ex.user_location(str(e)) or ex.user_location(traceback_text(e))
         if where:
             break
-    return reason, ex.first_lines(first, lines=2), where
+    return reason, ex.first_lines(chain[-1], lines=2), where
 
 
 def dynamo_words(message: str) -> str:
@@ -164,83 +130,82 @@ def dynamo_words(message: str) -> str:
     explanation = re.search(r"Explanation: (.+)", message)
     hint = re.search(r"Hint: (.+)", message)
     parts = [explanation.group(1).strip().rstrip(".")] if explanation else []
-    if hint:
-        parts.append(f"its hint: {hint.group(1).strip()}")
-    return "; ".join(parts)
+    return "; ".join(parts + ([f"its hint: {hint.group(1).strip()}"] if hint else []))
 
 
-def _frame_name(name: str) -> str:
-    """Dynamo's resume functions (``torch_dynamo_resume_in_forward_at_10``) as the function."""
-    m = re.fullmatch(r"torch_dynamo_resume_in_(\w+?)_at_\d+", name)
-    return m.group(1) if m else name
-
-
-def from_reason(reason, path: str) -> ex.GraphBreak:
-    """One of ``torch._dynamo.explain``'s break reasons as a report row (its innermost frame of
-    the model's code: the learner's, else a model library's)."""
+def _from_reason(reason, path: str) -> ex.GraphBreak:
+    """One of ``explain``'s break reasons as a row, at its innermost frame of the model's code."""
     frames = list(reason.user_stack or [])
-    text = "".join(f'File "{f.filename}", line {f.lineno}, in {f.name}\n' for f in frames)
-    mine = ex.user_location(text)
+    mine = ex.user_location(
+        "".join(f'File "{f.filename}", line {f.lineno}, in {f.name}\n' for f in frames)
+    )
     frame = next(
         (f for f in reversed(frames) if mine.startswith(f"{Path(f.filename).name}:{f.lineno}")),
         frames[-1] if frames else None,
     )
-    location = (
-        f"{Path(frame.filename).name}:{frame.lineno} in {_frame_name(frame.name)}" if frame else ""
-    )
-    words = dynamo_words(reason.reason)
+    location = ""
+    if frame:  # Dynamo's resume functions (torch_dynamo_resume_in_forward_at_10) as the function
+        name = re.sub(r"^torch_dynamo_resume_in_(\w+?)_at_\d+$", r"\1", frame.name)
+        location = f"{Path(frame.filename).name}:{frame.lineno} in {name}"
     return ex.GraphBreak(
-        reason=plain(reason.reason),
+        reason=plain(reason.reason) or ex.first_lines(reason.reason, 1, 200),
         location=location,
         code=(frame.line or "").strip() if frame else "",
-        message=words or ex.first_lines(reason.reason, lines=2, limit=240),
+        message=dynamo_words(reason.reason) or ex.first_lines(reason.reason, 2, 240),
         path=path,
     )
 
 
-_CODE = re.compile(r"code: (.+)")
-
-
-def from_counter(message: str, count: int, path: str, where: str, skipped: bool) -> ex.GraphBreak:
-    """A graph break counted by Dynamo but not in ``explain``'s reasons: one that made it skip
-    a whole function (``skipped``: it sits in a loop), or a module it does not trace (an
-    LSTM); ``where`` is an error text that locates it when the message does not."""
+def _from_counter(message: str, count: int, path: str, where: str, skipped: bool):
+    """A break Dynamo counted but ``explain`` did not list: one that made it skip a whole
+    function (``skipped``: it sits in a loop), or a module it does not trace (an LSTM);
+    ``where`` is an error text that locates it when the message does not."""
     first = message.split("*** While handling", 1)[0]
-    code = _CODE.search(first)
+    code = re.search(r"code: (.+)", first)
     located = first if ex.user_location(first) else where
-    words = dynamo_words(first)
-    reason = plain(first)
+    reason = plain(first) or ex.first_lines(first, lines=1, limit=200)
+    message = dynamo_words(first) or ex.first_lines(first, lines=1, limit=200)
     if skipped:
-        reason += (
-            "; it sits inside a loop, so Dynamo skipped the whole function, which runs as "
-            "plain Python"
-        )
-    message = words or ex.first_lines(first, lines=1, limit=200)
+        reason += "; it sits inside a loop, so Dynamo skipped the whole function, which runs "
+        reason += "as plain Python"
+        message += " (then: frame skipped, runs as Python)"
     return ex.GraphBreak(
         reason=reason,
         location=ex.user_location(located),
         code=code.group(1).strip() if code else ex.user_code(located),
-        message=message + (" (then: frame skipped, runs as Python)" if skipped else ""),
+        message=message,
         count=count,
         path=path,
     )
 
 
-def merge(breaks: list[ex.GraphBreak]) -> list[ex.GraphBreak]:
-    """One entry per place and reason, counting repeats (a break in a loop body, say)."""
-    seen: dict[tuple[str, str], ex.GraphBreak] = {}
+def graph_breaks(explained, counted: dict, locate: Callable[[], str], path: str):
+    """``explain``'s break reasons, plus what Dynamo counted (``counters["unimplemented"]``)
+    but did not list: functions it skipped whole, and, when it captured nothing, why; one row
+    per place and reason. ``locate()``: the error of a whole-graph capture."""
+    breaks = [_from_reason(r, path) for r in explained.break_reasons]
+    counted = dict(counted)
+    skipped = {
+        m: n for m, n in counted.items() if "Skipping the frame" in m or "frame skipped" in m
+    }
+    if skipped:
+        where = locate()
+        breaks += [_from_counter(m, n, path, where, True) for m, n in skipped.items()]
+    if explained.graph_count <= 0 and not breaks and counted:
+        where = locate()
+        breaks += [_from_counter(m, n, path, where, False) for m, n in counted.items()]
+    merged: dict[tuple[str, str], ex.GraphBreak] = {}
     for b in breaks:
-        key = (b.location, b.reason)
-        if key in seen:
-            seen[key].count += b.count
+        if (b.location, b.reason) in merged:
+            merged[b.location, b.reason].count += b.count
         else:
-            seen[key] = b
-    return list(seen.values())
+            merged[b.location, b.reason] = b
+    return list(merged.values())
 
 
 def trace_failed(exc: BaseException, uncompared: list[str]) -> dict:
-    """The ``torch.jit.trace`` row when tracing raised ``exc``; ``uncompared``: what the
-    model's output holds besides tensors (a cache object the tracer cannot record)."""
+    """The ``torch.jit.trace`` row when tracing raised ``exc``; ``uncompared``: what the output
+    holds besides tensors (a cache object the tracer cannot record)."""
     if "cannot infer type" in str(exc) and uncompared:
         reason = (
             f"the output holds {', '.join(uncompared)}, which TorchScript's tracer cannot "
@@ -249,9 +214,7 @@ def trace_failed(exc: BaseException, uncompared: list[str]) -> dict:
         )
     else:
         why, _, where = diagnose(exc)
-        reason = f"TorchScript's tracer cannot record it: {why}" + (
-            f" (at {where})" if where else ""
-        )
-    return ex.result(
-        "torch.jit.trace", "fails", f"{reason} ({DEPRECATED})", ex.first_lines(exc, lines=2)
-    )
+        reason = f"TorchScript's tracer cannot record it: {why}"
+        reason += f" (at {where})" if where else ""
+    message = ex.first_lines(exc, lines=2)
+    return ex.result("torch.jit.trace", "fails", f"{reason} ({DEPRECATED})", message)

@@ -10,10 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
-
-if TYPE_CHECKING:
-    import numpy as np
+from typing import Any, Protocol, runtime_checkable
 
 __all__ = ["DEVICES", "PRECISIONS", "TASKS", "Explorer", "FrameworkSpec", "Prepared", "Unsupported"]
 

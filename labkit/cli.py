@@ -24,7 +24,9 @@ def _doctor(args: argparse.Namespace) -> int:
             f"--root {args.root}: not a machine's file tree (no proc/ folder or sysctl file); "
             "give one of tests/data/machines/*"
         )
-    print(doctor.text(root, measure=not args.no_measure, refresh=args.remeasure))
+    found = doctor.peaks(root, measure=not args.no_measure, refresh=args.remeasure)
+    print(f"# Graph Lab doctor{f': the fixture tree {root}' if args.root else ''}\n")
+    print(doctor.markdown(root, found))
     return 0
 
 

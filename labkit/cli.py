@@ -210,13 +210,7 @@ def _card(args: argparse.Namespace) -> int:
     from .results import cards
 
     files = [Path(f) for f in args.results] if args.results else _default_results()
-    records: list[dict] = []
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        for f in files:
-            records += results.load(f)
-    for w in caught:  # a truncated last line: the complete records are on the card
-        print(f"warning: {w.message}", file=sys.stderr)
+    records = [r for f in files for r in results.load(f)]  # a truncated line: main() warns
     source = files[0].name if len(files) == 1 else f"{len(files)} results files"
     card = cards.build(records, name=args.name, source=source)
     out = Path(args.out or f"results/card-{card['profile']}.json")

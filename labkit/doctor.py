@@ -17,17 +17,16 @@ __all__ = ["ceiling_rows", "framework_rows", "machine_rows", "markdown", "peaks"
 CEILING_HEAD = ("precision", "estimate", "measured (IQR)", "of estimate", "best kernel", "note")
 
 
-def framework_rows() -> list[dict]:
-    """One row per framework (and onnx): version, whether it imports, the error and the fix."""
+def framework_rows() -> list[tuple[str, ...]]:
+    """One row per framework (and onnx): version, status, modes, and the problem with its fix."""
     return [
-        {
-            "package": package,
-            "version": p.version or "-",
-            "status": p.status,
-            "modes": ", ".join(frameworks.MODES.get(package, ())),
-            "error": p.error,
-            "fix": p.fix,
-        }
+        (
+            package,
+            p.version or "-",
+            p.status,
+            ", ".join(frameworks.MODES.get(package, ())),
+            f"{p.error} -- fix: {p.fix}" if p.error else "",
+        )
         for package, p in frameworks.probe_all(fresh=True).items()
     ]
 
@@ -110,18 +109,13 @@ def markdown(
     lines += [tables.markdown(CEILING_HEAD, ceiling_rows(root, found), "lrrrll")]
     if found is not None:
         lines += ["", f"Peaks measured {found.measured_at} ({found.source or 'just measured'})."]
-        lines += [f"Problem: {p}" for p in found.problems]
+        lines += [f"problem: {p}" for p in found.problems]
     if fixture:
         return "\n".join(lines)
     lines += ["", f"**Profile:** {_profile_line()}", ""]
     rows = framework_rows()
-    body = [(*(r[k] for k in ("package", "version", "status", "modes")), _problem(r)) for r in rows]
     head = ("package", "version", "status", "modes", "problem and fix")
-    missing = [r["package"] for r in rows if r["status"] != "ok"]
+    missing = [r[0] for r in rows if r[2] != "ok"]
     last = f"Missing or broken: {', '.join(missing)}. The lessons that need them will say so."
     last = last if missing else "All frameworks import."
-    return "\n".join([*lines, tables.markdown(head, body), "", last])
-
-
-def _problem(row: dict) -> str:
-    return f"{row['error']} -- fix: {row['fix']}" if row["error"] else ""
+    return "\n".join([*lines, tables.markdown(head, rows), "", last])

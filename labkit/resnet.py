@@ -187,10 +187,8 @@ def init_weights(
             arr = centre * (1.0 + 0.1 * rng.standard_normal(shape))
         elif name.endswith((".bias", "running_mean")):
             arr = 0.05 * rng.standard_normal(shape)
-        elif name.endswith("running_var"):
+        else:  # running_var
             arr = rng.uniform(0.8, 1.25, shape)
-        else:  # pragma: no cover - every name is handled above
-            raise AssertionError(name)
         w[name] = np.ascontiguousarray(arr, dtype=np.float32)
     return w
 
@@ -228,11 +226,8 @@ def validate_weights(weights: dict[str, np.ndarray], num_classes: int | None = N
             raise ValueError(f"tensor {name!r} has shape {got}, the spec expects {shape}{at}")
     extra = sorted(set(weights) - set(expected))
     if extra:
-        raise ValueError(
-            f"weights carry unexpected tensor {extra[0]!r} (and {len(extra) - 1} more)"
-            if len(extra) > 1
-            else f"weights carry unexpected tensor {extra[0]!r}"
-        )
+        more = f" (and {len(extra) - 1} more)" if len(extra) > 1 else ""
+        raise ValueError(f"weights carry unexpected tensor {extra[0]!r}{more}")
     return num_classes
 
 

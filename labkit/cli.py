@@ -1,5 +1,5 @@
 """Command line: ``python -m labkit doctor | bench | report | explore | card | class |
-distributed``."""
+distributed`` (README lists each command's options). Bad input: one line, exit status 2."""
 
 from __future__ import annotations
 
@@ -24,7 +24,9 @@ def _doctor(args: argparse.Namespace) -> int:
             f"--root {args.root}: not a machine's file tree (no proc/ folder or sysctl file); "
             "give one of tests/data/machines/*"
         )
-    print(doctor.text(root, measure=not args.no_measure, refresh=args.remeasure))
+    found = doctor.peaks(root, measure=not args.no_measure, refresh=args.remeasure)
+    print(f"# Graph Lab doctor{f': the fixture tree {root}' if args.root else ''}\n")
+    print(doctor.markdown(root, found))
     return 0
 
 
@@ -208,13 +210,7 @@ def _card(args: argparse.Namespace) -> int:
     from .results import cards
 
     files = [Path(f) for f in args.results] if args.results else _default_results()
-    records: list[dict] = []
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        for f in files:
-            records += results.load(f)
-    for w in caught:  # a truncated last line: the complete records are on the card
-        print(f"warning: {w.message}", file=sys.stderr)
+    records = [r for f in files for r in results.load(f)]  # a truncated line: main() warns
     source = files[0].name if len(files) == 1 else f"{len(files)} results files"
     card = cards.build(records, name=args.name, source=source)
     out = Path(args.out or f"results/card-{card['profile']}.json")
@@ -250,45 +246,23 @@ def build_parser() -> argparse.ArgumentParser:
         prog="python -m labkit", description="Graph Lab helper: machine report and benchmarks"
     )
     sub = parser.add_subparsers(dest="command", required=True)
-    doctor = sub.add_parser(
-        "doctor", help="the machine, its ceiling (estimated and measured), the frameworks"
-    )
-    doctor.add_argument(
-        "--remeasure", action="store_true", help="measure the peaks again (a few seconds)"
-    )
+    doctor = sub.add_parser("doctor", help="the machine, its ceiling, the frameworks")
+    doctor.add_argument("--remeasure", action="store_true", help="measure the peaks again")
     doctor.add_argument("--no-measure", action="store_true", help="show only peaks measured before")
-    doctor.add_argument(
-        "--root", help="a fixture tree standing for the filesystem root (tests/data/machines/*)"
-    )
+    doctor.add_argument("--root", help="a fixture tree for / (tests/data/machines/*)")
     doctor.set_defaults(func=_doctor)
-    for add in (
-        _add_bench,
-        _add_report,
-        _add_explore,
-        _add_card,
-        _add_class,
-        _add_distributed,
-    ):
+    for add in (_add_bench, _add_report, _add_explore, _add_card, _add_class, _add_distributed):
         add(sub)
     return parser
 
 
 def _add_bench(sub) -> None:
-    from .frameworks import NAMES
-
-    bench = sub.add_parser(
-        "bench", help="measure ResNet-50 here, each cell in its own process, into a JSONL file"
-    )
-    _run_options(bench, "", f"comma-separated, default all: {','.join(NAMES)}")
+    bench = sub.add_parser("bench", help="measure ResNet-50 here, each cell in its own process")
+    _run_options(bench)
     bench.add_argument("--batch-sizes", help="of throughput and train, e.g. 1,8 (latency: 1)")
     bench.add_argument("--precision", help="fp32 (default), bf16, int8, or several: fp32,bf16")
     bench.add_argument("--device", default="cpu", help="cpu (default) or gpu")
-    bench.add_argument(
-        "--cache",
-        choices=("cold", "warm"),
-        default="cold",
-        help="cold (default): empty compile caches for each cell; warm: shared with earlier runs",
-    )
+    bench.add_argument("--cache", choices=("cold", "warm"), default="cold", help="compile caches")
     bench.add_argument("--out", help="results file, appended to (results/bench-<profile>.jsonl)")
     bench.set_defaults(func=_bench)
 
@@ -301,70 +275,31 @@ def _add_report(sub) -> None:
 
 
 def _add_explore(sub) -> None:
-    explore = sub.add_parser(
-        "explore",
-        help="what happens to your own model in graph mode (and, with --bench, is it faster?)",
-        description="Check every capture path of your model (eager, torch.compile with its "
-        "graph breaks and recompilations, torch.export, ONNX; tf.function, XLA, SavedModel, TF "
-        "Lite; ONNX Runtime's optimisation levels) in a worker process, each with a time "
-        "limit, and print the report. With --bench, also measure eager against the graph modes "
-        "through the benchmark runner.",
-    )
-    explore.add_argument(
-        "spec",
-        help="the model: path/to/file.py:build_model or package.module:build_model (a function "
-        "that takes no arguments and returns the model), or a model.onnx file",
-    )
-    explore.add_argument(
-        "--input",
-        help="input shape(s), batch first: 8x3x224x224; several inputs separated by commas, "
-        "a dtype after a colon: 8x16x64,8x16:int64; or a function that returns the example "
-        "inputs, file.py:example_inputs (args, or (args, kwargs)); leave it out when the "
-        "builder returns (model, example_args, example_kwargs)",
-    )
-    explore.add_argument(
-        "--layout",
-        choices=["NCHW", "NHWC"],
-        help="the layout of image inputs where the model declares none (PyTorch; default: "
-        "NCHW unless the shape says otherwise, and the report says which it took)",
-    )
-    explore.add_argument(
-        "--framework", help="the model's framework (default: found from the model's type)"
-    )
+    explore = sub.add_parser("explore", help="your own model through every capture path")
+    explore.add_argument("spec", help="file.py:build_model, package.module:build_model or .onnx")
+    explore.add_argument("--input", help="shape(s), batch first: 8x3x224x224, 8x16,8x16:int64")
+    explore.add_argument("--layout", choices=["NCHW", "NHWC"], help="of image inputs (PyTorch)")
+    explore.add_argument("--framework", help="the model's (default: from the model's type)")
     explore.add_argument("--checks", help="comma-separated subset of the paths to check")
-    explore.add_argument(
-        "--timeout",
-        type=float,
-        default=300.0,
-        help="seconds one check may take before its process is stopped (default 300)",
-    )
-    explore.add_argument("--out", help="also write the report: FILE.json (data) or FILE.md")
-    explore.add_argument(
-        "--bench", action="store_true", help="then benchmark eager against the graph modes"
-    )
-    explore.add_argument(
-        "--results",
-        help="JSONL file the benchmark appends to (default: results/explore-<profile>.jsonl)",
-    )
-    _run_options(explore, "--bench: ", "the model's own and the runtimes of its exports")
+    explore.add_argument("--timeout", type=float, default=300.0, help="seconds per check")
+    explore.add_argument("--out", help="also write the report: FILE.json or FILE.md")
+    explore.add_argument("--bench", action="store_true", help="then time eager vs graph modes")
+    explore.add_argument("--results", help="--bench's JSONL (results/explore-<profile>.jsonl)")
+    _run_options(explore)
     explore.set_defaults(func=_explore)
 
 
-def _run_options(p, when: str, frameworks: str) -> None:
-    from .frameworks.contract import TASKS
-
-    p.add_argument("--profile", help=f"{when}smoke | standard | full (default: $LABKIT_PROFILE)")
-    p.add_argument("--frameworks", help=f"{when}comma-separated, default: {frameworks}")
-    p.add_argument("--modes", help=f"{when}eager, graph (every non-eager mode) or mode names")
-    p.add_argument("--tasks", help=f"{when}comma-separated, default all: {','.join(TASKS)}")
-    p.add_argument("--threads", type=int, help=f"{when}intra-op threads (default: the cores)")
-    p.add_argument("--resume", action="store_true", help=f"{when}skip the cells already saved")
+def _run_options(p) -> None:
+    p.add_argument("--profile", help="smoke | standard | full (default: $LABKIT_PROFILE)")
+    p.add_argument("--frameworks", help="comma-separated (default: all)")
+    p.add_argument("--modes", help="eager, graph (every non-eager mode) or mode names")
+    p.add_argument("--tasks", help="comma-separated: latency, throughput, train (default: all)")
+    p.add_argument("--threads", type=int, help="intra-op threads (default: the cores)")
+    p.add_argument("--resume", action="store_true", help="skip the cells already saved")
 
 
 def _add_card(sub) -> None:
-    card = sub.add_parser(
-        "card", help="write your result card: one small anonymous JSON file to hand in"
-    )
+    card = sub.add_parser("card", help="write your result card: a small JSON file to hand in")
     card.add_argument("results", nargs="*", help="results files (default: results/*.jsonl)")
     card.add_argument("--out", help="the card (default: results/card-<profile>.json)")
     card.add_argument("--name", help="a name to show on the card (default: anonymous)")
@@ -374,12 +309,7 @@ def _add_card(sub) -> None:
 def _add_class(sub) -> None:
     klass = sub.add_parser("class", help="instructor: collect result cards, report on the class")
     class_sub = klass.add_subparsers(dest="class_command", required=True)
-    collect = class_sub.add_parser(
-        "collect",
-        help="add cards and results files (or folders) to the class database",
-        description="A damaged or foreign file is named with the reason and skipped; exit "
-        "status 0: every file went in, 1: some were skipped, 2: bad usage.",
-    )
+    collect = class_sub.add_parser("collect", help="add cards and results files (or folders)")
     collect.add_argument("paths", nargs="+", help="card/results files, or folders to search")
     collect.set_defaults(func=_class_collect)
     report = class_sub.add_parser("report", help="write the class report: figures and a page")
@@ -392,9 +322,7 @@ def _add_class(sub) -> None:
 def _add_distributed(sub) -> None:
     from .frameworks import specs
 
-    p = sub.add_parser(
-        "distributed", help="commands to run notebook 08's workers on several machines"
-    )
+    p = sub.add_parser("distributed", help="notebook 08's workers' commands on several machines")
     p.add_argument("--framework", choices=[s.name for s in specs() if s.launcher], required=True)
     p.add_argument("--hosts", required=True, help="comma-separated; the first coordinates")
     p.add_argument("--script", default="worker.py", help="e.g. notebook 08's torch_ddp.py")

@@ -29,7 +29,6 @@ __all__ = [
     "flops",
     "init_weights",
     "is_trainable",
-    "macs",
     "model_id",
     "param_shapes",
     "random_batch",
@@ -188,10 +187,8 @@ def init_weights(
             arr = centre * (1.0 + 0.1 * rng.standard_normal(shape))
         elif name.endswith((".bias", "running_mean")):
             arr = 0.05 * rng.standard_normal(shape)
-        elif name.endswith("running_var"):
+        else:  # running_var
             arr = rng.uniform(0.8, 1.25, shape)
-        else:  # pragma: no cover - every name is handled above
-            raise AssertionError(name)
         w[name] = np.ascontiguousarray(arr, dtype=np.float32)
     return w
 
@@ -229,11 +226,8 @@ def validate_weights(weights: dict[str, np.ndarray], num_classes: int | None = N
             raise ValueError(f"tensor {name!r} has shape {got}, the spec expects {shape}{at}")
     extra = sorted(set(weights) - set(expected))
     if extra:
-        raise ValueError(
-            f"weights carry unexpected tensor {extra[0]!r} (and {len(extra) - 1} more)"
-            if len(extra) > 1
-            else f"weights carry unexpected tensor {extra[0]!r}"
-        )
+        more = f" (and {len(extra) - 1} more)" if len(extra) > 1 else ""
+        raise ValueError(f"weights carry unexpected tensor {extra[0]!r}{more}")
     return num_classes
 
 
@@ -266,8 +260,11 @@ def _out(size: int, kernel: int, stride: int, padding: int) -> int:
     return (size + 2 * padding - kernel) // stride + 1
 
 
-def macs(image_size: int = 224, num_classes: int = 1000, width: int = WIDTH) -> int:
-    """Multiply-accumulates of one forward pass on one image (convolutions and classifier)."""
+def flops(
+    image_size: int = 224, num_classes: int = 1000, training: bool = False, width: int = WIDTH
+) -> int:
+    """FLOPs of one image: 2 per multiply-accumulate of the forward pass (convolutions and
+    classifier); a training step counts about 3x the forward."""
     check_image_size(image_size)
     s = stem(width)
     h = _out(image_size, s.kernel, s.stride, s.padding)
@@ -283,15 +280,7 @@ def macs(image_size: int = 224, num_classes: int = 1000, width: int = WIDTH) -> 
             hd = _out(h_in, d.kernel, d.stride, d.padding)
             total += hd * hd * d.cout * d.cin
     total += features(width) * num_classes
-    return total
-
-
-def flops(
-    image_size: int = 224, num_classes: int = 1000, training: bool = False, width: int = WIDTH
-) -> int:
-    """FLOPs of one image: 2 per MAC forward; a training step counts about 3x the forward."""
-    f = 2 * macs(image_size, num_classes, width)
-    return 3 * f if training else f
+    return 2 * total * (3 if training else 1)
 
 
 def random_batch(batch: int, image_size: int, seed: int = 0, num_classes: int = 1000):

@@ -106,12 +106,12 @@ def test_doctor_lists_every_framework_with_versions_and_the_ceiling():
     assert proc.returncode == 0, proc.stderr
     out = proc.stdout
     for pkg in ("torch", "tensorflow", "mindspore", "onnx", "onnxruntime"):
-        assert re.search(rf"^\s+{pkg}\s+\d+\.\d+", out, re.MULTILINE), (
+        assert re.search(rf"^\| {pkg} \| \d+\.\d+", out, re.MULTILINE), (
             f"{pkg} missing from doctor:\n{out}"
         )
     assert "how the ceiling is estimated" in out and "FLOP/cycle" in out
     for precision in ("fp32", "bf16", "int8"):
-        assert re.search(rf"^\s+{precision} peak\s+(\S+ GFLOP/s|unknown)", out, re.MULTILINE), out
+        assert re.search(rf"^\| {precision} peak \| (\S+ GFLOP/s|unknown)", out, re.MULTILINE), out
     assert "benchmark threads" in out and "1 inter-op" in out
 
 

@@ -10,7 +10,7 @@ def test_the_default_width_is_resnet50():
     assert resnet.WIDTH == 64 and resnet.features() == 2048
     assert resnet.count_trainable() == resnet.TRAINABLE_PARAMETERS == 25_557_032
     assert resnet.param_shapes() == resnet.param_shapes(1000, 64)
-    assert resnet.macs(224) == resnet.macs(224, width=64)
+    assert resnet.flops(224) == resnet.flops(224, width=64) == 2 * 4_089_184_256
 
 
 def test_a_narrower_network_has_every_layer_with_fewer_channels():

@@ -2,7 +2,7 @@
 
 Each :class:`Probe` (a framework's ``peak`` module, run as a subprocess: ``import labkit`` stays
 framework-free) times large GEMMs at each precision the CPU has arithmetic for. A peak is judged
-as a record is (its best kernel's spread at most :data:`labkit.bench.MAX_REL_IQR`, a quiet
+as a record is (:func:`labkit.bench.verdict` on its best kernel's times: the spread, a quiet
 machine): an invalid one is measured again once and never cached. Valid peaks are cached per
 machine type, thread count and library versions (:func:`cache_dir`); a fixture tree records its
 probes' output in ``peak-probes.json`` (:func:`recorded`).
@@ -13,7 +13,6 @@ from __future__ import annotations
 import datetime
 import hashlib
 import json
-import math
 import os
 import subprocess
 import sys
@@ -23,6 +22,7 @@ from pathlib import Path
 
 from .. import bench, resnet
 from ..util import jsonio, proc, stats
+from .clock import MAX_GHZ_ENV
 from .files import ROOT, read
 from .machines import machine_of
 from .peak import CEILING_PRECISIONS, ceiling, per_cycle
@@ -49,11 +49,10 @@ CACHE_ENV = "LABKIT_CACHE_DIR"
 #: timed seconds per kernel (each probe times a few kernels per precision)
 SECONDS = 0.4
 PROBE_TIMEOUT_S = 300.0
-#: a clock no CPU core sustains: a measurement that implies more is flagged
-MAX_PLAUSIBLE_GHZ = 6.0
 #: a fixture tree's recorded probe output (the shape of a cache file)
 FIXTURE_FILE = "peak-probes.json"
 _FORMAT = 1  # the cache file's format
+REMEASURE = "measure it again when the machine is quiet: python -m labkit doctor --remeasure"
 
 
 @dataclass(frozen=True)
@@ -76,15 +75,14 @@ class KernelRate:
     n: int  #: the GEMM's side (n x n times n x n)
     gflops: float | None  #: 2 n^3 / the median seconds, in G(FL)OP/s; None when it failed
     iqr_gflops: float | None  #: the interquartile range of the per-call rates
-    calls: int
+    times_s: tuple[float, ...] = ()  #: the timed calls
     error: str = ""  #: why the kernel could not run here
 
     @classmethod
     def of(cls, row: dict, probe: str) -> KernelRate:
         """The rate of one kernel a probe reported."""
         times = [t for t in row.get("times_s") or [] if isinstance(t, int | float) and t > 0]
-        ops = row.get("ops") or 0
-        rates = [ops / t / 1e9 for t in times]
+        rates = [(row.get("ops") or 0) / t / 1e9 for t in times]
         ok = bool(rates) and not row.get("error")
         return cls(
             str(row.get("precision", "")),
@@ -93,7 +91,7 @@ class KernelRate:
             int(row.get("n") or 0),
             stats.median(rates) if ok else None,
             stats.iqr(rates) if ok else None,
-            len(times),
+            tuple(times),
             str(row.get("error") or ("" if ok else "no timed calls")),
         )
 
@@ -114,12 +112,9 @@ class MeasuredPeak:
     threads: int  #: the intra-op threads it was measured with
     kernel: str  #: the best kernel, in words
     estimate_gflops: float | None  #: the spec-sheet estimate for ``threads`` cores, if known
-    implied_clock_ghz: float | None  #: gflops / (cores used x FLOPs per cycle per core)
-    #: the measured rate beats the estimate (or implies an impossible clock): an input is off
-    above_estimate: bool
     note: str  #: how far it sits from the estimate; why it is flagged or not measured
     kernels: tuple[KernelRate, ...] = ()
-    #: why it is not a valid peak (a wide spread, a busy machine); empty when valid
+    #: why it is not a valid peak (:func:`labkit.bench.verdict`); empty when valid
     invalid: tuple[str, ...] = ()
 
     @property
@@ -128,7 +123,6 @@ class MeasuredPeak:
 
     @property
     def valid(self) -> bool:
-        """Measured, with a spread under the record's limit on a quiet machine."""
         return self.measured and not self.invalid
 
     @property
@@ -137,6 +131,11 @@ class MeasuredPeak:
         if self.gflops is None or not self.estimate_gflops:
             return None
         return self.gflops / self.estimate_gflops
+
+    @property
+    def above_estimate(self) -> bool:
+        """The rate beats the estimate: one of the estimate's inputs is off, or the timing."""
+        return (self.of_estimate or 0.0) > 1
 
     def images_per_s_at(self, image_size: int, training: bool = False) -> float | None:
         """ResNet-50 images/s at this rate (None when not valid: no record is judged by it)."""
@@ -148,22 +147,18 @@ class MeasuredPeak:
         """Why a benchmark figure may sit above this peak, in words ("" when not valid)."""
         if not self.valid:
             return ""
-        head = (
-            f"above the measured {self.precision} matrix-multiply peak ({self.gflops:,.0f} "
-            f"GFLOP/s with {self.threads} threads)"
+        why = (
+            "a ResNet-50 step is more than matrix multiplies, so this is almost surely a timing "
+            "error (a step that returns before its work is done)"
+            if self.precision == "fp32"
+            else f"possible with a better kernel than the plain GEMM the peak was measured with "
+            f"(the libraries' {self.precision} convolutions can use AMX or VNNI better), else a "
+            "timing error"
         )
-        remeasure = "measure the peak again when the machine is quiet: python -m labkit doctor "
-        remeasure += "--remeasure"
-        if self.precision == "fp32":
-            return (
-                f"{head}: a ResNet-50 step is more than matrix multiplies, so this is almost "
-                f"surely a timing error (a step that returns before its work is done), or the "
-                f"machine was busier when the peak was measured ({remeasure})"
-            )
         return (
-            f"{head}: possible with a better kernel than the plain GEMM the peak was measured "
-            f"with (the libraries' {self.precision} convolutions can use AMX or VNNI better), "
-            f"else a timing error or a peak measured on a busy machine ({remeasure})"
+            f"above the measured {self.precision} matrix-multiply peak ({self.gflops:,.0f} "
+            f"GFLOP/s with {self.threads} threads): {why}, or the peak was measured on a "
+            f"busier machine ({REMEASURE})"
         )
 
 
@@ -179,8 +174,6 @@ class MeasuredPeaks:
     source: str = ""  #: the cache file or fixture it was read from ("" when just measured)
     #: CPUs other processes kept busy while the probes ran (None: not known)
     others_cpus: float | None = None
-    #: why the machine was too busy for a trustworthy peak ("" when quiet or not known)
-    busy: str = ""
 
     def __getitem__(self, precision: str) -> MeasuredPeak:
         return self.peaks["int8" if precision.startswith("int8") else precision]
@@ -191,6 +184,12 @@ class MeasuredPeaks:
         measured = [p for p in self.peaks.values() if p.measured]
         return bool(measured) and all(p.valid for p in measured)
 
+    @property
+    def busy(self) -> str:
+        """Why the machine was too busy for a trustworthy peak ("" when quiet or not known)."""
+        reasons = [r for p in self.peaks.values() for r in p.invalid if r.startswith("busy")]
+        return reasons[0] if reasons else ""
+
 
 # ---------------------------------------------------------------------------------------------
 # judging
@@ -199,51 +198,32 @@ class MeasuredPeaks:
 def to_measure(root: str | os.PathLike = ROOT) -> dict[str, str]:
     """precision -> "" when it is measured (fp32, and any precision the CPU has units for),
     else why not."""
-    rates = per_cycle(root)
     out = {}
-    for precision in CEILING_PRECISIONS:
-        rate = rates[precision]
-        out[precision] = (
-            ""
-            if precision == "fp32" or rate.native
-            else f"not measured: {rate.how} (this CPU has no {precision} unit to measure)"
-        )
+    for precision, rate in per_cycle(root).items():
+        native = precision == "fp32" or rate.native
+        why = f"not measured: {rate.how} (this CPU has no {precision} unit to measure)"
+        out[precision] = "" if native else why
     return out
 
 
-def _versus_estimate(precision: str, best: KernelRate, threads: int, root) -> tuple:
-    """``(estimate, implied clock, above it, note)``: the peak beside the spec-sheet estimate."""
+def _versus_estimate(precision: str, gflops: float, threads: int, root) -> tuple:
+    """``(estimate, note)``: the peak beside the spec-sheet estimate for ``threads`` cores."""
     c = ceiling(precision, root)
-    used = min(float(threads), c.cores) if c.cores else float(threads)
-    fpc = c.flops_per_cycle
-    clock = best.gflops / (used * fpc) if fpc and not math.isnan(fpc) and used else None
     if c.peak_gflops is None:
-        note = "no spec-sheet estimate (the clock is unknown)"
-        if clock:
-            note += f"; it implies at least {clock:.2f} GHz at {fpc:g} {precision} FLOP/cycle "
-            note += "per core"
-        fast = clock is not None and clock > MAX_PLAUSIBLE_GHZ
-        if fast:
-            note += (
-                f": no CPU runs that fast (above {MAX_PLAUSIBLE_GHZ:g} GHz), so labkit's FLOPs "
-                "per cycle for this CPU are too low, or the timing is wrong"
-            )
-        return None, clock, fast, note
-    estimate = c.peak_gflops * used / c.cores
-    share = best.gflops / estimate
+        return None, f"no spec-sheet estimate: the clock is unknown (set {MAX_GHZ_ENV})"
+    estimate = c.peak_gflops * min(float(threads), c.cores) / c.cores
+    share = gflops / estimate
     note = f"{share:.0%} of the spec-sheet estimate ({estimate:,.0f} GFLOP/s)"
     if share > 1:
-        causes = list(c.caveats) or ["the clock or the FLOPs per cycle it assumes are too low"]
-        note += f": above it, so the estimate's inputs are off ({'; '.join(causes)}) or the "
-        note += "timing is wrong"
-        note += " (a GEMM cannot outrun the FMA units)" if precision == "fp32" else ""
+        causes = "; ".join(c.caveats) or "the clock or the FLOPs per cycle it assumes are too low"
+        note += f": above it, so the estimate's inputs are off ({causes}) or the timing is wrong"
     elif precision != "fp32" and share < 0.5:
+        units = "matrix" if c.flops_per_cycle >= 1024 else "vector"
         note += (
-            f": the libraries' plain {precision} GEMM does not reach what the "
-            f"{'matrix' if fpc >= 1024 else 'vector'} units promise (tuned kernels, such as "
-            "MLPerf submissions', get closer)"
+            f": the libraries' plain {precision} GEMM does not reach what the {units} units "
+            "promise (tuned kernels, such as MLPerf submissions', get closer)"
         )
-    return estimate, clock, share > 1, note
+    return estimate, note
 
 
 def judge(
@@ -252,55 +232,25 @@ def judge(
     threads: int,
     root: str | os.PathLike = ROOT,
     why_not: str = "",
-    busy: str = "",
+    others: float | None = None,
 ) -> MeasuredPeak:
-    """The peak at ``precision``: the best kernel's rate beside ``root``'s estimate, invalid
-    when its spread is over :data:`labkit.bench.MAX_REL_IQR` or the machine was ``busy``."""
+    """The peak at ``precision``: the best kernel's rate beside ``root``'s estimate, judged by
+    :func:`labkit.bench.verdict` as a record is (its times' spread; ``others`` CPUs kept busy
+    by other processes)."""
     rates = tuple(r for r in rates if r.precision == precision)
     good = [r for r in rates if r.gflops is not None]
     if not good:
         failed = "; ".join(str(r) for r in rates)
         note = why_not or (f"every kernel failed: {failed}" if rates else "not measured")
-        return MeasuredPeak(precision, None, None, threads, "", None, None, False, note, rates)
+        return MeasuredPeak(precision, None, None, threads, "", None, note, rates)
     best = max(good, key=lambda r: r.gflops)
-    estimate, clock, above, note = _versus_estimate(precision, best, threads, root)
-    invalid = [busy] if busy else []
-    spread = (best.iqr_gflops or 0.0) / best.gflops
-    if spread > bench.MAX_REL_IQR:
-        invalid.insert(0, f"spread too wide: IQR/median {spread:.0%} > {bench.MAX_REL_IQR:.0%}")
-    if invalid:  # the busy reason says already how to measure again
-        again = "" if busy else ": measure it again (python -m labkit doctor --remeasure)"
-        note = f"not a valid peak ({'; '.join(invalid)}){again}; {note}"
+    estimate, note = _versus_estimate(precision, best.gflops, threads, root)
+    invalid = tuple(bench.verdict(best.times_s, 0, 0.0, threads, others, None))
+    if invalid:
+        note = f"not a valid peak ({'; '.join(invalid)}): {REMEASURE}; {note}"
     kernel = str(best).split(":")[0]
     return MeasuredPeak(
-        precision,
-        best.gflops,
-        best.iqr_gflops,
-        threads,
-        kernel,
-        estimate,
-        clock,
-        above,
-        note,
-        rates,
-        tuple(invalid),
-    )
-
-
-def _busy(outputs: list[dict], threads: int) -> tuple[float | None, str]:
-    """The most CPUs others kept busy during a probe, and why that is too many (the limit of
-    :func:`labkit.bench.verdict`)."""
-    seen = [o["others_cpus"] for o in outputs if isinstance(o.get("others_cpus"), int | float)]
-    if not seen:
-        return None, ""
-    worst, cpus = max(seen), os.cpu_count() or 1
-    limit = max(0, cpus - threads) + bench.MAX_STOLEN * threads
-    if worst <= limit:
-        return worst, ""
-    return worst, (
-        f"measured on a busy machine: other processes kept {worst:.2f} CPUs busy (at most "
-        f"{limit:.2f} with {threads} threads on {cpus} CPUs), so the peaks are likely low; "
-        "measure again when the machine is quiet (python -m labkit doctor --remeasure)"
+        precision, best.gflops, best.iqr_gflops, threads, kernel, estimate, note, rates, invalid
     )
 
 
@@ -314,14 +264,13 @@ def _peaks(outputs: list[dict], threads: int, root, measured_at: str, source: st
         out = item.get("output") or {}
         versions.update(out.get("versions") or {})
         rates += [KernelRate.of(row, str(item.get("module"))) for row in out.get("kernels") or []]
+    seen = [o["others_cpus"] for o in outputs if isinstance(o.get("others_cpus"), int | float)]
+    others = max(seen, default=None)
     reasons = to_measure(root)
     if not outputs:
         reasons = {p: reasons[p] or "not measured: no framework here has a probe" for p in reasons}
-    others, busy = _busy(outputs, threads)
-    peaks = {p: judge(p, rates, threads, root, reasons[p], busy) for p in CEILING_PRECISIONS}
-    return MeasuredPeaks(
-        threads, peaks, measured_at, versions, tuple(problems), source, others, busy
-    )
+    peaks = {p: judge(p, rates, threads, root, reasons[p], others) for p in CEILING_PRECISIONS}
+    return MeasuredPeaks(threads, peaks, measured_at, versions, tuple(problems), source, others)
 
 
 # ---------------------------------------------------------------------------------------------

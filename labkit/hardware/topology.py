@@ -17,20 +17,14 @@ __all__ = ["cpu_quota", "default_threads", "physical_cores", "usable_cpus"]
 
 
 def usable_cpus(root: str | os.PathLike = ROOT) -> list[int]:
-    """The logical CPUs this process may run on (its affinity mask), from
-    ``proc/self/status``, else the online CPUs, cpuinfo's processors or sysctl."""
+    """The logical CPUs this process may run on (its affinity mask): Linux's
+    ``proc/self/status``, else macOS's sysctl."""
     status = read(root, "proc/self/status") or ""
     m = re.search(r"^Cpus_allowed_list:\s*(\S+)", status, re.MULTILINE)
     if m:
         return parse_cpu_list(m.group(1))
     if str(root) == ROOT and hasattr(os, "sched_getaffinity"):
         return sorted(os.sched_getaffinity(0))
-    online = read(root, "sys/devices/system/cpu/online")
-    if online:
-        return parse_cpu_list(online)
-    procs = [int(b["processor"]) for b in cpuinfo(root) if b.get("processor", "").isdigit()]
-    if procs:
-        return procs
     mac = sysctl(root)
     n = int(mac.get("hw.logicalcpu") or 0) or (os.cpu_count() if str(root) == ROOT else 0) or 1
     return list(range(n))

@@ -46,14 +46,6 @@ PARENT_GONE = 3
 # the environment
 
 
-def thread_env(threads: int) -> dict[str, str]:
-    """The variables that give every framework's math libraries ``threads`` intra-op threads
-    and TensorFlow one inter-op thread: the lab's thread policy, as an environment."""
-    env = {k: str(threads) for k in THREAD_ENV}
-    env["TF_NUM_INTEROP_THREADS"] = "1"
-    return env
-
-
 def child_env(
     threads: int | None,
     *,
@@ -63,14 +55,15 @@ def child_env(
 ) -> dict[str, str]:
     """The environment of a Python child that runs labkit code: this one's without ``drop``,
     ``PYTHONPATH`` starting with :data:`ROOT` then ``path``, protobuf's Python implementation,
-    the lab's thread policy (``threads=None``: the frameworks' defaults), then ``extra``."""
+    the lab's thread policy (``threads`` intra-op in every math library, TensorFlow one inter-op;
+    ``threads=None``: the frameworks' defaults), then ``extra``."""
     dropped = set(drop)
     env = {k: v for k, v in os.environ.items() if k not in dropped}
     entries = [str(ROOT), *map(str, path), *env.get("PYTHONPATH", "").split(os.pathsep)]
     env["PYTHONPATH"] = os.pathsep.join(dict.fromkeys(e for e in entries if e))
     env["PROTOCOL_BUFFERS_PYTHON_IMPLEMENTATION"] = "python"
     if threads is not None:
-        env.update(thread_env(threads))
+        env.update(dict.fromkeys(THREAD_ENV, str(threads)), TF_NUM_INTEROP_THREADS="1")
     env.update(extra or {})
     return env
 

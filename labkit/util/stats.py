@@ -4,23 +4,20 @@ scaling efficiency.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
+
+import numpy as np
 
 __all__ = ["iqr", "median", "quantile", "quartiles", "scaling_efficiency"]
 
 
 def quantile(values: Sequence[float], q: float) -> float:
-    """The ``q`` quantile (0..1) of ``values``, interpolating linearly (numpy's default method)."""
-    if not values:
+    """The ``q`` quantile (0..1) of ``values`` (``numpy.quantile``, linear interpolation)."""
+    if not len(values):
         raise ValueError("quantile of no values: time at least one call")
     if not 0.0 <= q <= 1.0:
         raise ValueError(f"quantile q must be within 0..1, got {q}")
-    xs = sorted(values)
-    pos = q * (len(xs) - 1)
-    lo = math.floor(pos)
-    hi = min(lo + 1, len(xs) - 1)
-    return xs[lo] + (xs[hi] - xs[lo]) * (pos - lo)
+    return float(np.quantile(values, q))
 
 
 def median(values: Sequence[float]) -> float:

@@ -146,10 +146,8 @@ def test_inference_modes_agree_with_eager(T, weights, mode, task, batch, precisi
 
 
 def test_frozen_compile_folds_batchnorm_into_the_convolution(T):
-    """bf16 inference compiles with Inductor's freezing (modes.frozen): with torch 2.13 the
+    """bf16 inference compiles with Inductor's freezing (frozen): with torch 2.13 the
     config flag folds BatchNorm, ``options={"freezing": True}`` does not (checked here too)."""
-    from labkit.frameworks.torch import modes
-
     import torch
     from torch._inductor.utils import run_and_get_code
 
@@ -167,7 +165,7 @@ def test_frozen_compile_folds_batchnorm_into_the_convolution(T):
     try:
         for name, net in [
             ("options", torch.compile(block, options={"freezing": True})),
-            ("frozen", modes.frozen(block)),
+            ("frozen", T.frozen(block)),
         ]:
             torch.compiler.reset()
             with torch.inference_mode(), torch._inductor.config.patch(compile_threads=1):
@@ -245,10 +243,10 @@ def test_onnx_export_checks_and_runs_in_onnxruntime(T):
     # the file keeps the canonical weight names: BatchNorm is fused later, by ONNX Runtime
     assert set(resnet.param_shapes()) <= {t.name for t in proto.graph.initializer}
     assert {n.op_type for n in proto.graph.node} >= {"Conv", "BatchNormalization", "Gemm"}
-    run = T.load_exported(path)
+    session = ort_adapter.session_from_file(path)
     for batch, size in [(1, 32), (2, 64)]:
         images, _ = resnet.random_batch(batch, size, seed=batch)
-        got = run(images)
+        got = ort_adapter.predict(session, images)
         assert got.shape == (batch, 1000)
         assert_float32_close(got, weights, images, f"ONNX Runtime {batch}x{size}")
 
@@ -261,10 +259,12 @@ def test_export_writes_model_onnx_that_reloads_with_the_same_logits(T, tmp_path)
     assert path == tmp_path / "out" / "model.onnx" and path.stat().st_size > 50e6  # weights inside
     assert model.training  # exported in eval mode, the caller's mode restored
     onnx.checker.check_model(str(path), full_check=True)
-    run = T.load_exported(path)
+    ort_adapter = require("onnxruntime")
+    session = ort_adapter.session_from_file(path)
     for batch, size in [(1, 32), (3, 64)]:
         images, _ = resnet.random_batch(batch, size, seed=size)
-        assert_float32_close(run(images), weights, images, f"ONNX {batch}x{size}")
+        got = ort_adapter.predict(session, images)
+        assert_float32_close(got, weights, images, f"ONNX {batch}x{size}")
 
 
 def test_export_asks_for_eval_mode_and_dynamic_sizes_and_restores_the_mode_on_failure(

@@ -1,10 +1,6 @@
-"""ONNX Runtime adapter: the PyTorch-exported ResNet-50, run by ONNX Runtime (inference only).
-
-The model is :func:`labkit.frameworks.torch.adapter.export`'s ONNX file (canonical names on its
-initializers), exported once per PyTorch version, class count and width; :func:`model_file`
-writes other weights into a copy by name, cached in this user's own temp folder (at most
-:data:`CACHE_MAX_BYTES`). Sessions run with every graph optimisation on (``ORT_ENABLE_ALL``);
-int8 is static quantisation (:func:`int8_file`); :func:`set_threads` applies to later sessions.
+"""ONNX Runtime adapter: PyTorch's ResNet-50 export (canonical initializer names), run with every
+graph optimisation on (``ORT_ENABLE_ALL``); inference only, int8 by static quantisation. The
+export and the weighted copies are cached in this user's own temp folder.
 """
 
 from __future__ import annotations
@@ -30,8 +26,6 @@ from ..contract import Prepared, Unsupported
 from . import SPEC, graphs
 
 __all__ = [
-    "MODES",
-    "SPEC",
     "build_resnet50",
     "feed",
     "model_file",
@@ -44,14 +38,12 @@ __all__ = [
     "version",
 ]
 
-MODES = SPEC.modes
 WHY_NOT = {
     "train": "ONNX Runtime here is an inference engine; training needs onnxruntime-training",
     "bf16": "ONNX's Conv operator has no bfloat16 type: this model runs in fp32 or int8",
 }
 
 _threads: int | None = None  # None: ONNX Runtime's default (one thread per physical core)
-_last: ort.SessionOptions | None = None  # the options of the last session made here
 
 
 def version() -> str:
@@ -65,11 +57,8 @@ def set_threads(n: int) -> None:
 
 
 def threads() -> dict[str, int | None]:
-    """The thread counts of the last session made here, read back from it (before any: the
-    next one's; None: ONNX Runtime's default)."""
-    if _last is not None:
-        return {"intra": _last.intra_op_num_threads, "inter": _last.inter_op_num_threads}
-    return {"intra": _threads, "inter": 1 if _threads is not None else None}
+    """As the next session gets them (None: ONNX Runtime's default)."""
+    return {"intra": _threads, "inter": None if _threads is None else 1}
 
 
 def _options() -> ort.SessionOptions:
@@ -88,21 +77,13 @@ def _providers(device: str) -> list[str]:
 
 
 def session_from_file(path: Path, device: str = "cpu") -> ort.InferenceSession:
-    """An optimised session (``ORT_ENABLE_ALL``) for an ONNX file."""
-    global _last
-    session = ort.InferenceSession(str(path), _options(), providers=_providers(device))
-    _last = session.get_session_options()
-    return session
-
-
-#: the export cache's size at most: the least recently used files go first
-CACHE_MAX_BYTES = 1 << 30
+    return ort.InferenceSession(str(path), _options(), providers=_providers(device))
 
 
 def _cached(path: Path) -> Path:
-    """``path``, marked as just used, with the cache kept under :data:`CACHE_MAX_BYTES`."""
+    """``path``, marked as just used; the cache keeps at most 1 GiB, least recently used out."""
     path.touch()
-    tempdirs.bound(path.parent, CACHE_MAX_BYTES, keep=path)
+    tempdirs.bound(path.parent, 1 << 30, keep=path)
     return path
 
 
@@ -118,8 +99,8 @@ def _exporter_key() -> str:
     return hashlib.sha256(versions.encode() + code).hexdigest()[:16]
 
 
-def _template(num_classes: int, width: int = resnet.WIDTH) -> Path:
-    """The exported graph for this class count and width, exported by PyTorch once and cached."""
+def _template(num_classes: int, width: int) -> Path:
+    """The graph exported once per class count and width (seed-0 weights)."""
     path = _cache_dir() / f"resnet50-{_exporter_key()}-c{num_classes}-w{width}.onnx"
     if not path.exists():
         torch_adapter = get(SPEC.exported_from)  # the exporter; imported only when needed
@@ -132,7 +113,7 @@ def _template(num_classes: int, width: int = resnet.WIDTH) -> Path:
     return _cached(path)
 
 
-def weights_digest(weights: dict[str, np.ndarray]) -> str:
+def _digest(weights: dict[str, np.ndarray]) -> str:
     h = hashlib.sha256()
     for name in sorted(weights):
         arr = np.ascontiguousarray(weights[name], dtype=np.float32)
@@ -142,10 +123,10 @@ def weights_digest(weights: dict[str, np.ndarray]) -> str:
 
 
 def model_file(weights: dict[str, np.ndarray]) -> Path:
-    """The exported ONNX file holding ``weights`` (written once per weights and exporter)."""
+    """The exported ONNX file holding ``weights``, written into a copy of the template by name."""
     num_classes = resnet.validate_weights(weights)
     template = _template(num_classes, resnet.width_of(weights))
-    path = _cache_dir() / f"resnet50-{_exporter_key()}-w{weights_digest(weights)}.onnx"
+    path = _cache_dir() / f"resnet50-{_exporter_key()}-w{_digest(weights)}.onnx"
     if not path.exists():
         model = onnx.load(str(template))
         for init in model.graph.initializer:
@@ -161,10 +142,9 @@ def model_file(weights: dict[str, np.ndarray]) -> Path:
 CALIBRATION = (4, 8)
 
 
-def int8_file(fp32: Path, image_size: int) -> Path:
-    """The int8 model of ``fp32``, made once per file and size: static quantisation (QDQ, int8
-    per-channel weights, uint8 activations with ranges calibrated on :data:`CALIBRATION`), after
-    ORT's ``basic`` rewrite folds BatchNorm into the convolutions."""
+def _int8_file(fp32: Path, image_size: int) -> Path:
+    """``fp32`` statically quantised (QDQ, per-channel int8 weights, uint8 activations calibrated
+    on :data:`CALIBRATION`) after ORT's ``basic`` rewrite folds BatchNorm; once per size."""
     from onnxruntime import quantization as q
 
     batches, per = CALIBRATION
@@ -220,16 +200,15 @@ def prepare(
     image_size: int = 224,
     device: str = "cpu",
 ) -> Prepared:
-    """One inference batch through the optimised session (host array in, host logits out); the
-    export (or finding it in the cache) is timed apart as ``export_s``. ``int8`` runs the
-    statically quantised model and carries its accuracy cost against the fp32 session."""
+    """One inference batch through the optimised session; the export (or finding it in the cache)
+    is timed apart as ``export_s``; ``int8`` carries its accuracy cost against fp32."""
     check_cell(SPEC, mode, task, batch_size, precision, device, WHY_NOT)
     images, _ = host_batch(weights, batch_size, image_size)
     t0 = time.perf_counter()
     path = model_file(weights)
     export_s = time.perf_counter() - t0
     session = session_from_file(
-        int8_file(path, image_size) if precision == "int8" else path, device
+        _int8_file(path, image_size) if precision == "int8" else path, device
     )
     name = session.get_inputs()[0].name
     notes = f"torch.onnx.export (dynamo) + ORT_ENABLE_ALL on {session.get_providers()[0]}"

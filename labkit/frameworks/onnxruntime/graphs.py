@@ -1,5 +1,4 @@
-"""Reading ONNX models: ONNX Runtime's optimisation levels (:data:`LEVELS`, :func:`optimize`) and
-node counts by operator (:func:`counts`)."""
+"""ONNX Runtime's optimisation levels (:data:`LEVELS`, :func:`optimize`) and node counts."""
 
 from __future__ import annotations
 
@@ -9,14 +8,9 @@ from pathlib import Path
 import onnx
 import onnxruntime as ort
 
-__all__ = [
-    "LEVELS",
-    "counts",
-    "optimize",
-    "session_options",
-]
+__all__ = ["LEVELS", "counts", "optimize", "session_options"]
 
-#: optimisation level names, lowest first, and ONNX Runtime's enum for each (those it has)
+#: optimisation level names, lowest first, and ONNX Runtime's enum for each
 _LEVEL_ENUM = {
     "disabled": "ORT_DISABLE_ALL",
     "basic": "ORT_ENABLE_BASIC",
@@ -24,9 +18,7 @@ _LEVEL_ENUM = {
     "layout": "ORT_ENABLE_LAYOUT",
     "all": "ORT_ENABLE_ALL",
 }
-LEVELS: tuple[str, ...] = tuple(
-    k for k, v in _LEVEL_ENUM.items() if hasattr(ort.GraphOptimizationLevel, v)
-)
+LEVELS: tuple[str, ...] = tuple(_LEVEL_ENUM)
 
 
 def session_options(level: str = "all") -> ort.SessionOptions:

@@ -1,9 +1,9 @@
-"""PyTorch adapter: a hand-written ResNet-50 v1.5, its training step, benchmark modes, ONNX export.
+"""PyTorch adapter: a hand-written ResNet-50 v1.5 whose ``state_dict`` has the canonical names of
+:func:`labkit.resnet.param_shapes`, its training step, the benchmark modes and the ONNX export.
 
-The model's ``state_dict`` uses the canonical names of :func:`labkit.resnet.param_shapes`, so
-canonical weights load 1:1. Modes: ``eager``, ``torchscript`` (trace + freeze; deprecated, the
-legacy mode older code and the sources use) and ``compile`` (``torch.compile``, Inductor); how
-each mode and precision is realised is :mod:`labkit.frameworks.torch.modes`.
+Modes: ``eager``; ``compile`` (``torch.compile``, Inductor; bf16 inference on a CPU compiles with
+Inductor's freezing, :func:`frozen`); ``torchscript`` (``torch.jit.trace``, frozen for inference:
+the deprecated legacy mode). ``bf16`` is ``torch.autocast`` in every mode; no ``int8``.
 """
 
 from __future__ import annotations
@@ -20,23 +20,20 @@ from torch import nn
 from torch.utils import _pytree as pytree
 
 from ... import recipe, resnet
-from .._kit.cells import batch_of, check_cell, check_threads, host_batch
+from .. import kernel_support
+from .._kit import accuracy as acc
+from .._kit.cells import INT8_PATH, batch_of, check_cell, check_threads, host_batch
 from ..contract import Prepared, Unsupported
-from . import SPEC, modes
-from .modes import quiet_torchscript
+from . import SPEC
 
 __all__ = [
-    "MODES",
-    "SPEC",
-    "Bottleneck",
     "FunctionModule",
     "ResNet50",
-    "applied_recipe",
     "as_module",
     "build_resnet50",
     "export",
     "export_model",
-    "load_exported",
+    "frozen",
     "predict",
     "predict_float64",
     "prepare",
@@ -50,7 +47,10 @@ __all__ = [
     "version",
 ]
 
-MODES = SPEC.modes
+WHY_NOT = {
+    "int8": "PyTorch 2.13's int8 graph path (PT2E quantisation, then torch.compile) is in the "
+    f"torchao package, which the lab does not install; {INT8_PATH}",
+}
 
 
 def version() -> str:
@@ -122,10 +122,9 @@ class ResNet50(nn.Module):
         self.relu = nn.ReLU(inplace=True)
         self.maxpool = nn.MaxPool2d(kernel_size=3, stride=2, padding=1)
         specs = resnet.blocks(width)
-        for stage in range(1, len(resnet.STAGES) + 1):
-            prefix = f"layer{stage}."
-            stage_specs = [b for b in specs if b.name.startswith(prefix)]
-            setattr(self, f"layer{stage}", nn.Sequential(*(Bottleneck(b) for b in stage_specs)))
+        for i in range(1, len(resnet.STAGES) + 1):
+            stage = [Bottleneck(b) for b in specs if b.name.startswith(f"layer{i}.")]
+            setattr(self, f"layer{i}", nn.Sequential(*stage))
         self.avgpool = nn.AdaptiveAvgPool2d(1)
         self.fc = nn.Linear(resnet.features(width), num_classes)
 
@@ -164,27 +163,14 @@ def predict(model: nn.Module, images: np.ndarray) -> np.ndarray:
         return model(x.to(next(model.parameters()).device)).float().cpu().numpy()
 
 
-def _optimizer(params, lr: float, momentum: float) -> torch.optim.SGD:
-    r = recipe.TRAIN
-    return torch.optim.SGD(
-        params, lr=lr, momentum=momentum, nesterov=r.nesterov, weight_decay=r.weight_decay
-    )
-
-
 #: the recipe's loss: softmax cross-entropy of logits against integer labels, batch mean
 LOSS = nn.CrossEntropyLoss()
 
 
-def applied_recipe(opt: torch.optim.SGD, loss: nn.CrossEntropyLoss = LOSS) -> dict:
-    """The hyper-parameters ``opt`` and ``loss`` really use (compare with the recipe)."""
-    group = opt.param_groups[0]
-    return recipe.applied(
-        group["lr"],
-        group["momentum"],
-        group["nesterov"],
-        group["weight_decay"],
-        loss.reduction == "mean",
-        loss.label_smoothing,
+def _optimizer(params, lr: float, momentum: float) -> torch.optim.SGD:
+    r = recipe.TRAIN
+    return torch.optim.SGD(
+        params, lr=lr, momentum=momentum, nesterov=r.nesterov, weight_decay=r.weight_decay
     )
 
 
@@ -217,22 +203,19 @@ def _step(model: nn.Module, images, labels, lr: float, momentum: float) -> float
 
 
 def predict_float64(weights: dict[str, np.ndarray], images: np.ndarray) -> np.ndarray:
-    """Eval-mode logits of ``weights`` computed in float64 (the cross-check's reference)."""
+    """Eval-mode logits of ``weights`` computed in float64."""
     model = build_resnet50(weights).double()
     with torch.inference_mode():
         return model(torch.from_numpy(resnet.check_images(images)).double()).numpy()
 
 
 def train_step_float64(
-    weights: dict[str, np.ndarray],
-    images: np.ndarray,
-    labels: np.ndarray,
-    lr: float = recipe.TRAIN.lr,
-    momentum: float = recipe.TRAIN.momentum,
+    weights: dict[str, np.ndarray], images: np.ndarray, labels: np.ndarray
 ) -> tuple[float, dict[str, np.ndarray]]:
-    """:func:`train_step` computed in float64: the loss and the new weights as float64 arrays."""
+    """:func:`train_step` in float64, with the recipe's hyper-parameters: the loss and the new
+    weights as float64 arrays."""
     model = build_resnet50(weights).double()
-    loss = _step(model, images, labels, lr, momentum)
+    loss = _step(model, images, labels, recipe.TRAIN.lr, recipe.TRAIN.momentum)
     state = model.state_dict()
     return loss, {name: state[name].detach().numpy().copy() for name in weights}
 
@@ -241,22 +224,91 @@ def train_step_float64(
 # Benchmark modes
 
 
+@contextlib.contextmanager
+def quiet_torchscript():
+    """Hush TorchScript's deprecation notes (the course uses it on purpose, as the legacy mode)
+    and the TracerWarning of train-mode BatchNorm's batch check (it does not change the graph)."""
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", category=DeprecationWarning, message=r".*torch\.jit")
+        warnings.filterwarnings("ignore", category=DeprecationWarning, message=r".*is deprecated")
+        warnings.filterwarnings("ignore", category=torch.jit.TracerWarning)
+        yield
+
+
+def _compile(model: nn.Module) -> Callable:
+    # Inductor imports torch.utils.mkldnn, which is built on TorchScript and warns as it loads
+    with quiet_torchscript():
+        return torch.compile(model)
+
+
+def frozen(model: nn.Module) -> Callable:
+    """``torch.compile`` of an eval-mode ``model`` with Inductor's freezing (BatchNorm folded,
+    weights pre-packed). In torch 2.13 only the config flag, set while Dynamo compiles (inside a
+    call), folds BatchNorm; ``options={"freezing": True}`` does not."""
+    compiled = _compile(model)
+
+    def run(*args):
+        with torch._inductor.config.patch(freezing=True):
+            return compiled(*args)
+
+    return run
+
+
+def _bf16_conv() -> str | None:
+    x, w = torch.ones(1, 3, 8, 8), torch.ones(4, 3, 3, 3)
+    with torch.no_grad(), torch.autocast("cpu", dtype=torch.bfloat16):
+        out = torch.nn.functional.conv2d(x, w, padding=1)
+    return None if out.dtype == torch.bfloat16 else f"autocast left a convolution in {out.dtype}"
+
+
 def _cell(
     mode: str, task: str, batch: int, precision: str, device: str
 ) -> tuple[torch.device, Callable, list[str]]:
     """A cell's device, the step's context factory (bf16 autocast or nothing) and notes."""
-    check_cell(SPEC, mode, task, batch, precision, device, modes.WHY_NOT)
+    check_cell(SPEC, mode, task, batch, precision, device, WHY_NOT)
     if device == "gpu" and not torch.cuda.is_available():
         raise Unsupported(f"no CUDA GPU visible to PyTorch {version()} (or a CPU-only build)")
     dev = torch.device("cuda" if device == "gpu" else "cpu")
-    modes.refuse(precision, dev)
-    notes = [] if precision == "fp32" else [f"torch.autocast({dev.type}, bfloat16)"]
-    return dev, modes.autocast(precision, dev), notes
+    if precision == "fp32":
+        return dev, contextlib.nullcontext, []
+    if dev.type == "cpu":  # a tiny probe of this CPU's kernels, cached
+        why = kernel_support("torch", version(), "bf16", _bf16_conv)
+        if why:
+            raise Unsupported(why)
+    autocast = lambda: torch.autocast(dev.type, dtype=torch.bfloat16)
+    return dev, autocast, [f"torch.autocast({dev.type}, bfloat16)"]
+
+
+def _inference_net(model: nn.Module, mode: str, example, autocast, dev) -> tuple[Callable, str]:
+    """The eval-mode graph of ``mode`` under ``autocast``, and how it was made, in words."""
+    if mode == "eager":
+        return model, "eager nn.Module, torch.inference_mode"
+    if mode == "torchscript":
+        # the network has no data-dependent control flow, so one trace is exact; skip the check
+        with quiet_torchscript(), torch.no_grad(), autocast():
+            script = torch.jit.freeze(torch.jit.trace(model, example, check_trace=False))
+        return script, "torch.jit.trace + torch.jit.freeze (conv-BN folded), inference_mode"
+    if autocast is not contextlib.nullcontext and dev.type == "cpu":  # bf16 on a CPU
+        return frozen(model), (
+            "torch.compile (Inductor, freezing: weights folded and pre-packed), inference_mode"
+        )
+    return _compile(model), "torch.compile (Inductor, default options), inference_mode"
+
+
+def _train_net(model: nn.Module, mode: str, example, autocast: Callable) -> tuple[Callable, str]:
+    """The train-mode graph of ``mode``, and how it was made, in words."""
+    if mode == "eager":
+        return model, "eager nn.Module"
+    if mode == "torchscript":
+        with quiet_torchscript(), autocast():
+            traced = torch.jit.trace(model, example, check_trace=False)
+        return traced, "torch.jit.trace in train mode (not frozen: weights change)"
+    return _compile(model), "torch.compile (Inductor) of the model; backward via AOTAutograd"
 
 
 def _train(net: Callable, params, loss_of: Callable, hosts: list, y, dev, autocast) -> tuple:
-    """One training step: the host arrays in, ``loss_of(net(*inputs), y)`` under ``autocast``,
-    backward and the recipe's SGD update, synchronised; returns the loss."""
+    """One training step (host arrays in, ``loss_of(net(*inputs), y)`` under ``autocast``, the
+    recipe's SGD update, synchronised; returns the loss) and the hyper-parameters it applies."""
     opt = _optimizer(params, recipe.TRAIN.lr, recipe.TRAIN.momentum)
 
     def step() -> float:
@@ -270,7 +322,11 @@ def _train(net: Callable, params, loss_of: Callable, hosts: list, y, dev, autoca
             torch.cuda.synchronize(dev)
         return float(loss.detach())
 
-    return step, applied_recipe(opt)
+    g = opt.param_groups[0]
+    smoothing, mean = LOSS.label_smoothing, LOSS.reduction == "mean"
+    return step, recipe.applied(
+        g["lr"], g["momentum"], g["nesterov"], g["weight_decay"], mean, smoothing
+    )
 
 
 def _infer(net: Callable, hosts: list, dev, autocast) -> Callable:
@@ -287,6 +343,14 @@ def _infer(net: Callable, hosts: list, dev, autocast) -> Callable:
     return step
 
 
+def _logits(net: Callable, autocast: Callable, dev) -> Callable[[np.ndarray], np.ndarray]:
+    def run(x: np.ndarray) -> np.ndarray:
+        with torch.inference_mode(), autocast():
+            return net(torch.from_numpy(x).to(dev)).float().cpu().numpy()
+
+    return run
+
+
 def prepare(
     weights: dict[str, np.ndarray],
     mode: str,
@@ -298,23 +362,25 @@ def prepare(
 ) -> Prepared:
     """One benchmark step: inference under ``torch.inference_mode``, or a training step with the
     lab's recipe; each step copies the host batch in and returns when the work is done. ``bf16``
-    (autocast) carries its inference accuracy cost against fp32."""
+    carries its inference accuracy cost against the fp32 eager model."""
     dev, autocast, notes = _cell(mode, task, batch_size, precision, device)
-    images, labels = host_batch(weights, batch_size, image_size)
+    batch = int(batch_size)
+    images, labels = host_batch(weights, batch, image_size)
     model = build_resnet50(weights).to(dev)
     example = torch.from_numpy(images).to(dev)
     if task == "train":
-        net, how = modes.train_net(model.train(), mode, example, autocast)
+        net, how = _train_net(model.train(), mode, example, autocast)
         y = torch.from_numpy(labels).to(dev)
         step, applied = _train(net, net.parameters(), LOSS, [images], y, dev, autocast)
-        return Prepared(step, int(batch_size), "; ".join([how, *notes]), recipe=applied)
-    net, how = modes.inference_net(model, mode, example, precision, dev)
+        return Prepared(step, batch, "; ".join([how, *notes]), recipe=applied)
+    net, how = _inference_net(model, mode, example, autocast, dev)
     check = None
-    if precision != "fp32":  # the accuracy cost, against the fp32 eager model
-        fp32 = build_resnet50(weights).to(dev)
-        check = modes.accuracy(fp32, net, autocast, dev, image_size, int(batch_size))
+    if precision != "fp32":
+        fp32 = _logits(build_resnet50(weights).to(dev), contextlib.nullcontext, dev)
+        ref = f"PyTorch {version()} fp32 eager nn.Module"
+        check = lambda: acc.cost(fp32, _logits(net, autocast, dev), image_size, batch, ref)
     step = _infer(net, [images], dev, autocast)
-    return Prepared(step, int(batch_size), "; ".join([how, *notes]), accuracy=check)
+    return Prepared(step, batch, "; ".join([how, *notes]), accuracy=check)
 
 
 # --------------------------------------------------------------------------------------------
@@ -338,8 +404,7 @@ def _quiet_onnx_export():
 def export(model: nn.Module, directory: str | Path) -> Path:
     """Write ``directory/model.onnx``: the eval-mode model, weights inside, dynamic batch and
     image size (``torch.onnx.export``'s dynamo exporter). Its optimiser is off and only constants
-    are folded, so the file shows the model as written, canonical names included: fusing is left
-    to ONNX Runtime's optimiser, which the course shows at work."""
+    are folded, so the file keeps the canonical names and leaves fusing to ONNX Runtime."""
     import onnx
     import onnxscript.optimizer
 
@@ -348,14 +413,8 @@ def export(model: nn.Module, directory: str | Path) -> Path:
     path = directory / "model.onnx"
     device = next(model.parameters()).device
     example = torch.from_numpy(resnet.random_batch(2, 64)[0]).to(device)
-    Dim = torch.export.Dim
-    dims = {
-        "x": {
-            0: Dim("batch", min=1),
-            2: Dim("height", min=resnet.MIN_IMAGE_SIZE),
-            3: Dim("width", min=resnet.MIN_IMAGE_SIZE),
-        }
-    }
+    Dim, least = torch.export.Dim, resnet.MIN_IMAGE_SIZE
+    dims = {"x": {0: Dim("batch", min=1), 2: Dim("height", min=least), 3: Dim("width", min=least)}}
     was_training = model.training
     model.eval()
     try:
@@ -377,15 +436,6 @@ def export(model: nn.Module, directory: str | Path) -> Path:
     program.save(path, external_data=False)
     onnx.checker.check_model(str(path))
     return path
-
-
-def load_exported(path: str | Path) -> Callable[[np.ndarray], np.ndarray]:
-    """The exported ONNX model as a callable ``images -> logits``, run by ONNX Runtime."""
-    from .. import get  # through the registry: no import cycle
-
-    ort_adapter = get("onnxruntime")
-    session = ort_adapter.session_from_file(Path(path))
-    return lambda images: ort_adapter.predict(session, images)
 
 
 # --------------------------------------------------------------------------------------------
@@ -459,12 +509,12 @@ def prepare_model(
     example = tuple(torch.from_numpy(a).to(dev) for a in hosts)
 
     if task != "train":
-        graph, how = modes.inference_net(net.eval(), mode, example, precision, dev)
+        graph, how = _inference_net(net.eval(), mode, example, autocast, dev)
         return Prepared(_infer(graph, hosts, dev, autocast), batch, "; ".join([how, *notes]))
     params = [p for p in net.parameters() if p.requires_grad]
     if not params:
         raise Unsupported("the model has no trainable parameters, so there is nothing to train")
-    graph, how = modes.train_net(net.train(), mode, example, autocast)
+    graph, how = _train_net(net.train(), mode, example, autocast)
     how += "; synthetic loss: mean of the squared outputs"
     step, _ = _train(graph, params, _squares, hosts, None, dev, autocast)
     return Prepared(step, batch, "; ".join([how, *notes]))

@@ -1,14 +1,10 @@
-"""PyTorch's properties for code exercises: ``no_graph_breaks`` (``torch._dynamo.explain``),
-``fullgraph`` and ``matches_eager`` (``torch.compile`` with the ``eager`` backend), ``exports``
-(``torch.export``), ``equals_reference``, ``max_ops`` and ``avoids_ops`` (operations counted with
-a ``TorchFunctionMode``), ``data_parallel`` (the averaged gradient of equal shards equals the
-whole batch's, as DDP's all-reduce)."""
+"""PyTorch's properties for code exercises (the meanings: the spec's ``code_checks``); operations
+are counted with a ``TorchFunctionMode``."""
 
 from __future__ import annotations
 
 import collections
 import contextlib
-import functools
 import logging
 from collections.abc import Callable
 from typing import Any
@@ -23,19 +19,7 @@ from .._kit import checks as kit
 from .._kit.checks import compare, same_outputs, signature, unwrap, what_broke
 from .adapter import FunctionModule
 
-__all__ = [
-    "PROPERTIES",
-    "avoids_ops",
-    "data_parallel",
-    "eager",
-    "equals_reference",
-    "exports",
-    "max_ops",
-    "namespace",
-    "no_graph_breaks",
-    "operations",
-    "verify",
-]
+__all__ = ["PROPERTIES", "namespace", "verify"]
 
 
 def namespace() -> dict[str, Any]:
@@ -64,7 +48,7 @@ def _quiet():
         torch._dynamo.reset()  # no compiled code or recompile count carries over to the next check
 
 
-def eager(fn: Callable, case: tuple):
+def _eager(fn: Callable, case: tuple):
     return _numpy(unwrap(fn)(*_args(case)))
 
 
@@ -97,7 +81,7 @@ def exports(
             return False, f"torch.export failed: {what_broke(exc)}"
         return same_outputs(
             lambda case: _numpy(run(*_args(case))),
-            lambda case: eager(reference, case),
+            lambda case: _eager(reference, case),
             cases,
             rtol,
             atol,
@@ -109,8 +93,8 @@ def equals_reference(
     fn: Callable, cases: list[tuple], reference: Callable, rtol: float, atol: float
 ) -> tuple[bool, str]:
     return same_outputs(
-        lambda case: eager(fn, case),
-        lambda case: eager(reference, case),
+        lambda case: _eager(fn, case),
+        lambda case: _eager(reference, case),
         cases,
         rtol,
         atol,
@@ -129,8 +113,7 @@ class _Count(TorchFunctionMode):
         return func(*args, **(kwargs or {}))
 
 
-def operations(fn: Callable, case: tuple) -> collections.Counter[str]:
-    """The PyTorch operations one eager call of ``fn`` dispatches, by name."""
+def _operations(fn: Callable, case: tuple) -> collections.Counter[str]:
     args = _args(case)
     with _Count() as counter:
         unwrap(fn)(*args)
@@ -142,7 +125,7 @@ def _top(calls: collections.Counter[str]) -> str:
 
 
 def max_ops(fn: Callable, cases: list[tuple], limit: int) -> tuple[bool, str]:
-    worst = max((operations(fn, c) for c in cases), key=lambda c: sum(c.values()))
+    worst = max((_operations(fn, c) for c in cases), key=lambda c: sum(c.values()))
     total = sum(worst.values())
     if total > limit:
         return False, f"{total} operations in one call ({_top(worst)}); at most {limit} allowed"
@@ -151,7 +134,7 @@ def max_ops(fn: Callable, cases: list[tuple], limit: int) -> tuple[bool, str]:
 
 def avoids_ops(fn: Callable, cases: list[tuple], avoid: list[str]) -> tuple[bool, str]:
     for case in cases:
-        calls = operations(fn, case)
+        calls = _operations(fn, case)
         found = sorted(name for name in calls if any(a in name for a in avoid))
         if found:
             return False, "it still calls " + ", ".join(f"`{name}`" for name in found)
@@ -188,24 +171,13 @@ def data_parallel(
     return True, f"{workers} workers' averaged gradient equals one process's on every batch"
 
 
-def _quietly(check: Callable) -> Callable:
-    @functools.wraps(check)  # verify reads the check's parameters
-    def run(*args, **kwargs):
-        with _quiet():
-            return check(*args, **kwargs)
-
-    return run
-
-
 def _compiled(**options) -> dict[str, Callable]:
-    """The whole-graph properties of ``torch.compile`` with ``options`` (Dynamo's capture with the
-    ``eager`` backend: no code generation)."""
+    """The properties of ``torch.compile(**options)`` with the ``eager`` backend (no codegen)."""
     graph = lambda fn: torch.compile(unwrap(fn), backend="eager", **options)
     found = kit.graph_properties(graph, _args, _numpy, "runs", "eager")
-    return {name: _quietly(check) for name, check in found.items()}
+    return {name: _quiet()(check) for name, check in found.items()}  # keeps the signature
 
 
-#: the properties these checks verify, by the name an exercise gives them
 PROPERTIES: dict[str, Callable] = {
     "no_graph_breaks": no_graph_breaks,
     "fullgraph": _compiled(fullgraph=True)["runs"],

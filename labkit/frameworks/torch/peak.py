@@ -1,9 +1,7 @@
 """PyTorch's matrix-multiply kernels, timed: ``python -m labkit.frameworks.torch.peak --threads N
---precisions fp32,int8 --seconds S`` prints one JSON line (versions, threads, per kernel its size,
-``2 n^3`` and every call's seconds, or its error) that :mod:`labkit.hardware.measured` reads. Per
-precision the plain GEMM and the pre-packed ones Inductor's freezing uses on a CPU (internal
-operators: a build that lacks one reports its error); each a square GEMM grown from
-:data:`SMALLEST` until one call takes :data:`CALL_S`, timed for about ``--seconds``.
+--precisions fp32,int8 --seconds S`` prints one JSON line that :mod:`labkit.hardware.measured`
+reads. Per precision: the plain GEMM and the pre-packed ones Inductor's freezing uses on a CPU
+(internal operators: a build that lacks one reports its error).
 """
 
 from __future__ import annotations
@@ -19,14 +17,14 @@ import torch
 from .._kit.cells import check_threads
 from ..contract import PRECISIONS
 
-__all__ = ["KERNELS", "main", "measure"]
+__all__ = ["KERNELS", "main"]
 
 
 def _random(n: int, dtype: torch.dtype) -> torch.Tensor:
     g = torch.Generator().manual_seed(n)
     if dtype in (torch.int8, torch.uint8):
-        low, high = (-128, 128) if dtype == torch.int8 else (0, 256)
-        return torch.randint(low, high, (n, n), dtype=dtype, generator=g)
+        info = torch.iinfo(dtype)
+        return torch.randint(info.min, info.max + 1, (n, n), dtype=dtype, generator=g)
     return torch.randn(n, n, generator=g).to(dtype)
 
 
@@ -91,16 +89,16 @@ MIN_CALLS = 5
 MAX_CALLS = 200
 
 
-def size(make: Callable[[int], Callable], call_s: float = CALL_S) -> tuple[int, Callable]:
-    """``(n, call)``: the first side from :data:`SMALLEST`, doubling, whose second call (the first
-    packs weights) takes ``call_s`` (at most :data:`LARGEST`)."""
+def _size(make: Callable[[int], Callable]) -> tuple[int, Callable]:
+    """``(n, call)``: the first side, doubling, whose second call (the first packs weights) takes
+    :data:`CALL_S` (at most :data:`LARGEST`)."""
     n = SMALLEST
     while True:
         call = make(n)
         call()
         t0 = time.perf_counter()
         call()
-        if time.perf_counter() - t0 >= call_s or n * 2 > LARGEST:
+        if time.perf_counter() - t0 >= CALL_S or n * 2 > LARGEST:
             return n, call
         del call
         n *= 2
@@ -118,14 +116,13 @@ def _time(call: Callable, seconds: float) -> list[float]:
     return times
 
 
-def measure(precisions: Sequence[str], seconds: float) -> list[dict]:
-    """Each kernel of :data:`KERNELS` at ``precisions``, sized and timed (or its error)."""
+def _measure(precisions: Sequence[str], seconds: float) -> list[dict]:
     out = []
     for precision in precisions:
         for kernel, (prepacked, make) in KERNELS[precision].items():
             row: dict = {"precision": precision, "kernel": kernel, "prepacked": prepacked}
             try:
-                n, call = size(make)
+                n, call = _size(make)
                 row.update(n=n, ops=2 * n**3, times_s=_time(call, seconds), error="")
                 del call
             except Exception as exc:  # noqa: BLE001 - a kernel this build lacks is a result
@@ -152,7 +149,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             f"(got --threads {args.threads}, --seconds {args.seconds}, unknown {bad})"
         )
     torch.set_num_threads(check_threads(args.threads))
-    kernels = measure([p for p in asked if p in KERNELS], args.seconds)
+    kernels = _measure([p for p in asked if p in KERNELS], args.seconds)
     versions = {"torch": torch.__version__}
     print(json.dumps({"versions": versions, "threads": args.threads, "kernels": kernels}))
     return 0

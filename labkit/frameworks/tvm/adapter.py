@@ -1,10 +1,6 @@
-"""Apache TVM adapter: the PyTorch-exported ResNet-50, compiled by TVM for this CPU (inference).
-
-The model is ONNX Runtime's ONNX file, imported into Relax, compiled with ``tvm.compile`` for
-``llvm`` with the host's ``mcpu`` and run in Relax's virtual machine. TVM 0.27's importer fails on
-the export's dynamic flatten, and TVM compiles for one shape anyway: :func:`static_graph` fixes the
-input shape and folds the shape arithmetic; one compile per shape. Relax's default pipeline,
-untuned: the compile time is the cell's ``prepare_s``, beside ``export_s``.
+"""Apache TVM adapter: ONNX Runtime's ONNX file of ResNet-50, imported into Relax, compiled
+(default pipeline, untuned) for ``llvm`` with the host's ``mcpu``, once per input shape, and run
+in Relax's virtual machine; inference on the CPU only.
 """
 
 from __future__ import annotations
@@ -28,8 +24,6 @@ from ..contract import Prepared, Unsupported
 from . import SPEC
 
 __all__ = [
-    "MODES",
-    "Compiled",
     "build_resnet50",
     "host_cpu",
     "predict",
@@ -40,8 +34,6 @@ __all__ = [
     "version",
 ]
 
-MODES = SPEC.modes
-SOURCE = "onnxruntime"  #: the runtime whose ONNX file TVM compiles
 WHY_NOT = {
     "train": "TVM compiles exported graphs for inference; training is not offered",
     "bf16": "the lab compiles PyTorch's float32 ONNX export as it is (no bf16 rewrite in TVM)",
@@ -74,7 +66,8 @@ def host_cpu() -> str:
 
 
 def static_graph(path: str | Path, shape: tuple[int, ...]) -> onnx.ModelProto:
-    """The ONNX file with its input fixed to ``shape`` and its shape arithmetic folded."""
+    """The ONNX file with its input fixed to ``shape`` and its shape arithmetic folded (TVM
+    0.27's importer fails on the export's dynamic flatten)."""
     model = onnx.load(str(path))
     dims = model.graph.input[0].type.tensor_type.shape.dim
     if len(dims) != len(shape):
@@ -90,7 +83,7 @@ def static_graph(path: str | Path, shape: tuple[int, ...]) -> onnx.ModelProto:
 
 @dataclass
 class Compiled:
-    """The exported ResNet-50 of one ONNX file, compiled once per input shape as it is called."""
+    """One ONNX file, compiled once per input shape as it is called."""
 
     path: Path
     machines: dict[tuple[int, ...], relax.VirtualMachine] = field(default_factory=dict)
@@ -109,7 +102,7 @@ class Compiled:
 
 def build_resnet50(weights: dict[str, np.ndarray]) -> Compiled:
     """The exported ResNet-50 holding ``weights``, compiled on first use per input shape."""
-    return Compiled(Path(get(SOURCE).model_file(weights)))
+    return Compiled(Path(get("onnxruntime").model_file(weights)))
 
 
 def predict(model: Compiled, images: np.ndarray) -> np.ndarray:
@@ -126,8 +119,8 @@ def prepare(
     image_size: int = 224,
     device: str = "cpu",
 ) -> Prepared:
-    """One inference batch through the compiled module; the export (or finding it in ONNX
-    Runtime's cache) is timed apart as ``export_s``, the compile counts in the preparation."""
+    """One inference batch; the export is timed apart as ``export_s``, the compile is in the
+    preparation."""
     check_cell(SPEC, mode, task, batch_size, precision, device, WHY_NOT)
     images, _ = host_batch(weights, batch_size, image_size)
     if device == "gpu":

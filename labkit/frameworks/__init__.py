@@ -1,10 +1,7 @@
-"""The framework registry: one package per framework (``labkit/frameworks/<name>/``).
-
-Its ``__init__.py`` declares a :class:`~labkit.frameworks.contract.FrameworkSpec` (framework-free)
-and its ``adapter.py`` imports the framework. :func:`specs` reads the specs without importing any
-framework; :func:`get` imports an adapter when it is needed; :func:`kernel_support` says whether
-this machine's kernels run a precision. Adding a framework: its package, its name in
-:data:`REGISTRY`, then ``tests/test_registry.py`` says what is missing.
+"""The framework registry: one package per framework (``labkit/frameworks/<name>/``), whose
+``__init__.py`` declares its :class:`~labkit.frameworks.contract.FrameworkSpec` (framework-free)
+and whose ``adapter.py`` imports the framework (:func:`get`). Adding a framework: its package,
+its name in :data:`REGISTRY`, then ``tests/test_registry.py`` says what is missing.
 """
 
 from __future__ import annotations
@@ -58,10 +55,7 @@ REFERENCE = "torch"
 @functools.cache
 def specs() -> tuple[FrameworkSpec, ...]:
     """Every registered framework's spec, in registry order (imports no framework)."""
-    found = tuple(importlib.import_module(f"{__name__}.{name}").SPEC for name in REGISTRY)
-    if [s.name for s in found] != list(REGISTRY):
-        raise ValueError(f"the specs' names {[s.name for s in found]} are not {REGISTRY}")
-    return found
+    return tuple(importlib.import_module(f"{__name__}.{name}").SPEC for name in REGISTRY)
 
 
 def spec(name: str) -> FrameworkSpec:
@@ -102,7 +96,7 @@ def install_hint(package: str) -> str:
 
 @dataclass(frozen=True)
 class Probe:
-    """Whether a package imports, found in a fresh subprocess (a crash cannot hurt us)."""
+    """Whether a package imports, found in a fresh subprocess."""
 
     name: str
     version: str | None  # installed distribution version, None if not installed
@@ -145,8 +139,8 @@ def _probe(package: str, timeout: float = 120.0) -> Probe:
 
 @functools.lru_cache(maxsize=1)
 def probe_all(fresh: bool = False) -> dict[str, Probe]:
-    """Import each framework (and onnx) in its own subprocess, in parallel; cached while this
-    interpreter, its distributions and PYTHONPATH stay the same (``fresh=True``: import again)."""
+    """Import each package in its own subprocess, in parallel; cached while the interpreter, its
+    distributions and PYTHONPATH stay the same (``fresh=True``: import again)."""
     dists = sorted(f"{d.metadata['Name']}=={d.version}" for d in importlib.metadata.distributions())
     key = json.dumps([sys.executable, sys.version, os.environ.get("PYTHONPATH", ""), dists])
     path = hardware.cache_dir() / f"probes-{hashlib.sha256(key.encode()).hexdigest()[:16]}.json"
@@ -197,7 +191,8 @@ def get(name: str) -> ModuleType:
     (or if importing it here would crash the process)."""
     s = spec(name)
     check_import_order(name)
-    threads = {k: os.environ.get(k) for k in proc.THREAD_ENV}
+    # PaddlePaddle sets OMP_NUM_THREADS=1 as it loads, which every later child would inherit
+    saved = {k: os.environ.get(k) for k in proc.THREAD_ENV}
     try:
         importlib.import_module(s.import_name)
     except Exception as exc:  # ImportError, or a broken binary's RuntimeError
@@ -206,23 +201,16 @@ def get(name: str) -> ModuleType:
             f"{install_hint(s.import_name)}"
         ) from exc
     finally:
-        _restore(threads)
+        for key, value in saved.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
     return importlib.import_module(s.module("adapter"))
 
 
-def _restore(variables: dict[str, str | None]) -> None:
-    """Put the thread variables back (PaddlePaddle sets OMP_NUM_THREADS=1 as it loads, which
-    every later child process would inherit)."""
-    for key, value in variables.items():
-        if value is None:
-            os.environ.pop(key, None)
-        else:
-            os.environ[key] = value
-
-
 def _part(name: str, part: str, has: Callable, what: str, framework: bool = True) -> ModuleType:
-    """The module ``part`` of ``name``'s package (``framework``: importing the framework first,
-    :func:`get`); ``ValueError`` naming the frameworks that have one."""
+    """The module ``part`` of ``name``'s package (``framework``: through :func:`get`)."""
     s = spec(name)
     if not has(s):
         offered = ", ".join(x.display for x in specs() if has(x))
@@ -248,8 +236,7 @@ def checks(name: str) -> ModuleType:
 
 
 def framework_of(model: object) -> str | None:
-    """The registered framework a model (or a saved model's path) belongs to, None when no spec
-    claims it; imports no framework."""
+    """The framework a model (or a saved model's path) belongs to, None when no spec claims it."""
     if isinstance(model, str | os.PathLike):
         path = os.fspath(model).lower()
         return next((s.name for s in specs() for x in s.model_files if path.endswith(x)), None)
@@ -262,8 +249,7 @@ def framework_of(model: object) -> str | None:
 
 
 def peak_probes() -> list[hardware.Probe]:
-    """The matrix-multiply probes of the installed frameworks that have one, each with its
-    framework's version (a new version is measured anew). Imports no framework."""
+    """The matrix-multiply probes of the installed frameworks that have one, with its version."""
     return [
         hardware.Probe(s.peak_module, s.peak_precisions, ((s.import_name, version),))
         for s in specs()

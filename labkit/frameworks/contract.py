@@ -1,9 +1,6 @@
 """What the lab knows about a framework (framework-free): each framework package declares one
-:class:`FrameworkSpec` as ``SPEC``, and every table of the lab reads these fields instead of
-naming frameworks. The words of a benchmark cell (:data:`TASKS`, :data:`PRECISIONS`,
-:data:`DEVICES`) are here, with what an adapter's ``prepare`` returns (:class:`Prepared`) or
-raises (:class:`Unsupported`); ``tests/test_registry.py`` says what an adapter must offer.
-"""
+:class:`FrameworkSpec` as ``SPEC``; the words of a benchmark cell; what an adapter's ``prepare``
+returns (:class:`Prepared`) or raises (:class:`Unsupported`)."""
 
 from __future__ import annotations
 
@@ -27,7 +24,7 @@ class Unsupported(Exception):
 
 @dataclass
 class Prepared:
-    """One benchmark step, ready to time (:func:`labkit.bench.measure`)."""
+    """One benchmark step, ready to time."""
 
     step: Callable[[], object]  # one inference batch or one training step, synchronised
     batch_size: int
@@ -41,7 +38,7 @@ class Prepared:
 
 @dataclass(frozen=True)
 class FrameworkSpec:
-    """One framework, as data: reading it imports nothing but this module."""
+    """One framework, as data."""
 
     name: str  #: registry key and the ``framework`` field of every result record
     display: str  #: the name a learner reads ("PyTorch")
@@ -92,7 +89,7 @@ class FrameworkSpec:
 
     @property
     def explores(self) -> bool:
-        """Whether ``labkit.explore`` can check and benchmark a learner's model of it."""
+        """Whether ``labkit.explore`` can check a learner's model of it."""
         return (self.folder / "explore.py").is_file()
 
     @property
@@ -105,7 +102,6 @@ class FrameworkSpec:
 
     @property
     def folder(self) -> Path:
-        """This framework's package folder (its files can be read without importing them)."""
         return Path(__file__).resolve().parent / self.name
 
 

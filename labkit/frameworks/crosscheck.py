@@ -1,11 +1,9 @@
-"""Do the frameworks compute the same ResNet-50? Each one against a float64 reference.
+"""Do the frameworks compute the same ResNet-50? Each one against PyTorch's in float64.
 
-Two float32 implementations of one function differ by their rounding, which depends on the order
-each one sums in (kernels, threads, instruction set): so the question is whether each one is as
-close to the exact answer as float32 lets a careful implementation be. The exact answer is
-PyTorch's ResNet-50 in float64; the yardstick is PyTorch's own float32 error against it, measured
-in the same run, and each framework may be off by :data:`FP32_SPREAD` times that (or times the
-float32 rounding of the reference itself). A wrong layout, weight or recipe is off by order 1.
+Two float32 implementations differ by their rounding (the order each one sums in), so each one
+may be off the float64 answer by :data:`FP32_SPREAD` times PyTorch's own float32 error, measured
+in the same run (or the float32 rounding of the answer itself); a wrong layout, weight or recipe
+is off by order 1.
 """
 
 from __future__ import annotations
@@ -25,7 +23,6 @@ __all__ = [
     "LogitCheck",
     "StepCheck",
     "crosscheck",
-    "max_rel_diff",  # the measure of LogitCheck's errors (labkit.util.numeric's)
     "reference_logits",
     "step_check",
 ]
@@ -42,9 +39,8 @@ FP32_SPREAD = 10.0
 def _norm_rel(got, ref) -> float:
     """``||got - ref|| / ||ref||`` in float64 (an update's error as a share of the update)."""
     ref = np.asarray(ref, dtype=np.float64)
-    scale = float(np.linalg.norm(ref))
     diff = float(np.linalg.norm(np.asarray(got, dtype=np.float64) - ref))
-    return diff / scale if scale else diff
+    return diff / (float(np.linalg.norm(ref)) or 1.0)
 
 
 @dataclass(frozen=True)
@@ -88,8 +84,7 @@ def crosscheck(
     width: int = resnet.WIDTH,
 ) -> LogitCheck:
     """Each framework's eval logits (every available one by default; PyTorch's float32 run
-    always) against float64 on the same weights and batch: :func:`max_rel_diff`, about 1e-6 for
-    float32, order 1 for a wrong layout or weight. ``width`` narrows the network."""
+    always) against float64 on the same weights and batch (:func:`max_rel_diff`)."""
     names = fw.available() if frameworks is None else [fw.spec(n).name for n in frameworks]
     weights = resnet.init_weights(seed, width=width)
     images, _ = resnet.random_batch(batch, image_size, seed)
@@ -120,13 +115,10 @@ def reference_logits(
 
 @dataclass(frozen=True)
 class StepCheck:
-    """One training step of each framework against the float64 reference.
-
-    ``errors[framework][tensor]``: the error of the tensor's update as a share of the reference
-    update (norms); ``"update"``: all trainable tensors at once; ``"loss"``: the loss's relative
-    error. Running variances follow each framework's convention (Keras folds in the biased
-    batch variance) and are left out.
-    """
+    """One training step of each framework against float64: ``errors[framework][tensor]``, the
+    error of a tensor's update as a share of the reference update (``"update"``: all trainable
+    tensors at once; ``"loss"``: the loss's relative error). Running variances follow each
+    framework's convention (Keras folds in the biased batch variance) and are left out."""
 
     errors: dict[str, dict[str, float]]
     floors: dict[str, float]
@@ -148,10 +140,6 @@ class StepCheck:
         }
 
 
-def _checked(name: str) -> bool:
-    return resnet.is_trainable(name) or name.endswith("running_mean")
-
-
 def step_check(
     frameworks: list[str],
     weights: dict[str, np.ndarray],
@@ -160,7 +148,7 @@ def step_check(
 ) -> StepCheck:
     """One training step of each framework (PyTorch's float32 one too) against float64."""
     exact_loss, exact = fw.get(REFERENCE).train_step_float64(weights, images, labels)
-    tensors = [n for n in weights if _checked(n)]
+    tensors = [n for n in weights if resnet.is_trainable(n) or n.endswith("running_mean")]
     exact_update = {n: exact[n] - weights[n] for n in tensors}
     stored = {n: exact[n].astype(np.float32).astype(np.float64) - weights[n] for n in tensors}
     floors = {n: _norm_rel(stored[n], exact_update[n]) for n in tensors}
@@ -178,7 +166,6 @@ def step_check(
 
 
 def _stacked_rel(got: dict[str, np.ndarray], ref: dict[str, np.ndarray], names: list[str]):
-    """:func:`_norm_rel` over the tensors ``names`` at once."""
     return _norm_rel(
         np.concatenate([got[n].ravel() for n in names]),
         np.concatenate([ref[n].ravel() for n in names]),

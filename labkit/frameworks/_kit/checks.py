@@ -1,15 +1,9 @@
-"""The toolkit of the code-exercise checks (``labkit/frameworks/<name>/checks.py``), numpy only.
-
-A framework's ``checks.verify(prop, fn, cases, ...)`` answers ``(passed, detail)``: a property's
-check run by name (:func:`verify`), the two properties every framework's graph has
-(:func:`graph_properties`), outputs compared (:func:`compare`), a framework's error in one line
-(:func:`what_broke`). Not for: the exercises, their feedback or progress (:mod:`labkit.exercises`).
-"""
+"""The toolkit of the code-exercise checks (``labkit/frameworks/<name>/checks.py``), numpy only:
+a framework's ``verify(prop, fn, cases, ...)`` answers ``(passed, detail)``."""
 
 from __future__ import annotations
 
 import inspect
-import math
 import re
 from collections.abc import Callable
 from typing import Any
@@ -30,41 +24,32 @@ __all__ = [
 
 
 def unwrap(fn: Callable) -> Callable:
-    """The plain Python function under a framework's decorator (a graph function, a compiled
-    function, anything that sets ``__wrapped__``)."""
-    seen = 0
-    while seen < 10:
-        seen += 1
+    """The plain Python function under a framework's decorator."""
+    for _ in range(10):
         inner = (
-            getattr(fn, "python_function", None)  # TensorFlow's tf.function
-            or getattr(fn, "_torchdynamo_orig_callable", None)  # PyTorch's torch.compile
-            or getattr(fn, "__wrapped__", None)  # functools.wraps (MindSpore's jit, ...)
+            getattr(fn, "python_function", None)  # tf.function
+            or getattr(fn, "_torchdynamo_orig_callable", None)  # torch.compile
+            or getattr(fn, "__wrapped__", None)  # functools.wraps (mindspore.jit, ...)
         )
         if inner is None or inner is fn:
-            return fn
+            break
         fn = inner
     return fn
 
 
 def what_broke(exc: BaseException, limit: int = 300) -> str:
-    """A framework's exception in one or two lines: its type and the line that says what broke
-    (after TensorFlow's "in user code:" and Paddle's "In transformed code:", the last
-    "SomeError: message" line; elsewhere the first)."""
-    text = str(exc).strip()
-    lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
-    name = type(exc).__name__
+    """A framework's exception in a line: its type and the line that says what broke (after
+    TensorFlow's "in user code:" and Paddle's "In transformed code:", the last "SomeError:
+    message" line; elsewhere the first)."""
+    lines = [ln.strip() for ln in str(exc).strip().splitlines() if ln.strip()]
     if lines and lines[0].endswith(("in user code:", "In transformed code:")):
-        found = [
-            m for ln in lines if (m := re.match(r"^(\w+(?:Error|Exception|Warning)): (.+)$", ln))
-        ]
+        found = [m for ln in lines if (m := re.match(r"^(\w+(?:Error|Exception|Warning)): ", ln))]
         if found:
-            name, first = found[-1].group(1), found[-1].group(2)
-            return f"{name}: {first}"[:limit]
-    first = lines[0] if lines else "(no message)"
-    extra = next(
-        (ln for ln in lines[1:3] if ln.startswith(("Explanation:", "Hint:", "In file"))), ""
-    )
-    message = f"{name}: {first}" + (f" ({extra})" if extra.startswith("Explanation:") else "")
+            return found[-1].string[:limit]
+    message = f"{type(exc).__name__}: {lines[0] if lines else '(no message)'}"
+    extra = next((x for x in lines[1:3] if x.startswith(("Explanation:", "Hint:", "In file"))), "")
+    if extra.startswith("Explanation:"):
+        message += f" ({extra})"
     return message if len(message) <= limit else message[: limit - 3] + "..."
 
 
@@ -74,19 +59,18 @@ def compare(got, want, rtol: float, atol: float) -> str | None:
         if not isinstance(got, (tuple, list)) or len(got) != len(want):
             return f"returns {_kind(got)} where eager returns {_kind(want)}"
         for i, (g, w) in enumerate(zip(got, want)):
-            problem = compare(g, w, rtol, atol)
-            if problem:
+            if problem := compare(g, w, rtol, atol):
                 return f"output {i}: {problem}"
         return None
     g, w = np.asarray(got), np.asarray(want)
     if g.shape != w.shape:
         return f"shape {g.shape} where eager gives {w.shape}"
-    if not np.allclose(g, w, rtol=rtol, atol=atol, equal_nan=True):
-        with np.errstate(invalid="ignore"):
-            diff = np.abs(g.astype(np.float64) - w.astype(np.float64))
-        worst = float(np.nanmax(diff)) if diff.size else math.nan
-        return f"differs from eager by up to {worst:.3g} (eager: {_short(w)}, got: {_short(g)})"
-    return None
+    if np.allclose(g, w, rtol=rtol, atol=atol, equal_nan=True):
+        return None
+    with np.errstate(invalid="ignore"):
+        diff = np.abs(g.astype(np.float64) - w.astype(np.float64))
+    worst = float(np.nanmax(diff)) if diff.size else float("nan")
+    return f"differs from eager by up to {worst:.3g} (eager: {_short(w)}, got: {_short(g)})"
 
 
 def _kind(value) -> str:
@@ -102,7 +86,7 @@ def _short(a: np.ndarray) -> str:
 
 
 def signature(case: tuple) -> str:
-    """One call's arguments in words: ``tensor (2, 3), 4`` (arrays by their shape)."""
+    """One call's arguments in words: ``tensor (2, 3), 4``."""
     return ", ".join(
         f"tensor {tuple(v.shape)}" if isinstance(v, np.ndarray) else repr(v) for v in case
     )
@@ -111,8 +95,8 @@ def signature(case: tuple) -> str:
 def converters(
     tensor: Callable[[np.ndarray], Any], is_tensor: Callable[[Any], bool], array: Callable
 ) -> tuple[Callable[[tuple], tuple], Callable[[Any], Any]]:
-    """A framework's ``(args, numpy)``: a case's arrays made its tensors, and an output (nested
-    tuples of its tensors, ``array`` of each, or plain values) made NumPy."""
+    """``(args, numpy)``: a case's arrays made tensors, and an output (nested tuples of tensors
+    or plain values) made NumPy."""
 
     def args(case: tuple) -> tuple:
         return tuple(tensor(v) if isinstance(v, np.ndarray) else v for v in case)
@@ -148,14 +132,13 @@ def same_outputs(
     describe: Callable[[tuple], str] = signature,
 ) -> tuple[bool, str]:
     """``(True, passed)`` when ``run(case)`` gives ``want(case)`` on every case, else the first
-    case that raised or differed, in words."""
+    case that raised or differed."""
     for i, case in enumerate(cases, 1):
         try:
             got = run(case)
         except Exception as exc:  # the learner's code may raise anything
             return False, f"{call} {i} raised {what_broke(exc)}"
-        problem = compare(got, want(case), rtol, atol)
-        if problem:
+        if problem := compare(got, want(case), rtol, atol):
             return False, f"{call} {i} ({describe(case)}): {problem.replace('eager', baseline)}"
     return True, passed
 
@@ -168,9 +151,9 @@ def verify(
     cases: list[tuple],
     **given,
 ) -> tuple[bool, str]:
-    """Run the check of ``prop`` on ``fn``: each check takes, by name, what it needs of ``fn``,
-    ``cases``, ``reference``, ``rtol``, ``atol`` and the exercise's options (``ValueError`` for
-    a property or an option no check of ``display`` knows)."""
+    """Run the check of ``prop``, giving it by name what it takes of ``given`` (``reference``,
+    ``rtol``, ``atol``, the exercise's options); ``ValueError`` for an unknown property or
+    option."""
     if prop not in properties:
         raise ValueError(f"unknown {display} property {prop!r}")
     known = {p for check in properties.values() for p in inspect.signature(check).parameters}
@@ -190,8 +173,8 @@ def graph_properties(
     **said: Any,
 ) -> dict[str, Callable]:
     """``{runs: ..., "matches_eager": ...}``: whether ``graph(fn)`` (the framework's whole-graph
-    capture) runs on every input, and gives the outputs of the reference run eagerly (named
-    ``baseline``); ``said``: how :func:`same_outputs` names a call and describes it."""
+    capture) runs on every input, and gives the reference's outputs run eagerly (``baseline``);
+    ``said``: how :func:`same_outputs` names a call and describes it."""
 
     def ran(fn: Callable, cases: list[tuple]) -> tuple[bool, str]:
         compiled = graph(fn)

@@ -1,9 +1,6 @@
-"""MindSpore adapter: ResNet-50 v1.5 as a ``mindspore.nn.Cell``, in PyNative and graph mode.
-
-Graph mode is ``mindspore.jit`` (``construct``'s source parsed and compiled to one graph) inside
-a PyNative process, so that one process runs both modes. Weights load unchanged; only BatchNorm's
-names differ (``gamma``, ``beta``, ``moving_mean``, ``moving_variance``). Importing the adapter
-sends MindSpore's compile-failure reports (``MS_OM_PATH``) to this user's scratch folder.
+"""MindSpore adapter: ResNet-50 v1.5 as a ``mindspore.nn.Cell``, in PyNative and graph mode
+(``mindspore.jit`` inside a PyNative process, so one process runs both). Importing it sends
+MindSpore's compile-failure reports (``MS_OM_PATH``) to this user's scratch folder.
 """
 
 from __future__ import annotations
@@ -19,16 +16,13 @@ from mindspore import nn, ops
 from ... import recipe, resnet
 from ...util import tempdirs
 from .. import kernel_support
+from .._kit import cells
 from .._kit.cells import INT8_PATH, check_cell, check_threads, host_batch
 from ..contract import Prepared, Unsupported
 from . import SPEC
 
 __all__ = [
     "MODES",
-    "SPEC",
-    "Bottleneck",
-    "ResNet50",
-    "applied_recipe",
     "build_resnet50",
     "max_pool",
     "native_name",
@@ -48,14 +42,15 @@ WHY_NOT = {
     "int8": "MindSpore's post-training quantisation is MindSpore Lite's converter (for MindIR "
     f"files), not a PyNative or graph-mode cell; {INT8_PATH}",
 }
-#: canonical (torchvision) BatchNorm tensor name -> MindSpore's
-BN_NAMES = {
-    "weight": "gamma",
-    "bias": "beta",
-    "running_mean": "moving_mean",
-    "running_var": "moving_variance",
-}
-_BN_MODULES = frozenset(c.bn for c in resnet.all_convs())
+#: MindSpore's name of a canonical tensor (BatchNorm's differ)
+native_name = cells.renamer(
+    {
+        "weight": "gamma",
+        "bias": "beta",
+        "running_mean": "moving_mean",
+        "running_var": "moving_variance",
+    }
+)
 
 
 def version() -> str:
@@ -63,14 +58,13 @@ def version() -> str:
 
 
 def scratch_folder() -> Path:
-    """This user's scratch folder for MindSpore's files (in their own folder of the temp dir)."""
+    """This user's scratch folder for MindSpore's files."""
     return tempdirs.private_dir("graphlab") / "mindspore"
 
 
 def redirect_debris(folder: str | Path | None = None) -> Path:
     """Send MindSpore's compile-failure reports (``rank_0/om/analyze_fail.ir``, beside a notebook
-    by default) to ``folder`` (default: a ``MS_OM_PATH`` already set, else :func:`scratch_folder`);
-    MindSpore reads it when it writes, and child processes inherit it."""
+    by default) to ``folder`` (default: ``MS_OM_PATH`` if set, else :func:`scratch_folder`)."""
     if folder is not None:
         os.environ["MS_OM_PATH"] = str(folder)
     return Path(os.environ.setdefault("MS_OM_PATH", str(scratch_folder())))
@@ -84,9 +78,8 @@ _INTER = 1  # the lab's inter-op policy: one dispatch (runtime) thread
 
 
 def set_threads(n: int) -> None:
-    """``n`` threads for MindSpore's CPU kernels and one dispatch (inter-op) thread. MindSpore
-    takes each setting once per process, before any work: the same count again is a no-op, a
-    different one raises ``RuntimeError``."""
+    """``n`` CPU kernel threads and one dispatch thread; MindSpore takes them once per process:
+    the same count again is a no-op, another one ``RuntimeError``."""
     global _threads
     n = check_threads(n)
     if _threads == n:
@@ -112,20 +105,10 @@ def threads() -> dict[str, int | None]:
     return {"intra": int(ms.get_context("runtime_num_threads")), "inter": inter}
 
 
-# --- the network -----------------------------------------------------------------------------
-
-
 def _conv(c: resnet.Conv) -> nn.Conv2d:
     # explicit symmetric padding ("pad"), as PyTorch; "same" would pad asymmetrically at stride 2
     return nn.Conv2d(
-        c.cin,
-        c.cout,
-        c.kernel,
-        stride=c.stride,
-        pad_mode="pad",
-        padding=c.padding,
-        has_bias=False,
-        weight_init="zeros",
+        c.cin, c.cout, c.kernel, c.stride, "pad", c.padding, has_bias=False, weight_init="zeros"
     )
 
 
@@ -170,13 +153,11 @@ class ResNet50(nn.Cell):
         s = resnet.stem(width)
         self.conv1, self.bn1 = _conv(s), _bn(s)
         self.relu = nn.ReLU()
-        stages: dict[str, list[Bottleneck]] = {}
-        for b in resnet.blocks(width):
-            stages.setdefault(b.name.split(".")[0], []).append(Bottleneck(b))
-        self.layer1 = nn.SequentialCell(stages["layer1"])
-        self.layer2 = nn.SequentialCell(stages["layer2"])
-        self.layer3 = nn.SequentialCell(stages["layer3"])
-        self.layer4 = nn.SequentialCell(stages["layer4"])
+        for i in range(1, len(resnet.STAGES) + 1):
+            blocks = [
+                Bottleneck(b) for b in resnet.blocks(width) if b.name.startswith(f"layer{i}.")
+            ]
+            setattr(self, f"layer{i}", nn.SequentialCell(blocks))
         self.fc = nn.Dense(resnet.features(width), num_classes)
 
     def construct(self, x):
@@ -187,33 +168,20 @@ class ResNet50(nn.Cell):
         return self.fc(x)
 
 
-def native_name(canonical: str) -> str:
-    """The MindSpore parameter name of a canonical tensor name (only BatchNorm names differ)."""
-    module, leaf = canonical.rsplit(".", 1)
-    return f"{module}.{BN_NAMES[leaf]}" if module in _BN_MODULES else canonical
-
-
 def build_resnet50(weights: dict[str, np.ndarray]) -> ResNet50:
-    """An eval-mode ResNet-50 Cell holding ``weights`` (BatchNorm running statistics included)."""
-    num_classes = resnet.validate_weights(weights)
-    width = resnet.width_of(weights)
-    net = ResNet50(num_classes, width)
+    """An eval-mode ResNet-50 Cell holding ``weights``."""
+    net = ResNet50(resnet.validate_weights(weights), resnet.width_of(weights))
     params = dict(net.parameters_and_names())
-    for name in resnet.param_shapes(num_classes, width):
-        params[native_name(name)].set_data(ms.Tensor(np.asarray(weights[name], dtype=np.float32)))
+    for name, value in weights.items():
+        params[native_name(name)].set_data(ms.Tensor(np.asarray(value, dtype=np.float32)))
     net.set_train(False)
     return net
 
 
 def to_canonical(net: nn.Cell) -> dict[str, np.ndarray]:
-    """The Cell's weights under canonical names, as float32 numpy arrays (copies)."""
-    params = dict(net.parameters_and_names())
-    num_classes = int(params["fc.bias"].shape[0])
-    width = int(params["conv1.weight"].shape[0])
-    return {
-        name: np.array(params[native_name(name)].asnumpy(), dtype=np.float32, copy=True)
-        for name in resnet.param_shapes(num_classes, width)
-    }
+    return cells.canonical_weights(
+        dict(net.parameters_and_names()), native_name, lambda p: p.asnumpy()
+    )
 
 
 def predict(net: nn.Cell, images: np.ndarray) -> np.ndarray:
@@ -223,24 +191,9 @@ def predict(net: nn.Cell, images: np.ndarray) -> np.ndarray:
     return net(ms.Tensor(images)).asnumpy()
 
 
-# --- training --------------------------------------------------------------------------------
-
-
-def applied_recipe(optimizer: nn.Momentum, loss: nn.CrossEntropyLoss) -> dict:
-    """The hyper-parameters ``optimizer`` and ``loss`` really use (compare with the recipe)."""
-    return recipe.applied(
-        float(optimizer.learning_rate.asnumpy()),
-        float(optimizer.momentum.asnumpy()),
-        optimizer.use_nesterov,
-        float(optimizer.weight_decay),
-        loss.reduction == "mean",
-        float(loss.label_smoothing),
-    )
-
-
 def _train_fn(net: nn.Cell, lr: float, momentum: float, graph: bool) -> tuple[Callable, dict]:
-    """One step as ``fn(images, labels) -> loss``, and its recipe; ``nn.Momentum`` keeps
-    ``v = momentum * v + g; w -= lr * v``, as ``torch.optim.SGD(momentum=...)``."""
+    """One step as ``fn(images, labels) -> loss``, and the recipe its optimizer and loss read
+    back; ``nn.Momentum`` keeps ``v = momentum * v + g; w -= lr * v``, as PyTorch's SGD."""
     net.set_train(True)
     r = recipe.TRAIN
     loss_fn = nn.CrossEntropyLoss()  # mean over the batch, integer class labels
@@ -262,11 +215,15 @@ def _train_fn(net: nn.Cell, lr: float, momentum: float, graph: bool) -> tuple[Ca
         optimizer(grads)
         return loss
 
-    return (ms.jit(step) if graph else step), applied_recipe(optimizer, loss_fn)
-
-
-def _labels(labels: np.ndarray) -> ms.Tensor:
-    return ms.Tensor(np.asarray(labels, dtype=np.int32))
+    applied = recipe.applied(
+        float(optimizer.learning_rate.asnumpy()),
+        float(optimizer.momentum.asnumpy()),
+        optimizer.use_nesterov,
+        float(optimizer.weight_decay),
+        loss_fn.reduction == "mean",
+        float(loss_fn.label_smoothing),
+    )
+    return (ms.jit(step) if graph else step), applied
 
 
 def train_step(
@@ -277,14 +234,10 @@ def train_step(
     momentum: float = recipe.TRAIN.momentum,
 ) -> tuple[float, dict[str, np.ndarray]]:
     """One SGD-with-momentum step in train mode: the loss before it and the new weights."""
-    images = resnet.check_images(images)
     net = build_resnet50(weights)
     step, _ = _train_fn(net, lr, momentum, graph=False)
-    loss = step(ms.Tensor(images), _labels(labels))
+    loss = step(ms.Tensor(resnet.check_images(images)), ms.Tensor(np.asarray(labels, np.int32)))
     return float(loss.asnumpy()), to_canonical(net)
-
-
-# --- benchmark modes -------------------------------------------------------------------------
 
 
 def _bf16_conv() -> str | None:
@@ -323,8 +276,7 @@ def prepare(
     if precision == "bf16" and (why := kernel_support(probe, version(), "bf16", _bf16_conv)):
         raise Unsupported(why)
     images, labels = host_batch(weights, batch_size, image_size)
-    net: nn.Cell = build_resnet50(weights)
-    notes = [target]
+    net, notes = build_resnet50(weights), [target]
     if precision == "bf16":
         net = ms.amp.auto_mixed_precision(net, "auto", dtype=ms.bfloat16)
         notes.append("mindspore.amp.auto_mixed_precision(level='auto', dtype=bfloat16)")
@@ -332,7 +284,7 @@ def prepare(
     applied = None
     if task == "train":
         run, applied = _train_fn(net, recipe.TRAIN.lr, recipe.TRAIN.momentum, graph=graph)
-        y = _labels(labels)
+        y = ms.Tensor(np.asarray(labels, np.int32))
         how = "forward, value_and_grad, nn.Momentum"
         how = f"mindspore.jit of the whole step ({how})" if graph else f"PyNative: {how}"
 

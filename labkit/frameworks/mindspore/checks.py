@@ -1,11 +1,10 @@
 """MindSpore's properties for code exercises: ``graph_mode`` (``mindspore.jit(fn,
-fullgraph=True)`` compiles and runs on every input: nothing may fall back to the Python
-interpreter, so a ``try`` or an ``asnumpy()`` fails with MindSpore's compile error) and
-``matches_eager`` (that graph's outputs equal the reference's, run in PyNative mode)."""
+fullgraph=True)`` compiles and runs on every input: a ``try`` or an ``asnumpy()`` fails with
+MindSpore's compile error) and ``matches_eager`` (against the reference run in PyNative)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import functools
 from typing import Any
 
 import mindspore as ms
@@ -28,7 +27,4 @@ PROPERTIES = kit.graph_properties(
     runs="graph_mode",
     baseline="PyNative",
 )
-
-
-def verify(prop: str, fn: Callable, cases: list[tuple], **given: Any) -> tuple[bool, str]:
-    return kit.verify("MindSpore", PROPERTIES, prop, fn, cases, **given)
+verify = functools.partial(kit.verify, "MindSpore", PROPERTIES)

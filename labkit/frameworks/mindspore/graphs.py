@@ -1,9 +1,5 @@
-"""Inside MindSpore's graph mode (notebook 04): :func:`compiled_graphs` (the size of ``jit``'s
-compile cache: what triggers a compile), :func:`capture_modes` (the ``capture_mode`` values this
-``jit`` takes) and :func:`capture_mode_demo` (one function with a side effect, a ``print`` and an
-``if`` on a tensor, compiled in each mode in a fresh process: a failed ``trace`` capture leaves
-MindSpore's tracing state broken in its process).
-"""
+"""Inside MindSpore's graph mode (notebook 04): what triggers a compile, and one function with a
+side effect, a ``print`` and an ``if`` on a tensor compiled in each ``capture_mode``."""
 
 from __future__ import annotations
 
@@ -58,8 +54,7 @@ _RESULT = "@@ capture rows: "
 
 
 def make_branchy(log: list) -> object:
-    """The demo function: a Python side effect (appending to ``log``), a ``print`` and an ``if``
-    on a tensor's value."""
+    """The demo function, appending to ``log`` each time its Python runs."""
 
     def branchy(x):
         log.append("ran")  # a Python side effect
@@ -95,7 +90,8 @@ def _capture_demo(modes: list[str]) -> None:
 
 def capture_mode_demo(timeout: float = 300) -> dict[str, dict]:
     """``{mode: {"python_runs", "prints", "outputs", "error"}}`` of each capture mode over the
-    calls of :data:`DEMO_INPUTS` (compare :data:`DEMO_EAGER`), in fresh processes."""
+    calls of :data:`DEMO_INPUTS`, in fresh processes (a failed ``trace`` capture leaves
+    MindSpore's tracing state broken in its process)."""
     env = child_env(None, extra={"GLOG_v": os.environ.get("GLOG_v", "4")})
     remaining, rows = list(capture_modes()), {}
     with tempfile.TemporaryDirectory(prefix="graphlab-capture-") as work:

@@ -1,9 +1,6 @@
-"""PaddlePaddle adapter: ResNet-50 v1.5 as a ``paddle.nn.Layer``.
-
-Import it through ``labkit.frameworks.get("paddle")`` (it refuses where ``tensorflow`` is loaded).
-Weights: ``nn.Linear`` keeps ``(in, out)``, the transpose of ``fc.weight``; BatchNorm's statistics
-are ``_mean``/``_variance`` and its ``momentum=0.9`` is PyTorch's 0.1. Modes: ``dygraph`` (eager);
-``sot`` (``to_static(full_graph=False)``: bytecode capture with graph breaks); ``ast``
+"""PaddlePaddle adapter: ResNet-50 v1.5 as a ``paddle.nn.Layer`` (``nn.Linear`` keeps ``(in,
+out)``, the transpose of ``fc.weight``). Modes: ``dygraph`` (eager); ``sot``
+(``to_static(full_graph=False)``: bytecode capture with graph breaks); ``ast``
 (``to_static(full_graph=True)``: source conversion into one program, or an error), with
 ``backend=None`` (the CPU wheel has no CINN).
 """
@@ -20,15 +17,13 @@ from paddle import nn
 
 from ... import recipe, resnet
 from .. import kernel_support
+from .._kit import cells
 from .._kit.cells import INT8_PATH, check_cell, check_threads, host_batch
 from ..contract import Prepared, Unsupported
 from . import SPEC
 
 __all__ = [
     "MODES",
-    "Bottleneck",
-    "ResNet50",
-    "applied_recipe",
     "build_resnet50",
     "native_name",
     "predict",
@@ -45,11 +40,17 @@ WHY_NOT = {
     "int8": "PaddlePaddle's int8 inference runs a program quantised after training in Paddle "
     f"Inference, not a dygraph or to_static cell; {INT8_PATH}",
 }
-#: canonical (torchvision) BatchNorm tensor name -> Paddle's
-BN_NAMES = {"weight": "weight", "bias": "bias", "running_mean": "_mean", "running_var": "_variance"}
-_BN_MODULES = frozenset(c.bn for c in resnet.all_convs())
+MODE_NOTES = {
+    "dygraph": "dygraph (eager) Layer calls",
+    "sot": "paddle.jit.to_static(full_graph=False): bytecode capture (SOT)",
+    "ast": "paddle.jit.to_static(full_graph=True): source (AST) conversion",
+}
+#: Paddle's name of a canonical tensor (BatchNorm's statistics differ)
+native_name = cells.renamer({"running_mean": "_mean", "running_var": "_variance"})
 #: the flags that hold the lab's thread policy (Paddle has no getter for its math threads)
 THREAD_FLAGS = ("FLAGS_paddle_num_threads", "FLAGS_enable_pir_in_executor_trace_run")
+#: the recipe's loss: softmax cross-entropy of logits against integer labels, batch mean
+LOSS = nn.CrossEntropyLoss(reduction="mean")
 
 paddle.set_device("cpu")
 
@@ -68,10 +69,6 @@ def set_threads(n: int) -> None:
 def threads() -> dict[str, int | None]:
     flags = paddle.get_flags(list(THREAD_FLAGS))
     return {"intra": int(flags[THREAD_FLAGS[0]]), "inter": 1 if flags[THREAD_FLAGS[1]] else None}
-
-
-# --------------------------------------------------------------------------------------------
-# The network (names follow torchvision)
 
 
 def _conv(c: resnet.Conv) -> nn.Conv2D:
@@ -105,7 +102,7 @@ class Bottleneck(nn.Layer):
 
 
 class ResNet50(nn.Layer):
-    """ResNet-50 v1.5: stem (7x7 conv, max pool), four stages of bottlenecks, global pool, fc."""
+    """ResNet-50 v1.5 under torchvision's names."""
 
     def __init__(self, num_classes: int = 1000, width: int = resnet.WIDTH):
         super().__init__()
@@ -113,10 +110,11 @@ class ResNet50(nn.Layer):
         self.conv1, self.bn1 = _conv(stem), _bn(stem)
         self.relu = nn.ReLU()
         self.maxpool = nn.MaxPool2D(kernel_size=3, stride=2, padding=1)
-        specs = resnet.blocks(width)
-        for stage in range(1, len(resnet.STAGES) + 1):
-            blocks = [Bottleneck(b) for b in specs if b.name.startswith(f"layer{stage}.")]
-            setattr(self, f"layer{stage}", nn.Sequential(*blocks))
+        for i in range(1, len(resnet.STAGES) + 1):
+            blocks = [
+                Bottleneck(b) for b in resnet.blocks(width) if b.name.startswith(f"layer{i}.")
+            ]
+            setattr(self, f"layer{i}", nn.Sequential(*blocks))
         self.avgpool = nn.AdaptiveAvgPool2D(1)
         self.fc = nn.Linear(resnet.features(width), num_classes)
 
@@ -126,42 +124,21 @@ class ResNet50(nn.Layer):
         return self.fc(paddle.flatten(self.avgpool(x), 1))
 
 
-# --------------------------------------------------------------------------------------------
-# Canonical weights in and out
-
-
-def native_name(canonical: str) -> str:
-    """The Paddle state-dict name of a canonical tensor name (BatchNorm statistics differ)."""
-    module, leaf = canonical.rsplit(".", 1)
-    return f"{module}.{BN_NAMES[leaf]}" if module in _BN_MODULES else canonical
-
-
-def _native(name: str, arr: np.ndarray) -> np.ndarray:
-    """A canonical array in Paddle's layout (the classifier's weight is ``(in, out)``)."""
-    arr = np.asarray(arr, dtype=np.float32)
-    return np.ascontiguousarray(arr.T) if name == "fc.weight" else arr
-
-
 def build_resnet50(weights: dict[str, np.ndarray]) -> ResNet50:
     """An eval-mode ``ResNet50`` holding ``weights`` (``ValueError`` names a bad tensor)."""
-    num_classes = resnet.validate_weights(weights)
-    model = ResNet50(num_classes, resnet.width_of(weights))
+    model = ResNet50(resnet.validate_weights(weights), resnet.width_of(weights))
     state = model.state_dict()
-    for name in resnet.param_shapes(num_classes, resnet.width_of(weights)):
-        state[native_name(name)].set_value(_native(name, weights[name]))
+    for name, value in weights.items():
+        value = np.asarray(value, dtype=np.float32)
+        state[native_name(name)].set_value(value.T if name == "fc.weight" else value)
     model.eval()
     return model
 
 
 def to_canonical(model: nn.Layer) -> dict[str, np.ndarray]:
-    """The model's weights as canonical float32 numpy arrays (exact copies)."""
-    state = model.state_dict()
-    num_classes = int(state["fc.bias"].shape[0])
-    width = int(state["conv1.weight"].shape[0])
-    return {
-        name: _native(name, state[native_name(name)].numpy()).copy()
-        for name in resnet.param_shapes(num_classes, width)
-    }
+    return cells.canonical_weights(
+        model.state_dict(), native_name, lambda t: t.numpy(), ("fc.weight",)
+    )
 
 
 def predict(model: nn.Layer, images: np.ndarray) -> np.ndarray:
@@ -172,46 +149,13 @@ def predict(model: nn.Layer, images: np.ndarray) -> np.ndarray:
         return model(x).numpy()
 
 
-# --------------------------------------------------------------------------------------------
-# Training: the lab's recipe
-
-
-def _optimizer(params, lr: float, momentum: float) -> paddle.optimizer.Momentum:
-    """The recipe's optimizer: ``v = momentum * v + g; w -= lr * v`` (``torch.optim.SGD``)."""
-    r = recipe.TRAIN
-    return paddle.optimizer.Momentum(
-        learning_rate=lr,
-        momentum=momentum,
-        parameters=params,
-        use_nesterov=r.nesterov,
-        weight_decay=r.weight_decay or None,
-    )
-
-
-#: the recipe's loss: softmax cross-entropy of logits against integer labels, batch mean
-LOSS = nn.CrossEntropyLoss(reduction="mean")
-
-
-def applied_recipe(opt: paddle.optimizer.Momentum, loss: nn.CrossEntropyLoss = LOSS) -> dict:
-    """The hyper-parameters ``opt`` and ``loss`` really use (Paddle has no getters for some)."""
-    decay = opt.regularization
-    return recipe.applied(
-        opt.get_lr(),
-        opt._momentum,
-        opt._use_nesterov,
-        0.0 if decay is None else float(decay._coeff),
-        loss.reduction == "mean",
-        float(loss.label_smoothing or 0.0),
-    )
-
-
-def _labels(labels: np.ndarray) -> paddle.Tensor:
-    return paddle.to_tensor(np.asarray(labels, dtype=np.int64))
-
-
 def _step_fn(net: nn.Layer, params, lr: float, momentum: float) -> tuple[Callable, dict]:
-    """One training step of ``net`` as ``fn(images, labels) -> loss``, and its recipe."""
-    opt = _optimizer(params, lr, momentum)
+    """One training step of ``net`` as ``fn(images, labels) -> loss``, and the recipe its
+    optimizer and loss read back; ``Momentum`` keeps ``v = momentum * v + g; w -= lr * v``."""
+    r = recipe.TRAIN
+    opt = paddle.optimizer.Momentum(
+        lr, momentum, params, use_nesterov=r.nesterov, weight_decay=r.weight_decay or None
+    )
 
     def step(x: paddle.Tensor, y: paddle.Tensor) -> paddle.Tensor:
         loss = LOSS(net(x), y)
@@ -220,7 +164,19 @@ def _step_fn(net: nn.Layer, params, lr: float, momentum: float) -> tuple[Callabl
         opt.clear_grad()
         return loss
 
-    return step, applied_recipe(opt)
+    decay = opt.regularization  # Paddle has public getters for neither momentum nor decay
+    return step, recipe.applied(
+        opt.get_lr(),
+        opt._momentum,
+        opt._use_nesterov,
+        0.0 if decay is None else float(decay._coeff),
+        LOSS.reduction == "mean",
+        float(LOSS.label_smoothing or 0.0),
+    )
+
+
+def _labels(labels: np.ndarray) -> paddle.Tensor:
+    return paddle.to_tensor(np.asarray(labels, dtype=np.int64))
 
 
 def train_step(
@@ -238,10 +194,6 @@ def train_step(
     return float(loss.numpy()), to_canonical(model)
 
 
-# --------------------------------------------------------------------------------------------
-# Benchmark modes
-
-
 def _autocast(precision: str) -> Callable[[], contextlib.AbstractContextManager]:
     if precision == "bf16":
         return lambda: paddle.amp.auto_cast(dtype="bfloat16", level="O1")
@@ -257,13 +209,6 @@ def _bf16_failure() -> str | None:
         told = " ".join(str(w.message) for w in said if "amp" in str(w.message))
         return f"paddle.amp.auto_cast(dtype='bfloat16') left a convolution in {out.dtype} {told}"
     return None
-
-
-MODE_NOTES = {
-    "dygraph": "dygraph (eager) Layer calls",
-    "sot": "paddle.jit.to_static(full_graph=False): bytecode capture (SOT)",
-    "ast": "paddle.jit.to_static(full_graph=True): source (AST) conversion",
-}
 
 
 def prepare(
@@ -287,10 +232,9 @@ def prepare(
     images, labels = host_batch(weights, batch_size, image_size)
     if precision == "bf16" and (why := kernel_support(SPEC.name, version(), "bf16", _bf16_failure)):
         raise Unsupported(why)
-    model = build_resnet50(weights)
+    model = net = build_resnet50(weights)
     autocast = _autocast(precision)
-    notes = [MODE_NOTES[mode]] + ([] if precision == "fp32" else ["paddle.amp.auto_cast(bf16)"])
-    net = model
+    notes = "; ".join([MODE_NOTES[mode]] + ["paddle.amp.auto_cast(bf16)"] * (precision == "bf16"))
     if mode != "dygraph":  # to_static wraps the Layer's forward in place
         net = paddle.jit.to_static(model, full_graph=mode == "ast", backend=None)
     if task == "train":
@@ -300,13 +244,12 @@ def prepare(
 
         def step() -> float:
             with autocast():
-                loss = run(paddle.to_tensor(images), y)
-            return float(loss.numpy())
+                return float(run(paddle.to_tensor(images), y).numpy())
 
-        return Prepared(step, int(batch_size), "; ".join(notes), recipe=applied)
+        return Prepared(step, int(batch_size), notes, recipe=applied)
 
     def step() -> np.ndarray:
         with paddle.no_grad(), autocast():
             return net(paddle.to_tensor(images)).numpy()
 
-    return Prepared(step, int(batch_size), "; ".join(notes))
+    return Prepared(step, int(batch_size), notes)

@@ -1,11 +1,10 @@
 """PaddlePaddle's properties for code exercises: ``full_graph`` (``paddle.jit.to_static(fn,
-full_graph=True)`` converts the source into one program and runs it on every input; Python that
-needs a tensor's value while converting fails with Paddle's error) and ``matches_eager`` (that
-program's outputs equal the reference's, run in dygraph)."""
+full_graph=True)`` converts the source into one program and runs it on every input) and
+``matches_eager`` (against the reference run in dygraph)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import functools
 from typing import Any
 
 import numpy as np
@@ -26,7 +25,4 @@ PROPERTIES = kit.graph_properties(
     runs="full_graph",
     baseline="dygraph",
 )
-
-
-def verify(prop: str, fn: Callable, cases: list[tuple], **given: Any) -> tuple[bool, str]:
-    return kit.verify("PaddlePaddle", PROPERTIES, prop, fn, cases, **given)
+verify = functools.partial(kit.verify, "PaddlePaddle", PROPERTIES)

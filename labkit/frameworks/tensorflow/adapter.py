@@ -1,10 +1,7 @@
-"""TensorFlow adapter: a hand-written Keras 3 ResNet-50 in three execution modes.
-
-Import it through ``labkit.frameworks.get("tensorflow")`` (after ``import labkit``, which lets
-TensorFlow and MindSpore share a process). Images are NHWC inside and NCHW at the contract's edge.
-Explicit ``ZeroPadding2D`` and ``"valid"`` convolutions pad symmetrically as PyTorch does (Keras'
-``"same"`` pads an even input on the bottom-right only). Modes: ``eager``; ``function``
-(``tf.function``: traced once, Grappler-optimised); ``xla`` (``tf.function(jit_compile=True)``).
+"""TensorFlow adapter: a Keras 3 ResNet-50 (NHWC inside, NCHW at the edge) in three modes:
+``eager``, ``function`` (``tf.function``: traced once, Grappler-optimised) and ``xla``
+(``tf.function(jit_compile=True)``). Explicit ``ZeroPadding2D`` and ``"valid"`` convolutions pad
+symmetrically as PyTorch does (Keras' ``"same"`` pads an even input bottom-right only).
 """
 
 from __future__ import annotations
@@ -24,16 +21,12 @@ from ..contract import Prepared, Unsupported
 from . import SPEC
 
 __all__ = [
-    "MODES",
     "MODE_NOTES",
-    "SPEC",
-    "applied_recipe",
     "build_resnet50",
     "inference_fn",
     "is_tf_function",
     "keras_name",
     "model_caller",
-    "optimizer",
     "predict",
     "prepare",
     "prepare_model",
@@ -46,21 +39,19 @@ __all__ = [
     "version",
 ]
 
-MODES = SPEC.modes
 #: Keras dtype policy per precision; bf16 computes in bfloat16 and keeps float32 variables
 POLICIES = {"fp32": "float32", "bf16": "mixed_bfloat16"}
 WHY_NOT = {
     "int8": "TensorFlow's int8 inference is LiteRT's post-training quantisation, a converter "
     f"(notebook 07), not a tf.function or XLA cell; {INT8_PATH}",
 }
-#: how each mode is realised (recorded with every benchmark result)
 MODE_NOTES = {
     "eager": "eager ops",
     "function": "tf.function (Grappler graph)",
     "xla": "tf.function(jit_compile=True)",
 }
-BN_MOMENTUM = 0.9  # Keras' momentum is 1 - PyTorch's (0.1): the same running-average update
-BN_TENSORS = ("weight", "bias", "running_mean", "running_var")  #: in Keras' order
+#: the recipe's loss: mean softmax cross-entropy of logits against integer labels
+LOSS = keras.losses.SparseCategoricalCrossentropy(from_logits=True)
 
 
 def version() -> str:
@@ -68,8 +59,7 @@ def version() -> str:
 
 
 def set_threads(n: int) -> None:
-    """``n`` intra-op threads, one inter-op; before TensorFlow runs anything (it fixes its pools
-    then: a later, different count raises ``RuntimeError``)."""
+    """``n`` intra-op threads, one inter-op; TensorFlow fixes its pools when it first runs."""
     n = check_threads(n)
     if tuple(threads().values()) == (n, 1):
         return
@@ -91,97 +81,76 @@ def threads() -> dict[str, int]:
     }
 
 
-# --------------------------------------------------------------------------- the model
-
-
 def keras_name(canonical: str) -> str:
-    """The Keras layer name of a canonical module name: ``layer1.0.conv1`` -> ``layer1_0_conv1``."""
+    """``layer1.0.conv1`` -> ``layer1_0_conv1``."""
     return canonical.replace(".", "_")
 
 
 def _conv_bn(x, conv: resnet.Conv, dtype: str, relu: bool):
-    """Convolution (explicit symmetric padding, no bias) -> BatchNorm -> optional ReLU."""
     name = keras_name(conv.conv)
     if conv.padding:
         x = keras.layers.ZeroPadding2D(conv.padding, name=f"{name}_pad", dtype=dtype)(x)
     x = keras.layers.Conv2D(
-        conv.cout,
-        conv.kernel,
-        strides=conv.stride,
-        padding="valid",
-        use_bias=False,
-        name=name,
-        dtype=dtype,
+        conv.cout, conv.kernel, conv.stride, "valid", use_bias=False, name=name, dtype=dtype
     )(x)
+    # Keras' momentum is 1 - PyTorch's (0.1): the same running-average update
     x = keras.layers.BatchNormalization(
-        epsilon=resnet.BN_EPS, momentum=BN_MOMENTUM, name=keras_name(conv.bn), dtype=dtype
+        epsilon=resnet.BN_EPS, momentum=0.9, name=keras_name(conv.bn), dtype=dtype
     )(x)
-    if relu:
-        x = keras.layers.ReLU(name=f"{name}_relu", dtype=dtype)(x)
-    return x
-
-
-def _bottleneck(x, block: resnet.Block, dtype: str):
-    shortcut = x
-    for i, conv in enumerate(block.convs):
-        x = _conv_bn(x, conv, dtype, relu=i < 2)
-    if block.downsample is not None:
-        shortcut = _conv_bn(shortcut, block.downsample, dtype, relu=False)
-    name = keras_name(block.name)
-    x = keras.layers.Add(name=f"{name}_add", dtype=dtype)([x, shortcut])
-    return keras.layers.ReLU(name=f"{name}_relu", dtype=dtype)(x)
+    return keras.layers.ReLU(name=f"{name}_relu", dtype=dtype)(x) if relu else x
 
 
 def resnet50(
     num_classes: int = 1000, dtype: str = "float32", width: int = resnet.WIDTH
 ) -> keras.Model:
-    """An uninitialised ResNet-50 v1.5 (NHWC). ``dtype``: a Keras dtype policy given to every
-    layer (Keras' global policy stays untouched); the logits are float32."""
+    """An uninitialised ResNet-50 v1.5 (NHWC); ``dtype``: every layer's Keras dtype policy (the
+    global policy stays untouched); the logits are float32."""
     images = keras.Input(shape=(None, None, 3), name="images")
     x = _conv_bn(images, resnet.stem(width), dtype, relu=True)
     x = keras.layers.ZeroPadding2D(1, name="maxpool_pad", dtype=dtype)(x)
     x = keras.layers.MaxPooling2D(3, strides=2, padding="valid", name="maxpool", dtype=dtype)(x)
     for block in resnet.blocks(width):
-        x = _bottleneck(x, block, dtype)
+        shortcut = x
+        for i, conv in enumerate(block.convs):
+            x = _conv_bn(x, conv, dtype, relu=i < 2)
+        if block.downsample is not None:
+            shortcut = _conv_bn(shortcut, block.downsample, dtype, relu=False)
+        name = keras_name(block.name)
+        x = keras.layers.Add(name=f"{name}_add", dtype=dtype)([x, shortcut])
+        x = keras.layers.ReLU(name=f"{name}_relu", dtype=dtype)(x)
     x = keras.layers.GlobalAveragePooling2D(name="avgpool", dtype=dtype)(x)
     x = keras.layers.Dense(num_classes, name="fc", dtype=dtype)(x)
     logits = keras.layers.Activation("linear", name="logits", dtype="float32")(x)
     return keras.Model(images, logits, name="resnet50")
 
 
-def load_weights(model: keras.Model, weights: dict[str, np.ndarray]) -> None:
-    """Copy canonical weights into ``model`` (OIHW -> HWIO kernels, (out, in) -> (in, out) fc)."""
-    resnet.validate_weights(weights, num_classes=model.get_layer("fc").units)
-    for conv in resnet.all_convs(resnet.width_of(weights)):
-        model.get_layer(keras_name(conv.conv)).set_weights(
-            [weights[f"{conv.conv}.weight"].transpose(2, 3, 1, 0)]
-        )
-        model.get_layer(keras_name(conv.bn)).set_weights(
-            [weights[f"{conv.bn}.{p}"] for p in BN_TENSORS]
-        )
-    model.get_layer("fc").set_weights([weights["fc.weight"].T, weights["fc.bias"]])
+def _tensors(width: int):
+    """(canonical name, Keras layer, index in its weights, axes from canonical to Keras)."""
+    for conv in resnet.all_convs(width):
+        yield f"{conv.conv}.weight", keras_name(conv.conv), 0, (2, 3, 1, 0)  # OIHW -> HWIO
+        for i, p in enumerate(("weight", "bias", "running_mean", "running_var")):
+            yield f"{conv.bn}.{p}", keras_name(conv.bn), i, (0,)
+    yield "fc.weight", "fc", 0, (1, 0)
+    yield "fc.bias", "fc", 1, (0,)
 
 
 def build_resnet50(weights: dict[str, np.ndarray], precision: str = "fp32") -> keras.Model:
     """A Keras ResNet-50 holding ``weights`` (call it with ``training=False`` for eval mode)."""
     num_classes = resnet.validate_weights(weights)
     model = resnet50(num_classes, POLICIES[precision], resnet.width_of(weights))
-    load_weights(model, weights)
+    for name, layer, i, axes in _tensors(resnet.width_of(weights)):
+        model.get_layer(layer).weights[i].assign(np.transpose(weights[name], axes))
     return model
 
 
 def to_canonical(model: keras.Model) -> dict[str, np.ndarray]:
-    """The model's weights in canonical names and layouts (the inverse of :func:`load_weights`)."""
-    out: dict[str, np.ndarray] = {}
-    width = model.get_layer("conv1").filters
-    for conv in resnet.all_convs(width):
-        (kernel,) = model.get_layer(keras_name(conv.conv)).get_weights()
-        out[f"{conv.conv}.weight"] = np.ascontiguousarray(kernel.transpose(3, 2, 0, 1))
-        bn = model.get_layer(keras_name(conv.bn)).get_weights()
-        out.update({f"{conv.bn}.{p}": w for p, w in zip(BN_TENSORS, bn)})
-    kernel, out["fc.bias"] = model.get_layer("fc").get_weights()
-    out["fc.weight"] = np.ascontiguousarray(kernel.T)
-    return {name: out[name] for name in resnet.param_shapes(len(out["fc.bias"]), width)}
+    """The model's weights in canonical names and layouts."""
+    width, num_classes = model.get_layer("conv1").filters, model.get_layer("fc").units
+    out = {
+        name: np.transpose(model.get_layer(layer).weights[i].numpy(), np.argsort(axes))
+        for name, layer, i, axes in _tensors(width)
+    }
+    return {n: np.ascontiguousarray(out[n]) for n in resnet.param_shapes(num_classes, width)}
 
 
 def to_nhwc(images: np.ndarray) -> np.ndarray:
@@ -194,38 +163,37 @@ def predict(model: keras.Model, images: np.ndarray) -> np.ndarray:
     return model(tf.constant(to_nhwc(images)), training=False).numpy()
 
 
-#: the recipe's loss: mean softmax cross-entropy of logits against integer labels
-LOSS = keras.losses.SparseCategoricalCrossentropy(from_logits=True)
-
-
-def optimizer(
-    lr: float = recipe.TRAIN.lr, momentum: float = recipe.TRAIN.momentum
-) -> keras.optimizers.SGD:
-    """The recipe's optimizer: Keras' SGD (v = momentum * v - lr * g; w += v) is PyTorch's for a
-    constant learning rate."""
+def _optimizer(lr: float = recipe.TRAIN.lr, momentum: float = recipe.TRAIN.momentum):
+    """Keras' SGD (v = momentum * v - lr * g; w += v) is PyTorch's for a constant rate."""
     r = recipe.TRAIN
-    return keras.optimizers.SGD(
-        learning_rate=lr,
-        momentum=momentum,
-        nesterov=r.nesterov,
-        weight_decay=r.weight_decay or None,
-    )
+    return keras.optimizers.SGD(lr, momentum, r.nesterov, weight_decay=r.weight_decay or None)
 
 
-def applied_recipe(opt: keras.optimizers.Optimizer, loss: keras.losses.Loss = LOSS) -> dict:
-    """The hyper-parameters ``opt`` and ``loss`` really use (compare with the recipe)."""
+def _applied(opt: keras.optimizers.Optimizer) -> dict:
+    """The hyper-parameters ``opt`` and :data:`LOSS` really use (compare with the recipe)."""
     return recipe.applied(
         float(keras.ops.convert_to_numpy(opt.learning_rate)),
         opt.momentum,
         opt.nesterov,
         opt.weight_decay or 0.0,
-        loss.reduction == "sum_over_batch_size",
-        getattr(loss, "label_smoothing", 0.0) or 0.0,
+        LOSS.reduction == "sum_over_batch_size",
+        getattr(LOSS, "label_smoothing", 0.0),
     )
+
+
+def _wrap(fn: Callable, mode: str) -> Callable:
+    """``fn`` as the mode runs it: unchanged (eager), traced (function), XLA-compiled (xla)."""
+    return fn if mode == "eager" else tf.function(fn, jit_compile=(mode == "xla"))
 
 
 def _forward(model: keras.Model, images: tf.Tensor) -> tf.Tensor:
     return model(images, training=False)
+
+
+def inference_fn(model: keras.Model, mode: str = "eager") -> Callable[[tf.Tensor], tf.Tensor]:
+    """NHWC tensor -> logits in ``mode`` (a fresh partial: tf.function's retracing warning
+    counts traces per Python code object)."""
+    return _wrap(functools.partial(_forward, model), mode)
 
 
 def _sgd_step(model: keras.Model, opt: keras.optimizers.Optimizer, images, labels) -> tf.Tensor:
@@ -237,19 +205,7 @@ def _sgd_step(model: keras.Model, opt: keras.optimizers.Optimizer, images, label
     return loss
 
 
-def _wrap(fn: Callable, mode: str) -> Callable:
-    """``fn`` as the mode runs it: unchanged (eager), traced (function), XLA-compiled (xla)."""
-    return fn if mode == "eager" else tf.function(fn, jit_compile=(mode == "xla"))
-
-
-def inference_fn(model: keras.Model, mode: str = "eager") -> Callable[[tf.Tensor], tf.Tensor]:
-    """NHWC tensor -> logits in ``mode`` (a fresh partial: tf.function's retracing warning
-    counts traces per Python code object)."""
-    return _wrap(functools.partial(_forward, model), mode)
-
-
-def train_fn(model: keras.Model, mode: str, opt: keras.optimizers.Optimizer) -> Callable:
-    """(NHWC images, labels) -> loss: one SGD step of ``model`` with ``opt``, in ``mode``."""
+def _train_fn(model: keras.Model, mode: str, opt: keras.optimizers.Optimizer) -> Callable:
     opt.build(model.trainable_variables)  # its slots now, not inside a traced graph
     return _wrap(functools.partial(_sgd_step, model, opt), mode)
 
@@ -264,13 +220,12 @@ def train_step(
     """One eager SGD step: the loss before it and the new canonical weights (Keras folds the
     biased batch variance into ``running_var``, PyTorch the unbiased one)."""
     model = build_resnet50(weights)
-    step = train_fn(model, "eager", optimizer(lr, momentum))
+    step = _train_fn(model, "eager", _optimizer(lr, momentum))
     loss = step(tf.constant(to_nhwc(images)), tf.constant(np.asarray(labels, dtype=np.int64)))
     return float(loss.numpy()), to_canonical(model)
 
 
 def _check_device(device: str) -> str:
-    """TensorFlow places ops on its first GPU by itself; without one, say how to get one."""
     if device == "gpu" and not tf.config.list_physical_devices("GPU"):
         raise Unsupported("no GPU visible to TensorFlow: install 'tensorflow[and-cuda]' (Linux)")
     return "/GPU:0" if device == "gpu" else "/CPU:0"
@@ -291,20 +246,18 @@ def prepare(
     image_size: int = 224,
     device: str = "cpu",
 ) -> Prepared:
-    """One benchmark step: the host batch to a tensor, one inference batch (``training=False``)
-    or training step, the result back to the host. ``bf16``: the Keras ``mixed_bfloat16``
-    policy, its inference step carrying its accuracy cost against the fp32 model."""
+    """One benchmark step: the host batch in, one inference batch (``training=False``) or
+    training step, the result out. ``bf16``: the Keras ``mixed_bfloat16`` policy, its inference
+    step carrying its accuracy cost against the fp32 model."""
     check_cell(SPEC, mode, task, batch_size, precision, device, WHY_NOT)
     where = _check_device(device)
     if precision == "bf16" and (why := kernel_support(SPEC.name, version(), "bf16", _bf16_conv)):
         raise Unsupported(why)
     images, labels = host_batch(weights, batch_size, image_size)
-    images = to_nhwc(images)
+    hosts = (to_nhwc(images), labels) if task == "train" else (to_nhwc(images),)
     notes = MODE_NOTES[mode] + (", Keras mixed_bfloat16 policy" if precision == "bf16" else "")
-    model = build_resnet50(weights, precision)
-    opt = optimizer()
-    fn = train_fn(model, mode, opt) if task == "train" else inference_fn(model, mode)
-    hosts = (images, labels) if task == "train" else (images,)
+    model, opt = build_resnet50(weights, precision), _optimizer()
+    fn = _train_fn(model, mode, opt) if task == "train" else inference_fn(model, mode)
 
     def check() -> dict:
         fp32, ref = build_resnet50(weights), f"TensorFlow {version()} fp32 eager Keras model"
@@ -312,10 +265,10 @@ def prepare(
         return acc.cost(lambda x: predict(fp32, x), lowp, image_size, batch_size, ref)
 
     return Prepared(
-        step=lambda: fn(*map(tf.constant, hosts)).numpy(),  # the host batch in, the result out
+        step=lambda: fn(*map(tf.constant, hosts)).numpy(),
         batch_size=batch_size,
         notes=f"{notes} on {where}",
-        recipe=applied_recipe(opt) if task == "train" else None,
+        recipe=_applied(opt) if task == "train" else None,
         accuracy=check if precision != "fp32" and task != "train" else None,
     )
 
@@ -352,9 +305,9 @@ def prepare_model(
     precision: str = "fp32",
     device: str = "cpu",
 ) -> Prepared:
-    """The benchmark step of a learner's model in each mode: inference with ``training=False``,
-    or (a Keras model or layer) a synthetic loss (the mean of the squared floating-point
-    outputs) and one SGD-with-momentum update."""
+    """The benchmark step of a learner's model: inference with ``training=False``, or (a Keras
+    model or layer) a synthetic loss (the mean of the squared floating-point outputs) and one
+    step of the recipe's SGD."""
     batch = batch_of(inputs)
     check_cell(SPEC, mode, task, batch, precision, device, WHY_NOT)
     if precision == "bf16":
@@ -368,7 +321,7 @@ def prepare_model(
     if task == "train":
         if not isinstance(model, keras.layers.Layer) or not model.trainable_variables:
             raise Unsupported("training needs a Keras model or layer with trainable variables")
-        opt = optimizer()  # the lab's recipe
+        opt = _optimizer()
         opt.build(model.trainable_variables)
 
         def train(*xs):

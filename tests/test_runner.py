@@ -638,11 +638,11 @@ def test_a_write_that_fails_keeps_the_record_and_resume_recovers(tmp_path, monke
     real_append, calls, fragment = results.append, [], []
 
     def disk_full_after_the_first(path, record):
-        calls.append(record["task"])
+        calls.append(record.task)
         if len(calls) == 1:
             return real_append(path, record)
         if len(calls) == 2:  # a full disk takes part of a line, then refuses
-            fragment.append(json.dumps(record)[:60])
+            fragment.append(json.dumps(record.to_json())[:60])
             with open(path, "a") as f:
                 f.write(fragment[0])
         raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(path))

@@ -1,10 +1,14 @@
-"""The record format: every field (:data:`FIELDS`), its checks (:func:`problems`), the validity
+"""The record: :class:`Record` (what a cell measured, in the shape of ``torch.utils.benchmark``'s
+``Measurement``), its JSON fields (:data:`FIELDS`) and checks (:func:`problems`), the validity
 verdict (:func:`judge`), older records in today's shape (:func:`upgrade`) and :func:`make`."""
 
 from __future__ import annotations
 
+import dataclasses
 import datetime
+import html
 import math
+from collections.abc import Mapping
 from pathlib import Path
 
 from .. import bench, profiles
@@ -20,6 +24,7 @@ __all__ = [
     "KEY",
     "NEW_IN_2",
     "SCHEMA_VERSION",
+    "Record",
     "custom",
     "judge",
     "key",
@@ -231,6 +236,7 @@ FIELDS_V1: dict[str, tuple[tuple[type, ...], str]] = {
 
 def problems(record: object) -> list[str]:
     """What is wrong with one record (empty when it follows the schema of its version)."""
+    record = record.to_json() if isinstance(record, Record) else record
     if not isinstance(record, dict):
         return [f"expected a JSON object, got {type(record).__name__}"]
     checks = _status_problems(record) + _time_problems(record)
@@ -313,8 +319,8 @@ def upgrade(record: dict) -> dict:
     return validate(out)
 
 
-def make(**fields) -> dict:
-    """A validated record: ``fields`` over the defaults of a failed, unmeasured cell.
+def make(**fields) -> Record:
+    """A validated :class:`Record`: ``fields`` over the defaults of a failed, unmeasured cell.
 
     ``unsupported`` follows from ``error``, ``threads`` may be the intra-op count, and without
     ``valid`` the record is judged from its own fields (:func:`judge`)."""
@@ -347,4 +353,136 @@ def make(**fields) -> dict:
     if not record.get("timestamp"):
         now = datetime.datetime.now(datetime.UTC)
         record["timestamp"] = now.isoformat(timespec="seconds")
-    return validate(record)
+    return Record(**validate(record))
+
+
+@dataclasses.dataclass(kw_only=True)
+class Record(Mapping):
+    """What one cell measured: its spec, the raw times and the statistics derived from them, the
+    verdict, and how it was measured (each field documented in :data:`FIELDS`). One line of the
+    results file is :meth:`to_json`; :meth:`from_json` reads one (an older one upgraded). Read
+    by attribute; the read-only mapping view (``r["median_s"]``) serves readers of JSON rows."""
+
+    # the spec
+    framework: str
+    mode: str
+    task: str
+    precision: str
+    batch_size: int
+    image_size: int
+    device: str
+    profile: str
+    model: str = DEFAULT_MODEL
+    input_shape: str = ""
+    threads: dict = dataclasses.field(default_factory=lambda: {"intra": None, "inter": None})
+    # the raw times and the statistics derived from them
+    times_s: list | None = None
+    number_per_run: int = 1
+    repeats: int | float | None = None
+    warmup: int | float | None = None
+    median_s: float | None = None
+    iqr_s: float | None = None
+    p90_s: float | None = None
+    mean_s: float | None = None
+    images_per_s: float | None = None
+    first_call_s: float | None = None
+    export_s: float | None = None
+    prepare_s: float | None = None
+    # the verdict
+    status: str = "failed"
+    error: str | None = None
+    unsupported: bool = False
+    valid: bool = False
+    invalid_reasons: list = dataclasses.field(default_factory=list)
+    # against the machine
+    ceiling_images_per_s: float | None = None
+    ceiling_share: float | None = None
+    above_ceiling: bool = False
+    ceiling_note: str = ""
+    measured_peak: dict | None = None
+    measured_peak_images_per_s: float | None = None
+    measured_peak_share: float | None = None
+    above_measured_peak: bool = False
+    measured_peak_note: str = ""
+    # how it was measured
+    accuracy: dict | None = None
+    peak_rss_mb: float | None = None
+    cache: str = "unknown"
+    notes: str = ""
+    recipe: dict | None = None
+    thread_env: dict = dataclasses.field(default_factory=dict)
+    versions: dict = dataclasses.field(default_factory=dict)
+    machine: dict = dataclasses.field(default_factory=dict)
+    wall_s: float | None = None
+    load_1min: float | None = None
+    others_cpus: float | None = None
+    log: str = ""
+    timestamp: str = ""
+    schema: int = SCHEMA_VERSION
+
+    @classmethod
+    def from_json(cls, row: object) -> Record:
+        """The record of one JSON object (an older one upgraded); ``ValueError`` naming what is
+        wrong with anything else. Fields this labkit does not know are left out."""
+        validate(row)
+        return cls(**{k: v for k, v in upgrade(row).items() if k in FIELDS})
+
+    def to_json(self) -> dict:
+        """The results file's line for this record, as a dict (the same field names)."""
+        return {f: getattr(self, f) for f in FIELDS}
+
+    @property
+    def ok(self) -> bool:
+        return self.status == "ok"
+
+    @property
+    def custom(self) -> bool:
+        """Whether it measured a learner's model rather than the ResNet-50."""
+        return self.model != DEFAULT_MODEL
+
+    def key(self) -> tuple:
+        """The cell it measured (:data:`KEY`)."""
+        return tuple(getattr(self, k) for k in KEY)
+
+    def context(self) -> tuple:
+        """What it must share with another record to be compared with it (:data:`CONTEXT`)."""
+        return tuple(getattr(self, k) for k in CONTEXT)
+
+    def label(self) -> str:
+        extra = "" if self.precision == "fp32" else f" {self.precision}"
+        who = f"{model_name(self.model)} " if self.custom else ""
+        return f"{who}{self.framework} {self.mode} {self.task}{extra} b{self.batch_size}"
+
+    def _lines(self) -> list[str]:
+        if not self.ok:
+            return [f"{'unsupported' if self.unsupported else 'failed'}: {self.error}"]
+        unit, k = ("ms", 1e3) if self.median_s < 1 else ("s", 1.0)
+        verdict = "valid" if self.valid else "INVALID: " + "; ".join(self.invalid_reasons)
+        return [
+            f"Median: {self.median_s * k:.2f} {unit}   ({self.images_per_s:.2f} images/s)",
+            f"IQR:    {self.iqr_s * k:.2f} {unit}   p90: {self.p90_s * k:.2f} {unit}",
+            f"first call: {self.first_call_s:.2f} s; {self.repeats:g} samples of "
+            + f"{self.number_per_run} call(s); {self.profile} profile, cache {self.cache}",
+            verdict,
+        ]
+
+    def __repr__(self) -> str:
+        head = f"<labkit.results.Record> {self.label()} {self.image_size}px {self.device}"
+        return "\n  ".join([head, *self._lines()])
+
+    def _repr_html_(self) -> str:
+        head = html.escape(f"{self.label()} {self.image_size}px {self.device}")
+        body = "<br>".join(html.escape(line) for line in self._lines())
+        return f"<div><b>{head}</b><br>{body}</div>"
+
+    # the read-only mapping view: the JSON row's fields by name
+    def __getitem__(self, name: str):
+        if name not in FIELDS:
+            raise KeyError(name)
+        return getattr(self, name)
+
+    def __iter__(self):
+        return iter(FIELDS)
+
+    def __len__(self) -> int:
+        return len(FIELDS)

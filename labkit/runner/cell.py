@@ -1,5 +1,5 @@
-"""One cell, measured inside its own process (``python -m labkit.runner``): :func:`main` writes
-the record's fields as JSON; a framework problem is a result, never a crash. Test hook:
+"""One cell, measured inside its own process (``python -m labkit.runner``): :func:`main` gets the
+cell and writes its record as JSON; a framework problem is a result, never a crash. Test hook:
 ``LABKIT_TEST_FAULT=KIND[:FRAMEWORK/MODE/TASK][,...]`` makes matching cells ``fail``, ``hang``
 (a grandchild too) or ``oom`` (only under a memory limit)."""
 
@@ -8,15 +8,17 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
+import math
 import os
 import subprocess
 import sys
 import time
 import traceback
 from collections.abc import Sequence
+from dataclasses import asdict
 from pathlib import Path
 
-from .. import bench, hardware, profiles
+from .. import bench, hardware, profiles, results
 from .. import frameworks as fw_registry
 from ..frameworks.contract import Unsupported
 from ..util import jsonio, proc
@@ -85,10 +87,10 @@ def _versions(framework: str, adapter) -> dict:
     return out
 
 
-def measure_cell(cell: Cell, threads: int, memory_limit_mb: float | None = None) -> dict:
-    """Measure ``cell`` in this (fresh) process and return the record's fields: the thread
-    policy set and read back, an export timed apart, the shares of the ceiling and peak. A
-    framework problem makes the fields say ``status: failed`` and why."""
+def measure_cell(cell: Cell, threads: int, memory_limit_mb: float | None = None) -> results.Record:
+    """Measure ``cell`` in this (fresh) process and return its record: the thread policy set
+    and read back, an export timed apart, the shares of the ceiling and peak. A framework
+    problem makes the record say ``status: failed`` and why."""
     if memory_limit_mb:
         import resource
 
@@ -142,7 +144,26 @@ def measure_cell(cell: Cell, threads: int, memory_limit_mb: float | None = None)
     out["peak_rss_mb"] = bench.peak_rss_mb()
     with contextlib.suppress(Exception):
         out["versions"] = _versions(cell.framework, adapter)
-    return out
+    return record_of(cell, out)
+
+
+def record_of(cell: Cell, fields: dict, machine: dict | None = None) -> results.Record:
+    """The record of a cell; a result that makes no valid record becomes a failed one."""
+    verdict = ("valid", "invalid_reasons", "timestamp")  # judged again, with the machine
+    known = {k: v for k, v in fields.items() if k in results.FIELDS and k not in verdict}
+    try:
+        return results.make(**{**asdict(cell), **known, "machine": machine or {}})
+    except (ValueError, TypeError) as exc:
+        wall = known.get("wall_s")
+        return results.make(
+            **asdict(cell),
+            status="failed",
+            error=f"the cell's result could not be recorded: {exc}",
+            log=str(fields.get("log") or "")[-LOG_TAIL_CHARS:],
+            wall_s=wall if isinstance(wall, float) and math.isfinite(wall) else None,
+            cache=known.get("cache") if known.get("cache") in results.CACHE_STATES else "unknown",
+            machine=machine or {},
+        )
 
 
 def _accuracy(prepared) -> dict | None:
@@ -227,8 +248,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.parent:  # the runner died: this cell, what it started and its folder go too
         proc.exit_with_parent(args.parent, remove=Path(args.result).parent)
     cell = Cell(**json.loads(args.cell))
-    fields = measure_cell(cell, args.threads, args.memory_limit_mb)
-    jsonio.write_atomic(args.result, json.dumps(fields))
+    record = measure_cell(cell, args.threads, args.memory_limit_mb)
+    jsonio.write_atomic(args.result, json.dumps(record.to_json()))
     sys.stdout.flush()
     sys.stderr.flush()
     os._exit(0)  # skip framework teardown (MindSpore and thread pools can hang or abort at exit)

@@ -4,18 +4,17 @@ static last line; an interrupted run keeps everything measured."""
 
 from __future__ import annotations
 
-import math
 import os
 import sys
 import time
 import warnings
 from collections.abc import Iterable
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from .. import bench, hardware, results
 from ..util import jsonio
-from .cell import LOG_TAIL_CHARS, cached_peaks, measured_peaks
+from .cell import cached_peaks, measured_peaks, record_of
 from .plan import Cell, Plan
 from .process import check_cache, run_cell, signals_held, sigterm_as_interrupt
 
@@ -27,22 +26,22 @@ class RunResult:
     """What :func:`run` did: its records, the cells it skipped, whether it finished."""
 
     out: Path
-    records: list[dict] = field(default_factory=list)
+    records: list[results.Record] = field(default_factory=list)
     skipped: list[Cell] = field(default_factory=list)
     interrupted: bool = False
     wall_s: float = 0.0
     #: records measured but not (yet) written to ``out``: a write failed
-    unsaved: list[dict] = field(default_factory=list)
+    unsaved: list[results.Record] = field(default_factory=list)
     write_error: str = ""  #: why the last write that failed did
     planned: int = 0  #: the cells of the plan
 
     @property
-    def failed(self) -> list[dict]:
-        return [r for r in self.records if r["status"] != "ok"]
+    def failed(self) -> list[results.Record]:
+        return [r for r in self.records if not r.ok]
 
     def summary(self) -> str:
         n, bad = len(self.records), len(self.failed)
-        invalid = sum(r["status"] == "ok" and not r["valid"] for r in self.records)
+        invalid = sum(r.ok and not r.valid for r in self.records)
         end = "interrupted: rerun with resume=True for the rest" if self.interrupted else "done"
         skipped = f", {len(self.skipped)} already in {self.out}" if self.skipped else ""
         return (
@@ -91,26 +90,8 @@ def _ensure_peaks(todo: list[Cell], threads: int, progress: bool) -> None:
         warnings.warn(f"measured peak: {problem}", UserWarning, stacklevel=3)
 
 
-def done_keys(records: Iterable[dict]) -> set[tuple]:
-    return {results.key(r) for r in records if r["status"] == "ok" or r["unsupported"]}
-
-
-def _record(cell: Cell, fields: dict, machine: dict) -> dict:
-    """The record of a cell; a result that makes no valid record becomes a failed one."""
-    known = {k: v for k, v in fields.items() if k in results.FIELDS}
-    try:
-        return results.make(**{**asdict(cell), **known, "machine": machine})
-    except (ValueError, TypeError) as exc:
-        wall = known.get("wall_s")
-        return results.make(
-            **asdict(cell),
-            status="failed",
-            error=f"the cell's result could not be recorded: {exc}",
-            log=str(fields.get("log") or "")[-LOG_TAIL_CHARS:],
-            wall_s=wall if isinstance(wall, float) and math.isfinite(wall) else None,
-            cache=known.get("cache") if known.get("cache") in results.CACHE_STATES else "unknown",
-            machine=machine,
-        )
+def done_keys(records: Iterable[results.Record]) -> set[tuple]:
+    return {r.key() for r in records if r.ok or r.unsupported}
 
 
 def check_out(out: str | os.PathLike) -> None:
@@ -124,7 +105,7 @@ def check_out(out: str | os.PathLike) -> None:
         )
 
 
-def _save(res: RunResult, record: dict) -> None:
+def _save(res: RunResult, record: results.Record) -> None:
     """Append ``record`` after any an earlier write could not; a failed write keeps them in
     ``res.unsaved``, says so, and the run goes on (a full disk may have room later)."""
     res.unsaved.append(record)
@@ -146,18 +127,16 @@ def _save(res: RunResult, record: dict) -> None:
         res.unsaved.pop(0)
 
 
-def line(record: dict) -> str:
-    extra = "" if record["precision"] == "fp32" else f" {record['precision']}"
-    cell = f"{record['framework']} {record['mode']} {record['task']}{extra} b{record['batch_size']}"
-    if record["status"] != "ok":
-        return f"{cell}: {'' if record['unsupported'] else 'failed: '}{record['error'][:200]}"
-    verdict = "valid" if record["valid"] else "invalid: " + "; ".join(record["invalid_reasons"])
-    share = record.get("measured_peak_share")
+def line(r: results.Record) -> str:
+    if not r.ok:
+        return f"{r.label()}: {'' if r.unsupported else 'failed: '}{r.error[:200]}"
+    verdict = "valid" if r.valid else "invalid: " + "; ".join(r.invalid_reasons)
+    share = r.measured_peak_share
     peak = "" if share is None else f", {share:.0%} of the measured peak"
-    flag = " (!)" if record.get("above_measured_peak") or record["above_ceiling"] else ""
+    flag = " (!)" if r.above_measured_peak or r.above_ceiling else ""
     return (
-        f"{cell}: {record['images_per_s']:.2f} images/s, median {record['median_s'] * 1e3:.1f} "
-        f"± {record['iqr_s'] * 1e3:.1f} ms{peak}{flag}, {verdict}"
+        f"{r.label()}: {r.images_per_s:.2f} images/s, median {r.median_s * 1e3:.1f} "
+        f"± {r.iqr_s * 1e3:.1f} ms{peak}{flag}, {verdict}"
     )
 
 
@@ -167,7 +146,7 @@ def _measure(res: RunResult, todo: list[Cell], machine: dict, bar, on_record, **
         bar.set_description_str(cell.label())
         fields = run_cell(cell, tick=bar.refresh if live and not bar.disable else None, **how)
         with signals_held():  # a Ctrl-C now waits until the line is whole
-            record = _record(cell, fields, machine)
+            record = record_of(cell, fields, machine)
             res.records.append(record)
             _save(res, record)
         if not bar.disable:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import os
 
-from . import frameworks, hardware, profiles, runner
+from . import frameworks, hardware, profiles
 from .util import tables
 
 __all__ = ["ceiling_rows", "framework_rows", "machine_rows", "markdown", "peaks", "text"]
@@ -64,8 +64,8 @@ def peaks(
     if str(root) != hardware.ROOT:
         return hardware.recorded(root)
     if measure or refresh:
-        return runner.measured_peaks(refresh=refresh)
-    return runner.cached_peaks()
+        return hardware.measure(frameworks.peak_probes(), refresh=refresh)
+    return hardware.cached(frameworks.peak_probes())
 
 
 def ceiling_rows(

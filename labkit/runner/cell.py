@@ -27,10 +27,8 @@ from .plan import Cell
 __all__ = [
     "FAULT_ENV",
     "LOG_TAIL_CHARS",
-    "cached_peaks",
     "ceiling_fields",
     "main",
-    "measured_peaks",
 ]
 
 FAULT_ENV = "LABKIT_TEST_FAULT"
@@ -175,17 +173,6 @@ def _accuracy(prepared) -> dict | None:
         return {"error": f"{type(exc).__name__}: {exc}".strip()[:LOG_TAIL_CHARS]}
 
 
-def measured_peaks(threads: int | None = None, refresh: bool = False) -> hardware.MeasuredPeaks:
-    """This machine's matrix-multiply peaks with ``threads`` threads by the installed frameworks'
-    probes: cached, or measured now (``refresh=True``: always)."""
-    return hardware.measure(fw_registry.peak_probes(), threads, refresh)
-
-
-def cached_peaks(threads: int | None = None) -> hardware.MeasuredPeaks | None:
-    """The peaks measured before with ``threads`` threads and today's versions, or None."""
-    return hardware.cached(fw_registry.peak_probes(), threads)
-
-
 def ceiling_fields(images_per_s: float, cell: Cell, threads: int | None = None) -> dict:
     """A ResNet-50 CPU cell's figure against the spec-sheet ceiling (``ceiling_*``) and the
     cached measured peak (``measured_peak*``, or the note saying why there is none) at its
@@ -205,7 +192,7 @@ def ceiling_fields(images_per_s: float, cell: Cell, threads: int | None = None) 
             ceiling_note=c.explain_above() if above else "",
         )
     threads = threads or hardware.default_threads()
-    found = cached_peaks(threads)
+    found = hardware.cached(fw_registry.peak_probes(), threads)
     if found is None:
         out["measured_peak_note"] = (
             f"no measured peak for {threads} threads on this machine yet (python -m labkit "

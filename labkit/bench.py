@@ -60,8 +60,7 @@ def load_1min() -> float | None:
 
 
 def cpu_sample() -> tuple[float, float, float] | None:
-    """``(wall s, CPU-seconds busy on the whole machine (steal included), CPU-seconds of this
-    process)``, or None without ``/proc/stat``."""
+    """``(wall s, machine's busy CPU-s (steal included), this process's CPU-s)``, or None."""
     try:
         with open("/proc/stat", encoding="ascii") as f:
             fields = [int(x) for x in f.readline().split()[1:]]
@@ -130,7 +129,7 @@ MAX_NUMBER_PER_RUN = 2**20
 
 
 def sample_target_s(min_time_s: float, max_repeats: int) -> float:
-    """The shortest a timed sample may take: ``max_repeats`` of them reach twice the minimum."""
+    """The shortest a timed sample may take: ``max_repeats`` of them make twice the minimum."""
     return 2.0 * min_time_s / max_repeats if min_time_s > 0 and max_repeats > 0 else 0.0
 
 
@@ -166,8 +165,7 @@ def calls_per_sample(
 @dataclass
 class Measurement:
     """Timed calls of one step, in the shape of ``torch.utils.benchmark.Measurement``: the raw
-    seconds per call of each sample (a sample: ``number_per_run`` calls), the first call apart,
-    how they were taken (:attr:`how`) and what the verdict needs (:meth:`judge`)."""
+    seconds per call of each sample (of ``number_per_run`` calls), the first call apart."""
 
     times_s: list[float]
     first_call_s: float

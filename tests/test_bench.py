@@ -284,10 +284,14 @@ def measured(median, iqr=0.0, first=1.0, prepare=1.0, **cell):
 
 def test_records_follow_the_schema():
     ok = measured(0.1, 0.01)
-    assert results.problems(ok) == [] and set(ok) == set(results.FIELDS)
-    assert ok["schema"] == results.schema.SCHEMA_VERSION == 2 and ok["model"] == "resnet50"
-    assert ok["threads"] == {"intra": 2, "inter": None}  # a bare number: the intra-op count
-    assert ok["valid"] is True and ok["invalid_reasons"] == []  # judged from its own fields
+    assert results.problems(ok) == [] and set(ok.to_json()) == set(results.FIELDS)
+    assert {f.name for f in dataclasses.fields(results.Record)} == set(results.FIELDS)
+    assert ok.schema == results.schema.SCHEMA_VERSION == 2 and ok.model == "resnet50"
+    assert ok.threads == {"intra": 2, "inter": None}  # a bare number: the intra-op count
+    assert ok.valid is True and ok.invalid_reasons == []  # judged from its own fields
+    assert results.Record.from_json(json.loads(json.dumps(ok.to_json()))) == ok
+    shown = repr(ok)
+    assert "Median: 100.00 ms" in shown and "valid" in shown and "<b>" in ok._repr_html_()
     bad = results.make(**CELL, status="failed", error="unsupported: no bf16 here")
     assert bad["unsupported"] is True and bad["median_s"] is None
     assert results.make(**CELL, status="failed", error="boom")["unsupported"] is False
@@ -407,7 +411,7 @@ def test_a_schema_2_file_written_before_the_measured_peak_fields_still_loads(tmp
     path.write_text(json.dumps(old) + "\n")
     (loaded,) = results.load(path)
     assert {k: loaded[k] for k in results.schema.ADDED_IN_2} == results.schema.ADDED_IN_2
-    assert loaded == measured(0.1) | {"timestamp": old["timestamp"]}
+    assert loaded.to_json() == measured(0.1).to_json() | {"timestamp": old["timestamp"]}
     assert set(results.schema.ADDED_IN_2) <= set(results.FIELDS)  # documented with the others
     bad = {**measured(0.1), "measured_peak_share": "high"}
     assert results.problems(bad) == ["field 'measured_peak_share' has type str"]
@@ -437,7 +441,7 @@ def test_a_truncated_last_line_is_skipped_with_a_warning_and_repaired_on_append(
     path = tmp_path / "r.jsonl"
     first = measured(0.1)
     results.append(path, first)
-    line = json.dumps(measured(0.2, mode="compile"))
+    line = json.dumps(measured(0.2, mode="compile").to_json())
     with open(path, "a") as f:
         f.write(line[:40])  # an interrupted write
     with pytest.warns(UserWarning, match="line 2 is truncated"):
@@ -455,7 +459,7 @@ def _lines(path, *values):
 
 
 def test_a_hostile_line_is_an_error_naming_it_never_a_recursion_error(tmp_path):
-    good = json.dumps(measured(0.1))
+    good = json.dumps(measured(0.1).to_json())
     deep = "[" * 5000 + "]" * 5000
     for bad, why in [
         (deep, "nested deeper than 64 levels"),
@@ -481,7 +485,7 @@ def test_a_hostile_line_is_an_error_naming_it_never_a_recursion_error(tmp_path):
 
 
 def test_load_refuses_impossible_times_and_a_newer_schema_naming_the_line(tmp_path):
-    ok = measured(0.1)
+    ok = measured(0.1).to_json()
     path = tmp_path / "r.jsonl"
     for field, value, why in [
         ("median_s", -0.1, "field 'median_s' must be > 0, got -0.1"),

@@ -56,7 +56,7 @@ def _record(fw, mode, median, task="throughput", **extra):
             "peak_gflops_boost": 100.0,
         },
         **extra,
-    )
+    ).to_json()
 
 
 CELL_FAILED = {

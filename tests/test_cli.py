@@ -151,7 +151,7 @@ def test_report_on_a_truncated_file_reports_what_is_complete_and_exits_2(
     tmp_path, capsys, results_file
 ):
     with open(results_file, "a") as f:
-        f.write(json.dumps(record("torchscript"))[:50])
+        f.write(json.dumps(record("torchscript").to_json())[:50])
     before = results_file.read_bytes()
     assert cli.main(["report", str(results_file), "--out", str(tmp_path / "figs")]) == 2
     out, err = capsys.readouterr()

@@ -244,7 +244,7 @@ def _ok(fw, mode, task, ips, batch=4, size=32, verdict=VALID):
         threads=2,
         profile="smoke",
         timestamp="2031-05-04T10:00:00+00:00",
-    )
+    ).to_json()
     rec.pop("valid", None)
     rec.pop("invalid_reasons", None)
     if verdict == VALID:

@@ -116,9 +116,9 @@ def test_bad_choices_name_the_valid_ones(kwargs, message):
 
 
 def test_crash_reasons_name_the_cause():
-    assert "out-of-memory killer" in runner.process.crash_reason(-signal.SIGKILL, "")
-    assert "out of memory" in runner.process.crash_reason(1, "Traceback...\nMemoryError\n")
-    assert "SIGSEGV" in runner.process.crash_reason(-signal.SIGSEGV, "")
+    assert "out-of-memory killer" in runner.loop.crash_reason(-signal.SIGKILL, "")
+    assert "out of memory" in runner.loop.crash_reason(1, "Traceback...\nMemoryError\n")
+    assert "SIGSEGV" in runner.loop.crash_reason(-signal.SIGSEGV, "")
 
 
 def test_a_learners_model_is_a_plan_of_the_same_cells_with_its_model_and_shapes(tmp_path):
@@ -158,16 +158,16 @@ def test_a_learners_model_is_a_plan_of_the_same_cells_with_its_model_and_shapes(
 def test_each_room_of_the_runner_has_its_docstring_and_names_and_the_package_shows_them():
     import importlib
 
-    for name in ("plan", "inputs", "cell", "process", "loop"):
+    for name in ("plan", "inputs", "cell", "loop"):
         room = importlib.import_module(f"labkit.runner.{name}")
         assert room.__doc__ and room.__all__, name
         assert all(hasattr(room, n) for n in room.__all__), name
     assert runner.__doc__ and all(hasattr(runner, n) for n in runner.__all__)
     # no room shadows a function of the same name
     assert callable(runner.run)
-    assert runner.run_cell is runner.process.run_cell and runner.Plan is runner.plan.Plan
+    assert runner.run_cell is runner.loop.run_cell and runner.Plan is runner.plan.Plan
     # `python -m labkit.runner` is the cell's entry point, as the run starts it
-    cmd = runner.process.cell_command(runner.Plan.build(profile=SMOKE).cells[0], ROOT, 1)
+    cmd = runner.loop.cell_command(runner.Plan.build(profile=SMOKE).cells[0], ROOT, 1)
     assert cmd[1:3] == ["-m", "labkit.runner"]
     usage = subprocess.run(
         [sys.executable, "-m", "labkit.runner", "--help"],
@@ -239,7 +239,7 @@ def check_measured(records, plan, framework):
 def check_measured_peak(r, threads):
     """The run measured the peaks first (or found them cached): each record carries the share
     of the measured peak at its precision and threads, or says why there is none."""
-    found = runner.cached_peaks(threads)
+    found = hardware.cached(frameworks.peak_probes(), threads)
     if found is None:  # none measured, or refused: measured on a busy machine or too spread
         assert r["measured_peak_share"] is None and "no measured peak" in r["measured_peak_note"]
         return
@@ -316,7 +316,7 @@ def test_low_precision_cells_carry_their_peak_share_and_accuracy_cost(tmp_path, 
     require("onnxruntime")
     monkeypatch.setenv(hardware.measured.CACHE_ENV, str(tmp_path / "cache"))
     threads = hardware.default_threads()
-    assert runner.cached_peaks(threads) is None
+    assert hardware.cached(frameworks.peak_probes(), threads) is None
     plan = runner.Plan.build(
         ["torch", "onnxruntime"],
         ["eager", "ort"],
@@ -325,7 +325,9 @@ def test_low_precision_cells_carry_their_peak_share_and_accuracy_cost(tmp_path, 
         profile=SMOKE,
     )
     res = runner.run(plan, tmp_path / "r.jsonl", progress=False)
-    found = runner.cached_peaks(threads)  # None where a busy machine's peaks were refused
+    found = hardware.cached(
+        frameworks.peak_probes(), threads
+    )  # None where a busy machine's peaks were refused
     assert found is None or found.source.startswith(str(tmp_path / "cache"))
     by = {(r["framework"], r["precision"]): r for r in res.records}
     assert by["torch", "int8"]["unsupported"] and "torchao" in by["torch", "int8"]["error"]
@@ -547,19 +549,19 @@ def test_a_result_that_makes_no_valid_record_becomes_a_failed_one(tmp_path, monk
 
 
 def test_each_cell_gets_compile_caches_of_its_own(tmp_path, monkeypatch):
-    monkeypatch.setenv("TF_XLA_FLAGS", f"--tf_xla_auto_jit=2 {runner.process.XLA_CACHE_FLAG}=/old")
-    cold = runner.process.cache_env("cold", tmp_path)
+    monkeypatch.setenv("TF_XLA_FLAGS", f"--tf_xla_auto_jit=2 {runner.loop.XLA_CACHE_FLAG}=/old")
+    cold = runner.loop.cache_env("cold", tmp_path)
     for key in ("TMPDIR", "TORCHINDUCTOR_CACHE_DIR", "TRITON_CACHE_DIR", "CUDA_CACHE_PATH"):
         assert cold[key].startswith(str(tmp_path)), key
     assert (tmp_path / "cache" / "tmp").is_dir() and cold["MS_COMPILER_CACHE_ENABLE"] == "0"
     assert cold["TF_XLA_FLAGS"] == "--tf_xla_auto_jit=2"  # the user's cache folder is dropped
-    warm = runner.process.cache_env("warm", tmp_path)
-    shared = str(runner.process.shared_cache_dir())
+    warm = runner.loop.cache_env("warm", tmp_path)
+    shared = str(runner.loop.shared_cache_dir())
     assert warm["TORCHINDUCTOR_CACHE_DIR"].startswith(shared) and "TMPDIR" not in warm
-    assert warm["TF_XLA_FLAGS"].endswith(f"{runner.process.XLA_CACHE_FLAG}={shared}/xla")
+    assert warm["TF_XLA_FLAGS"].endswith(f"{runner.loop.XLA_CACHE_FLAG}={shared}/xla")
     assert warm["MS_COMPILER_CACHE_ENABLE"] == "1"
     with pytest.raises(ValueError, match="cache must be 'cold' or 'warm'"):
-        runner.process.cache_env("tepid", tmp_path)
+        runner.loop.cache_env("tepid", tmp_path)
     cell = runner.Plan.build(["torch"], ["eager"], ["latency"], profile=SMOKE).cells[0]
     env = runner.cell_env(cell, 3, tmp_path)
     assert env["OMP_NUM_THREADS"] == "3" and env["LABKIT_PROFILE"] == "smoke"
@@ -638,11 +640,11 @@ def test_a_write_that_fails_keeps_the_record_and_resume_recovers(tmp_path, monke
     real_append, calls, fragment = results.append, [], []
 
     def disk_full_after_the_first(path, record):
-        calls.append(record["task"])
+        calls.append(record.task)
         if len(calls) == 1:
             return real_append(path, record)
         if len(calls) == 2:  # a full disk takes part of a line, then refuses
-            fragment.append(json.dumps(record)[:60])
+            fragment.append(json.dumps(record.to_json())[:60])
             with open(path, "a") as f:
                 f.write(fragment[0])
         raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(path))

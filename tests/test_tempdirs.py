@@ -95,9 +95,9 @@ def test_the_shared_compile_caches_refuse_a_planted_folder(tmp_root):
     before any cell runs."""
     planted(tmp_root, "labkit-compile-cache", mode=0o777)
     with pytest.raises(UnsafeFolder, match="labkit-compile-cache"):
-        runner.process.shared_cache_dir()
+        runner.loop.shared_cache_dir()
     with pytest.raises(UnsafeFolder, match="labkit-compile-cache"):
-        runner.process.cache_env("warm", tmp_root / "cell")
+        runner.loop.cache_env("warm", tmp_root / "cell")
     plan = runner.Plan.build(["torch"], ["eager"], ["latency"])
     with pytest.raises(UnsafeFolder, match="labkit-compile-cache"):
         runner.run(plan, tmp_root / "out.jsonl", cache="warm", progress=False)
@@ -119,7 +119,7 @@ def test_the_shared_compile_caches_refuse_a_planted_folder(tmp_root):
         "labkit-compile-cache" in bench.stderr and "can be written by other users" in bench.stderr
     )
     assert not (tmp_root / "cli.jsonl").exists()
-    runner.process.cache_env("cold", tmp_root / "cell")  # a cold run does not use it
+    runner.loop.cache_env("cold", tmp_root / "cell")  # a cold run does not use it
     assert not (tmp_root / "cache").exists(), "checking the cache value made folders"
 
 

@@ -1,13 +1,15 @@
 """Benchmark results: one record per cell, one JSON object per line (JSON Lines), appended as
 each cell finishes. Invalid records are kept and flagged; :func:`valid` is what evidence is drawn
-from. Rooms: schema (fields, checks, verdict), store (read, append), query (choose, pair),
-compare (ratios, break-even), summary (the text table), cards (a learner's result card).
+from. Rooms: schema (the record, its checks, the verdict), store (read, append), compare (choose,
+pair, ratios, break-even, the text table), cards (a learner's result card).
 """
 
 from . import cards
-from .compare import Estimate, break_even, break_even_rows, ratio, speedups
-from .query import (
+from .compare import (
+    Estimate,
     best,
+    break_even,
+    break_even_rows,
     context,
     flags,
     invalid,
@@ -15,6 +17,9 @@ from .query import (
     latest,
     ok,
     pair,
+    ratio,
+    speedups,
+    table,
     valid,
 )
 from .schema import (
@@ -23,6 +28,7 @@ from .schema import (
     DEFAULT_MODEL,
     FIELDS,
     KEY,
+    Record,
     custom,
     judge,
     key,
@@ -37,7 +43,6 @@ from .store import (
     load,
     parse_lines,
 )
-from .summary import table
 
 __all__ = [
     "CACHE_STATES",
@@ -47,6 +52,7 @@ __all__ = [
     "KEY",
     "BadLine",
     "Estimate",
+    "Record",
     "UnregisteredFramework",
     "append",
     "best",

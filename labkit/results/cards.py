@@ -17,8 +17,7 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from ..util import jsonio
-from .compare import speedups
-from .query import flags, ok
+from .compare import flags, ok, speedups
 
 KIND = "labkit-result-card"
 FORMAT = 1

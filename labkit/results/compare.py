@@ -1,25 +1,148 @@
-"""Two records compared: the throughput :func:`ratio` with a bootstrap interval (every graph
-mode against its eager baseline: :func:`speedups`), and the :func:`break_even` of a graph mode's
-one-off cost."""
+"""Questions asked of records (or of JSON rows: hand-ins, the class database): which count
+(:func:`valid`), which is latest, the lab's one pairing of two records in the same
+:func:`context`; the throughput :func:`ratio` with a bootstrap interval (:func:`speedups`), the
+:func:`break_even` of a graph mode's one-off cost, and the text :func:`table`."""
 
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 
-from .query import baseline_pairs, flags, is_valid
-from .schema import KEY, key
+from ..frameworks import MODES, NAMES, specs
+from ..frameworks.contract import TASKS
+from .schema import CONTEXT, DEFAULT_MODEL, DEFAULTS, KEY, key, model_name
 
 __all__ = [
-    "BreakEven",
+    "BASELINE",
     "Estimate",
+    "baseline_pairs",
+    "best",
     "break_even",
     "break_even_rows",
-    "one_off_s",
+    "context",
+    "flags",
+    "invalid",
+    "is_valid",
+    "latest",
+    "ok",
+    "pair",
     "ratio",
     "speedups",
+    "table",
+    "valid",
 ]
+
+#: the eager mode of each framework that has one; every other mode is a graph mode
+EAGER_MODES: dict[str, str] = {s.name: s.eager for s in specs() if s.eager is not None}
+#: what each framework's graph modes are compared against: its eager mode, or (a runtime of
+#: exported graphs) the eager mode of the framework it runs exports of
+BASELINE: dict[str, tuple[str, str]] = {
+    s.name: (s.name, s.eager) if s.eager else (s.exported_from, EAGER_MODES[s.exported_from])
+    for s in specs()
+}
+
+
+def ok(records: Iterable[Mapping]) -> list[dict]:
+    return [r for r in records if r.get("status") == "ok"]
+
+
+def is_valid(record: Mapping) -> bool:
+    """Whether a record counts as evidence: measured, and its verdict is ``True``."""
+    return record.get("status") == "ok" and record.get("valid") is True
+
+
+def valid(records: Iterable[Mapping]) -> list[dict]:
+    return [r for r in records if is_valid(r)]
+
+
+def invalid(records: Iterable[Mapping]) -> list[dict]:
+    return [r for r in ok(records) if not is_valid(r)]
+
+
+def flags(record: Mapping) -> list[str]:
+    """What a reader must know before trusting a record: why it is invalid, and its notes above
+    the ceiling or the measured peak."""
+    out = [] if is_valid(record) else list(record.get("invalid_reasons") or ["no validity verdict"])
+    above = record.get("above_ceiling")
+    if above is None:  # a record that predates the flag: its recorded share says it
+        share = record.get("ceiling_share")
+        above = isinstance(share, int | float) and share > 1.0
+    if above:
+        out.append(record.get("ceiling_note") or "above the estimated compute ceiling")
+    if record.get("above_measured_peak"):
+        out.append(record.get("measured_peak_note") or "above the measured peak")
+    return list(dict.fromkeys(out))
+
+
+def latest(records: Iterable[Mapping]) -> list[dict]:
+    """One record per cell: the last one written, in file order."""
+    by_key: dict[tuple, dict] = {}
+    for r in records:
+        by_key.pop(key(r), None)
+        by_key[key(r)] = r
+    return list(by_key.values())
+
+
+def best(records: Iterable[Mapping], framework: str, task: str) -> dict | None:
+    """The fastest measured record of ``framework`` on ``task``, or None."""
+    found = [r for r in ok(records) if r.get("framework") == framework and r.get("task") == task]
+    return max(found, key=lambda r: r["images_per_s"], default=None)
+
+
+def context(record: Mapping) -> tuple:
+    """What a record must share with another to be compared with it (:data:`CONTEXT`)."""
+    defaults = {**DEFAULTS, "precision": "fp32", "device": "cpu"}
+    return tuple(record.get(k, defaults.get(k)) for k in CONTEXT)
+
+
+def _usable(records: Iterable[Mapping], include_invalid: bool) -> list[dict]:
+    cells = [r for r in ok(latest(records)) if float(r.get("median_s") or 0) > 0]
+    return cells if include_invalid else valid(cells)
+
+
+def pair(
+    records: Iterable[Mapping],
+    num: tuple[str, str],
+    den: tuple[str, str],
+    task: str,
+    precision: str = "fp32",
+    device: str = "cpu",
+    include_invalid: bool = False,
+) -> tuple[dict, dict] | None:
+    """The latest records of framework/mode ``num`` and ``den`` on ``task`` in one context (the
+    largest image size, then batch, where several), valid unless ``include_invalid``; or None."""
+    cells = [
+        r
+        for r in _usable(records, include_invalid)
+        if r.get("task") == task
+        and r.get("precision", "fp32") == precision
+        and r.get("device", "cpu") == device
+    ]
+    nums = {context(r): r for r in cells if (r["framework"], r["mode"]) == tuple(num)}
+    dens = {context(r): r for r in cells if (r["framework"], r["mode"]) == tuple(den)}
+    shared = set(nums) & set(dens)
+    if not shared:
+        return None
+    size, batch = CONTEXT.index("image_size"), CONTEXT.index("batch_size")
+    best_ctx = max(shared, key=lambda c: (c[size] or 0, c[batch] or 0))
+    return nums[best_ctx], dens[best_ctx]
+
+
+def baseline_pairs(
+    records: Iterable[Mapping], include_invalid: bool = False
+) -> Iterator[tuple[dict, dict]]:
+    """Each measured graph-mode cell with its :data:`BASELINE` cell in the same context (an
+    older labkit's serving records left out)."""
+    cells = [r for r in _usable(records, include_invalid) if r.get("task") != "serve"]
+    pool = {(r["framework"], r["mode"], context(r)): r for r in cells}
+    for r in cells:
+        if EAGER_MODES.get(r["framework"]) == r["mode"] or r["framework"] not in BASELINE:
+            continue
+        base = pool.get((*BASELINE[r["framework"]], context(r)))
+        if base is not None:
+            yield r, base
+
 
 #: confidence level of every ratio's interval, and the bootstrap's resamples
 CONFIDENCE = 0.95
@@ -55,7 +178,7 @@ class Estimate:
         return f"{self.value:.2f}x [{self.low:.2f}-{self.high:.2f}]"
 
 
-def ratio(num: dict, den: dict, confidence: float = CONFIDENCE, seed: int = 0) -> Estimate:
+def ratio(num: Mapping, den: Mapping, confidence: float = CONFIDENCE, seed: int = 0) -> Estimate:
     """Images/s of ``num`` over ``den``: a seeded percentile bootstrap of the ratio of medians
     from the raw times, or without them the two relative IQRs propagated."""
     for r in (num, den):
@@ -86,7 +209,7 @@ def ratio(num: dict, den: dict, confidence: float = CONFIDENCE, seed: int = 0) -
     return Estimate(value, max(value * (1 - rel), 0.0), value * (1 + rel), method)
 
 
-def _row(r: dict, base: dict) -> dict:
+def _row(r: Mapping, base: Mapping) -> dict:
     why = [f"{r['mode']}: {f}" for f in flags(r)]
     why += [f"{base['mode']} (baseline): {f}" for f in flags(base)]
     return {
@@ -97,7 +220,7 @@ def _row(r: dict, base: dict) -> dict:
     }
 
 
-def speedups(records: Iterable[dict], include_invalid: bool = False) -> list[dict]:
+def speedups(records: Iterable[Mapping], include_invalid: bool = False) -> list[dict]:
     """Each graph mode's :func:`ratio` over its eager baseline in the same context (a row per
     pair: ``speedup``, its interval, ``significant``, its ``reading``, ``valid``, either side's ``flags``);
     invalid records left out unless ``include_invalid``."""
@@ -129,13 +252,13 @@ class BreakEven:
     calls: float  #: calls after the first that repay ``extra_s``; 0: nothing to repay; inf: never
 
 
-def one_off_s(record: dict) -> float:
+def one_off_s(record: Mapping) -> float:
     """A record's one-off seconds before its steady state: export + prepare + first call."""
     parts = (record.get("export_s"), record.get("prepare_s"), record["first_call_s"])
     return sum(float(p or 0) for p in parts)
 
 
-def break_even(record: dict, eager_record: dict) -> BreakEven:
+def break_even(record: Mapping, eager_record: Mapping) -> BreakEven:
     """The calls after the first that ``record`` (a graph mode) needs to repay its extra one-off
     cost (:func:`one_off_s`) over ``eager_record`` by its faster calls: 0 when it is not slower
     to start, ``inf`` when it is not faster per call."""
@@ -150,7 +273,7 @@ def break_even(record: dict, eager_record: dict) -> BreakEven:
     return BreakEven(extra, saving, calls)
 
 
-def break_even_rows(records: Iterable[dict], include_invalid: bool = False) -> list[dict]:
+def break_even_rows(records: Iterable[Mapping], include_invalid: bool = False) -> list[dict]:
     """:func:`break_even` of every graph-mode cell against its eager baseline."""
     rows = []
     for r, base in baseline_pairs(records, include_invalid):
@@ -165,3 +288,130 @@ def break_even_rows(records: Iterable[dict], include_invalid: bool = False) -> l
             }
         )
     return rows
+
+
+#: the columns of :func:`table` after the cell's own (framework, mode, ...)
+_FIGURE_COLUMNS = (
+    "images/s",
+    "median ms",
+    "IQR ms",
+    "p90 ms",
+    "first s",
+    "ceiling",
+    "peak",
+    "RSS MB",
+    "valid",
+)
+
+
+def accuracy_text(accuracy: dict | None) -> str:
+    if not accuracy:
+        return ""
+    if accuracy.get("error"):
+        return f"accuracy not measured: {accuracy['error']}"
+    text = (
+        f"largest logit difference {accuracy['max_abs_diff']:.2g} ({accuracy['max_rel_diff']:.1%}"
+        f" of the largest fp32 logit), top-1 agreement {accuracy['top1_agreement']:.0%} on "
+        f"{accuracy['images']} synthetic images"
+    )
+    if "centred_top1_agreement" in accuracy:
+        text += (
+            f" ({accuracy['top1_classes']} top class(es) in fp32; on the image-dependent part "
+            f"of the logits {accuracy['centred_top1_agreement']:.0%})"
+        )
+    return text
+
+
+def _order():
+    """The table's sort key: the ResNet-50 first, the registry's and the tasks' orders."""
+    order = {fw: i for i, fw in enumerate(NAMES)}
+    modes = {(fw, m): i for fw, ms in MODES.items() for i, m in enumerate(ms)}
+    tasks = {t: i for i, t in enumerate(TASKS)}
+    return lambda r: (
+        r.get("model", DEFAULT_MODEL) != DEFAULT_MODEL,
+        r.get("model", DEFAULT_MODEL),
+        order.get(r["framework"], 9),
+        tasks.get(r["task"], 9),
+        r["precision"],
+        r["batch_size"],
+        r["image_size"],
+        r.get("input_shape", ""),
+        r["device"],
+        modes.get((r["framework"], r["mode"]), 9),
+    )
+
+
+def _share_text(share: float | None, above: bool) -> str:
+    if share is None:
+        return "-"
+    return f"{share:.1%}" + (" (!)" if above else "")
+
+
+def table(records: Iterable[Mapping]) -> str:
+    """The latest record of each cell in aligned columns (``ceiling``/``peak``: the share of the
+    estimated ceiling / measured peak, ``(!)`` above it), then the flags and accuracy costs."""
+    rows = sorted(latest(records), key=_order())
+    models = any(r.get("model", DEFAULT_MODEL) != DEFAULT_MODEL for r in rows)
+    lead = ("model",) * models + ("framework", "mode", "task", "batch", "prec", "size", "dev")
+    n = len(lead)
+    lines, notes, costs = [], [], []
+    for r in rows:
+        cells = _cells(r, models)
+        ok_, why = r["status"] == "ok", flags(r)
+        if ok_ and why:
+            notes.append(f"{' '.join(cells[: n - 4])}: " + "; ".join(why))
+        if ok_ and r.get("accuracy"):
+            costs.append(
+                f"{' '.join(cells[: n - 4])} {r['precision']}: " + accuracy_text(r["accuracy"])
+            )
+        lines.append(cells)
+    out = _aligned(lead + _FIGURE_COLUMNS, n, lines)
+    if notes:
+        out += ["", "flags:"] + [f"  {n}" for n in notes]
+    if costs:
+        out += ["", "accuracy against fp32:"] + [f"  {c}" for c in costs]
+    return "\n".join(out)
+
+
+def _cells(r: Mapping, models: bool) -> list[str]:
+    cells = [model_name(r.get("model", DEFAULT_MODEL))] * models + [
+        r["framework"],
+        r["mode"],
+        r["task"],
+        str(r["batch_size"]),
+        r["precision"],
+        r.get("input_shape") or str(r["image_size"]),
+        r["device"],
+    ]
+    if r["status"] != "ok":
+        err = r["error"] or ""
+        return cells + [f"FAILED: {err if len(err) <= 70 else err[:67] + '...'}"]
+    return cells + [
+        f"{r['images_per_s']:.2f}",
+        f"{r['median_s'] * 1e3:.1f}",
+        f"{r['iqr_s'] * 1e3:.1f}",
+        f"{r['p90_s'] * 1e3:.1f}",
+        f"{r['first_call_s']:.2f}",
+        _share_text(r["ceiling_share"], bool(r.get("above_ceiling"))),
+        _share_text(r.get("measured_peak_share"), bool(r.get("above_measured_peak"))),
+        f"{r['peak_rss_mb']:.0f}",
+        "yes" if is_valid(r) else "NO",
+    ]
+
+
+def _aligned(head: tuple[str, ...], n: int, lines: list[list[str]]) -> list[str]:
+    """Columns: the first ``n`` left-aligned, the figures right-aligned; a failed row's message
+    runs on, not widening any column."""
+    widths = [
+        max(
+            [len(h)] + [len(c[i]) for c in lines if i < len(c) and not (len(c) == n + 1 and i == n)]
+        )
+        for i, h in enumerate(head)
+    ]
+    fmt = lambda cs: "  ".join(
+        c.ljust(w) if i < n else c.rjust(w) for i, (c, w) in enumerate(zip(cs, widths))
+    )
+    out = [fmt(head), fmt(["-" * w for w in widths])]
+    for c in lines:
+        out.append(fmt(c) if len(c) == len(head) else fmt(c[:n]) + "  " + c[n])
+    return out

@@ -1,31 +1,32 @@
-"""The record format: every field (:data:`FIELDS`), its checks (:func:`problems`), the validity
+"""The record: :class:`Record` (what a cell measured, in the shape of ``torch.utils.benchmark``'s
+``Measurement``), its JSON fields (:data:`FIELDS`) and checks (:func:`problems`), the validity
 verdict (:func:`judge`), older records in today's shape (:func:`upgrade`) and :func:`make`."""
 
 from __future__ import annotations
 
+import dataclasses
 import datetime
+import html
 import math
+from collections.abc import Mapping
 from pathlib import Path
 
 from .. import bench, profiles
-from ..frameworks import NAMES
 
 __all__ = [
     "ADDED_IN_2",
     "CACHE_STATES",
     "CONTEXT",
-    "DEFAULTS",
     "DEFAULT_MODEL",
     "FIELDS",
     "KEY",
     "NEW_IN_2",
-    "SCHEMA_VERSION",
+    "Record",
     "custom",
     "judge",
     "key",
     "make",
     "model_name",
-    "newer_schema",
     "problems",
     "upgrade",
     "validate",
@@ -39,66 +40,8 @@ DEFAULTS: dict[str, object] = {"model": DEFAULT_MODEL, "input_shape": ""}
 CACHE_STATES: tuple[str, ...] = ("cold", "warm", "unknown")
 
 _NUM = (int, float)
-_OPT_NUM = (int, float, type(None))
-_NONE = type(None)
-#: field -> (accepted types, meaning). Every record carries every field; measured numbers are
-#: null in a failed record.
-FIELDS: dict[str, tuple[tuple[type, ...], str]] = {
-    "schema": ((int,), "version of this schema (2; 1 for a record upgraded on loading)"),
-    "model": ((str,), "resnet50, or a learner's model spec ('file.py:function')"),
-    "input_shape": (
-        (str,),
-        "another model's input shapes, batch first ('8x16x32'); '' for ResNet-50",
-    ),
-    "framework": ((str,), "a registered framework: " + " | ".join(NAMES)),
-    "mode": ((str,), "execution mode, one of labkit.frameworks.spec(framework).modes"),
-    "task": ((str,), "latency (batch 1) | throughput (larger batch) | train (SGD step)"),
-    "batch_size": ((int,), "images per call"),
-    "precision": ((str,), "fp32 | bf16 | int8 (deployment records also int8-dynamic/static)"),
-    "image_size": ((int,), "input side in pixels (square RGB); 0 for another model"),
-    "device": ((str,), "cpu | gpu"),
-    "status": ((str,), "ok | failed"),
-    "error": ((str, _NONE), "why the cell failed (null when ok)"),
-    "unsupported": ((bool,), "the combination does not exist here (error 'unsupported: ...')"),
-    "valid": ((bool,), "the validity verdict (labkit.bench.verdict); false for a failed cell"),
-    "invalid_reasons": ((list,), "each rule an invalid record broke, in words ([] when valid)"),
-    "export_s": (_OPT_NUM, "seconds of exporting the model first (ONNX Runtime); null: none"),
-    "prepare_s": (_OPT_NUM, "seconds to build the model and prepare the step, export excluded"),
-    "first_call_s": (_OPT_NUM, "seconds of the first call, timed apart (tracing, compilation)"),
-    "cache": ((str,), "compile caches: cold (empty for this cell) | warm (shared) | unknown"),
-    "median_s": (_OPT_NUM, "median seconds per call in the steady state"),
-    "iqr_s": (_OPT_NUM, "interquartile range of the seconds per call"),
-    "p90_s": (_OPT_NUM, "90th percentile of the seconds per call"),
-    "mean_s": (_OPT_NUM, "mean seconds per call"),
-    "images_per_s": (_OPT_NUM, "batch_size / median_s (another model: samples per second)"),
-    "peak_rss_mb": (_OPT_NUM, "peak resident memory of the cell's process, MiB"),
-    "ceiling_images_per_s": (_OPT_NUM, "the CPU's spec-sheet ceiling (labkit.hardware.ceiling)"),
-    "ceiling_share": (_OPT_NUM, "images_per_s / ceiling_images_per_s (null without a ceiling)"),
-    "above_ceiling": ((bool,), "images_per_s above the estimated ceiling: flagged, not an error"),
-    "ceiling_note": ((str,), "when above the ceiling: its likely cause, in words; else ''"),
-    "measured_peak": ((dict, _NONE), "the measured matmul peak (labkit.hardware.measured) or null"),
-    "measured_peak_images_per_s": (_OPT_NUM, "ResNet-50 images/s at the measured peak"),
-    "measured_peak_share": (_OPT_NUM, "images_per_s / measured_peak_images_per_s"),
-    "above_measured_peak": ((bool,), "images_per_s above the measured peak (see the note)"),
-    "measured_peak_note": ((str,), "above the peak: the likely cause; without one: why; else ''"),
-    "accuracy": ((dict, _NONE), "low precision's cost against fp32 (frameworks._kit.accuracy)"),
-    "repeats": (_OPT_NUM, "timed samples (each one call, or a block of number_per_run calls)"),
-    "warmup": (_OPT_NUM, "untimed calls after the first call"),
-    "times_s": ((list, _NONE), "the raw seconds per call of every timed sample"),
-    "number_per_run": ((int,), "calls in each timed sample (1 in a record without the field)"),
-    "notes": ((str,), "how the adapter realised the mode and precision"),
-    "recipe": ((dict, _NONE), "train: the hyper-parameters read back (labkit.recipe.TRAIN)"),
-    "threads": ((dict,), 'the thread counts read back: {"intra": N, "inter": M}'),
-    "thread_env": ((dict,), "thread-related environment of the cell's process"),
-    "profile": ((str,), "smoke | standard | full"),
-    "versions": ((dict,), "package versions in the cell's process"),
-    "machine": ((dict,), "labkit.hardware.fingerprint()"),
-    "wall_s": (_OPT_NUM, "seconds the whole cell subprocess took"),
-    "load_1min": (_OPT_NUM, "the 1-minute load average when timing started (null: unknown)"),
-    "others_cpus": (_OPT_NUM, "CPUs other processes kept busy while the cell was timed"),
-    "log": ((str,), "the tail of the cell's stderr when it failed, else ''"),
-    "timestamp": ((str,), "when the cell finished, ISO 8601 UTC"),
-}
+_TYPES = {"str": (str,), "int": (int,), "float": _NUM, "bool": (bool,), "dict": (dict,)}
+_TYPES |= {"list": (list,), "None": (type(None),)}
 #: fields schema 1 did not have (filled in by :func:`upgrade`)
 NEW_IN_2: tuple[str, ...] = (
     "number_per_run",
@@ -167,9 +110,9 @@ def _number(v: object) -> bool:
     return isinstance(v, _NUM) and not isinstance(v, bool)
 
 
-def _type_problems(record: dict, fields: dict) -> list[str]:
+def _type_problems(record: dict, fields: dict[str, tuple]) -> list[str]:
     out = [f"missing field {f!r}" for f in fields if f not in record]
-    for f, (types, _) in fields.items():
+    for f, types in fields.items():
         v = record.get(f)
         if f in record and not isinstance(v, types) or (isinstance(v, bool) and bool not in types):
             out.append(f"field {f!r} has type {type(v).__name__}")
@@ -222,15 +165,9 @@ def newer_schema(record: object) -> int | float | None:
     return schema if _number(schema) and schema > SCHEMA_VERSION else None
 
 
-#: schema 1's fields: today's minus the new ones, with ``threads`` a number
-FIELDS_V1: dict[str, tuple[tuple[type, ...], str]] = {
-    **{f: v for f, v in FIELDS.items() if f not in NEW_IN_2 and f not in ADDED_IN_2},
-    "threads": ((int,), "intra-op threads given to the framework"),
-}
-
-
 def problems(record: object) -> list[str]:
     """What is wrong with one record (empty when it follows the schema of its version)."""
+    record = record.to_json() if isinstance(record, Record) else record
     if not isinstance(record, dict):
         return [f"expected a JSON object, got {type(record).__name__}"]
     checks = _status_problems(record) + _time_problems(record)
@@ -313,27 +250,12 @@ def upgrade(record: dict) -> dict:
     return validate(out)
 
 
-def make(**fields) -> dict:
-    """A validated record: ``fields`` over the defaults of a failed, unmeasured cell.
+def make(**fields) -> Record:
+    """A validated :class:`Record`: ``fields`` over the defaults of a failed, unmeasured cell.
 
     ``unsupported`` follows from ``error``, ``threads`` may be the intra-op count, and without
     ``valid`` the record is judged from its own fields (:func:`judge`)."""
-    record: dict = {f: None for f in FIELDS}
-    record.update(
-        schema=SCHEMA_VERSION,
-        **DEFAULTS,
-        **ADDED_IN_2,
-        notes="",
-        log="",
-        versions={},
-        machine={},
-        thread_env={},
-        threads={"intra": None, "inter": None},
-        unsupported=False,
-        cache="unknown",
-        above_ceiling=False,
-        ceiling_note="",
-    )
+    record = {f: None for f in FIELDS} | Record(**dict.fromkeys(REQUIRED)).to_json()
     record.update(fields)
     if isinstance(record["threads"], int) and not isinstance(record["threads"], bool):
         record["threads"] = {"intra": record["threads"], "inter": None}
@@ -347,4 +269,146 @@ def make(**fields) -> dict:
     if not record.get("timestamp"):
         now = datetime.datetime.now(datetime.UTC)
         record["timestamp"] = now.isoformat(timespec="seconds")
-    return validate(record)
+    return Record(**validate(record))
+
+
+@dataclasses.dataclass(kw_only=True)
+class Record(Mapping):
+    """What one cell measured: its spec, the raw times and the statistics derived from them, the
+    verdict, and how it was measured. One line of the results file is :meth:`to_json`;
+    :meth:`from_json` reads one (an older one upgraded). Read by attribute; the read-only
+    mapping view (``r["median_s"]``) serves readers of JSON rows."""
+
+    schema: int = SCHEMA_VERSION  # 2 (1: a record upgraded on loading)
+    model: str = DEFAULT_MODEL  # resnet50, or a learner's model spec ('file.py:function')
+    input_shape: str = ""  # another model's input shapes, batch first ('8x16x32')
+    framework: str  # a registered framework (labkit.frameworks.NAMES)
+    mode: str  # one of labkit.frameworks.spec(framework).modes
+    task: str  # latency (batch 1) | throughput (larger batch) | train (SGD step)
+    batch_size: int  # images per call
+    precision: str  # fp32 | bf16 | int8 (deployment records also int8-dynamic/static)
+    image_size: int  # input side in pixels (square RGB); 0 for another model
+    device: str  # cpu | gpu
+    status: str = "failed"  # ok | failed
+    error: str | None = None  # why the cell failed
+    unsupported: bool = False  # the combination does not exist here (error 'unsupported: ...')
+    valid: bool = False  # the validity verdict (labkit.bench.verdict); false when failed
+    invalid_reasons: list = dataclasses.field(default_factory=list)  # each rule broken, in words
+    export_s: float | None = None  # exporting the model first (ONNX Runtime)
+    prepare_s: float | None = None  # building the model and the step, export excluded
+    first_call_s: float | None = None  # the first call, timed apart (tracing, compilation)
+    cache: str = "unknown"  # compile caches: cold (empty for this cell) | warm | unknown
+    median_s: float | None = None  # per call, in the steady state
+    iqr_s: float | None = None
+    p90_s: float | None = None
+    mean_s: float | None = None
+    images_per_s: float | None = None  # batch_size / median_s (another model: samples/s)
+    peak_rss_mb: float | None = None  # of the cell's process, MiB
+    ceiling_images_per_s: float | None = None  # the CPU's spec-sheet ceiling (hardware.ceiling)
+    ceiling_share: float | None = None  # images_per_s / ceiling_images_per_s
+    above_ceiling: bool = False  # above the estimated ceiling: flagged, not an error
+    ceiling_note: str = ""  # above the ceiling: its likely cause
+    measured_peak: dict | None = None  # the measured matmul peak (labkit.hardware.measured)
+    measured_peak_images_per_s: float | None = None  # ResNet-50 images/s at that peak
+    measured_peak_share: float | None = None
+    above_measured_peak: bool = False
+    measured_peak_note: str = ""  # above the peak: the likely cause; without one: why
+    accuracy: dict | None = None  # low precision's cost against fp32 (frameworks._kit.accuracy)
+    repeats: float | None = None  # timed samples (each number_per_run calls)
+    warmup: float | None = None  # untimed calls after the first call
+    times_s: list | None = None  # the raw seconds per call of every timed sample
+    number_per_run: int = 1  # calls in each timed sample
+    notes: str = ""  # how the adapter realised the mode and precision
+    recipe: dict | None = None  # train: the hyper-parameters read back (labkit.recipe.TRAIN)
+    threads: dict = dataclasses.field(default_factory=lambda: {"intra": None, "inter": None})
+    thread_env: dict = dataclasses.field(default_factory=dict)  # of the cell's process
+    profile: str  # smoke | standard | full
+    versions: dict = dataclasses.field(default_factory=dict)  # packages in the cell's process
+    machine: dict = dataclasses.field(default_factory=dict)  # labkit.hardware.fingerprint()
+    wall_s: float | None = None  # the whole cell subprocess
+    load_1min: float | None = None  # the 1-minute load average when timing started
+    others_cpus: float | None = None  # CPUs other processes kept busy while timing
+    log: str = ""  # the tail of the cell's stderr when it failed
+    timestamp: str = ""  # when the cell finished, ISO 8601 UTC
+
+    @classmethod
+    def from_json(cls, row: object) -> Record:
+        """The record of one JSON object (an older one upgraded); ``ValueError`` naming what is
+        wrong with anything else. Fields this labkit does not know are left out."""
+        validate(row)
+        return cls(**{k: v for k, v in upgrade(row).items() if k in FIELDS})
+
+    def to_json(self) -> dict:
+        """The results file's line for this record, as a dict (the same field names)."""
+        return {f: getattr(self, f) for f in FIELDS}
+
+    @property
+    def ok(self) -> bool:
+        return self.status == "ok"
+
+    @property
+    def custom(self) -> bool:
+        """Whether it measured a learner's model rather than the ResNet-50."""
+        return self.model != DEFAULT_MODEL
+
+    def key(self) -> tuple:
+        """The cell it measured (:data:`KEY`)."""
+        return tuple(getattr(self, k) for k in KEY)
+
+    def context(self) -> tuple:
+        """What it must share with another record to be compared with it (:data:`CONTEXT`)."""
+        return tuple(getattr(self, k) for k in CONTEXT)
+
+    def label(self) -> str:
+        extra = "" if self.precision == "fp32" else f" {self.precision}"
+        who = f"{model_name(self.model)} " if self.custom else ""
+        return f"{who}{self.framework} {self.mode} {self.task}{extra} b{self.batch_size}"
+
+    def _lines(self) -> list[str]:
+        if not self.ok:
+            return [f"{'unsupported' if self.unsupported else 'failed'}: {self.error}"]
+        unit, k = ("ms", 1e3) if self.median_s < 1 else ("s", 1.0)
+        verdict = "valid" if self.valid else "INVALID: " + "; ".join(self.invalid_reasons)
+        return [
+            f"Median: {self.median_s * k:.2f} {unit}   ({self.images_per_s:.2f} images/s)",
+            f"IQR:    {self.iqr_s * k:.2f} {unit}   p90: {self.p90_s * k:.2f} {unit}",
+            f"first call: {self.first_call_s:.2f} s; {self.repeats:g} samples of "
+            + f"{self.number_per_run} call(s); {self.profile} profile, cache {self.cache}",
+            verdict,
+        ]
+
+    def __repr__(self) -> str:
+        head = f"<labkit.results.Record> {self.label()} {self.image_size}px {self.device}"
+        return "\n  ".join([head, *self._lines()])
+
+    def _repr_html_(self) -> str:
+        head = html.escape(f"{self.label()} {self.image_size}px {self.device}")
+        body = "<br>".join(html.escape(line) for line in self._lines())
+        return f"<div><b>{head}</b><br>{body}</div>"
+
+    # the read-only mapping view: the JSON row's fields by name
+    def __getitem__(self, name: str):
+        if name not in FIELDS:
+            raise KeyError(name)
+        return getattr(self, name)
+
+    def __iter__(self):
+        return iter(FIELDS)
+
+    def __len__(self) -> int:
+        return len(FIELDS)
+
+
+#: field -> the JSON types it accepts (a measured number is null in a failed record)
+FIELDS: dict[str, tuple[type, ...]] = {
+    f.name: sum((_TYPES[t] for t in f.type.split(" | ")), ()) for f in dataclasses.fields(Record)
+}
+#: the spec: the fields without a default
+REQUIRED = tuple(
+    f.name
+    for f in dataclasses.fields(Record)
+    if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING
+)
+#: schema 1's fields: today's minus the new ones, with ``threads`` a number
+FIELDS_V1 = {f: v for f, v in FIELDS.items() if f not in NEW_IN_2 and f not in ADDED_IN_2}
+FIELDS_V1["threads"] = (int,)

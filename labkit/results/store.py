@@ -11,7 +11,7 @@ from pathlib import Path
 
 from ..frameworks import NAMES
 from ..util import jsonio
-from .schema import SCHEMA_VERSION, newer_schema, problems, upgrade, validate
+from .schema import SCHEMA_VERSION, Record, newer_schema, problems, validate
 
 __all__ = ["BadLine", "UnregisteredFramework", "append", "load", "parse_lines"]
 
@@ -48,7 +48,7 @@ def parse_lines(text: str) -> tuple[list[tuple[int, object]], int | None]:
     return parsed, None
 
 
-def load(path: str | os.PathLike) -> list[dict]:
+def load(path: str | os.PathLike) -> list[Record]:
     """All records of a results file, validated, older ones upgraded in memory.
 
     ``ValueError`` naming the file, the line and the fix for anything that is not a record; a
@@ -86,7 +86,7 @@ def load(path: str | os.PathLike) -> list[dict]:
     return records
 
 
-def _checked(path: Path, n: int, record: object) -> dict:
+def _checked(path: Path, n: int, record: object) -> Record:
     schema = newer_schema(record)
     if schema is not None:
         raise ValueError(
@@ -100,7 +100,7 @@ def _checked(path: Path, n: int, record: object) -> dict:
             f"{path} line {n} is not a labkit benchmark record: {'; '.join(found[:4])}; "
             f"{_FIX}, or delete that line"
         )
-    return upgrade(record)
+    return Record.from_json(record)
 
 
 def _warn_unregistered(path: Path, parsed: list[tuple[int, object]]) -> None:
@@ -143,10 +143,11 @@ def repair_tail(path: str | os.PathLike) -> bytes:
     return tail
 
 
-def append(path: str | os.PathLike, record: dict) -> None:
+def append(path: str | os.PathLike, record: Record | dict) -> None:
     """Validate ``record`` and append it as one fsynced line, under an exclusive lock (two
     processes appending to one file lose nothing); ``OSError`` when it cannot be written."""
-    line = json.dumps(validate(record), sort_keys=True, allow_nan=False) + "\n"
+    row = record.to_json() if isinstance(record, Record) else record
+    line = json.dumps(validate(row), sort_keys=True, allow_nan=False) + "\n"
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     with jsonio.locked(path) as f:

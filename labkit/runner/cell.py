@@ -1,5 +1,5 @@
-"""One cell, measured inside its own process (``python -m labkit.runner``): :func:`main` writes
-the record's fields as JSON; a framework problem is a result, never a crash. Test hook:
+"""One cell, measured inside its own process (``python -m labkit.runner``): :func:`main` gets the
+cell and writes its record as JSON; a framework problem is a result, never a crash. Test hook:
 ``LABKIT_TEST_FAULT=KIND[:FRAMEWORK/MODE/TASK][,...]`` makes matching cells ``fail``, ``hang``
 (a grandchild too) or ``oom`` (only under a memory limit)."""
 
@@ -8,15 +8,17 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
+import math
 import os
 import subprocess
 import sys
 import time
 import traceback
 from collections.abc import Sequence
+from dataclasses import asdict
 from pathlib import Path
 
-from .. import bench, hardware, profiles
+from .. import bench, hardware, profiles, results
 from .. import frameworks as fw_registry
 from ..frameworks.contract import Unsupported
 from ..util import jsonio, proc
@@ -25,10 +27,8 @@ from .plan import Cell
 __all__ = [
     "FAULT_ENV",
     "LOG_TAIL_CHARS",
-    "cached_peaks",
     "ceiling_fields",
     "main",
-    "measured_peaks",
 ]
 
 FAULT_ENV = "LABKIT_TEST_FAULT"
@@ -85,10 +85,10 @@ def _versions(framework: str, adapter) -> dict:
     return out
 
 
-def measure_cell(cell: Cell, threads: int, memory_limit_mb: float | None = None) -> dict:
-    """Measure ``cell`` in this (fresh) process and return the record's fields: the thread
-    policy set and read back, an export timed apart, the shares of the ceiling and peak. A
-    framework problem makes the fields say ``status: failed`` and why."""
+def measure_cell(cell: Cell, threads: int, memory_limit_mb: float | None = None) -> results.Record:
+    """Measure ``cell`` in this (fresh) process and return its record: the thread policy set
+    and read back, an export timed apart, the shares of the ceiling and peak. A framework
+    problem makes the record say ``status: failed`` and why."""
     if memory_limit_mb:
         import resource
 
@@ -142,7 +142,26 @@ def measure_cell(cell: Cell, threads: int, memory_limit_mb: float | None = None)
     out["peak_rss_mb"] = bench.peak_rss_mb()
     with contextlib.suppress(Exception):
         out["versions"] = _versions(cell.framework, adapter)
-    return out
+    return record_of(cell, out)
+
+
+def record_of(cell: Cell, fields: dict, machine: dict | None = None) -> results.Record:
+    """The record of a cell; a result that makes no valid record becomes a failed one."""
+    verdict = ("valid", "invalid_reasons", "timestamp")  # judged again, with the machine
+    known = {k: v for k, v in fields.items() if k in results.FIELDS and k not in verdict}
+    try:
+        return results.make(**{**asdict(cell), **known, "machine": machine or {}})
+    except (ValueError, TypeError) as exc:
+        wall = known.get("wall_s")
+        return results.make(
+            **asdict(cell),
+            status="failed",
+            error=f"the cell's result could not be recorded: {exc}",
+            log=str(fields.get("log") or "")[-LOG_TAIL_CHARS:],
+            wall_s=wall if isinstance(wall, float) and math.isfinite(wall) else None,
+            cache=known.get("cache") if known.get("cache") in results.CACHE_STATES else "unknown",
+            machine=machine or {},
+        )
 
 
 def _accuracy(prepared) -> dict | None:
@@ -152,17 +171,6 @@ def _accuracy(prepared) -> dict | None:
         return prepared.accuracy()
     except Exception as exc:  # noqa: BLE001 - the timing stands; the record says what failed
         return {"error": f"{type(exc).__name__}: {exc}".strip()[:LOG_TAIL_CHARS]}
-
-
-def measured_peaks(threads: int | None = None, refresh: bool = False) -> hardware.MeasuredPeaks:
-    """This machine's matrix-multiply peaks with ``threads`` threads by the installed frameworks'
-    probes: cached, or measured now (``refresh=True``: always)."""
-    return hardware.measure(fw_registry.peak_probes(), threads, refresh)
-
-
-def cached_peaks(threads: int | None = None) -> hardware.MeasuredPeaks | None:
-    """The peaks measured before with ``threads`` threads and today's versions, or None."""
-    return hardware.cached(fw_registry.peak_probes(), threads)
 
 
 def ceiling_fields(images_per_s: float, cell: Cell, threads: int | None = None) -> dict:
@@ -184,7 +192,7 @@ def ceiling_fields(images_per_s: float, cell: Cell, threads: int | None = None) 
             ceiling_note=c.explain_above() if above else "",
         )
     threads = threads or hardware.default_threads()
-    found = cached_peaks(threads)
+    found = hardware.cached(fw_registry.peak_probes(), threads)
     if found is None:
         out["measured_peak_note"] = (
             f"no measured peak for {threads} threads on this machine yet (python -m labkit "
@@ -227,8 +235,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.parent:  # the runner died: this cell, what it started and its folder go too
         proc.exit_with_parent(args.parent, remove=Path(args.result).parent)
     cell = Cell(**json.loads(args.cell))
-    fields = measure_cell(cell, args.threads, args.memory_limit_mb)
-    jsonio.write_atomic(args.result, json.dumps(fields))
+    record = measure_cell(cell, args.threads, args.memory_limit_mb)
+    jsonio.write_atomic(args.result, json.dumps(record.to_json()))
     sys.stdout.flush()
     sys.stderr.flush()
     os._exit(0)  # skip framework teardown (MindSpore and thread pools can hang or abort at exit)

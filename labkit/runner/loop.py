@@ -1,12 +1,17 @@
-"""The run: each cell of a plan in its own process, each record appended the moment it exists,
-progress through ``tqdm.auto`` (a bar in a notebook, a line elsewhere), a line per record and a
-static last line; an interrupted run keeps everything measured."""
+"""The run: each cell of a plan in its own process (its own process group, environment and
+timeout; a crash, timeout or out-of-memory is a result, in words), each record appended the
+moment it exists, progress through ``tqdm.auto``; an interrupted run keeps everything measured."""
 
 from __future__ import annotations
 
-import math
+import contextlib
+import json
 import os
+import signal
+import subprocess
 import sys
+import tempfile
+import threading
 import time
 import warnings
 from collections.abc import Iterable
@@ -14,12 +19,225 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from .. import bench, hardware, results
-from ..util import jsonio
-from .cell import LOG_TAIL_CHARS, cached_peaks, measured_peaks
+from .. import frameworks as fw_registry
+from ..util import jsonio, proc, tempdirs
+from .cell import LOG_TAIL_CHARS, record_of
 from .plan import Cell, Plan
-from .process import check_cache, run_cell, signals_held, sigterm_as_interrupt
 
-__all__ = ["RunResult", "check_out", "run"]
+__all__ = ["RunResult", "cell_env", "check_out", "run", "run_cell"]
+
+#: thread-related variables a cell records (the user's own settings pass through unchanged)
+RECORDED_ENV = (
+    *proc.THREAD_ENV,
+    "TF_NUM_INTEROP_THREADS",
+    "OMP_WAIT_POLICY",
+    "GOMP_SPINCOUNT",
+    "KMP_BLOCKTIME",
+    "KMP_AFFINITY",
+    "OMP_PROC_BIND",
+)
+#: TensorFlow's XLA flag that keeps compiled executables on disk between processes
+XLA_CACHE_FLAG = "--tf_xla_persistent_cache_directory"
+
+
+def shared_cache_dir() -> Path:
+    """Where ``cache="warm"`` cells share their compile caches (private: Inductor loads
+    compiled libraries from it)."""
+    return tempdirs.private_dir("labkit-compile-cache")
+
+
+def check_cache(cache: str) -> str:
+    """``cache`` if it is ``"cold"`` or ``"warm"`` (a safe shared folder), else ``ValueError``."""
+    if cache not in ("cold", "warm"):
+        raise ValueError(f"cache must be 'cold' or 'warm', got {cache!r}")
+    if cache == "warm":
+        shared_cache_dir()
+    return cache
+
+
+def cache_env(cache: str, cell_dir: Path) -> dict[str, str]:
+    """The variables that put a cell's compile caches (and, cold, its temporary folder) in
+    ``cell_dir``, empty (``cold``; MindSpore's and XLA's off), or share them with earlier runs
+    (``warm``, under :func:`shared_cache_dir`)."""
+    check_cache(cache)
+    flags = [
+        f for f in os.environ.get("TF_XLA_FLAGS", "").split() if not f.startswith(XLA_CACHE_FLAG)
+    ]
+    if cache == "cold":
+        root = cell_dir / "cache"
+        env = {"TMPDIR": str(root / "tmp"), "MS_COMPILER_CACHE_ENABLE": "0"}
+    else:
+        root = shared_cache_dir()
+        env = {"MS_COMPILER_CACHE_ENABLE": "1"}
+        flags.append(f"{XLA_CACHE_FLAG}={root / 'xla'}")
+    env.update(
+        TORCHINDUCTOR_CACHE_DIR=str(root / "inductor"),
+        TRITON_CACHE_DIR=str(root / "triton"),
+        CUDA_CACHE_PATH=str(root / "cuda"),
+        MS_COMPILER_CACHE_PATH=str(root / "ms-compile"),
+        TF_XLA_FLAGS=" ".join(flags),
+    )
+    for key in ("TMPDIR", "TORCHINDUCTOR_CACHE_DIR", "TRITON_CACHE_DIR"):
+        if key in env:
+            Path(env[key]).mkdir(parents=True, exist_ok=True)
+    return env
+
+
+def cell_env(cell: Cell, threads: int, cell_dir: Path, cache: str = "cold") -> dict[str, str]:
+    """A cell's whole environment: the thread policy, its caches, its imports (also what
+    ``benchmarks/overhead.py`` runs its bare loop in)."""
+    extra = {
+        **cache_env(cache, cell_dir),
+        "LABKIT_PROFILE": cell.profile,
+        "TF_CPP_MIN_LOG_LEVEL": "2",
+    }
+    return proc.child_env(threads, path=cell.child_path(), extra=extra)
+
+
+def crash_reason(code: int, log: str) -> str:
+    return proc.crash_reason(
+        code, log, "the cell's process", "try a smaller batch size or the smoke profile"
+    )
+
+
+def cell_command(
+    cell: Cell, result: Path, threads: int, memory_limit_mb: float | None = None
+) -> list[str]:
+    cmd = [
+        sys.executable,
+        "-m",
+        "labkit.runner",
+        "--cell",
+        json.dumps(asdict(cell)),
+        "--result",
+        str(result),
+        "--threads",
+        str(threads),
+        "--parent",
+        str(os.getpid()),
+    ]
+    if memory_limit_mb:
+        cmd += ["--memory-limit-mb", str(memory_limit_mb)]
+    return cmd
+
+
+def _wait(child: subprocess.Popen, deadline: float, tick) -> int | None:
+    """``child``'s exit status, or None past ``deadline``; ``tick()`` about once a second."""
+    while True:
+        try:
+            return child.wait(timeout=max(0.01, min(1.0, deadline - time.perf_counter())))
+        except subprocess.TimeoutExpired:
+            if time.perf_counter() >= deadline:
+                return None
+            if tick is not None:
+                tick()
+
+
+def _result(result: Path, log: Path, code: int) -> dict:
+    if not result.exists():
+        text = proc.tail(log, LOG_TAIL_CHARS)
+        return {"status": "failed", "error": crash_reason(code, text), "log": text}
+    try:
+        fields = json.loads(result.read_text(encoding="utf-8"))
+        if not isinstance(fields, dict):
+            raise ValueError(f"expected a JSON object, got {type(fields).__name__}")
+    except (ValueError, OSError) as exc:
+        return {
+            "status": "failed",
+            "error": f"the cell's result could not be read: {exc}",
+            "log": proc.tail(log, LOG_TAIL_CHARS),
+        }
+    if fields.get("status") != "ok" and not fields.get("log"):
+        fields["log"] = proc.tail(log, LOG_TAIL_CHARS)
+    return fields
+
+
+def run_cell(
+    cell: Cell,
+    threads: int,
+    timeout_s: float,
+    memory_limit_mb: float | None = None,
+    tick=None,
+    cache: str = "cold",
+) -> dict:
+    """Measure ``cell`` in a fresh process; its record's fields (a failure is a result)."""
+    with tempfile.TemporaryDirectory(prefix="labkit-cell-") as tmp:
+        result, log = Path(tmp) / "result.json", Path(tmp) / "log.txt"
+        cmd = cell_command(cell, result, threads, memory_limit_mb)
+        env = cell_env(cell, threads, Path(tmp), cache)
+        recorded = {k: env[k] for k in RECORDED_ENV if k in env}
+        t0 = time.perf_counter()
+        with open(log, "wb") as logf:
+            # cwd: the temporary folder, so that what a framework drops there goes with it
+            child = subprocess.Popen(
+                cmd,
+                stdout=logf,
+                stderr=subprocess.STDOUT,
+                env=env,
+                cwd=tmp,
+                stdin=subprocess.DEVNULL,
+                start_new_session=True,
+            )
+        try:
+            code = _wait(child, t0 + timeout_s, tick)
+        finally:
+            proc.kill_group(child)  # also reaps stragglers (compile workers) of a finished cell
+        base = {"wall_s": time.perf_counter() - t0, "thread_env": recorded, "cache": cache}
+        if code is None:
+            return {
+                "status": "failed",
+                **base,
+                "error": (
+                    f"timed out after {timeout_s:g} s (the cell's process group was killed); "
+                    "raise the profile's cell_timeout_s or use a smaller profile"
+                ),
+                "log": proc.tail(log, LOG_TAIL_CHARS),
+            }
+        fields = _result(result, log, code)
+        return {**fields, **base}
+
+
+@contextlib.contextmanager
+def sigterm_as_interrupt():
+    """Let SIGTERM stop a run like Ctrl-C does (main thread only), restoring the old handler."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def handler(signum, frame):
+        raise KeyboardInterrupt(f"signal {signum}")
+
+    old = signal.signal(signal.SIGTERM, handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, old)
+
+
+@contextlib.contextmanager
+def signals_held():
+    """Let SIGINT and SIGTERM wait while a record is written, then act on the first (main
+    thread: handlers that take note defer a Ctrl-C even in a kernel full of threads)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    caught: list[int] = []
+
+    def note(signum, frame):
+        caught.append(signum)
+
+    old = {s: signal.signal(s, note) for s in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield
+    finally:
+        for s, handler in old.items():
+            signal.signal(s, handler)
+    if caught:
+        handler = old[caught[0]]
+        if callable(handler):
+            handler(caught[0], None)
+        elif handler == signal.SIG_DFL:
+            os.kill(os.getpid(), caught[0])
 
 
 @dataclass
@@ -27,22 +245,22 @@ class RunResult:
     """What :func:`run` did: its records, the cells it skipped, whether it finished."""
 
     out: Path
-    records: list[dict] = field(default_factory=list)
+    records: list[results.Record] = field(default_factory=list)
     skipped: list[Cell] = field(default_factory=list)
     interrupted: bool = False
     wall_s: float = 0.0
     #: records measured but not (yet) written to ``out``: a write failed
-    unsaved: list[dict] = field(default_factory=list)
+    unsaved: list[results.Record] = field(default_factory=list)
     write_error: str = ""  #: why the last write that failed did
     planned: int = 0  #: the cells of the plan
 
     @property
-    def failed(self) -> list[dict]:
-        return [r for r in self.records if r["status"] != "ok"]
+    def failed(self) -> list[results.Record]:
+        return [r for r in self.records if not r.ok]
 
     def summary(self) -> str:
         n, bad = len(self.records), len(self.failed)
-        invalid = sum(r["status"] == "ok" and not r["valid"] for r in self.records)
+        invalid = sum(r.ok and not r.valid for r in self.records)
         end = "interrupted: rerun with resume=True for the rest" if self.interrupted else "done"
         skipped = f", {len(self.skipped)} already in {self.out}" if self.skipped else ""
         return (
@@ -79,38 +297,21 @@ def _ensure_peaks(todo: list[Cell], threads: int, progress: bool) -> None:
     a cell is timed."""
     if not any(c.device == "cpu" and not c.custom for c in todo):
         return
-    if cached_peaks(threads) is None and progress:
+    probes = fw_registry.peak_probes()
+    if hardware.cached(probes, threads) is None and progress:
         print(
             f"labkit: measuring this machine's matrix-multiply peaks with {threads} threads "
             "(once per machine; a few seconds per framework)",
             file=sys.stderr,
             flush=True,
         )
-    found = measured_peaks(threads)
+    found = hardware.measure(probes, threads)
     for problem in found.problems:
         warnings.warn(f"measured peak: {problem}", UserWarning, stacklevel=3)
 
 
-def done_keys(records: Iterable[dict]) -> set[tuple]:
-    return {results.key(r) for r in records if r["status"] == "ok" or r["unsupported"]}
-
-
-def _record(cell: Cell, fields: dict, machine: dict) -> dict:
-    """The record of a cell; a result that makes no valid record becomes a failed one."""
-    known = {k: v for k, v in fields.items() if k in results.FIELDS}
-    try:
-        return results.make(**{**asdict(cell), **known, "machine": machine})
-    except (ValueError, TypeError) as exc:
-        wall = known.get("wall_s")
-        return results.make(
-            **asdict(cell),
-            status="failed",
-            error=f"the cell's result could not be recorded: {exc}",
-            log=str(fields.get("log") or "")[-LOG_TAIL_CHARS:],
-            wall_s=wall if isinstance(wall, float) and math.isfinite(wall) else None,
-            cache=known.get("cache") if known.get("cache") in results.CACHE_STATES else "unknown",
-            machine=machine,
-        )
+def done_keys(records: Iterable[results.Record]) -> set[tuple]:
+    return {r.key() for r in records if r.ok or r.unsupported}
 
 
 def check_out(out: str | os.PathLike) -> None:
@@ -124,7 +325,7 @@ def check_out(out: str | os.PathLike) -> None:
         )
 
 
-def _save(res: RunResult, record: dict) -> None:
+def _save(res: RunResult, record: results.Record) -> None:
     """Append ``record`` after any an earlier write could not; a failed write keeps them in
     ``res.unsaved``, says so, and the run goes on (a full disk may have room later)."""
     res.unsaved.append(record)
@@ -146,18 +347,16 @@ def _save(res: RunResult, record: dict) -> None:
         res.unsaved.pop(0)
 
 
-def line(record: dict) -> str:
-    extra = "" if record["precision"] == "fp32" else f" {record['precision']}"
-    cell = f"{record['framework']} {record['mode']} {record['task']}{extra} b{record['batch_size']}"
-    if record["status"] != "ok":
-        return f"{cell}: {'' if record['unsupported'] else 'failed: '}{record['error'][:200]}"
-    verdict = "valid" if record["valid"] else "invalid: " + "; ".join(record["invalid_reasons"])
-    share = record.get("measured_peak_share")
+def line(r: results.Record) -> str:
+    if not r.ok:
+        return f"{r.label()}: {'' if r.unsupported else 'failed: '}{r.error[:200]}"
+    verdict = "valid" if r.valid else "invalid: " + "; ".join(r.invalid_reasons)
+    share = r.measured_peak_share
     peak = "" if share is None else f", {share:.0%} of the measured peak"
-    flag = " (!)" if record.get("above_measured_peak") or record["above_ceiling"] else ""
+    flag = " (!)" if r.above_measured_peak or r.above_ceiling else ""
     return (
-        f"{cell}: {record['images_per_s']:.2f} images/s, median {record['median_s'] * 1e3:.1f} "
-        f"± {record['iqr_s'] * 1e3:.1f} ms{peak}{flag}, {verdict}"
+        f"{r.label()}: {r.images_per_s:.2f} images/s, median {r.median_s * 1e3:.1f} "
+        f"± {r.iqr_s * 1e3:.1f} ms{peak}{flag}, {verdict}"
     )
 
 
@@ -167,7 +366,7 @@ def _measure(res: RunResult, todo: list[Cell], machine: dict, bar, on_record, **
         bar.set_description_str(cell.label())
         fields = run_cell(cell, tick=bar.refresh if live and not bar.disable else None, **how)
         with signals_held():  # a Ctrl-C now waits until the line is whole
-            record = _record(cell, fields, machine)
+            record = record_of(cell, fields, machine)
             res.records.append(record)
             _save(res, record)
         if not bar.disable:

@@ -45,19 +45,19 @@ def test_compare_gives_the_ratio_its_interval_and_both_verdicts():
     fast = _m([1.0, 1.01, 0.99, 1.0, 1.02], "compiled")
     slow = _m([2.0, 2.02, 1.98, 2.0, 2.01], "eager")
     c = lessons.compare(fast, slow, threads=1, cpu_count=2)
-    assert c.value == pytest.approx(2.0) and c.estimate.low > 1.9 and c.estimate.high < 2.1
-    assert c.valid and c.direction() == "faster" and str(c).endswith("valid")
+    assert c.estimate.value == pytest.approx(2.0) and c.estimate.low > 1.9 and c.estimate.high < 2.1
+    assert c.valid and c.direction() == "faster" and c.sentence().endswith("; valid")
     assert c.sentence().startswith("compiled ran 2.00x [")
     assert lessons.compare(slow, fast, cpu_count=2).direction() == "slower"
     # overlapping samples: the interval holds 1, and the sentence says so, not a direction
     a, b = _m([1.0, 1.5, 0.8, 1.2, 0.9], "a"), _m([1.1, 0.9, 1.4, 1.0, 0.85], "b")
     same = lessons.compare(a, b, cpu_count=2)
     assert same.direction() == "cannot tell" and "cannot tell a from b" in same.sentence()
-    assert "spread too wide" in same.verdict and not same.valid  # IQR/median > 10%
+    assert "spread too wide" in same.sentence() and not same.valid  # IQR/median > 10%
     few = lessons.compare(_m([1.0, 1.0], "one", min_repeats=5), slow, cpu_count=2)
     assert few.problems == ("one: 2 timed calls, fewer than the 5 required",)
     busy = bench.Measurement([1.0] * 5, 0.1, 1, 0, label="busy", others_cpus=1.9)
-    assert "busy machine" in lessons.compare(busy, slow, threads=1, cpu_count=2).verdict
+    assert "busy machine" in lessons.compare(busy, slow, threads=1, cpu_count=2).sentence()
     with pytest.raises(TypeError, match="two labkit.bench.Measurement"):
         lessons.compare([1.0, 2.0], slow)
 
@@ -89,7 +89,6 @@ def test_recorded_warnings_sees_every_warning_once_even_when_filtered():
         lessons.Caught("DeprecationWarning", "old API."),
         lessons.Caught("UserWarning", "a tracer warning"),
     ]
-    assert str(caught[0]) == "DeprecationWarning: old API."
     assert lessons.recorded_warnings(lambda: None) == (None, [])
 
 

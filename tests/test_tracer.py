@@ -1,9 +1,16 @@
-"""labkit.lessons.tracer: record, fold, replay (framework-free, fast)."""
+"""Notebook 01's tracer (notebooks/tracer.py): record, fold, replay (framework-free, fast)."""
 
-from labkit.lessons import tracer as tr
+import importlib.util
+import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
+
+SCRIPT = Path(__file__).parents[1] / "notebooks" / "tracer.py"
+spec = importlib.util.spec_from_file_location("tracer", SCRIPT)
+tr = sys.modules["tracer"] = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(tr)
 
 
 def gelu_like(x):

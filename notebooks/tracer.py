@@ -1,4 +1,5 @@
-"""A tracer small enough to read in one screen: how a framework turns Python into a graph.
+"""A tracer small enough to read in one screen: how a framework turns Python into a graph
+(notebook 01 imports it from beside itself).
 
 :func:`trace` calls a function with a :class:`Proxy` stand-in, recording each operation as a
 :class:`Node`; :func:`fold` folds constants and drops dead nodes; :meth:`Graph.run` replays the

@@ -1,10 +1,9 @@
-"""labkit.lessons: the timing, warning and break-even helpers of notebooks 01-04."""
+"""labkit.lessons: the timing, comparison and break-even helpers of notebooks 01-05."""
 
 import ctypes
 import math
 import os
 import time
-import warnings
 
 from labkit import bench, lessons, profiles
 
@@ -72,24 +71,6 @@ def test_break_even_calls():
         lessons.break_even_calls(1.0, 1.0, float("nan"))
     with pytest.raises(ValueError, match=r"record\['first_call_s'\] must be a finite time"):
         lessons.break_even_calls(-1.0, 1.0, 0.5)
-
-
-def test_recorded_warnings_sees_every_warning_once_even_when_filtered():
-    def noisy():
-        for _ in range(3):
-            warnings.warn("old API.\nSecond line.", DeprecationWarning)
-        warnings.warn("a tracer warning", UserWarning)
-        return 42
-
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # recorded_warnings must still see them
-        result, caught = lessons.recorded_warnings(noisy)
-    assert result == 42
-    assert caught == [
-        lessons.Caught("DeprecationWarning", "old API."),
-        lessons.Caught("UserWarning", "a tracer warning"),
-    ]
-    assert lessons.recorded_warnings(lambda: None) == (None, [])
 
 
 def test_native_output_captures_descriptor_1_and_restores_it(capfd):

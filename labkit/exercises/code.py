@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import ast
 import contextlib
-import dataclasses
 import functools
 import inspect
 import io
@@ -17,7 +16,7 @@ import sys
 import textwrap
 import types
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any
 
 import numpy as np
@@ -50,7 +49,7 @@ class Check:
     @classmethod
     def from_dict(cls, spec: dict[str, Any]) -> Check:
         """A bank entry's ``check`` table: the keys that are not fields are the options."""
-        known = {f.name for f in dataclasses.fields(cls)} - {"options"}
+        known = {f.name for f in fields(cls)} - {"options"}
         options = {k: v for k, v in spec.items() if k not in known}
         return cls(**{k: v for k, v in spec.items() if k in known}, options=options)
 

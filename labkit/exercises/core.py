@@ -1,12 +1,9 @@
 """The exercises answered with a value (Choice, Number, Text; Code is in :mod:`.code`), and the
-learner's progress file.
+progress file each checked answer of the bank goes to.
 
-``check`` never raises on a learner's answer: a missing or malformed one gets feedback saying
-what is expected; a malformed exercise (an author's mistake) raises ``ValueError``. Each checked
-answer of a bank exercise goes to ``~/.graphlab/progress.json`` (outside the course folder, so a
-``git pull`` keeps it); ``LABKIT_PROGRESS`` names another file, ``LABKIT_PROGRESS=off`` records
-nothing. A file that cannot be read or written is a warning (once per problem); the answer is
-still checked.
+``check`` never raises on a learner's answer; an author's mistake raises ``ValueError``. The
+progress file is ``~/.graphlab/progress.json`` (a ``git pull`` keeps it), or ``LABKIT_PROGRESS``
+(``off``: none); one that cannot be read or written is a warning, and the answer still checked.
 """
 
 from __future__ import annotations
@@ -95,6 +92,8 @@ class Feedback:
 
 @dataclass
 class Exercise:
+    """A question; a subclass judges an answer (``_judge``) and states it (``answer_text``)."""
+
     prompt: str
     explanation: str  # why the right answer is right, shown with a correct answer
     hint: str = ""
@@ -117,9 +116,6 @@ class Exercise:
             record(self.id, feedback.correct)
         return feedback
 
-    def _judge(self, response) -> Feedback:  # pragma: no cover - overridden
-        raise NotImplementedError
-
     def _right(self) -> Feedback:
         return Feedback(True, f"Correct. {self.explanation}")
 
@@ -129,9 +125,6 @@ class Exercise:
     def solution(self) -> Feedback:
         """Reveal the answer and its explanation."""
         return Feedback(True, f"Solution: {self.answer_text()}. {self.explanation}")
-
-    def answer_text(self) -> str:  # pragma: no cover - overridden
-        raise NotImplementedError
 
     def _repr_markdown_(self) -> str:
         return f"**Exercise.** {self.prompt}"

@@ -1,30 +1,18 @@
 """What the lessons share: a notebook's own small measurements, compared honestly.
 
-:func:`timed` (sized by the run profile), :func:`us`, :func:`compare`, :func:`break_even_calls`,
-:func:`recorded_warnings` and :func:`native_output`. Submodules: :mod:`.tracer` (notebook 01)
-and :mod:`.deploy` (notebook 07).
+:func:`timed` (sized by the run profile), :func:`us`, :func:`compare`, :func:`break_even_calls`
+and :func:`native_output`; :mod:`.deploy` holds notebook 07's records of paths it times itself.
 """
 
 from __future__ import annotations
 
-import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import NamedTuple
 
 from .. import bench, profiles, results
 from ..util.stdio import native_output
 
-__all__ = [
-    "Caught",
-    "Comparison",
-    "break_even_calls",
-    "compare",
-    "native_output",
-    "recorded_warnings",
-    "timed",
-    "us",
-]
+__all__ = ["Comparison", "break_even_calls", "compare", "native_output", "timed", "us"]
 
 
 def timed(
@@ -99,20 +87,3 @@ def break_even_calls(
     graph = {"first_call_s": first_call_s, "median_s": graph_s}
     eager = {"first_call_s": eager_first_call_s, "median_s": eager_s}
     return results.break_even(graph, eager).calls
-
-
-class Caught(NamedTuple):
-    """One warning: its category's name and the first line of its message."""
-
-    category: str
-    first_line: str
-
-
-def recorded_warnings(fn: Callable[[], object]) -> tuple[object, list[Caught]]:
-    """``(fn's result, every warning it emitted)``, each kept once, even those Python shows
-    only once per place (a cell run twice still sees them)."""
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        result = fn()
-    seen = [Caught(w.category.__name__, str(w.message).strip().partition("\n")[0]) for w in caught]
-    return result, list(dict.fromkeys(seen))

@@ -4,7 +4,6 @@ agreement, and a results record for a path timed in the notebook or its script (
 
 from __future__ import annotations
 
-import os
 import tomllib
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -23,7 +22,7 @@ FORMATS: list[dict[str, str]] = tomllib.loads(
 )["format"]
 
 
-def size_bytes(path: str | os.PathLike) -> int:
+def size_bytes(path: str | Path) -> int:
     """Bytes of a model file, or of every file under a model directory (a SavedModel)."""
     path = Path(path)
     if not path.exists():
@@ -53,8 +52,7 @@ def agreement(reference: np.ndarray, other: np.ndarray) -> Agreement:
             "logits must be two arrays of the same (batch, classes) shape, the batch not empty: "
             f"got {reference.shape} and {other.shape}"
         )
-    n = reference.shape[0]
-    return Agreement(max_rel_diff(other, reference), top1_agreement(reference, other), n)
+    return Agreement(max_rel_diff(other, reference), top1_agreement(reference, other), len(other))
 
 
 def record(

@@ -9,7 +9,7 @@ import subprocess
 import sys
 
 from labkit import exercises, frameworks, guide
-from labkit.exercises import bank, store
+from labkit.exercises import bank, core
 from labkit.exercises.code import function_from_source
 
 import pytest
@@ -20,7 +20,7 @@ from conftest import NOTEBOOKS, ROOT, notebook_key, require
 def progress_file(tmp_path, monkeypatch):
     """Every test records into its own progress file, never the learner's home."""
     path = tmp_path / "progress.json"
-    monkeypatch.setenv(store.ENV, str(path))
+    monkeypatch.setenv(core.ENV, str(path))
     return path
 
 
@@ -177,7 +177,7 @@ def test_the_selection_guide_agrees_with_the_answers_of_notebook_09():
 
 
 def test_progress_records_answers_right_and_tried(progress_file):
-    assert exercises.progress().answered == 0 and not progress_file.exists()
+    assert exercises.progress().counts()[1] == 0 and not progress_file.exists()
     q = exercises.load("00.profile")
     q.check(None)  # no answer: not recorded
     assert not progress_file.exists()
@@ -186,11 +186,10 @@ def test_progress_records_answers_right_and_tried(progress_file):
     q.check("c")  # wrong after right: still got right once
     exercises.load("02.python_branch").check("b")
     p = exercises.progress()
-    assert p.status("00.profile") == "right" and p.status("02.python_branch") == "tried"
-    assert p.status("00.ceiling") == "open"
-    row = next(r for r in p.rows if r.notebook == "00")
-    assert (row.total, row.answered, row.right) == (len(bank.ids("00")), 1, 1)
-    assert (p.answered, p.right, p.total) == (2, 1, len(bank.ids()))
+    assert p.status["00.profile"] == "right" and p.status["02.python_branch"] == "tried"
+    assert p.status["00.ceiling"] == "open"
+    assert p.counts("00") == (len(bank.ids("00")), 1, 1)
+    assert p.counts() == (len(bank.ids()), 2, 1)
     table = p.markdown()
     assert "| 00 Welcome to Graph Lab |" in table and "✓ `profile`" in table
     assert "✗ `python_branch`" in table and str(progress_file) in table
@@ -199,29 +198,40 @@ def test_progress_records_answers_right_and_tried(progress_file):
 
 
 def test_progress_off_and_a_broken_file_never_stop_a_lesson(progress_file, monkeypatch):
-    monkeypatch.setenv(store.ENV, "off")
+    monkeypatch.setenv(core.ENV, "off")
     assert exercises.load("00.profile").check("a").correct
     assert not progress_file.exists() and "not recorded" in exercises.progress().source
-    monkeypatch.setenv(store.ENV, str(progress_file))
+    monkeypatch.setenv(core.ENV, str(progress_file))
     progress_file.write_text("{ not json")
-    store.forget_warnings()
     with pytest.warns(RuntimeWarning, match="is not a progress file"):
         broken = exercises.progress()
-    assert broken.answered == 0
+    assert broken.counts()[1] == 0
     blocked = progress_file.parent / "a-file"
     blocked.write_text("")
-    monkeypatch.setenv(store.ENV, str(blocked / "progress.json"))  # its folder is a file
-    store.forget_warnings()
+    monkeypatch.setenv(core.ENV, str(blocked / "progress.json"))  # its folder is a file
     q = exercises.load("00.profile")
     with pytest.warns(RuntimeWarning, match="cannot write"):
         answer = q.check("a")
     assert answer.correct
 
 
+def test_a_hostile_progress_file_is_reported_or_rewritten_never_trusted(progress_file):
+    progress_file.write_text("[" * 100_000 + "]" * 100_000)  # deeper than json can parse
+    with pytest.warns(RuntimeWarning, match="is not a progress file"):
+        assert exercises.progress().counts()[1] == 0
+    odd = {"attempts": "lots", "right": "yes", "extra": [1, 2]}
+    progress_file.write_text(json.dumps({"exercises": {"00.profile": odd, "00.ceiling": 3}}))
+    p = exercises.progress()
+    assert p.status["00.profile"] == "tried" and p.status["00.ceiling"] == "open"
+    assert exercises.load("00.profile").check("b").correct is False
+    saved = json.loads(progress_file.read_text())["exercises"]["00.profile"]
+    assert saved["attempts"] == 1 and saved["right"] is False and "extra" not in saved
+
+
 def test_progress_is_kept_in_the_home_folder_by_default(monkeypatch, tmp_path):
-    monkeypatch.delenv(store.ENV)
+    monkeypatch.delenv(core.ENV)
     monkeypatch.setenv("HOME", str(tmp_path))
-    assert store.path() == tmp_path / ".graphlab" / "progress.json"
+    assert core.path() == tmp_path / ".graphlab" / "progress.json"
 
 
 # --------------------------------------------------------------------------------------------
@@ -256,7 +266,7 @@ def test_code_exercise_solution_passes_and_starter_fails_naming_the_property(
     assert f"*{q.check_spec.describe(broken.failed)}* failed" in broken.message
     assert "starting code, unchanged" in broken.message and "Hint:" in broken.message
     assert q.attempts == 1  # the unchanged starter is explained, not counted
-    assert exercises.progress().status(exercise_id) == "right"
+    assert exercises.progress().status[exercise_id] == "right"
 
 
 def test_code_feedback_for_a_wrong_edit_a_crash_and_a_non_function(progress_file):
@@ -270,7 +280,7 @@ def test_code_feedback_for_a_wrong_edit_a_crash_and_a_non_function(progress_file
     crash = function_from_source("def gate(x):\n    return x.reshape(2, 2)\n", "gate", scope, "c")
     fb = q.check(crash)
     assert not fb and fb.failed == "fullgraph" and "input 1" in fb.message
-    assert q.attempts == 2 and exercises.progress().status(q.id) == "tried"
+    assert q.attempts == 2 and exercises.progress().status[q.id] == "tried"
     assert "not a function" in q.check(wrong(scope["torch"].ones(3))).message
     assert "No answer yet" in q.check(None).message and q.attempts == 2
     assert "Hint:" in fb.message and q.hints[1] in fb.message  # the second hint, second failure

@@ -1,12 +1,10 @@
 """Graph optimisation made visible: node counts before and after, and the same outputs.
 
 Real frameworks on ResNet-50 at 32x32 (TorchScript freeze / optimize_for_inference, ONNX Runtime's
-optimisation levels on the PyTorch export, TensorFlow's traced and frozen graphs), and the
-lesson's Markdown table.
+optimisation levels on the PyTorch export, TensorFlow's traced and frozen graphs).
 """
 
 from labkit import resnet
-from labkit.lessons import graphs
 
 import numpy as np
 import pytest
@@ -38,17 +36,6 @@ def weights():
 @pytest.fixture(scope="module")
 def images():
     return resnet.random_batch(BATCH, SIZE, seed=3)[0]
-
-
-# ---------------------------------------------------------------------------------------------
-# framework-free
-
-
-def test_markdown_rows_round_floats_and_fill_missing_keys():
-    md = graphs.markdown([{"level": "basic", "nodes": 120, "x": 1.23456}, {"level": "all"}])
-    assert md.splitlines()[0].split("|")[1:4] == [" level ", " nodes ", " x "]
-    assert "| basic | 120 | 1.23 |" in md and "| all |  |  |" in md
-    assert graphs.markdown([]) == "_(no rows)_"
 
 
 # ---------------------------------------------------------------------------------------------

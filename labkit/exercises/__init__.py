@@ -8,14 +8,8 @@ the notebooks; :func:`progress` shows what was answered and got right, per noteb
 
 from __future__ import annotations
 
-from .bank import build, progress
+from .bank import load, progress
 from .code import Code
 from .core import Choice, Exercise, Number, Text
 
 __all__ = ["Choice", "Code", "Exercise", "Number", "Text", "load", "progress"]
-
-
-def load(exercise_id: str, measured: float | None = None) -> Exercise:
-    """The exercise ``exercise_id`` from the bank; ``measured``: the figure this run measured,
-    for an exercise answered from the learner's own run."""
-    return build(exercise_id, measured=measured)

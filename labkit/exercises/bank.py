@@ -1,5 +1,6 @@
 """The course's exercises, kept out of the notebooks: ``bank/NN.toml``, one TOML table per
-exercise (``type`` choice | number | text | code, ``prompt``, and the fields of its class).
+exercise (``type`` choice | number | text | code, ``prompt``, and the fields of its class), and
+the learner's progress through them.
 """
 
 from __future__ import annotations
@@ -7,49 +8,32 @@ from __future__ import annotations
 import functools
 import re
 import tomllib
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ..util import tables
 from .code import Code
-from .core import Choice, Exercise, Number, Text
-from .store import ENV, Progress, Row, path, read
+from .core import ENV, Choice, Exercise, Number, Text, path, read
 
-__all__ = ["KINDS", "build", "entry", "ids", "notebook_entries", "notebooks", "progress", "title"]
+__all__ = ["KINDS", "Progress", "entries", "entry", "ids", "load", "notebooks", "progress"]
 
 FOLDER = Path(__file__).resolve().parent / "bank"
 _ID = re.compile(r"^(\d\d[a-z]?)\.([a-z][a-z0-9_]*)$")  # "04b.name": a notebook 04b
-_COMMON = {"type", "prompt", "explanation", "hint"}
-_FIELDS = {
-    "choice": _COMMON | {"choices", "answer", "wrong"},
-    "number": _COMMON | {"answer", "measured", "rel_tol", "abs_tol", "unit"},
-    "text": _COMMON | {"accepted"},
-    "code": {"type", "prompt", "explanation", "check", "starter", "solution", "hints"},
-}
 #: the class of each ``type``; an entry's other fields are its arguments
 KINDS: dict[str, type[Exercise]] = {"choice": Choice, "number": Number, "text": Text, "code": Code}
+MARKS = {"right": "✓", "tried": "✗", "open": "·"}
 
 
 @functools.cache
 def _file(notebook: str) -> dict[str, Any]:
-    path = FOLDER / f"{notebook}.toml"
-    if not path.exists():
-        have = ", ".join(notebooks()) or "none"
-        raise ValueError(f"no exercises for notebook {notebook!r} (files here: {have})")
-    with path.open("rb") as f:
-        try:
-            return tomllib.load(f)
-        except tomllib.TOMLDecodeError as exc:
-            raise ValueError(f"{path.name}: {exc}") from exc
-
-
-def notebook_entries(notebook: str) -> dict[str, dict[str, Any]]:
-    """The raw entries of one notebook's file ("02"), in the order they are asked."""
-    return {k: v for k, v in _file(notebook).items() if isinstance(v, dict)}
-
-
-def title(notebook: str) -> str:
-    """The notebook's title, as its file states it (``title = "..."`` at the top)."""
-    return str(_file(notebook).get("title", notebook))
+    file = FOLDER / f"{notebook}.toml"
+    if not file.exists():
+        raise ValueError(f"no exercises for notebook {notebook!r} (files here: {notebooks()})")
+    try:
+        return tomllib.loads(file.read_text(encoding="utf-8"))
+    except tomllib.TOMLDecodeError as exc:
+        raise ValueError(f"{file.name}: {exc}") from exc
 
 
 def notebooks() -> list[str]:
@@ -57,10 +41,16 @@ def notebooks() -> list[str]:
     return sorted(p.stem for p in FOLDER.glob("*.toml"))
 
 
+def entries(notebook: str) -> dict[str, dict[str, Any]]:
+    """The raw entries of one notebook's file ("02"), in the order they are asked."""
+    return {k: v for k, v in _file(notebook).items() if isinstance(v, dict)}
+
+
 def ids(notebook: str | None = None) -> list[str]:
     """Every exercise id, or one notebook's, in course order."""
-    books = notebooks() if notebook is None else [notebook]
-    return [f"{nb}.{name}" for nb in books for name in notebook_entries(nb)]
+    return [
+        f"{nb}.{name}" for nb in ([notebook] if notebook else notebooks()) for name in entries(nb)
+    ]
 
 
 def entry(exercise_id: str) -> dict[str, Any]:
@@ -71,51 +61,72 @@ def entry(exercise_id: str) -> dict[str, Any]:
             "exercise's name, e.g. '02.one_graph'"
         )
     notebook, name = m.groups()
-    entries = notebook_entries(notebook)
-    if name not in entries:
+    found = entries(notebook)
+    if name not in found:
         raise ValueError(
-            f"notebook {notebook} has no exercise {name!r}; it has: {', '.join(entries)}"
+            f"notebook {notebook} has no exercise {name!r}; it has: {', '.join(found)}"
         )
-    return entries[name]
+    return found[name]
 
 
-def build(exercise_id: str, measured: float | None = None) -> Exercise:
-    """The exercise ``exercise_id`` (raises ``ValueError`` naming an author's mistake)."""
-    raw = dict(entry(exercise_id))
-    kind = raw.get("type")
-    if kind not in _FIELDS:
-        raise ValueError(f"{exercise_id}: type must be one of {sorted(_FIELDS)}, not {kind!r}")
-    unknown = set(raw) - _FIELDS[kind]
-    if unknown:
-        raise ValueError(f"{exercise_id}: unknown fields for a {kind}: {sorted(unknown)}")
-    if measured is not None and not raw.get("measured"):
-        raise ValueError(f"{exercise_id} has a fixed answer: load it without measured=")
-    fields = {k: v for k, v in raw.items() if k not in ("type", "measured")}
-    if kind == "number" and raw.get("measured"):
+def load(exercise_id: str, measured: float | None = None) -> Exercise:
+    """The exercise ``exercise_id`` from the bank; ``measured``: the figure this run measured,
+    for an exercise answered from the learner's own run (``measured = true`` in the bank)."""
+    fields = dict(entry(exercise_id))
+    kind = fields.pop("type", None)
+    if kind not in KINDS:
+        raise ValueError(f"{exercise_id}: type must be one of {sorted(KINDS)}, not {kind!r}")
+    if fields.pop("measured", False):
         if measured is None:
             raise ValueError(
                 f"{exercise_id} is answered from your own run: load it with "
                 f"exercises.load({exercise_id!r}, measured=<the value this run measured>)"
             )
         fields["answer"] = float(measured)
-    elif kind == "number" and "answer" not in raw:
+    elif measured is not None:
+        raise ValueError(f"{exercise_id} has a fixed answer: load it without measured=")
+    if kind == "number" and "answer" not in fields:
         raise ValueError(f"{exercise_id}: a number needs an answer (or measured = true)")
-    ex = KINDS[kind](**fields)
-    ex.id = exercise_id
-    return ex
+    try:
+        exercise = KINDS[kind](**fields)
+    except TypeError as exc:  # a field its class does not take, or one missing
+        raise ValueError(f"{exercise_id}: {exc}") from exc
+    exercise.id = exercise_id
+    return exercise
+
+
+@dataclass(frozen=True)
+class Progress:
+    """Each exercise's status ("right", "tried" or "open"), by id in course order."""
+
+    status: dict[str, str]
+    source: str  # where the progress was read from
+
+    def counts(self, notebook: str | None = None) -> tuple[int, int, int]:
+        """(exercises, answered, right): one notebook's, or the whole course's."""
+        mine = [s for i, s in self.status.items() if notebook in (None, i.split(".")[0])]
+        return len(mine), sum(s != "open" for s in mine), mine.count("right")
+
+    def markdown(self) -> str:
+        rows = []
+        for nb in notebooks():
+            marks = [f"{MARKS[self.status[i]]} `{i.split('.')[1]}`" for i in ids(nb)]
+            rows.append((f"{nb} {_file(nb).get('title', nb)}", *self.counts(nb), " ".join(marks)))
+        legend = "✓ right, ✗ answered but not yet right, · not answered"
+        rows.append(("**all**", *self.counts(), legend))
+        head = ("notebook", "exercises", "answered", "right", "each exercise")
+        return tables.markdown(head, rows, "lrrrl") + f"\n\nProgress file: `{self.source}`"
+
+    _repr_markdown_ = markdown
 
 
 def progress() -> Progress:
     """Which exercises of which notebook this learner has answered, and got right."""
-    recorded = read()
-    rows = []
-    for notebook in notebooks():
-        status = {}
-        for name in notebook_entries(notebook):
-            entry = recorded.get(f"{notebook}.{name}", {})
-            status[name] = (
-                "right" if entry.get("right") else "tried" if entry.get("attempts") else "open"
-            )
-        rows.append(Row(notebook, title(notebook), status))
+    recorded, status = read(), {}
+    for i in ids():
+        got = recorded.get(i, {})
+        status[i] = (
+            "right" if got.get("right") is True else "tried" if got.get("attempts") else "open"
+        )
     where = path()
-    return Progress(tuple(rows), str(where) if where else f"not recorded ({ENV}=off)")
+    return Progress(status, str(where) if where else f"not recorded ({ENV}=off)")

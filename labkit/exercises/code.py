@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import ast
 import contextlib
+import functools
 import inspect
 import io
 import itertools
@@ -15,7 +16,7 @@ import sys
 import textwrap
 import types
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any
 
 import numpy as np
@@ -23,22 +24,19 @@ import numpy as np
 from .. import frameworks
 from ..frameworks._kit.checks import unwrap, what_broke
 from ..util.stdio import native_output
-from .core import EMPTY, RIGHT, Exercise, Feedback
+from .core import Exercise, Feedback
 
 __all__ = ["Check", "Code", "function_from_source"]
 
-_REFERENCES = ("starter", "solution", "self")
 _counter = itertools.count()
 
 
 @dataclass(frozen=True)
 class Check:
-    """What a :class:`Code` exercise verifies, and on which inputs.
-
-    ``inputs``: a Python expression over ``np`` and ``rng`` (seeded) giving a list of argument
-    tuples. ``reference`` (run eagerly, for "outputs match eager"): ``starter``, ``solution``,
-    ``self`` or a function's source. ``options`` go to the framework's checker.
-    """
+    """What a :class:`Code` exercise verifies, and on which inputs: ``inputs`` is a Python
+    expression over ``np`` and ``rng`` (seeded) giving a list of argument tuples; ``reference``
+    (run eagerly, for "outputs match eager") is ``starter``, ``solution`` or a function's source;
+    ``options`` go to the framework's checker."""
 
     framework: str
     properties: tuple[str, ...]
@@ -50,12 +48,8 @@ class Check:
 
     @classmethod
     def from_dict(cls, spec: dict[str, Any]) -> Check:
-        """A check from a mapping (a bank entry's ``check`` table): keys that are not fields of
-        :class:`Check` are the framework checker's options."""
-        known = {"framework", "properties", "inputs", "reference", "rtol", "atol"}
-        missing = {"framework", "properties", "inputs"} - set(spec)
-        if missing:
-            raise ValueError(f"a code check needs {sorted(missing)}")
+        """A bank entry's ``check`` table: the keys that are not fields are the options."""
+        known = {f.name for f in fields(cls)} - {"options"}
         options = {k: v for k, v in spec.items() if k not in known}
         return cls(**{k: v for k, v in spec.items() if k in known}, options=options)
 
@@ -68,13 +62,15 @@ class Check:
                 f"code check for {self.framework}: unknown properties {unknown or '(none given)'}; "
                 f"{self.framework} declares {sorted(declared)}"
             )
-        if self.reference not in _REFERENCES and "def " not in self.reference:
+        if self.reference not in ("starter", "solution") and "def " not in self.reference:
             raise ValueError(
-                f"reference must be one of {_REFERENCES} or the source of a function, "
+                "reference must be 'starter', 'solution' or the source of a function, "
                 f"not {self.reference!r}"
             )
 
     def describe(self, prop: str) -> str:
+        if prop == "available":
+            return f"{self.framework} is available"
         return dict(frameworks.spec(self.framework).code_checks)[prop]
 
     def cases(self) -> list[tuple]:
@@ -103,31 +99,19 @@ def function_from_source(source: str, name: str, namespace: dict, label: str) ->
     return fn
 
 
-def function_name(source: str) -> str:
-    """The one function a starter defines at top level."""
-    defs = [n.name for n in ast.parse(source).body if isinstance(n, ast.FunctionDef)]
-    if len(defs) != 1:
-        raise ValueError(f"starter code must define exactly one function, found {defs}")
-    return defs[0]
-
-
-def _function_ast(source: str, name: str) -> str | None:
+def _functions(source: str) -> dict[str, str]:
+    """Each top-level function of ``source``: its name and its syntax tree, as text."""
     try:
         tree = ast.parse(textwrap.dedent(source))
     except SyntaxError:
-        return None
-    for node in ast.walk(tree):
-        if isinstance(node, ast.FunctionDef) and node.name == name:
-            return ast.dump(node, annotate_fields=False, include_attributes=False)
-    return None
+        return {}
+    return {n.name: ast.dump(n) for n in tree.body if isinstance(n, ast.FunctionDef)}
 
 
 def _silently(fn: Callable[[], Any]) -> Any:
-    """Run ``fn`` with its prints (Python's and native ones, such as ``tf.print``) swallowed."""
-    sink = io.StringIO()
-    with contextlib.redirect_stdout(sink), contextlib.redirect_stderr(sink):
-        result, _ = native_output(lambda: native_output(fn, fd=2)[0], fd=1)
-    return result
+    """``fn()`` with its prints (Python's and native ones, such as ``tf.print``) swallowed."""
+    with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+        return native_output(lambda: native_output(fn, fd=2)[0], fd=1)[0]
 
 
 class Code(Exercise):
@@ -143,23 +127,24 @@ class Code(Exercise):
         hints: Sequence[str] = (),
         explanation: str = "",
     ):
-        super().__init__(prompt, explanation)
+        super().__init__(prompt, explanation, hint=hints[0] if hints else "")
         self.check_spec = check if isinstance(check, Check) else Check.from_dict(check)
         self.starter = textwrap.dedent(starter).strip() + "\n"
         self.solution_code = textwrap.dedent(solution).strip() + "\n"
         self.hints = tuple(hints)
-        self.entry = function_name(self.starter)
-        if function_name(self.solution_code) != self.entry:
+        defined = list(_functions(self.starter))
+        if len(defined) != 1:
+            raise ValueError(f"starter code must define exactly one function, found {defined}")
+        self.entry = defined[0]
+        if list(_functions(self.solution_code)) != defined:
             raise ValueError(f"the solution must define {self.entry!r}, like the starter")
-        self.hint = self.hints[0] if self.hints else ""
         self._failures = 0
 
-    # -- what the learner sees --------------------------------------------------------------
     def _repr_markdown_(self) -> str:
-        spec = frameworks.spec(self.check_spec.framework)
-        props = "\n".join(f"- {self.check_spec.describe(p)}" for p in self.check_spec.properties)
+        spec = self.check_spec
+        props = "\n".join(f"- {spec.describe(p)}" for p in spec.properties)
         return (
-            f"**Exercise (code, {spec.display}).** {self.prompt}\n\n"
+            f"**Exercise (code, {frameworks.spec(spec.framework).display}).** {self.prompt}\n\n"
             f"`check` runs your `{self.entry}` and verifies, in this order:\n{props}"
         )
 
@@ -169,33 +154,20 @@ class Code(Exercise):
             True, f"Solution:\n\n```python\n{self.solution_code}```\n\n{self.explanation}".strip()
         )
 
-    # -- checking ---------------------------------------------------------------------------
     def check(self, response) -> Feedback:
         """Run ``response`` (the learner's function) through every property, in order."""
+        call = f"`.check({self.entry})`"
         if response is None:
-            return Feedback(
-                False,
-                f"{EMPTY} Define `{self.entry}` in the cell, then call "
-                f"`.check({self.entry})` with the function itself.",
-            )
+            how = f"Define `{self.entry}` in the cell, then call {call} with the function itself."
+            return Feedback(False, f"No answer yet. {how}")
         if not callable(response):
-            return Feedback(
-                False,
-                f"{response!r} is not a function: pass the function itself, "
-                f"`.check({self.entry})`, not its result or its name.",
-            )
-        unchanged = self.is_starter(response)
+            how = f"pass the function itself, {call}, not its result or its name."
+            return Feedback(False, f"{response!r} is not a function: {how}")
         feedback = self._judge(response)
-        if unchanged and not feedback.correct:
-            return Feedback(
-                False,
-                "This is the starting code, unchanged: it fails as the exercise says. "
-                + feedback.message,
-                feedback.failed,
-            )
-        self.attempts += 1
-        self._record(feedback)
-        return feedback
+        if not feedback.correct and self.is_starter(response):
+            message = "This is the starting code, unchanged: it fails as the exercise says. "
+            return Feedback(False, message + feedback.message, feedback.failed)
+        return self._counted(feedback)
 
     def is_starter(self, fn: Callable) -> bool:
         """Whether ``fn``'s source is the starting code (formatting and comments aside)."""
@@ -203,8 +175,7 @@ class Code(Exercise):
             source = inspect.getsource(unwrap(fn))
         except (OSError, TypeError):
             return False
-        mine = _function_ast(source, self.entry)
-        return mine is not None and mine == _function_ast(self.starter, self.entry)
+        return _functions(source).get(self.entry, 0) == _functions(self.starter)[self.entry]
 
     def run_checks(self, fn: Callable) -> list[tuple[str, bool, str]]:
         """(property, passed, detail) for each property, up to and including the first failure."""
@@ -213,28 +184,16 @@ class Code(Exercise):
             checks = frameworks.checks(spec.framework)
         except frameworks.FrameworkUnavailable as exc:
             return [("available", False, str(exc))]
-        namespace = checks.namespace()
-        reference = fn
-        if spec.reference != "self":
-            source = {"starter": self.starter, "solution": self.solution_code}.get(
-                spec.reference, spec.reference
-            )
-            reference = function_from_source(source, self.entry, namespace, f"{self.id} reference")
+        source = {"starter": self.starter, "solution": self.solution_code}
+        source = source.get(spec.reference, spec.reference)
+        label = f"{self.id} reference"
+        reference = function_from_source(source, self.entry, checks.namespace(), label)
+        options = {"reference": reference, "rtol": spec.rtol, "atol": spec.atol, **spec.options}
         rows = []
         for prop in spec.properties:
-            cases = spec.cases()
+            run = functools.partial(checks.verify, prop, fn, spec.cases(), **options)
             try:
-                ok, detail = _silently(
-                    lambda prop=prop, cases=cases: checks.verify(
-                        prop,
-                        fn,
-                        cases,
-                        reference=reference,
-                        rtol=spec.rtol,
-                        atol=spec.atol,
-                        **spec.options,
-                    )
-                )
+                ok, detail = _silently(run)
             except Exception as exc:  # noqa: BLE001  (the learner's code may raise anything)
                 ok, detail = False, f"it raised {what_broke(exc)}"
             rows.append((prop, ok, detail))
@@ -244,30 +203,20 @@ class Code(Exercise):
 
     def _judge(self, fn: Callable) -> Feedback:
         rows = self.run_checks(fn)
-        lines = [
-            f"- {'✓' if ok else '✗'} {self._describe(prop)}: {detail}" for prop, ok, detail in rows
-        ]
-        failed = next((prop for prop, ok, _ in rows if not ok), None)
+        describe = self.check_spec.describe
+        lines = "\n".join(f"- {'✓' if ok else '✗'} {describe(p)}: {why}" for p, ok, why in rows)
+        failed = next((p for p, ok, _ in rows if not ok), None)
         if failed is None:
             self._failures = 0
             return Feedback(
-                True,
-                f"{RIGHT} Every property holds:\n"
-                + "\n".join(lines)
-                + (f"\n\n{self.explanation}" if self.explanation else ""),
+                True, f"Correct. Every property holds:\n{lines}\n\n{self.explanation}".strip()
             )
         self._failures += 1
         hint = self.hints[min(self._failures, len(self.hints)) - 1] if self.hints else ""
         return Feedback(
             False,
-            f"Not yet: *{self._describe(failed)}* failed.\n"
-            + "\n".join(lines)
+            f"Not yet: *{describe(failed)}* failed.\n{lines}"
             + (f"\n\nHint: {hint}" if hint else "")
             + "\n\nEdit the function and run the cell again, or call .solution().",
             failed,
         )
-
-    def _describe(self, prop: str) -> str:
-        if prop == "available":
-            return f"{self.check_spec.framework} is available"
-        return self.check_spec.describe(prop)

@@ -1,50 +1,34 @@
-"""Notebook 07's deployment helpers: the formats as data (:data:`FORMATS`), artefact sizes,
-logit agreement, and a results record for a path timed in the notebook (:func:`record`).
+"""Notebook 07's deployment helpers: the formats (:data:`FORMATS`), artefact sizes, logit
+agreement, and a results record for a path timed in the notebook or its script (:func:`record`).
 """
 
 from __future__ import annotations
 
-import os
 import tomllib
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import numpy as np
 
+from .. import bench, hardware, profiles, results
+from ..runner import Cell, ceiling_fields
 from ..util.numeric import max_rel_diff, top1_agreement
 
-__all__ = ["FORMATS", "Agreement", "Format", "agreement", "record", "size_bytes"]
+__all__ = ["FORMATS", "Agreement", "agreement", "record", "size_bytes"]
+
+#: the formats as labkit/data/formats.toml lists them (name, written_by, runtime, server, ...)
+FORMATS: list[dict[str, str]] = tomllib.loads(
+    (Path(__file__).resolve().parents[1] / "data" / "formats.toml").read_text(encoding="utf-8")
+)["format"]
 
 
-@dataclass(frozen=True)
-class Format:
-    key: str  # how a FrameworkSpec's ``formats`` names it
-    name: str
-    written_by: str
-    runtime: str
-    server: str  # "yes", "no" or a short qualification
-    mobile: str
-    embedded: str
-    url: str
-
-
-#: the formats, as labkit/data/formats.toml lists them
-FORMATS: tuple[Format, ...] = tuple(
-    Format(**f)
-    for f in tomllib.loads(
-        (Path(__file__).resolve().parents[1] / "data" / "formats.toml").read_text(encoding="utf-8")
-    )["format"]
-)
-
-
-def size_bytes(path: str | os.PathLike) -> int:
+def size_bytes(path: str | Path) -> int:
     """Bytes of a model file, or of every file under a model directory (a SavedModel)."""
     path = Path(path)
-    if path.is_file():
-        return path.stat().st_size
-    if path.is_dir():
-        return sum(p.stat().st_size for p in path.rglob("*") if p.is_file())
-    raise FileNotFoundError(f"no model file or directory at {path}")
+    if not path.exists():
+        raise FileNotFoundError(f"no model file or directory at {path}")
+    files = [path] if path.is_file() else [p for p in path.rglob("*") if p.is_file()]
+    return sum(p.stat().st_size for p in files)
 
 
 @dataclass(frozen=True)
@@ -63,22 +47,16 @@ class Agreement:
 def agreement(reference: np.ndarray, other: np.ndarray) -> Agreement:
     """How closely ``other`` logits follow ``reference`` logits (both batch x classes)."""
     reference, other = np.asarray(reference, np.float64), np.asarray(other, np.float64)
-    if reference.shape != other.shape or reference.ndim != 2:
+    if reference.shape != other.shape or reference.ndim != 2 or not reference.size:
         raise ValueError(
-            f"logits must be two arrays of the same (batch, classes) shape, got "
-            f"{reference.shape} and {other.shape}"
+            "logits must be two arrays of the same (batch, classes) shape, the batch not empty: "
+            f"got {reference.shape} and {other.shape}"
         )
-    if reference.size == 0:
-        raise ValueError(f"no logits to compare: the batch is empty, shape {reference.shape}")
-    return Agreement(
-        max_rel_diff(other, reference),
-        top1_agreement(reference, other),
-        reference.shape[0],
-    )
+    return Agreement(max_rel_diff(other, reference), top1_agreement(reference, other), len(other))
 
 
 def record(
-    m,
+    m: bench.Measurement,
     framework: str,
     mode: str,
     task: str,
@@ -86,36 +64,23 @@ def record(
     precision: str = "fp32",
     notes: str = "",
     export_s: float | None = None,
-    model: str = "resnet50",
+    model: str = results.DEFAULT_MODEL,
     where: str = "the notebook's process",
 ) -> dict:
-    """A results record for a :class:`labkit.bench.Measurement` taken in ``where``, judged
-    like a runner's and set against its precision's ceilings (estimated, and measured where
-    cached). The cache is ``"warm"``; ``model``: :func:`labkit.resnet.model_id`."""
-    from .. import bench, hardware, profiles, results
-    from ..runner import Cell, ceiling_fields
-
-    prof = profiles.current()
+    """A results record for ``m``, taken in ``where``, judged like a runner's and set against
+    its precision's ceilings (estimated, and measured where cached); the cache is ``"warm"``."""
+    profile = profiles.current().name
     cell = Cell(
-        framework, mode, task, m.images_per_call, precision, image_size, "cpu", prof.name, model
+        framework, mode, task, m.images_per_call, precision, image_size, "cpu", profile, model
     )
     return results.make(
-        model=model,
-        framework=framework,
-        mode=mode,
-        task=task,
-        batch_size=m.images_per_call,
-        precision=precision,
-        image_size=image_size,
-        device="cpu",
+        **asdict(cell),
+        **m.as_dict(),
+        **ceiling_fields(m.images_per_s, cell),
         status="ok",
         export_s=export_s,
         cache="warm",
-        **m.as_dict(),
         peak_rss_mb=bench.peak_rss_mb(),
-        **ceiling_fields(m.images_per_s, cell, None),
         notes=(notes + "; " if notes else "") + f"timed in {where}",
-        threads={"intra": None, "inter": None},
-        profile=prof.name,
         machine=hardware.fingerprint(),
     )

@@ -1,6 +1,7 @@
-"""A tracer small enough to read in one screen: how a framework turns Python into a graph.
+"""A tracer small enough to read in one screen: how a framework turns Python into a graph
+(notebook 01 imports it from beside itself).
 
-:func:`trace` calls a function with :class:`Proxy` stand-ins, recording each operation as a
+:func:`trace` calls a function with a :class:`Proxy` stand-in, recording each operation as a
 :class:`Node`; :func:`fold` folds constants and drops dead nodes; :meth:`Graph.run` replays the
 graph. A Python ``if`` on a proxy has no value to decide on (:class:`TracingError`).
 """
@@ -12,18 +13,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-__all__ = [
-    "OPS",
-    "Graph",
-    "Node",
-    "Proxy",
-    "TracingError",
-    "const",
-    "exp",
-    "fold",
-    "tanh",
-    "trace",
-]
+__all__ = ["OPS", "Graph", "Node", "Proxy", "TracingError", "const", "exp", "fold", "tanh", "trace"]
 
 #: the operations a graph can hold, and the NumPy function that computes each one
 OPS: dict[str, Callable] = {
@@ -31,7 +21,6 @@ OPS: dict[str, Callable] = {
     "sub": np.subtract,
     "mul": np.multiply,
     "div": np.divide,
-    "neg": np.negative,
     "tanh": np.tanh,
     "exp": np.exp,
 }
@@ -56,7 +45,7 @@ class Node:
 class Graph:
     def __init__(self) -> None:
         self.nodes: list[Node] = []
-        self.outputs: list[str] = []
+        self.output = ""  # the name of the node the function returned
 
     def add(self, op: str, *args: str, value: object = None) -> Proxy:
         node = Node(f"%{len(self.nodes)}", op, args, value)
@@ -67,24 +56,20 @@ class Graph:
         """A proxy's node name, or a new constant node for a plain value."""
         return x.name if isinstance(x, Proxy) else self.add("const", value=x).name
 
-    def run(self, *inputs: object) -> object:
-        """Replay the recorded program on real inputs: no Python function is called."""
-        values, fed = {}, iter(inputs)
+    def run(self, x: object) -> object:
+        """Replay the recorded program on a real input: no Python function is called."""
+        values = {}
         for n in self.nodes:
             if n.op == "input":
-                values[n.name] = next(fed)
+                values[n.name] = x
             elif n.op == "const":
                 values[n.name] = n.value
             else:
                 values[n.name] = OPS[n.op](*(values[a] for a in n.args))
-        outs = [values[o] for o in self.outputs]
-        return outs[0] if len(outs) == 1 else tuple(outs)
-
-    def count(self, op: str) -> int:
-        return sum(n.op == op for n in self.nodes)
+        return values[self.output]
 
     def __str__(self) -> str:
-        return "\n".join([*map(str, self.nodes), f"return {', '.join(self.outputs)}"])
+        return "\n".join([*map(str, self.nodes), f"return {self.output}"])
 
 
 class Proxy:
@@ -93,14 +78,8 @@ class Proxy:
     def __init__(self, graph: Graph, name: str) -> None:
         self.graph, self.name = graph, name
 
-    def _op(self, op: str, *others: object) -> Proxy:
-        return self.graph.add(op, self.name, *(self.graph.lift(o) for o in others))
-
-    def _rop(self, op: str, other: object) -> Proxy:  # `2 * proxy`: the constant comes first
-        return self.graph.add(op, self.graph.lift(other), self.name)
-
-    def __neg__(self) -> Proxy:
-        return self._op("neg")
+    def _op(self, op: str, *operands: object) -> Proxy:  # operands: proxies or plain values
+        return self.graph.add(op, *map(self.graph.lift, operands))
 
     __array_ufunc__ = None  # `numpy_array * proxy` then records too, instead of looping over it
 
@@ -112,15 +91,11 @@ class Proxy:
 
     __float__ = __index__ = __bool__  # any other demand for a value fails the same way
 
-    def __repr__(self) -> str:
-        return f"Proxy({self.name})"
-
 
 # x + y, x - y, x * y, x / y, and 2 * x (the reflected forms), each recorded as one node
 for _op, _dunder in (("add", "add"), ("sub", "sub"), ("mul", "mul"), ("div", "truediv")):
-    setattr(Proxy, f"__{_dunder}__", lambda self, o, op=_op: self._op(op, o))
-    setattr(Proxy, f"__r{_dunder}__", lambda self, o, op=_op: self._rop(op, o))
-
+    setattr(Proxy, f"__{_dunder}__", lambda self, o, op=_op: self._op(op, self, o))
+    setattr(Proxy, f"__r{_dunder}__", lambda self, o, op=_op: self._op(op, o, self))
 
 _tracing: list[Graph] = []  # the graph being recorded, if any (TensorFlow's "default graph")
 
@@ -131,26 +106,22 @@ def const(value: object) -> object:
     return _tracing[-1].add("const", value=value) if _tracing else value
 
 
-def _unary(op: str) -> Callable:
-    def apply(x):  # on a proxy: record; on a value: compute now (eager)
-        return x._op(op) if isinstance(x, Proxy) else OPS[op](x)
-
-    apply.__name__ = op
-    return apply
+def tanh(x: object) -> object:  # on a proxy: record; on a value: compute now (eager)
+    return x._op("tanh", x) if isinstance(x, Proxy) else np.tanh(x)
 
 
-tanh, exp = _unary("tanh"), _unary("exp")
+def exp(x: object) -> object:
+    return x._op("exp", x) if isinstance(x, Proxy) else np.exp(x)
 
 
-def trace(fn: Callable, n_inputs: int = 1) -> Graph:
-    """Call ``fn`` once with proxies and return the graph of what it did to them."""
+def trace(fn: Callable) -> Graph:
+    """Call ``fn`` once with a proxy and return the graph of what it did to it."""
     graph = Graph()
     _tracing.append(graph)
     try:
-        out = fn(*(graph.add("input") for _ in range(n_inputs)))
+        graph.output = graph.lift(fn(graph.add("input")))
     finally:
         _tracing.pop()
-    graph.outputs = [graph.lift(o) for o in (out if isinstance(out, tuple) else (out,))]
     return graph
 
 
@@ -162,18 +133,15 @@ def fold(graph: Graph) -> Graph:
             consts[n.name] = n.value
         elif n.op != "input" and all(a in consts for a in n.args):
             consts[n.name] = OPS[n.op](*(consts[a] for a in n.args))
-    needed, todo = set(), list(graph.outputs)
-    by_name = {n.name: n for n in graph.nodes}
-    while todo:  # eliminate: keep only what an output reads
-        name = todo.pop()
-        if name not in needed:
-            needed.add(name)
-            todo.extend(() if name in consts else by_name[name].args)
+    needed = {graph.output}
+    for n in reversed(graph.nodes):  # eliminate: keep only what the output reads
+        if n.name in needed and n.name not in consts:
+            needed.update(n.args)
     out, renamed = Graph(), {}
     for n in graph.nodes:
-        if n.name in needed or n.op == "input":  # inputs stay: callers pass them positionally
+        if n.name in needed:
             op, value = ("const", consts[n.name]) if n.name in consts else (n.op, n.value)
             args = () if op == "const" else tuple(renamed[a] for a in n.args)
             renamed[n.name] = out.add(op, *args, value=value).name
-    out.outputs = [renamed[o] for o in graph.outputs]
+    out.output = renamed[graph.output]
     return out

@@ -2,7 +2,7 @@
 (:data:`SCHEMA`; each file and each measurement once, judged again), and the class report: two
 figures and a page (``report.html``) saying first what it leaves out. Flagged records are drawn
 apart and left out of medians; fixture (synthetic) machines are marked everywhere, never pooled
-with measured ones. A *machine* is a machine type (:mod:`labkit.hardware.machines`), not a host.
+with measured ones. A *machine* is a machine type (:func:`labkit.hardware.machine_of`), not a host.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from pathlib import Path
 from matplotlib.lines import Line2D
 
 from .. import plots, profiles, results
-from ..hardware.machines import machine_of
+from ..hardware import machine_of
 from ..results import cards
 from ..util import stats
 from ..util.tables import html as html_table

@@ -1,16 +1,15 @@
 """What machine is this, what may this process use of it, and how fast could ResNet-50 run on it?
 
 The CPUs, cores and quota (:mod:`.topology`), the maximum clock (:mod:`.clock`), the ceiling
-per precision (:mod:`.peak`), the measured matrix-multiply peak (:mod:`.measured`), the report
-and fingerprint (:mod:`.summary`) and machine types (:mod:`.machines`). Every reading takes
+per precision (:mod:`.peak`), the measured matrix-multiply peak (:mod:`.measured`), the report,
+fingerprint and machine type (:mod:`.summary`). Every reading takes
 ``root``, the folder standing for ``/``, so the tests read fixture trees (:mod:`.files`).
 """
 
 from .files import ROOT
-from .machines import machine_of
 from .measured import FIXTURE_FILE, MeasuredPeaks, Probe, cache_dir, cached, measure, recorded
 from .peak import ceiling, per_cycle
-from .summary import fingerprint, report
+from .summary import fingerprint, machine_of, report
 from .topology import default_threads
 
 __all__ = [

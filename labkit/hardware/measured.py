@@ -24,9 +24,8 @@ from .. import bench, resnet
 from ..util import jsonio, proc, stats
 from .clock import MAX_GHZ_ENV
 from .files import ROOT, read
-from .machines import machine_of
 from .peak import CEILING_PRECISIONS, ceiling, per_cycle
-from .summary import fingerprint
+from .summary import fingerprint, machine_of
 from .topology import default_threads
 
 __all__ = [

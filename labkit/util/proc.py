@@ -23,7 +23,6 @@ __all__ = [
     "exit_with_parent",
     "kill_group",
     "last_lines",
-    "signal_name",
     "stop_processes",
     "tail",
 ]
@@ -128,18 +127,14 @@ def exit_with_parent(
 # why it ended, what it said
 
 
-def signal_name(code: int) -> str:
-    """The signal that a negative exit status ``code`` (``Popen.returncode``) stands for:
-    ``SIGKILL``, or ``signal 77`` for one without a name."""
-    with contextlib.suppress(ValueError):
-        return signal.Signals(-code).name
-    return f"signal {-code}"
-
-
 def ended(code: int) -> str:
-    """How a process with exit status ``code`` ended: ``killed by SIGSEGV``, ``exited with
-    status 1``."""
-    return f"killed by {signal_name(code)}" if code < 0 else f"exited with status {code}"
+    """How a process with exit status ``code`` ended: ``killed by SIGSEGV`` (``killed by signal
+    77`` for a signal without a name), ``exited with status 1``."""
+    if code >= 0:
+        return f"exited with status {code}"
+    with contextlib.suppress(ValueError):
+        return f"killed by {signal.Signals(-code).name}"
+    return f"killed by signal {-code}"
 
 
 def crash_reason(code: int, log: str, what: str = "the process", fix: str = "") -> str:
@@ -154,7 +149,7 @@ def crash_reason(code: int, log: str, what: str = "the process", fix: str = "") 
             f"of memory){fix}"
         )
     if code < 0:
-        return f"{what} crashed ({signal_name(code)})"
+        return f"{what} crashed ({ended(code)})"
     return f"{what} exited with status {code} without a result"
 
 

@@ -6,7 +6,6 @@ earlier test left, and the same checks run with 1 and with 2 threads, so a bound
 one summation order only fails.
 """
 
-import dataclasses
 import json
 import sys
 
@@ -30,13 +29,13 @@ def main(threads: int, out: str) -> None:
     logits = {}
     for seed, batch, size, width in LOGIT_CASES:
         check = cc.crosscheck(names, seed=seed, batch=batch, image_size=size, width=width)
-        logits[f"seed{seed}-b{batch}-{size}px-w{width}"] = dataclasses.asdict(check)
+        logits[f"seed{seed}-b{batch}-{size}px-w{width}"] = check
     steps = {}
     for wseed, seed, batch, size in STEP_CASES:
         weights = resnet.init_weights(seed=wseed)
         images, labels = resnet.random_batch(batch, size, seed=seed)
         check = cc.step_check(list(TRAINING), weights, images, labels)
-        steps[f"weights{wseed}-b{batch}-{size}px"] = dataclasses.asdict(check)
+        steps[f"weights{wseed}-b{batch}-{size}px"] = check
     effective = {name: frameworks.get(name).threads() for name in names}
     with open(out, "w") as f:
         json.dump({"logits": logits, "steps": steps, "threads": effective}, f)

@@ -8,24 +8,13 @@ is off by order 1.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import numpy as np
 
 from .. import frameworks as fw
 from .. import resnet
 from ..util.numeric import max_rel_diff
 
-__all__ = [
-    "FP32_SPREAD",
-    "REFERENCE",
-    "Bound",
-    "LogitCheck",
-    "StepCheck",
-    "crosscheck",
-    "reference_logits",
-    "step_check",
-]
+__all__ = ["FP32_SPREAD", "REFERENCE", "crosscheck", "outside", "reference_logits", "step_check"]
 
 REFERENCE = fw.REFERENCE
 
@@ -36,44 +25,22 @@ REFERENCE = fw.REFERENCE
 FP32_SPREAD = 10.0
 
 
+def _limit(reference_error: float, floor: float) -> float:
+    """:data:`FP32_SPREAD` times the larger of PyTorch's own float32 error and the float32
+    rounding of the reference (``floor``)."""
+    return FP32_SPREAD * max(reference_error, floor)
+
+
+def outside(errors: dict[str, float], limits: dict[str, float]) -> dict[str, tuple[float, float]]:
+    """``{name: (error, limit)}`` for each error beyond its limit, a NaN one included."""
+    return {n: (err, limits[n]) for n, err in errors.items() if not err <= limits[n]}
+
+
 def _norm_rel(got, ref) -> float:
     """``||got - ref|| / ||ref||`` in float64 (an update's error as a share of the update)."""
     ref = np.asarray(ref, dtype=np.float64)
     diff = float(np.linalg.norm(np.asarray(got, dtype=np.float64) - ref))
     return diff / (float(np.linalg.norm(ref)) or 1.0)
-
-
-@dataclass(frozen=True)
-class Bound:
-    """How far a float32 result may be from the float64 reference: ``spread`` times the larger
-    of PyTorch's own float32 error and the float32 rounding of the reference (``floor``)."""
-
-    reference_error: float
-    floor: float
-    spread: float = FP32_SPREAD
-
-    @property
-    def limit(self) -> float:
-        return self.spread * max(self.reference_error, self.floor)
-
-    def admits(self, error: float) -> bool:
-        return bool(np.isfinite(error)) and error <= self.limit
-
-
-@dataclass(frozen=True)
-class LogitCheck:
-    """Each framework's eval logits against the float64 reference (:func:`max_rel_diff`)."""
-
-    errors: dict[str, float]  # every checked framework, PyTorch's float32 run included
-    bound: Bound
-
-    def outside(self) -> list[str]:
-        """The frameworks whose error the bound does not admit."""
-        return [name for name, err in self.errors.items() if not self.bound.admits(err)]
-
-    def __str__(self) -> str:
-        rows = ", ".join(f"{name} {err:.1e}" for name, err in self.errors.items())
-        return f"error against float64: {rows} (bound {self.bound.limit:.1e})"
 
 
 def crosscheck(
@@ -82,15 +49,16 @@ def crosscheck(
     batch: int = 2,
     image_size: int = 64,
     width: int = resnet.WIDTH,
-) -> LogitCheck:
-    """Each framework's eval logits (every available one by default; PyTorch's float32 run
-    always) against float64 on the same weights and batch (:func:`max_rel_diff`)."""
+) -> dict:
+    """``{"errors": {framework: error}, "limit": ...}``: each framework's eval logits (every
+    available one by default; PyTorch's float32 run always) against float64 on the same weights
+    and batch (:func:`max_rel_diff`), and the limit of :func:`reference_logits`."""
     names = fw.available() if frameworks is None else [fw.spec(n).name for n in frameworks]
     weights = resnet.init_weights(seed, width=width)
     images, _ = resnet.random_batch(batch, image_size, seed)
-    exact, bound = reference_logits(weights, images)
-    errors = {REFERENCE: bound.reference_error}
-    for name in fw.import_order(n for n in names if n != REFERENCE):  # PaddlePaddle first
+    exact, limit = reference_logits(weights, images)
+    errors = {}
+    for name in fw.import_order(dict.fromkeys([REFERENCE, *names])):  # PaddlePaddle first
         adapter = fw.get(name)
         logits = np.asarray(adapter.predict(adapter.build_resnet50(weights), images))
         if logits.shape != exact.shape:
@@ -98,46 +66,18 @@ def crosscheck(
                 f"{name} returned logits of shape {logits.shape}, the reference {exact.shape}"
             )
         errors[name] = max_rel_diff(logits, exact)
-    return LogitCheck({n: errors[n] for n in [REFERENCE, *names] if n in errors}, bound)
+    return {"errors": {n: errors[n] for n in dict.fromkeys([REFERENCE, *names])}, "limit": limit}
 
 
 def reference_logits(
     weights: dict[str, np.ndarray], images: np.ndarray
-) -> tuple[np.ndarray, Bound]:
-    """The float64 logits of ``weights`` on ``images``, and the :class:`Bound` float32 logits of
-    them must meet (PyTorch's own float32 error)."""
+) -> tuple[np.ndarray, float]:
+    """The float64 logits of ``weights`` on ``images``, and the limit on a float32 run's
+    :func:`max_rel_diff` from them (from PyTorch's own float32 error)."""
     torch_adapter = fw.get(REFERENCE)
     exact = torch_adapter.predict_float64(weights, images)
     mine = torch_adapter.predict(torch_adapter.build_resnet50(weights), images)
-    floor = max_rel_diff(exact.astype(np.float32), exact)
-    return exact, Bound(max_rel_diff(mine, exact), floor)
-
-
-@dataclass(frozen=True)
-class StepCheck:
-    """One training step of each framework against float64: ``errors[framework][tensor]``, the
-    error of a tensor's update as a share of the reference update (``"update"``: all trainable
-    tensors at once; ``"loss"``: the loss's relative error). Running variances follow each
-    framework's convention (Keras folds in the biased batch variance) and are left out."""
-
-    errors: dict[str, dict[str, float]]
-    floors: dict[str, float]
-    spread: float = FP32_SPREAD
-
-    def bound(self, tensor: str) -> Bound:
-        """A tensor's bound: PyTorch's error on it or over the whole update, the larger (one
-        tensor's own error is one sample of the rounding; the whole update's is steadier)."""
-        ref = self.errors[REFERENCE]
-        scale = ref[tensor] if tensor in ("update", "loss") else max(ref[tensor], ref["update"])
-        return Bound(scale, self.floors[tensor], self.spread)
-
-    def outside(self, name: str) -> dict[str, tuple[float, float]]:
-        """``{tensor: (error, limit)}`` for each of ``name``'s tensors beyond its bound."""
-        return {
-            tensor: (err, self.bound(tensor).limit)
-            for tensor, err in self.errors[name].items()
-            if not self.bound(tensor).admits(err)
-        }
+    return exact, _limit(max_rel_diff(mine, exact), max_rel_diff(exact.astype(np.float32), exact))
 
 
 def step_check(
@@ -145,8 +85,12 @@ def step_check(
     weights: dict[str, np.ndarray],
     images: np.ndarray,
     labels: np.ndarray,
-) -> StepCheck:
-    """One training step of each framework (PyTorch's float32 one too) against float64."""
+) -> dict:
+    """One training step of each framework (PyTorch's float32 one too) against float64:
+    ``{"errors": {framework: {tensor: error}}, "limits": {tensor: limit}}``, a tensor's error
+    being that of its update as a share of the reference update (``"update"``: all trainable
+    tensors at once; ``"loss"``: the loss's relative error). Running variances follow each
+    framework's convention (Keras folds in the biased batch variance) and are left out."""
     exact_loss, exact = fw.get(REFERENCE).train_step_float64(weights, images, labels)
     tensors = [n for n in weights if resnet.is_trainable(n) or n.endswith("running_mean")]
     exact_update = {n: exact[n] - weights[n] for n in tensors}
@@ -162,7 +106,11 @@ def step_check(
         errors[name] = {n: _norm_rel(update[n], exact_update[n]) for n in tensors}
         errors[name]["update"] = _stacked_rel(update, exact_update, trainable)
         errors[name]["loss"] = abs(loss - exact_loss) / abs(exact_loss)
-    return StepCheck(errors, floors)
+    # PyTorch's error on a tensor or over the whole update, the larger (one tensor's own error
+    # is one sample of the rounding; the whole update's is steadier)
+    ref = errors[REFERENCE]
+    scale = {t: e if t in ("update", "loss") else max(e, ref["update"]) for t, e in ref.items()}
+    return {"errors": errors, "limits": {t: _limit(scale[t], floors[t]) for t in floors}}
 
 
 def _stacked_rel(got: dict[str, np.ndarray], ref: dict[str, np.ndarray], names: list[str]):

@@ -66,7 +66,7 @@ def record(
     export_s: float | None = None,
     model: str = results.DEFAULT_MODEL,
     where: str = "the notebook's process",
-) -> dict:
+) -> results.Record:
     """A results record for ``m``, taken in ``where``, judged like a runner's and set against
     its precision's ceilings (estimated, and measured where cached); the cache is ``"warm"``."""
     profile = profiles.current().name

@@ -128,7 +128,7 @@ def main() -> None:
                     model=resnet.model_id(args.width),
                     export_s=export_s if task == "throughput" else None,
                     where="its own process",
-                )
+                ).to_json()
             )
         done.append({"name": name, "framework": fw, "mode": mode, "file": str(file),
                      "export_s": export_s, "records": records})  # fmt: skip

@@ -1,6 +1,6 @@
 """labkit.explore: a learner's own model through every capture path, and through the runner.
 
-Fixture models whose fate is known (tests/explore_models.py, labkit.frameworks.torch.examples):
+Fixture models whose fate is known (tests/explore_models.py, notebooks/own_model/examples.py):
 one without graph breaks, one with exactly two, one that torch.export rejects, a Keras model
 whose plain tf.function retraces at every new shape until reduce_retracing, an ONNX file, and a
 model that kills its own process inside one check. Checks run in real worker processes.
@@ -266,7 +266,7 @@ def test_two_graph_breaks_are_named_with_their_reasons_and_lines():
 def test_torch_export_rejects_a_data_dependent_branch_and_says_where():
     require("torch")
     report = explore.check(
-        "labkit.frameworks.torch.examples:padded_rnn",
+        f"{ROOT}/notebooks/own_model/examples.py:padded_rnn",
         "2x6x16",
         checks=["torch.export", "torch.export(strict)", "torch.compile"],
         progress=False,

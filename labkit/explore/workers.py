@@ -1,9 +1,8 @@
-"""The worker processes behind :func:`labkit.explore.check`.
-
-The parent (:func:`run_workers`) spawns a process (``multiprocessing``) that builds or
-unpickles the model (:func:`main`) and sends events on a pipe: ``ready`` (framework, checks,
-inputs), ``start`` and ``done`` per check, or ``error``. A check past its time limit is stopped; one that kills its process is *crashed*; a
-fresh worker takes the checks left. After the first check (eager) fails, nothing else runs.
+"""The worker processes behind :func:`labkit.explore.check`: the parent (:func:`run_workers`)
+spawns a process (``multiprocessing``) that builds or unpickles the model (:func:`main`) and sends
+``ready`` (framework, checks, inputs), ``start`` and ``done`` per check, or ``error``, on a pipe.
+A check past its time limit is stopped; one that kills its process is *crashed*; a fresh worker
+takes the checks left. After the first check (eager) fails, nothing else runs.
 """
 
 from __future__ import annotations

@@ -1,9 +1,6 @@
-"""A learner's model as the lab names it (framework-free): a *spec* (``"path/to/file.py:build"``,
-``"package.module:build"``, or a saved model file such as ``"model.onnx"``), its input shapes
-(``"8x16x32,8x16:int64"``, batch first) and example inputs. The builder takes no arguments and
-returns the model, or ``(model, example_args[, example_kwargs])``. Anything wrong raises
-``ValueError`` naming the fix. The runner builds each benchmark cell's model from it too.
-"""
+"""A learner's model as the lab names it: a spec (``"file.py:build"``, ``"module:build"``, a
+saved model file), input shapes (``"8x16,8x16:int64"``) and example inputs. The builder returns
+the model or ``(model, example_args[, example_kwargs])``; anything wrong raises ``ValueError``."""
 
 from __future__ import annotations
 

@@ -1,17 +1,19 @@
-"""The worker processes behind :func:`labkit.explore.check`: the parent (:func:`run_workers`)
-spawns a process (``multiprocessing``) that builds or unpickles the model (:func:`main`) and sends
-``ready`` (framework, checks, inputs), ``start`` and ``done`` per check, or ``error``, on a pipe.
-A check past its time limit is stopped; one that kills its process is *crashed*; a fresh worker
-takes the checks left. After the first check (eager) fails, nothing else runs.
+"""The worker processes behind :func:`labkit.explore.check`.
+
+The parent (:func:`run_workers`) writes a job and starts ``python -m labkit.explore JOB PID``;
+the worker (:func:`main`) builds or unpickles the model and appends JSON lines to the job's
+events file: ``ready`` (framework, checks, inputs), ``start`` and ``done`` per check, or
+``error``. A check past its time limit is stopped; one that kills its process is *crashed*; a
+fresh worker takes the checks left. After the first check (eager) fails, nothing else runs.
 """
 
 from __future__ import annotations
 
 import contextlib
-import multiprocessing
+import json
 import os
 import pickle
-import signal
+import subprocess
 import sys
 import tempfile
 import time
@@ -141,37 +143,39 @@ def _ended(run: Run, now: dict, code: int | None, tail: str, timeout_s: float) -
     return run.answer(name, answer)
 
 
-def _follow(run: Run, child, events, work: Path, timeout_s: float, probe: bool) -> bool:
+def _follow(run: Run, child, work: Path, timeout_s: float, probe: bool) -> bool:
     """Follow a worker until it ends; True when nothing else is to be tried."""
     now = {"check": None, "since": time.perf_counter(), "progressed": False}
+    seen = 0
     while True:
-        alive = child.is_alive()
-        while events.poll():
-            try:
-                ev = events.recv()
-            except EOFError:
-                break
-            if ev["event"] == "error":
-                raise ValueError(ev["message"])
-            if ev["event"] == "ready":
-                run.framework, run.info = ev["framework"], ev
-                if run.checks is None:
-                    run.checks = list(ev["checks"])
-                if probe:
-                    return True
-            elif ev["event"] == "start":
-                now.update(check=ev["check"], since=time.perf_counter())
-                run.tick(ev["check"], False, len(run.checks))
-            else:
-                now.update(check=None, since=time.perf_counter(), progressed=True)
-                if run.answer(ev["check"], ev["result"]):
-                    return True
-        if alive and time.perf_counter() - now["since"] < timeout_s:
-            events.poll(0.05)
+        code = child.poll()
+        with contextlib.suppress(FileNotFoundError), open(work / "events.jsonl", "rb") as f:
+            f.seek(seen)
+            data = f.read()
+            data = data[: data.rfind(b"\n") + 1]
+            seen += len(data)
+            for ev in map(json.loads, data.splitlines()):
+                if ev["event"] == "error":
+                    raise ValueError(ev["message"])
+                if ev["event"] == "ready":
+                    run.framework, run.info = ev["framework"], ev
+                    if run.checks is None:
+                        run.checks = list(ev["checks"])
+                    if probe:
+                        return True
+                elif ev["event"] == "start":
+                    now.update(check=ev["check"], since=time.perf_counter())
+                    run.tick(ev["check"], False, len(run.checks))
+                else:
+                    now.update(check=None, since=time.perf_counter(), progressed=True)
+                    if run.answer(ev["check"], ev["result"]):
+                        return True
+        if code is None and time.perf_counter() - now["since"] < timeout_s:
+            time.sleep(0.05)
             continue
         log = (work / "log.txt").read_text(encoding="utf-8", errors="replace")
         tail = first_lines("\n".join(proc.last_lines(log, 12)), lines=12, limit=1200)
-        return _ended(run, now, None if alive else child.exitcode, tail, timeout_s)
+        return _ended(run, now, code, tail, timeout_s)
 
 
 def run_workers(
@@ -188,11 +192,11 @@ def run_workers(
     function ``example`` (a spec) returns, or what the builder returns beside the model.
     ``probe``: stop once the worker has found the framework and the inputs. A bad spec or a
     model that cannot travel raises ``ValueError``."""
-    run, spawn = Run(source.framework, tick), multiprocessing.get_context("spawn")
+    run = Run(source.framework, tick)
     with tempfile.TemporaryDirectory(prefix="labkit-explore-") as tmp:
         work = Path(tmp)
         job = {"kind": source.kind, "value": source.value, "probe": probe, "example": example}
-        job |= {"inputs": arrays or None, "call": asdict(call), "saved": False}
+        job |= {"inputs": None, "call": asdict(call), "saved": False}
         if source.kind == "object":
             job["value"] = str(work / "model.pkl")
             try:
@@ -203,29 +207,45 @@ def run_workers(
                     f"the model cannot be handed to a worker process ({exc}): give it as a spec, "
                     "'file.py:build_model' (a function that returns it), and the worker builds it"
                 ) from None
+        if arrays:
+            np.savez(work / "inputs.npz", *arrays)
+            job["inputs"] = str(work / "inputs.npz")
         while run.checks is None or run.remaining:
             checks = requested if run.checks is None else run.remaining
             job |= {"framework": run.framework, "checks": checks, "exact": run.checks is not None}
-            events, sender = spawn.Pipe(duplex=False)
-            child = spawn.Process(target=main, args=(job, sender, str(work), os.getpid()))
-            child.start()
-            sender.close()  # the worker holds the only sending end: its death reads as EOF
+            (work / "job.json").write_text(json.dumps(job))
+            (work / "events.jsonl").unlink(missing_ok=True)
+            (work / "tmp").mkdir(exist_ok=True)  # AutoGraph's generated code, say
+            env = {"PYTHONUNBUFFERED": "1", "TMPDIR": str(work / "tmp")}
+            cmd = [sys.executable, "-m", "labkit.explore", str(work / "job.json"), str(os.getpid())]
+            with open(work / "log.txt", "wb") as log:
+                child = subprocess.Popen(
+                    cmd,
+                    stdout=log,
+                    stderr=subprocess.STDOUT,
+                    stdin=subprocess.DEVNULL,
+                    env=proc.child_env(None, path=inputs.child_pythonpath(), extra=env),
+                    cwd=work,
+                    start_new_session=True,
+                )
             try:
-                if _follow(run, child, events, work, timeout_s, probe):
+                if _follow(run, child, work, timeout_s, probe):
                     break
             finally:
-                with contextlib.suppress(ProcessLookupError, PermissionError):
-                    os.killpg(child.pid, signal.SIGKILL)  # compile workers it started go too
-                child.join(10)
-                events.close()
-            if "arrays" in run.info:  # the workers after it take the same inputs
-                job |= {"inputs": run.info["arrays"], "example": None, "saved": True}
+                proc.kill_group(child)
+            if "saved" in run.info:  # the workers after it take the same inputs
+                job |= {"inputs": run.info["saved"], "example": None, "saved": True}
                 job["call"] = run.info["call"]
     return run
 
 
 # ---------------------------------------------------------------------------------------------
 # the worker's side
+
+
+def _emit(path: Path, event: dict) -> None:
+    with open(path, "a", encoding="utf-8") as f:
+        f.write(json.dumps(event, default=str) + "\n")
 
 
 def _unpickle(path: Path) -> object:
@@ -237,7 +257,8 @@ def _inputs(job: dict, given) -> tuple[list[np.ndarray], Call, list[str]]:
     builder's; with a note when the builder's were set aside."""
     declared, notes = Call(**job["call"]), []
     if job["inputs"]:
-        arrays, call = job["inputs"], declared
+        with np.load(job["inputs"]) as data:
+            arrays, call = [data[f"arr_{i}"] for i in range(len(data.files))], declared
         if given is not None and not job["saved"]:
             notes.append("the builder's example inputs were set aside: the inputs given to check")
     elif job["example"]:
@@ -290,18 +311,12 @@ def _safe_check(explorer, name: str, session) -> dict:
     return answer
 
 
-def main(job: dict, events, work: str, parent: int) -> None:
-    """One worker (see the module): in its own process group, its output to ``log.txt``, its
-    temporary files in the job's folder; it ends when ``parent`` does."""
-    os.setsid()
-    log = os.open(os.path.join(work, "log.txt"), os.O_WRONLY | os.O_CREAT | os.O_APPEND)
-    os.dup2(log, 1)
-    os.dup2(log, 2)
-    os.makedirs(os.path.join(work, "tmp"), exist_ok=True)  # AutoGraph's generated code, say
-    os.environ["TMPDIR"] = tempfile.tempdir = os.path.join(work, "tmp")
-    sys.path[:] = [p or os.getcwd() for p in sys.path]
-    os.chdir(work)
-    proc.exit_with_parent(parent, remove=work)
+def main(argv: Sequence[str]) -> int:
+    """``python -m labkit.explore JOB PARENT_PID``: one worker (see the module)."""
+    job_file, parent = Path(argv[0]), int(argv[1])
+    job = json.loads(job_file.read_text())
+    events = job_file.parent / "events.jsonl"
+    proc.exit_with_parent(parent, remove=job_file.parent)
     try:
         model, fw, explorer, checks, arrays, call, notes = _load(job)
     except Exception as exc:  # noqa: BLE001 - reported to the parent, whatever it was
@@ -311,18 +326,20 @@ def main(job: dict, events, work: str, parent: int) -> None:
                 f"the worker process could not load the pickled model ({first_lines(exc)}): "
                 "give it as a spec, 'file.py:build_model', and the worker builds it"
             )
-        events.send({"event": "error", "message": message})
+        _emit(events, {"event": "error", "message": message})
         os._exit(0)
+    saved = job_file.parent / "example.npz"  # for the workers after this one
+    np.savez(saved, *arrays)
     ready = {"framework": fw, "checks": checks, "versions": explorer.versions(), "notes": notes}
-    ready |= {"inputs": describe_arrays(arrays), "arrays": arrays, "call": asdict(call)}
-    events.send({"event": "ready", **ready, "call_text": call.text(arrays)})
+    ready |= {"inputs": describe_arrays(arrays), "saved": str(saved), "call": asdict(call)}
+    _emit(events, {"event": "ready", **ready, "call_text": call.text(arrays)})
     if job["probe"]:
         os._exit(0)
     session = explorer.Session(model, arrays, call)
     for name in checks:
-        events.send({"event": "start", "check": name})
+        _emit(events, {"event": "start", "check": name})
         answer = _safe_check(explorer, name, session)
-        events.send({"event": "done", "check": name, "result": answer})
+        _emit(events, {"event": "done", "check": name, "result": answer})
         if name == explorer.CHECKS[0] and answer["path"]["status"] == "fails":
             break
     sys.stdout.flush()

@@ -1,0 +1,7 @@
+"""``python -m labkit.explore JOB PARENT_PID``: one worker of :func:`labkit.explore.check`."""
+
+import sys
+
+from labkit.explore.workers import main
+
+sys.exit(main(sys.argv[1:]))

@@ -7,6 +7,7 @@ it does not break them.
 
 import os
 import signal
+from pathlib import Path
 
 import torch
 from torch import nn
@@ -70,9 +71,10 @@ def kills_when_exported():
 
 
 def transformer_block():
-    from labkit.frameworks.torch import examples
+    from labkit.runner import inputs
 
-    return examples.transformer_block()
+    examples = Path(__file__).parents[1] / "notebooks" / "own_model" / "examples.py"
+    return inputs.build(f"{examples}:transformer_block")
 
 
 def raises():

@@ -1,6 +1,6 @@
 """labkit.explore: a learner's own model through every capture path, and through the runner.
 
-Fixture models whose fate is known (tests/explore_models.py, labkit.frameworks.torch.examples):
+Fixture models whose fate is known (tests/explore_models.py, notebooks/own_model/examples.py):
 one without graph breaks, one with exactly two, one that torch.export rejects, a Keras model
 whose plain tf.function retraces at every new shape until reduce_retracing, an ONNX file, and a
 model that kills its own process inside one check. Checks run in real worker processes.
@@ -36,13 +36,13 @@ def line_of(marker: str) -> int:
 # framework-free pieces
 
 
-def test_input_shapes_parse_from_text_tuples_and_lists():
+def test_input_shapes_parse_from_text():
     assert inputs.parse_inputs("8x3x32x32") == [inputs.Input((8, 3, 32, 32))]
     assert inputs.parse_inputs("2x16x64,2x16:int64") == [
         inputs.Input((2, 16, 64)),
         inputs.Input((2, 16), "int64"),
     ]
-    assert inputs.parse_inputs((4, 8)) == inputs.parse_inputs("4X8") == [inputs.Input((4, 8))]
+    assert inputs.parse_inputs("4X8") == [inputs.Input((4, 8))]
     assert inputs.shapes_text(inputs.with_batch(inputs.parse_inputs("8x16,8x16:int64"), 1)) == (
         "1x16,1x16:int64"
     )
@@ -266,7 +266,7 @@ def test_two_graph_breaks_are_named_with_their_reasons_and_lines():
 def test_torch_export_rejects_a_data_dependent_branch_and_says_where():
     require("torch")
     report = explore.check(
-        "labkit.frameworks.torch.examples:padded_rnn",
+        f"{ROOT}/notebooks/own_model/examples.py:padded_rnn",
         "2x6x16",
         checks=["torch.export", "torch.export(strict)", "torch.compile"],
         progress=False,

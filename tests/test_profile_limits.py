@@ -21,6 +21,7 @@ import pytest
 from conftest import ROOT, require
 
 SMOKE = profiles.get("smoke")
+EXAMPLES = ROOT / "notebooks" / "own_model" / "examples.py"  # notebook 10's models
 pytestmark = pytest.mark.filterwarnings("ignore:this machine is busy:UserWarning")
 
 #: what the verdict says when a rule the profile controls is broken
@@ -107,7 +108,7 @@ def fastest_smoke_records(tmp_path) -> list[dict]:
     latency = runner.Plan.build(["onnxruntime"], ["ort"], ["latency"], profile=SMOKE).cells
     run = runner.run(runner.Plan([train, *latency], SMOKE), tmp_path / "r.jsonl", progress=False)
     mine = explore.bench(
-        "labkit.frameworks.torch.examples:transformer_block",
+        f"{EXAMPLES}:transformer_block",
         "2x8x64",  # notebook 10's smoke sizes: batch 2, sequence 8
         modes=["ort"],
         tasks=["throughput"],
@@ -148,7 +149,7 @@ def test_the_whole_smoke_plans_of_06_and_10_meet_the_profiles_limits(tmp_path):
     shapes = {"transformer_block": "2x8x64", "padded_rnn": "2x8x16", "small_cnn": "2x3x16x16"}
     for name, shape in shapes.items():
         records += explore.bench(
-            f"labkit.frameworks.torch.examples:{name}",
+            f"{EXAMPLES}:{name}",
             shape,
             modes=["eager", "compile", "ort"],
             tasks=["throughput"],

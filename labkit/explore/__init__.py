@@ -3,18 +3,9 @@ processes and returns a :class:`Report` (per path *works*, *caveats*, *fails* or
 and the framework's own message); :func:`bench` measures it through the benchmark runner.
 """
 
-from ..frameworks._kit.explore import STATUSES, GraphBreak, PathResult, Recompile
+from ..frameworks._kit.explore import GraphBreak, PathResult, Recompile
 from .benchmark import bench
-from .readiness import DEFAULT_TIMEOUT_S, check
+from .readiness import check
 from .report import Report
 
-__all__ = [
-    "DEFAULT_TIMEOUT_S",
-    "STATUSES",
-    "GraphBreak",
-    "PathResult",
-    "Recompile",
-    "Report",
-    "bench",
-    "check",
-]
+__all__ = ["GraphBreak", "PathResult", "Recompile", "Report", "bench", "check"]

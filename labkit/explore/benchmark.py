@@ -18,7 +18,7 @@ __all__ = ["bench"]
 
 def bench(
     spec: str | os.PathLike,
-    example_input_shapes: str | Sequence | None = None,
+    example_input_shapes: str | None = None,
     modes: Sequence[str] | None = None,
     tasks: Sequence[str] | None = None,
     frameworks: Sequence[str] | None = None,
@@ -53,9 +53,7 @@ def bench(
             f"{s.text}: give the input shapes (--input 8x3x224x224), or let the builder return "
             "(model, example_args, example_kwargs)"
         )
-    shapes = inputs.parse_inputs(
-        found["inputs"] if example_input_shapes is None else example_input_shapes
-    )
+    shapes = found["inputs"] if example_input_shapes is None else example_input_shapes
     own = framework or found["framework"]
     plan = runner.Plan.for_model(
         s,

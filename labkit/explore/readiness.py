@@ -5,7 +5,6 @@ in worker processes (:mod:`labkit.explore.workers`), and joins the answers into 
 
 from __future__ import annotations
 
-import contextlib
 import os
 from collections.abc import Sequence
 
@@ -54,9 +53,6 @@ def _example(example_inputs: object, kwargs: dict | None, layout: str | None):
         return [], Call(layout=layout), None
     if isinstance(example_inputs, str):  # shapes: seeded random arrays of them
         example_inputs = inputs.example_arrays(inputs.parse_inputs(example_inputs))
-    elif example_inputs is not None:  # shapes as tuples, or tensors
-        with contextlib.suppress(ValueError):
-            example_inputs = inputs.example_arrays(inputs.parse_inputs(example_inputs))
     arrays, call = inputs.example_of(example_inputs, kwargs)
     return arrays, Call(call.names, call.constants, layout), None
 

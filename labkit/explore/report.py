@@ -14,6 +14,10 @@ from ..util import tables
 __all__ = ["Report"]
 
 
+def _cut(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
 @dataclass
 class Report:
     """What :func:`check` found: ``.paths``, ``.graph_breaks``, ``.recompiles``, ``.notes``."""
@@ -60,44 +64,33 @@ class Report:
             f"Inputs {self.inputs}{called}.",
             "",
             *[f"> {tables.escape(n)}\n" for n in self.notes if n.startswith("**")],
-            "| path | status | what it means | the framework says |",
-            "|---|---|---|---|",
         ]
-        for p in self.paths:
-            status = p.status if p.status in ("works", "caveats") else f"**{p.status}**"
-            lines.append(
-                f"| {p.path} | {status} | {tables.escape(p.reason)} | {tables.escape(p.message, 240)} |"
-            )
+        head = ["path", "status", "what it means", "the framework says"]
+        rows = [
+            (p.path, p.status if p.status in ("works", "caveats") else f"**{p.status}**", p.reason)
+            + (_cut(p.message, 240),)
+            for p in self.paths
+        ]
+        lines.append(tables.markdown(head, rows))
         if self.graph_breaks:
-            lines += [
-                "",
-                (
-                    f"**Graph breaks** ({sum(b.count for b in self.graph_breaks)}): where "
-                    "capture stopped and Python took over"
-                ),
-                "",
-                "| path | where | code | why | the framework says |",
-                "|---|---|---|---|---|",
+            n = sum(b.count for b in self.graph_breaks)
+            lines += ["", f"**Graph breaks** ({n}): where capture stopped and Python took over", ""]
+            head = ["path", "where", "code", "why", "the framework says"]
+            rows = [
+                (b.path, b.location + (f" (x{b.count})" if b.count > 1 else ""))
+                + (f"`{_cut(b.code, 80)}`", b.reason, _cut(b.message, 160))
+                for b in self.graph_breaks
             ]
-            for b in self.graph_breaks:
-                times = f" (x{b.count})" if b.count > 1 else ""
-                lines.append(
-                    f"| {b.path} | {tables.escape(b.location)}{times} | `{tables.escape(b.code, 80)}` | "
-                    f"{tables.escape(b.reason)} | {tables.escape(b.message, 160)} |"
-                )
+            lines.append(tables.markdown(head, rows))
         if self.recompiles:
-            lines += [
-                "",
-                "**New input shapes**: graphs compiled (traced) at each call",
-                "",
-                "| path | changing | shapes called | compiles per call | why |",
-                "|---|---|---|---|---|",
+            lines += ["", "**New input shapes**: graphs compiled (traced) at each call", ""]
+            head = ["path", "changing", "shapes called", "compiles per call", "why"]
+            rows = [
+                (r.path, r.varied, ", ".join(r.shapes), ", ".join(map(str, r.compiles)))
+                + (_cut("; ".join(r.reasons[:2]), 160),)
+                for r in self.recompiles
             ]
-            for r in self.recompiles:
-                lines.append(
-                    f"| {r.path} | {r.varied} | {', '.join(r.shapes)} | "
-                    f"{', '.join(map(str, r.compiles))} | {tables.escape('; '.join(r.reasons[:2]), 160)} |"
-                )
+            lines.append(tables.markdown(head, rows))
         rest = [n for n in self.notes if not n.startswith("**")]
         if rest:
             lines += ["", *[f"- {tables.escape(n)}" for n in rest]]

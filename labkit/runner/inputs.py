@@ -1,9 +1,6 @@
-"""A learner's model as the lab names it (framework-free): a *spec* (``"path/to/file.py:build"``,
-``"package.module:build"``, or a saved model file such as ``"model.onnx"``), its input shapes
-(``"8x16x32,8x16:int64"``, batch first) and example inputs. The builder takes no arguments and
-returns the model, or ``(model, example_args[, example_kwargs])``. Anything wrong raises
-``ValueError`` naming the fix. The runner builds each benchmark cell's model from it too.
-"""
+"""A learner's model as the lab names it: a spec (``"file.py:build"``, ``"module:build"``, a
+saved model file), input shapes (``"8x16,8x16:int64"``) and example inputs. The builder returns
+the model or ``(model, example_args[, example_kwargs])``; anything wrong raises ``ValueError``."""
 
 from __future__ import annotations
 
@@ -86,37 +83,14 @@ def _parse_one(text: str) -> Input:
     return Input(shape, dtype)
 
 
-def parse_inputs(shapes: str | Sequence) -> list[Input]:
-    """The inputs a shape text (``"8x16x32,8x16:int64"``), one shape as a tuple of ints, or a
-    list of such tuples, texts or :class:`Input` describes."""
-    if isinstance(shapes, str):
-        items: list = [s for s in shapes.split(",") if s.strip()]
-    elif isinstance(shapes, Input) or _is_shape(shapes):
-        items = [shapes]
-    elif isinstance(shapes, Sequence):
-        items = list(shapes)
-    else:
+def parse_inputs(shapes: str) -> list[Input]:
+    """The inputs a shape text describes: ``"8x16x32,8x16:int64"``."""
+    if not isinstance(shapes, str):
         raise ValueError(f"input shapes {shapes!r}: {_SHAPE_HELP}")
-    out = []
-    for item in items:
-        if isinstance(item, Input):
-            out.append(item)
-        elif isinstance(item, str):
-            out.append(_parse_one(item))
-        elif _is_shape(item):
-            out.append(_parse_one("x".join(str(int(d)) for d in item)))
-        else:
-            raise ValueError(f"input shape {item!r} is not a shape: {_SHAPE_HELP}")
+    out = [_parse_one(s) for s in shapes.split(",") if s.strip()]
     if not out:
         raise ValueError(f"no input shape given: {_SHAPE_HELP}")
     return out
-
-
-def _is_shape(item: object) -> bool:
-    """A tuple or list of ints."""
-    if not isinstance(item, Sequence) or isinstance(item, str) or not item:
-        return False
-    return all(isinstance(d, int | np.integer) and not isinstance(d, bool) for d in item)
 
 
 def shapes_text(inputs: Sequence[Input]) -> str:
@@ -272,11 +246,8 @@ def _array_like(x: object) -> bool:
 
 def to_numpy(x: object) -> np.ndarray:
     """A tensor of any framework (or an array) as a host array."""
-    for step in ("detach", "cpu"):
-        if callable(getattr(x, step, None)) and not isinstance(x, np.ndarray):
-            x = getattr(x, step)()
-    if callable(getattr(x, "numpy", None)) and not isinstance(x, np.ndarray):
-        x = x.numpy()
+    if callable(getattr(x, "detach", None)):
+        x = x.detach().cpu()
     return np.ascontiguousarray(np.asarray(x))
 
 
@@ -345,13 +316,11 @@ def build(spec: str | os.PathLike | Spec) -> object:
 
 
 def load_example(spec: str | os.PathLike | Spec) -> tuple[list[np.ndarray], Call]:
-    """The example inputs a function returns: args, ``(args, kwargs)``, or a dict of kwargs."""
+    """The example inputs a function returns: args, or ``(args, kwargs)``."""
     s = spec if isinstance(spec, Spec) else parse(spec)
     if s.saved_model:
         raise ValueError(f"{s.text} is a model file, not a function that returns inputs")
     value = _called(s, "example function")
-    if isinstance(value, dict):
-        return example_of((), value)
     if isinstance(value, tuple) and len(value) == 2 and isinstance(value[1], dict):
         return example_of(value[0], value[1])
     return example_of(value)

@@ -1,9 +1,5 @@
-"""The toolkit of the graph-readiness checks (``labkit/frameworks/<name>/explore.py``), numpy
-only: a check's answer (:func:`result`), the framework's message condensed (:func:`first_lines`),
-the learner's line in a traceback (:func:`user_location`), agreement with eager
-(:func:`agreement`), and the eager session the checks share (:class:`EagerSession`). The inputs'
-layout is :mod:`labkit.frameworks._kit.layout`.
-"""
+"""The toolkit of the graph-readiness checks (``frameworks/<name>/explore.py``), numpy only: a
+check's answer, the learner's line in a traceback, agreement with eager, the eager session."""
 
 from __future__ import annotations
 
@@ -30,8 +26,7 @@ RTOL = 1e-3
 
 @dataclass
 class PathResult:
-    """One capture path: does the model get through it, why (plain words), and the framework's
-    own message (condensed)."""
+    """One capture path: its status, why in plain words, the framework's message."""
 
     path: str
     status: str
@@ -72,7 +67,6 @@ class Recompile:
 
     @property
     def every_call(self) -> bool:
-        """True when every new shape compiled again (no generalisation)."""
         return all(c > 0 for c in self.compiles)
 
 
@@ -86,8 +80,7 @@ def result(
     notes: Iterable[str] = (),
     **details,
 ) -> dict:
-    """One check's answer as plain data (what a worker sends back); ``notes`` go to the
-    report's end."""
+    """One check's answer as plain data; ``notes`` go to the report's end."""
     return {
         "path": asdict(PathResult(path, status, reason, message, details)),
         "graph_breaks": [asdict(b) for b in graph_breaks],
@@ -129,7 +122,7 @@ def _tier(filename: str) -> int:
         return 2 if package[0].split(".")[0] in _MACHINERY else 1
     if filename.startswith("<") or resolved.startswith((*_STDLIB, sys.base_prefix + "/lib")):
         return 2
-    return 2 if resolved.startswith(_LABKIT) and path.name != "examples.py" else 0
+    return 2 if resolved.startswith(_LABKIT) else 0
 
 
 def _user_frame(text: str) -> re.Match | None:
@@ -143,8 +136,8 @@ def _user_frame(text: str) -> re.Match | None:
 
 
 def user_location(text: str) -> str:
-    """``file.py:12 in forward``: the last place in a traceback that is the learner's code (else
-    a model library's, never a framework's); "" when there is none."""
+    """``file.py:12 in forward``: the learner's last frame in a traceback, else a model
+    library's, never a framework's; "" when there is none."""
     m = _user_frame(text)
     if m is None:
         return ""
@@ -243,11 +236,6 @@ def agrees(worst: float) -> str:
     return f"agrees with eager (largest difference {worst:.1g})"
 
 
-def plain(message: str, table: Sequence[tuple[tuple[str, ...], str]], default: str) -> str:
-    """The meaning of the first entry of ``table`` (substrings, meaning) found in ``message``."""
-    return next((meaning for keys, meaning in table if any(k in message for k in keys)), default)
-
-
 @contextlib.contextmanager
 def quiet():
     """Frameworks warn and models print: keep the report readable."""
@@ -257,11 +245,9 @@ def quiet():
 
 
 class EagerSession:
-    """What a framework's checks share: the example inputs, how the model takes them
-    (:class:`Call`), which axes vary (:class:`Axes`), eager outputs computed once per input,
-    and which input sizes eager accepts. A framework's session gives ``run(fn, arrays)`` (NumPy
-    in and out), ``eager_fn`` and, after a run, ``uncompared`` (what the output held besides
-    arrays: a cache object)."""
+    """What a framework's checks share: the inputs, their :class:`Call` and :class:`Axes`, eager
+    outputs once per input, the sizes eager takes. A framework gives ``run(fn, arrays)`` (NumPy
+    in and out) and ``eager_fn``."""
 
     eager_fn: Callable
     #: what the outputs are compared with, in the rows' words
@@ -299,8 +285,8 @@ class EagerSession:
         return out
 
     def compare(self, fn, extra=(), run: Callable | None = None) -> tuple[bool, float, str]:
-        """Whether ``fn`` (called through ``run``) agrees with eager on every case and on
-        ``extra``; the largest difference; what differs."""
+        """Whether ``fn`` agrees with eager on every case and ``extra``; the largest difference;
+        what differs."""
         worst = 0.0
         for label, arrays in [*self.cases(), *extra]:
             ok, diff, why = agreement((run or self.run)(fn, arrays), self.eager(label, arrays))
@@ -366,8 +352,7 @@ class EagerSession:
         return result("eager", "works", reason, notes=notes, constant_output=constant, **details)
 
     def constant(self) -> bool:
-        """Whether eager's outputs on new random values agree with those on the example: the
-        output (nearly) does not depend on the input, and "agrees with eager" proves nothing."""
+        """Whether eager's outputs on new random values agree with those on the example."""
         cases = dict(self.cases())
         example = self.eager("example", self.arrays)
         if "new values" not in cases or not example:
@@ -395,9 +380,8 @@ class EagerSession:
         return ""
 
     def accepted(self) -> list[tuple[Variation, str]]:
-        """Each variation of the inputs, with "" when eager runs every size in it, else why
-        not. A sequence length eager refuses on axis 1 of a (batch, x, y) input is tried on its
-        last axis (a spectrogram's (batch, mel bins, frames)), and kept there with a note."""
+        """Each variation, with why eager refuses a size in it (""). A sequence length refused
+        on axis 1 of a 3-D input is tried on its last axis (a spectrogram's frames)."""
         if self._accepted is not None:
             return self._accepted
         self._accepted = []

@@ -1,9 +1,5 @@
-"""A model's inputs as the checks read them (numpy only): how the model is called
-(:class:`Call`), which axes are the batch, a sequence length or an image's size (:func:`axes`:
-from the model's signature where it has one, else the shapes, a guess said so), the new shapes
-the new-shape checks call (:func:`variations`) and other inputs of the same shapes
-(:func:`probes`); a 0/1 input (a mask) stays a valid mask in both.
-"""
+"""A model's inputs as the checks read them (numpy only): how the model is called, which axes
+vary, the new shapes and the probes of the same shapes (a 0/1 mask stays a valid mask)."""
 
 from __future__ import annotations
 

@@ -1,9 +1,5 @@
-"""ONNX Runtime's view of a learner's ONNX file (the checks behind ``labkit.explore``):
-``onnx`` (``onnx.checker``, its opset, nodes and inputs; run with every optimisation off, the
-reference of the other rows), ``onnxruntime(<level>)`` (the graph at each optimisation level,
-against the unoptimised one), ``onnxruntime(new shapes)`` (whether the file takes other sizes).
-:func:`node_count`, :func:`session_for` and :func:`run` serve PyTorch's ``onnx`` check too.
-"""
+"""ONNX Runtime's view of a learner's ONNX file (``labkit.explore``): the file checked and run
+unoptimised (the reference), each optimisation level against it, other input sizes."""
 
 from __future__ import annotations
 

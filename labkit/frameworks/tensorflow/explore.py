@@ -1,9 +1,6 @@
-"""TensorFlow's capture paths, asked of a learner's Keras model or TensorFlow function (the
-checks behind ``labkit.explore``): eager (a Keras model in inference mode); ``tf.function`` (one
-trace, AutoGraph, compared with eager; a ``tf.function`` given keeps its options); its traces per
-call as a dimension changes (``experimental_get_tracing_count``), with ``reduce_retracing=True``
-and an ``input_signature`` tried over the same calls; ``xla`` (``jit_compile=True``).
-"""
+"""TensorFlow's capture paths asked of a Keras model or a TensorFlow function
+(``labkit.explore``): eager, ``tf.function`` (a given one keeps its options), its retracing as
+shapes change (with ``reduce_retracing`` and an ``input_signature`` tried), XLA."""
 
 from __future__ import annotations
 

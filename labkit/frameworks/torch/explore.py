@@ -1,9 +1,5 @@
-"""PyTorch's capture paths, asked of a learner's model (the checks behind ``labkit.explore``):
-eager, ``torch.compile`` (``torch._dynamo.explain``'s graphs and breaks, timed against eager with
-its validity), ``fullgraph``, new shapes (graphs compiled per call, the guard failures naming the
-model's arguments), ``torch.export`` non-strict and strict, ``torch.jit.trace``, and ONNX export
-run by ONNX Runtime. Outputs are compared as ``torch.utils._pytree`` flattens them.
-"""
+"""PyTorch's capture paths asked of a learner's model (``labkit.explore``): eager, torch.compile,
+fullgraph, new shapes, torch.export (non-strict, strict), torch.jit.trace, ONNX Runtime."""
 
 from __future__ import annotations
 
@@ -84,9 +80,8 @@ def bind(model: object, call: Call) -> object:
 
 
 def flatten(out: object, prefix: str = "") -> list[tuple[str, object]]:
-    """``(key, leaf)`` of an output as ``torch.utils._pytree`` flattens it (tuples, dicts,
-    ``ModelOutput``), and a plain ``@dataclass`` by its fields (as ``torch.export`` does once it
-    is registered)."""
+    """``(key, leaf)`` of an output as ``torch.utils._pytree`` flattens it, and a plain
+    ``@dataclass`` by its fields (as ``torch.export`` does once it is registered)."""
     found = []
     for where, leaf in pytree.tree_flatten_with_path(out)[0]:
         key = prefix + pytree.keystr(where)

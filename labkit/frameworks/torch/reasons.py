@@ -1,8 +1,5 @@
-"""What PyTorch's capture paths said, in plain words (for :mod:`.explore`): :func:`diagnose`
-(a failed capture's reason from the framework's error classes along the exception's causes,
-then its message: :data:`PLAIN`), :func:`dynamo_words` (Dynamo's "Explanation" and "Hint"), and
-:func:`graph_breaks` (``torch._dynamo.explain``'s breaks and Dynamo's counters as report rows).
-"""
+"""What PyTorch's capture paths said, in plain words: a failure's reason from its error classes
+and messages (:func:`diagnose`), graph breaks as report rows (:func:`graph_breaks`)."""
 
 from __future__ import annotations
 
@@ -57,7 +54,8 @@ STOPPED = "the capture stopped here (the framework's message says why)"
 
 def plain(message: str) -> str:
     """The table's meaning of ``message``, else Dynamo's own explanation and hint, else ""."""
-    return ex.plain(message, PLAIN, "") or dynamo_words(message)
+    found = (meaning for keys, meaning in PLAIN if any(k in message for k in keys))
+    return next(found, "") or dynamo_words(message)
 
 
 def traceback_text(exc: BaseException) -> str:

@@ -1,5 +1,5 @@
 """Small PyTorch models of notebook 10, each built seeded by a function without arguments (a
-spec such as ``labkit.frameworks.torch.examples:transformer_block`` names it): a transformer
+spec such as ``own_model/examples.py:transformer_block`` names it): a transformer
 block, an RNN whose loop stops on the data, the same RNN written for graphs, a small CNN.
 """
 

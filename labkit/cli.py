@@ -15,11 +15,7 @@ def _doctor(args: argparse.Namespace) -> int:
     from . import doctor, hardware
 
     root = args.root or hardware.ROOT
-    if (
-        args.root
-        and not Path(args.root, "proc").is_dir()
-        and not Path(args.root, "sysctl").exists()
-    ):
+    if args.root and not (Path(root, "proc").is_dir() or Path(root, "sysctl").exists()):
         raise ValueError(
             f"--root {args.root}: not a machine's file tree (no proc/ folder or sysctl file); "
             "give one of tests/data/machines/*"
@@ -30,19 +26,17 @@ def _doctor(args: argparse.Namespace) -> int:
     return 0
 
 
-def _csv(text: str | None) -> list[str] | None:
-    return None if text is None else [t.strip() for t in text.split(",") if t.strip()]
+def _csv(text: str) -> list[str]:
+    """An option's comma-separated list (``type=_csv``: None when the option is not given)."""
+    return [t.strip() for t in text.split(",") if t.strip()]
 
 
-def _batch_sizes(text: str | None) -> list[int] | None:
-    items = _csv(text)
-    if items is None:
-        return None
+def _batch_sizes(items: list[str] | None) -> list[int] | None:
     try:
-        return [int(t) for t in items]
+        return None if items is None else [int(t) for t in items]
     except ValueError:
         raise ValueError(
-            f"--batch-sizes {text!r}: give whole numbers >= 1 separated by commas, "
+            f"--batch-sizes {','.join(items)!r}: give whole numbers >= 1 separated by commas, "
             "e.g. --batch-sizes 1,8"
         ) from None
 
@@ -51,14 +45,9 @@ def _bench(args: argparse.Namespace) -> int:
     from . import profiles, results, runner
 
     profile = profiles.get(args.profile)  # None: LABKIT_PROFILE, else standard
+    batch_sizes = _batch_sizes(args.batch_sizes)
     plan = runner.Plan.build(
-        _csv(args.frameworks),
-        _csv(args.modes),
-        _csv(args.tasks),
-        _batch_sizes(args.batch_sizes),
-        _csv(args.precision),
-        args.device,
-        profile,
+        args.frameworks, args.modes, args.tasks, batch_sizes, args.precision, args.device, profile
     )
     if args.threads is not None and args.threads < 1:
         raise ValueError(f"--threads must be >= 1, got {args.threads}")
@@ -152,7 +141,7 @@ def _explore(args: argparse.Namespace) -> int:
         args.input,
         framework=args.framework,
         timeout_s=args.timeout,
-        checks=_csv(args.checks),
+        checks=args.checks,
         layout=args.layout,
     )
     text = report.to_markdown()
@@ -172,9 +161,9 @@ def _explore(args: argparse.Namespace) -> int:
     res = explore.bench(
         args.spec,
         args.input,
-        modes=_csv(args.modes),
-        tasks=_csv(args.tasks),
-        frameworks=_csv(args.frameworks),
+        modes=args.modes,
+        tasks=args.tasks,
+        frameworks=args.frameworks,
         framework=report.framework,
         out=args.results,
         profile=args.profile,
@@ -225,19 +214,14 @@ def _card(args: argparse.Namespace) -> int:
     return 0
 
 
-def _class_collect(args: argparse.Namespace) -> int:
+def _class(args: argparse.Namespace) -> int:
     from . import classroom
 
-    report = classroom.collect(args.paths, args.db)
-    print(report.text())
-    return report.exit_status
-
-
-def _class_report(args: argparse.Namespace) -> int:
-    from . import classroom
-
-    page = classroom.report(args.db, args.out)
-    print(f"class report: {page} (figures beside it)")
+    if args.class_command == "collect":
+        report = classroom.collect(args.paths, args.db)
+        print(report.text())
+        return report.exit_status
+    print(f"class report: {classroom.report(args.db, args.out)} (figures beside it)")
     return 0
 
 
@@ -251,7 +235,16 @@ def build_parser() -> argparse.ArgumentParser:
     doctor.add_argument("--no-measure", action="store_true", help="show only peaks measured before")
     doctor.add_argument("--root", help="a fixture tree for / (tests/data/machines/*)")
     doctor.set_defaults(func=_doctor)
-    for add in (_add_bench, _add_report, _add_explore, _add_card, _add_class, _add_distributed):
+    report = sub.add_parser("report", help="print a results file as a table and write its figures")
+    report.add_argument("file", help="a JSONL file written by `python -m labkit bench`")
+    report.add_argument("--out", help="folder for the figures (default: FILE without suffix)")
+    report.set_defaults(func=_report)
+    card = sub.add_parser("card", help="write your result card: a small JSON file to hand in")
+    card.add_argument("results", nargs="*", help="results files (default: results/*.jsonl)")
+    card.add_argument("--out", help="the card (default: results/card-<profile>.json)")
+    card.add_argument("--name", help="a name to show on the card (default: anonymous)")
+    card.set_defaults(func=_card)
+    for add in (_add_bench, _add_explore, _add_class, _add_distributed):
         add(sub)
     return parser
 
@@ -259,19 +252,16 @@ def build_parser() -> argparse.ArgumentParser:
 def _add_bench(sub) -> None:
     bench = sub.add_parser("bench", help="measure ResNet-50 here, each cell in its own process")
     _run_options(bench)
-    bench.add_argument("--batch-sizes", help="of throughput and train, e.g. 1,8 (latency: 1)")
-    bench.add_argument("--precision", help="fp32 (default), bf16, int8, or several: fp32,bf16")
+    bench.add_argument(
+        "--batch-sizes", type=_csv, help="of throughput and train, e.g. 1,8 (latency: 1)"
+    )
+    bench.add_argument(
+        "--precision", type=_csv, help="fp32 (default), bf16, int8, or several: fp32,bf16"
+    )
     bench.add_argument("--device", default="cpu", help="cpu (default) or gpu")
     bench.add_argument("--cache", choices=("cold", "warm"), default="cold", help="compile caches")
     bench.add_argument("--out", help="results file, appended to (results/bench-<profile>.jsonl)")
     bench.set_defaults(func=_bench)
-
-
-def _add_report(sub) -> None:
-    report = sub.add_parser("report", help="print a results file as a table and write its figures")
-    report.add_argument("file", help="a JSONL file written by `python -m labkit bench`")
-    report.add_argument("--out", help="folder for the figures (default: FILE without suffix)")
-    report.set_defaults(func=_report)
 
 
 def _add_explore(sub) -> None:
@@ -280,7 +270,7 @@ def _add_explore(sub) -> None:
     explore.add_argument("--input", help="shape(s), batch first: 8x3x224x224, 8x16,8x16:int64")
     explore.add_argument("--layout", choices=["NCHW", "NHWC"], help="of image inputs (PyTorch)")
     explore.add_argument("--framework", help="the model's (default: from the model's type)")
-    explore.add_argument("--checks", help="comma-separated subset of the paths to check")
+    explore.add_argument("--checks", type=_csv, help="comma-separated subset of the paths to check")
     explore.add_argument("--timeout", type=float, default=300.0, help="seconds per check")
     explore.add_argument("--out", help="also write the report: FILE.json or FILE.md")
     explore.add_argument("--bench", action="store_true", help="then time eager vs graph modes")
@@ -291,30 +281,23 @@ def _add_explore(sub) -> None:
 
 def _run_options(p) -> None:
     p.add_argument("--profile", help="smoke | standard | full (default: $LABKIT_PROFILE)")
-    p.add_argument("--frameworks", help="comma-separated (default: all)")
-    p.add_argument("--modes", help="eager, graph (every non-eager mode) or mode names")
-    p.add_argument("--tasks", help="comma-separated: latency, throughput, train (default: all)")
+    p.add_argument("--frameworks", type=_csv, help="comma-separated (default: all)")
+    p.add_argument("--modes", type=_csv, help="eager, graph (every non-eager mode) or mode names")
+    p.add_argument(
+        "--tasks", type=_csv, help="comma-separated: latency, throughput, train (default: all)"
+    )
     p.add_argument("--threads", type=int, help="intra-op threads (default: the cores)")
     p.add_argument("--resume", action="store_true", help="skip the cells already saved")
 
 
-def _add_card(sub) -> None:
-    card = sub.add_parser("card", help="write your result card: a small JSON file to hand in")
-    card.add_argument("results", nargs="*", help="results files (default: results/*.jsonl)")
-    card.add_argument("--out", help="the card (default: results/card-<profile>.json)")
-    card.add_argument("--name", help="a name to show on the card (default: anonymous)")
-    card.set_defaults(func=_card)
-
-
 def _add_class(sub) -> None:
     klass = sub.add_parser("class", help="instructor: collect result cards, report on the class")
+    klass.set_defaults(func=_class)
     class_sub = klass.add_subparsers(dest="class_command", required=True)
     collect = class_sub.add_parser("collect", help="add cards and results files (or folders)")
     collect.add_argument("paths", nargs="+", help="card/results files, or folders to search")
-    collect.set_defaults(func=_class_collect)
     report = class_sub.add_parser("report", help="write the class report: figures and a page")
     report.add_argument("--out", required=True, help="folder for index.html and figures")
-    report.set_defaults(func=_class_report)
     for p in (collect, report):
         p.add_argument("--db", default="class.duckdb", help="database file (class.duckdb)")
 
@@ -324,7 +307,9 @@ def _add_distributed(sub) -> None:
 
     p = sub.add_parser("distributed", help="notebook 08's workers' commands on several machines")
     p.add_argument("--framework", choices=[s.name for s in specs() if s.launcher], required=True)
-    p.add_argument("--hosts", required=True, help="comma-separated; the first coordinates")
+    p.add_argument(
+        "--hosts", type=_csv, required=True, help="comma-separated; the first coordinates"
+    )
     p.add_argument("--script", default="worker.py", help="e.g. notebook 08's torch_ddp.py")
     p.add_argument("--workers", type=int, default=2, help="workers per machine")
     p.add_argument("--port", type=int, default=29500)
@@ -334,9 +319,8 @@ def _add_distributed(sub) -> None:
 def _distributed(args) -> int:
     from . import distributed  # framework-free: it builds command lines
 
-    hosts = [h for h in args.hosts.split(",") if h]
     for host, line in distributed.cluster_commands(
-        args.framework, args.script, hosts, args.workers, args.port
+        args.framework, args.script, args.hosts, args.workers, args.port
     ):
         print(f"# on {host}:\n{line}")
     return 0

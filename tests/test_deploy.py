@@ -45,7 +45,7 @@ def test_formats_table_is_complete():
 def test_record_of_an_in_process_measurement_follows_the_schema(monkeypatch):
     from labkit import bench, hardware, results
 
-    monkeypatch.setenv(hardware.clock.MAX_GHZ_ENV, "3.0")  # a known clock: a ceiling on any machine
+    monkeypatch.setenv(hardware.MAX_GHZ_ENV, "3.0")  # a known clock: a ceiling on any machine
     m = bench.measure(
         lambda: sum(range(100)),
         warmup=0,
@@ -61,7 +61,7 @@ def test_record_of_an_in_process_measurement_follows_the_schema(monkeypatch):
     assert 0 < r["ceiling_share"] == pytest.approx(m.images_per_s / r["ceiling_images_per_s"])
     assert r["cache"] == "warm" and isinstance(r["valid"], bool)
     assert r["above_ceiling"] == (r["ceiling_share"] > 1)
-    monkeypatch.delenv(hardware.clock.MAX_GHZ_ENV)
+    monkeypatch.delenv(hardware.MAX_GHZ_ENV)
     if hardware.ceiling().peak_gflops is None:  # this machine's clock is unknown
         r = deploy.record(m, "tensorflow", "savedmodel", "throughput", 32)
         assert r["ceiling_share"] is None and not r["above_ceiling"]
@@ -72,7 +72,7 @@ def test_a_narrower_resnet50_is_recorded_as_another_model_without_a_ceiling(monk
     ResNet-50's (another model name, no ResNet-50 ceiling)."""
     from labkit import bench, hardware, resnet, results
 
-    monkeypatch.setenv(hardware.clock.MAX_GHZ_ENV, "3.0")  # a ceiling exists here for ResNet-50
+    monkeypatch.setenv(hardware.MAX_GHZ_ENV, "3.0")  # a ceiling exists here for ResNet-50
     m = bench.measure(lambda: None, 0, 3, 0.0, 3, images_per_call=4)
     full = deploy.record(m, "onnxruntime", "ort", "throughput", 32, model=resnet.model_id())
     narrow = deploy.record(m, "onnxruntime", "ort", "throughput", 32, model=resnet.model_id(16))

@@ -25,7 +25,7 @@ def machine(name: str) -> str:
 
 @pytest.fixture(autouse=True)
 def no_clock_override(monkeypatch):
-    monkeypatch.delenv(hardware.clock.MAX_GHZ_ENV, raising=False)
+    monkeypatch.delenv(hardware.MAX_GHZ_ENV, raising=False)
 
 
 # name -> (default threads, usable cores, max GHz, {precision: peak GFLOP/s})
@@ -73,7 +73,7 @@ def test_ceiling_and_default_threads_of_each_fixture_machine(name):
         assert c.clock_ghz == (None if ghz is None else pytest.approx(ghz))
         if peak is None:
             assert c.peak_gflops is None and c.images_per_s_at(224) is None
-            assert "unknown" in c.method and hardware.clock.MAX_GHZ_ENV in c.method
+            assert "unknown" in c.method and hardware.MAX_GHZ_ENV in c.method
         else:
             assert c.peak_gflops == pytest.approx(peak)
             assert c.images_per_s_at(224) == pytest.approx(peak * 1e9 / resnet.flops(224))
@@ -83,8 +83,8 @@ def test_ceiling_and_default_threads_of_each_fixture_machine(name):
 
 def test_smt_counts_physical_cores_and_says_so():
     root = machine("smt_laptop")
-    assert hardware.topology.usable_cpus(root) == list(range(8))
-    assert hardware.topology.physical_cores(root)[:2] == (4, True)
+    assert hardware.machine.usable_cpus(root) == list(range(8))
+    assert hardware.machine.physical_cores(root)[:2] == (4, True)
     assert "SMT on" in hardware.ceiling("fp32", root).method
     report = hardware.report(root)
     assert (report.logical_cpus, report.physical_cores, report.smt) == (8, 4, True)
@@ -96,7 +96,7 @@ def test_without_sysfs_the_core_ids_in_cpuinfo_tell_the_same(tmp_path):
     root = tmp_path / "m"
     shutil.copytree(machine("smt_laptop"), root)
     shutil.rmtree(root / "sys")
-    cores, smt, how = hardware.topology.physical_cores(root)
+    cores, smt, how = hardware.machine.physical_cores(root)
     assert (cores, smt) == (4, True) and "cpuinfo" in how
 
 
@@ -107,21 +107,21 @@ def test_the_affinity_mask_narrows_the_cores(tmp_path):
     shutil.copytree(machine("smt_laptop"), root)
     # taskset -c 0,4: both hyper-threads of core 0, so one physical core
     (root / "proc/self/status").write_text("Cpus_allowed_list:\t0,4\n")
-    assert hardware.topology.physical_cores(root)[:2] == (1, True)
+    assert hardware.machine.physical_cores(root)[:2] == (1, True)
     assert hardware.default_threads(root) == 1
     # taskset -c 0-3: one thread of each core, no two siblings
     (root / "proc/self/status").write_text("Cpus_allowed_list:\t0-3\n")
-    assert hardware.topology.physical_cores(root)[:2] == (4, False)
+    assert hardware.machine.physical_cores(root)[:2] == (4, False)
 
 
 def test_quota_from_cgroup_v2_and_v1():
-    assert hardware.topology.cpu_quota(machine("container_quota")) == (
+    assert hardware.machine.cpu_quota(machine("container_quota")) == (
         1.5,
         "cgroup v2 sys/fs/cgroup/cpu.max",
     )
-    quota, where = hardware.topology.cpu_quota(machine("container_v1_unknown_clock"))
+    quota, where = hardware.machine.cpu_quota(machine("container_v1_unknown_clock"))
     assert quota == 2.0 and "cgroup v1" in where and "cfs_quota_us" in where
-    assert hardware.topology.cpu_quota(machine("amd_zen4")) == (None, "no cgroup CPU quota")
+    assert hardware.machine.cpu_quota(machine("amd_zen4")) == (None, "no cgroup CPU quota")
 
 
 def test_a_quota_set_higher_up_the_cgroup_tree_applies(tmp_path):
@@ -133,27 +133,27 @@ def test_a_quota_set_higher_up_the_cgroup_tree_applies(tmp_path):
     (root / "sys/fs/cgroup/user.slice/session-1.scope").mkdir(parents=True)
     (root / "sys/fs/cgroup/user.slice/session-1.scope/cpu.max").write_text("max 100000\n")
     (root / "sys/fs/cgroup/user.slice/cpu.max").write_text("250000 100000\n")
-    assert hardware.topology.cpu_quota(root)[0] == 2.5
+    assert hardware.machine.cpu_quota(root)[0] == 2.5
     assert hardware.default_threads(root) == 2  # floor(2.5), below the 4 cores
 
 
 def test_clock_sources_in_order(monkeypatch):
-    ghz, how = hardware.clock.max_clock_ghz(machine("amd_zen4"))
+    ghz, how = hardware.machine.max_clock_ghz(machine("amd_zen4"))
     assert ghz == pytest.approx(3.7) and how.startswith("cpufreq")  # not cpuinfo's 2.4 GHz
-    ghz, how = hardware.clock.max_clock_ghz(machine("smt_laptop"))
+    ghz, how = hardware.machine.max_clock_ghz(machine("smt_laptop"))
     assert ghz == pytest.approx(1.9) and "base clock" in how
-    ghz, how = hardware.clock.max_clock_ghz(machine("container_v1_unknown_clock"))
+    ghz, how = hardware.machine.max_clock_ghz(machine("container_v1_unknown_clock"))
     assert ghz is None and "2.60 GHz, is no maximum" in how
-    monkeypatch.setenv(hardware.clock.MAX_GHZ_ENV, "3.7")
-    ghz, how = hardware.clock.max_clock_ghz(machine("container_v1_unknown_clock"))
+    monkeypatch.setenv(hardware.MAX_GHZ_ENV, "3.7")
+    ghz, how = hardware.machine.max_clock_ghz(machine("container_v1_unknown_clock"))
     assert ghz == pytest.approx(3.7) and "your setting" in how
     # 2 cores (quota) x 3.7 GHz x 32 (Zen 4) = 236.8
     assert hardware.ceiling("fp32", machine("container_v1_unknown_clock")).peak_gflops == (
         pytest.approx(236.8)
     )
-    monkeypatch.setenv(hardware.clock.MAX_GHZ_ENV, "fast")
+    monkeypatch.setenv(hardware.MAX_GHZ_ENV, "fast")
     with pytest.raises(ValueError, match="LABKIT_CPU_MAX_GHZ='fast' is not a clock in GHz"):
-        hardware.clock.max_clock_ghz(machine("amd_zen4"))
+        hardware.machine.max_clock_ghz(machine("amd_zen4"))
 
 
 def test_above_the_ceiling_explains_the_likely_cause():
@@ -175,7 +175,7 @@ def test_training_costs_three_forward_passes_and_size_scales():
 
 
 def test_report_and_cpu_lists():
-    assert hardware.files.parse_cpu_list("0-3,8,10-11\n") == [0, 1, 2, 3, 8, 10, 11]
+    assert hardware.machine.parse_cpu_list("0-3,8,10-11\n") == [0, 1, 2, 3, 8, 10, 11]
     r = hardware.report(machine("arm_neoverse_v1"))
     assert r.cpu_model == "Neoverse V1" and r.arch == "aarch64"
     assert {"asimd", "sve", "bf16", "i8mm"} <= set(r.vector_extensions)
@@ -226,7 +226,7 @@ def test_without_a_clock_the_measurement_still_gives_a_peak_and_names_the_fix():
     fp32 = found["fp32"]
     assert fp32.estimate_gflops is None and fp32.of_estimate is None and fp32.valid
     assert fp32.gflops == pytest.approx(230.0, rel=1e-3) and "onnxruntime" in fp32.kernel
-    assert hardware.clock.MAX_GHZ_ENV in fp32.note and not fp32.above_estimate
+    assert hardware.MAX_GHZ_ENV in fp32.note and not fp32.above_estimate
 
 
 def test_a_peak_above_the_estimate_is_flagged_and_what_cannot_be_measured_says_why():

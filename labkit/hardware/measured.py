@@ -17,16 +17,14 @@ import os
 import subprocess
 import sys
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
 from .. import bench, resnet
 from ..util import jsonio, proc, stats
-from .clock import MAX_GHZ_ENV
-from .files import ROOT, read
+from .machine import MAX_GHZ_ENV, ROOT, default_threads
 from .peak import CEILING_PRECISIONS, ceiling, per_cycle
 from .summary import fingerprint, machine_of
-from .topology import default_threads
 
 __all__ = [
     "CACHE_ENV",
@@ -168,7 +166,6 @@ class MeasuredPeaks:
     threads: int
     peaks: dict[str, MeasuredPeak]
     measured_at: str  #: ISO 8601 UTC
-    versions: dict[str, str] = field(default_factory=dict)  #: the probes' libraries
     problems: tuple[str, ...] = ()  #: probes that did not run, and why
     source: str = ""  #: the cache file or fixture it was read from ("" when just measured)
     #: CPUs other processes kept busy while the probes ran (None: not known)
@@ -255,21 +252,20 @@ def judge(
 
 def _peaks(outputs: list[dict], threads: int, root, measured_at: str, source: str):
     """:class:`MeasuredPeaks` from the probes' outputs (``{"module", "output" | "error"}``)."""
-    rates, versions, problems = [], {}, []
+    rates, problems = [], []
     for item in outputs:
         if item.get("error"):
             problems.append(f"{item.get('module')}: {item['error']}")
             continue
-        out = item.get("output") or {}
-        versions.update(out.get("versions") or {})
-        rates += [KernelRate.of(row, str(item.get("module"))) for row in out.get("kernels") or []]
+        rows = (item.get("output") or {}).get("kernels") or []
+        rates += [KernelRate.of(row, str(item.get("module"))) for row in rows]
     seen = [o["others_cpus"] for o in outputs if isinstance(o.get("others_cpus"), int | float)]
     others = max(seen, default=None)
     reasons = to_measure(root)
     if not outputs:
         reasons = {p: reasons[p] or "not measured: no framework here has a probe" for p in reasons}
     peaks = {p: judge(p, rates, threads, root, reasons[p], others) for p in CEILING_PRECISIONS}
-    return MeasuredPeaks(threads, peaks, measured_at, versions, tuple(problems), source, others)
+    return MeasuredPeaks(threads, peaks, measured_at, tuple(problems), source, others)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -295,11 +291,10 @@ def cache_file(probes: Sequence[Probe], threads: int) -> Path:
 
 
 def _load(path: Path, root, threads: int | None = None) -> MeasuredPeaks | None:
-    text = read(path.parent, path.name)
     try:
-        data = jsonio.loads(text) if text is not None else None
-    except ValueError:
-        return None  # a damaged cache file is measured again
+        data = jsonio.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None  # a missing or damaged cache file: measured again
     if not isinstance(data, dict) or data.get("format") != _FORMAT:
         return None
     n = data.get("threads")
@@ -355,17 +350,16 @@ def measure(
     threads: int | None = None,
     refresh: bool = False,
     seconds: float = SECONDS,
-    attempts: int = 2,
 ) -> MeasuredPeaks:
     """The peaks with ``threads`` threads: a valid cached one, else (or ``refresh``) measured
-    by every probe, up to ``attempts`` times until valid. Only a valid one is cached; an
+    by every probe, a second time when the first is not valid. Only a valid one is cached; an
     invalid one is returned saying why. A probe that fails is named in ``problems``."""
     threads = threads or default_threads()
     found = None if refresh else cached(probes, threads)
     if found is not None and found.valid:
         return found  # a file cached before peaks were judged may be invalid: measured again
     wanted = [p for p, why in to_measure().items() if not why]
-    for _ in range(max(1, attempts)):
+    for _ in range(2):
         outputs = [
             _run(probe, threads, asked, seconds)
             for probe in probes
@@ -384,4 +378,4 @@ def measure(
         jsonio.write_atomic(path, json.dumps(data, indent=1))
     except OSError:
         return peaks  # an unwritable cache: measured again next time
-    return _peaks(outputs, threads, ROOT, now, str(path))
+    return replace(peaks, source=str(path))

@@ -12,9 +12,7 @@ import platform
 from dataclasses import dataclass
 
 from .. import resnet
-from .clock import MAX_GHZ_ENV, max_clock_ghz
-from .files import ROOT, cpuinfo, first, isa_flags, sysctl
-from .topology import cpu_quota, physical_cores
+from . import machine
 
 __all__ = [
     "ARM_PARTS",
@@ -62,6 +60,12 @@ ARM_PARTS: dict[str, tuple[str, int]] = {
 }
 #: Apple's implementer code on Linux (Asahi); its performance cores have four 128-bit FMA pipes
 APPLE_IMPLEMENTER = "0x61"
+#: macOS's sysctl names (``hw.optional.arm.*``) of the Arm features the rates depend on
+APPLE_FEATURES = {"FEAT_BF16": "bf16", "FEAT_I8MM": "i8mm", "FEAT_DotProd": "asimddp"}
+APPLE_CAVEAT = (
+    "Apple's matrix coprocessor (used by the Accelerate framework) is not counted and can beat "
+    "the NEON rate"
+)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -117,14 +121,13 @@ def _x86(flags: set[str], vendor: str, family: int) -> dict[str, PerCycle]:
     return {"fp32": fp32, "bf16": bf16, "int8": int8}
 
 
-def _arm(flags: set[str], implementer: str, part: str) -> dict[str, PerCycle]:
+def _arm(flags: set[str], implementer: str, part: str, caveat: str = "") -> dict[str, PerCycle]:
     if implementer == APPLE_IMPLEMENTER:
-        pipes, core, caveat = 4, "Apple performance core", ""
+        core, pipes = "Apple performance core", 4
     elif implementer == "0x41" and part in ARM_PARTS:
         core, pipes = ARM_PARTS[part]
-        caveat = ""
     else:
-        pipes, core = 4, f"Arm core (implementer {implementer or '?'}, part {part or '?'})"
+        core, pipes = f"Arm core (implementer {implementer or '?'}, part {part or '?'})", 4
         caveat = "the core is not in labkit's table: 4 FMA pipes were assumed"
     f = pipes * 8  # 4 fp32 lanes x 2 (FMA) per 128-bit pipe
     fp32 = PerCycle(f, f"{core}: {pipes} x 128-bit NEON FMA pipes", caveat)
@@ -144,38 +147,23 @@ def _arm(flags: set[str], implementer: str, part: str) -> dict[str, PerCycle]:
     return {"fp32": fp32, "bf16": bf16, "int8": int8}
 
 
-def _apple(mac: dict[str, str]) -> dict[str, PerCycle]:
-    flags = {
-        name
-        for key, name in (
-            ("hw.optional.arm.FEAT_BF16", "bf16"),
-            ("hw.optional.arm.FEAT_I8MM", "i8mm"),
-            ("hw.optional.arm.FEAT_DotProd", "asimddp"),
-        )
-        if mac.get(key) == "1"
-    }
-    out = _arm(flags, APPLE_IMPLEMENTER, "")
-    amx = (
-        "Apple's matrix coprocessor (used by the Accelerate framework) is not counted and can "
-        "beat the NEON rate"
-    )
-    return {p: PerCycle(c.flops, c.how, amx, c.native) for p, c in out.items()}
-
-
-def per_cycle(root: str | os.PathLike = ROOT) -> dict[str, PerCycle]:
+def per_cycle(root: str | os.PathLike = machine.ROOT) -> dict[str, PerCycle]:
     """FLOPs (int8: operations) per cycle per core, for each of :data:`CEILING_PRECISIONS`."""
-    blocks = cpuinfo(root)
-    isa = isa_flags(blocks)
-    if first(blocks, "CPU implementer") or "asimd" in isa:
-        return _arm(isa, first(blocks, "CPU implementer"), first(blocks, "CPU part"))
+    blocks = machine.cpuinfo(root)
+    isa, implementer = machine.isa_flags(blocks), machine.first(blocks, "CPU implementer")
+    if implementer or "asimd" in isa:
+        return _arm(isa, implementer, machine.first(blocks, "CPU part"))
     if blocks:
-        family = first(blocks, "cpu family", "0")
-        return _x86(isa, first(blocks, "vendor_id"), int(family) if family.isdigit() else 0)
-    mac = sysctl(root)
+        family = machine.first(blocks, "cpu family", "0")
+        return _x86(isa, machine.first(blocks, "vendor_id"), int(family) if family.isdigit() else 0)
+    mac = machine.sysctl(root)
     if "Apple" in mac.get("machdep.cpu.brand_string", ""):
-        return _apple(mac)
-    machine = platform.machine().lower() if str(root) == ROOT else ""
-    if machine in ("arm64", "aarch64"):
+        flags = {
+            f for feat, f in APPLE_FEATURES.items() if mac.get(f"hw.optional.arm.{feat}") == "1"
+        }
+        return _arm(flags, APPLE_IMPLEMENTER, "", APPLE_CAVEAT)
+    arch = platform.machine().lower() if str(root) == machine.ROOT else ""
+    if arch in ("arm64", "aarch64"):
         return _arm(set(), "", "")
     unknown = PerCycle(
         math.nan, "unknown: no /proc/cpuinfo or sysctl data to read the ISA from", native=False
@@ -183,9 +171,9 @@ def per_cycle(root: str | os.PathLike = ROOT) -> dict[str, PerCycle]:
     return dict.fromkeys(CEILING_PRECISIONS, unknown)
 
 
-def vector_extensions(root: str | os.PathLike = ROOT) -> list[str]:
+def vector_extensions(root: str | os.PathLike = machine.ROOT) -> list[str]:
     """The :data:`VECTOR_FLAGS` this CPU has, in that order."""
-    isa = isa_flags(cpuinfo(root))
+    isa = machine.isa_flags(machine.cpuinfo(root))
     return [f for f in VECTOR_FLAGS if f in isa]
 
 
@@ -231,12 +219,12 @@ def _clock_caveat(source: str) -> str:
         return "the clock came from the model name, a base clock that turbo boost exceeds"
     if source.startswith("cpufreq"):
         return "cpufreq's maximum can leave out boost clocks (acpi-cpufreq)"
-    if source.startswith(MAX_GHZ_ENV):
-        return f"{MAX_GHZ_ENV} may be below the CPU's real maximum"
+    if source.startswith(machine.MAX_GHZ_ENV):
+        return f"{machine.MAX_GHZ_ENV} may be below the CPU's real maximum"
     return ""
 
 
-def ceiling(precision: str = "fp32", root: str | os.PathLike = ROOT) -> Ceiling:
+def ceiling(precision: str = "fp32", root: str | os.PathLike = machine.ROOT) -> Ceiling:
     """The compute ceiling at ``precision`` (fp32, bf16 or int8) for this process's CPUs."""
     if precision.startswith("int8"):  # int8-dynamic, int8-static: int8 kernels
         precision = "int8"
@@ -245,10 +233,10 @@ def ceiling(precision: str = "fp32", root: str | os.PathLike = ROOT) -> Ceiling:
             f"unknown precision {precision!r}: the ceiling is estimated for "
             f"{', '.join(CEILING_PRECISIONS)}"
         )
-    n, smt, topology = physical_cores(root)
-    quota, quota_where = cpu_quota(root)
+    n, smt, topology = machine.physical_cores(root)
+    quota, quota_where = machine.cpu_quota(root)
     usable = float(n) if quota is None else min(float(n), quota)
-    ghz, clock_how = max_clock_ghz(root)
+    ghz, clock_how = machine.max_clock_ghz(root)
     rate = per_cycle(root)[precision]
     cores_how = f"{n} physical cores ({topology}{', SMT on' if smt else ''})"
     if quota is not None:

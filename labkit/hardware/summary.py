@@ -10,43 +10,32 @@ import json
 import os
 import platform
 import re
-import shutil
 import subprocess
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from .clock import max_clock_ghz
-from .files import ROOT, cpuinfo, first, read, sysctl
+from . import machine
 from .peak import ARM_PARTS, CEILING_PRECISIONS, Ceiling, ceiling, vector_extensions
-from .topology import cpu_quota, default_threads, physical_cores, usable_cpus
 
 __all__ = ["MachineReport", "cpu_family", "fingerprint", "gpus", "isa_tier", "machine_of", "report"]
 
 
 def gpus() -> list[str]:
     """NVIDIA GPUs by name, from nvidia-smi (no framework import)."""
-    exe = shutil.which("nvidia-smi")
-    if not exe:
-        return []
+    cmd = ["nvidia-smi", "--query-gpu=name,memory.total", "--format=csv,noheader"]
     try:
-        out = subprocess.run(
-            [exe, "--query-gpu=name,memory.total", "--format=csv,noheader"],
-            capture_output=True,
-            text=True,
-            timeout=10,
-            check=False,
-        )
-    except (OSError, subprocess.SubprocessError):
+        out = subprocess.run(cmd, capture_output=True, text=True, timeout=10, check=False).stdout
+    except (OSError, subprocess.SubprocessError):  # no NVIDIA driver
         return []
-    return [line.strip() for line in out.stdout.splitlines() if line.strip()]
+    return [line.strip() for line in out.splitlines() if line.strip()]
 
 
-def memory_gb(root: str | os.PathLike = ROOT) -> float:
+def memory_gb(root: str | os.PathLike = machine.ROOT) -> float:
     """The machine's memory in GiB (``MemTotal``, or macOS's ``hw.memsize``); 0 when unknown."""
-    for line in (read(root, "proc/meminfo") or "").splitlines():
-        if line.startswith("MemTotal:"):
-            return round(int(line.split()[1]) / 2**20, 1)
-    size = sysctl(root).get("hw.memsize", "")
+    m = re.search(r"^MemTotal:\s*(\d+)", machine.read(root, "proc/meminfo") or "", re.MULTILINE)
+    if m:
+        return round(int(m.group(1)) / 2**20, 1)
+    size = machine.sysctl(root).get("hw.memsize", "")
     return round(int(size) / 2**30, 1) if size.isdigit() else 0.0
 
 
@@ -69,35 +58,28 @@ class MachineReport:
     ceilings: dict[str, Ceiling]
 
 
-def _fixture_arch(blocks: list[dict[str, str]], model: str) -> str:
-    if first(blocks, "CPU implementer"):
-        return "aarch64"
-    return "arm64" if "Apple" in model else "x86_64"
-
-
 @functools.lru_cache(maxsize=8)
-def report(root: str | os.PathLike = ROOT) -> MachineReport:
+def report(root: str | os.PathLike = machine.ROOT) -> MachineReport:
     """Everything above about one machine (cached per root)."""
-    blocks = cpuinfo(root)
-    mac = sysctl(root)
-    real = str(root) == ROOT
-    model = first(blocks, "model name") or mac.get("machdep.cpu.brand_string", "")
-    part = first(blocks, "CPU part")
+    blocks, real = machine.cpuinfo(root), str(root) == machine.ROOT
+    model = machine.first(blocks, "model name")
+    model = model or machine.sysctl(root).get("machdep.cpu.brand_string", "")
+    part = machine.first(blocks, "CPU part")
     if not model and part:
         model = ARM_PARTS.get(part, (f"Arm CPU part {part}", 0))[0]
-    n, smt, _ = physical_cores(root)
-    quota, _ = cpu_quota(root)
-    ghz, _ = max_clock_ghz(root)
+    arm = machine.first(blocks, "CPU implementer")
+    arch = "aarch64" if arm else "arm64" if "Apple" in model else "x86_64"
+    cores, smt, _ = machine.physical_cores(root)
     return MachineReport(
         cpu_model=model or (platform.processor() or platform.machine() if real else "unknown"),
-        vendor=first(blocks, "vendor_id") or ("Apple" if "Apple" in model else "unknown"),
-        arch=platform.machine() if real else _fixture_arch(blocks, model),
-        logical_cpus=len(usable_cpus(root)),
-        physical_cores=n,
+        vendor=machine.first(blocks, "vendor_id") or ("Apple" if "Apple" in model else "unknown"),
+        arch=platform.machine() if real else arch,
+        logical_cpus=len(machine.usable_cpus(root)),
+        physical_cores=cores,
         smt=smt,
-        cpu_quota=quota,
-        threads=default_threads(root),
-        clock_ghz=ghz,
+        cpu_quota=machine.cpu_quota(root)[0],
+        threads=machine.default_threads(root),
+        clock_ghz=machine.max_clock_ghz(root)[0],
         vector_extensions=vector_extensions(root),
         memory_gb=memory_gb(root),
         gpus=gpus() if real else [],
@@ -147,20 +129,21 @@ def cpu_family(cpu: str) -> str:
     return " ".join(words[:2])
 
 
+#: vector units by the flag that names them, widest first
+ISA_TIERS = {
+    "amx_tile": "AMX",
+    "avx512f": "AVX-512",
+    "avx2": "AVX2",
+    "sve": "SVE",
+    "asimd": "NEON",
+    "avx": "AVX",
+}
+
+
 def isa_tier(exts: Iterable[str]) -> str:
     """The widest vector unit: the one that decides a CPU's arithmetic rate."""
-    exts = set(exts or ())
-    for flag, name in (
-        ("amx_tile", "AMX"),
-        ("avx512f", "AVX-512"),
-        ("avx2", "AVX2"),
-        ("sve", "SVE"),
-        ("asimd", "NEON"),
-        ("avx", "AVX"),
-    ):
-        if flag in exts:
-            return name
-    return "SSE"
+    found = set(exts or ())
+    return next((name for flag, name in ISA_TIERS.items() if flag in found), "SSE")
 
 
 def machine_of(fingerprint: dict, fixture: bool = False) -> dict:
@@ -170,21 +153,18 @@ def machine_of(fingerprint: dict, fixture: bool = False) -> dict:
     mid = hashlib.sha256(json.dumps(ident, sort_keys=True).encode()).hexdigest()[:12]
     family = cpu_family(str(fingerprint.get("cpu") or ""))
     isa = isa_tier(fingerprint.get("vector_extensions") or [])
-    gpus = fingerprint.get("gpus") or []
-    label = f"{family} ({isa}), {fingerprint.get('cores', '?')} cores" + (
-        f", {len(gpus)} GPU" if gpus else ""
-    )
+    cores, memory, gpus = (fingerprint.get(k) for k in ("cores", "memory_gb", "gpus"))
+    label = f"{family} ({isa}), {fingerprint.get('cores', '?')} cores"
+    label += f", {len(gpus)} GPU" if gpus else ""
     return {
         "machine_id": mid,
         "label": ("fixture: " if fixture else "") + label,
         "cpu": str(fingerprint.get("cpu") or "unknown"),
         "family": family,
         "isa": isa,
-        "cores": fingerprint.get("cores") if isinstance(fingerprint.get("cores"), int) else None,
+        "cores": cores if isinstance(cores, int) else None,
         "arch": str(fingerprint.get("arch") or ""),
-        "memory_gb": fingerprint.get("memory_gb")
-        if isinstance(fingerprint.get("memory_gb"), int | float)
-        else None,
+        "memory_gb": memory if isinstance(memory, int | float) else None,
         "fixture": fixture,
         "fingerprint": json.dumps(fingerprint, sort_keys=True),
     }

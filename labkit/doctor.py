@@ -36,8 +36,8 @@ def machine_rows(root: str | os.PathLike = hardware.ROOT) -> list[tuple[str, str
     quota = f", CPU quota {r.cpu_quota:g}" if r.cpu_quota is not None else ""
     smt = " (hyper-threads on: two CPUs share each core)" if r.smt else ""
     rows = [
-        ("CPU", f"{r.cpu_model} ({r.arch}, {r.vendor})"),
-        ("CPUs this process may use", f"{r.logical_cpus} on {r.physical_cores} cores{smt}{quota}"),
+        ("CPU", f"{r.cpu} ({r.arch}, {r.vendor})"),
+        ("CPUs this process may use", f"{r.logical_cpus} on {r.cores} cores{smt}{quota}"),
         ("benchmark threads", f"{r.threads} intra-op, 1 inter-op in every framework"),
         ("maximum clock", f"{r.clock_ghz:.2f} GHz" if r.clock_ghz else "unknown"),
         ("vector extensions", ", ".join(r.vector_extensions) or "none found"),

@@ -87,7 +87,7 @@ def test_smt_counts_physical_cores_and_says_so():
     assert hardware.machine.physical_cores(root)[:2] == (4, True)
     assert "SMT on" in hardware.ceiling("fp32", root).method
     report = hardware.report(root)
-    assert (report.logical_cpus, report.physical_cores, report.smt) == (8, 4, True)
+    assert (report.logical_cpus, report.cores, report.smt) == (8, 4, True)
 
 
 def test_without_sysfs_the_core_ids_in_cpuinfo_tell_the_same(tmp_path):
@@ -177,11 +177,11 @@ def test_training_costs_three_forward_passes_and_size_scales():
 def test_report_and_cpu_lists():
     assert hardware.machine.parse_cpu_list("0-3,8,10-11\n") == [0, 1, 2, 3, 8, 10, 11]
     r = hardware.report(machine("arm_neoverse_v1"))
-    assert r.cpu_model == "Neoverse V1" and r.arch == "aarch64"
+    assert r.cpu == "Neoverse V1" and r.arch == "aarch64"
     assert {"asimd", "sve", "bf16", "i8mm"} <= set(r.vector_extensions)
     assert r.ceilings["fp32"].peak_gflops == pytest.approx(332.8)
     mac = hardware.report(machine("apple_m2"))
-    assert (mac.cpu_model, mac.arch, mac.memory_gb) == ("Apple M2 Pro", "arm64", 16.0)
+    assert (mac.cpu, mac.arch, mac.memory_gb) == ("Apple M2 Pro", "arm64", 16.0)
     intel = hardware.report(machine("intel_amx"))
     assert {"amx_bf16", "amx_int8", "avx512_bf16"} <= set(intel.vector_extensions)
 
@@ -189,9 +189,9 @@ def test_report_and_cpu_lists():
 def test_this_machine_gives_consistent_readings():
     r = hardware.report()
     assert r.threads == hardware.default_threads() >= 1
-    assert 1 <= r.physical_cores <= r.logical_cpus
+    assert 1 <= r.cores <= r.logical_cpus
     c = hardware.ceiling()
-    assert c.cores <= r.physical_cores and c.method
+    assert c.cores <= r.cores and c.method
     assert c.peak_gflops is None or (c.peak_gflops > 0 and math.isfinite(c.peak_gflops))
     fp = hardware.fingerprint()
     assert set(fp["peak_gflops"]) == {"fp32", "bf16", "int8"} and fp["threads"] == r.threads

@@ -41,11 +41,14 @@ def memory_gb(root: str | os.PathLike = machine.ROOT) -> float:
 
 @dataclass
 class MachineReport:
-    cpu_model: str
+    """One machine; every field but ``vendor``, ``smt`` and ``ceilings`` is in its
+    :func:`fingerprint`."""
+
+    cpu: str  #: the CPU's model
     vendor: str
     arch: str
     logical_cpus: int  #: CPUs of the affinity mask
-    physical_cores: int  #: the physical cores behind them
+    cores: int  #: the physical cores behind them
     smt: bool  #: two of them are hyper-threads of one core
     cpu_quota: float | None  #: cgroup CPU quota in CPUs, None when unlimited
     threads: int  #: default_threads(): what the runner gives every framework
@@ -71,11 +74,11 @@ def report(root: str | os.PathLike = machine.ROOT) -> MachineReport:
     arch = "aarch64" if arm else "arm64" if "Apple" in model else "x86_64"
     cores, smt, _ = machine.physical_cores(root)
     return MachineReport(
-        cpu_model=model or (platform.processor() or platform.machine() if real else "unknown"),
+        cpu=model or (platform.processor() or platform.machine() if real else "unknown"),
         vendor=machine.first(blocks, "vendor_id") or ("Apple" if "Apple" in model else "unknown"),
         arch=platform.machine() if real else arch,
         logical_cpus=len(machine.usable_cpus(root)),
-        physical_cores=cores,
+        cores=cores,
         smt=smt,
         cpu_quota=machine.cpu_quota(root)[0],
         threads=machine.default_threads(root),
@@ -92,21 +95,8 @@ def report(root: str | os.PathLike = machine.ROOT) -> MachineReport:
 def fingerprint() -> dict:
     """A compact machine identity stored with every benchmark result."""
     r = report()
-    return {
-        "cpu": r.cpu_model,
-        "cores": r.physical_cores,
-        "logical_cpus": r.logical_cpus,
-        "cpu_quota": r.cpu_quota,
-        "threads": r.threads,
-        "arch": r.arch,
-        "vector_extensions": r.vector_extensions,
-        "gpus": r.gpus,
-        "memory_gb": r.memory_gb,
-        "os": r.os,
-        "python": r.python,
-        "clock_ghz": r.clock_ghz,
-        "peak_gflops": {p: c.peak_gflops for p, c in r.ceilings.items()},
-    }
+    fields = {k: v for k, v in vars(r).items() if k not in ("vendor", "smt", "ceilings")}
+    return fields | {"peak_gflops": {p: c.peak_gflops for p, c in r.ceilings.items()}}
 
 
 #: fingerprint fields that make a machine type

@@ -182,9 +182,7 @@ def _explore(args: argparse.Namespace) -> int:
 
 
 def _default_results() -> list[Path]:
-    found = sorted(Path("results").glob("*.jsonl")) + sorted(
-        Path("notebooks/results").glob("*.jsonl")
-    )
+    found = [p for d in ("results", "notebooks/results") for p in sorted(Path(d).glob("*.jsonl"))]
     if not found:
         raise ValueError(
             "no results files in results/ or notebooks/results/; fix: name one "

@@ -73,12 +73,12 @@ def ceiling_rows(
 ) -> list[list[str]]:
     """Per precision, the cells of :data:`CEILING_HEAD`."""
     rows = []
+    missing = "not measured yet (python -m labkit doctor measures it)"
+    if str(root) != hardware.ROOT:
+        missing = f"not measured: the fixture tree holds no {hardware.FIXTURE_FILE}"
     for precision, ce in hardware.report(root).ceilings.items():
         estimate = "unknown" if ce.peak_gflops is None else f"{ce.peak_gflops:,.0f}"
         if found is None:
-            missing = "not measured yet (python -m labkit doctor measures it)"
-            if str(root) != hardware.ROOT:
-                missing = f"not measured: the fixture tree holds no {hardware.FIXTURE_FILE}"
             rows.append([precision, estimate, "not measured", "-", "", missing])
             continue
         p = found[precision]
@@ -101,7 +101,6 @@ def markdown(
 ) -> str:
     """The whole report; the measured peaks are ``found``, else the cached ones (nothing is
     measured here). A fixture ``root``: its machine only, no frameworks."""
-    fixture = str(root) != hardware.ROOT
     found = found if found is not None else peaks(root, measure=False)
     lines = [tables.markdown(("machine", ""), machine_rows(root)), ""]
     threads = f", {found.threads} threads" if found else ""
@@ -110,7 +109,7 @@ def markdown(
     if found is not None:
         lines += ["", f"Peaks measured {found.measured_at} ({found.source or 'just measured'})."]
         lines += [f"problem: {p}" for p in found.problems]
-    if fixture:
+    if str(root) != hardware.ROOT:  # a fixture tree: its machine only
         return "\n".join(lines)
     lines += ["", f"**Profile:** {_profile_line()}", ""]
     rows = framework_rows()

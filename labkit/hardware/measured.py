@@ -183,8 +183,8 @@ class MeasuredPeaks:
     @property
     def busy(self) -> str:
         """Why the machine was too busy for a trustworthy peak ("" when quiet or not known)."""
-        reasons = [r for p in self.peaks.values() for r in p.invalid if r.startswith("busy")]
-        return reasons[0] if reasons else ""
+        reasons = (r for p in self.peaks.values() for r in p.invalid if r.startswith("busy"))
+        return next(reasons, "")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -321,22 +321,18 @@ def _run(probe: Probe, threads: int, precisions: list[str], seconds: float) -> d
     """One probe's ``{"module", "output", "others_cpus"}``, or ``{"module", "error"}``."""
     cmd = [sys.executable, "-m", probe.module, "--threads", str(threads)]
     cmd += ["--precisions", ",".join(precisions), "--seconds", str(seconds)]
+    env = proc.child_env(threads)
     before, children = bench.cpu_sample(), sum(os.times()[2:4])  # children's user + system
     try:
         done = subprocess.run(
-            cmd,
-            capture_output=True,
-            text=True,
-            timeout=PROBE_TIMEOUT_S,
-            env=proc.child_env(threads),
-            check=False,
+            cmd, capture_output=True, text=True, timeout=PROBE_TIMEOUT_S, env=env, check=False
         )
     except subprocess.TimeoutExpired:
         return {"module": probe.module, "error": f"no result within {PROBE_TIMEOUT_S:.0f} s"}
     after, probe_cpu = bench.cpu_sample(), sum(os.times()[2:4]) - children
     others = bench.busy_elsewhere(before, after)  # the probe counts as another process here
-    wall = after[0] - before[0] if before and after else 0.0
-    others = max(0.0, others - probe_cpu / wall) if others is not None and wall > 0 else None
+    if others is not None:  # not None: both samples taken, some time apart
+        others = max(0.0, others - probe_cpu / (after[0] - before[0]))
     lines = done.stdout.strip().splitlines()
     try:
         return {"module": probe.module, "output": json.loads(lines[-1]), "others_cpus": others}

@@ -204,9 +204,7 @@ class Ceiling:
         """The likely cause, in words, of a measurement above this ceiling."""
         if self.peak_gflops is None:
             return ""
-        causes = list(self.caveats) + [
-            "a timing error (a step that returns before its work is done)"
-        ]
+        causes = [*self.caveats, "a timing error (a step that returns before its work is done)"]
         return (
             f"above the estimated {self.precision} ceiling ({self.peak_gflops:.0f} GFLOP/s): "
             "the estimate is an upper bound only as good as its inputs; likely causes: "

@@ -1,7 +1,7 @@
 """What the lessons share: a notebook's own small measurements, compared honestly.
 
 :func:`timed` (sized by the run profile), :func:`us`, :func:`compare`, :func:`break_even_calls`
-and :func:`native_output`; :mod:`.deploy` holds notebook 07's records of paths it times itself.
+and :func:`native_output` (notebook 07's own helpers are beside it: notebooks/deployment/).
 """
 
 from __future__ import annotations

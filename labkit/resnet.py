@@ -120,12 +120,8 @@ def blocks(width: int = WIDTH) -> list[Block]:
 
 
 def all_convs(width: int = WIDTH) -> list[Conv]:
-    convs = [stem(width)]
-    for b in blocks(width):
-        convs.extend(b.convs)
-        if b.downsample is not None:
-            convs.append(b.downsample)
-    return convs
+    """Every convolution in order: the stem, then each block's three and its projection."""
+    return [stem(width), *(c for b in blocks(width) for c in (*b.convs, b.downsample) if c)]
 
 
 BN_PARAMS = ("weight", "bias")

@@ -41,10 +41,6 @@ THREAD_ENV = (
 PARENT_GONE = 3
 
 
-# ---------------------------------------------------------------------------------------------
-# the environment
-
-
 def child_env(
     threads: int | None,
     *,
@@ -65,10 +61,6 @@ def child_env(
         env.update(dict.fromkeys(THREAD_ENV, str(threads)), TF_NUM_INTEROP_THREADS="1")
     env.update(extra or {})
     return env
-
-
-# ---------------------------------------------------------------------------------------------
-# stopping
 
 
 def kill_group(proc: subprocess.Popen, wait_s: float = 10.0) -> None:
@@ -121,10 +113,6 @@ def exit_with_parent(
     thread = threading.Thread(target=watch, daemon=True, name="labkit-parent-watch")
     thread.start()
     return thread
-
-
-# ---------------------------------------------------------------------------------------------
-# why it ended, what it said
 
 
 def ended(code: int) -> str:

@@ -168,14 +168,11 @@ def init_weights(
     w: dict[str, np.ndarray] = {}
     last_bns = {b.convs[2].bn for b in blocks(width)}
     for name, shape in param_shapes(num_classes, width).items():
-        if name.endswith("conv1.weight") or ".conv" in name or "downsample.0" in name:
+        if len(shape) == 4:  # a convolution's kernel
             fan_out = shape[0] * shape[2] * shape[3]
             arr = rng.normal(0.0, np.sqrt(2.0 / fan_out), shape)
-        elif name == "fc.weight":
-            bound = 1.0 / np.sqrt(shape[1])
-            arr = rng.uniform(-bound, bound, shape)
-        elif name == "fc.bias":
-            bound = 1.0 / np.sqrt(features(width))
+        elif name.startswith("fc."):
+            bound = 1.0 / np.sqrt(features(width))  # the classifier's fan_in
             arr = rng.uniform(-bound, bound, shape)
         elif name.endswith(".weight"):  # BatchNorm scale
             bn = name.rsplit(".", 1)[0]

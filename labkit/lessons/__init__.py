@@ -61,9 +61,7 @@ def compare(
     interval and each side's verdict (``threads``: the CPUs the measured work used)."""
     if not all(isinstance(m, bench.Measurement) for m in (fast, slow)):
         raise TypeError("compare takes two labkit.bench.Measurement (from lessons.timed)")
-    sides = [
-        {"batch_size": 1, "median_s": m.median_s, "times_s": list(m.times_s)} for m in (fast, slow)
-    ]
+    sides = [{**m.as_dict(), "batch_size": 1} for m in (fast, slow)]  # one call per side
     problems = tuple(
         f"{m.label or name}: {why}"
         for name, m in (("fast", fast), ("slow", slow))

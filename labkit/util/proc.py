@@ -80,12 +80,10 @@ def stop_processes(processes: Sequence, grace_s: float = 3.0) -> None:
     live = list(processes)
     for sig, wait in ((signal.SIGTERM, grace_s), (signal.SIGKILL, 5.0)):
         for p in live:
-            try:
+            with contextlib.suppress(ProcessLookupError, PermissionError, psutil.Error):
                 if os.getpgid(p.pid) == p.pid:  # a session/group leader: its whole group
                     os.killpg(p.pid, sig)
                 p.send_signal(sig)
-            except (ProcessLookupError, PermissionError, psutil.Error):
-                pass
         _gone, live = psutil.wait_procs(live, timeout=wait)
         if not live:
             return

@@ -120,12 +120,8 @@ def blocks(width: int = WIDTH) -> list[Block]:
 
 
 def all_convs(width: int = WIDTH) -> list[Conv]:
-    convs = [stem(width)]
-    for b in blocks(width):
-        convs.extend(b.convs)
-        if b.downsample is not None:
-            convs.append(b.downsample)
-    return convs
+    """Every convolution in order: the stem, then each block's three and its projection."""
+    return [stem(width), *(c for b in blocks(width) for c in (*b.convs, b.downsample) if c)]
 
 
 BN_PARAMS = ("weight", "bias")
@@ -172,14 +168,11 @@ def init_weights(
     w: dict[str, np.ndarray] = {}
     last_bns = {b.convs[2].bn for b in blocks(width)}
     for name, shape in param_shapes(num_classes, width).items():
-        if name.endswith("conv1.weight") or ".conv" in name or "downsample.0" in name:
+        if len(shape) == 4:  # a convolution's kernel
             fan_out = shape[0] * shape[2] * shape[3]
             arr = rng.normal(0.0, np.sqrt(2.0 / fan_out), shape)
-        elif name == "fc.weight":
-            bound = 1.0 / np.sqrt(shape[1])
-            arr = rng.uniform(-bound, bound, shape)
-        elif name == "fc.bias":
-            bound = 1.0 / np.sqrt(features(width))
+        elif name.startswith("fc."):
+            bound = 1.0 / np.sqrt(features(width))  # the classifier's fan_in
             arr = rng.uniform(-bound, bound, shape)
         elif name.endswith(".weight"):  # BatchNorm scale
             bn = name.rsplit(".", 1)[0]
@@ -213,11 +206,7 @@ def validate_weights(weights: dict[str, np.ndarray], num_classes: int | None = N
         num_classes = int(np.shape(weights["fc.bias"])[0])
     width = width_of(weights)
     expected = param_shapes(num_classes, width)
-    at = (
-        ""
-        if width == WIDTH
-        else f" at width {width} (read from conv1.weight; ResNet-50's is {WIDTH})"
-    )
+    at = "" if width == WIDTH else f" at width {width}, read from conv1.weight"
     for name, shape in expected.items():
         if name not in weights:
             raise ValueError(f"weights are missing tensor {name!r} (expected shape {shape}{at})")
@@ -256,29 +245,23 @@ def check_images(images: np.ndarray) -> np.ndarray:
     return np.ascontiguousarray(images, dtype=np.float32)
 
 
-def _out(size: int, kernel: int, stride: int, padding: int) -> int:
-    return (size + 2 * padding - kernel) // stride + 1
-
-
 def flops(
     image_size: int = 224, num_classes: int = 1000, training: bool = False, width: int = WIDTH
 ) -> int:
     """FLOPs of one image: 2 per multiply-accumulate of the forward pass (convolutions and
     classifier); a training step counts about 3x the forward."""
-    check_image_size(image_size)
-    s = stem(width)
-    h = _out(image_size, s.kernel, s.stride, s.padding)
-    total = h * h * s.cout * s.cin * s.kernel**2
-    h = _out(h, 3, 2, 1)  # max pool
+    check_image_size(image_size)  # a multiple of 32: each stride divides the size exactly
+
+    def macs(c: Conv, size: int) -> int:  # ``size``: the convolution's input height and width
+        return (size // c.stride) ** 2 * c.cout * c.cin * c.kernel**2
+
+    total = macs(stem(width), image_size)
+    size = image_size // 4  # after the stem and the max pool
     for b in blocks(width):
-        h_in = h
-        for c in b.convs:
-            h = _out(h, c.kernel, c.stride, c.padding)
-            total += h * h * c.cout * c.cin * c.kernel**2
-        if b.downsample is not None:
-            d = b.downsample
-            hd = _out(h_in, d.kernel, d.stride, d.padding)
-            total += hd * hd * d.cout * d.cin
+        conv1, conv2, conv3 = b.convs
+        total += macs(conv1, size) + macs(conv2, size) + macs(conv3, size // conv2.stride)
+        total += macs(b.downsample, size) if b.downsample is not None else 0
+        size //= conv2.stride
     total += features(width) * num_classes
     return 2 * total * (3 if training else 1)
 

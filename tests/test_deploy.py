@@ -1,9 +1,14 @@
-"""labkit.lessons.deploy: artefact sizes, logit agreement, the formats table (framework-free)."""
+"""Notebook 07's helpers (notebooks/deployment/deploy.py): artefact sizes, logit agreement, the
+formats table (framework-free)."""
 
-from labkit.lessons import deploy
+import sys
 
 import numpy as np
 import pytest
+from conftest import ROOT
+
+sys.path.insert(0, str(ROOT / "notebooks" / "deployment"))  # where the notebook's script finds it
+import deploy
 
 
 def test_size_of_files_and_directories(tmp_path):

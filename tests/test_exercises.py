@@ -298,7 +298,7 @@ def test_a_code_exercise_built_by_hand(progress_file):
             "framework": "torch",
             "properties": ["max_ops"],
             "inputs": "[(np.ones(3, np.float32),)]",
-            "limit": 1,
+            "options": {"limit": 1},
         },
         starter="def f(x):\n    return (x + 1) * 2\n",
         solution="def f(x):\n    return x.add(1)\n",

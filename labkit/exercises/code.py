@@ -16,7 +16,7 @@ import sys
 import textwrap
 import types
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -31,7 +31,7 @@ __all__ = ["Check", "Code", "function_from_source"]
 _counter = itertools.count()
 
 
-@dataclass(frozen=True)
+@dataclass
 class Check:
     """What a :class:`Code` exercise verifies, and on which inputs: ``inputs`` is a Python
     expression over ``np`` and ``rng`` (seeded) giving a list of argument tuples; ``reference``
@@ -46,15 +46,8 @@ class Check:
     atol: float = 1e-6
     options: dict[str, Any] = field(default_factory=dict)
 
-    @classmethod
-    def from_dict(cls, spec: dict[str, Any]) -> Check:
-        """A bank entry's ``check`` table: the keys that are not fields are the options."""
-        known = {f.name for f in fields(cls)} - {"options"}
-        options = {k: v for k, v in spec.items() if k not in known}
-        return cls(**{k: v for k, v in spec.items() if k in known}, options=options)
-
     def __post_init__(self) -> None:
-        object.__setattr__(self, "properties", tuple(self.properties))
+        self.properties = tuple(self.properties)
         declared = dict(frameworks.spec(self.framework).code_checks)  # ValueError if unknown
         unknown = [p for p in self.properties if p not in declared]
         if not self.properties or unknown:
@@ -128,7 +121,7 @@ class Code(Exercise):
         explanation: str = "",
     ):
         super().__init__(prompt, explanation, hint=hints[0] if hints else "")
-        self.check_spec = check if isinstance(check, Check) else Check.from_dict(check)
+        self.check_spec = check if isinstance(check, Check) else Check(**check)
         self.starter = textwrap.dedent(starter).strip() + "\n"
         self.solution_code = textwrap.dedent(solution).strip() + "\n"
         self.hints = tuple(hints)
@@ -177,34 +170,31 @@ class Code(Exercise):
             return False
         return _functions(source).get(self.entry, 0) == _functions(self.starter)[self.entry]
 
-    def run_checks(self, fn: Callable) -> list[tuple[str, bool, str]]:
-        """(property, passed, detail) for each property, up to and including the first failure."""
-        spec = self.check_spec
+    def _judge(self, fn: Callable) -> Feedback:
+        """Run ``fn`` through each property, up to and including the first that fails."""
+        spec, rows = self.check_spec, []
         try:
             checks = frameworks.checks(spec.framework)
         except frameworks.FrameworkUnavailable as exc:
-            return [("available", False, str(exc))]
-        source = {"starter": self.starter, "solution": self.solution_code}
-        source = source.get(spec.reference, spec.reference)
-        label = f"{self.id} reference"
-        reference = function_from_source(source, self.entry, checks.namespace(), label)
-        options = {"reference": reference, "rtol": spec.rtol, "atol": spec.atol, **spec.options}
-        rows = []
-        for prop in spec.properties:
-            run = functools.partial(checks.verify, prop, fn, spec.cases(), **options)
-            try:
-                ok, detail = _silently(run)
-            except Exception as exc:  # noqa: BLE001  (the learner's code may raise anything)
-                ok, detail = False, f"it raised {what_broke(exc)}"
-            rows.append((prop, ok, detail))
-            if not ok:
-                break
-        return rows
-
-    def _judge(self, fn: Callable) -> Feedback:
-        rows = self.run_checks(fn)
-        describe = self.check_spec.describe
-        lines = "\n".join(f"- {'✓' if ok else '✗'} {describe(p)}: {why}" for p, ok, why in rows)
+            rows.append(("available", False, str(exc)))
+        else:
+            source = {"starter": self.starter, "solution": self.solution_code}
+            source = source.get(spec.reference, spec.reference)
+            label = f"{self.id} reference"
+            reference = function_from_source(source, self.entry, checks.namespace(), label)
+            options = {"reference": reference, "rtol": spec.rtol, "atol": spec.atol, **spec.options}
+            for prop in spec.properties:
+                run = functools.partial(checks.verify, prop, fn, spec.cases(), **options)
+                try:
+                    ok, detail = _silently(run)
+                except Exception as exc:  # noqa: BLE001  (the learner's code may raise anything)
+                    ok, detail = False, f"it raised {what_broke(exc)}"
+                rows.append((prop, ok, detail))
+                if not ok:
+                    break
+        lines = "\n".join(
+            f"- {'✓' if ok else '✗'} {spec.describe(p)}: {why}" for p, ok, why in rows
+        )
         failed = next((p for p, ok, _ in rows if not ok), None)
         if failed is None:
             self._failures = 0
@@ -215,7 +205,7 @@ class Code(Exercise):
         hint = self.hints[min(self._failures, len(self.hints)) - 1] if self.hints else ""
         return Feedback(
             False,
-            f"Not yet: *{describe(failed)}* failed.\n{lines}"
+            f"Not yet: *{spec.describe(failed)}* failed.\n{lines}"
             + (f"\n\nHint: {hint}" if hint else "")
             + "\n\nEdit the function and run the cell again, or call .solution().",
             failed,

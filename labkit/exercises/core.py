@@ -161,11 +161,11 @@ class Choice(Exercise):
         return f"**Exercise.** {self.prompt}\n\n{opts}"
 
 
-@dataclass
+@dataclass(kw_only=True)
 class Number(Exercise):
     """A numeric answer, right within a relative tolerance (or an absolute one)."""
 
-    answer: float = 0.0
+    answer: float
     rel_tol: float = 0.05
     abs_tol: float = 0.0
     unit: str = ""

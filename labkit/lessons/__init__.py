@@ -1,7 +1,7 @@
 """What the lessons share: a notebook's own small measurements, compared honestly.
 
 :func:`timed` (sized by the run profile), :func:`us`, :func:`compare`, :func:`break_even_calls`
-and :func:`native_output`; :mod:`.deploy` holds notebook 07's records of paths it times itself.
+and :func:`native_output` (notebook 07's own helpers are beside it: notebooks/deployment/).
 """
 
 from __future__ import annotations
@@ -61,9 +61,7 @@ def compare(
     interval and each side's verdict (``threads``: the CPUs the measured work used)."""
     if not all(isinstance(m, bench.Measurement) for m in (fast, slow)):
         raise TypeError("compare takes two labkit.bench.Measurement (from lessons.timed)")
-    sides = [
-        {"batch_size": 1, "median_s": m.median_s, "times_s": list(m.times_s)} for m in (fast, slow)
-    ]
+    sides = [{**m.as_dict(), "batch_size": 1} for m in (fast, slow)]  # one call per side
     problems = tuple(
         f"{m.label or name}: {why}"
         for name, m in (("fast", fast), ("slow", slow))

@@ -36,22 +36,19 @@ def check_port(port: int, host: str = LOOPBACK) -> int:
     for address in dict.fromkeys((host, *WILDCARDS)):
         family = socket.AF_INET6 if ":" in address else socket.AF_INET
         try:
-            s = socket.socket(family, socket.SOCK_STREAM)
-        except OSError:  # no IPv6 here: nothing can listen there either
-            continue
-        with s:
-            try:
+            with socket.socket(family, socket.SOCK_STREAM) as s:
                 s.bind((address, port))
-            except OSError as exc:
-                if address != host and exc.errno in (errno.EADDRNOTAVAIL, errno.EAFNOSUPPORT):
-                    continue
-                where = (
-                    f"on {host} is already in use by another program ({exc.strerror})"
-                    if address == host
-                    else f"is already in use by another program on another address of this "
-                    f"machine (it cannot be bound on {address}, every interface: {exc.strerror})"
-                )
-                raise PortInUse(f"port {port} {where}") from None
+        except OSError as exc:
+            # a wildcard of a family this machine lacks (no IPv6): nothing can listen there either
+            if address != host and exc.errno in (errno.EADDRNOTAVAIL, errno.EAFNOSUPPORT):
+                continue
+            where = (
+                f"on {host} is already in use by another program ({exc.strerror})"
+                if address == host
+                else f"is already in use by another program on another address of this "
+                f"machine (it cannot be bound on {address}, every interface: {exc.strerror})"
+            )
+            raise PortInUse(f"port {port} {where}") from None
     return port
 
 

@@ -41,10 +41,6 @@ THREAD_ENV = (
 PARENT_GONE = 3
 
 
-# ---------------------------------------------------------------------------------------------
-# the environment
-
-
 def child_env(
     threads: int | None,
     *,
@@ -67,10 +63,6 @@ def child_env(
     return env
 
 
-# ---------------------------------------------------------------------------------------------
-# stopping
-
-
 def kill_group(proc: subprocess.Popen, wait_s: float = 10.0) -> None:
     """SIGKILL the process group that ``proc`` leads (started with ``start_new_session=True``),
     so that what it started goes too, and reap ``proc``. A group already gone is no error."""
@@ -88,12 +80,10 @@ def stop_processes(processes: Sequence, grace_s: float = 3.0) -> None:
     live = list(processes)
     for sig, wait in ((signal.SIGTERM, grace_s), (signal.SIGKILL, 5.0)):
         for p in live:
-            try:
+            with contextlib.suppress(ProcessLookupError, PermissionError, psutil.Error):
                 if os.getpgid(p.pid) == p.pid:  # a session/group leader: its whole group
                     os.killpg(p.pid, sig)
                 p.send_signal(sig)
-            except (ProcessLookupError, PermissionError, psutil.Error):
-                pass
         _gone, live = psutil.wait_procs(live, timeout=wait)
         if not live:
             return
@@ -121,10 +111,6 @@ def exit_with_parent(
     thread = threading.Thread(target=watch, daemon=True, name="labkit-parent-watch")
     thread.start()
     return thread
-
-
-# ---------------------------------------------------------------------------------------------
-# why it ended, what it said
 
 
 def ended(code: int) -> str:

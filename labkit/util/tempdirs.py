@@ -7,6 +7,7 @@ names it for this user, makes it 0700 and refuses one that is not a private fold
 from __future__ import annotations
 
 import atexit
+import contextlib
 import os
 import pwd
 import shutil
@@ -68,18 +69,16 @@ def bound(folder: Path, max_bytes: int, keep: Path | None = None) -> list[Path]:
     first, never ``keep``; returns what was removed."""
     files = []
     for path in folder.rglob("*"):
-        try:
+        with contextlib.suppress(FileNotFoundError):  # removed by another process meanwhile
             if path.is_file() and not path.is_symlink():
                 st = path.stat()
                 files.append((st.st_mtime, st.st_size, path))
-        except FileNotFoundError:
-            continue
     total = sum(size for _, size, _ in files)
     removed = []
     for _, size, path in sorted(files):
         if total <= max_bytes:
             break
-        if keep is not None and path == keep:
+        if path == keep:
             continue
         path.unlink(missing_ok=True)
         total -= size

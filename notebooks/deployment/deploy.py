@@ -1,5 +1,6 @@
-"""Notebook 07's deployment helpers: the formats (:data:`FORMATS`), artefact sizes, logit
-agreement, and a results record for a path timed in the notebook or its script (:func:`record`).
+"""Notebook 07's deployment helpers, used by the notebook and by ``export_and_time.py`` beside
+it: the formats (:data:`FORMATS`), artefact sizes, logit agreement, and a results record for a
+path timed in the notebook or its script (:func:`record`).
 """
 
 from __future__ import annotations
@@ -8,17 +9,17 @@ import tomllib
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-import numpy as np
+from labkit import bench, hardware, profiles, results
+from labkit.runner import Cell, ceiling_fields
+from labkit.util.numeric import max_rel_diff, top1_agreement
 
-from .. import bench, hardware, profiles, results
-from ..runner import Cell, ceiling_fields
-from ..util.numeric import max_rel_diff, top1_agreement
+import numpy as np
 
 __all__ = ["FORMATS", "Agreement", "agreement", "record", "size_bytes"]
 
-#: the formats as labkit/data/formats.toml lists them (name, written_by, runtime, server, ...)
+#: the formats as formats.toml beside this file lists them (name, written_by, runtime, ...)
 FORMATS: list[dict[str, str]] = tomllib.loads(
-    (Path(__file__).resolve().parents[1] / "data" / "formats.toml").read_text(encoding="utf-8")
+    (Path(__file__).resolve().parent / "formats.toml").read_text(encoding="utf-8")
 )["format"]
 
 

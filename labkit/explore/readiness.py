@@ -15,7 +15,7 @@ from ..runner import inputs
 from .report import Report
 from .workers import Run, Source, offered, run_workers
 
-__all__ = ["DEFAULT_TIMEOUT_S", "check", "probe_spec"]
+__all__ = ["DEFAULT_TIMEOUT_S", "check"]
 
 #: seconds one check may take before its process is stopped (a compile on a slow laptop)
 DEFAULT_TIMEOUT_S = 300.0
@@ -97,7 +97,8 @@ def check(
     shapes (``"8x3x224x224"``, batch first, several separated by commas), the tensors, a
     function that returns them (``"file.py:example_inputs"``), or None when the builder returns
     them. ``kwargs``: keyword arguments of the call (tensors or plain values). ``layout``:
-    ``"NCHW"`` or ``"NHWC"``. ``checks``: a subset of the paths (the first, eager, always runs).
+    ``"NCHW"`` or ``"NHWC"``. ``checks``: a subset of the paths (the first, eager, always runs;
+    ``[]``: only it).
     ``timeout_s`` bounds each check. Bad input raises ``ValueError`` with the fix."""
     if not (isinstance(timeout_s, int | float) and timeout_s > 0):
         raise ValueError(f"timeout_s must be a number of seconds > 0, got {timeout_s!r}")
@@ -126,13 +127,3 @@ def check(
         bar.close()
     _fill(report, run)
     return report
-
-
-def probe_spec(spec: str | os.PathLike, timeout_s: float = DEFAULT_TIMEOUT_S) -> dict:
-    """What a worker finds in a spec: ``framework``, and ``inputs`` (the shapes of the example
-    inputs its builder returns, or ""). ``ValueError`` when it cannot be built."""
-    source = _resolve(spec, None)
-    if source.kind == "file":
-        return {"framework": source.framework, "inputs": ""}
-    ran = run_workers(source, [], Call(), None, None, timeout_s, lambda *_: None, probe=True)
-    return {"framework": ran.framework, "inputs": ran.info.get("inputs", "")}

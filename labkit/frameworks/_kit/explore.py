@@ -175,17 +175,6 @@ def agreement(outputs, references, rtol: float = RTOL) -> tuple[bool, float, str
     return True, worst, ""
 
 
-def write_pickle(obj: object, path: Path) -> None:
-    """Write ``obj`` with cloudpickle (a notebook's classes travel by value); ``ValueError``
-    when it cannot be pickled."""
-    import cloudpickle
-
-    try:
-        Path(path).write_bytes(cloudpickle.dumps(obj))
-    except Exception as exc:
-        raise ValueError(f"pickling it failed: {type(exc).__name__}: {exc}") from exc
-
-
 #: how much slower than eager (and by how many ms) a compiled call must be to be a finding
 SLOWDOWN, SLOWDOWN_MS = 3.0, 0.5
 

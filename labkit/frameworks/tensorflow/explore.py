@@ -5,11 +5,9 @@ shapes change (with ``reduce_retracing`` and an ``input_signature`` tried), XLA.
 from __future__ import annotations
 
 import contextlib
-import pickle
 import re
 import time
 from collections.abc import Callable, Sequence
-from pathlib import Path
 
 import keras
 import numpy as np
@@ -20,8 +18,7 @@ from .._kit.layout import Call, Variation, axes
 from . import SPEC
 from .adapter import is_tf_function, model_caller
 
-__all__ = ["ACCEPTS", "CHECKS", "Session", "bind", "cause", "pack", "run_check", "unpack"]
-__all__ += ["versions"]
+__all__ = ["ACCEPTS", "CHECKS", "Session", "bind", "cause", "run_check", "versions"]
 
 CHECKS: tuple[str, ...] = ("eager", "tf.function", "tf.function(new shapes)", "xla")
 ACCEPTS = (
@@ -42,20 +39,6 @@ def _options(fn: object) -> dict:
     if is_tf_function(fn) and getattr(fn, "_reduce_retracing", False):
         out["reduce_retracing"] = True
     return out
-
-
-def pack(model: object, path: Path) -> None:
-    """Keras objects pickle through Keras' own saving; a ``tf.function`` as its Python
-    function and options (cloudpickle)."""
-    if is_tf_function(model):
-        ex.write_pickle(("function", model.python_function, _options(model)), path)
-    else:
-        ex.write_pickle(("object", model, {}), path)
-
-
-def unpack(path: Path) -> object:
-    kind, obj, options = pickle.loads(Path(path).read_bytes())
-    return tf.function(obj, **options) if kind == "function" else obj
 
 
 def _declared(model: object, count: int) -> tuple[list[tuple] | None, str]:
@@ -131,12 +114,15 @@ def _meaningful(text: str) -> list[str]:
     ]
 
 
+def _said(exc: BaseException, lines: int = 2) -> str:
+    return ex.first_lines("\n".join(_meaningful(str(exc))) or exc, lines=lines, limit=700)
+
+
 def _fails(path: str, what: str, exc: BaseException) -> dict:
     """A failed trace or compile: TensorFlow's own cause, at the learner's line."""
     where = ex.user_location(str(exc))
-    message = ex.first_lines("\n".join(_meaningful(str(exc))) or exc, lines=2)
     why = f"{what}: {cause(exc)}" + (f" (at {where})" if where else "")
-    return ex.result(path, "fails", why, message)
+    return ex.result(path, "fails", why, _said(exc))
 
 
 def cause(exc: BaseException) -> str:
@@ -148,11 +134,7 @@ def cause(exc: BaseException) -> str:
 
 
 def _eager(s: Session) -> dict:
-    def message(exc: BaseException) -> str:
-        text = ex.first_lines("\n".join(_meaningful(str(exc))) or exc, lines=4, limit=700)
-        return f"{type(exc).__name__}: {text}"
-
-    return s.eager_check("eager TensorFlow", message)
+    return s.eager_check("eager TensorFlow", lambda exc: f"{type(exc).__name__}: {_said(exc, 4)}")
 
 
 def _traced(s: Session, path: str, fn, failed: str) -> tuple[dict | None, float, str]:

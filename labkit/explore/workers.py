@@ -19,7 +19,7 @@ import tempfile
 import time
 import traceback
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import cloudpickle
@@ -31,18 +31,7 @@ from ..frameworks._kit.layout import Call, describe_arrays
 from ..runner import inputs
 from ..util import proc
 
-__all__ = ["Run", "Source", "main", "offered", "run_workers"]
-
-
-@dataclass
-class Source:
-    """Where the worker gets the model: a spec it builds, a saved file, or a live object."""
-
-    kind: str  # "spec" | "file" | "object"
-    value: str | None
-    framework: str | None  # None: the worker finds it from what the spec builds
-    name: str
-    obj: object = None
+__all__ = ["Run", "main", "offered", "run_workers"]
 
 
 def offered() -> str:
@@ -56,9 +45,8 @@ def offered() -> str:
 
 @dataclass
 class Run:
-    """What the workers found: the framework and checks (from the first worker), the answers."""
+    """What the workers found: ``info`` and the checks (from the first worker), the answers."""
 
-    framework: str | None
     #: ``tick(check, done, total)``: a check starts (``done`` False) or ends, of ``total`` checks
     tick: Callable[[str, bool, int], None]
     checks: list[str] | None = None  # None until a worker has chosen them
@@ -118,7 +106,7 @@ def _follow(run: Run, child, work: Path, timeout_s: float) -> bool:
                 if ev["event"] == "error":
                     raise ValueError(ev["message"])
                 if ev["event"] == "ready":
-                    run.framework, run.info = ev["framework"], ev
+                    run.info = ev
                     run.checks = run.checks or list(ev["checks"])
                 elif ev["event"] == "start":
                     now.update(check=ev["check"], since=time.perf_counter())
@@ -137,31 +125,28 @@ def _follow(run: Run, child, work: Path, timeout_s: float) -> bool:
 
 
 def run_workers(
-    source: Source,
+    job: dict,
+    model: object,
     arrays: list[np.ndarray],
-    call: Call,
-    example: str | None,
-    requested: list[str] | None,
     timeout_s: float,
     tick: Callable[[str, bool, int], None],
 ) -> Run:
-    """Run the checks in worker processes on ``arrays`` (taken as ``call`` says), or what the
-    function ``example`` (a spec) returns, or what the builder returns beside the model. A bad
-    spec or a model that cannot travel raises ``ValueError``."""
-    run = Run(source.framework, tick)
+    """Run the checks of ``job`` (see :func:`labkit.explore.readiness.check`) in worker
+    processes on ``arrays``, or what the function ``job["example"]`` (a spec) returns, or what
+    the builder returns beside the model; ``model``: a live object (``job["model"]`` None). A
+    bad spec or a model that cannot travel raises ``ValueError``."""
+    run = Run(tick)
     with tempfile.TemporaryDirectory(prefix="labkit-explore-") as tmp:
         work = Path(tmp)
-        job = {"kind": source.kind, "value": source.value, "example": example}
-        job |= {"inputs": None, "call": asdict(call)}
-        if source.kind == "object":
-            job["value"] = str(work / "model.pkl")
+        job = {**job, "inputs": None, "exact": False}
+        if job["model"] is None:
             try:  # cloudpickle: a notebook's classes travel by value
-                (work / "model.pkl").write_bytes(cloudpickle.dumps(source.obj))
+                (work / "model.pkl").write_bytes(cloudpickle.dumps(model))
             except Exception as exc:  # noqa: BLE001 - whatever pickling raised, said
                 raise ValueError(
                     f"the model cannot be handed to a worker process (pickling it failed: "
-                    f"{first_lines(exc)}): give it as a spec, "
-                    "'file.py:build_model' (a function that returns it), and the worker builds it"
+                    f"{first_lines(exc)}): give it as a spec, 'file.py:build_model' (a function "
+                    "that returns it), and the worker builds it"
                 ) from None
         if arrays:
             np.savez(work / "inputs.npz", *arrays)
@@ -171,8 +156,8 @@ def run_workers(
         env = proc.child_env(None, path=inputs.child_pythonpath(), extra=env)
         cmd = [sys.executable, "-m", "labkit.explore", str(work / "job.json"), str(os.getpid())]
         while run.checks is None or run.remaining:
-            checks = requested if run.checks is None else run.remaining
-            job |= {"framework": run.framework, "checks": checks, "exact": run.checks is not None}
+            if run.checks is not None:  # a fresh worker takes the checks left
+                job |= {"framework": run.info["framework"], "checks": run.remaining, "exact": True}
             (work / "job.json").write_text(json.dumps(job))
             (work / "events.jsonl").unlink(missing_ok=True)
             with open(work / "log.txt", "wb") as log:
@@ -245,14 +230,14 @@ def _checks(explorer, model: object, job: dict) -> list[str]:
 
 def _load(job: dict):
     """The model, its framework's explorer, the checks, the inputs (``ValueError`` if bad)."""
-    if job["kind"] == "object":
-        model, given = pickle.loads(Path(job["value"]).read_bytes()), None
+    if job["model"] is None:
+        model, given = pickle.loads(Path("model.pkl").read_bytes()), None
     else:
-        model, given = inputs.build_example(job["value"])  # a saved file: its path, None
+        model, given = inputs.build_example(job["model"])  # a saved file: its path, None
     fw = job["framework"] or fw_registry.framework_of(model)
     if fw is None:
         raise ValueError(
-            f"model {job['value']!r}: its builder returned a {type(model).__name__}, which "
+            f"model {job['model']!r}: its builder returned a {type(model).__name__}, which "
             f"no registered framework takes; pass framework= (one of {offered()})"
         )
     explorer = fw_registry.explorer(fw)
@@ -285,7 +270,7 @@ def main(argv: Sequence[str]) -> int:
         model, fw, explorer, checks, arrays, call, notes = _load(job)
     except Exception as exc:  # noqa: BLE001 - reported to the parent, whatever it was
         message = str(exc) if isinstance(exc, ValueError) else first_lines(exc, lines=4)
-        if job["kind"] == "object":
+        if job["model"] is None:
             message = (
                 f"the worker process could not load the pickled model ({first_lines(exc)}): "
                 "give it as a spec, 'file.py:build_model', and the worker builds it"

@@ -4,6 +4,7 @@ the model or ``(model, example_args[, example_kwargs])``; anything wrong raises 
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import importlib
 import importlib.util
@@ -18,6 +19,7 @@ from pathlib import Path
 import numpy as np
 
 from .. import frameworks as fw_registry
+from ..frameworks._kit.explore import first_lines
 from ..frameworks._kit.layout import Call, random_array
 from ..util import proc
 
@@ -35,7 +37,6 @@ __all__ = [
     "parse_inputs",
     "shapes_text",
     "to_batch",
-    "to_numpy",
     "with_batch",
 ]
 
@@ -132,15 +133,12 @@ class Spec:
         return f"{self.file}:{self.function}" if self.file else f"{self.module}:{self.function}"
 
 
-_FIX = (
-    "give the model as 'path/to/file.py:build_model' or 'package.module:build_model' (a "
-    "function that takes no arguments and returns the model), or a saved model file ({files})"
-)
-
-
 def _fix() -> str:
     files = ", ".join(x for s in fw_registry.specs() for x in s.model_files) or "none"
-    return _FIX.format(files=files)
+    return (
+        "give the model as 'path/to/file.py:build_model' or 'package.module:build_model' (a "
+        f"function that takes no arguments and returns the model), or a saved model file ({files})"
+    )
 
 
 def parse(spec: str | os.PathLike) -> Spec:
@@ -191,11 +189,6 @@ def _where(exc: BaseException, path: Path | None) -> str:
     return f" ({Path(mine[-1].filename).name} line {mine[-1].lineno})" if mine else ""
 
 
-def _error(exc: BaseException) -> str:
-    text = str(exc).strip().splitlines()
-    return f"{type(exc).__name__}: {text[0]}" if text else type(exc).__name__
-
-
 def _load_builder(s: Spec) -> Callable[[], object]:
     """The builder function a spec names (imports its file or module, builds nothing yet)."""
     try:
@@ -209,7 +202,7 @@ def _load_builder(s: Spec) -> Callable[[], object]:
                 f"{s.function}"
             ) from exc
         raise ValueError(
-            f"model {s.text!r}: importing it failed: {_error(exc)}{_where(exc, s.file)}"
+            f"model {s.text!r}: importing it failed: {first_lines(exc, lines=1)}{_where(exc, s.file)}"
         ) from exc
     builder = getattr(module, s.function, None)
     if not callable(builder):
@@ -228,7 +221,7 @@ def _called(s: Spec, what: str) -> object:
         value = function()
     except Exception as exc:
         raise ValueError(
-            f"model {s.text!r}: the {what} {s.function}() raised {_error(exc)}"
+            f"model {s.text!r}: the {what} {s.function}() raised {first_lines(exc, lines=1)}"
             f"{_where(exc, s.file)}; fix the {what} (it must take no arguments and return "
             + ("the model)" if what == "builder" else "the example inputs)")
         ) from exc
@@ -244,11 +237,9 @@ def _array_like(x: object) -> bool:
     return hasattr(x, "shape") and hasattr(x, "dtype")
 
 
-def to_numpy(x: object) -> np.ndarray:
+def _host(x: object) -> np.ndarray:
     """A tensor of any framework (or an array) as a host array."""
-    if callable(getattr(x, "detach", None)):
-        x = x.detach().cpu()
-    return np.ascontiguousarray(np.asarray(x))
+    return np.asarray(x.detach().cpu() if callable(getattr(x, "detach", None)) else x)
 
 
 _PLAIN = (bool, int, float, str, type(None))
@@ -265,12 +256,12 @@ def example_of(args: object, kwargs: dict | None = None) -> tuple[list[np.ndarra
                 f"example input {i} is a {type(x).__name__}, not a tensor or an array: give "
                 "tensors positionally, and plain values (use_cache=False) as keyword arguments"
             )
-        arrays.append(to_numpy(x))
+        arrays.append(_host(x))
         names.append("")
     constants = {}
     for key, value in (kwargs or {}).items():
         if _array_like(value):
-            arrays.append(to_numpy(value))
+            arrays.append(_host(value))
             names.append(str(key))
         elif isinstance(value, _PLAIN):
             constants[str(key)] = value
@@ -330,25 +321,16 @@ def is_function_spec(text: object) -> bool:
     """Whether ``text`` names a function (``file.py:example_inputs``) rather than shapes."""
     if not isinstance(text, str):
         return False
-    try:
+    with contextlib.suppress(ValueError):
         parse_inputs(text)
-        return False
-    except ValueError:
-        pass
+        return False  # shapes
     where, sep, function = text.strip().rpartition(":")
     return bool(sep and where and function.isidentifier())
 
 
 def to_batch(arrays: list[np.ndarray], batch: int) -> list[np.ndarray]:
     """``arrays`` with ``batch`` rows: the first ones, repeated when there are fewer."""
-    out = []
-    for a in arrays:
-        if a.ndim == 0:
-            out.append(a)
-            continue
-        reps = -(-batch // a.shape[0])
-        out.append(np.ascontiguousarray(np.concatenate([a] * reps)[:batch]))
-    return out
+    return [a if a.ndim == 0 else np.resize(a, (batch, *a.shape[1:])) for a in arrays]
 
 
 def child_pythonpath() -> list[str]:

@@ -10,7 +10,6 @@ from collections.abc import Sequence
 from dataclasses import asdict
 
 from .. import frameworks as fw_registry
-from ..frameworks._kit.explore import GraphBreak, PathResult, Recompile
 from ..frameworks._kit.layout import Call, describe_arrays
 from ..runner import inputs
 from .report import Report
@@ -58,25 +57,6 @@ def _example(example_inputs: object, kwargs: dict | None, layout: str | None):
     return arrays, Call(call.names, call.constants, layout), None
 
 
-def _fill(report: Report, run: Run) -> None:
-    """The answers of ``run`` into ``report``, in the checks' order."""
-    info = run.info
-    report.framework, report.versions = info["framework"], info["versions"]
-    report.inputs, report.call = info["inputs"], info["call_text"]
-    notes = list(info["notes"])
-    for answer in [run.answers[c] for c in run.checks if c in run.answers]:
-        report.paths.append(PathResult(**answer["path"]))
-        report.graph_breaks += [GraphBreak(**b) for b in answer["graph_breaks"]]
-        report.recompiles += [Recompile(**r) for r in answer["recompiles"]]
-        notes += answer["notes"]
-    first = report.paths[0]
-    if first.status != "works" and len(run.checks) > 1:
-        why = {"fails": "does not get through", "crashed": "crashed in"}.get(first.status)
-        why = "did not finish" if first.details.get("timed_out") else why or "stopped in"
-        notes.append(f"the other paths were not checked: the model {why} {first.path}")
-    report.notes += list(dict.fromkeys(notes))
-
-
 def check(
     model: object,
     example_inputs: object = None,
@@ -105,21 +85,23 @@ def check(
     job |= {"example": example, "call": asdict(call)}
     job["checks"] = None if checks is None else [c.strip() for c in checks]
     report = Report(name, job["framework"] or "", describe_arrays(arrays))
-    report.call = call.text(arrays) if arrays else ""
 
     from tqdm.auto import tqdm
 
-    bar = tqdm(total=0, unit="check", disable=not progress, dynamic_ncols=True)
+    with tqdm(total=0, unit="check", disable=not progress, dynamic_ncols=True) as bar:
 
-    def tick(name: str, done: bool, total: int) -> None:
-        if bar.total != total:
-            bar.reset(total=total)
-        bar.set_description_str(f"{report.model}: {name}")
-        bar.update(done)
+        def tick(name: str, done: bool, total: int) -> None:
+            if bar.total != total:
+                bar.reset(total=total)
+            bar.set_description_str(f"{report.model}: {name}")
+            bar.update(done)
 
-    try:
-        run = run_workers(job, None if job["model"] else model, arrays, timeout_s, tick)
-    finally:
-        bar.close()
-    _fill(report, run)
+        run = Run(report, tick)
+        run_workers(run, job, None if job["model"] else model, arrays, timeout_s)
+    first = report.paths[0]
+    if first.status != "works" and len(run.checks) > 1:
+        why = {"fails": "does not get through", "crashed": "crashed in"}.get(first.status)
+        why = "did not finish" if first.details.get("timed_out") else why or "stopped in"
+        report.notes.append(f"the other paths were not checked: the model {why} {first.path}")
+    report.notes = list(dict.fromkeys(report.notes))
     return report

@@ -19,17 +19,18 @@ import tempfile
 import time
 import traceback
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 import cloudpickle
 import numpy as np
 
 from .. import frameworks as fw_registry
-from ..frameworks._kit.explore import first_lines, result
+from ..frameworks._kit.explore import GraphBreak, PathResult, Recompile, first_lines, result
 from ..frameworks._kit.layout import Call, describe_arrays
 from ..runner import inputs
 from ..util import proc
+from .report import Report
 
 __all__ = ["Run", "main", "offered", "run_workers"]
 
@@ -45,21 +46,33 @@ def offered() -> str:
 
 @dataclass
 class Run:
-    """What the workers found: ``info`` and the checks (from the first worker), the answers."""
+    """The report the workers' answers go into, and the checks (the first worker's choice)."""
 
+    report: Report
     #: ``tick(check, done, total)``: a check starts (``done`` False) or ends, of ``total`` checks
     tick: Callable[[str, bool, int], None]
     checks: list[str] | None = None  # None until a worker has chosen them
-    answers: dict[str, dict] = field(default_factory=dict)
-    info: dict = field(default_factory=dict)
 
     @property
     def remaining(self) -> list[str]:
-        return [c for c in self.checks or [] if c not in self.answers]
+        done = {p.path for p in self.report.paths}
+        return [c for c in self.checks or [] if c not in done]
+
+    def ready(self, event: dict) -> None:
+        """What a worker found before its first check."""
+        r = self.report
+        r.framework, r.versions = event["framework"], event["versions"]
+        r.inputs, r.call = event["inputs"], event["call_text"]
+        r.notes += event["notes"]
+        self.checks = self.checks or event["checks"]
 
     def answer(self, name: str, answer: dict) -> bool:
         """Keep ``answer``; True when it ends the run (the first check did not get through)."""
-        self.answers[name] = answer
+        r = self.report
+        r.paths.append(PathResult(**answer["path"]))
+        r.graph_breaks += [GraphBreak(**b) for b in answer["graph_breaks"]]
+        r.recompiles += [Recompile(**x) for x in answer["recompiles"]]
+        r.notes += answer["notes"]
         self.tick(name, True, len(self.checks))
         return name == self.checks[0] and answer["path"]["status"] in ("fails", "crashed")
 
@@ -106,8 +119,7 @@ def _follow(run: Run, child, work: Path, timeout_s: float) -> bool:
                 if ev["event"] == "error":
                     raise ValueError(ev["message"])
                 if ev["event"] == "ready":
-                    run.info = ev
-                    run.checks = run.checks or list(ev["checks"])
+                    run.ready(ev)
                 elif ev["event"] == "start":
                     now.update(check=ev["check"], since=time.perf_counter())
                     run.tick(ev["check"], False, len(run.checks))
@@ -124,18 +136,11 @@ def _follow(run: Run, child, work: Path, timeout_s: float) -> bool:
         return _ended(run, now, code, tail, timeout_s)
 
 
-def run_workers(
-    job: dict,
-    model: object,
-    arrays: list[np.ndarray],
-    timeout_s: float,
-    tick: Callable[[str, bool, int], None],
-) -> Run:
-    """Run the checks of ``job`` (see :func:`labkit.explore.readiness.check`) in worker
+def run_workers(run: Run, job: dict, model: object, arrays: list[np.ndarray], timeout_s: float):
+    """Run the checks of ``job`` into ``run`` (see :func:`labkit.explore.readiness.check`) in worker
     processes on ``arrays``, or what the function ``job["example"]`` (a spec) returns, or what
     the builder returns beside the model; ``model``: a live object (``job["model"]`` None). A
     bad spec or a model that cannot travel raises ``ValueError``."""
-    run = Run(tick)
     with tempfile.TemporaryDirectory(prefix="labkit-explore-") as tmp:
         work = Path(tmp)
         job = {**job, "inputs": None, "exact": False}
@@ -157,7 +162,7 @@ def run_workers(
         cmd = [sys.executable, "-m", "labkit.explore", str(work / "job.json"), str(os.getpid())]
         while run.checks is None or run.remaining:
             if run.checks is not None:  # a fresh worker takes the checks left
-                job |= {"framework": run.info["framework"], "checks": run.remaining, "exact": True}
+                job |= {"framework": run.report.framework, "checks": run.remaining, "exact": True}
             (work / "job.json").write_text(json.dumps(job))
             (work / "events.jsonl").unlink(missing_ok=True)
             with open(work / "log.txt", "wb") as log:
@@ -175,7 +180,6 @@ def run_workers(
                     break
             finally:
                 proc.kill_group(child)
-    return run
 
 
 # ---------------------------------------------------------------------------------------------

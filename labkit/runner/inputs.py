@@ -20,7 +20,7 @@ import numpy as np
 
 from .. import frameworks as fw_registry
 from ..frameworks._kit.explore import first_lines
-from ..frameworks._kit.layout import Call, random_array
+from ..frameworks._kit.layout import Call, describe_arrays, random_array
 from ..util import proc
 
 __all__ = [
@@ -58,10 +58,6 @@ class Input:
     shape: tuple[int, ...]
     dtype: str = "float32"
 
-    def text(self) -> str:
-        dims = "x".join(map(str, self.shape))
-        return dims if self.dtype == "float32" else f"{dims}:{self.dtype}"
-
     @property
     def batch(self) -> int:
         return self.shape[0]
@@ -96,7 +92,7 @@ def parse_inputs(shapes: str) -> list[Input]:
 
 def shapes_text(inputs: Sequence[Input]) -> str:
     """``"8x16x32,8x16:int64"``: the inverse of :func:`parse_inputs`."""
-    return ",".join(i.text() for i in inputs)
+    return describe_arrays(inputs)
 
 
 def with_batch(inputs: Sequence[Input], batch: int) -> list[Input]:
@@ -246,29 +242,29 @@ _PLAIN = (bool, int, float, str, type(None))
 
 
 def example_of(args: object, kwargs: dict | None = None) -> tuple[list[np.ndarray], Call]:
-    """Example inputs as host arrays and how the model takes them: ``args`` positionally, the
-    tensors of ``kwargs`` by name, its plain values (``use_cache=False``) as constants."""
+    """Example inputs as host arrays and how the model takes them: ``args`` positionally (a dict:
+    by name), the tensors of ``kwargs`` by name, its plain values (``use_cache=False``) as
+    constants."""
+    if isinstance(args, dict):
+        args, kwargs = (), {**args, **(kwargs or {})}
     items = list(args) if isinstance(args, tuple | list) else [] if args is None else [args]
-    arrays, names = [], []
-    for i, x in enumerate(items):
-        if not _array_like(x):
-            raise ValueError(
-                f"example input {i} is a {type(x).__name__}, not a tensor or an array: give "
-                "tensors positionally, and plain values (use_cache=False) as keyword arguments"
-            )
-        arrays.append(_host(x))
-        names.append("")
-    constants = {}
-    for key, value in (kwargs or {}).items():
+    arrays, names, constants = [], [], {}
+    for key, value in [*(("", x) for x in items), *(kwargs or {}).items()]:
         if _array_like(value):
             arrays.append(_host(value))
             names.append(str(key))
-        elif isinstance(value, _PLAIN):
+        elif key and isinstance(value, _PLAIN):
             constants[str(key)] = value
-        else:
+        elif key:
             raise ValueError(
                 f"example keyword {key!r} is a {type(value).__name__}: keyword arguments are "
                 "tensors (attention_mask=...) or plain values (True, 3, 'mean', None)"
+            )
+        else:
+            raise ValueError(
+                f"example input {len(arrays)} is a {type(value).__name__}, not a tensor or an "
+                "array: give tensors positionally, and plain values (use_cache=False) as keyword "
+                "arguments"
             )
     return arrays, Call(tuple(names), constants)
 
@@ -287,18 +283,13 @@ def _model_and_example(value: object) -> tuple[object, tuple | None]:
 def build_example(
     spec: str | os.PathLike | Spec,
 ) -> tuple[object, tuple[list[np.ndarray], Call] | None]:
-    """The model the spec's builder returns, and its example inputs when it returned them too
-    (a dict as ``example_args`` is keyword arguments); a saved model file: its path and None."""
+    """The model the spec's builder returns, and its example inputs when it returned them too;
+    a saved model file: its path and None."""
     s = spec if isinstance(spec, Spec) else parse(spec)
     if s.saved_model:
         return s.file, None
     model, given = _model_and_example(_called(s, "builder"))
-    if given is None:
-        return model, None
-    args, kwargs = given
-    if isinstance(args, dict):
-        args, kwargs = (), {**args, **(kwargs or {})}
-    return model, example_of(args, kwargs)
+    return model, None if given is None else example_of(*given)
 
 
 def build(spec: str | os.PathLike | Spec) -> object:

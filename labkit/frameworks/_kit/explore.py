@@ -127,12 +127,8 @@ def _tier(filename: str) -> int:
 
 def _user_frame(text: str) -> re.Match | None:
     """The last frame of the learner's code in ``text``, else of a model library's."""
-    found = list(_FILE_LINE.finditer(text))
-    for tier in (0, 1):
-        mine = [m for m in found if _tier(m.group(1)) == tier]
-        if mine:
-            return mine[-1]
-    return None
+    found = [m for m in _FILE_LINE.finditer(text) if _tier(m.group(1)) < 2]
+    return min(reversed(found), key=lambda m: _tier(m.group(1)), default=None)
 
 
 def user_location(text: str) -> str:
@@ -167,11 +163,8 @@ def agreement(outputs, references, rtol: float = RTOL) -> tuple[bool, float, str
         d = difference(a, b, skip_nan=True)
         worst = max(worst, d.largest)
         if d.exceeds(rtol, floor=1e-6):
-            return (
-                False,
-                worst,
-                f"output {i} differs by up to {d.largest:.3g} (scale {d.scale:.3g})",
-            )
+            why = f"output {i} differs by up to {d.largest:.3g} (scale {d.scale:.3g})"
+            return False, worst, why
     return True, worst, ""
 
 

@@ -293,6 +293,4 @@ def main(argv: Sequence[str]) -> int:
         _emit(events, {"event": "done", "check": name, "result": answer})
         if name == explorer.CHECKS[0] and answer["path"]["status"] == "fails":
             break
-    sys.stdout.flush()
-    sys.stderr.flush()
-    os._exit(0)  # skip framework teardown (thread pools can hang at exit)
+    os._exit(0)  # skip framework teardown (thread pools can hang at exit); output is unbuffered

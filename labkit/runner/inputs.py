@@ -19,7 +19,7 @@ from pathlib import Path
 import numpy as np
 
 from .. import frameworks as fw_registry
-from ..frameworks._kit.explore import first_lines
+from ..frameworks._kit.explore import first_lines, user_location
 from ..frameworks._kit.layout import Call, describe_arrays, random_array
 from ..util import proc
 
@@ -178,11 +178,10 @@ def _module_of_file(path: Path):
     return module
 
 
-def _where(exc: BaseException, path: Path | None) -> str:
-    """`` (file.py line N)``: where in the learner's file an exception was raised, if there."""
-    frames = traceback.extract_tb(exc.__traceback__)
-    mine = [f for f in frames if path is not None and Path(f.filename) == path] or frames[-1:]
-    return f" ({Path(mine[-1].filename).name} line {mine[-1].lineno})" if mine else ""
+def _where(exc: BaseException) -> str:
+    """`` (at file.py:12 in build)``: the learner's line an exception was raised from, if any."""
+    where = user_location("".join(traceback.format_exception(exc)))
+    return f" (at {where})" if where else ""
 
 
 def _load_builder(s: Spec) -> Callable[[], object]:
@@ -198,7 +197,7 @@ def _load_builder(s: Spec) -> Callable[[], object]:
                 f"{s.function}"
             ) from exc
         raise ValueError(
-            f"model {s.text!r}: importing it failed: {first_lines(exc, lines=1)}{_where(exc, s.file)}"
+            f"model {s.text!r}: importing it failed: {first_lines(exc, lines=1)}{_where(exc)}"
         ) from exc
     builder = getattr(module, s.function, None)
     if not callable(builder):
@@ -218,7 +217,7 @@ def _called(s: Spec, what: str) -> object:
     except Exception as exc:
         raise ValueError(
             f"model {s.text!r}: the {what} {s.function}() raised {first_lines(exc, lines=1)}"
-            f"{_where(exc, s.file)}; fix the {what} (it must take no arguments and return "
+            f"{_where(exc)}; fix the {what} (it must take no arguments and return "
             + ("the model)" if what == "builder" else "the example inputs)")
         ) from exc
     if value is None:

@@ -137,43 +137,34 @@ def _eager(s: Session) -> dict:
     return s.eager_check("eager TensorFlow", lambda exc: f"{type(exc).__name__}: {_said(exc, 4)}")
 
 
-def _traced(s: Session, path: str, fn, failed: str) -> tuple[dict | None, float, str]:
-    """``fn``'s first call (tracing, compiling) and its agreement with eager: a failed row,
-    else None, the first call's seconds, and how it agrees."""
+def _first_call(s: Session, path: str, fn, failed: str) -> tuple[dict | None, float]:
+    """``fn``'s first call (tracing, compiling): the failed row, else None; its seconds."""
     t0 = time.perf_counter()
     try:
         with ex.quiet():
             s.run(fn, s.arrays)
     except Exception as exc:  # noqa: BLE001 - a framework error is the check's finding
-        return _fails(path, failed, exc), 0.0, ""
-    first = time.perf_counter() - t0
-    with ex.quiet():
-        ok, worst, why = s.compare(fn)
-    if not ok:
-        return ex.result(path, "fails", f"it computes different numbers than eager {why}"), 0, ""
-    return None, first, ex.agrees(worst)
+        return _fails(path, failed, exc), 0.0
+    return None, time.perf_counter() - t0
 
 
 def _function(s: Session) -> dict:
-    path = "tf.function"
-    fn = tf.function(s.fn, **s.options)
-    failed, first, agrees = _traced(s, path, fn, "tracing it into a graph failed")
-    traces = fn.experimental_get_tracing_count()
-    if failed:
-        if "different numbers" in failed["path"]["reason"]:
-            failed["path"]["reason"] += (
-                ": Python that runs only while tracing (a Python value read once) is frozen "
-                "into the graph"
-            )
-        failed["path"]["details"]["traces"] = traces
-        return failed
+    path, fn = "tf.function", tf.function(s.fn, **s.options)
+    failed, first = _first_call(s, path, fn, "tracing it into a graph failed")
     given = f" (with its own options: {', '.join(s.options)})" if s.options else ""
-    if traces > 1:
-        why = f"traced {traces} times for inputs of one shape{given}: something other than "
-        why += f"shapes and dtypes (a Python value) keys the trace; {agrees}"
-        return ex.result(path, "caveats", why, traces=traces, first_call_s=first)
-    why = f"one trace serves inputs of this shape{given}; {agrees}; first call {first:.2f} s"
-    return ex.result(path, "works", why + " (tracing)", traces=traces, first_call_s=first)
+    done = f"traced into a graph{given}, first call {first:.2f} s (tracing)"
+    row = failed or s.agreed(path, fn, done, first_call_s=first)
+    traces = row["path"]["details"]["traces"] = fn.experimental_get_tracing_count()
+    if "different numbers" in row["path"]["reason"]:
+        row["path"]["reason"] += (
+            ": Python that runs only while tracing (a Python value read once) is frozen into "
+            "the graph"
+        )
+    elif not failed and traces > 1:
+        why = f"traced {traces} times for inputs of one shape: something other than shapes and "
+        why += "dtypes (a Python value) keys the trace; "
+        row["path"].update(status="caveats", reason=why + row["path"]["reason"])
+    return row
 
 
 def _recompile(s: Session, label: str, options: dict, v: Variation) -> ex.Recompile:
@@ -228,13 +219,10 @@ def _tried(r: ex.Recompile) -> str:
 
 
 def _xla(s: Session) -> dict:
-    path = "xla"
     fn = tf.function(s.fn, jit_compile=True)
-    failed, first, agrees = _traced(s, path, fn, "XLA cannot compile it")
-    if failed:
-        return failed
-    why = f"compiled by XLA (jit_compile=True); {agrees}; first call {first:.2f} s (tracing and "
-    return ex.result(path, "works", why + "compiling)", first_call_s=first)
+    failed, first = _first_call(s, "xla", fn, "XLA cannot compile it")
+    done = f"compiled by XLA (jit_compile=True), first call {first:.2f} s (tracing and compiling)"
+    return failed or s.agreed("xla", fn, done, first_call_s=first)
 
 
 _RUN: dict[str, Callable[[Session], dict]] = {

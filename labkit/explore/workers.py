@@ -89,22 +89,19 @@ def _ended(run: Run, now: dict, code: int | None, tail: str, timeout_s: float) -
     if code is not None and now["check"] is None and now["progressed"]:
         return False  # died between checks: a fresh worker takes the rest
     name = now["check"] or run.remaining[0]
-    after = "the checks after it ran in a fresh process" if len(run.remaining) > 1 else ""
+    after = "; the checks after it ran in a fresh process" if len(run.remaining) > 1 else ""
     if name == run.checks[0]:
-        after = "no other check ran: every other path needs eager's answers"
+        after = "; no other check ran: every other path needs eager's answers"
     if code is not None:
         why = f"the check's process died ({proc.ended(code)}) while it ran {name}: the framework "
         why += "crashed (or ran out of memory) on this model"
         status, details = "crashed", {"crashed": proc.ended(code)}
     else:
         why = f"did not finish within {timeout_s:g} s, so its process was stopped (if it only "
-        why += (
-            "needs longer, raise the limit: --timeout on the command line, timeout_s= in check())"
-        )
+        why += "needs longer, raise the limit: --timeout on the command line, timeout_s= in "
+        why += "check())"
         status, details, tail = "fails", {"timed_out": timeout_s}, ""
-    return run.answer(
-        name, result(name, status, why + (f"; {after}" if after else ""), tail, **details)
-    )
+    return run.answer(name, result(name, status, why + after, tail, **details))
 
 
 def _follow(run: Run, child, work: Path, timeout_s: float) -> bool:
@@ -137,8 +134,8 @@ def _follow(run: Run, child, work: Path, timeout_s: float) -> bool:
 
 
 def run_workers(run: Run, job: dict, model: object, arrays: list[np.ndarray], timeout_s: float):
-    """Run the checks of ``job`` into ``run`` (see :func:`labkit.explore.readiness.check`) in worker
-    processes on ``arrays``, or what the function ``job["example"]`` (a spec) returns, or what
+    """Run the checks of ``job`` into ``run`` (see :func:`labkit.explore.readiness.check`) in
+    worker processes on ``arrays``, or what the function ``job["example"]`` (a spec) returns, or what
     the builder returns beside the model; ``model``: a live object (``job["model"]`` None). A
     bad spec or a model that cannot travel raises ``ValueError``."""
     with tempfile.TemporaryDirectory(prefix="labkit-explore-") as tmp:

@@ -292,13 +292,9 @@ class EagerSession:
         try:
             outs = self.eager("example", self.arrays)
         except Exception as exc:  # noqa: BLE001 - a framework error is the check's finding
-            return result(
-                "eager",
-                "fails",
-                f"the model does not run on these inputs in {framework}: give inputs of the "
-                "shape it takes (batch first), or fix the model",
-                message(exc),
-            )
+            why = f"the model does not run on these inputs in {framework}: give inputs of the "
+            why += "shape it takes (batch first), or fix the model"
+            return result("eager", "fails", why, message(exc))
         details = {"outputs": [list(o.shape) for o in outs], "call": self.call.text(self.arrays)}
         if not outs:
             what = f" (a {self.output_type})" if self.output_type else ""
@@ -348,9 +344,8 @@ class EagerSession:
             return usable, None
         why = "; ".join(f"{v.name}: {w}" for v, w in self.accepted())
         why = why or "the inputs have no batch dimension"
-        return [], result(
-            path, "works", f"eager takes no other input sizes, so none was tried ({why})"
-        )
+        why = f"eager takes no other input sizes, so none was tried ({why})"
+        return [], result(path, "works", why)
 
     def _refused(self, v: Variation) -> str:
         """Why eager refuses a size in ``v`` ("" when it runs every one)."""

@@ -33,12 +33,11 @@ def versions() -> dict[str, str]:
 
 def _options(fn: object) -> dict:
     """The options a ``tf.function`` was made with (what its checks keep)."""
-    out = {}
-    if is_tf_function(fn) and fn.input_signature is not None:
-        out["input_signature"] = fn.input_signature
-    if is_tf_function(fn) and getattr(fn, "_reduce_retracing", False):
-        out["reduce_retracing"] = True
-    return out
+    if not is_tf_function(fn):
+        return {}
+    retracing = getattr(fn, "_reduce_retracing", False)  # not public: absent in some versions
+    found = {"input_signature": fn.input_signature, "reduce_retracing": retracing}
+    return {k: v for k, v in found.items() if v}
 
 
 def _declared(model: object, count: int) -> tuple[list[tuple] | None, str]:

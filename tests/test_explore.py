@@ -79,7 +79,7 @@ def test_bad_specs_name_the_problem(tmp_path):
     with pytest.raises(
         ValueError,
         match=r"raises\(\) raised RuntimeError: the weights file is missing "
-        rf"\(explore_models.py line {line_of('the weights file is missing')}\)",
+        rf"\(at explore_models.py:{line_of('the weights file is missing')} in raises\)",
     ):
         inputs.build(spec("raises"))
     (tmp_path / "none.py").write_text("def build():\n    pass\n")

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from .. import profiles, runner
 from ..runner import inputs
-from .readiness import probe_spec
+from .readiness import check
 
 __all__ = ["bench"]
 
@@ -43,18 +43,10 @@ def bench(
             "the model (return (model, example_args, example_kwargs)); a separate function of "
             "example inputs is for the checks only"
         )
-    found = (
-        probe_spec(s.canonical())
-        if example_input_shapes is None or framework is None
-        else {"framework": framework}
-    )
-    if example_input_shapes is None and not found["inputs"]:
-        raise ValueError(
-            f"{s.text}: give the input shapes (--input 8x3x224x224), or let the builder return "
-            "(model, example_args, example_kwargs)"
-        )
-    shapes = found["inputs"] if example_input_shapes is None else example_input_shapes
-    own = framework or found["framework"]
+    shapes, own = example_input_shapes, framework
+    if shapes is None or own is None:  # the builder's inputs, the model's framework
+        found = check(s.canonical(), shapes, own, checks=[], progress=False)
+        shapes, own = shapes or found.inputs, own or found.framework
     plan = runner.Plan.for_model(
         s,
         shapes,

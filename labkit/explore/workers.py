@@ -19,54 +19,25 @@ import tempfile
 import time
 import traceback
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
+import cloudpickle
 import numpy as np
 
 from .. import frameworks as fw_registry
-from ..frameworks._kit.explore import first_lines, result, write_pickle
+from ..frameworks._kit.explore import GraphBreak, PathResult, Recompile, first_lines, result
 from ..frameworks._kit.layout import Call, describe_arrays
 from ..runner import inputs
 from ..util import proc
+from .report import Report
 
-__all__ = ["Run", "Source", "choose", "main", "offered", "run_workers"]
-
-
-@dataclass
-class Source:
-    """Where the worker gets the model: a spec it builds, a saved file, or a live object."""
-
-    kind: str  # "spec" | "file" | "object"
-    value: str | None
-    framework: str | None  # None: the worker finds it from what the spec builds
-    name: str
-    obj: object = None
+__all__ = ["Run", "main", "offered", "run_workers"]
 
 
 def offered() -> str:
     """The frameworks whose models labkit can check, for a message."""
     return ", ".join(s.name for s in fw_registry.specs() if s.explores)
-
-
-def choose(explorer, model: object, requested: Sequence[str] | None, exact: bool = False):
-    """The checks to run in the framework's order: the first (the gate) always, unless
-    ``exact`` (a restarted worker runs just what is left)."""
-    if not getattr(explorer, "accepts", callable)(model):
-        raise ValueError(
-            f"{explorer.SPEC.display}'s checks do not take a {type(model).__name__}: "
-            f"{explorer.ACCEPTS}"
-        )
-    if requested is None:
-        return list(explorer.CHECKS)
-    bad = [c for c in requested if c not in explorer.CHECKS]
-    if bad:
-        raise ValueError(
-            f"unknown check {', '.join(map(repr, bad))} for {explorer.SPEC.display}: valid "
-            f"checks are {', '.join(explorer.CHECKS)}"
-        )
-    gate = explorer.CHECKS[0]
-    return [c for c in explorer.CHECKS if c in requested or (c == gate and not exact)]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -75,94 +46,77 @@ def choose(explorer, model: object, requested: Sequence[str] | None, exact: bool
 
 @dataclass
 class Run:
-    """What the workers found: the framework and checks (from the first worker), the answers."""
+    """The report the workers' answers go into, and the checks (the first worker's choice)."""
 
-    framework: str | None
+    report: Report
     #: ``tick(check, done, total)``: a check starts (``done`` False) or ends, of ``total`` checks
     tick: Callable[[str, bool, int], None]
     checks: list[str] | None = None  # None until a worker has chosen them
-    answers: dict[str, dict] = field(default_factory=dict)
-    info: dict = field(default_factory=dict)
 
     @property
     def remaining(self) -> list[str]:
-        return [c for c in self.checks or [] if c not in self.answers]
+        done = {p.path for p in self.report.paths}
+        return [c for c in self.checks or [] if c not in done]
+
+    def ready(self, event: dict) -> None:
+        """What a worker found before its first check."""
+        r = self.report
+        r.framework, r.versions = event["framework"], event["versions"]
+        r.inputs, r.call = event["inputs"], event["call_text"]
+        r.notes += event["notes"]
+        self.checks = self.checks or event["checks"]
 
     def answer(self, name: str, answer: dict) -> bool:
         """Keep ``answer``; True when it ends the run (the first check did not get through)."""
-        self.answers[name] = answer
+        r = self.report
+        r.paths.append(PathResult(**answer["path"]))
+        r.graph_breaks += [GraphBreak(**b) for b in answer["graph_breaks"]]
+        r.recompiles += [Recompile(**x) for x in answer["recompiles"]]
+        r.notes += answer["notes"]
         self.tick(name, True, len(self.checks))
         return name == self.checks[0] and answer["path"]["status"] in ("fails", "crashed")
-
-
-def _crashed(name: str, code: int, log: str, after: str) -> dict:
-    return result(
-        name,
-        "crashed",
-        f"the check's process died ({proc.ended(code)}) while it ran {name}: the framework crashed "
-        f"(or ran out of memory) on this model{'; ' + after if after else ''}",
-        log,
-        crashed=proc.ended(code),
-    )
 
 
 def _ended(run: Run, now: dict, code: int | None, tail: str, timeout_s: float) -> bool:
     """The worker died (``code``) or ran past ``timeout_s`` (None): the check it ran crashed or
     timed out; True when nothing else is to be tried."""
+    how = "took longer than" if code is None else f"died ({proc.ended(code)}) in"
     if run.checks is None:  # it could not even load the model
-        how = "took longer than" if code is None else f"died ({proc.ended(code)}) in"
         limit = f" ({timeout_s:g} s)" if code is None else ""
         raise ValueError(
             f"the check process {how} loading the framework or building the model{limit}: {tail}"
         )
-    if code is not None and now["check"] is None:
-        if now["progressed"] or not run.remaining:
-            return False  # died between checks: a fresh worker takes the rest
-        for name in run.remaining:  # a fresh worker would die the same way
-            answer = _crashed(name, code, tail, "")
-            answer["path"]["reason"] = (
-                f"the check process died ({proc.ended(code)}) before its first check, "
-                "while it loaded the framework or the model"
-            )
-            run.answer(name, answer)
-        return True
+    if code is not None and now["check"] is None and now["progressed"]:
+        return False  # died between checks: a fresh worker takes the rest
     name = now["check"] or run.remaining[0]
-    after = "the checks after it ran in a fresh process" if len(run.remaining) > 1 else ""
+    after = "; the checks after it ran in a fresh process" if len(run.remaining) > 1 else ""
     if name == run.checks[0]:
-        after = "no other check ran: every other path needs eager's answers"
+        after = "; no other check ran: every other path needs eager's answers"
     if code is not None:
-        return run.answer(name, _crashed(name, code, tail, after))
-    answer = result(
-        name,
-        "fails",
-        f"did not finish within {timeout_s:g} s, so its process was stopped (if it only "
-        "needs longer, raise the limit: --timeout on the command line, timeout_s= in "
-        "check())" + (f"; {after}" if after else ""),
-        timed_out=timeout_s,
-    )
-    return run.answer(name, answer)
+        why = f"the check's process died ({proc.ended(code)}) while it ran {name}: the framework "
+        why += "crashed (or ran out of memory) on this model"
+        status, details = "crashed", {"crashed": proc.ended(code)}
+    else:
+        why = f"did not finish within {timeout_s:g} s, so its process was stopped (if it only "
+        why += "needs longer, raise the limit: --timeout on the command line, timeout_s= in "
+        why += "check())"
+        status, details, tail = "fails", {"timed_out": timeout_s}, ""
+    return run.answer(name, result(name, status, why + after, tail, **details))
 
 
-def _follow(run: Run, child, work: Path, timeout_s: float, probe: bool) -> bool:
+def _follow(run: Run, child, work: Path, timeout_s: float) -> bool:
     """Follow a worker until it ends; True when nothing else is to be tried."""
     now = {"check": None, "since": time.perf_counter(), "progressed": False}
     seen = 0
     while True:
         code = child.poll()
-        with contextlib.suppress(FileNotFoundError), open(work / "events.jsonl", "rb") as f:
-            f.seek(seen)
-            data = f.read()
-            data = data[: data.rfind(b"\n") + 1]
-            seen += len(data)
-            for ev in map(json.loads, data.splitlines()):
+        with contextlib.suppress(FileNotFoundError):
+            lines = (work / "events.jsonl").read_bytes().split(b"\n")[:-1]  # complete lines
+            for ev in map(json.loads, lines[seen:]):
                 if ev["event"] == "error":
                     raise ValueError(ev["message"])
                 if ev["event"] == "ready":
-                    run.framework, run.info = ev["framework"], ev
-                    if run.checks is None:
-                        run.checks = list(ev["checks"])
-                    if probe:
-                        return True
+                    run.ready(ev)
                 elif ev["event"] == "start":
                     now.update(check=ev["check"], since=time.perf_counter())
                     run.tick(ev["check"], False, len(run.checks))
@@ -170,73 +124,59 @@ def _follow(run: Run, child, work: Path, timeout_s: float, probe: bool) -> bool:
                     now.update(check=None, since=time.perf_counter(), progressed=True)
                     if run.answer(ev["check"], ev["result"]):
                         return True
+            seen = len(lines)
         if code is None and time.perf_counter() - now["since"] < timeout_s:
             time.sleep(0.05)
             continue
-        log = (work / "log.txt").read_text(encoding="utf-8", errors="replace")
+        log = proc.tail(work / "log.txt", 4000)
         tail = first_lines("\n".join(proc.last_lines(log, 12)), lines=12, limit=1200)
         return _ended(run, now, code, tail, timeout_s)
 
 
-def run_workers(
-    source: Source,
-    arrays: list[np.ndarray],
-    call: Call,
-    example: str | None,
-    requested: list[str] | None,
-    timeout_s: float,
-    tick: Callable[[str, bool, int], None],
-    probe: bool = False,
-) -> Run:
-    """Run the checks in worker processes on ``arrays`` (taken as ``call`` says), or what the
-    function ``example`` (a spec) returns, or what the builder returns beside the model.
-    ``probe``: stop once the worker has found the framework and the inputs. A bad spec or a
-    model that cannot travel raises ``ValueError``."""
-    run = Run(source.framework, tick)
+def run_workers(run: Run, job: dict, model: object, arrays: list[np.ndarray], timeout_s: float):
+    """Run the checks of ``job`` into ``run`` (see :func:`labkit.explore.readiness.check`) in
+    worker processes on ``arrays``, or what the function ``job["example"]`` (a spec) returns, or what
+    the builder returns beside the model; ``model``: a live object (``job["model"]`` None). A
+    bad spec or a model that cannot travel raises ``ValueError``."""
     with tempfile.TemporaryDirectory(prefix="labkit-explore-") as tmp:
         work = Path(tmp)
-        job = {"kind": source.kind, "value": source.value, "probe": probe, "example": example}
-        job |= {"inputs": None, "call": asdict(call), "saved": False}
-        if source.kind == "object":
-            job["value"] = str(work / "model.pkl")
-            try:
-                explorer = fw_registry.explorer(source.framework)
-                getattr(explorer, "pack", write_pickle)(source.obj, work / "model.pkl")
-            except ValueError as exc:
+        job = {**job, "inputs": None, "exact": False}
+        if job["model"] is None:
+            try:  # cloudpickle: a notebook's classes travel by value
+                (work / "model.pkl").write_bytes(cloudpickle.dumps(model))
+            except Exception as exc:  # noqa: BLE001 - whatever pickling raised, said
                 raise ValueError(
-                    f"the model cannot be handed to a worker process ({exc}): give it as a spec, "
-                    "'file.py:build_model' (a function that returns it), and the worker builds it"
+                    f"the model cannot be handed to a worker process (pickling it failed: "
+                    f"{first_lines(exc)}): give it as a spec, 'file.py:build_model' (a function "
+                    "that returns it), and the worker builds it"
                 ) from None
         if arrays:
             np.savez(work / "inputs.npz", *arrays)
             job["inputs"] = str(work / "inputs.npz")
+        (work / "tmp").mkdir()  # AutoGraph's generated code, say
+        env = {"PYTHONUNBUFFERED": "1", "TMPDIR": str(work / "tmp")}
+        env = proc.child_env(None, path=inputs.child_pythonpath(), extra=env)
+        cmd = [sys.executable, "-m", "labkit.explore", str(work / "job.json"), str(os.getpid())]
         while run.checks is None or run.remaining:
-            checks = requested if run.checks is None else run.remaining
-            job |= {"framework": run.framework, "checks": checks, "exact": run.checks is not None}
+            if run.checks is not None:  # a fresh worker takes the checks left
+                job |= {"framework": run.report.framework, "checks": run.remaining, "exact": True}
             (work / "job.json").write_text(json.dumps(job))
             (work / "events.jsonl").unlink(missing_ok=True)
-            (work / "tmp").mkdir(exist_ok=True)  # AutoGraph's generated code, say
-            env = {"PYTHONUNBUFFERED": "1", "TMPDIR": str(work / "tmp")}
-            cmd = [sys.executable, "-m", "labkit.explore", str(work / "job.json"), str(os.getpid())]
             with open(work / "log.txt", "wb") as log:
                 child = subprocess.Popen(
                     cmd,
                     stdout=log,
                     stderr=subprocess.STDOUT,
                     stdin=subprocess.DEVNULL,
-                    env=proc.child_env(None, path=inputs.child_pythonpath(), extra=env),
+                    env=env,
                     cwd=work,
                     start_new_session=True,
                 )
             try:
-                if _follow(run, child, work, timeout_s, probe):
+                if _follow(run, child, work, timeout_s):
                     break
             finally:
                 proc.kill_group(child)
-            if "saved" in run.info:  # the workers after it take the same inputs
-                job |= {"inputs": run.info["saved"], "example": None, "saved": True}
-                job["call"] = run.info["call"]
-    return run
 
 
 # ---------------------------------------------------------------------------------------------
@@ -248,10 +188,6 @@ def _emit(path: Path, event: dict) -> None:
         f.write(json.dumps(event, default=str) + "\n")
 
 
-def _unpickle(path: Path) -> object:
-    return pickle.loads(path.read_bytes())
-
-
 def _inputs(job: dict, given) -> tuple[list[np.ndarray], Call, list[str]]:
     """The job's example inputs: given to check, else made by its function, else the
     builder's; with a note when the builder's were set aside."""
@@ -259,40 +195,54 @@ def _inputs(job: dict, given) -> tuple[list[np.ndarray], Call, list[str]]:
     if job["inputs"]:
         with np.load(job["inputs"]) as data:
             arrays, call = [data[f"arr_{i}"] for i in range(len(data.files))], declared
-        if given is not None and not job["saved"]:
+        if given is not None:
             notes.append("the builder's example inputs were set aside: the inputs given to check")
     elif job["example"]:
         arrays, call = inputs.load_example(job["example"])
     elif given is not None:
         arrays, call = given
-    elif job["probe"]:  # asked only what the spec builds
-        arrays, call = [], declared
     else:
         raise ValueError(
             "no example inputs: give their shapes (--input 8x3x224x224, or check(model, "
             "'8x3x224x224')), a function that returns them (--input file.py:example_inputs), "
             "or let the builder return (model, example_args, example_kwargs)"
         )
-    call = Call(call.names, call.constants, declared.layout)
-    return [np.ascontiguousarray(a) for a in arrays], call, notes
+    return arrays, Call(call.names, call.constants, declared.layout), notes
+
+
+def _checks(explorer, model: object, job: dict) -> list[str]:
+    """The checks to run in the framework's order: the first (the gate) always, unless the job
+    is ``exact`` (a restarted worker runs just what is left)."""
+    if not getattr(explorer, "accepts", callable)(model):
+        raise ValueError(
+            f"{explorer.SPEC.display}'s checks do not take a {type(model).__name__}: "
+            f"{explorer.ACCEPTS}"
+        )
+    requested = explorer.CHECKS if job["checks"] is None else job["checks"]
+    bad = [c for c in requested if c not in explorer.CHECKS]
+    if bad:
+        raise ValueError(
+            f"unknown check {', '.join(map(repr, bad))} for {explorer.SPEC.display}: valid "
+            f"checks are {', '.join(explorer.CHECKS)}"
+        )
+    gate = explorer.CHECKS[0]
+    return [c for c in explorer.CHECKS if c in requested or (c == gate and not job["exact"])]
 
 
 def _load(job: dict):
     """The model, its framework's explorer, the checks, the inputs (``ValueError`` if bad)."""
-    if job["kind"] == "object":
-        unpack = getattr(fw_registry.explorer(job["framework"]), "unpack", _unpickle)
-        model, given = unpack(Path(job["value"])), None
+    if job["model"] is None:
+        model, given = pickle.loads(Path("model.pkl").read_bytes()), None
     else:
-        model, given = inputs.build_example(job["value"])  # a saved file: its path, None
+        model, given = inputs.build_example(job["model"])  # a saved file: its path, None
     fw = job["framework"] or fw_registry.framework_of(model)
     if fw is None:
         raise ValueError(
-            f"model {job['value']!r}: its builder returned a {type(model).__name__}, which "
+            f"model {job['model']!r}: its builder returned a {type(model).__name__}, which "
             f"no registered framework takes; pass framework= (one of {offered()})"
         )
     explorer = fw_registry.explorer(fw)
-    checks = choose(explorer, model, job["checks"], job["exact"])
-    return model, fw, explorer, checks, *_inputs(job, given)
+    return model, fw, explorer, _checks(explorer, model, job), *_inputs(job, given)
 
 
 def _safe_check(explorer, name: str, session) -> dict:
@@ -321,27 +271,23 @@ def main(argv: Sequence[str]) -> int:
         model, fw, explorer, checks, arrays, call, notes = _load(job)
     except Exception as exc:  # noqa: BLE001 - reported to the parent, whatever it was
         message = str(exc) if isinstance(exc, ValueError) else first_lines(exc, lines=4)
-        if job["kind"] == "object":
+        if job["model"] is None:
             message = (
                 f"the worker process could not load the pickled model ({first_lines(exc)}): "
                 "give it as a spec, 'file.py:build_model', and the worker builds it"
             )
         _emit(events, {"event": "error", "message": message})
         os._exit(0)
-    saved = job_file.parent / "example.npz"  # for the workers after this one
-    np.savez(saved, *arrays)
     ready = {"framework": fw, "checks": checks, "versions": explorer.versions(), "notes": notes}
-    ready |= {"inputs": describe_arrays(arrays), "saved": str(saved), "call": asdict(call)}
-    _emit(events, {"event": "ready", **ready, "call_text": call.text(arrays)})
-    if job["probe"]:
-        os._exit(0)
-    session = explorer.Session(model, arrays, call)
+    ready |= {"inputs": describe_arrays(arrays), "call_text": call.text(arrays)}
+    _emit(events, {"event": "ready", **ready})
+    session = None
     for name in checks:
         _emit(events, {"event": "start", "check": name})
+        if session is None:  # a crash here is the first check's
+            session = explorer.Session(model, arrays, call)
         answer = _safe_check(explorer, name, session)
         _emit(events, {"event": "done", "check": name, "result": answer})
         if name == explorer.CHECKS[0] and answer["path"]["status"] == "fails":
             break
-    sys.stdout.flush()
-    sys.stderr.flush()
-    os._exit(0)  # skip framework teardown (thread pools can hang at exit)
+    os._exit(0)  # skip framework teardown (thread pools can hang at exit); output is unbuffered

@@ -113,8 +113,7 @@ class Explorer(Protocol):
     then ``run_check`` per name) and joins the results into one report. ``CHECKS`` are the
     capture paths in order, each a report row; the first one gates the others (when the model
     does not even run there, nothing else is tried). Optional: ``accepts(model)`` (default
-    ``callable``), ``pack(model, path)``/``unpack(path)`` (default cloudpickle), and
-    ``bind(model, call)`` where a builder's example inputs reach a benchmark cell.
+    ``callable``) and ``bind(model, call)`` where a builder's example inputs reach a benchmark cell.
     """
 
     SPEC: FrameworkSpec

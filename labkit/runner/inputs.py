@@ -4,6 +4,7 @@ the model or ``(model, example_args[, example_kwargs])``; anything wrong raises 
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import importlib
 import importlib.util
@@ -18,7 +19,8 @@ from pathlib import Path
 import numpy as np
 
 from .. import frameworks as fw_registry
-from ..frameworks._kit.layout import Call, random_array
+from ..frameworks._kit.explore import first_lines, user_location
+from ..frameworks._kit.layout import Call, describe_arrays, random_array
 from ..util import proc
 
 __all__ = [
@@ -35,7 +37,6 @@ __all__ = [
     "parse_inputs",
     "shapes_text",
     "to_batch",
-    "to_numpy",
     "with_batch",
 ]
 
@@ -56,10 +57,6 @@ class Input:
 
     shape: tuple[int, ...]
     dtype: str = "float32"
-
-    def text(self) -> str:
-        dims = "x".join(map(str, self.shape))
-        return dims if self.dtype == "float32" else f"{dims}:{self.dtype}"
 
     @property
     def batch(self) -> int:
@@ -95,7 +92,7 @@ def parse_inputs(shapes: str) -> list[Input]:
 
 def shapes_text(inputs: Sequence[Input]) -> str:
     """``"8x16x32,8x16:int64"``: the inverse of :func:`parse_inputs`."""
-    return ",".join(i.text() for i in inputs)
+    return describe_arrays(inputs)
 
 
 def with_batch(inputs: Sequence[Input], batch: int) -> list[Input]:
@@ -132,15 +129,12 @@ class Spec:
         return f"{self.file}:{self.function}" if self.file else f"{self.module}:{self.function}"
 
 
-_FIX = (
-    "give the model as 'path/to/file.py:build_model' or 'package.module:build_model' (a "
-    "function that takes no arguments and returns the model), or a saved model file ({files})"
-)
-
-
 def _fix() -> str:
     files = ", ".join(x for s in fw_registry.specs() for x in s.model_files) or "none"
-    return _FIX.format(files=files)
+    return (
+        "give the model as 'path/to/file.py:build_model' or 'package.module:build_model' (a "
+        f"function that takes no arguments and returns the model), or a saved model file ({files})"
+    )
 
 
 def parse(spec: str | os.PathLike) -> Spec:
@@ -184,16 +178,10 @@ def _module_of_file(path: Path):
     return module
 
 
-def _where(exc: BaseException, path: Path | None) -> str:
-    """`` (file.py line N)``: where in the learner's file an exception was raised, if there."""
-    frames = traceback.extract_tb(exc.__traceback__)
-    mine = [f for f in frames if path is not None and Path(f.filename) == path] or frames[-1:]
-    return f" ({Path(mine[-1].filename).name} line {mine[-1].lineno})" if mine else ""
-
-
-def _error(exc: BaseException) -> str:
-    text = str(exc).strip().splitlines()
-    return f"{type(exc).__name__}: {text[0]}" if text else type(exc).__name__
+def _where(exc: BaseException) -> str:
+    """`` (at file.py:12 in build)``: the learner's line an exception was raised from, if any."""
+    where = user_location("".join(traceback.format_exception(exc)))
+    return f" (at {where})" if where else ""
 
 
 def _load_builder(s: Spec) -> Callable[[], object]:
@@ -209,7 +197,7 @@ def _load_builder(s: Spec) -> Callable[[], object]:
                 f"{s.function}"
             ) from exc
         raise ValueError(
-            f"model {s.text!r}: importing it failed: {_error(exc)}{_where(exc, s.file)}"
+            f"model {s.text!r}: importing it failed: {first_lines(exc, lines=1)}{_where(exc)}"
         ) from exc
     builder = getattr(module, s.function, None)
     if not callable(builder):
@@ -228,8 +216,8 @@ def _called(s: Spec, what: str) -> object:
         value = function()
     except Exception as exc:
         raise ValueError(
-            f"model {s.text!r}: the {what} {s.function}() raised {_error(exc)}"
-            f"{_where(exc, s.file)}; fix the {what} (it must take no arguments and return "
+            f"model {s.text!r}: the {what} {s.function}() raised {first_lines(exc, lines=1)}"
+            f"{_where(exc)}; fix the {what} (it must take no arguments and return "
             + ("the model)" if what == "builder" else "the example inputs)")
         ) from exc
     if value is None:
@@ -244,40 +232,38 @@ def _array_like(x: object) -> bool:
     return hasattr(x, "shape") and hasattr(x, "dtype")
 
 
-def to_numpy(x: object) -> np.ndarray:
+def _host(x: object) -> np.ndarray:
     """A tensor of any framework (or an array) as a host array."""
-    if callable(getattr(x, "detach", None)):
-        x = x.detach().cpu()
-    return np.ascontiguousarray(np.asarray(x))
+    return np.asarray(x.detach().cpu() if callable(getattr(x, "detach", None)) else x)
 
 
 _PLAIN = (bool, int, float, str, type(None))
 
 
 def example_of(args: object, kwargs: dict | None = None) -> tuple[list[np.ndarray], Call]:
-    """Example inputs as host arrays and how the model takes them: ``args`` positionally, the
-    tensors of ``kwargs`` by name, its plain values (``use_cache=False``) as constants."""
+    """Example inputs as host arrays and how the model takes them: ``args`` positionally (a dict:
+    by name), the tensors of ``kwargs`` by name, its plain values (``use_cache=False``) as
+    constants."""
+    if isinstance(args, dict):
+        args, kwargs = (), {**args, **(kwargs or {})}
     items = list(args) if isinstance(args, tuple | list) else [] if args is None else [args]
-    arrays, names = [], []
-    for i, x in enumerate(items):
-        if not _array_like(x):
-            raise ValueError(
-                f"example input {i} is a {type(x).__name__}, not a tensor or an array: give "
-                "tensors positionally, and plain values (use_cache=False) as keyword arguments"
-            )
-        arrays.append(to_numpy(x))
-        names.append("")
-    constants = {}
-    for key, value in (kwargs or {}).items():
+    arrays, names, constants = [], [], {}
+    for key, value in [*(("", x) for x in items), *(kwargs or {}).items()]:
         if _array_like(value):
-            arrays.append(to_numpy(value))
+            arrays.append(_host(value))
             names.append(str(key))
-        elif isinstance(value, _PLAIN):
+        elif key and isinstance(value, _PLAIN):
             constants[str(key)] = value
-        else:
+        elif key:
             raise ValueError(
                 f"example keyword {key!r} is a {type(value).__name__}: keyword arguments are "
                 "tensors (attention_mask=...) or plain values (True, 3, 'mean', None)"
+            )
+        else:
+            raise ValueError(
+                f"example input {len(arrays)} is a {type(value).__name__}, not a tensor or an "
+                "array: give tensors positionally, and plain values (use_cache=False) as keyword "
+                "arguments"
             )
     return arrays, Call(tuple(names), constants)
 
@@ -296,18 +282,13 @@ def _model_and_example(value: object) -> tuple[object, tuple | None]:
 def build_example(
     spec: str | os.PathLike | Spec,
 ) -> tuple[object, tuple[list[np.ndarray], Call] | None]:
-    """The model the spec's builder returns, and its example inputs when it returned them too
-    (a dict as ``example_args`` is keyword arguments); a saved model file: its path and None."""
+    """The model the spec's builder returns, and its example inputs when it returned them too;
+    a saved model file: its path and None."""
     s = spec if isinstance(spec, Spec) else parse(spec)
     if s.saved_model:
         return s.file, None
     model, given = _model_and_example(_called(s, "builder"))
-    if given is None:
-        return model, None
-    args, kwargs = given
-    if isinstance(args, dict):
-        args, kwargs = (), {**args, **(kwargs or {})}
-    return model, example_of(args, kwargs)
+    return model, None if given is None else example_of(*given)
 
 
 def build(spec: str | os.PathLike | Spec) -> object:
@@ -330,25 +311,16 @@ def is_function_spec(text: object) -> bool:
     """Whether ``text`` names a function (``file.py:example_inputs``) rather than shapes."""
     if not isinstance(text, str):
         return False
-    try:
+    with contextlib.suppress(ValueError):
         parse_inputs(text)
-        return False
-    except ValueError:
-        pass
+        return False  # shapes
     where, sep, function = text.strip().rpartition(":")
     return bool(sep and where and function.isidentifier())
 
 
 def to_batch(arrays: list[np.ndarray], batch: int) -> list[np.ndarray]:
     """``arrays`` with ``batch`` rows: the first ones, repeated when there are fewer."""
-    out = []
-    for a in arrays:
-        if a.ndim == 0:
-            out.append(a)
-            continue
-        reps = -(-batch // a.shape[0])
-        out.append(np.ascontiguousarray(np.concatenate([a] * reps)[:batch]))
-    return out
+    return [a if a.ndim == 0 else np.resize(a, (batch, *a.shape[1:])) for a in arrays]
 
 
 def child_pythonpath() -> list[str]:

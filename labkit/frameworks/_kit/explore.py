@@ -127,12 +127,8 @@ def _tier(filename: str) -> int:
 
 def _user_frame(text: str) -> re.Match | None:
     """The last frame of the learner's code in ``text``, else of a model library's."""
-    found = list(_FILE_LINE.finditer(text))
-    for tier in (0, 1):
-        mine = [m for m in found if _tier(m.group(1)) == tier]
-        if mine:
-            return mine[-1]
-    return None
+    found = [m for m in _FILE_LINE.finditer(text) if _tier(m.group(1)) < 2]
+    return min(reversed(found), key=lambda m: _tier(m.group(1)), default=None)
 
 
 def user_location(text: str) -> str:
@@ -167,23 +163,9 @@ def agreement(outputs, references, rtol: float = RTOL) -> tuple[bool, float, str
         d = difference(a, b, skip_nan=True)
         worst = max(worst, d.largest)
         if d.exceeds(rtol, floor=1e-6):
-            return (
-                False,
-                worst,
-                f"output {i} differs by up to {d.largest:.3g} (scale {d.scale:.3g})",
-            )
+            why = f"output {i} differs by up to {d.largest:.3g} (scale {d.scale:.3g})"
+            return False, worst, why
     return True, worst, ""
-
-
-def write_pickle(obj: object, path: Path) -> None:
-    """Write ``obj`` with cloudpickle (a notebook's classes travel by value); ``ValueError``
-    when it cannot be pickled."""
-    import cloudpickle
-
-    try:
-        Path(path).write_bytes(cloudpickle.dumps(obj))
-    except Exception as exc:
-        raise ValueError(f"pickling it failed: {type(exc).__name__}: {exc}") from exc
 
 
 #: how much slower than eager (and by how many ms) a compiled call must be to be a finding
@@ -310,13 +292,9 @@ class EagerSession:
         try:
             outs = self.eager("example", self.arrays)
         except Exception as exc:  # noqa: BLE001 - a framework error is the check's finding
-            return result(
-                "eager",
-                "fails",
-                f"the model does not run on these inputs in {framework}: give inputs of the "
-                "shape it takes (batch first), or fix the model",
-                message(exc),
-            )
+            why = f"the model does not run on these inputs in {framework}: give inputs of the "
+            why += "shape it takes (batch first), or fix the model"
+            return result("eager", "fails", why, message(exc))
         details = {"outputs": [list(o.shape) for o in outs], "call": self.call.text(self.arrays)}
         if not outs:
             what = f" (a {self.output_type})" if self.output_type else ""
@@ -366,9 +344,8 @@ class EagerSession:
             return usable, None
         why = "; ".join(f"{v.name}: {w}" for v, w in self.accepted())
         why = why or "the inputs have no batch dimension"
-        return [], result(
-            path, "works", f"eager takes no other input sizes, so none was tried ({why})"
-        )
+        why = f"eager takes no other input sizes, so none was tried ({why})"
+        return [], result(path, "works", why)
 
     def _refused(self, v: Variation) -> str:
         """Why eager refuses a size in ``v`` ("" when it runs every one)."""

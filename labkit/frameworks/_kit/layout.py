@@ -14,9 +14,11 @@ _LAYOUTS = {"nchw": "first", "channels_first": "first", "nhwc": "last", "channel
 
 
 def describe_arrays(arrays: Sequence[np.ndarray]) -> str:
-    """``"8x16x32,8x16:int64"`` (a scalar input reads as ``scalar``)."""
+    """``"8x16x32,8x16:int64"`` (a scalar input reads as ``scalar``); of arrays, or of anything
+    with a ``shape`` and a ``dtype`` (a dtype name)."""
     return ",".join(
-        ("x".join(map(str, a.shape)) or "scalar") + ("" if a.dtype == np.float32 else f":{a.dtype}")
+        ("x".join(map(str, a.shape)) or "scalar")
+        + ("" if np.dtype(a.dtype) == np.float32 else f":{np.dtype(a.dtype)}")
         for a in arrays
     )
 

@@ -5,11 +5,9 @@ shapes change (with ``reduce_retracing`` and an ``input_signature`` tried), XLA.
 from __future__ import annotations
 
 import contextlib
-import pickle
 import re
 import time
 from collections.abc import Callable, Sequence
-from pathlib import Path
 
 import keras
 import numpy as np
@@ -20,8 +18,7 @@ from .._kit.layout import Call, Variation, axes
 from . import SPEC
 from .adapter import is_tf_function, model_caller
 
-__all__ = ["ACCEPTS", "CHECKS", "Session", "bind", "cause", "pack", "run_check", "unpack"]
-__all__ += ["versions"]
+__all__ = ["ACCEPTS", "CHECKS", "Session", "bind", "cause", "run_check", "versions"]
 
 CHECKS: tuple[str, ...] = ("eager", "tf.function", "tf.function(new shapes)", "xla")
 ACCEPTS = (
@@ -36,26 +33,11 @@ def versions() -> dict[str, str]:
 
 def _options(fn: object) -> dict:
     """The options a ``tf.function`` was made with (what its checks keep)."""
-    out = {}
-    if is_tf_function(fn) and fn.input_signature is not None:
-        out["input_signature"] = fn.input_signature
-    if is_tf_function(fn) and getattr(fn, "_reduce_retracing", False):
-        out["reduce_retracing"] = True
-    return out
-
-
-def pack(model: object, path: Path) -> None:
-    """Keras objects pickle through Keras' own saving; a ``tf.function`` as its Python
-    function and options (cloudpickle)."""
-    if is_tf_function(model):
-        ex.write_pickle(("function", model.python_function, _options(model)), path)
-    else:
-        ex.write_pickle(("object", model, {}), path)
-
-
-def unpack(path: Path) -> object:
-    kind, obj, options = pickle.loads(Path(path).read_bytes())
-    return tf.function(obj, **options) if kind == "function" else obj
+    if not is_tf_function(fn):
+        return {}
+    retracing = getattr(fn, "_reduce_retracing", False)  # not public: absent in some versions
+    found = {"input_signature": fn.input_signature, "reduce_retracing": retracing}
+    return {k: v for k, v in found.items() if v}
 
 
 def _declared(model: object, count: int) -> tuple[list[tuple] | None, str]:
@@ -131,12 +113,15 @@ def _meaningful(text: str) -> list[str]:
     ]
 
 
+def _said(exc: BaseException, lines: int = 2) -> str:
+    return ex.first_lines("\n".join(_meaningful(str(exc))) or exc, lines=lines, limit=700)
+
+
 def _fails(path: str, what: str, exc: BaseException) -> dict:
     """A failed trace or compile: TensorFlow's own cause, at the learner's line."""
     where = ex.user_location(str(exc))
-    message = ex.first_lines("\n".join(_meaningful(str(exc))) or exc, lines=2)
     why = f"{what}: {cause(exc)}" + (f" (at {where})" if where else "")
-    return ex.result(path, "fails", why, message)
+    return ex.result(path, "fails", why, _said(exc))
 
 
 def cause(exc: BaseException) -> str:
@@ -148,50 +133,37 @@ def cause(exc: BaseException) -> str:
 
 
 def _eager(s: Session) -> dict:
-    def message(exc: BaseException) -> str:
-        text = ex.first_lines("\n".join(_meaningful(str(exc))) or exc, lines=4, limit=700)
-        return f"{type(exc).__name__}: {text}"
-
-    return s.eager_check("eager TensorFlow", message)
+    return s.eager_check("eager TensorFlow", lambda exc: f"{type(exc).__name__}: {_said(exc, 4)}")
 
 
-def _traced(s: Session, path: str, fn, failed: str) -> tuple[dict | None, float, str]:
-    """``fn``'s first call (tracing, compiling) and its agreement with eager: a failed row,
-    else None, the first call's seconds, and how it agrees."""
+def _first_call(s: Session, path: str, fn, failed: str) -> tuple[dict | None, float]:
+    """``fn``'s first call (tracing, compiling): the failed row, else None; its seconds."""
     t0 = time.perf_counter()
     try:
         with ex.quiet():
             s.run(fn, s.arrays)
     except Exception as exc:  # noqa: BLE001 - a framework error is the check's finding
-        return _fails(path, failed, exc), 0.0, ""
-    first = time.perf_counter() - t0
-    with ex.quiet():
-        ok, worst, why = s.compare(fn)
-    if not ok:
-        return ex.result(path, "fails", f"it computes different numbers than eager {why}"), 0, ""
-    return None, first, ex.agrees(worst)
+        return _fails(path, failed, exc), 0.0
+    return None, time.perf_counter() - t0
 
 
 def _function(s: Session) -> dict:
-    path = "tf.function"
-    fn = tf.function(s.fn, **s.options)
-    failed, first, agrees = _traced(s, path, fn, "tracing it into a graph failed")
-    traces = fn.experimental_get_tracing_count()
-    if failed:
-        if "different numbers" in failed["path"]["reason"]:
-            failed["path"]["reason"] += (
-                ": Python that runs only while tracing (a Python value read once) is frozen "
-                "into the graph"
-            )
-        failed["path"]["details"]["traces"] = traces
-        return failed
+    path, fn = "tf.function", tf.function(s.fn, **s.options)
+    failed, first = _first_call(s, path, fn, "tracing it into a graph failed")
     given = f" (with its own options: {', '.join(s.options)})" if s.options else ""
-    if traces > 1:
-        why = f"traced {traces} times for inputs of one shape{given}: something other than "
-        why += f"shapes and dtypes (a Python value) keys the trace; {agrees}"
-        return ex.result(path, "caveats", why, traces=traces, first_call_s=first)
-    why = f"one trace serves inputs of this shape{given}; {agrees}; first call {first:.2f} s"
-    return ex.result(path, "works", why + " (tracing)", traces=traces, first_call_s=first)
+    done = f"traced into a graph{given}, first call {first:.2f} s (tracing)"
+    row = failed or s.agreed(path, fn, done, first_call_s=first)
+    traces = row["path"]["details"]["traces"] = fn.experimental_get_tracing_count()
+    if "different numbers" in row["path"]["reason"]:
+        row["path"]["reason"] += (
+            ": Python that runs only while tracing (a Python value read once) is frozen into "
+            "the graph"
+        )
+    elif not failed and traces > 1:
+        why = f"traced {traces} times for inputs of one shape: something other than shapes and "
+        why += "dtypes (a Python value) keys the trace; "
+        row["path"].update(status="caveats", reason=why + row["path"]["reason"])
+    return row
 
 
 def _recompile(s: Session, label: str, options: dict, v: Variation) -> ex.Recompile:
@@ -246,13 +218,10 @@ def _tried(r: ex.Recompile) -> str:
 
 
 def _xla(s: Session) -> dict:
-    path = "xla"
     fn = tf.function(s.fn, jit_compile=True)
-    failed, first, agrees = _traced(s, path, fn, "XLA cannot compile it")
-    if failed:
-        return failed
-    why = f"compiled by XLA (jit_compile=True); {agrees}; first call {first:.2f} s (tracing and "
-    return ex.result(path, "works", why + "compiling)", first_call_s=first)
+    failed, first = _first_call(s, "xla", fn, "XLA cannot compile it")
+    done = f"compiled by XLA (jit_compile=True), first call {first:.2f} s (tracing and compiling)"
+    return failed or s.agreed("xla", fn, done, first_call_s=first)
 
 
 _RUN: dict[str, Callable[[Session], dict]] = {

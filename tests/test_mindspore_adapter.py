@@ -73,7 +73,7 @@ def test_max_pool_pads_like_torch(ms_adapter):
 def test_prepare_runs_every_mode(ms_adapter, weights, task):
     batch = 1 if task == "latency" else 2
     outputs = {}
-    for mode in ms_adapter.MODES:
+    for mode in ms_adapter.SPEC.modes:
         prepared = ms_adapter.prepare(weights, mode, task, batch, image_size=SIZE)
         assert prepared.batch_size == batch and prepared.notes
         outputs[mode] = [np.asarray(prepared.step()) for _ in range(2)]

@@ -61,7 +61,7 @@ def test_prepare_runs_every_mode(pd_adapter, weights, task):
     """dygraph and both to_static captures compute the same function."""
     batch = 1 if task == "latency" else 2
     outputs = {}
-    for mode in pd_adapter.MODES:
+    for mode in pd_adapter.SPEC.modes:
         prepared = pd_adapter.prepare(weights, mode, task, batch, image_size=SIZE)
         assert prepared.batch_size == batch and prepared.notes
         outputs[mode] = [np.asarray(prepared.step()) for _ in range(2)]

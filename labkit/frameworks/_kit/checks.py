@@ -23,18 +23,9 @@ __all__ = [
 ]
 
 
-def unwrap(fn: Callable) -> Callable:
-    """The plain Python function under a framework's decorator."""
-    for _ in range(10):
-        inner = (
-            getattr(fn, "python_function", None)  # tf.function
-            or getattr(fn, "_torchdynamo_orig_callable", None)  # torch.compile
-            or getattr(fn, "__wrapped__", None)  # functools.wraps (mindspore.jit, ...)
-        )
-        if inner is None or inner is fn:
-            break
-        fn = inner
-    return fn
+#: the plain Python function under a framework's decorator: tf.function, torch.compile,
+#: mindspore.jit and paddle.jit.to_static each name it ``__wrapped__``
+unwrap = inspect.unwrap
 
 
 def what_broke(exc: BaseException, limit: int = 300) -> str:

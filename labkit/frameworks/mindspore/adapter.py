@@ -23,7 +23,6 @@ from ..contract import Prepared, Unsupported
 from . import SPEC
 
 __all__ = [
-    "MODES",
     "build_resnet50",
     "max_pool",
     "native_name",
@@ -38,7 +37,6 @@ __all__ = [
     "version",
 ]
 
-MODES = SPEC.modes
 WHY_NOT = {
     "int8": "MindSpore's post-training quantisation is MindSpore Lite's converter (for MindIR "
     f"files), not a PyNative or graph-mode cell; {INT8_PATH}",

@@ -24,7 +24,6 @@ from ..contract import Prepared, Unsupported
 from . import SPEC
 
 __all__ = [
-    "MODES",
     "build_resnet50",
     "native_name",
     "predict",
@@ -36,7 +35,6 @@ __all__ = [
     "version",
 ]
 
-MODES = SPEC.modes
 WHY_NOT = {
     "int8": "PaddlePaddle's int8 inference runs a program quantised after training in Paddle "
     f"Inference, not a dygraph or to_static cell; {INT8_PATH}",

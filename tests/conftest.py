@@ -92,6 +92,17 @@ def run_labkit(
 IN_CI = os.environ.get("CI", "").strip().lower() in ("1", "true", "yes")
 
 
+def notebook_script(name: str):
+    """The module ``notebooks/<name>.py``, a lesson's code beside its notebook (imported once)."""
+    import importlib.util
+
+    if name not in sys.modules:
+        spec = importlib.util.spec_from_file_location(name, ROOT / "notebooks" / f"{name}.py")
+        sys.modules[name] = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(sys.modules[name])
+    return sys.modules[name]
+
+
 def skip_or_fail(reason: str) -> None:
     """Skip (on a learner's machine: the lesson says what is missing) or, under ``CI=true``, fail:
     CI must never turn green because a framework or Chromium silently went missing."""

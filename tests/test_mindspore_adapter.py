@@ -9,7 +9,7 @@ from labkit.frameworks import contract
 
 import numpy as np
 import pytest
-from conftest import ROOT, assert_float32_close, require
+from conftest import ROOT, assert_float32_close, notebook_script, require
 
 SIZE = 32  # the smallest image ResNet-50 takes: keeps the suite fast
 
@@ -73,7 +73,7 @@ def test_max_pool_pads_like_torch(ms_adapter):
 def test_prepare_runs_every_mode(ms_adapter, weights, task):
     batch = 1 if task == "latency" else 2
     outputs = {}
-    for mode in ms_adapter.MODES:
+    for mode in ms_adapter.SPEC.modes:
         prepared = ms_adapter.prepare(weights, mode, task, batch, image_size=SIZE)
         assert prepared.batch_size == batch and prepared.notes
         outputs[mode] = [np.asarray(prepared.step()) for _ in range(2)]
@@ -163,8 +163,7 @@ def test_tensorflow_then_mindspore_in_one_process():
 
 
 def test_jit_compiles_once_per_python_scalar_value_unless_mutable(ms_adapter):
-    from labkit.frameworks.mindspore import graphs as msg
-
+    msg = notebook_script("capture_modes")  # notebook 04's
     import mindspore as ms
 
     @ms.jit
@@ -184,8 +183,7 @@ def test_jit_compiles_once_per_python_scalar_value_unless_mutable(ms_adapter):
 
 
 def test_jit_capture_modes_of_the_installed_mindspore(ms_adapter):
-    from labkit.frameworks.mindspore import graphs as msg
-
+    msg = notebook_script("capture_modes")  # notebook 04's
     import mindspore as ms
 
     for mode in msg.CAPTURE_MODES:  # the pinned list is what the installed jit accepts
@@ -195,8 +193,7 @@ def test_jit_capture_modes_of_the_installed_mindspore(ms_adapter):
 
 
 def test_capture_mode_demo_runs_each_mode_in_a_fresh_process(ms_adapter):
-    from labkit.frameworks.mindspore import graphs as msg
-
+    msg = notebook_script("capture_modes")  # notebook 04's
     rows = msg.capture_mode_demo()
     assert list(rows) == list(msg.CAPTURE_MODES)
     ast, trace = rows["ast"], rows["trace"]

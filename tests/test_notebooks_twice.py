@@ -88,6 +88,8 @@ def test_notebook_runs_twice_in_one_kernel_and_leaves_nothing_beside_it(path, tm
     for d in path.parent.iterdir():
         if d.name in SCRIPTS:
             shutil.copytree(d, folder / d.name, ignore=shutil.ignore_patterns("__pycache__"))
+        elif d.suffix == ".py":  # a lesson's module it imports (tracer.py, capture_modes.py)
+            shutil.copy2(d, folder / d.name)
     nb = nbformat.read(copy, as_version=4)
     client = NotebookClient(
         nb,
@@ -108,7 +110,10 @@ def test_notebook_runs_twice_in_one_kernel_and_leaves_nothing_beside_it(path, tm
                         f"{type(exc).__name__}: {_plain(str(exc))[-1500:]}",
                         pytrace=False,
                     )
-    left = sorted(p.name for p in folder.iterdir() if p != copy and p.name not in SCRIPTS)
+    modules = {"__pycache__", *(p.name for p in folder.glob("*.py"))}  # Python's, on import
+    left = sorted(
+        p.name for p in folder.iterdir() if p != copy and p.name not in {*SCRIPTS, *modules}
+    )
     unexpected = [
         name for name in left if name not in DECLARED_OUTPUTS.get(notebook_key(path), set())
     ]

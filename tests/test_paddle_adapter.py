@@ -16,7 +16,7 @@ from labkit.frameworks import contract
 
 import numpy as np
 import pytest
-from conftest import ROOT, assert_float32_close, require
+from conftest import ROOT, assert_float32_close, notebook_script, require
 
 SIZE = 32  # the smallest image ResNet-50 takes: keeps the suite fast
 
@@ -61,7 +61,7 @@ def test_prepare_runs_every_mode(pd_adapter, weights, task):
     """dygraph and both to_static captures compute the same function."""
     batch = 1 if task == "latency" else 2
     outputs = {}
-    for mode in pd_adapter.MODES:
+    for mode in pd_adapter.SPEC.modes:
         prepared = pd_adapter.prepare(weights, mode, task, batch, image_size=SIZE)
         assert prepared.batch_size == batch and prepared.notes
         outputs[mode] = [np.asarray(prepared.step()) for _ in range(2)]
@@ -156,7 +156,7 @@ def test_importing_paddle_leaves_the_thread_variables_as_they_were(given):
     assert out.stdout.strip().splitlines()[-1] == str(given)
 
 
-# ---- what to_static makes of Python (labkit.frameworks.paddle.graphs, notebook 04) ----------
+# ---- what to_static makes of Python (notebook 04, notebooks/capture_modes.py) ----------
 
 
 LOG: list = []  # what double_until appends to: a global, as a notebook cell's would be
@@ -190,8 +190,7 @@ def test_source_conversion_makes_control_flow_operators_of_the_program(pd_adapte
 
 @pytest.mark.costly  # cold caches (20 s); notebook 04 shows SOT's breaks under smoke
 def test_bytecode_capture_reports_its_graph_breaks_from_a_cold_cache_every_time(pd_adapter):
-    from labkit.frameworks.paddle import graphs as pg
-
+    pg = notebook_script("capture_modes")  # notebook 04's
     import paddle
 
     calls = [(paddle.to_tensor(np.array(v, np.float32)),) for v in ([1.0], [-70.0])]

@@ -171,11 +171,9 @@ def check_import_order(name: str) -> None:
     if loaded and s.import_name not in sys.modules:
         raise FrameworkUnavailable(
             f"{s.display} cannot be imported in this process: {', '.join(loaded)} is loaded "
-            f"already, and importing {s.import_name} after it crashes the process (a "
-            f"segmentation fault in {s.import_name}'s native library). Run {s.display} in a "
-            f"fresh process (the benchmark runner does: each cell has its own), or import it "
-            f"first: restart the kernel and call labkit.frameworks.get({name!r}) before "
-            f"anything loads {loaded[0]}"
+            f"already, and importing {s.import_name} after it is a segmentation fault. Run it "
+            f"in a fresh process (the benchmark runner gives each cell one), or restart the "
+            f"kernel and call labkit.frameworks.get({name!r}) before anything loads {loaded[0]}"
         )
 
 
@@ -221,7 +219,7 @@ def _part(name: str, part: str, has: Callable, what: str, framework: bool = True
 
 
 def explorer(name: str) -> ModuleType:
-    """The graph-readiness checks of ``name`` (``contract.Explorer``); imports the framework."""
+    """The graph-readiness checks of ``name`` (``contract.EXPLORER``); imports the framework."""
     return _part(name, "explore", lambda s: s.explores, f"checks for {spec(name).display} models")
 
 

@@ -7,9 +7,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol, runtime_checkable
 
-__all__ = ["DEVICES", "PRECISIONS", "TASKS", "Explorer", "FrameworkSpec", "Prepared", "Unsupported"]
+__all__ = ["DEVICES", "EXPLORER", "PRECISIONS", "TASKS", "FrameworkSpec", "Prepared", "Unsupported"]
 
 #: the benchmark tasks: one-image inference, batched inference, a training step
 TASKS: tuple[str, ...] = ("latency", "throughput", "train")
@@ -105,25 +104,12 @@ class FrameworkSpec:
         return Path(__file__).resolve().parent / self.name
 
 
-@runtime_checkable
-class Explorer(Protocol):
-    """The module ``labkit/frameworks/<name>/explore.py``: graph-readiness checks of any model.
-
-    :mod:`labkit.explore` runs each check in a worker process (``Session(model, arrays, call)``,
-    then ``run_check`` per name) and joins the results into one report. ``CHECKS`` are the
-    capture paths in order, each a report row; the first one gates the others (when the model
-    does not even run there, nothing else is tried). Optional: ``accepts(model)`` (default
-    ``callable``) and ``bind(model, call)`` where a builder's example inputs reach a benchmark cell.
-    """
-
-    SPEC: FrameworkSpec
-    CHECKS: tuple[str, ...]
-    ACCEPTS: str  #: what the checks take, in words (for the error when a model is not that)
-    #: ``Session(model, arrays, call)``: the state the checks share in one process
-    Session: type
-
-    def versions(self) -> dict[str, str]:
-        """The versions of the packages the checks use."""
-
-    def run_check(self, name: str, session: Any) -> dict:
-        """Run one check: ``{"path": {...}, "graph_breaks": [...], "recompiles": [...]}``."""
+#: What ``labkit/frameworks/<name>/explore.py`` provides (``tests/test_registry.py`` checks it):
+#: ``SPEC``; ``CHECKS``, the capture paths in order, each a report row, the first gating the
+#: others (a model that does not even run there is tried no further); ``ACCEPTS``, what the
+#: checks take, in words; ``Session(model, arrays, call)``, the state the checks share in one
+#: worker process; ``versions()``, of the packages the checks use; ``run_check(name, session)
+#: -> {"path": {...}, "graph_breaks": [...], "recompiles": [...]}``. Optional: ``accepts(model)``
+#: (default ``callable``) and ``bind(model, call)`` where a builder's example inputs reach a
+#: benchmark cell.
+EXPLORER: tuple[str, ...] = ("SPEC", "CHECKS", "ACCEPTS", "Session", "versions", "run_check")

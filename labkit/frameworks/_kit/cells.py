@@ -5,7 +5,7 @@ the cell's host batch, and the canonical weights under a framework's own names."
 from __future__ import annotations
 
 import numbers
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 
 import numpy as np
 
@@ -26,13 +26,6 @@ __all__ = [
 INT8_PATH = "the lab's int8 path is ONNX Runtime's static quantisation (--frameworks onnxruntime)"
 
 
-def _choice(framework: str, kind: str, value: str, valid: Sequence[str]) -> None:
-    if value not in valid:
-        raise ValueError(
-            f"unknown {kind} {value!r} for {framework}: valid {kind}s are {', '.join(valid)}"
-        )
-
-
 def check_cell(
     spec: FrameworkSpec,
     mode: str,
@@ -50,7 +43,10 @@ def check_cell(
         ("precision", precision, PRECISIONS),
         ("device", device, DEVICES),
     ):
-        _choice(spec.name, kind, value, valid)
+        if value not in valid:
+            raise ValueError(
+                f"unknown {kind} {value!r} for {spec.name}: valid {kind}s are {', '.join(valid)}"
+            )
     check_threads(batch_size, "batch_size")
     for value, offered in ((task, spec.tasks), (precision, spec.precisions)):
         if value not in offered:

@@ -23,18 +23,9 @@ __all__ = [
 ]
 
 
-def unwrap(fn: Callable) -> Callable:
-    """The plain Python function under a framework's decorator."""
-    for _ in range(10):
-        inner = (
-            getattr(fn, "python_function", None)  # tf.function
-            or getattr(fn, "_torchdynamo_orig_callable", None)  # torch.compile
-            or getattr(fn, "__wrapped__", None)  # functools.wraps (mindspore.jit, ...)
-        )
-        if inner is None or inner is fn:
-            break
-        fn = inner
-    return fn
+#: the plain Python function under a framework's decorator: tf.function, torch.compile,
+#: mindspore.jit and paddle.jit.to_static each name it ``__wrapped__``
+unwrap = inspect.unwrap
 
 
 def what_broke(exc: BaseException, limit: int = 300) -> str:
@@ -127,9 +118,7 @@ def same_outputs(
     atol: float,
     *,
     passed: str,
-    call: str = "input",
     baseline: str = "eager",
-    describe: Callable[[tuple], str] = signature,
 ) -> tuple[bool, str]:
     """``(True, passed)`` when ``run(case)`` gives ``want(case)`` on every case, else the first
     case that raised or differed."""
@@ -137,9 +126,9 @@ def same_outputs(
         try:
             got = run(case)
         except Exception as exc:  # the learner's code may raise anything
-            return False, f"{call} {i} raised {what_broke(exc)}"
+            return False, f"input {i} raised {what_broke(exc)}"
         if problem := compare(got, want(case), rtol, atol):
-            return False, f"{call} {i} ({describe(case)}): {problem.replace('eager', baseline)}"
+            return False, f"input {i} ({signature(case)}): {problem.replace('eager', baseline)}"
     return True, passed
 
 
@@ -170,11 +159,9 @@ def graph_properties(
     numpy: Callable[[Any], Any],
     runs: str,
     baseline: str,
-    **said: Any,
 ) -> dict[str, Callable]:
     """``{runs: ..., "matches_eager": ...}``: whether ``graph(fn)`` (the framework's whole-graph
-    capture) runs on every input, and gives the reference's outputs run eagerly (``baseline``);
-    ``said``: how :func:`same_outputs` names a call and describes it."""
+    capture) runs on every input, and gives the reference's outputs run eagerly (``baseline``)."""
 
     def ran(fn: Callable, cases: list[tuple]) -> tuple[bool, str]:
         compiled = graph(fn)
@@ -193,7 +180,6 @@ def graph_properties(
             atol,
             passed=f"same outputs as {baseline} on all {len(cases)} inputs",
             baseline=baseline,
-            **said,
         )
 
     return {runs: ran, "matches_eager": matches_eager}

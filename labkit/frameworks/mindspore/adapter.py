@@ -5,6 +5,7 @@ MindSpore's compile-failure reports (``MS_OM_PATH``) to this user's scratch fold
 
 from __future__ import annotations
 
+import itertools
 import os
 from collections.abc import Callable
 from pathlib import Path
@@ -22,7 +23,6 @@ from ..contract import Prepared, Unsupported
 from . import SPEC
 
 __all__ = [
-    "MODES",
     "build_resnet50",
     "max_pool",
     "native_name",
@@ -37,7 +37,6 @@ __all__ = [
     "version",
 ]
 
-MODES = SPEC.modes
 WHY_NOT = {
     "int8": "MindSpore's post-training quantisation is MindSpore Lite's converter (for MindIR "
     f"files), not a PyNative or graph-mode cell; {INT8_PATH}",
@@ -153,11 +152,10 @@ class ResNet50(nn.Cell):
         s = resnet.stem(width)
         self.conv1, self.bn1 = _conv(s), _bn(s)
         self.relu = nn.ReLU()
-        for i in range(1, len(resnet.STAGES) + 1):
-            blocks = [
-                Bottleneck(b) for b in resnet.blocks(width) if b.name.startswith(f"layer{i}.")
-            ]
-            setattr(self, f"layer{i}", nn.SequentialCell(blocks))
+        for stage, blocks in itertools.groupby(
+            resnet.blocks(width), lambda b: b.name.split(".")[0]
+        ):
+            setattr(self, stage, nn.SequentialCell([Bottleneck(b) for b in blocks]))
         self.fc = nn.Dense(resnet.features(width), num_classes)
 
     def construct(self, x):
@@ -280,16 +278,12 @@ def prepare(
     if precision == "bf16":
         net = ms.amp.auto_mixed_precision(net, "auto", dtype=ms.bfloat16)
         notes.append("mindspore.amp.auto_mixed_precision(level='auto', dtype=bfloat16)")
-    graph = mode == "graph"
-    applied = None
+    graph, applied, extra = mode == "graph", None, ()
     if task == "train":
         run, applied = _train_fn(net, recipe.TRAIN.lr, recipe.TRAIN.momentum, graph=graph)
-        y = ms.Tensor(np.asarray(labels, np.int32))
+        extra = (ms.Tensor(np.asarray(labels, np.int32)),)
         how = "forward, value_and_grad, nn.Momentum"
         how = f"mindspore.jit of the whole step ({how})" if graph else f"PyNative: {how}"
-
-        def step() -> np.ndarray:
-            return run(ms.Tensor(images), y).asnumpy()
     else:
         net.set_train(False)
 
@@ -300,7 +294,7 @@ def prepare(
         run = ms.jit(forward) if graph else forward
         how = "mindspore.jit(capture_mode='ast') of the forward pass" if graph else "PyNative"
 
-        def step() -> np.ndarray:
-            return run(ms.Tensor(images)).asnumpy()
+    def step() -> np.ndarray:
+        return run(ms.Tensor(images), *extra).asnumpy()
 
     return Prepared(step, int(batch_size), "; ".join([how, *notes]), recipe=applied)

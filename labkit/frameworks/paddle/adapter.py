@@ -8,6 +8,7 @@ out)``, the transpose of ``fc.weight``). Modes: ``dygraph`` (eager); ``sot``
 from __future__ import annotations
 
 import contextlib
+import itertools
 import warnings
 from collections.abc import Callable
 
@@ -23,7 +24,6 @@ from ..contract import Prepared, Unsupported
 from . import SPEC
 
 __all__ = [
-    "MODES",
     "build_resnet50",
     "native_name",
     "predict",
@@ -35,7 +35,6 @@ __all__ = [
     "version",
 ]
 
-MODES = SPEC.modes
 WHY_NOT = {
     "int8": "PaddlePaddle's int8 inference runs a program quantised after training in Paddle "
     f"Inference, not a dygraph or to_static cell; {INT8_PATH}",
@@ -110,11 +109,10 @@ class ResNet50(nn.Layer):
         self.conv1, self.bn1 = _conv(stem), _bn(stem)
         self.relu = nn.ReLU()
         self.maxpool = nn.MaxPool2D(kernel_size=3, stride=2, padding=1)
-        for i in range(1, len(resnet.STAGES) + 1):
-            blocks = [
-                Bottleneck(b) for b in resnet.blocks(width) if b.name.startswith(f"layer{i}.")
-            ]
-            setattr(self, f"layer{i}", nn.Sequential(*blocks))
+        for stage, blocks in itertools.groupby(
+            resnet.blocks(width), lambda b: b.name.split(".")[0]
+        ):
+            setattr(self, stage, nn.Sequential(*[Bottleneck(b) for b in blocks]))
         self.avgpool = nn.AdaptiveAvgPool2D(1)
         self.fc = nn.Linear(resnet.features(width), num_classes)
 
@@ -149,12 +147,14 @@ def predict(model: nn.Layer, images: np.ndarray) -> np.ndarray:
         return model(x).numpy()
 
 
-def _step_fn(net: nn.Layer, params, lr: float, momentum: float) -> tuple[Callable, dict]:
-    """One training step of ``net`` as ``fn(images, labels) -> loss``, and the recipe its
-    optimizer and loss read back; ``Momentum`` keeps ``v = momentum * v + g; w -= lr * v``."""
+def _step_fn(net: nn.Layer, lr: float, momentum: float) -> tuple[Callable, dict]:
+    """One training step of ``net`` (in train mode now) as ``fn(images, labels) -> loss``, and
+    the recipe its optimizer and loss read back; ``Momentum`` keeps ``v = momentum * v + g;
+    w -= lr * v``."""
     r = recipe.TRAIN
+    net.train()
     opt = paddle.optimizer.Momentum(
-        lr, momentum, params, use_nesterov=r.nesterov, weight_decay=r.weight_decay or None
+        lr, momentum, net.parameters(), use_nesterov=r.nesterov, weight_decay=r.weight_decay or None
     )
 
     def step(x: paddle.Tensor, y: paddle.Tensor) -> paddle.Tensor:
@@ -188,21 +188,20 @@ def train_step(
 ) -> tuple[float, dict[str, np.ndarray]]:
     """One SGD-with-momentum step in train mode: the loss before it and the new weights."""
     model = build_resnet50(weights)
-    model.train()
-    step, _ = _step_fn(model, model.parameters(), lr, momentum)
+    step, _ = _step_fn(model, lr, momentum)
     loss = step(paddle.to_tensor(resnet.check_images(images)), _labels(labels))
     return float(loss.numpy()), to_canonical(model)
 
 
-def _autocast(precision: str) -> Callable[[], contextlib.AbstractContextManager]:
-    if precision == "bf16":
-        return lambda: paddle.amp.auto_cast(dtype="bfloat16", level="O1")
-    return contextlib.nullcontext
+def _autocast(precision: str) -> contextlib.AbstractContextManager:
+    if precision != "bf16":
+        return contextlib.nullcontext()
+    return paddle.amp.auto_cast(dtype="bfloat16", level="O1")
 
 
 def _bf16_failure() -> str | None:
     """None where a bfloat16 convolution runs here, else why not."""
-    with warnings.catch_warnings(record=True) as said, paddle.no_grad(), _autocast("bf16")():
+    with warnings.catch_warnings(record=True) as said, paddle.no_grad(), _autocast("bf16"):
         warnings.simplefilter("always")
         out = nn.Conv2D(3, 4, 3, padding=1, bias_attr=False)(paddle.ones([1, 3, 8, 8]))
     if out.dtype != paddle.bfloat16:
@@ -232,24 +231,22 @@ def prepare(
     images, labels = host_batch(weights, batch_size, image_size)
     if precision == "bf16" and (why := kernel_support(SPEC.name, version(), "bf16", _bf16_failure)):
         raise Unsupported(why)
-    model = net = build_resnet50(weights)
-    autocast = _autocast(precision)
+    net = build_resnet50(weights)
     notes = "; ".join([MODE_NOTES[mode]] + ["paddle.amp.auto_cast(bf16)"] * (precision == "bf16"))
     if mode != "dygraph":  # to_static wraps the Layer's forward in place
-        net = paddle.jit.to_static(model, full_graph=mode == "ast", backend=None)
+        net = paddle.jit.to_static(net, full_graph=mode == "ast", backend=None)
     if task == "train":
-        model.train()
-        run, applied = _step_fn(net, model.parameters(), recipe.TRAIN.lr, recipe.TRAIN.momentum)
+        run, applied = _step_fn(net, recipe.TRAIN.lr, recipe.TRAIN.momentum)
         y = _labels(labels)
 
         def step() -> float:
-            with autocast():
+            with _autocast(precision):
                 return float(run(paddle.to_tensor(images), y).numpy())
 
         return Prepared(step, int(batch_size), notes, recipe=applied)
 
     def step() -> np.ndarray:
-        with paddle.no_grad(), autocast():
+        with paddle.no_grad(), _autocast(precision):
             return net(paddle.to_tensor(images)).numpy()
 
     return Prepared(step, int(batch_size), notes)

@@ -196,18 +196,22 @@ def inference_fn(model: keras.Model, mode: str = "eager") -> Callable[[tf.Tensor
     return _wrap(functools.partial(_forward, model), mode)
 
 
-def _sgd_step(model: keras.Model, opt: keras.optimizers.Optimizer, images, labels) -> tf.Tensor:
-    """Forward in training mode, a GradientTape, one optimizer update; the loss (in float32)."""
+def _recipe_loss(model: keras.Model, images, labels) -> tf.Tensor:
+    return LOSS(labels, tf.cast(model(images, training=True), tf.float32))  # in float32
+
+
+def _sgd_step(model, opt, loss_of: Callable, *inputs) -> tf.Tensor:
+    """A GradientTape over ``loss_of(model, *inputs)``, one optimizer update; the loss."""
     with tf.GradientTape() as tape:
-        loss = LOSS(labels, tf.cast(model(images, training=True), tf.float32))
+        loss = loss_of(model, *inputs)
     grads = tape.gradient(loss, model.trainable_variables)
     opt.apply_gradients(zip(grads, model.trainable_variables))
     return loss
 
 
-def _train_fn(model: keras.Model, mode: str, opt: keras.optimizers.Optimizer) -> Callable:
+def _train_fn(model, mode: str, opt, loss_of: Callable = _recipe_loss) -> Callable:
     opt.build(model.trainable_variables)  # its slots now, not inside a traced graph
-    return _wrap(functools.partial(_sgd_step, model, opt), mode)
+    return _wrap(functools.partial(_sgd_step, model, opt, loss_of), mode)
 
 
 def train_step(
@@ -280,14 +284,14 @@ def is_tf_function(model: object) -> bool:
     return isinstance(model, tf.types.experimental.PolymorphicFunction)
 
 
-def model_caller(model: object) -> Callable:
+def model_caller(model: object, training: bool = False) -> Callable:
     """The Python callable that runs ``model`` eagerly on tensors: a Keras model or layer in
-    inference mode (one input as is, several as a list), a ``tf.function``'s own Python
-    function, or a plain function of tensors."""
+    inference mode (or ``training``; one input as is, several as a list), a ``tf.function``'s
+    own Python function, or a plain function of tensors."""
     if isinstance(model, keras.layers.Layer):  # models are layers too
 
         def call(*xs):
-            return model(xs[0] if len(xs) == 1 else list(xs), training=False)
+            return model(xs[0] if len(xs) == 1 else list(xs), training=training)
 
         return call
     if is_tf_function(model):
@@ -321,19 +325,13 @@ def prepare_model(
     if task == "train":
         if not isinstance(model, keras.layers.Layer) or not model.trainable_variables:
             raise Unsupported("training needs a Keras model or layer with trainable variables")
-        opt = _optimizer()
-        opt.build(model.trainable_variables)
 
-        def train(*xs):
-            with tf.GradientTape() as tape:
-                out = model(xs[0] if len(xs) == 1 else list(xs), training=True)
-                floats = [t for t in tf.nest.flatten(out) if t.dtype.is_floating]
-                loss = tf.add_n([tf.reduce_mean(tf.square(tf.cast(t, tf.float32))) for t in floats])
-            grads = tape.gradient(loss, model.trainable_variables)
-            opt.apply_gradients(zip(grads, model.trainable_variables))
-            return loss
+        def synthetic_loss(model, *xs):
+            outputs = tf.nest.flatten(model_caller(model, training=True)(*xs))
+            floats = [tf.cast(t, tf.float32) for t in outputs if t.dtype.is_floating]
+            return tf.add_n([tf.reduce_mean(tf.square(t)) for t in floats])
 
-        fn = _wrap(train, mode)
+        fn = _train_fn(model, mode, _optimizer(), synthetic_loss)
         notes += "; synthetic loss: mean of the squared outputs"
     else:
         fn = _wrap(model_caller(model), mode)

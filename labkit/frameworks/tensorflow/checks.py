@@ -61,8 +61,6 @@ def traces_once(fn: Callable, cases: list[tuple]) -> tuple[bool, str]:
 
 PROPERTIES: dict[str, Callable] = {
     "traces_once": traces_once,
-    "matches_eager": kit.graph_properties(
-        _graph, _args, _numpy, "runs", "eager", call="call", describe=_signature
-    )["matches_eager"],
+    "matches_eager": kit.graph_properties(_graph, _args, _numpy, "runs", "eager")["matches_eager"],
 }
 verify = functools.partial(kit.verify, "TensorFlow", PROPERTIES)

@@ -112,11 +112,12 @@ class Session(ex.EagerSession):
         return [(t.float() if t.is_floating_point() else t).numpy() for t in tensors]
 
 
-def _fails(path: str, what: str, exc: BaseException, **details) -> dict:
-    """A failed capture: what failed, why in plain words, where in the learner's code."""
-    reason, message, where = diagnose(exc)
+def _fails(path: str, what: str, exc: BaseException, reason: str = "") -> dict:
+    """A failed capture: what failed, why in plain words (``reason``, else from the error), where
+    in the learner's code."""
+    why, message, where = diagnose(exc)
     where = f" (at {where})" if where else ""
-    return ex.result(path, "fails", f"{what}: {reason}{where}", message, **details)
+    return ex.result(path, "fails", f"{what}: {reason or why}{where}", message)
 
 
 def _eager(s: Session) -> dict:
@@ -192,12 +193,11 @@ def _compile(s: Session) -> dict:
         return ex.result(path, "fails", why, message, breaks, **details)
     ms = _timings(s, compiled)
     slower = ex.slowdown(ms)  # the timings with their validity; a slowdown only when valid
-    status = "caveats" if breaks or "slower than eager" in slower else "works"
+    status = "caveats" if breaks or not graphs or "slower than eager" in slower else "works"
     if graphs == 0:
         cause = f" ({breaks[0].reason})" if breaks else ""
         head = f"Dynamo captured no graph{cause}: the whole forward runs as plain Python, so "
         head += f"torch.compile cannot speed it up; it {ex.agrees(worst)}"
-        status = "caveats"
     else:
         where = f"{graphs} graphs with {n} graph break(s) between them (listed below): Python "
         where = where + "runs at each break; " if breaks else "one graph, no graph break; "
@@ -268,18 +268,17 @@ def _export(s: Session, strict: bool) -> dict:
 
 
 def _traced(s: Session) -> tuple[object, bool, list[str]]:
-    """``torch.jit.trace``'s module; whether it needed ``strict=False`` (a dict or list output,
-    as its own message advises); its TracerWarnings."""
+    """``torch.jit.trace``'s module; whether it needed ``strict=False`` (a dict output, as its
+    own message advises); its TracerWarnings."""
     xs, relaxed = tuple(s.tensors(s.arrays)), False
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         try:
             traced = torch.jit.trace(s.module, xs, check_trace=False)
         except RuntimeError as exc:
-            if "Encountering a dict at the output" not in str(exc) and "a list at" not in str(exc):
+            if "pass strict=False" not in str(exc):
                 raise
-            relaxed = True
-            traced = torch.jit.trace(s.module, xs, check_trace=False, strict=False)
+            relaxed, traced = True, torch.jit.trace(s.module, xs, check_trace=False, strict=False)
     notes = [
         f"{Path(w.filename).name}:{w.lineno}: {ex.first_lines(str(w.message), 1, 120)}"
         for w in caught
@@ -294,17 +293,12 @@ def _trace(s: Session) -> dict:
     try:
         traced, relaxed, notes = _traced(s)
     except Exception as exc:  # noqa: BLE001 - a framework error is the check's finding
-        if "cannot infer type" in str(exc) and s.uncompared:
-            reason = (
-                f"the output holds {', '.join(s.uncompared)}, which TorchScript's tracer cannot "
-                "record (it takes tensors and containers of them): pass use_cache=False in the "
-                "example's keyword arguments, or return tensors only"
-            )
-        else:
-            why, _, where = diagnose(exc)
-            reason = f"TorchScript's tracer cannot record it: {why}"
-            reason += f" (at {where})" if where else ""
-        return ex.result(path, "fails", f"{reason} ({DEPRECATED})", ex.first_lines(exc))
+        held = ", ".join(s.uncompared) if "cannot infer type" in str(exc) else ""
+        cache = f"the output holds {held}, which it cannot record (it takes tensors and "
+        cache += "containers of them): pass use_cache=False in the example's keyword arguments, "
+        cache += "or return tensors only"
+        what = f"TorchScript's tracer cannot record it ({DEPRECATED})"
+        return _fails(path, what, exc, cache if held else "")
     extra = [(f"{v.name} {describe_arrays(v.inputs[1])}", v.inputs[1]) for v in s.usable(path)[0]]
     with ex.quiet():
         try:
@@ -316,19 +310,21 @@ def _trace(s: Session) -> dict:
         f"{s.output_type} (a dict-like output), which strict tracing refuses because a "
         "container's structure could change with the inputs; "
     ) * relaxed
-    details = {"tracer_warnings": len(notes), "strict": not relaxed}
-    message = "; ".join(notes[:3])
+    warned = f"{len(notes)} TracerWarning(s): the trace froze a value or decision of the "
+    warned = warned + "example run; " if notes else ""
     if not ok:
+        status = "fails"
         reason = f"{how}the trace computes different numbers than eager {why}: it recorded the "
         reason += "Python decisions of one run and replays them for every input"
-        return ex.result(path, "fails", f"{reason} ({DEPRECATED})", message, **details)
-    if notes or relaxed:
-        warned = f"{len(notes)} TracerWarning(s): the trace froze a value or decision of the "
-        warned = warned + "example run; " if notes else ""
+    elif notes or relaxed:
+        status = "caveats"
         reason = f"{how}{warned}it {ex.agrees(worst)} on the inputs tried, maybe not on others"
-        return ex.result(path, "caveats", f"{reason} ({DEPRECATED})", message, **details)
-    reason = f"the trace replays correctly on new values and sizes; {ex.agrees(worst)}"
-    return ex.result(path, "works", f"{reason} ({DEPRECATED})")
+    else:
+        status = "works"
+        reason = f"the trace replays correctly on new values and sizes; {ex.agrees(worst)}"
+    details = {"tracer_warnings": len(notes), "strict": not relaxed}
+    message = "; ".join(notes[:3])
+    return ex.result(path, status, f"{reason} ({DEPRECATED})", message, **details)
 
 
 def _onnx(s: Session) -> dict:
@@ -358,18 +354,16 @@ _ONNX_STAGES = {
 def _onnx_failed(exc: BaseException) -> dict:
     """A failed ONNX export, its reason placed in the stage that failed: the capture's reasons
     only when torch.export (the first stage) failed."""
-    text = traceback_text(exc)
-    stage = next((what for key, what in _ONNX_STAGES.items() if key in text), "")
+    text, what = traceback_text(exc), "torch.onnx.export (dynamo exporter): "
+    stage = next((said for key, said in _ONNX_STAGES.items() if key in text), "")
     if not stage:
         first = "Failed to export the model with torch.export" in text
-        what = "its first stage, torch.export, fails" if first else "it cannot export the model"
-        return _fails("onnx", f"torch.onnx.export (dynamo exporter): {what}", exc)
-    reason, message, where = diagnose(exc)
+        what += "its first stage, torch.export, fails" if first else "it cannot export the model"
+        return _fails("onnx", what, exc)
+    reason = diagnose(exc)[0]
     if reason == STOPPED:  # the capture's words do not fit a later stage
         reason = "the exporter's message names the operator or type it could not handle"
-    reason += f" (at {where})" if where else ""
-    what = f"torch.onnx.export (dynamo exporter): torch.export succeeded; {stage} failed"
-    return ex.result("onnx", "fails", f"{what}: {reason}", message)
+    return _fails("onnx", f"{what}torch.export succeeded; {stage} failed", exc, reason)
 
 
 _RUN: dict[str, Callable[[Session], dict]] = {

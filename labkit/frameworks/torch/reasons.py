@@ -15,42 +15,32 @@ __all__ += ["traceback_text"]
 #: what the TorchScript rows say of it
 DEPRECATED = "deprecated in PyTorch 2.x: torch.export or torch.compile for new code"
 
-#: (substrings of Dynamo's or export's message, what it means), first match wins; other
-#: messages are said in Dynamo's own words (:func:`dynamo_words`)
-PLAIN: tuple[tuple[tuple[str, ...], str], ...] = (
-    (
-        ("Data-dependent branching", "generic_jump", "data-dependent expression"),
-        (
-            "a Python if/while on a tensor's value (data-dependent control flow): a graph "
-            "cannot hold a Python branch; torch.cond (or torch.where) keeps it in the graph"
-        ),
+#: Dynamo's or export's words (a regular expression) and what they mean, first match wins;
+#: other messages are said in Dynamo's own words (:func:`dynamo_words`)
+PLAIN: dict[str, str] = {
+    "Data-dependent branching|generic_jump|data-dependent expression": (
+        "a Python if/while on a tensor's value (data-dependent control flow): a graph cannot "
+        "hold a Python branch; torch.cond (or torch.where) keeps it in the graph"
     ),
-    (
-        ("Dynamic shape operator", "nonzero", "data dependent output shape"),
-        (
-            "an operation whose output shape depends on the values (boolean masking, nonzero, "
-            "unique): the graph cannot size it ahead of time"
-        ),
+    "Dynamic shape operator|nonzero|data dependent output shape": (
+        "an operation whose output shape depends on the values (boolean masking, nonzero, "
+        "unique): the graph cannot size it ahead of time"
     ),
-    (
-        ("`print`", "builtin print"),
-        "a Python print(): a side effect, so it runs in Python between two graphs (every call)",
+    "`print`|builtin print": (
+        "a Python print(): a side effect, so it runs in Python between two graphs (every call)"
     ),
-    (
-        ("RNN, GRU, or LSTM",),
-        (
-            "an nn.RNN/GRU/LSTM module: Dynamo does not trace them (torch._dynamo.config."
-            "allow_rnn=True is its experimental support), so the module runs eagerly"
-        ),
+    "RNN, GRU, or LSTM": (
+        "an nn.RNN/GRU/LSTM module: Dynamo does not trace them (torch._dynamo.config.allow_rnn="
+        "True is its experimental support), so the module runs eagerly"
     ),
-)
+}
 #: a failure neither the table nor Dynamo's own explanation says more of
 STOPPED = "the capture stopped here (the framework's message says why)"
 
 
 def plain(message: str) -> str:
     """The table's meaning of ``message``, else Dynamo's own explanation and hint, else ""."""
-    found = (meaning for keys, meaning in PLAIN if any(k in message for k in keys))
+    found = (meaning for words, meaning in PLAIN.items() if re.search(words, message))
     return next(found, "") or dynamo_words(message)
 
 
@@ -99,8 +89,6 @@ def _by_class(chain: list[BaseException]) -> str:
                 f"the output holds a {short}, {what} register {short} as a pytree node "
                 "(torch.utils._pytree.register_pytree_node) so its tensors can be returned"
             )
-        if name in ("GuardOnDataDependentSymNode", "DataDependentOutputException"):
-            return plain("Data-dependent branching") if "Guard" in name else plain("nonzero")
     return ""
 
 

@@ -356,7 +356,7 @@ def test_a_bert_like_model_with_a_real_mask_through_the_spec_agrees_and_recompil
     assert report.inputs == "2x16:int64,2x16:int64"
     assert report.call == "model(2x16:int64, attention_mask=2x16:int64)"
     assert report.status("eager") == "works" and report.status("onnx") == "works"
-    assert "ONNX Runtime agrees with eager" in report.path("onnx").reason
+    assert "run by ONNX Runtime; agrees with eager" in report.path("onnx").reason
     by = {r.varied: r for r in report.recompiles}
     assert by["sequence length"].shapes[1] == "2x20:int64,2x20:int64"
     assert by["sequence length"].compiles[0] == 1  # the example compiles; later lengths reuse

@@ -17,10 +17,9 @@ from .._kit import explore as ex
 from .._kit.layout import Call, axes, probe_notes
 from . import SPEC
 from .adapter import feed
-from .graphs import LEVELS, counts, optimize, session_options
+from .graphs import LEVELS, session_options
 
-__all__ = ["ACCEPTS", "CHECKS", "Session", "accepts", "node_count", "run", "run_check"]
-__all__ += ["session_for", "versions"]
+__all__ = ["ACCEPTS", "CHECKS", "Session", "accepts", "run_check", "versions"]
 
 CHECKS: tuple[str, ...] = (
     "onnx",
@@ -38,25 +37,12 @@ def accepts(model: object) -> bool:
     return isinstance(model, str | Path) and str(model).lower().endswith(SPEC.model_files)
 
 
-def node_count(path: str | Path) -> int:
-    return len(onnx.load(str(path)).graph.node)
-
-
-def session_for(path: str | Path, level: str = "all") -> ort.InferenceSession:
-    """A CPU session on ``path`` at an optimisation level."""
-    return ort.InferenceSession(
-        str(path), session_options(level), providers=["CPUExecutionProvider"]
-    )
-
-
-def run(session: ort.InferenceSession, arrays: Sequence[np.ndarray]) -> list[np.ndarray]:
-    return [np.asarray(o) for o in session.run(None, feed(session, arrays))]
-
-
-def _dtype(elem_type: int) -> np.dtype | None:
-    with contextlib.suppress(Exception):
-        return np.dtype(onnx.helper.tensor_dtype_to_np_dtype(elem_type))
-    return None
+def _session(path: Path, level: str, saved: Path | None = None) -> ort.InferenceSession:
+    """A CPU session on ``path`` at an optimisation level; it writes the graph it runs to
+    ``saved``."""
+    options = session_options(level)
+    options.optimized_model_filepath = str(saved or "")
+    return ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
 
 
 class Session(ex.EagerSession):
@@ -67,11 +53,12 @@ class Session(ex.EagerSession):
 
     def __init__(self, path: Path, arrays: list[np.ndarray], call: Call | None = None):
         self.path, call = Path(path), call or Call()
-        graph = onnx.load(str(path)).graph
-        inits = {i.name for i in graph.initializer}
+        self.model = onnx.load(str(path))
+        inits = {i.name for i in self.model.graph.initializer}
+        #: (name, element type, dimensions: a size, a symbol's name or 0 where open) per input
         self.declared = [
-            (i.name, _dtype(i.type.tensor_type.elem_type), i.type.tensor_type.shape.dim)
-            for i in graph.input
+            (i.name, i.type.tensor_type.elem_type, i.type.tensor_type.shape.dim)
+            for i in self.model.graph.input
             if i.name not in inits
         ]
         self.declared = [
@@ -87,23 +74,22 @@ class Session(ex.EagerSession):
         )
         super().__init__(arrays, call, layout)
         self.refused, self.casts = [], []
-        for (name, want, _), a in zip(self.declared, self.arrays):
-            if want is None or want == a.dtype:
-                continue
-            kinds = [(x.kind in "iub", x.kind == "b") for x in (want, a.dtype)]
-            if kinds[0] != kinds[1]:
-                self.refused.append(
-                    f"{name} is {want} in the file, but the example gives {a.dtype}"
-                )
-            else:
-                self.casts.append(f"{name}: {a.dtype} cast to {want}, as the file declares")
+        for (name, elem, _), a in zip(self.declared, self.arrays):
+            with contextlib.suppress(Exception):  # a type numpy does not have: fed as it is
+                want = np.dtype(onnx.helper.tensor_dtype_to_np_dtype(elem))
+                if want != a.dtype and (want.kind in "iub") != (a.dtype.kind in "iub"):
+                    self.refused.append(
+                        f"{name} is {want} in the file, but the example gives {a.dtype}"
+                    )
+                elif want != a.dtype:
+                    self.casts.append(f"{name}: {a.dtype} cast to {want}, as the file declares")
 
     @functools.cached_property
     def eager_fn(self) -> ort.InferenceSession:
-        return session_for(self.path, "disabled")
+        return _session(self.path, "disabled")
 
     def run(self, fn, arrays: Sequence[np.ndarray]) -> list[np.ndarray]:
-        return run(fn, arrays)
+        return [np.asarray(o) for o in fn.run(None, feed(fn, arrays))]
 
     def inputs_text(self) -> str:
         return ", ".join(f"{n} {'x'.join(map(str, ds)) or 'scalar'}" for n, _, ds in self.declared)
@@ -112,12 +98,11 @@ class Session(ex.EagerSession):
 def _check_file(s: Session) -> dict:
     path = "onnx"
     try:
-        model = onnx.load(str(s.path))
-        onnx.checker.check_model(model)
+        onnx.checker.check_model(s.model)
     except Exception as exc:  # noqa: BLE001 - a framework error is the check's finding
         return ex.result(path, "fails", "not a valid ONNX file", ex.first_lines(exc, lines=2))
-    opsets = ", ".join(f"{o.domain or 'ai.onnx'} {o.version}" for o in model.opset_import)
-    nodes = len(model.graph.node)
+    opsets = ", ".join(f"{o.domain or 'ai.onnx'} {o.version}" for o in s.model.opset_import)
+    nodes = len(s.model.graph.node)
     declares = f"it declares: {s.inputs_text()}"
     if s.refused:
         why = f"the example's types are not the file's ({'; '.join(s.refused)}): give inputs of "
@@ -138,11 +123,12 @@ def _check_file(s: Session) -> dict:
 
 def _level(s: Session, level: str) -> dict:
     with tempfile.TemporaryDirectory(prefix="labkit-ort-") as tmp:
-        nodes = counts(optimize(s.path, level, Path(tmp) / f"{level}.onnx")).total()
+        session = _session(s.path, level, Path(tmp) / f"{level}.onnx")
+        nodes = len(onnx.load(Path(tmp) / f"{level}.onnx").graph.node)
     done = f"{nodes} nodes after ONNX Runtime's {level!r} rewrites (the file has "
-    done += f"{node_count(s.path)})"
+    done += f"{len(s.model.graph.node)})"
     done = f"runs the file as stored ({nodes} nodes)" if level == "disabled" else done
-    return s.agreed(f"onnxruntime({level})", session_for(s.path, level), done, nodes=nodes)
+    return s.agreed(f"onnxruntime({level})", session, done, nodes=nodes)
 
 
 def _new_shapes(s: Session) -> dict:

@@ -5,10 +5,11 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import inspect
+import functools
 import io
+import logging
+import logging.handlers
 import re
-import tempfile
 import time
 import warnings
 from collections.abc import Callable, Sequence
@@ -18,16 +19,16 @@ import numpy as np
 import torch
 import torch._dynamo
 from torch import nn
-from torch._dynamo.utils import counters, guard_failures
+from torch._dynamo.testing import CompileCounter
+from torch._dynamo.utils import guard_failures, reset_graph_break_dup_checker
 from torch.utils import _pytree as pytree
 from torch.utils.benchmark import Timer
 
-from .. import explorer as _explorer
 from .._kit import explore as ex
 from .._kit.layout import Call, axes, describe_arrays
 from . import SPEC
-from .adapter import as_module, export_model, quiet_torchscript
-from .reasons import DEPRECATED, STOPPED, diagnose, graph_breaks, trace_failed, traceback_text
+from .adapter import as_module, quiet_torchscript
+from .reasons import DEPRECATED, STOPPED, diagnose, graph_breaks, traceback_text
 
 __all__ = ["ACCEPTS", "CHECKS", "Bound", "Session", "bind", "flatten", "run_check", "versions"]
 
@@ -55,23 +56,10 @@ class Bound(nn.Module):
     def __init__(self, model: nn.Module, call: Call):
         super().__init__()
         self.model, self.call = model, call
-        params = inspect.signature(model.forward).parameters.values()
-        free = [p.name for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
-        free += [""] * len(call.names)
-        #: the model's own name of each input (Dynamo's guards say ``xs[0]``)
-        self.names = [n or free.pop(0) or f"input {k}" for k, n in enumerate(call.names)]
 
     def forward(self, *xs):
         args, named = self.call.split(xs)
         return self.model(*args, **named, **self.call.constants)
-
-
-def _named(text: str, module: object) -> str:
-    """A guard failure with :class:`Bound`'s ``xs[0]`` as the model's argument name."""
-    names = getattr(module, "names", [])
-    return re.sub(
-        r"\bxs\[(\d+)\]", lambda m: names[int(m[1])] if int(m[1]) < len(names) else m[0], text
-    )
 
 
 def bind(model: object, call: Call) -> object:
@@ -92,16 +80,6 @@ def flatten(out: object, prefix: str = "") -> list[tuple[str, object]]:
     return found
 
 
-def _others(leaves: list[tuple[str, object]]) -> list[str]:
-    """What an output holds besides tensors and plain values: ``a DynamicCache (past_key_values)``."""
-    found = []
-    for where, leaf in leaves:
-        if not isinstance(leaf, torch.Tensor | bool | int | float | str | type(None)):
-            key = re.sub(r"\W+", ".", where).strip(".")
-            found.append(f"a {type(leaf).__name__}" + (f" ({key})" if key else ""))
-    return list(dict.fromkeys(found))
-
-
 class Session(ex.EagerSession):
     """The model in eval mode (bound to its call), its example inputs, eager outputs."""
 
@@ -120,17 +98,26 @@ class Session(ex.EagerSession):
         with torch.no_grad():
             out = fn(*self.tensors(arrays))
         leaves = flatten(out)
-        if fn is self.eager_fn and not self.output_type:
-            self.output_type, self.uncompared = type(out).__name__, _others(leaves)
+        if fn is self.eager_fn and not self.output_type:  # what the output holds besides tensors
+            self.output_type = type(out).__name__
+            plain = torch.Tensor | bool | int | float | str | type(None)
+            found = [(re.sub(r"\W+", ".", k).strip("."), v) for k, v in leaves]
+            found = [
+                f"a {type(v).__name__}" + (f" ({k})" if k else "")
+                for k, v in found
+                if not isinstance(v, plain)
+            ]
+            self.uncompared = list(dict.fromkeys(found))
         tensors = [t.detach().cpu() for _, t in leaves if isinstance(t, torch.Tensor)]
         return [(t.float() if t.is_floating_point() else t).numpy() for t in tensors]
 
 
-def _fails(path: str, what: str, exc: BaseException, **details) -> dict:
-    """A failed capture: what failed, why in plain words, where in the learner's code."""
-    reason, message, where = diagnose(exc)
+def _fails(path: str, what: str, exc: BaseException, reason: str = "") -> dict:
+    """A failed capture: what failed, why in plain words (``reason``, else from the error), where
+    in the learner's code."""
+    why, message, where = diagnose(exc)
     where = f" (at {where})" if where else ""
-    return ex.result(path, "fails", f"{what}: {reason}{where}", message, **details)
+    return ex.result(path, "fails", f"{what}: {reason or why}{where}", message)
 
 
 def _eager(s: Session) -> dict:
@@ -141,15 +128,22 @@ def _eager(s: Session) -> dict:
     return s.eager_check("plain PyTorch", message)
 
 
-def _locate(s: Session) -> str:
-    """The text of the first error a whole-graph capture meets (it names the source line)."""
-    torch._dynamo.reset()
+@contextlib.contextmanager
+def _logged_breaks():
+    """Dynamo's graph-break log (``TORCH_LOGS="graph_breaks"``) kept while the block runs: one
+    message per break, its reason and the user's traceback (loops and skipped frames too)."""
+    log = logging.getLogger("torch._dynamo.symbolic_convert.__graph_breaks")
+    kept, saved = logging.handlers.BufferingHandler(1 << 20), (log.level, log.propagate)
+    reset_graph_break_dup_checker()  # else a break logged before comes without its traceback
+    log.addHandler(kept)
+    log.setLevel(logging.DEBUG)
+    log.propagate = False  # kept here, not printed
     try:
-        with ex.quiet():
-            s.run(torch.compile(s.module, fullgraph=True, backend="eager"), s.arrays)
-    except Exception as exc:  # noqa: BLE001 - the error is what we want
-        return str(exc)
-    return ""
+        yield kept.buffer
+    finally:
+        log.removeHandler(kept)
+        log.setLevel(saved[0])
+        log.propagate = saved[1]
 
 
 #: the spread past which a timing is not valid (torch.utils.benchmark warns past it too)
@@ -180,10 +174,9 @@ def _timings(s: Session, compiled: Callable) -> dict[str, dict]:
 def _compile(s: Session) -> dict:
     path = "torch.compile"
     torch._dynamo.reset()
-    counters.clear()
-    with ex.quiet():
+    with ex.quiet(), _logged_breaks() as logged:
         explained = torch._dynamo.explain(s.module)(*s.tensors(s.arrays))
-    breaks = graph_breaks(explained, counters["unimplemented"], lambda: _locate(s), path)
+    breaks = graph_breaks(logged, path)
     graphs, n = max(explained.graph_count, 0), sum(b.count for b in breaks)
     torch._dynamo.reset()
     compiled = torch.compile(s.module)
@@ -200,12 +193,11 @@ def _compile(s: Session) -> dict:
         return ex.result(path, "fails", why, message, breaks, **details)
     ms = _timings(s, compiled)
     slower = ex.slowdown(ms)  # the timings with their validity; a slowdown only when valid
-    status = "caveats" if breaks or "slower than eager" in slower else "works"
+    status = "caveats" if breaks or not graphs or "slower than eager" in slower else "works"
     if graphs == 0:
         cause = f" ({breaks[0].reason})" if breaks else ""
         head = f"Dynamo captured no graph{cause}: the whole forward runs as plain Python, so "
         head += f"torch.compile cannot speed it up; it {ex.agrees(worst)}"
-        status = "caveats"
     else:
         where = f"{graphs} graphs with {n} graph break(s) between them (listed below): Python "
         where = where + "runs at each break; " if breaks else "one graph, no graph break; "
@@ -227,6 +219,8 @@ def _fullgraph(s: Session) -> dict:
 
 
 def _new_shapes(s: Session) -> dict:
+    """Graphs compiled per call while one dimension changes, with Dynamo's guard failures (the
+    model itself is compiled, so they name its arguments: ``input_ids``)."""
     path = "torch.compile(new shapes)"
     usable, none = s.usable(path)
     if none:
@@ -235,22 +229,16 @@ def _new_shapes(s: Session) -> dict:
     for v in usable:
         torch._dynamo.reset()
         guard_failures.clear()
-        captured = []
-        fn = torch.compile(s.module, backend=lambda gm, _, c=captured: c.append(1) or gm.forward)
-        per_call = []
+        counter, per_call = CompileCounter(), []
+        fn = bind(torch.compile(s.model, backend=counter), s.call)
         with ex.quiet():
             for xs in v.inputs:
-                before = len(captured)
+                before = counter.frame_count
                 s.run(fn, xs)
-                per_call.append(len(captured) - before)
-        reasons = [
-            _named(re.sub(r"^\d+/\d+: ", "", ex.first_lines(r, lines=1, limit=160)), s.module)
-            for rs in guard_failures.values()
-            for r in rs
-        ]
-        recs.append(
-            ex.Recompile("torch.compile", v.name, v.shapes, per_call, [*dict.fromkeys(reasons)])
-        )
+                per_call.append(counter.frame_count - before)
+        reasons = [ex.first_lines(r, 1, 160) for rs in guard_failures.values() for r in rs]
+        reasons = [re.sub(r"^\d+/\d+: ", "", r) for r in dict.fromkeys(reasons)]
+        recs.append(ex.Recompile(path.split("(")[0], v.name, v.shapes, per_call, reasons))
     if not any(r.total for r in recs):
         why = "Dynamo captured nothing at any size (see torch.compile), so there is nothing to "
         why += "recompile: the forward runs as plain Python every time"
@@ -280,18 +268,17 @@ def _export(s: Session, strict: bool) -> dict:
 
 
 def _traced(s: Session) -> tuple[object, bool, list[str]]:
-    """``torch.jit.trace``'s module; whether it needed ``strict=False`` (a dict or list output,
-    as its own message advises); its TracerWarnings."""
+    """``torch.jit.trace``'s module; whether it needed ``strict=False`` (a dict output, as its
+    own message advises); its TracerWarnings."""
     xs, relaxed = tuple(s.tensors(s.arrays)), False
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         try:
             traced = torch.jit.trace(s.module, xs, check_trace=False)
         except RuntimeError as exc:
-            if "Encountering a dict at the output" not in str(exc) and "a list at" not in str(exc):
+            if "pass strict=False" not in str(exc):
                 raise
-            relaxed = True
-            traced = torch.jit.trace(s.module, xs, check_trace=False, strict=False)
+            relaxed, traced = True, torch.jit.trace(s.module, xs, check_trace=False, strict=False)
     notes = [
         f"{Path(w.filename).name}:{w.lineno}: {ex.first_lines(str(w.message), 1, 120)}"
         for w in caught
@@ -306,12 +293,13 @@ def _trace(s: Session) -> dict:
     try:
         traced, relaxed, notes = _traced(s)
     except Exception as exc:  # noqa: BLE001 - a framework error is the check's finding
-        return trace_failed(exc, s.uncompared)
-    extra = [
-        (f"{v.name} {describe_arrays(v.inputs[1])}", v.inputs[1])
-        for v, why in s.accepted()
-        if not why
-    ]
+        held = ", ".join(s.uncompared) if "cannot infer type" in str(exc) else ""
+        cache = f"the output holds {held}, which it cannot record (it takes tensors and "
+        cache += "containers of them): pass use_cache=False in the example's keyword arguments, "
+        cache += "or return tensors only"
+        what = f"TorchScript's tracer cannot record it ({DEPRECATED})"
+        return _fails(path, what, exc, cache if held else "")
+    extra = [(f"{v.name} {describe_arrays(v.inputs[1])}", v.inputs[1]) for v in s.usable(path)[0]]
     with ex.quiet():
         try:
             ok, worst, why = s.compare(traced, extra)
@@ -322,72 +310,60 @@ def _trace(s: Session) -> dict:
         f"{s.output_type} (a dict-like output), which strict tracing refuses because a "
         "container's structure could change with the inputs; "
     ) * relaxed
-    details = {"tracer_warnings": len(notes), "strict": not relaxed}
-    message = "; ".join(notes[:3])
+    warned = f"{len(notes)} TracerWarning(s): the trace froze a value or decision of the "
+    warned = warned + "example run; " if notes else ""
     if not ok:
+        status = "fails"
         reason = f"{how}the trace computes different numbers than eager {why}: it recorded the "
         reason += "Python decisions of one run and replays them for every input"
-        return ex.result(path, "fails", f"{reason} ({DEPRECATED})", message, **details)
-    if notes or relaxed:
-        warned = f"{len(notes)} TracerWarning(s): the trace froze a value or decision of the "
-        warned = warned + "example run; " if notes else ""
+    elif notes or relaxed:
+        status = "caveats"
         reason = f"{how}{warned}it {ex.agrees(worst)} on the inputs tried, maybe not on others"
-        return ex.result(path, "caveats", f"{reason} ({DEPRECATED})", message, **details)
-    reason = f"the trace replays correctly on new values and sizes; {ex.agrees(worst)}"
-    return ex.result(path, "works", f"{reason} ({DEPRECATED})")
+    else:
+        status = "works"
+        reason = f"the trace replays correctly on new values and sizes; {ex.agrees(worst)}"
+    details = {"tracer_warnings": len(notes), "strict": not relaxed}
+    message = "; ".join(notes[:3])
+    return ex.result(path, status, f"{reason} ({DEPRECATED})", message, **details)
 
 
 def _onnx(s: Session) -> dict:
     path = "onnx"
+    logging.disable(logging.WARNING)  # the exporter's notes on the torchvision operators it skips
     try:
-        runtime = _explorer("onnxruntime")
+        with ex.quiet(), contextlib.redirect_stderr(io.StringIO()):
+            xs = tuple(s.tensors(s.arrays))
+            program = torch.onnx.export(s.module, xs, dynamo=True, verbose=False)
     except Exception as exc:  # noqa: BLE001 - a framework error is the check's finding
-        return ex.result(path, "fails", "ONNX Runtime is not available here", ex.first_lines(exc))
-    with tempfile.TemporaryDirectory(prefix="labkit-onnx-") as tmp:
-        try:
-            with ex.quiet(), contextlib.redirect_stderr(io.StringIO()):
-                file = export_model(s.module, s.arrays, tmp)
-        except Exception as exc:  # noqa: BLE001 - a framework error is the check's finding
-            return _onnx_failed(exc)
-        nodes = runtime.node_count(file)
-        session = runtime.session_for(file)
-        with ex.quiet():
-            ok, worst, why = s.compare(session, run=runtime.run)
-    if not ok:
-        head = f"exported ({nodes} ONNX nodes), but ONNX Runtime computes different numbers than "
-        return ex.result(path, "fails", f"{head}eager {why}", nodes=nodes)
+        return _onnx_failed(exc)
+    finally:
+        logging.disable(logging.NOTSET)
+    nodes = len(program.model_proto.graph.node)
     done = "exported by torch.onnx.export (dynamo exporter; shapes fixed to the example's): "
-    done += f"{nodes} ONNX nodes; ONNX Runtime {ex.agrees(worst)}"
-    return ex.result(path, "works", done, nodes=nodes)
+    return s.agreed(path, program, f"{done}{nodes} ONNX nodes, run by ONNX Runtime", nodes=nodes)
 
 
 #: torch.onnx.export(dynamo=True) runs torch.export, then decomposes and translates the
 #: program; its error names the stage that failed (torch/onnx/_internal/exporter/_core.py)
-_ONNX_STAGES = (
-    ("Failed to export the model with torch.export", "its first stage, torch.export, fails"),
-    (
-        "Failed to decompose the FX graph",
-        "torch.export succeeded; decomposing the program to ATen operators for ONNX failed",
-    ),
-    (
-        "Failed to convert the exported program",
-        "torch.export succeeded; translating the program to ONNX failed",
-    ),
-)
+_ONNX_STAGES = {
+    "Failed to decompose the FX graph": "decomposing the program to ATen operators for ONNX",
+    "Failed to convert the exported program": "translating the program to ONNX",
+}
 
 
 def _onnx_failed(exc: BaseException) -> dict:
     """A failed ONNX export, its reason placed in the stage that failed: the capture's reasons
     only when torch.export (the first stage) failed."""
-    stage = next((what for key, what in _ONNX_STAGES if key in traceback_text(exc)), "")
-    what = f"torch.onnx.export (dynamo exporter): {stage or 'it cannot export the model'}"
-    if not stage or stage.startswith("its first stage"):
+    text, what = traceback_text(exc), "torch.onnx.export (dynamo exporter): "
+    stage = next((said for key, said in _ONNX_STAGES.items() if key in text), "")
+    if not stage:
+        first = "Failed to export the model with torch.export" in text
+        what += "its first stage, torch.export, fails" if first else "it cannot export the model"
         return _fails("onnx", what, exc)
-    reason, message, where = diagnose(exc)
+    reason = diagnose(exc)[0]
     if reason == STOPPED:  # the capture's words do not fit a later stage
         reason = "the exporter's message names the operator or type it could not handle"
-    where = f" (at {where})" if where else ""
-    return ex.result("onnx", "fails", f"{what}: {reason}{where}", message)
+    return _fails("onnx", f"{what}torch.export succeeded; {stage} failed", exc, reason)
 
 
 _RUN: dict[str, Callable[[Session], dict]] = {
@@ -395,8 +371,8 @@ _RUN: dict[str, Callable[[Session], dict]] = {
     "torch.compile": _compile,
     "torch.compile(fullgraph)": _fullgraph,
     "torch.compile(new shapes)": _new_shapes,
-    "torch.export": lambda s: _export(s, strict=False),
-    "torch.export(strict)": lambda s: _export(s, strict=True),
+    "torch.export": functools.partial(_export, strict=False),
+    "torch.export(strict)": functools.partial(_export, strict=True),
     "torch.jit.trace": _trace,
     "onnx": _onnx,
 }

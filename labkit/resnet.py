@@ -206,7 +206,11 @@ def validate_weights(weights: dict[str, np.ndarray], num_classes: int | None = N
         num_classes = int(np.shape(weights["fc.bias"])[0])
     width = width_of(weights)
     expected = param_shapes(num_classes, width)
-    at = "" if width == WIDTH else f" at width {width}, read from conv1.weight"
+    at = (
+        ""
+        if width == WIDTH
+        else f" at width {width} (read from conv1.weight; ResNet-50's is {WIDTH})"
+    )
     for name, shape in expected.items():
         if name not in weights:
             raise ValueError(f"weights are missing tensor {name!r} (expected shape {shape}{at})")

@@ -84,9 +84,9 @@ MIN_CALLS = 5
 MAX_CALLS = 200
 
 
-def _size(make: Callable[[int], Callable]) -> tuple[int, Callable]:
-    """``(n, call)``: the first side, doubling, whose second call (the first packs weights) takes
-    :data:`CALL_S` (at most :data:`LARGEST`)."""
+def _timed(make: Callable[[int], Callable], seconds: float) -> tuple[int, list[float]]:
+    """The first GEMM side n, doubling, whose second call (the first packs weights) takes
+    :data:`CALL_S` (at most :data:`LARGEST`), and its calls' times over ``seconds``."""
     n = SMALLEST
     while True:
         call = make(n)
@@ -94,12 +94,9 @@ def _size(make: Callable[[int], Callable]) -> tuple[int, Callable]:
         t0 = time.perf_counter()
         call()
         if time.perf_counter() - t0 >= CALL_S or n * 2 > LARGEST:
-            return n, call
-        del call
+            break
+        del call  # its operands go before the next size's are made
         n *= 2
-
-
-def _time(call: Callable, seconds: float) -> list[float]:
     times: list[float] = []
     start = time.perf_counter()
     while len(times) < MAX_CALLS and (
@@ -108,7 +105,7 @@ def _time(call: Callable, seconds: float) -> list[float]:
         t0 = time.perf_counter()
         call()
         times.append(time.perf_counter() - t0)
-    return times
+    return n, times
 
 
 def _measure(precisions: Sequence[str], seconds: float) -> list[dict]:
@@ -117,9 +114,8 @@ def _measure(precisions: Sequence[str], seconds: float) -> list[dict]:
         for kernel, make in KERNELS[precision].items():
             row: dict = {"precision": precision, "kernel": kernel}
             try:
-                n, call = _size(make)
-                row.update(n=n, ops=2 * n**3, times_s=_time(call, seconds), error="")
-                del call
+                n, times = _timed(make, seconds)
+                row.update(n=n, ops=2 * n**3, times_s=times, error="")
             except Exception as exc:  # noqa: BLE001 - a kernel this build lacks is a result
                 row.update(n=0, ops=0, times_s=[], error=what_broke(exc))
             gc.collect()  # the operands of one kernel go before the next one's are made

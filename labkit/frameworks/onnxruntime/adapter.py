@@ -10,6 +10,8 @@ import logging
 import os
 import tempfile
 import time
+from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 
 import numpy as np
@@ -22,6 +24,7 @@ from ...util import jsonio, tempdirs
 from .. import framework_of, get, installed_version, spec
 from .._kit import accuracy as acc
 from .._kit.cells import batch_of, check_cell, check_threads, host_batch
+from .._kit.checks import what_broke
 from ..contract import Prepared, Unsupported
 from . import SPEC, graphs
 
@@ -61,35 +64,29 @@ def threads() -> dict[str, int | None]:
     return {"intra": _threads, "inter": None if _threads is None else 1}
 
 
-def _options() -> ort.SessionOptions:
+def session_from_file(path: Path, device: str = "cpu") -> ort.InferenceSession:
+    """A session of the file with every graph optimisation on and :func:`set_threads`' threads."""
+    if device == "gpu" and "CUDAExecutionProvider" not in ort.get_available_providers():
+        raise Unsupported("this onnxruntime has no CUDAExecutionProvider: install onnxruntime-gpu")
     options = ort.SessionOptions()
     options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
     if _threads is not None:
-        options.intra_op_num_threads = _threads
-        options.inter_op_num_threads = 1
-    return options
+        options.intra_op_num_threads, options.inter_op_num_threads = _threads, 1
+    providers = ["CUDAExecutionProvider"] * (device == "gpu") + ["CPUExecutionProvider"]
+    return ort.InferenceSession(str(path), options, providers=providers)
 
 
-def _providers(device: str) -> list[str]:
-    if device == "gpu" and "CUDAExecutionProvider" not in ort.get_available_providers():
-        raise Unsupported("this onnxruntime has no CUDAExecutionProvider: install onnxruntime-gpu")
-    return ["CUDAExecutionProvider"] * (device == "gpu") + ["CPUExecutionProvider"]
-
-
-def session_from_file(path: Path, device: str = "cpu") -> ort.InferenceSession:
-    return ort.InferenceSession(str(path), _options(), providers=_providers(device))
-
-
-def _cached(path: Path) -> Path:
-    """``path``, marked as just used; the cache keeps at most 1 GiB, least recently used out."""
+def _cached(name: str, make: Callable[[], bytes]) -> Path:
+    """The file ``name`` in this user's own cache folder (one others can write to is refused: a
+    planted model would run), written whole from ``make()`` when missing (concurrent processes
+    may build the same file), marked as just used; the cache keeps at most 1 GiB, least recently
+    used out."""
+    path = tempdirs.private_dir("labkit-onnx-cache") / name
+    if not path.exists():
+        jsonio.write_atomic(path, make())
     path.touch()
     tempdirs.bound(path.parent, 1 << 30, keep=path)
     return path
-
-
-def _cache_dir() -> Path:
-    """This user's own folder (one others can write to is refused: a planted model would run)."""
-    return tempdirs.private_dir("labkit-onnx-cache")
 
 
 def _exporter_key() -> str:
@@ -99,18 +96,12 @@ def _exporter_key() -> str:
     return hashlib.sha256(versions.encode() + code).hexdigest()[:16]
 
 
-def _template(num_classes: int, width: int) -> Path:
-    """The graph exported once per class count and width (seed-0 weights)."""
-    path = _cache_dir() / f"resnet50-{_exporter_key()}-c{num_classes}-w{width}.onnx"
-    if not path.exists():
-        torch_adapter = get(SPEC.exported_from)  # the exporter; imported only when needed
-
-        with tempfile.TemporaryDirectory() as tmp:
-            model = torch_adapter.build_resnet50(resnet.init_weights(0, num_classes, width))
-            exported = torch_adapter.export(model, tmp)
-            # concurrent processes may build the same file: each replaces it whole
-            jsonio.write_atomic(path, exported.read_bytes())
-    return _cached(path)
+def _export(num_classes: int, width: int) -> bytes:
+    """The graph of seed-0 weights, exported by the torch adapter (imported only when needed)."""
+    torch_adapter = get(SPEC.exported_from)
+    with tempfile.TemporaryDirectory() as tmp:
+        model = torch_adapter.build_resnet50(resnet.init_weights(0, num_classes, width))
+        return torch_adapter.export(model, tmp).read_bytes()
 
 
 def _digest(weights: dict[str, np.ndarray]) -> str:
@@ -123,34 +114,32 @@ def _digest(weights: dict[str, np.ndarray]) -> str:
 
 
 def model_file(weights: dict[str, np.ndarray]) -> Path:
-    """The exported ONNX file holding ``weights``, written into a copy of the template by name."""
-    num_classes = resnet.validate_weights(weights)
-    template = _template(num_classes, resnet.width_of(weights))
-    path = _cache_dir() / f"resnet50-{_exporter_key()}-w{_digest(weights)}.onnx"
-    if not path.exists():
+    """The exported ONNX file holding ``weights``: the graph exported once per class count and
+    width, ``weights`` written into a copy of it by name."""
+    shape, key = (resnet.validate_weights(weights), resnet.width_of(weights)), _exporter_key()
+    template = _cached(f"resnet50-{key}-c{shape[0]}-w{shape[1]}.onnx", partial(_export, *shape))
+
+    def weighted() -> bytes:
         model = onnx.load(str(template))
         for init in model.graph.initializer:
             if init.name in weights:
                 arr = np.asarray(weights[init.name], dtype=np.float32)
                 init.CopyFrom(numpy_helper.from_array(arr, init.name))
-        # concurrent processes may build the same file: each replaces it whole
-        jsonio.write_atomic(path, model.SerializeToString())
-    return _cached(path)
+        return model.SerializeToString()
+
+    return _cached(f"resnet50-{key}-w{_digest(weights)}.onnx", weighted)
 
 
 #: static int8 quantisation's calibration: (batches, images per batch) of seeded synthetic images
 CALIBRATION = (4, 8)
 
 
-def _int8_file(fp32: Path, image_size: int) -> Path:
+def _quantized(fp32: Path, image_size: int) -> bytes:
     """``fp32`` statically quantised (QDQ, per-channel int8 weights, uint8 activations calibrated
-    on :data:`CALIBRATION`) after ORT's ``basic`` rewrite folds BatchNorm; once per size."""
+    on :data:`CALIBRATION`) after ORT's ``basic`` rewrite folds BatchNorm."""
     from onnxruntime import quantization as q
 
     batches, per = CALIBRATION
-    path = _cache_dir() / f"{fp32.stem}-int8-s{image_size}-c{batches}x{per}.onnx"
-    if path.exists():
-        return _cached(path)
     data = [
         {"images": resnet.random_batch(per, image_size, seed=100 + i)[0]} for i in range(batches)
     ]
@@ -174,10 +163,9 @@ def _int8_file(fp32: Path, image_size: int) -> Path:
                 activation_type=q.QuantType.QUInt8,
                 per_channel=True,
             )
-            jsonio.write_atomic(path, (Path(tmp) / "int8.onnx").read_bytes())  # whole, always
+            return (Path(tmp) / "int8.onnx").read_bytes()
     finally:
         root.setLevel(level)
-    return _cached(path)
 
 
 def build_resnet50(weights: dict[str, np.ndarray], device: str = "cpu") -> ort.InferenceSession:
@@ -207,39 +195,34 @@ def prepare(
     t0 = time.perf_counter()
     path = model_file(weights)
     export_s = time.perf_counter() - t0
-    session = session_from_file(
-        _int8_file(path, image_size) if precision == "int8" else path, device
-    )
-    name = session.get_inputs()[0].name
+    session = fp32 = session_from_file(path, device)
     notes = f"torch.onnx.export (dynamo) + ORT_ENABLE_ALL on {session.get_providers()[0]}"
     check = None
     if precision == "int8":
         batches, per = CALIBRATION
+        name = f"{path.stem}-int8-s{image_size}-c{batches}x{per}.onnx"
+        session = session_from_file(_cached(name, partial(_quantized, path, image_size)), device)
         notes += (
             "; onnxruntime.quantization.quantize_static (QDQ, per-channel int8 weights, uint8 "
             f"activations, MinMax calibration on {batches * per} synthetic images)"
         )
-        fp32 = session_from_file(path, device)
-        ref = f"ONNX Runtime {ort.__version__} fp32 session"
-        check = lambda: acc.cost(  # called once, after the timing
-            lambda x: predict(fp32, x), lambda x: predict(session, x), image_size, batch_size, ref
-        )
+        ref, lowp = f"ONNX Runtime {version()} fp32 session", partial(predict, session)
+        check = lambda: acc.cost(partial(predict, fp32), lowp, image_size, batch_size, ref)
+    data = feed(session, [images])
 
     def step() -> np.ndarray:
-        return session.run(None, {name: images})[0]
+        return session.run(None, data)[0]
 
     return Prepared(step, int(batch_size), notes, export_s=export_s, accuracy=check)
 
 
-#: ONNX tensor element types -> numpy dtypes, for casting a learner's inputs
-_NUMPY = {
-    "tensor(float)": np.float32,
-    "tensor(double)": np.float64,
-    "tensor(float16)": np.float16,
-    "tensor(int64)": np.int64,
-    "tensor(int32)": np.int32,
-    "tensor(bool)": np.bool_,
-}
+def _dtype(declared: str, given: np.ndarray) -> np.dtype:
+    """The NumPy type of an input the file declares (``tensor(float)``), else ``given``'s."""
+    try:
+        kind = onnx.TensorProto.DataType.Value(declared.removeprefix("tensor(")[:-1].upper())
+    except ValueError:
+        return np.asarray(given).dtype
+    return onnx.helper.tensor_dtype_to_np_dtype(kind)
 
 
 def feed(session: ort.InferenceSession, arrays: list[np.ndarray]) -> dict[str, np.ndarray]:
@@ -249,9 +232,26 @@ def feed(session: ort.InferenceSession, arrays: list[np.ndarray]) -> dict[str, n
         wanted = ", ".join(f"{i.name} {i.shape} {i.type}" for i in declared)
         raise ValueError(f"the file takes {len(declared)} input(s) ({wanted}), got {len(arrays)}")
     return {
-        i.name: np.ascontiguousarray(a, dtype=_NUMPY.get(i.type, np.asarray(a).dtype))
-        for i, a in zip(declared, arrays)
+        i.name: np.ascontiguousarray(a, dtype=_dtype(i.type, a)) for i, a in zip(declared, arrays)
     }
+
+
+def _exported(model: object, inputs: list[np.ndarray], directory: str) -> Path:
+    """A learner's PyTorch model exported to ONNX with the exporter's defaults."""
+    exporter = spec(SPEC.exported_from)
+    if framework_of(model) != exporter.name:
+        raise Unsupported(
+            f"ONNX Runtime runs ONNX files and {exporter.display} models exported to ONNX, not a "
+            f"{type(model).__name__}"
+        )
+    try:
+        return get(exporter.name).export_model(model, inputs, directory)
+    except Exception as exc:
+        cause = exc.__cause__ or exc  # the exporter wraps what torch.export raised
+        raise RuntimeError(
+            f"torch.onnx.export could not export the model: {what_broke(cause)} "
+            "(labkit.explore.check names the line)"
+        ) from exc
 
 
 def prepare_model(
@@ -271,31 +271,13 @@ def prepare_model(
             f"a learner's ONNX model runs in the types its file declares (the lab times fp32 "
             f"here, not {precision})"
         )
-    providers = _providers(device)
     with tempfile.TemporaryDirectory(prefix="labkit-ort-") as tmp:
         if isinstance(model, str | os.PathLike):
             path, how = Path(model), "the ONNX file as given"
         else:
-            if framework_of(model) != SPEC.exported_from:
-                raise Unsupported(
-                    f"ONNX Runtime runs ONNX files and {spec(SPEC.exported_from).display} "
-                    f"models exported to ONNX, not a {type(model).__name__}"
-                )
-            try:
-                path = get(SPEC.exported_from).export_model(model, inputs, tmp)
-            except Exception as exc:
-                cause = exc.__cause__ or exc  # the exporter wraps what torch.export raised
-                first = next((ln for ln in str(cause).splitlines() if ln.strip()), "")
-                raise RuntimeError(
-                    f"torch.onnx.export could not export the model: {type(cause).__name__}: "
-                    f"{first.strip()} (labkit.explore.check names the line)"
-                ) from exc
-            how = f"{spec(SPEC.exported_from).display} model exported by torch.onnx.export (dynamo)"
-        session = ort.InferenceSession(str(path), sess_options=_options(), providers=providers)
+            path = _exported(model, inputs, tmp)
+            how = "PyTorch model exported by torch.onnx.export (dynamo)"
+        session = session_from_file(path, device)
     data = feed(session, inputs)
     notes = f"{how} + ORT_ENABLE_ALL on {session.get_providers()[0]}"
-
-    def step() -> list:
-        return session.run(None, data)
-
-    return Prepared(step, batch, notes)
+    return Prepared(lambda: session.run(None, data), batch, notes)

@@ -10,15 +10,8 @@ import onnxruntime as ort
 
 __all__ = ["LEVELS", "counts", "optimize", "session_options"]
 
-#: optimisation level names, lowest first, and ONNX Runtime's enum for each
-_LEVEL_ENUM = {
-    "disabled": "ORT_DISABLE_ALL",
-    "basic": "ORT_ENABLE_BASIC",
-    "extended": "ORT_ENABLE_EXTENDED",
-    "layout": "ORT_ENABLE_LAYOUT",
-    "all": "ORT_ENABLE_ALL",
-}
-LEVELS: tuple[str, ...] = tuple(_LEVEL_ENUM)
+#: optimisation level names, lowest first (ONNX Runtime's ``ORT_DISABLE_ALL``, ``ORT_ENABLE_<LEVEL>``)
+LEVELS: tuple[str, ...] = ("disabled", "basic", "extended", "layout", "all")
 
 
 def session_options(level: str = "all") -> ort.SessionOptions:
@@ -28,7 +21,8 @@ def session_options(level: str = "all") -> ort.SessionOptions:
             f"unknown optimisation level {level!r}: valid levels are {', '.join(LEVELS)}"
         )
     so = ort.SessionOptions()
-    so.graph_optimization_level = getattr(ort.GraphOptimizationLevel, _LEVEL_ENUM[level])
+    name = "ORT_DISABLE_ALL" if level == "disabled" else f"ORT_ENABLE_{level.upper()}"
+    so.graph_optimization_level = getattr(ort.GraphOptimizationLevel, name)
     so.add_session_config_entry("session.intra_op.allow_spinning", "0")
     return so
 

@@ -12,6 +12,7 @@ import contextlib
 import logging
 import warnings
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 
 import numpy as np
@@ -148,26 +149,23 @@ def build_resnet50(weights: dict[str, np.ndarray]) -> ResNet50:
 def to_canonical(model: nn.Module) -> dict[str, np.ndarray]:
     """The model's weights as canonical float32 numpy arrays (exact copies)."""
     state = model.state_dict()
-    num_classes = state["fc.bias"].shape[0]
-    width = state["conv1.weight"].shape[0]
-    return {
-        name: state[name].detach().cpu().float().numpy().copy()
-        for name in resnet.param_shapes(num_classes, width)
-    }
+    shapes = resnet.param_shapes(state["fc.bias"].shape[0], state["conv1.weight"].shape[0])
+    return {name: state[name].detach().cpu().float().numpy().copy() for name in shapes}
 
 
 def predict(model: nn.Module, images: np.ndarray) -> np.ndarray:
-    """Eval-mode logits for a host batch (NCHW float32)."""
-    x = torch.from_numpy(resnet.check_images(images))
+    """Eval-mode logits for a host batch (NCHW float32), in the model's dtype and device."""
+    param = next(model.parameters())
+    x = torch.from_numpy(resnet.check_images(images)).to(param.device, param.dtype)
     with torch.inference_mode():
-        return model(x.to(next(model.parameters()).device)).float().cpu().numpy()
+        return model(x).cpu().numpy()
 
 
 #: the recipe's loss: softmax cross-entropy of logits against integer labels, batch mean
 LOSS = nn.CrossEntropyLoss()
 
 
-def _optimizer(params, lr: float, momentum: float) -> torch.optim.SGD:
+def _optimizer(params, lr: float = recipe.TRAIN.lr, momentum: float = recipe.TRAIN.momentum):
     r = recipe.TRAIN
     return torch.optim.SGD(
         params, lr=lr, momentum=momentum, nesterov=r.nesterov, weight_decay=r.weight_decay
@@ -180,44 +178,32 @@ def train_step(
     labels: np.ndarray,
     lr: float = recipe.TRAIN.lr,
     momentum: float = recipe.TRAIN.momentum,
+    dtype: torch.dtype = torch.float32,
 ) -> tuple[float, dict[str, np.ndarray]]:
-    """One SGD-with-momentum step in train mode: the loss before it and the new weights."""
-    model = build_resnet50(weights)
-    loss = _step(model, images, labels, lr, momentum)
-    return loss, to_canonical(model)
-
-
-def _step(model: nn.Module, images, labels, lr: float, momentum: float) -> float:
-    dtype = next(model.parameters()).dtype
+    """One SGD-with-momentum step in train mode, computed in ``dtype``: the loss before it and
+    the new weights (canonical arrays of ``dtype``)."""
+    model = build_resnet50(weights).to(dtype).train()
     x = torch.from_numpy(resnet.check_images(images)).to(dtype)
     y = torch.from_numpy(np.asarray(labels, dtype=np.int64))
-    opt = _optimizer(model.train().parameters(), lr, momentum)
+    opt = _optimizer(model.parameters(), lr, momentum)
     loss = LOSS(model(x), y)
     loss.backward()
     opt.step()
-    return float(loss.item())
-
-
-# --------------------------------------------------------------------------------------------
-# The float64 reference: every float32 implementation's error is measured against it
+    state = model.state_dict()
+    return float(loss.item()), {name: state[name].detach().numpy().copy() for name in weights}
 
 
 def predict_float64(weights: dict[str, np.ndarray], images: np.ndarray) -> np.ndarray:
-    """Eval-mode logits of ``weights`` computed in float64."""
-    model = build_resnet50(weights).double()
-    with torch.inference_mode():
-        return model(torch.from_numpy(resnet.check_images(images)).double()).numpy()
+    """The float64 reference every float32 implementation's error is measured against: eval-mode
+    logits of ``weights`` computed in float64."""
+    return predict(build_resnet50(weights).double(), images)
 
 
 def train_step_float64(
     weights: dict[str, np.ndarray], images: np.ndarray, labels: np.ndarray
 ) -> tuple[float, dict[str, np.ndarray]]:
-    """:func:`train_step` in float64, with the recipe's hyper-parameters: the loss and the new
-    weights as float64 arrays."""
-    model = build_resnet50(weights).double()
-    loss = _step(model, images, labels, recipe.TRAIN.lr, recipe.TRAIN.momentum)
-    state = model.state_dict()
-    return loss, {name: state[name].detach().numpy().copy() for name in weights}
+    """:func:`train_step` in float64, with the recipe's hyper-parameters (the reference)."""
+    return train_step(weights, images, labels, dtype=torch.float64)
 
 
 # --------------------------------------------------------------------------------------------
@@ -245,13 +231,7 @@ def frozen(model: nn.Module) -> Callable:
     """``torch.compile`` of an eval-mode ``model`` with Inductor's freezing (BatchNorm folded,
     weights pre-packed). In torch 2.13 only the config flag, set while Dynamo compiles (inside a
     call), folds BatchNorm; ``options={"freezing": True}`` does not."""
-    compiled = _compile(model)
-
-    def run(*args):
-        with torch._inductor.config.patch(freezing=True):
-            return compiled(*args)
-
-    return run
+    return torch._inductor.config.patch(freezing=True)(_compile(model))
 
 
 def _bf16_conv() -> str | None:
@@ -261,86 +241,23 @@ def _bf16_conv() -> str | None:
     return None if out.dtype == torch.bfloat16 else f"autocast left a convolution in {out.dtype}"
 
 
-def _cell(
-    mode: str, task: str, batch: int, precision: str, device: str
-) -> tuple[torch.device, Callable, list[str]]:
-    """A cell's device, the step's context factory (bf16 autocast or nothing) and notes."""
-    check_cell(SPEC, mode, task, batch, precision, device, WHY_NOT)
-    if device == "gpu" and not torch.cuda.is_available():
-        raise Unsupported(f"no CUDA GPU visible to PyTorch {version()} (or a CPU-only build)")
-    dev = torch.device("cuda" if device == "gpu" else "cpu")
-    if precision == "fp32":
-        return dev, contextlib.nullcontext, []
-    if dev.type == "cpu":  # a tiny probe of this CPU's kernels, cached
-        why = kernel_support("torch", version(), "bf16", _bf16_conv)
-        if why:
-            raise Unsupported(why)
-    autocast = lambda: torch.autocast(dev.type, dtype=torch.bfloat16)
-    return dev, autocast, [f"torch.autocast({dev.type}, bfloat16)"]
-
-
-def _inference_net(model: nn.Module, mode: str, example, autocast, dev) -> tuple[Callable, str]:
-    """The eval-mode graph of ``mode`` under ``autocast``, and how it was made, in words."""
-    if mode == "eager":
-        return model, "eager nn.Module, torch.inference_mode"
-    if mode == "torchscript":
-        # the network has no data-dependent control flow, so one trace is exact; skip the check
-        with quiet_torchscript(), torch.no_grad(), autocast():
-            script = torch.jit.freeze(torch.jit.trace(model, example, check_trace=False))
-        return script, "torch.jit.trace + torch.jit.freeze (conv-BN folded), inference_mode"
-    if autocast is not contextlib.nullcontext and dev.type == "cpu":  # bf16 on a CPU
-        return frozen(model), (
-            "torch.compile (Inductor, freezing: weights folded and pre-packed), inference_mode"
-        )
-    return _compile(model), "torch.compile (Inductor, default options), inference_mode"
-
-
-def _train_net(model: nn.Module, mode: str, example, autocast: Callable) -> tuple[Callable, str]:
-    """The train-mode graph of ``mode``, and how it was made, in words."""
+def _graph(model: nn.Module, mode: str, example: tuple, autocast: Callable) -> tuple[Callable, str]:
+    """``model``'s graph of ``mode`` for its train or eval mode, and how it was made, in words."""
+    training = model.training
     if mode == "eager":
         return model, "eager nn.Module"
     if mode == "torchscript":
-        with quiet_torchscript(), autocast():
+        # the network has no data-dependent control flow, so one trace is exact; skip the check
+        with quiet_torchscript(), torch.set_grad_enabled(training), autocast():
             traced = torch.jit.trace(model, example, check_trace=False)
-        return traced, "torch.jit.trace in train mode (not frozen: weights change)"
-    return _compile(model), "torch.compile (Inductor) of the model; backward via AOTAutograd"
-
-
-def _train(net: Callable, params, loss_of: Callable, hosts: list, y, dev, autocast) -> tuple:
-    """One training step (host arrays in, ``loss_of(net(*inputs), y)`` under ``autocast``, the
-    recipe's SGD update, synchronised; returns the loss) and the hyper-parameters it applies."""
-    opt = _optimizer(params, recipe.TRAIN.lr, recipe.TRAIN.momentum)
-
-    def step() -> float:
-        xs = [torch.from_numpy(a).to(dev) for a in hosts]
-        opt.zero_grad(set_to_none=True)
-        with autocast():
-            loss = loss_of(net(*xs), y)
-        loss.backward()
-        opt.step()
-        if dev.type == "cuda":
-            torch.cuda.synchronize(dev)
-        return float(loss.detach())
-
-    g = opt.param_groups[0]
-    smoothing, mean = LOSS.label_smoothing, LOSS.reduction == "mean"
-    return step, recipe.applied(
-        g["lr"], g["momentum"], g["nesterov"], g["weight_decay"], mean, smoothing
-    )
-
-
-def _infer(net: Callable, hosts: list, dev, autocast) -> Callable:
-    """One inference batch: the host arrays in, ``net`` under ``inference_mode``, synchronised."""
-
-    def step() -> object:
-        xs = [torch.from_numpy(a).to(dev) for a in hosts]
-        with torch.inference_mode(), autocast():
-            out = net(*xs)
-        if dev.type == "cuda":
-            torch.cuda.synchronize(dev)
-        return out
-
-    return step
+            if training:
+                return traced, "torch.jit.trace in train mode (not frozen: weights change)"
+            return torch.jit.freeze(traced), "torch.jit.trace + torch.jit.freeze (conv-BN folded)"
+    if training:
+        return _compile(model), "torch.compile (Inductor) of the model; backward via AOTAutograd"
+    if autocast is not contextlib.nullcontext and example[0].device.type == "cpu":  # bf16, CPU
+        return frozen(model), "torch.compile (Inductor, freezing: weights folded and pre-packed)"
+    return _compile(model), "torch.compile (Inductor, default options)"
 
 
 def _logits(net: Callable, autocast: Callable, dev) -> Callable[[np.ndarray], np.ndarray]:
@@ -349,6 +266,62 @@ def _logits(net: Callable, autocast: Callable, dev) -> Callable[[np.ndarray], np
             return net(torch.from_numpy(x).to(dev)).float().cpu().numpy()
 
     return run
+
+
+def _prepared(
+    module: nn.Module, hosts: list, cell: tuple[str, str, str, str], loss_of: Callable, labels=None
+) -> Prepared:
+    """The benchmark step of ``module`` on the host arrays ``hosts`` for the ``cell`` (mode, task,
+    precision, device): an inference batch under ``torch.inference_mode``, or a training step
+    (``loss_of(outputs, labels)``, the recipe's SGD update); each step copies the host arrays in
+    and returns when the work is done (the loss, for training). With :data:`LOSS` (ResNet-50),
+    training reads its recipe back and bf16 inference carries its accuracy cost against fp32."""
+    mode, task, precision, device = cell
+    train, resnet50 = task == "train", loss_of is LOSS
+    if device == "gpu" and not torch.cuda.is_available():
+        raise Unsupported(f"no CUDA GPU visible to PyTorch {version()} (or a CPU-only build)")
+    dev = torch.device("cuda" if device == "gpu" else "cpu")
+    autocast, notes = contextlib.nullcontext, []
+    if precision == "bf16":
+        why = dev.type == "cpu" and kernel_support("torch", version(), "bf16", _bf16_conv)
+        if why:  # a tiny probe of this CPU's kernels (cached) finds no bf16 convolution
+            raise Unsupported(why)
+        autocast = partial(torch.autocast, dev.type, dtype=torch.bfloat16)
+        notes = [f"torch.autocast({dev.type}, bfloat16)"]
+    module = module.to(dev).train(train)
+    params = [p for p in module.parameters() if p.requires_grad]
+    if train and not params:
+        raise Unsupported("the model has no trainable parameters, so there is nothing to train")
+    net, how = _graph(module, mode, tuple(torch.from_numpy(a).to(dev) for a in hosts), autocast)
+    opt = _optimizer(params) if train else None
+    y = None if labels is None else torch.from_numpy(labels).to(dev)
+
+    def step() -> object:
+        xs = [torch.from_numpy(a).to(dev) for a in hosts]
+        if train:
+            opt.zero_grad(set_to_none=True)
+        with torch.inference_mode(not train), autocast():
+            out = net(*xs)
+            loss = loss_of(out, y) if train else None
+        if train:
+            loss.backward()
+            opt.step()
+        if dev.type == "cuda":
+            torch.cuda.synchronize(dev)
+        return float(loss.detach()) if train else out
+
+    done = Prepared(step, batch_of(hosts), "; ".join([how, *notes]))
+    if train and resnet50:
+        g = opt.param_groups[0]
+        hyper = [g[k] for k in ("lr", "momentum", "nesterov", "weight_decay")]
+        mean = LOSS.reduction == "mean"
+        done.recipe = recipe.applied(*hyper, mean, LOSS.label_smoothing)
+    elif precision != "fp32" and resnet50:
+        fp32, lowp = _logits(module, contextlib.nullcontext, dev), _logits(net, autocast, dev)
+        ref = f"PyTorch {version()} fp32 eager nn.Module"
+        size = hosts[0].shape[-1]
+        done.accuracy = lambda: acc.cost(fp32, lowp, size, done.batch_size, ref)
+    return done
 
 
 def prepare(
@@ -360,45 +333,32 @@ def prepare(
     image_size: int = 224,
     device: str = "cpu",
 ) -> Prepared:
-    """One benchmark step: inference under ``torch.inference_mode``, or a training step with the
-    lab's recipe; each step copies the host batch in and returns when the work is done. ``bf16``
-    carries its inference accuracy cost against the fp32 eager model."""
-    dev, autocast, notes = _cell(mode, task, batch_size, precision, device)
-    batch = int(batch_size)
-    images, labels = host_batch(weights, batch, image_size)
-    model = build_resnet50(weights).to(dev)
-    example = torch.from_numpy(images).to(dev)
-    if task == "train":
-        net, how = _train_net(model.train(), mode, example, autocast)
-        y = torch.from_numpy(labels).to(dev)
-        step, applied = _train(net, net.parameters(), LOSS, [images], y, dev, autocast)
-        return Prepared(step, batch, "; ".join([how, *notes]), recipe=applied)
-    net, how = _inference_net(model, mode, example, autocast, dev)
-    check = None
-    if precision != "fp32":
-        fp32 = _logits(build_resnet50(weights).to(dev), contextlib.nullcontext, dev)
-        ref = f"PyTorch {version()} fp32 eager nn.Module"
-        check = lambda: acc.cost(fp32, _logits(net, autocast, dev), image_size, batch, ref)
-    step = _infer(net, [images], dev, autocast)
-    return Prepared(step, batch, "; ".join([how, *notes]), accuracy=check)
+    """One benchmark step of the ResNet-50 holding ``weights`` on the seeded host batch:
+    inference, or a training step with the lab's recipe (:func:`_prepared`)."""
+    check_cell(SPEC, mode, task, batch_size, precision, device, WHY_NOT)
+    images, labels = host_batch(weights, batch_size, image_size)
+    cell = (mode, task, precision, device)
+    return _prepared(build_resnet50(weights), [images], cell, LOSS, labels)
 
 
 # --------------------------------------------------------------------------------------------
 # Deployment: ONNX
 
 
-@contextlib.contextmanager
-def _quiet_onnx_export():
-    """Hush the exporter's notes on skipped torchvision ops and pytree's FutureWarning."""
+def _onnx_program(module: nn.Module, args: tuple, **options):
+    """``torch.onnx.export`` (dynamo) of ``module`` in eval mode (its mode put back after); the
+    exporter's notes on skipped torchvision ops and pytree's FutureWarning hushed."""
     logger = logging.getLogger("torch.onnx._internal.exporter._registration")
-    level = logger.level
+    level, was_training = logger.level, module.training
     logger.setLevel(logging.ERROR)
+    module.eval()
     try:
         with warnings.catch_warnings():
             warnings.filterwarnings("ignore", category=FutureWarning)
-            yield
+            return torch.onnx.export(module, args, dynamo=True, verbose=False, **options)
     finally:
         logger.setLevel(level)
+        module.train(was_training)
 
 
 def export(model: nn.Module, directory: str | Path) -> Path:
@@ -408,28 +368,19 @@ def export(model: nn.Module, directory: str | Path) -> Path:
     import onnx
     import onnxscript.optimizer
 
-    directory = Path(directory)
-    directory.mkdir(parents=True, exist_ok=True)
-    path = directory / "model.onnx"
-    device = next(model.parameters()).device
-    example = torch.from_numpy(resnet.random_batch(2, 64)[0]).to(device)
+    path = Path(directory) / "model.onnx"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    example = torch.from_numpy(resnet.random_batch(2, 64)[0]).to(next(model.parameters()).device)
     Dim, least = torch.export.Dim, resnet.MIN_IMAGE_SIZE
     dims = {"x": {0: Dim("batch", min=1), 2: Dim("height", min=least), 3: Dim("width", min=least)}}
-    was_training = model.training
-    model.eval()
-    try:
-        with _quiet_onnx_export():
-            program = torch.onnx.export(
-                model,
-                (example,),
-                input_names=["images"],
-                output_names=["logits"],
-                dynamic_shapes=dims,
-                optimize=False,
-                verbose=False,
-            )
-    finally:
-        model.train(was_training)
+    program = _onnx_program(
+        model,
+        (example,),
+        input_names=["images"],
+        output_names=["logits"],
+        dynamic_shapes=dims,
+        optimize=False,
+    )
     # the zero biases the exporter gives each Conv are computed from shapes: fold them
     onnxscript.optimizer.fold_constants(program.model)
     onnxscript.optimizer.remove_unused_nodes(program.model)
@@ -469,18 +420,10 @@ def export_model(
 ) -> Path:
     """Write ``directory/model.onnx``: ``model`` in eval mode exported for ``inputs``' shapes
     (``torch.onnx.export``'s defaults, as a learner would call it)."""
-    module = as_module(model)
     path = Path(directory) / "model.onnx"
     path.parent.mkdir(parents=True, exist_ok=True)
     args = tuple(torch.from_numpy(np.array(a, copy=True)) for a in inputs)
-    was_training = module.training
-    module.eval()
-    try:
-        with _quiet_onnx_export():
-            program = torch.onnx.export(module, args, dynamo=True, verbose=False)
-    finally:
-        module.train(was_training)
-    program.save(path)
+    _onnx_program(as_module(model), args).save(path)
     return path
 
 
@@ -502,19 +445,9 @@ def prepare_model(
 ) -> Prepared:
     """The benchmark step of a learner's model: inference, or a synthetic loss (the mean of the
     squared floating-point outputs) and one SGD-with-momentum update."""
-    batch = batch_of(inputs)
-    dev, autocast, notes = _cell(mode, task, batch, precision, device)
-    net = as_module(model).to(dev)
+    check_cell(SPEC, mode, task, batch_of(inputs), precision, device, WHY_NOT)
     hosts = [np.ascontiguousarray(a) for a in inputs]
-    example = tuple(torch.from_numpy(a).to(dev) for a in hosts)
-
-    if task != "train":
-        graph, how = _inference_net(net.eval(), mode, example, autocast, dev)
-        return Prepared(_infer(graph, hosts, dev, autocast), batch, "; ".join([how, *notes]))
-    params = [p for p in net.parameters() if p.requires_grad]
-    if not params:
-        raise Unsupported("the model has no trainable parameters, so there is nothing to train")
-    graph, how = _train_net(net.train(), mode, example, autocast)
-    how += "; synthetic loss: mean of the squared outputs"
-    step, _ = _train(graph, params, _squares, hosts, None, dev, autocast)
-    return Prepared(step, batch, "; ".join([how, *notes]))
+    done = _prepared(as_module(model), hosts, (mode, task, precision, device), _squares)
+    if task == "train":
+        done.notes += "; synthetic loss: mean of the squared outputs"
+    return done

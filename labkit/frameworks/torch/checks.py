@@ -48,10 +48,6 @@ def _quiet():
         torch._dynamo.reset()  # no compiled code or recompile count carries over to the next check
 
 
-def _eager(fn: Callable, case: tuple):
-    return _numpy(unwrap(fn)(*_args(case)))
-
-
 def no_graph_breaks(fn: Callable, cases: list[tuple]) -> tuple[bool, str]:
     plain = unwrap(fn)
     with _quiet():
@@ -81,7 +77,7 @@ def exports(
             return False, f"torch.export failed: {what_broke(exc)}"
         return same_outputs(
             lambda case: _numpy(run(*_args(case))),
-            lambda case: _eager(reference, case),
+            lambda case: _numpy(unwrap(reference)(*_args(case))),
             cases,
             rtol,
             atol,
@@ -89,35 +85,19 @@ def exports(
         )
 
 
-def equals_reference(
-    fn: Callable, cases: list[tuple], reference: Callable, rtol: float, atol: float
-) -> tuple[bool, str]:
-    return same_outputs(
-        lambda case: _eager(fn, case),
-        lambda case: _eager(reference, case),
-        cases,
-        rtol,
-        atol,
-        passed=f"the original's outputs on all {len(cases)} inputs",
-        baseline="the original",
-    )
-
-
-class _Count(TorchFunctionMode):
-    def __init__(self):
-        super().__init__()
-        self.calls: collections.Counter[str] = collections.Counter()
-
-    def __torch_function__(self, func, types, args=(), kwargs=None):
-        self.calls[getattr(func, "__name__", str(func))] += 1
-        return func(*args, **(kwargs or {}))
-
-
 def _operations(fn: Callable, case: tuple) -> collections.Counter[str]:
+    """The PyTorch operations one call of ``fn`` makes, by name."""
+    calls: collections.Counter[str] = collections.Counter()
+
+    class Count(TorchFunctionMode):
+        def __torch_function__(self, func, types, args=(), kwargs=None):
+            calls[getattr(func, "__name__", str(func))] += 1
+            return func(*args, **(kwargs or {}))
+
     args = _args(case)
-    with _Count() as counter:
+    with Count():
         unwrap(fn)(*args)
-    return counter.calls
+    return calls
 
 
 def _top(calls: collections.Counter[str]) -> str:
@@ -178,12 +158,15 @@ def _compiled(**options) -> dict[str, Callable]:
     return {name: _quiet()(check) for name, check in found.items()}  # keeps the signature
 
 
+#: run eagerly (no capture), the function gives the original's outputs
+_ORIGINAL = kit.graph_properties(unwrap, _args, _numpy, "runs", "the original")
+
 PROPERTIES: dict[str, Callable] = {
     "no_graph_breaks": no_graph_breaks,
     "fullgraph": _compiled(fullgraph=True)["runs"],
     "exports": exports,
     "matches_eager": _compiled()["matches_eager"],
-    "equals_reference": equals_reference,
+    "equals_reference": _ORIGINAL["matches_eager"],
     "max_ops": max_ops,
     "avoids_ops": avoids_ops,
     "data_parallel": data_parallel,

@@ -11,10 +11,11 @@ import gc
 import json
 import time
 from collections.abc import Callable, Sequence
+from functools import partial
 
 import torch
 
-from .._kit.cells import check_threads
+from .._kit.checks import what_broke
 from ..contract import PRECISIONS
 
 __all__ = ["KERNELS", "main"]
@@ -28,14 +29,11 @@ def _random(n: int, dtype: torch.dtype) -> torch.Tensor:
     return torch.randn(n, n, generator=g).to(dtype)
 
 
-def _mm(dtype: torch.dtype) -> Callable[[int], Callable]:
-    def make(n: int) -> Callable:
-        a, b = _random(n, dtype), _random(n, dtype)
-        out = torch.empty(n, n, dtype=torch.int32 if dtype == torch.int8 else dtype)
-        mm = torch._int_mm if dtype == torch.int8 else torch.mm
-        return lambda: mm(a, b, out=out)
-
-    return make
+def _mm(dtype: torch.dtype, n: int) -> Callable:
+    a, b = _random(n, dtype), _random(n, dtype)
+    out = torch.empty(n, n, dtype=torch.int32 if dtype == torch.int8 else dtype)
+    mm = torch._int_mm if dtype == torch.int8 else torch.mm
+    return lambda: mm(a, b, out=out)
 
 
 def _mkl(n: int) -> Callable:
@@ -44,13 +42,10 @@ def _mkl(n: int) -> Callable:
     return lambda: torch.ops.mkl._mkl_linear(x, packed, w, None, n)
 
 
-def _onednn(dtype: torch.dtype) -> Callable[[int], Callable]:
-    def make(n: int) -> Callable:
-        x, w = _random(n, dtype), _random(n, dtype)
-        packed = torch.ops.mkldnn._reorder_linear_weight(w, n)
-        return lambda: torch.ops.mkldnn._linear_pointwise(x, packed, None, "none", [], "")
-
-    return make
+def _onednn(dtype: torch.dtype, n: int) -> Callable:
+    x, w = _random(n, dtype), _random(n, dtype)
+    packed = torch.ops.mkldnn._reorder_linear_weight(w, n)
+    return lambda: torch.ops.mkldnn._linear_pointwise(x, packed, None, "none", [], "")
 
 
 def _qlinear(n: int) -> Callable:
@@ -62,20 +57,20 @@ def _qlinear(n: int) -> Callable:
     )
 
 
-#: per precision, each kernel: (pre-packed weight, ``make(n)`` -> the call of an n^3 GEMM)
-KERNELS: dict[str, dict[str, tuple[bool, Callable[[int], Callable]]]] = {
+#: per precision, each kernel's ``make(n)`` -> the call of an n^3 GEMM
+KERNELS: dict[str, dict[str, Callable[[int], Callable]]] = {
     "fp32": {
-        "torch.mm": (False, _mm(torch.float32)),
-        "mkl packed GEMM": (True, _mkl),
-        "oneDNN linear, pre-packed weight": (True, _onednn(torch.float32)),
+        "torch.mm": partial(_mm, torch.float32),
+        "mkl packed GEMM": _mkl,
+        "oneDNN linear, pre-packed weight": partial(_onednn, torch.float32),
     },
     "bf16": {
-        "torch.mm": (False, _mm(torch.bfloat16)),
-        "oneDNN linear, pre-packed weight": (True, _onednn(torch.bfloat16)),
+        "torch.mm": partial(_mm, torch.bfloat16),
+        "oneDNN linear, pre-packed weight": partial(_onednn, torch.bfloat16),
     },
     "int8": {
-        "torch._int_mm": (False, _mm(torch.int8)),
-        "oneDNN quantised linear, pre-packed weight": (True, _qlinear),
+        "torch._int_mm": partial(_mm, torch.int8),
+        "oneDNN quantised linear, pre-packed weight": _qlinear,
     },
 }
 
@@ -89,9 +84,9 @@ MIN_CALLS = 5
 MAX_CALLS = 200
 
 
-def _size(make: Callable[[int], Callable]) -> tuple[int, Callable]:
-    """``(n, call)``: the first side, doubling, whose second call (the first packs weights) takes
-    :data:`CALL_S` (at most :data:`LARGEST`)."""
+def _timed(make: Callable[[int], Callable], seconds: float) -> tuple[int, list[float]]:
+    """The first GEMM side n, doubling, whose second call (the first packs weights) takes
+    :data:`CALL_S` (at most :data:`LARGEST`), and its calls' times over ``seconds``."""
     n = SMALLEST
     while True:
         call = make(n)
@@ -99,12 +94,9 @@ def _size(make: Callable[[int], Callable]) -> tuple[int, Callable]:
         t0 = time.perf_counter()
         call()
         if time.perf_counter() - t0 >= CALL_S or n * 2 > LARGEST:
-            return n, call
-        del call
+            break
+        del call  # its operands go before the next size's are made
         n *= 2
-
-
-def _time(call: Callable, seconds: float) -> list[float]:
     times: list[float] = []
     start = time.perf_counter()
     while len(times) < MAX_CALLS and (
@@ -113,21 +105,19 @@ def _time(call: Callable, seconds: float) -> list[float]:
         t0 = time.perf_counter()
         call()
         times.append(time.perf_counter() - t0)
-    return times
+    return n, times
 
 
 def _measure(precisions: Sequence[str], seconds: float) -> list[dict]:
     out = []
     for precision in precisions:
-        for kernel, (prepacked, make) in KERNELS[precision].items():
-            row: dict = {"precision": precision, "kernel": kernel, "prepacked": prepacked}
+        for kernel, make in KERNELS[precision].items():
+            row: dict = {"precision": precision, "kernel": kernel}
             try:
-                n, call = _size(make)
-                row.update(n=n, ops=2 * n**3, times_s=_time(call, seconds), error="")
-                del call
+                n, times = _timed(make, seconds)
+                row.update(n=n, ops=2 * n**3, times_s=times, error="")
             except Exception as exc:  # noqa: BLE001 - a kernel this build lacks is a result
-                first = next((ln for ln in str(exc).splitlines() if ln.strip()), "")
-                row.update(n=0, ops=0, times_s=[], error=f"{type(exc).__name__}: {first[:300]}")
+                row.update(n=0, ops=0, times_s=[], error=what_broke(exc))
             gc.collect()  # the operands of one kernel go before the next one's are made
             out.append(row)
     return out
@@ -136,19 +126,16 @@ def _measure(precisions: Sequence[str], seconds: float) -> list[dict]:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description="time PyTorch's matrix-multiply kernels")
     parser.add_argument("--threads", type=int, required=True, help="intra-op threads")
-    parser.add_argument(
-        "--precisions", default=",".join(PRECISIONS), help="comma-separated: fp32,bf16,int8"
-    )
+    parser.add_argument("--precisions", default=",".join(PRECISIONS), help="e.g. fp32,int8")
     parser.add_argument("--seconds", type=float, default=0.4, help="timed seconds per kernel")
     args = parser.parse_args(argv)
-    asked = [p.strip() for p in args.precisions.split(",") if p.strip()]
-    bad = [p for p in asked if p not in PRECISIONS]
-    if bad or args.threads < 1 or not args.seconds > 0:
+    asked = args.precisions.split(",")
+    if args.threads < 1 or not args.seconds > 0 or not set(asked) <= set(PRECISIONS):
         parser.error(
-            f"give --threads >= 1, --seconds > 0 and precisions among {', '.join(PRECISIONS)} "
-            f"(got --threads {args.threads}, --seconds {args.seconds}, unknown {bad})"
+            f"give --threads >= 1, --seconds > 0 and --precisions among {','.join(PRECISIONS)} "
+            f"(got --threads {args.threads} --seconds {args.seconds} --precisions {args.precisions})"
         )
-    torch.set_num_threads(check_threads(args.threads))
+    torch.set_num_threads(args.threads)
     kernels = _measure([p for p in asked if p in KERNELS], args.seconds)
     versions = {"torch": torch.__version__}
     print(json.dumps({"versions": versions, "threads": args.threads, "kernels": kernels}))

@@ -89,6 +89,7 @@ class Compiled:
     machines: dict[tuple[int, ...], relax.VirtualMachine] = field(default_factory=dict)
 
     def machine(self, shape: tuple[int, ...]) -> relax.VirtualMachine:
+        """The machine of ``shape``, compiled on its first use."""
         if shape not in self.machines:
             module = from_onnx(static_graph(self.path, shape), keep_params_in_input=False)
             target = tvm.target.Target({"kind": "llvm", "mcpu": host_cpu()})
@@ -96,8 +97,7 @@ class Compiled:
         return self.machines[shape]
 
     def __call__(self, images: np.ndarray) -> np.ndarray:
-        vm = self.machine(tuple(images.shape))
-        return vm["main"](tvm.runtime.tensor(images, tvm.cpu())).numpy()
+        return self.machine(images.shape)["main"](tvm.runtime.tensor(images, tvm.cpu())).numpy()
 
 
 def build_resnet50(weights: dict[str, np.ndarray]) -> Compiled:
@@ -128,11 +128,6 @@ def prepare(
     t0 = time.perf_counter()
     model = build_resnet50(weights)
     export_s = time.perf_counter() - t0
-    vm = model.machine(tuple(images.shape))
-    x = tvm.runtime.tensor(images, tvm.cpu())
+    model.machine(images.shape)  # compiled here, in the preparation
     notes = f"torch.onnx.export -> relax.frontend.onnx -> llvm mcpu={host_cpu()} (untuned)"
-
-    def step() -> np.ndarray:
-        return vm["main"](x).numpy()
-
-    return Prepared(step, int(batch_size), notes, export_s=export_s)
+    return Prepared(lambda: model(images), int(batch_size), notes, export_s=export_s)

@@ -231,14 +231,9 @@ def break_even(records: Iterable[dict]) -> Figure | Nothing:
         tag += "" if r["valid"] else " [invalid]"
         color = COLORS.get(r["framework"], "grey")
         if math.isfinite(n):
-            ax.scatter(r["extra_s"], max(n, 1.0), color=color, s=50)
-            ax.annotate(
-                tag,
-                (r["extra_s"], max(n, 1.0)),
-                fontsize=8,
-                xytext=(4, 4),
-                textcoords="offset points",
-            )
+            at = (r["extra_s"], max(n, 1.0))
+            ax.scatter(*at, color=color, s=50)
+            ax.annotate(tag, at, xytext=(4, 4), textcoords="offset points", fontsize=8)
         else:  # named in the legend: labels on one row would overlap
             ax.scatter(r["extra_s"], never, color=color, marker="x", s=50, label=tag)
     if len(finite) < len(rows):

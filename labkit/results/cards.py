@@ -5,7 +5,6 @@ names, home folders, e-mail addresses and paths (:class:`Scrubber`)."""
 from __future__ import annotations
 
 import datetime
-import getpass
 import json
 import os
 import platform
@@ -33,17 +32,14 @@ __all__ = [
 ]
 
 
-#: the environment variables that name the user (a JupyterHub sets the first for each learner)
-USER_VARIABLES = ("JUPYTERHUB_USER", "USER", "LOGNAME", "USERNAME")
+#: the environment variables that name the user (a JupyterHub sets the first for each learner;
+#: the others are those ``getpass.getuser`` reads)
+USER_VARIABLES = ("JUPYTERHUB_USER", "LOGNAME", "USER", "LNAME", "USERNAME")
 
 
 def _identity() -> tuple[set[str], set[str]]:
     users = {os.environ.get(v, "") for v in USER_VARIABLES}
-    try:
-        users.add(getpass.getuser())
-    except (OSError, KeyError, ImportError):
-        pass
-    try:
+    try:  # the account, as ``getpass.getuser`` finds it without those variables
         import pwd
 
         users.add(pwd.getpwuid(os.getuid()).pw_name)
@@ -82,27 +78,12 @@ def _short_path(match: re.Match) -> str:
     return f"<path>/{last}" if last else "<path>"
 
 
-#: fields whose values are words the lab chose (left alone: a user called "torch" is no leak)
+#: fields whose values are words the lab chose (left alone: a user called "torch" is no leak):
+#: the card's own, then a record's
 STRUCTURAL = frozenset(
-    {
-        "kind",
-        "format",
-        "card_id",
-        "created",
-        "labkit",
-        "schema",
-        "framework",
-        "mode",
-        "task",
-        "precision",
-        "device",
-        "profile",
-        "profiles",
-        "status",
-        "baseline",
-        "timestamp",
-        "cache",
-    }
+    ("kind", "format", "card_id", "created", "labkit", "profiles", "baseline")
+    + ("schema", "framework", "mode", "task", "precision", "device", "profile", "status")
+    + ("timestamp", "cache")
 )
 
 
@@ -136,12 +117,7 @@ class Scrubber:
         if isinstance(value, str):
             return self.text(value)
         if isinstance(value, dict):
-            return {
-                k: v if k in STRUCTURAL else self(v)
-                for k, v in (
-                    (self.text(k) if isinstance(k, str) else k, v) for k, v in value.items()
-                )
-            }
+            return {self(k): v if k in STRUCTURAL else self(v) for k, v in value.items()}
         if isinstance(value, list | tuple):
             return [self(v) for v in value]
         return value

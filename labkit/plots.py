@@ -6,14 +6,13 @@ from __future__ import annotations
 
 import io
 import math
-import re
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
 from matplotlib.axis import Tick
 from matplotlib.figure import Figure as _Figure
 from matplotlib.text import Text
-from matplotlib.ticker import FixedFormatter, Formatter, FuncFormatter
+from matplotlib.ticker import FixedFormatter, FuncFormatter
 
 from . import results
 from .frameworks import specs
@@ -35,38 +34,19 @@ __all__ = [
 ]
 
 
-def _escape(text: object) -> str:
-    return re.sub(r"(?<!\\)\$", r"\\$", str(text))
-
-
-class _Literal(Formatter):
-    """Tick labels given as strings (``set_yticks(ys, labels)``), each ``$`` escaped."""
-
-    def __init__(self, inner: Formatter):
-        self.inner = inner
-
-    def set_locs(self, locs):
-        self.inner.set_locs(locs)
-
-    def __call__(self, x, pos=None):
-        return _escape(self.inner(x, pos))
-
-
 class Figure(_Figure):
     """A Figure a notebook shows once, as a PNG. Tick numbers keep math text (a log axis reads
     10^0); every other text is drawn literally: it may come from a results file or a hand-in,
     where a ``$`` must not start math text."""
 
     def draw(self, renderer):
-        numbers = set()  # the tick labels a formatter writes, and an axis' offset (1e3)
-        for ax in self.axes:
-            for axis in (ax.xaxis, ax.yaxis):
-                numbers.add(id(axis.offsetText))
+        numbers = set()  # an axis' offset (1e3), and the tick labels of an axis of numbers
+        for axis in (axis for ax in self.axes for axis in (ax.xaxis, ax.yaxis)):
+            numbers.add(id(axis.offsetText))
+            # tick labels given as strings (set_yticks(ys, labels)) are formatted by these
+            if not isinstance(axis.get_major_formatter(), FixedFormatter | FuncFormatter):
                 ticks = [k for k in axis.get_children() if isinstance(k, Tick)]
                 numbers.update(id(t) for k in ticks for t in (k.label1, k.label2))
-                fmt = axis.get_major_formatter()
-                if isinstance(fmt, FixedFormatter | FuncFormatter):  # strings
-                    axis.set_major_formatter(_Literal(fmt))
         for text in self.findobj(Text):
             if id(text) not in numbers:
                 text.set_parse_math(False)

@@ -139,10 +139,8 @@ def _machine(records: list[dict], local: bool) -> dict:
 
 
 def _versions(records: list[dict]) -> dict:
-    out: dict = {}
-    for r in records:
-        out.update({k: v for k, v in (r.get("versions") or {}).items() if v})
-    return dict(sorted(out.items()))
+    found = {k: v for r in records for k, v in (r.get("versions") or {}).items() if v}
+    return dict(sorted(found.items()))  # the last record's version of each package
 
 
 def build(
@@ -164,30 +162,28 @@ def build(
 
     scrub = scrubber or Scrubber()
     profiles_seen = Counter(r.get("profile") for r in records)
-    card = {
-        "kind": KIND,
-        "format": FORMAT,
-        "card_id": uuid.uuid4().hex,
-        "created": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
-        "name": name or None,
-        "labkit": labkit.__version__,
-        "source": Path(source).name if source else "",
-        "profile": profiles_seen.most_common(1)[0][0],
-        "profiles": sorted(p for p in profiles_seen if p),
-        "machine": _machine(records, local),
-        "versions": _versions(records),
-        "counts": {
-            "records": len(records),
-            "measured": len(ok(records)),
-            "flagged": sum(bool(flags(r)) for r in ok(records)),
-        },
-        "ratios": ratios(records),
-        "records": records,
-    }
-    name_field = card.pop("name")
-    card = scrub(card)
-    card["name"] = name_field  # the one thing a learner chooses to show
-    return card
+    card = scrub(
+        {
+            "kind": KIND,
+            "format": FORMAT,
+            "card_id": uuid.uuid4().hex,
+            "created": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
+            "labkit": labkit.__version__,
+            "source": Path(source).name if source else "",
+            "profile": profiles_seen.most_common(1)[0][0],
+            "profiles": sorted(p for p in profiles_seen if p),
+            "machine": _machine(records, local),
+            "versions": _versions(records),
+            "counts": {
+                "records": len(records),
+                "measured": len(ok(records)),
+                "flagged": sum(bool(flags(r)) for r in ok(records)),
+            },
+            "ratios": ratios(records),
+            "records": records,
+        }
+    )
+    return card | {"name": name or None}  # the one thing a learner chooses to show: not scrubbed
 
 
 def save(card: dict, out: str | os.PathLike) -> Path:

@@ -8,6 +8,7 @@ import json
 import mmap
 import os
 import warnings
+from collections import Counter
 from pathlib import Path
 
 from ..frameworks import NAMES
@@ -105,12 +106,9 @@ def _checked(path: Path, n: int, record: object) -> Record:
 
 
 def _warn_unregistered(path: Path, parsed: list[tuple[int, object]]) -> None:
-    first: dict[str, tuple[int, int]] = {}  # framework -> (first line, records)
-    for n, r in parsed:
-        if r["framework"] not in NAMES:
-            line, count = first.get(r["framework"], (n, 0))
-            first[r["framework"]] = (line, count + 1)
-    for fw, (line, count) in first.items():
+    unknown = Counter(r["framework"] for _, r in parsed if r["framework"] not in NAMES)
+    for fw, count in unknown.items():
+        line = next(n for n, r in parsed if r["framework"] == fw)
         warnings.warn(
             UnregisteredFramework(
                 f"{path} line {line}: framework {fw!r} ({count} record(s)) is not registered "

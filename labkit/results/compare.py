@@ -279,13 +279,8 @@ def break_even(record: Mapping, eager_record: Mapping) -> BreakEven:
 
 
 def _break_even(r: Mapping, base: Mapping) -> dict:
-    b = break_even(r, base)
-    return {
-        "extra_s": b.extra_s,
-        "saving_per_call_s": b.saving_s,
-        "break_even_calls": b.calls,
-        "cache": r.get("cache", "unknown"),
-    }
+    row = dict(zip(("extra_s", "saving_per_call_s", "break_even_calls"), break_even(r, base)))
+    return row | {"cache": r.get("cache", "unknown")}
 
 
 def break_even_rows(records: Iterable[Mapping], include_invalid: bool = False) -> list[dict]:

@@ -238,8 +238,7 @@ def make(**fields) -> Record:
 
     ``unsupported`` follows from ``error``, ``threads`` may be the intra-op count, and without
     ``valid`` the record is judged from its own fields (:func:`judge`)."""
-    record = {f: None for f in FIELDS} | Record(**dict.fromkeys(REQUIRED)).to_json()
-    record.update(fields)
+    record = Record(**dict.fromkeys(REQUIRED)).to_json() | fields
     if isinstance(record["threads"], int) and not isinstance(record["threads"], bool):
         record["threads"] = {"intra": record["threads"], "inter": None}
     if "unsupported" not in fields:

@@ -6,14 +6,13 @@ from __future__ import annotations
 
 import io
 import math
-import re
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
 from matplotlib.axis import Tick
 from matplotlib.figure import Figure as _Figure
 from matplotlib.text import Text
-from matplotlib.ticker import FixedFormatter, Formatter, FuncFormatter
+from matplotlib.ticker import FixedFormatter, FuncFormatter
 
 from . import results
 from .frameworks import specs
@@ -35,38 +34,19 @@ __all__ = [
 ]
 
 
-def _escape(text: object) -> str:
-    return re.sub(r"(?<!\\)\$", r"\\$", str(text))
-
-
-class _Literal(Formatter):
-    """Tick labels given as strings (``set_yticks(ys, labels)``), each ``$`` escaped."""
-
-    def __init__(self, inner: Formatter):
-        self.inner = inner
-
-    def set_locs(self, locs):
-        self.inner.set_locs(locs)
-
-    def __call__(self, x, pos=None):
-        return _escape(self.inner(x, pos))
-
-
 class Figure(_Figure):
     """A Figure a notebook shows once, as a PNG. Tick numbers keep math text (a log axis reads
     10^0); every other text is drawn literally: it may come from a results file or a hand-in,
     where a ``$`` must not start math text."""
 
     def draw(self, renderer):
-        numbers = set()  # the tick labels a formatter writes, and an axis' offset (1e3)
-        for ax in self.axes:
-            for axis in (ax.xaxis, ax.yaxis):
-                numbers.add(id(axis.offsetText))
+        numbers = set()  # an axis' offset (1e3), and the tick labels of an axis of numbers
+        for axis in (axis for ax in self.axes for axis in (ax.xaxis, ax.yaxis)):
+            numbers.add(id(axis.offsetText))
+            # tick labels given as strings (set_yticks(ys, labels)) are formatted by these
+            if not isinstance(axis.get_major_formatter(), FixedFormatter | FuncFormatter):
                 ticks = [k for k in axis.get_children() if isinstance(k, Tick)]
                 numbers.update(id(t) for k in ticks for t in (k.label1, k.label2))
-                fmt = axis.get_major_formatter()
-                if isinstance(fmt, FixedFormatter | FuncFormatter):  # strings
-                    axis.set_major_formatter(_Literal(fmt))
         for text in self.findobj(Text):
             if id(text) not in numbers:
                 text.set_parse_math(False)
@@ -116,16 +96,17 @@ def _title(rows: list[dict], what: str) -> str:
     return f"ResNet-50 {what}" if not any(results.custom(r) for r in rows) else what.capitalize()
 
 
-def _bars(ax, ys, widths, rows: list[dict], **kw) -> None:
+def _bars(ax, rows: list[dict], widths: list[float], labels: list[str], **kw) -> None:
+    """A horizontal bar per row, top to bottom, in its framework's colour (pale and hatched when
+    invalid), each labelled."""
+    ys = range(len(rows))
     bars = ax.barh(ys, widths, color=[COLORS.get(r["framework"], "grey") for r in rows], **kw)
     for bar, r in zip(bars, rows):
         if not _valid(r):
             bar.set_alpha(0.35)
             bar.set_hatch("//")
-
-
-def _tasks(rows: list[dict]) -> list[str]:
-    return [t for t in TASKS if any(r["task"] == t for r in rows)]
+    ax.set_yticks(list(ys), labels)
+    ax.invert_yaxis()
 
 
 def _empty(what: str) -> Nothing:
@@ -136,7 +117,7 @@ def _panels(
     rows: list[dict], title: str, what: str, draw: Callable[[object, list[dict]], None]
 ) -> Figure | Nothing:
     """One horizontal-bar panel per task; ``draw(ax, rows_of_that_task)`` fills a panel."""
-    tasks = _tasks(rows)
+    tasks = [t for t in TASKS if any(r["task"] == t for r in rows)]
     if not tasks:
         return _empty(what)
     counts = [sum(r["task"] == t for r in rows) for t in tasks]
@@ -168,11 +149,9 @@ def throughput(records: Iterable[dict]) -> Figure | Nothing:
     rows = results.latest(results.ok(records))
 
     def draw(ax, rs):
-        ys = range(len(rs))
-        err = list(zip(*[_ips_spread(r) for r in rs]))
-        _bars(ax, ys, [r["images_per_s"] for r in rs], rs, xerr=err, capsize=3)
-        ax.set_yticks(list(ys), [_label(r) for r in rs])
-        ax.invert_yaxis()
+        err = list(zip(*map(_ips_spread, rs)))
+        ips = [r["images_per_s"] for r in rs]
+        _bars(ax, rs, ips, [_label(r) for r in rs], xerr=err, capsize=3)
         unit = "samples/s" if any(results.custom(r) for r in rs) else "images/s"
         ax.set_xlabel(f"{unit} (median; bars: interquartile range)")
 
@@ -196,15 +175,10 @@ def speedup(records: Iterable[dict]) -> Figure | Nothing:
     log = log_axis([r["speedup"] for r in rows] + [r["speedup_low"] for r in rows])
 
     def draw(ax, rs):
-        ys = range(len(rs))
-        err = [
-            [r["speedup"] - r["speedup_low"] for r in rs],
-            [r["speedup_high"] - r["speedup"] for r in rs],
-        ]
-        _bars(ax, ys, [r["speedup"] for r in rs], rs, xerr=err, capsize=3)
+        err = [(r["speedup"] - r["speedup_low"], r["speedup_high"] - r["speedup"]) for r in rs]
+        labels = [f"{_label(r)} vs {r['baseline']}" for r in rs]
+        _bars(ax, rs, [r["speedup"] for r in rs], labels, xerr=list(zip(*err)), capsize=3)
         ax.axvline(1.0, color="black", lw=1, ls="--")
-        ax.set_yticks(list(ys), [f"{_label(r)} vs {r['baseline']}" for r in rs])
-        ax.invert_yaxis()
         scale = ""
         if log:
             ax.set_xscale("log")
@@ -231,14 +205,9 @@ def break_even(records: Iterable[dict]) -> Figure | Nothing:
         tag += "" if r["valid"] else " [invalid]"
         color = COLORS.get(r["framework"], "grey")
         if math.isfinite(n):
-            ax.scatter(r["extra_s"], max(n, 1.0), color=color, s=50)
-            ax.annotate(
-                tag,
-                (r["extra_s"], max(n, 1.0)),
-                fontsize=8,
-                xytext=(4, 4),
-                textcoords="offset points",
-            )
+            at = (r["extra_s"], max(n, 1.0))
+            ax.scatter(*at, color=color, s=50)
+            ax.annotate(tag, at, xytext=(4, 4), textcoords="offset points", fontsize=8)
         else:  # named in the legend: labels on one row would overlap
             ax.scatter(r["extra_s"], never, color=color, marker="x", s=50, label=tag)
     if len(finite) < len(rows):
@@ -262,15 +231,13 @@ def _shares(records: Iterable[dict], share: str, above: str, xlabel: str, title:
     rows = [r for r in results.latest(results.ok(records)) if r.get(share) is not None]
 
     def draw(ax, rs):
-        ys = range(len(rs))
-        _bars(ax, ys, [100 * r[share] for r in rs], rs)
+        labels = [_label(r) + (" (!)" if r.get(above) else "") for r in rs]
+        _bars(ax, rs, [100 * r[share] for r in rs], labels)
         ax.axvline(100, color="black", lw=1, ls="--")
-        for y, r in zip(ys, rs):
+        for y, r in enumerate(rs):
             ax.text(
                 100 * r[share], y, f" {r['images_per_s']:.1f} images/s", va="center", fontsize=8
             )
-        ax.set_yticks(list(ys), [_label(r) + (" (!)" if r.get(above) else "") for r in rs])
-        ax.invert_yaxis()
         ax.set_xlabel(xlabel)
 
     if not rows and results.ok(records):

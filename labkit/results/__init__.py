@@ -1,81 +1,14 @@
 """Benchmark results: one record per cell, one JSON object per line (JSON Lines), appended as
 each cell finishes. Invalid records are kept and flagged; :func:`valid` is what evidence is drawn
 from. Rooms: schema (the record, its checks, the verdict), store (read, append), compare (choose,
-pair, ratios, break-even, the text table), cards (a learner's result card).
+pair, ratios, break-even, the text table), cards (a learner's result card). The package exports
+the public names of its first three rooms.
 """
 
-from . import cards
-from .compare import (
-    Estimate,
-    best,
-    break_even,
-    break_even_rows,
-    context,
-    flags,
-    invalid,
-    is_valid,
-    latest,
-    ok,
-    pair,
-    ratio,
-    speedups,
-    table,
-    valid,
-)
-from .schema import (
-    CACHE_STATES,
-    CONTEXT,
-    DEFAULT_MODEL,
-    FIELDS,
-    KEY,
-    Record,
-    custom,
-    judge,
-    key,
-    make,
-    model_name,
-    problems,
-)
-from .store import (
-    BadLine,
-    UnregisteredFramework,
-    append,
-    load,
-    parse_lines,
-)
+from . import cards, compare, schema, store
+from .compare import *
+from .schema import *
+from .store import *
 
-__all__ = [
-    "CACHE_STATES",
-    "CONTEXT",
-    "DEFAULT_MODEL",
-    "FIELDS",
-    "KEY",
-    "BadLine",
-    "Estimate",
-    "Record",
-    "UnregisteredFramework",
-    "append",
-    "best",
-    "break_even",
-    "break_even_rows",
-    "cards",
-    "context",
-    "custom",
-    "flags",
-    "invalid",
-    "is_valid",
-    "judge",
-    "key",
-    "latest",
-    "load",
-    "make",
-    "model_name",
-    "ok",
-    "pair",
-    "parse_lines",
-    "problems",
-    "ratio",
-    "speedups",
-    "table",
-    "valid",
-]
+__all__ = ["cards"]
+__all__ += schema.__all__ + store.__all__ + compare.__all__

@@ -5,7 +5,6 @@ names, home folders, e-mail addresses and paths (:class:`Scrubber`)."""
 from __future__ import annotations
 
 import datetime
-import getpass
 import json
 import os
 import platform
@@ -33,17 +32,14 @@ __all__ = [
 ]
 
 
-#: the environment variables that name the user (a JupyterHub sets the first for each learner)
-USER_VARIABLES = ("JUPYTERHUB_USER", "USER", "LOGNAME", "USERNAME")
+#: the environment variables that name the user (a JupyterHub sets the first for each learner;
+#: the others are those ``getpass.getuser`` reads)
+USER_VARIABLES = ("JUPYTERHUB_USER", "LOGNAME", "USER", "LNAME", "USERNAME")
 
 
 def _identity() -> tuple[set[str], set[str]]:
     users = {os.environ.get(v, "") for v in USER_VARIABLES}
-    try:
-        users.add(getpass.getuser())
-    except (OSError, KeyError, ImportError):
-        pass
-    try:
+    try:  # the account, as ``getpass.getuser`` finds it without those variables
         import pwd
 
         users.add(pwd.getpwuid(os.getuid()).pw_name)
@@ -82,27 +78,12 @@ def _short_path(match: re.Match) -> str:
     return f"<path>/{last}" if last else "<path>"
 
 
-#: fields whose values are words the lab chose (left alone: a user called "torch" is no leak)
+#: fields whose values are words the lab chose (left alone: a user called "torch" is no leak):
+#: the card's own, then a record's
 STRUCTURAL = frozenset(
-    {
-        "kind",
-        "format",
-        "card_id",
-        "created",
-        "labkit",
-        "schema",
-        "framework",
-        "mode",
-        "task",
-        "precision",
-        "device",
-        "profile",
-        "profiles",
-        "status",
-        "baseline",
-        "timestamp",
-        "cache",
-    }
+    ("kind", "format", "card_id", "created", "labkit", "profiles", "baseline")
+    + ("schema", "framework", "mode", "task", "precision", "device", "profile", "status")
+    + ("timestamp", "cache")
 )
 
 
@@ -136,12 +117,7 @@ class Scrubber:
         if isinstance(value, str):
             return self.text(value)
         if isinstance(value, dict):
-            return {
-                k: v if k in STRUCTURAL else self(v)
-                for k, v in (
-                    (self.text(k) if isinstance(k, str) else k, v) for k, v in value.items()
-                )
-            }
+            return {self(k): v if k in STRUCTURAL else self(v) for k, v in value.items()}
         if isinstance(value, list | tuple):
             return [self(v) for v in value]
         return value
@@ -163,10 +139,8 @@ def _machine(records: list[dict], local: bool) -> dict:
 
 
 def _versions(records: list[dict]) -> dict:
-    out: dict = {}
-    for r in records:
-        out.update({k: v for k, v in (r.get("versions") or {}).items() if v})
-    return dict(sorted(out.items()))
+    found = {k: v for r in records for k, v in (r.get("versions") or {}).items() if v}
+    return dict(sorted(found.items()))  # the last record's version of each package
 
 
 def build(
@@ -188,30 +162,28 @@ def build(
 
     scrub = scrubber or Scrubber()
     profiles_seen = Counter(r.get("profile") for r in records)
-    card = {
-        "kind": KIND,
-        "format": FORMAT,
-        "card_id": uuid.uuid4().hex,
-        "created": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
-        "name": name or None,
-        "labkit": labkit.__version__,
-        "source": Path(source).name if source else "",
-        "profile": profiles_seen.most_common(1)[0][0],
-        "profiles": sorted(p for p in profiles_seen if p),
-        "machine": _machine(records, local),
-        "versions": _versions(records),
-        "counts": {
-            "records": len(records),
-            "measured": len(ok(records)),
-            "flagged": sum(bool(flags(r)) for r in ok(records)),
-        },
-        "ratios": ratios(records),
-        "records": records,
-    }
-    name_field = card.pop("name")
-    card = scrub(card)
-    card["name"] = name_field  # the one thing a learner chooses to show
-    return card
+    card = scrub(
+        {
+            "kind": KIND,
+            "format": FORMAT,
+            "card_id": uuid.uuid4().hex,
+            "created": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
+            "labkit": labkit.__version__,
+            "source": Path(source).name if source else "",
+            "profile": profiles_seen.most_common(1)[0][0],
+            "profiles": sorted(p for p in profiles_seen if p),
+            "machine": _machine(records, local),
+            "versions": _versions(records),
+            "counts": {
+                "records": len(records),
+                "measured": len(ok(records)),
+                "flagged": sum(bool(flags(r)) for r in ok(records)),
+            },
+            "ratios": ratios(records),
+            "records": records,
+        }
+    )
+    return card | {"name": name or None}  # the one thing a learner chooses to show: not scrubbed
 
 
 def save(card: dict, out: str | os.PathLike) -> Path:

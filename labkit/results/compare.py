@@ -6,12 +6,13 @@
 from __future__ import annotations
 
 import math
+from collections import namedtuple
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 
 from ..frameworks import MODES, NAMES, specs
 from ..frameworks.contract import TASKS
-from .schema import CONTEXT, DEFAULT_MODEL, DEFAULTS, KEY, key, model_name
+from .schema import CONTEXT, DEFAULT_MODEL, DEFAULTS, KEY, custom, key, model_name
 
 __all__ = [
     "BASELINE",
@@ -209,47 +210,51 @@ def ratio(num: Mapping, den: Mapping, confidence: float = CONFIDENCE, seed: int 
     return Estimate(value, max(value * (1 - rel), 0.0), value * (1 + rel), method)
 
 
-def _row(r: Mapping, base: Mapping) -> dict:
-    why = [f"{r['mode']}: {f}" for f in flags(r)]
-    why += [f"{base['mode']} (baseline): {f}" for f in flags(base)]
-    return {
-        **dict(zip(KEY, key(r))),
-        "baseline": f"{base['framework']} {base['mode']}",
-        "valid": is_valid(r) and is_valid(base),
-        "flags": why,
-    }
-
-
-def speedups(records: Iterable[Mapping], include_invalid: bool = False) -> list[dict]:
-    """Each graph mode's :func:`ratio` over its eager baseline in the same context (a row per
-    pair: ``speedup``, its interval, ``significant``, its ``reading``, ``valid``, either side's ``flags``);
-    invalid records left out unless ``include_invalid``."""
+def _pair_rows(records, include_invalid: bool, measure) -> list[dict]:
+    """A row per :func:`baseline_pairs` pair: the graph cell's :data:`KEY`, its ``baseline``,
+    ``valid`` (both sides), either side's ``flags``, and what ``measure(graph, base)`` gives."""
     rows = []
     for r, base in baseline_pairs(records, include_invalid):
-        est = ratio(r, base)
+        why = [f"{r['mode']}: {f}" for f in flags(r)]
+        why += [f"{base['mode']} (baseline): {f}" for f in flags(base)]
         rows.append(
             {
-                **_row(r, base),
-                "speedup": est.value,
-                "speedup_low": est.low,
-                "speedup_high": est.high,
-                "significant": est.significant,
-                "reading": est.reading,
-                "interval": est.method,
-                "eager_median_s": base["median_s"],
-                "graph_median_s": r["median_s"],
+                **dict(zip(KEY, key(r))),
+                "baseline": f"{base['framework']} {base['mode']}",
+                "valid": is_valid(r) and is_valid(base),
+                "flags": why,
+                **measure(r, base),
             }
         )
     return rows
 
 
-@dataclass(frozen=True)
-class BreakEven:
-    """When a graph mode's one-off cost has paid for itself against eager."""
+def _speedup(r: Mapping, base: Mapping) -> dict:
+    est = ratio(r, base)
+    return {
+        "speedup": est.value,
+        "speedup_low": est.low,
+        "speedup_high": est.high,
+        "significant": est.significant,
+        "reading": est.reading,
+        "interval": est.method,
+        "eager_median_s": base["median_s"],
+        "graph_median_s": r["median_s"],
+    }
 
-    extra_s: float  #: one-off seconds beyond eager's (export + prepare + first call)
-    saving_s: float  #: seconds each later call saves (eager median - graph median)
-    calls: float  #: calls after the first that repay ``extra_s``; 0: nothing to repay; inf: never
+
+def speedups(records: Iterable[Mapping], include_invalid: bool = False) -> list[dict]:
+    """Each graph mode's :func:`ratio` over its eager baseline in the same context (a row per
+    pair: ``speedup``, its interval, ``significant``, its ``reading``, ``valid``, either side's
+    ``flags``); invalid records left out unless ``include_invalid``."""
+    return _pair_rows(records, include_invalid, _speedup)
+
+
+#: when a graph mode's one-off cost has paid for itself against eager: ``extra_s``, its one-off
+#: seconds beyond eager's; ``saving_s``, the seconds each later call saves (eager median - graph
+#: median); ``calls``, the calls after the first that repay ``extra_s`` (0: nothing to repay;
+#: inf: never)
+BreakEven = namedtuple("BreakEven", "extra_s saving_s calls")
 
 
 def one_off_s(record: Mapping) -> float:
@@ -273,21 +278,14 @@ def break_even(record: Mapping, eager_record: Mapping) -> BreakEven:
     return BreakEven(extra, saving, calls)
 
 
+def _break_even(r: Mapping, base: Mapping) -> dict:
+    row = dict(zip(("extra_s", "saving_per_call_s", "break_even_calls"), break_even(r, base)))
+    return row | {"cache": r.get("cache", "unknown")}
+
+
 def break_even_rows(records: Iterable[Mapping], include_invalid: bool = False) -> list[dict]:
     """:func:`break_even` of every graph-mode cell against its eager baseline."""
-    rows = []
-    for r, base in baseline_pairs(records, include_invalid):
-        b = break_even(r, base)
-        rows.append(
-            {
-                **_row(r, base),
-                "extra_s": b.extra_s,
-                "saving_per_call_s": b.saving_s,
-                "break_even_calls": b.calls,
-                "cache": r.get("cache", "unknown"),
-            }
-        )
-    return rows
+    return _pair_rows(records, include_invalid, _break_even)
 
 
 #: the columns of :func:`table` after the cell's own (framework, mode, ...)
@@ -322,22 +320,20 @@ def accuracy_text(accuracy: dict | None) -> str:
     return text
 
 
-def _order():
-    """The table's sort key: the ResNet-50 first, the registry's and the tasks' orders."""
-    order = {fw: i for i, fw in enumerate(NAMES)}
-    modes = {(fw, m): i for fw, ms in MODES.items() for i, m in enumerate(ms)}
-    tasks = {t: i for i, t in enumerate(TASKS)}
-    return lambda r: (
-        r.get("model", DEFAULT_MODEL) != DEFAULT_MODEL,
+def _order(r: Mapping) -> tuple:
+    """The table's sort key: the ResNet-50 first, then the registry's and the tasks' orders."""
+    rank = lambda seq, x: seq.index(x) if x in seq else len(seq)
+    return (
+        custom(r),
         r.get("model", DEFAULT_MODEL),
-        order.get(r["framework"], 9),
-        tasks.get(r["task"], 9),
+        rank(NAMES, r["framework"]),
+        rank(TASKS, r["task"]),
         r["precision"],
         r["batch_size"],
         r["image_size"],
         r.get("input_shape", ""),
         r["device"],
-        modes.get((r["framework"], r["mode"]), 9),
+        rank(MODES.get(r["framework"], ()), r["mode"]),
     )
 
 
@@ -350,26 +346,20 @@ def _share_text(share: float | None, above: bool) -> str:
 def table(records: Iterable[Mapping]) -> str:
     """The latest record of each cell in aligned columns (``ceiling``/``peak``: the share of the
     estimated ceiling / measured peak, ``(!)`` above it), then the flags and accuracy costs."""
-    rows = sorted(latest(records), key=_order())
-    models = any(r.get("model", DEFAULT_MODEL) != DEFAULT_MODEL for r in rows)
+    rows = sorted(latest(records), key=_order)
+    models = any(custom(r) for r in rows)
     lead = ("model",) * models + ("framework", "mode", "task", "batch", "prec", "size", "dev")
-    n = len(lead)
     lines, notes, costs = [], [], []
     for r in rows:
-        cells = _cells(r, models)
-        ok_, why = r["status"] == "ok", flags(r)
-        if ok_ and why:
-            notes.append(f"{' '.join(cells[: n - 4])}: " + "; ".join(why))
-        if ok_ and r.get("accuracy"):
-            costs.append(
-                f"{' '.join(cells[: n - 4])} {r['precision']}: " + accuracy_text(r["accuracy"])
-            )
-        lines.append(cells)
-    out = _aligned(lead + _FIGURE_COLUMNS, n, lines)
-    if notes:
-        out += ["", "flags:"] + [f"  {n}" for n in notes]
-    if costs:
-        out += ["", "accuracy against fp32:"] + [f"  {c}" for c in costs]
+        lines.append(_cells(r, models))
+        name = " ".join(lines[-1][: len(lead) - 4])  # (model,) framework, mode, task
+        if r["status"] == "ok" and flags(r):
+            notes.append(f"  {name}: " + "; ".join(flags(r)))
+        if r["status"] == "ok" and r.get("accuracy"):
+            costs.append(f"  {name} {r['precision']}: " + accuracy_text(r["accuracy"]))
+    out = _aligned(lead + _FIGURE_COLUMNS, len(lead), lines)
+    out += ["", "flags:", *notes] if notes else []
+    out += ["", "accuracy against fp32:", *costs] if costs else []
     return "\n".join(out)
 
 
@@ -400,18 +390,15 @@ def _cells(r: Mapping, models: bool) -> list[str]:
 
 
 def _aligned(head: tuple[str, ...], n: int, lines: list[list[str]]) -> list[str]:
-    """Columns: the first ``n`` left-aligned, the figures right-aligned; a failed row's message
-    runs on, not widening any column."""
-    widths = [
-        max(
-            [len(h)] + [len(c[i]) for c in lines if i < len(c) and not (len(c) == n + 1 and i == n)]
+    """Columns: the first ``n`` left-aligned, the figures right-aligned; a failed row (its lead
+    and one message) runs on, its message widening no column."""
+    full = [head, *(c if len(c) == len(head) else c[:n] for c in lines)]
+    widths = [max(len(c[i]) for c in full if i < len(c)) for i in range(len(head))]
+
+    def fmt(cells) -> str:
+        return "  ".join(
+            c.ljust(w) if i < n else c.rjust(w) for i, (c, w) in enumerate(zip(cells, widths))
         )
-        for i, h in enumerate(head)
-    ]
-    fmt = lambda cs: "  ".join(
-        c.ljust(w) if i < n else c.rjust(w) for i, (c, w) in enumerate(zip(cs, widths))
-    )
+
     out = [fmt(head), fmt(["-" * w for w in widths])]
-    for c in lines:
-        out.append(fmt(c) if len(c) == len(head) else fmt(c[:n]) + "  " + c[n])
-    return out
+    return out + [fmt(c) if len(c) == len(head) else f"{fmt(c[:n])}  {c[n]}" for c in lines]

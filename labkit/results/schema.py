@@ -42,20 +42,12 @@ CACHE_STATES: tuple[str, ...] = ("cold", "warm", "unknown")
 _NUM = (int, float)
 _TYPES = {"str": (str,), "int": (int,), "float": _NUM, "bool": (bool,), "dict": (dict,)}
 _TYPES |= {"list": (list,), "None": (type(None),)}
+#: what a schema-1 record reads as in the fields it did not have, besides :data:`DEFAULTS` and
+#: :data:`ADDED_IN_2` (:func:`upgrade` also notes a share above the ceiling and judges it)
+V1_DEFAULTS: dict[str, object] = {"cache": "unknown", "export_s": None, "recipe": None}
+V1_DEFAULTS |= {"others_cpus": None, "above_ceiling": False, "ceiling_note": ""}
 #: fields schema 1 did not have (filled in by :func:`upgrade`)
-NEW_IN_2: tuple[str, ...] = (
-    "number_per_run",
-    "model",
-    "input_shape",
-    "valid",
-    "invalid_reasons",
-    "export_s",
-    "cache",
-    "above_ceiling",
-    "ceiling_note",
-    "recipe",
-    "others_cpus",
-)
+NEW_IN_2 = (*DEFAULTS, *V1_DEFAULTS, "number_per_run", "valid", "invalid_reasons")
 #: fields added to schema 2 after its first records were written, with what a record without
 #: them reads as (:func:`upgrade` fills them in; a labkit that predates them ignores them)
 ADDED_IN_2: dict[str, object] = {
@@ -230,21 +222,12 @@ def upgrade(record: dict) -> dict:
     if record.get("schema") != 1 or "valid" in record:
         missing = {f: v for f, v in ADDED_IN_2.items() if f not in record}
         return {**record, **missing} if missing else record
+    out = {**record, **DEFAULTS, **ADDED_IN_2, **V1_DEFAULTS}
+    out["threads"] = {"intra": record.get("threads"), "inter": None}
     share = record.get("ceiling_share")
-    above = isinstance(share, _NUM) and share > 1
-    note = "above the ceiling estimated when it was measured (schema 1)" if above else ""
-    out = {
-        **record,
-        **DEFAULTS,
-        **ADDED_IN_2,
-        "threads": {"intra": record.get("threads"), "inter": None},
-        "cache": "unknown",
-        "export_s": None,
-        "recipe": None,
-        "others_cpus": None,
-        "above_ceiling": above,
-        "ceiling_note": note,
-    }
+    if isinstance(share, _NUM) and share > 1:
+        note = "above the ceiling estimated when it was measured (schema 1)"
+        out.update(above_ceiling=True, ceiling_note=note)
     reasons = judge(out)
     out.update(valid=not reasons, invalid_reasons=reasons)
     return validate(out)
@@ -255,8 +238,7 @@ def make(**fields) -> Record:
 
     ``unsupported`` follows from ``error``, ``threads`` may be the intra-op count, and without
     ``valid`` the record is judged from its own fields (:func:`judge`)."""
-    record = {f: None for f in FIELDS} | Record(**dict.fromkeys(REQUIRED)).to_json()
-    record.update(fields)
+    record = Record(**dict.fromkeys(REQUIRED)).to_json() | fields
     if isinstance(record["threads"], int) and not isinstance(record["threads"], bool):
         record["threads"] = {"intra": record["threads"], "inter": None}
     if "unsupported" not in fields:
@@ -346,22 +328,13 @@ class Record(Mapping):
     def ok(self) -> bool:
         return self.status == "ok"
 
-    @property
-    def custom(self) -> bool:
-        """Whether it measured a learner's model rather than the ResNet-50."""
-        return self.model != DEFAULT_MODEL
-
     def key(self) -> tuple:
         """The cell it measured (:data:`KEY`)."""
         return tuple(getattr(self, k) for k in KEY)
 
-    def context(self) -> tuple:
-        """What it must share with another record to be compared with it (:data:`CONTEXT`)."""
-        return tuple(getattr(self, k) for k in CONTEXT)
-
     def label(self) -> str:
         extra = "" if self.precision == "fp32" else f" {self.precision}"
-        who = f"{model_name(self.model)} " if self.custom else ""
+        who = f"{model_name(self.model)} " if custom(self) else ""
         return f"{who}{self.framework} {self.mode} {self.task}{extra} b{self.batch_size}"
 
     def _lines(self) -> list[str]:

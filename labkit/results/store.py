@@ -5,8 +5,10 @@ next append."""
 from __future__ import annotations
 
 import json
+import mmap
 import os
 import warnings
+from collections import Counter
 from pathlib import Path
 
 from ..frameworks import NAMES
@@ -104,12 +106,9 @@ def _checked(path: Path, n: int, record: object) -> Record:
 
 
 def _warn_unregistered(path: Path, parsed: list[tuple[int, object]]) -> None:
-    first: dict[str, tuple[int, int]] = {}  # framework -> (first line, records)
-    for n, r in parsed:
-        if r["framework"] not in NAMES:
-            line, count = first.get(r["framework"], (n, 0))
-            first[r["framework"]] = (line, count + 1)
-    for fw, (line, count) in first.items():
+    unknown = Counter(r["framework"] for _, r in parsed if r["framework"] not in NAMES)
+    for fw, count in unknown.items():
+        line = next(n for n, r in parsed if r["framework"] == fw)
         warnings.warn(
             UnregisteredFramework(
                 f"{path} line {line}: framework {fw!r} ({count} record(s)) is not registered "
@@ -122,24 +121,17 @@ def _warn_unregistered(path: Path, parsed: list[tuple[int, object]]) -> None:
 
 def repair_tail(path: str | os.PathLike) -> bytes:
     """Move a truncated last line (the bytes after the last newline) out of ``path`` to
-    ``path + '.partial'``, reading from the end; returns the bytes moved (b'': none)."""
-    if not os.path.exists(path):
+    ``path + '.partial'``, found from the end of the mapped file; returns the bytes moved (b'':
+    none)."""
+    size = os.path.getsize(path) if os.path.exists(path) else 0
+    if not size:
         return b""
-    with open(path, "r+b") as f:
-        pos, step, tail = f.seek(0, os.SEEK_END), 1, b""
-        while pos > 0:
-            step = min(step, pos)
-            pos = f.seek(pos - step)
-            block = f.read(step)
-            newline = block.rfind(b"\n")
-            if newline >= 0:
-                tail = block[newline + 1 :] + tail
-                break
-            tail, step = block + tail, 1 << 16
-        if tail:
-            with open(f"{os.fspath(path)}.partial", "ab") as partial:
-                partial.write(tail + b"\n")
-            f.truncate(f.seek(0, os.SEEK_END) - len(tail))
+    with open(path, "rb") as f, mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as whole:
+        tail = whole[whole.rfind(b"\n") + 1 :]
+    if tail:
+        with open(f"{os.fspath(path)}.partial", "ab") as partial:
+            partial.write(tail + b"\n")
+        os.truncate(path, size - len(tail))
     return tail
 
 

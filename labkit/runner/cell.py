@@ -32,38 +32,25 @@ __all__ = [
 ]
 
 FAULT_ENV = "LABKIT_TEST_FAULT"
-FAULTS = ("fail", "hang", "oom")
 #: how much of a failed cell's output (its traceback, its log) the record keeps
 LOG_TAIL_CHARS = 2000
 
 
-def _faults(cell: Cell) -> list[str]:
-    spec = os.environ.get(FAULT_ENV, "").strip()
-    found = []
-    for item in filter(None, (s.strip() for s in spec.split(","))):
+def _inject_faults(cell: Cell, memory_limited: bool) -> None:
+    for item in filter(None, (s.strip() for s in os.environ.get(FAULT_ENV, "").split(","))):
         kind, _, where = item.partition(":")
-        if kind not in FAULTS:
+        if where and where != f"{cell.framework}/{cell.mode}/{cell.task}":
+            continue
+        if kind == "fail":
+            raise RuntimeError(f"test fault injected by {FAULT_ENV}")
+        if kind == "hang":
+            child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(3600)"])
+            print(f"test fault: hanging, grandchild pid {child.pid}", file=sys.stderr, flush=True)
+            time.sleep(3600)
+        if kind != "oom" or not memory_limited:
             raise ValueError(
-                f"{FAULT_ENV}: unknown fault {kind!r}: valid faults are "
-                f"{', '.join(FAULTS)} (format KIND[:FRAMEWORK/MODE/TASK])"
-            )
-        if not where or where == f"{cell.framework}/{cell.mode}/{cell.task}":
-            found.append(kind)
-    return found
-
-
-def _inject(kind: str, memory_limited: bool) -> None:
-    if kind == "fail":
-        raise RuntimeError(f"test fault injected by {FAULT_ENV}")
-    if kind == "hang":
-        child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(3600)"])
-        print(f"test fault: hanging, grandchild pid {child.pid}", file=sys.stderr, flush=True)
-        time.sleep(3600)
-    if kind == "oom":
-        if not memory_limited:
-            raise RuntimeError(
-                f"{FAULT_ENV}=oom needs a cell memory limit (memory_limit_mb) "
-                "so that it cannot exhaust the machine"
+                f"{FAULT_ENV}: no fault {kind!r} here: the faults are fail, hang and oom (oom "
+                "only under a cell memory limit, memory_limit_mb); format KIND[:FRAMEWORK/MODE/TASK]"
             )
         hog = []
         while True:  # calloc'd zero pages: address space runs out, resident memory does not grow
@@ -103,8 +90,7 @@ def measure_cell(cell: Cell, threads: int, memory_limit_mb: float | None = None)
     }
     adapter = None
     try:
-        for kind in _faults(cell):
-            _inject(kind, bool(memory_limit_mb))
+        _inject_faults(cell, bool(memory_limit_mb))
         adapter = fw_registry.get(cell.framework)
         adapter.set_threads(threads)
         t0 = time.perf_counter()
@@ -112,12 +98,7 @@ def measure_cell(cell: Cell, threads: int, memory_limit_mb: float | None = None)
         prepare_s = time.perf_counter() - t0 - (prepared.export_s or 0.0)
         out["threads"] = adapter.threads()
         m = bench.measure(
-            prepared,
-            prof.warmup,
-            prof.min_repeats,
-            prof.min_time_s,
-            prof.max_repeats,
-            label=cell.label(),
+            prepared, prof.warmup, prof.min_repeats, prof.min_time_s, prof.max_repeats
         )
         out.update(
             m.as_dict(),
@@ -173,24 +154,29 @@ def _accuracy(prepared) -> dict | None:
         return {"error": f"{type(exc).__name__}: {exc}".strip()[:LOG_TAIL_CHARS]}
 
 
+def _against(name: str, images_per_s: float, bound, image_size: int, training: bool) -> dict:
+    """A figure against ``bound`` (the ceiling, a measured peak): the ``name`` fields of a record;
+    none where the bound has no figure."""
+    best = bound.images_per_s_at(image_size, training=training)
+    if best is None:
+        return {}
+    above = images_per_s > best
+    return {
+        f"{name}_images_per_s": best,
+        f"{name}_share": images_per_s / best,
+        f"above_{name}": above,
+        f"{name}_note": bound.explain_above() if above else "",
+    }
+
+
 def ceiling_fields(images_per_s: float, cell: Cell, threads: int | None = None) -> dict:
     """A ResNet-50 CPU cell's figure against the spec-sheet ceiling (``ceiling_*``) and the
     cached measured peak (``measured_peak*``, or the note saying why there is none) at its
     precision; none for other cells."""
-    out: dict = {}  # the record's defaults stand for what is not set here
     if cell.device != "cpu" or cell.custom:  # the CPU's, for the ResNet-50
-        return out
-    training = cell.task == "train"
-    c = hardware.ceiling(cell.precision)
-    top = c.images_per_s_at(cell.image_size, training=training)
-    if top is not None:
-        above = images_per_s > top
-        out.update(
-            ceiling_images_per_s=top,
-            ceiling_share=images_per_s / top,
-            above_ceiling=above,
-            ceiling_note=c.explain_above() if above else "",
-        )
+        return {}  # the record's defaults stand for what is not set here
+    size, training = cell.image_size, cell.task == "train"
+    out = _against("ceiling", images_per_s, hardware.ceiling(cell.precision), size, training)
     threads = threads or hardware.default_threads()
     found = hardware.cached(fw_registry.peak_probes(), threads)
     if found is None:
@@ -200,26 +186,18 @@ def ceiling_fields(images_per_s: float, cell: Cell, threads: int | None = None) 
         )
         return out
     peak = found[cell.precision]
-    best = peak.images_per_s_at(cell.image_size, training=training)
-    if best is None:
-        out["measured_peak_note"] = peak.note
-        return out
-    above = images_per_s > best
-    out.update(
-        measured_peak={
-            "gflops": peak.gflops,
-            "iqr_gflops": peak.iqr_gflops,
-            "threads": peak.threads,
-            "kernel": peak.kernel,
-            "measured_at": found.measured_at,
-            "others_cpus": found.others_cpus,
-        },
-        measured_peak_images_per_s=best,
-        measured_peak_share=images_per_s / best,
-        above_measured_peak=above,
-        measured_peak_note=peak.explain_above() if above else "",
-    )
-    return out
+    against = _against("measured_peak", images_per_s, peak, size, training)
+    if not against:
+        return {**out, "measured_peak_note": peak.note}
+    measured_peak = {
+        "gflops": peak.gflops,
+        "iqr_gflops": peak.iqr_gflops,
+        "threads": peak.threads,
+        "kernel": peak.kernel,
+        "measured_at": found.measured_at,
+        "others_cpus": found.others_cpus,
+    }
+    return {**out, **against, "measured_peak": measured_peak}
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -1,35 +1,25 @@
-"""One cell, measured inside its own process (``python -m labkit.runner``): :func:`main` gets the
-cell and writes its record as JSON; a framework problem is a result, never a crash. Test hook:
+"""One cell, measured inside its own process (``python -m labkit.runner`` writes what
+:func:`measure_cell` returns as JSON); a framework problem is a result, never a crash. Test hook:
 ``LABKIT_TEST_FAULT=KIND[:FRAMEWORK/MODE/TASK][,...]`` makes matching cells ``fail``, ``hang``
 (a grandchild too) or ``oom`` (only under a memory limit)."""
 
 from __future__ import annotations
 
-import argparse
 import contextlib
-import json
 import math
 import os
 import subprocess
 import sys
 import time
 import traceback
-from collections.abc import Sequence
 from dataclasses import asdict
-from pathlib import Path
 
 from .. import bench, hardware, profiles, results
 from .. import frameworks as fw_registry
 from ..frameworks.contract import Unsupported
-from ..util import jsonio, proc
 from .plan import Cell
 
-__all__ = [
-    "FAULT_ENV",
-    "LOG_TAIL_CHARS",
-    "ceiling_fields",
-    "main",
-]
+__all__ = ["FAULT_ENV", "LOG_TAIL_CHARS", "ceiling_fields", "measure_cell"]
 
 FAULT_ENV = "LABKIT_TEST_FAULT"
 #: how much of a failed cell's output (its traceback, its log) the record keeps
@@ -50,7 +40,7 @@ def _inject_faults(cell: Cell, memory_limited: bool) -> None:
         if kind != "oom" or not memory_limited:
             raise ValueError(
                 f"{FAULT_ENV}: no fault {kind!r} here: the faults are fail, hang and oom (oom "
-                "only under a cell memory limit, memory_limit_mb); format KIND[:FRAMEWORK/MODE/TASK]"
+                "only under a cell memory limit, memory_limit_mb); format KIND[:FW/MODE/TASK]"
             )
         hog = []
         while True:  # calloc'd zero pages: address space runs out, resident memory does not grow
@@ -198,23 +188,3 @@ def ceiling_fields(images_per_s: float, cell: Cell, threads: int | None = None) 
         "others_cpus": found.others_cpus,
     }
     return {**out, **against, "measured_peak": measured_peak}
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
-        prog="python -m labkit.runner", description="measure one benchmark cell (used by run())"
-    )
-    parser.add_argument("--cell", required=True, help="the Cell as JSON")
-    parser.add_argument("--result", required=True, help="write the record's fields here (JSON)")
-    parser.add_argument("--threads", type=int, required=True)
-    parser.add_argument("--memory-limit-mb", type=float, default=None)
-    parser.add_argument("--parent", type=int, default=0, help="exit when this process is gone")
-    args = parser.parse_args(argv)
-    if args.parent:  # the runner died: this cell, what it started and its folder go too
-        proc.exit_with_parent(args.parent, remove=Path(args.result).parent)
-    cell = Cell(**json.loads(args.cell))
-    record = measure_cell(cell, args.threads, args.memory_limit_mb)
-    jsonio.write_atomic(args.result, json.dumps(record.to_json()))
-    sys.stdout.flush()
-    sys.stderr.flush()
-    os._exit(0)  # skip framework teardown (MindSpore and thread pools can hang or abort at exit)

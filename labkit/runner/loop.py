@@ -58,24 +58,22 @@ def cache_env(cache: str, cell_dir: Path) -> dict[str, str]:
     """The variables that put a cell's compile caches (and, cold, its temporary folder) in
     ``cell_dir``, empty (``cold``; MindSpore's and XLA's off), or share them with earlier runs
     (``warm``, under :func:`shared_cache_dir`)."""
-    check_cache(cache)
-    flags = [
-        f for f in os.environ.get("TF_XLA_FLAGS", "").split() if not f.startswith(XLA_CACHE_FLAG)
-    ]
-    if cache == "cold":
-        root = cell_dir / "cache"
-        env = {"TMPDIR": str(root / "tmp"), "MS_COMPILER_CACHE_ENABLE": "0"}
-    else:
-        root = shared_cache_dir()
-        env = {"MS_COMPILER_CACHE_ENABLE": "1"}
+    warm = check_cache(cache) == "warm"
+    root = shared_cache_dir() if warm else cell_dir / "cache"
+    flags = os.environ.get("TF_XLA_FLAGS", "").split()
+    flags = [f for f in flags if not f.startswith(XLA_CACHE_FLAG)]  # the user's cache: not here
+    env = {
+        "TORCHINDUCTOR_CACHE_DIR": str(root / "inductor"),
+        "TRITON_CACHE_DIR": str(root / "triton"),
+        "CUDA_CACHE_PATH": str(root / "cuda"),
+        "MS_COMPILER_CACHE_PATH": str(root / "ms-compile"),
+        "MS_COMPILER_CACHE_ENABLE": "1" if warm else "0",
+    }
+    if warm:
         flags.append(f"{XLA_CACHE_FLAG}={root / 'xla'}")
-    env.update(
-        TORCHINDUCTOR_CACHE_DIR=str(root / "inductor"),
-        TRITON_CACHE_DIR=str(root / "triton"),
-        CUDA_CACHE_PATH=str(root / "cuda"),
-        MS_COMPILER_CACHE_PATH=str(root / "ms-compile"),
-        TF_XLA_FLAGS=" ".join(flags),
-    )
+    else:
+        env["TMPDIR"] = str(root / "tmp")
+    env["TF_XLA_FLAGS"] = " ".join(flags)
     for key in ("TMPDIR", "TORCHINDUCTOR_CACHE_DIR", "TRITON_CACHE_DIR"):
         if key in env:
             Path(env[key]).mkdir(parents=True, exist_ok=True)

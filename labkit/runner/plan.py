@@ -36,15 +36,11 @@ class Cell:
         return self.model != results.DEFAULT_MODEL
 
     def label(self) -> str:
-        if self.custom:
-            return (
-                f"{results.model_name(self.model)} {self.framework} {self.mode} {self.task} "
-                f"{self.input_shape} {self.precision} {self.device}"
-            )
-        return (
-            f"{self.framework} {self.mode} {self.task} b{self.batch_size} {self.precision} "
-            f"{self.image_size}px {self.device}"
-        )
+        size = self.input_shape if self.custom else f"b{self.batch_size}"
+        pixels = "" if self.custom else f" {self.image_size}px"
+        what = f"{self.framework} {self.mode} {self.task} {size} {self.precision}{pixels}"
+        what += f" {self.device}"
+        return f"{results.model_name(self.model)} {what}" if self.custom else what
 
     def key(self) -> tuple:
         return tuple(getattr(self, k) for k in results.KEY)

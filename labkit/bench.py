@@ -150,7 +150,6 @@ class Measurement:
     images_per_call: int
     warmup: int
     label: str = ""
-    how: str = ""
     min_repeats: int = 1
     min_time_s: float = 0.0
     others_cpus: float | None = None  # other processes' busy CPUs while timing (/proc/stat)
@@ -268,30 +267,17 @@ def measure(
         untimed += len(times) * number  # those samples become warm-up
         number, load = _block(target, stats.median(times)), load_1min()
         times, others = _samples(step, number, min_repeats, min_time_s, max_repeats)
-    blocks = (
-        f"{len(times)} calls timed one by one"
-        if number == 1
-        else f"{len(times)} samples of {number} calls each timed together (a call is shorter "
-        f"than {target * 1e3:.3g} ms), seconds per call"
-    )
-    how = (
-        f"first call timed apart; {untimed} untimed warm-up calls; {blocks} with "
-        f"time.perf_counter, garbage collection off (at least {min_repeats} samples and "
-        f"{min_time_s:g} s, at most {max_repeats} samples); each call returns when its work "
-        "is done"
-    )
     return Measurement(
         times,
         untimed_s[0],
         int(images),
         untimed,
         label,
-        how,
-        min_repeats,
-        min_time_s,
-        others,
-        load,
-        number,
+        min_repeats=min_repeats,
+        min_time_s=min_time_s,
+        others_cpus=others,
+        load_1min=load,
+        number_per_run=number,
     )
 
 

@@ -119,7 +119,7 @@ def test_a_call_too_fast_for_max_repeats_is_timed_in_blocks_that_reach_the_minim
     assert m.number_per_run > 1 and 3 <= m.repeats <= 20
     assert m.timed_s >= 0.2 and m.timed_s == pytest.approx(sum(m.times_s) * m.number_per_run)
     assert all(t >= 2e-4 for t in m.times_s)  # per call: never shorter than the call itself
-    # every call is accounted for: first, warm-up (the last one sized the block), then samples
+    # every call is accounted for: first, warm-up (the fastest sized the block), then samples
     assert step.calls == 1 + m.warmup + m.repeats * m.number_per_run
     assert f"each the mean of {m.number_per_run} calls" in repr(m)
     assert m.as_dict()["number_per_run"] == m.number_per_run
@@ -197,7 +197,7 @@ def test_a_child_process_reports_its_own_peak_not_its_parents():
 
 def test_garbage_collection_is_off_only_while_calls_are_timed():
     seen = []
-    m = bench.measure(lambda: seen.append(gc.isenabled()), 2, 5, 0.0, 5, images_per_call=1)
+    bench.measure(lambda: seen.append(gc.isenabled()), 2, 5, 0.0, 5, images_per_call=1)
     assert seen == [True, True, True, False, False, False, False, False]  # first, warm-up, timed
     assert gc.isenabled()
 

@@ -22,8 +22,8 @@ parser.add_argument("--parent", type=int, default=0, help="exit when this proces
 args = parser.parse_args()
 if args.parent:  # the runner died: this cell, what it started and its folder go too
     proc.exit_with_parent(args.parent, remove=Path(args.result).parent)
-record = measure_cell(Cell(**json.loads(args.cell)), args.threads, args.memory_limit_mb)
-jsonio.write_atomic(args.result, json.dumps(record.to_json()))
+fields = measure_cell(Cell(**json.loads(args.cell)), args.threads, args.memory_limit_mb)
+jsonio.write_atomic(args.result, json.dumps(fields))
 sys.stdout.flush()
 sys.stderr.flush()
 os._exit(0)  # skip framework teardown (MindSpore and thread pools can hang or abort at exit)

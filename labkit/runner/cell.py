@@ -62,10 +62,10 @@ def _versions(framework: str, adapter) -> dict:
     return out
 
 
-def measure_cell(cell: Cell, threads: int, memory_limit_mb: float | None = None) -> results.Record:
-    """Measure ``cell`` in this (fresh) process and return its record: the thread policy set
-    and read back, an export timed apart, the shares of the ceiling and peak. A framework
-    problem makes the record say ``status: failed`` and why."""
+def measure_cell(cell: Cell, threads: int, memory_limit_mb: float | None = None) -> dict:
+    """Measure ``cell`` in this (fresh) process and return its record's fields: the thread
+    policy set and read back, an export timed apart, the shares of the ceiling and peak. A
+    framework problem makes them say ``status: failed`` and why."""
     if memory_limit_mb:
         import resource
 
@@ -113,13 +113,12 @@ def measure_cell(cell: Cell, threads: int, memory_limit_mb: float | None = None)
     out["peak_rss_mb"] = bench.peak_rss_mb()
     with contextlib.suppress(Exception):
         out["versions"] = _versions(cell.framework, adapter)
-    return record_of(cell, out)
+    return out
 
 
 def record_of(cell: Cell, fields: dict, machine: dict | None = None) -> results.Record:
     """The record of a cell; a result that makes no valid record becomes a failed one."""
-    verdict = ("valid", "invalid_reasons", "timestamp")  # judged again, with the machine
-    known = {k: v for k, v in fields.items() if k in results.FIELDS and k not in verdict}
+    known = {k: v for k, v in fields.items() if k in results.FIELDS}  # judged with the machine
     try:
         return results.make(**{**asdict(cell), **known, "machine": machine or {}})
     except (ValueError, TypeError) as exc:

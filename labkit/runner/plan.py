@@ -116,7 +116,7 @@ def _cells(fws: list[str], choices: tuple, prof: profiles.Profile, sizes: dict) 
     modes = None if modes is None else _pick("mode", modes, mode_names())
     tasks = _pick("task", tasks, TASKS)
     precisions = _pick("precision", ["fp32"] if precisions is None else precisions, PRECISIONS)
-    _pick("device", [device], DEVICES)
+    (device,) = _pick("device", [device], DEVICES)
     cells = [
         Cell(fw, mode, task, precision=prec, device=device, profile=prof.name, **size)
         for fw in fws

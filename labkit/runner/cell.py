@@ -52,14 +52,13 @@ def _versions(framework: str, adapter) -> dict:
 
     import numpy
 
-    out = {
+    extra = fw_registry.spec(framework).extra_packages  # e.g. the exporter of ONNX Runtime's model
+    return {
         framework: adapter.version() if adapter is not None else None,
         "numpy": numpy.__version__,
         "labkit": labkit.__version__,
+        **{p: fw_registry.installed_version(p) for p in extra},
     }
-    extra = fw_registry.spec(framework).extra_packages  # e.g. the exporter of ONNX Runtime's model
-    out.update({p: fw_registry.installed_version(p) for p in extra})
-    return out
 
 
 def measure_cell(cell: Cell, threads: int, memory_limit_mb: float | None = None) -> dict:

@@ -133,33 +133,11 @@ def sample_target_s(min_time_s: float, max_repeats: int) -> float:
     return 2.0 * min_time_s / max_repeats if min_time_s > 0 and max_repeats > 0 else 0.0
 
 
-def calls_per_sample(
-    step, target_s: float, last_call_s: float | None = None, clock=time.perf_counter
-) -> tuple[int, int]:
-    """``(number, untimed)``: the calls one sample must hold to take ``target_s`` and the
-    untimed calls finding out took, as ``blocked_autorange`` does: 1, 2, 4, ... calls until a
-    block (the fastest of three tries) takes ``target_s``, then scaled to it."""
-    if target_s <= 0 or (last_call_s is not None and last_call_s >= target_s):
-        return 1, 0
-    n, untimed = 1, 0
-
-    def block() -> float:
-        t0 = clock()
-        for _ in range(n):
-            step()
-        return clock() - t0
-
-    while True:
-        dt = block()
-        untimed += n
-        if dt >= target_s:
-            dt = min(dt, block(), block())
-            untimed += 2 * n
-        if dt >= target_s:
-            return min(MAX_NUMBER_PER_RUN, max(1, math.ceil(n * target_s / dt))), untimed
-        if n >= MAX_NUMBER_PER_RUN:
-            return MAX_NUMBER_PER_RUN, untimed
-        n *= 2
+def _block(target_s: float, call_s: float) -> int:
+    """The calls one sample must hold to take ``target_s`` when one call takes ``call_s``."""
+    if call_s >= target_s:
+        return 1
+    return min(MAX_NUMBER_PER_RUN, math.ceil(target_s / max(call_s, 1e-9)))
 
 
 @dataclass
@@ -172,7 +150,6 @@ class Measurement:
     images_per_call: int
     warmup: int
     label: str = ""
-    how: str = ""
     min_repeats: int = 1
     min_time_s: float = 0.0
     others_cpus: float | None = None  # other processes' busy CPUs while timing (/proc/stat)
@@ -263,8 +240,8 @@ def measure(
     """Time ``prepared.step`` (or a bare callable, with ``images_per_call``): the first call
     apart, ``warmup`` untimed calls, then samples with garbage collection off until
     ``min_repeats`` and ``min_time_s`` are reached (at most ``max_repeats``). A call shorter than
-    :func:`sample_target_s` is timed in blocks (:func:`calls_per_sample`); blocks that still fall
-    short (the calls got faster) become warm-up and are grown once."""
+    :func:`sample_target_s` is timed in blocks sized by the fastest warm-up call; blocks that still
+    fall short (the calls got faster) become warm-up and are sized again, once, by the samples."""
     step = prepared if callable(prepared) else prepared.step
     images = (
         images_per_call if images_per_call is not None else getattr(prepared, "batch_size", None)
@@ -277,54 +254,35 @@ def measure(
             f"min_repeats={min_repeats}, max_repeats={max_repeats}, warmup={warmup}, "
             f"min_time_s={min_time_s}"
         )
-    clock = time.perf_counter
-    t0 = clock()
-    step()
-    first = clock() - t0
-    last = None
-    for _ in range(warmup):
-        t0 = clock()
+    untimed_s = []
+    for _ in range(1 + warmup):
+        t0 = time.perf_counter()
         step()
-        last = clock() - t0
+        untimed_s.append(time.perf_counter() - t0)
     target = sample_target_s(min_time_s, max_repeats)
-    number, untimed = calls_per_sample(step, target, last, clock)
+    number, untimed = _block(target, min(untimed_s[1:] or untimed_s)), warmup
     load = load_1min()
-    times, others = _samples(step, number, min_repeats, min_time_s, max_repeats, clock)
-    timed = sum(times) * number
-    if len(times) == max_repeats and 0 < timed < min_time_s:  # the calls got faster than sized
-        untimed += len(times) * number  # those samples become warm-up; one retry, blocks grown
-        number = min(MAX_NUMBER_PER_RUN, math.ceil(target / stats.median(times)))  # per call
-        load = load_1min()
-        times, others = _samples(step, number, min_repeats, min_time_s, max_repeats, clock)
-    blocks = (
-        f"{len(times)} calls timed one by one"
-        if number == 1
-        else f"{len(times)} samples of {number} calls each timed together (a call is shorter "
-        f"than {target * 1e3:.3g} ms: {untimed} untimed calls sized the block), seconds per call"
-    )
-    how = (
-        f"first call timed apart; {warmup + untimed} untimed warm-up calls; {blocks} with "
-        f"time.perf_counter, garbage collection off (at least {min_repeats} samples and "
-        f"{min_time_s:g} s, at most {max_repeats} samples); each call returns when its work "
-        "is done"
-    )
+    times, others = _samples(step, number, min_repeats, min_time_s, max_repeats)
+    if len(times) == max_repeats and 0 < sum(times) * number < min_time_s:  # calls got faster
+        untimed += len(times) * number  # those samples become warm-up
+        number, load = _block(target, stats.median(times)), load_1min()
+        times, others = _samples(step, number, min_repeats, min_time_s, max_repeats)
     return Measurement(
         times,
-        first,
+        untimed_s[0],
         int(images),
-        warmup + untimed,
+        untimed,
         label,
-        how,
-        min_repeats,
-        min_time_s,
-        others,
-        load,
-        number,
+        min_repeats=min_repeats,
+        min_time_s=min_time_s,
+        others_cpus=others,
+        load_1min=load,
+        number_per_run=number,
     )
 
 
 def _samples(
-    step, number: int, min_repeats: int, min_time_s: float, max_repeats: int, clock
+    step, number: int, min_repeats: int, min_time_s: float, max_repeats: int
 ) -> tuple[list[float], float | None]:
     """The samples (seconds per call), garbage collection off, and the CPUs others kept busy."""
     times: list[float] = []
@@ -335,10 +293,10 @@ def _samples(
     before = cpu_sample()
     try:
         while len(times) < max_repeats and (len(times) < min_repeats or total < min_time_s):
-            t0 = clock()
+            t0 = time.perf_counter()
             for _ in range(number):
                 step()
-            dt = clock() - t0
+            dt = time.perf_counter() - t0
             times.append(dt / number)
             total += dt
     finally:

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import os
 import tomllib
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
 
 __all__ = ["PROFILES", "Profile", "current", "get", "names"]
@@ -47,9 +47,6 @@ class Profile:
                 f"profile {self.name!r}: need 0 < max_spread < 1, got {self.max_spread}"
             )
 
-    def as_dict(self) -> dict:
-        return asdict(self)
-
 
 #: the profiles, as labkit/data/profiles.toml lists them
 _DATA = tomllib.loads((Path(__file__).parent / "data" / "profiles.toml").read_text("utf-8"))
@@ -60,20 +57,21 @@ def names() -> list[str]:
     return list(PROFILES)
 
 
-def get(name: str | None = None) -> Profile:
-    """The profile called ``name``, or the one ``LABKIT_PROFILE`` selects; ``ValueError`` that
-    lists the valid ones for an unknown name."""
-    source = "argument"
+def get(name: str | Profile | None = None) -> Profile:
+    """The profile called ``name`` (a :class:`Profile` as it is), or the one ``LABKIT_PROFILE``
+    selects; ``ValueError`` that lists the valid ones for an unknown name."""
+    if isinstance(name, Profile):
+        return name
+    where = f"profile {name!r}"
     if name is None:
-        name, source = os.environ.get(ENV_VAR, "").strip() or DEFAULT, ENV_VAR
-    key = name.strip().lower()
-    if key not in PROFILES:
-        where = f"{ENV_VAR}={name!r}" if source == ENV_VAR else f"profile {name!r}"
+        name = os.environ.get(ENV_VAR, "").strip() or DEFAULT
+        where = f"{ENV_VAR}={name!r}"
+    if name.strip().lower() not in PROFILES:
         raise ValueError(
             f"unknown {where}: valid profiles are {', '.join(PROFILES)} "
             f"(e.g. export {ENV_VAR}=smoke)"
         )
-    return PROFILES[key]
+    return PROFILES[name.strip().lower()]
 
 
 def current() -> Profile:

@@ -39,11 +39,8 @@ def applied(
     label_smoothing: float = 0.0,
 ) -> dict:
     """The recipe as an adapter read it back (floats at float32 precision), as a dict."""
-
-    def f32(x: float) -> float:
-        return float(f"{float(x):.7g}")
-
+    lr, momentum, weight_decay = (
+        float(f"{float(x):.7g}") for x in (lr, momentum, weight_decay or 0)
+    )
     loss = "cross_entropy_mean" if loss_reduction_is_mean and not label_smoothing else "other"
-    return Recipe(
-        "sgd", f32(lr), f32(momentum), bool(nesterov), f32(weight_decay or 0.0), loss
-    ).as_dict()
+    return Recipe("sgd", lr, momentum, bool(nesterov), weight_decay, loss).as_dict()

@@ -17,6 +17,7 @@ import sys
 import time
 
 from labkit import frameworks, hardware, profiles, recipe, results, runner
+from labkit.util import proc
 
 import pytest
 from conftest import ROOT, WRITER, require, start_together
@@ -116,9 +117,9 @@ def test_bad_choices_name_the_valid_ones(kwargs, message):
 
 
 def test_crash_reasons_name_the_cause():
-    assert "out-of-memory killer" in runner.loop.crash_reason(-signal.SIGKILL, "")
-    assert "out of memory" in runner.loop.crash_reason(1, "Traceback...\nMemoryError\n")
-    assert "SIGSEGV" in runner.loop.crash_reason(-signal.SIGSEGV, "")
+    assert "out-of-memory killer" in proc.crash_reason(-signal.SIGKILL, "")
+    assert "out of memory" in proc.crash_reason(1, "Traceback...\nMemoryError\n")
+    assert "SIGSEGV" in proc.crash_reason(-signal.SIGSEGV, "")
 
 
 def test_a_learners_model_is_a_plan_of_the_same_cells_with_its_model_and_shapes(tmp_path):

@@ -1,69 +1,46 @@
-"""One cell, measured inside its own process (``python -m labkit.runner``): :func:`main` gets the
-cell and writes its record as JSON; a framework problem is a result, never a crash. Test hook:
+"""One cell, measured inside its own process (``python -m labkit.runner`` writes what
+:func:`measure_cell` returns as JSON); a framework problem is a result, never a crash. Test hook:
 ``LABKIT_TEST_FAULT=KIND[:FRAMEWORK/MODE/TASK][,...]`` makes matching cells ``fail``, ``hang``
 (a grandchild too) or ``oom`` (only under a memory limit)."""
 
 from __future__ import annotations
 
-import argparse
 import contextlib
-import json
 import math
 import os
 import subprocess
 import sys
 import time
 import traceback
-from collections.abc import Sequence
 from dataclasses import asdict
-from pathlib import Path
 
 from .. import bench, hardware, profiles, results
 from .. import frameworks as fw_registry
 from ..frameworks.contract import Unsupported
-from ..util import jsonio, proc
 from .plan import Cell
 
-__all__ = [
-    "FAULT_ENV",
-    "LOG_TAIL_CHARS",
-    "ceiling_fields",
-    "main",
-]
+__all__ = ["FAULT_ENV", "LOG_TAIL_CHARS", "ceiling_fields", "measure_cell"]
 
 FAULT_ENV = "LABKIT_TEST_FAULT"
-FAULTS = ("fail", "hang", "oom")
 #: how much of a failed cell's output (its traceback, its log) the record keeps
 LOG_TAIL_CHARS = 2000
 
 
-def _faults(cell: Cell) -> list[str]:
-    spec = os.environ.get(FAULT_ENV, "").strip()
-    found = []
-    for item in filter(None, (s.strip() for s in spec.split(","))):
+def _inject_faults(cell: Cell, memory_limited: bool) -> None:
+    for item in filter(None, (s.strip() for s in os.environ.get(FAULT_ENV, "").split(","))):
         kind, _, where = item.partition(":")
-        if kind not in FAULTS:
+        if where and where != f"{cell.framework}/{cell.mode}/{cell.task}":
+            continue
+        if kind == "fail":
+            raise RuntimeError(f"test fault injected by {FAULT_ENV}")
+        if kind == "hang":
+            child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(3600)"])
+            print(f"test fault: hanging, grandchild pid {child.pid}", file=sys.stderr, flush=True)
+            time.sleep(3600)
+        if kind != "oom" or not memory_limited:
             raise ValueError(
-                f"{FAULT_ENV}: unknown fault {kind!r}: valid faults are "
-                f"{', '.join(FAULTS)} (format KIND[:FRAMEWORK/MODE/TASK])"
-            )
-        if not where or where == f"{cell.framework}/{cell.mode}/{cell.task}":
-            found.append(kind)
-    return found
-
-
-def _inject(kind: str, memory_limited: bool) -> None:
-    if kind == "fail":
-        raise RuntimeError(f"test fault injected by {FAULT_ENV}")
-    if kind == "hang":
-        child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(3600)"])
-        print(f"test fault: hanging, grandchild pid {child.pid}", file=sys.stderr, flush=True)
-        time.sleep(3600)
-    if kind == "oom":
-        if not memory_limited:
-            raise RuntimeError(
-                f"{FAULT_ENV}=oom needs a cell memory limit (memory_limit_mb) "
-                "so that it cannot exhaust the machine"
+                f"{FAULT_ENV}: no fault {kind!r} here: the faults are fail, hang and oom (oom "
+                "only under a cell memory limit, memory_limit_mb); format KIND[:FW/MODE/TASK]"
             )
         hog = []
         while True:  # calloc'd zero pages: address space runs out, resident memory does not grow
@@ -75,20 +52,19 @@ def _versions(framework: str, adapter) -> dict:
 
     import numpy
 
-    out = {
+    extra = fw_registry.spec(framework).extra_packages  # e.g. the exporter of ONNX Runtime's model
+    return {
         framework: adapter.version() if adapter is not None else None,
         "numpy": numpy.__version__,
         "labkit": labkit.__version__,
+        **{p: fw_registry.installed_version(p) for p in extra},
     }
-    extra = fw_registry.spec(framework).extra_packages  # e.g. the exporter of ONNX Runtime's model
-    out.update({p: fw_registry.installed_version(p) for p in extra})
-    return out
 
 
-def measure_cell(cell: Cell, threads: int, memory_limit_mb: float | None = None) -> results.Record:
-    """Measure ``cell`` in this (fresh) process and return its record: the thread policy set
-    and read back, an export timed apart, the shares of the ceiling and peak. A framework
-    problem makes the record say ``status: failed`` and why."""
+def measure_cell(cell: Cell, threads: int, memory_limit_mb: float | None = None) -> dict:
+    """Measure ``cell`` in this (fresh) process and return its record's fields: the thread
+    policy set and read back, an export timed apart, the shares of the ceiling and peak. A
+    framework problem makes them say ``status: failed`` and why."""
     if memory_limit_mb:
         import resource
 
@@ -103,8 +79,7 @@ def measure_cell(cell: Cell, threads: int, memory_limit_mb: float | None = None)
     }
     adapter = None
     try:
-        for kind in _faults(cell):
-            _inject(kind, bool(memory_limit_mb))
+        _inject_faults(cell, bool(memory_limit_mb))
         adapter = fw_registry.get(cell.framework)
         adapter.set_threads(threads)
         t0 = time.perf_counter()
@@ -112,12 +87,7 @@ def measure_cell(cell: Cell, threads: int, memory_limit_mb: float | None = None)
         prepare_s = time.perf_counter() - t0 - (prepared.export_s or 0.0)
         out["threads"] = adapter.threads()
         m = bench.measure(
-            prepared,
-            prof.warmup,
-            prof.min_repeats,
-            prof.min_time_s,
-            prof.max_repeats,
-            label=cell.label(),
+            prepared, prof.warmup, prof.min_repeats, prof.min_time_s, prof.max_repeats
         )
         out.update(
             m.as_dict(),
@@ -142,13 +112,12 @@ def measure_cell(cell: Cell, threads: int, memory_limit_mb: float | None = None)
     out["peak_rss_mb"] = bench.peak_rss_mb()
     with contextlib.suppress(Exception):
         out["versions"] = _versions(cell.framework, adapter)
-    return record_of(cell, out)
+    return out
 
 
 def record_of(cell: Cell, fields: dict, machine: dict | None = None) -> results.Record:
     """The record of a cell; a result that makes no valid record becomes a failed one."""
-    verdict = ("valid", "invalid_reasons", "timestamp")  # judged again, with the machine
-    known = {k: v for k, v in fields.items() if k in results.FIELDS and k not in verdict}
+    known = {k: v for k, v in fields.items() if k in results.FIELDS}  # judged with the machine
     try:
         return results.make(**{**asdict(cell), **known, "machine": machine or {}})
     except (ValueError, TypeError) as exc:
@@ -173,24 +142,29 @@ def _accuracy(prepared) -> dict | None:
         return {"error": f"{type(exc).__name__}: {exc}".strip()[:LOG_TAIL_CHARS]}
 
 
+def _against(name: str, images_per_s: float, bound, image_size: int, training: bool) -> dict:
+    """A figure against ``bound`` (the ceiling, a measured peak): the ``name`` fields of a record;
+    none where the bound has no figure."""
+    best = bound.images_per_s_at(image_size, training=training)
+    if best is None:
+        return {}
+    above = images_per_s > best
+    return {
+        f"{name}_images_per_s": best,
+        f"{name}_share": images_per_s / best,
+        f"above_{name}": above,
+        f"{name}_note": bound.explain_above() if above else "",
+    }
+
+
 def ceiling_fields(images_per_s: float, cell: Cell, threads: int | None = None) -> dict:
     """A ResNet-50 CPU cell's figure against the spec-sheet ceiling (``ceiling_*``) and the
     cached measured peak (``measured_peak*``, or the note saying why there is none) at its
     precision; none for other cells."""
-    out: dict = {}  # the record's defaults stand for what is not set here
     if cell.device != "cpu" or cell.custom:  # the CPU's, for the ResNet-50
-        return out
-    training = cell.task == "train"
-    c = hardware.ceiling(cell.precision)
-    top = c.images_per_s_at(cell.image_size, training=training)
-    if top is not None:
-        above = images_per_s > top
-        out.update(
-            ceiling_images_per_s=top,
-            ceiling_share=images_per_s / top,
-            above_ceiling=above,
-            ceiling_note=c.explain_above() if above else "",
-        )
+        return {}  # the record's defaults stand for what is not set here
+    size, training = cell.image_size, cell.task == "train"
+    out = _against("ceiling", images_per_s, hardware.ceiling(cell.precision), size, training)
     threads = threads or hardware.default_threads()
     found = hardware.cached(fw_registry.peak_probes(), threads)
     if found is None:
@@ -200,43 +174,15 @@ def ceiling_fields(images_per_s: float, cell: Cell, threads: int | None = None) 
         )
         return out
     peak = found[cell.precision]
-    best = peak.images_per_s_at(cell.image_size, training=training)
-    if best is None:
-        out["measured_peak_note"] = peak.note
-        return out
-    above = images_per_s > best
-    out.update(
-        measured_peak={
-            "gflops": peak.gflops,
-            "iqr_gflops": peak.iqr_gflops,
-            "threads": peak.threads,
-            "kernel": peak.kernel,
-            "measured_at": found.measured_at,
-            "others_cpus": found.others_cpus,
-        },
-        measured_peak_images_per_s=best,
-        measured_peak_share=images_per_s / best,
-        above_measured_peak=above,
-        measured_peak_note=peak.explain_above() if above else "",
-    )
-    return out
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
-        prog="python -m labkit.runner", description="measure one benchmark cell (used by run())"
-    )
-    parser.add_argument("--cell", required=True, help="the Cell as JSON")
-    parser.add_argument("--result", required=True, help="write the record's fields here (JSON)")
-    parser.add_argument("--threads", type=int, required=True)
-    parser.add_argument("--memory-limit-mb", type=float, default=None)
-    parser.add_argument("--parent", type=int, default=0, help="exit when this process is gone")
-    args = parser.parse_args(argv)
-    if args.parent:  # the runner died: this cell, what it started and its folder go too
-        proc.exit_with_parent(args.parent, remove=Path(args.result).parent)
-    cell = Cell(**json.loads(args.cell))
-    record = measure_cell(cell, args.threads, args.memory_limit_mb)
-    jsonio.write_atomic(args.result, json.dumps(record.to_json()))
-    sys.stdout.flush()
-    sys.stderr.flush()
-    os._exit(0)  # skip framework teardown (MindSpore and thread pools can hang or abort at exit)
+    against = _against("measured_peak", images_per_s, peak, size, training)
+    if not against:
+        return {**out, "measured_peak_note": peak.note}
+    measured_peak = {
+        "gflops": peak.gflops,
+        "iqr_gflops": peak.iqr_gflops,
+        "threads": peak.threads,
+        "kernel": peak.kernel,
+        "measured_at": found.measured_at,
+        "others_cpus": found.others_cpus,
+    }
+    return {**out, **against, "measured_peak": measured_peak}

@@ -14,7 +14,6 @@ import tempfile
 import threading
 import time
 import warnings
-from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -59,24 +58,22 @@ def cache_env(cache: str, cell_dir: Path) -> dict[str, str]:
     """The variables that put a cell's compile caches (and, cold, its temporary folder) in
     ``cell_dir``, empty (``cold``; MindSpore's and XLA's off), or share them with earlier runs
     (``warm``, under :func:`shared_cache_dir`)."""
-    check_cache(cache)
-    flags = [
-        f for f in os.environ.get("TF_XLA_FLAGS", "").split() if not f.startswith(XLA_CACHE_FLAG)
-    ]
-    if cache == "cold":
-        root = cell_dir / "cache"
-        env = {"TMPDIR": str(root / "tmp"), "MS_COMPILER_CACHE_ENABLE": "0"}
-    else:
-        root = shared_cache_dir()
-        env = {"MS_COMPILER_CACHE_ENABLE": "1"}
+    warm = check_cache(cache) == "warm"
+    root = shared_cache_dir() if warm else cell_dir / "cache"
+    flags = os.environ.get("TF_XLA_FLAGS", "").split()
+    flags = [f for f in flags if not f.startswith(XLA_CACHE_FLAG)]  # the user's cache: not here
+    env = {
+        "TORCHINDUCTOR_CACHE_DIR": str(root / "inductor"),
+        "TRITON_CACHE_DIR": str(root / "triton"),
+        "CUDA_CACHE_PATH": str(root / "cuda"),
+        "MS_COMPILER_CACHE_PATH": str(root / "ms-compile"),
+        "MS_COMPILER_CACHE_ENABLE": "1" if warm else "0",
+    }
+    if warm:
         flags.append(f"{XLA_CACHE_FLAG}={root / 'xla'}")
-    env.update(
-        TORCHINDUCTOR_CACHE_DIR=str(root / "inductor"),
-        TRITON_CACHE_DIR=str(root / "triton"),
-        CUDA_CACHE_PATH=str(root / "cuda"),
-        MS_COMPILER_CACHE_PATH=str(root / "ms-compile"),
-        TF_XLA_FLAGS=" ".join(flags),
-    )
+    else:
+        env["TMPDIR"] = str(root / "tmp")
+    env["TF_XLA_FLAGS"] = " ".join(flags)
     for key in ("TMPDIR", "TORCHINDUCTOR_CACHE_DIR", "TRITON_CACHE_DIR"):
         if key in env:
             Path(env[key]).mkdir(parents=True, exist_ok=True)
@@ -94,62 +91,12 @@ def cell_env(cell: Cell, threads: int, cell_dir: Path, cache: str = "cold") -> d
     return proc.child_env(threads, path=cell.child_path(), extra=extra)
 
 
-def crash_reason(code: int, log: str) -> str:
-    return proc.crash_reason(
-        code, log, "the cell's process", "try a smaller batch size or the smoke profile"
-    )
-
-
 def cell_command(
     cell: Cell, result: Path, threads: int, memory_limit_mb: float | None = None
 ) -> list[str]:
-    cmd = [
-        sys.executable,
-        "-m",
-        "labkit.runner",
-        "--cell",
-        json.dumps(asdict(cell)),
-        "--result",
-        str(result),
-        "--threads",
-        str(threads),
-        "--parent",
-        str(os.getpid()),
-    ]
-    if memory_limit_mb:
-        cmd += ["--memory-limit-mb", str(memory_limit_mb)]
-    return cmd
-
-
-def _wait(child: subprocess.Popen, deadline: float, tick) -> int | None:
-    """``child``'s exit status, or None past ``deadline``; ``tick()`` about once a second."""
-    while True:
-        try:
-            return child.wait(timeout=max(0.01, min(1.0, deadline - time.perf_counter())))
-        except subprocess.TimeoutExpired:
-            if time.perf_counter() >= deadline:
-                return None
-            if tick is not None:
-                tick()
-
-
-def _result(result: Path, log: Path, code: int) -> dict:
-    if not result.exists():
-        text = proc.tail(log, LOG_TAIL_CHARS)
-        return {"status": "failed", "error": crash_reason(code, text), "log": text}
-    try:
-        fields = json.loads(result.read_text(encoding="utf-8"))
-        if not isinstance(fields, dict):
-            raise ValueError(f"expected a JSON object, got {type(fields).__name__}")
-    except (ValueError, OSError) as exc:
-        return {
-            "status": "failed",
-            "error": f"the cell's result could not be read: {exc}",
-            "log": proc.tail(log, LOG_TAIL_CHARS),
-        }
-    if fields.get("status") != "ok" and not fields.get("log"):
-        fields["log"] = proc.tail(log, LOG_TAIL_CHARS)
-    return fields
+    cmd = [sys.executable, "-m", "labkit.runner", "--cell", json.dumps(asdict(cell))]
+    cmd += ["--result", str(result), "--threads", str(threads), "--parent", str(os.getpid())]
+    return cmd + (["--memory-limit-mb", str(memory_limit_mb)] if memory_limit_mb else [])
 
 
 def run_cell(
@@ -160,17 +107,17 @@ def run_cell(
     tick=None,
     cache: str = "cold",
 ) -> dict:
-    """Measure ``cell`` in a fresh process; its record's fields (a failure is a result)."""
+    """Measure ``cell`` in a fresh process (``tick()`` about once a second while it runs); its
+    record's fields (a failure is a result)."""
     with tempfile.TemporaryDirectory(prefix="labkit-cell-") as tmp:
         result, log = Path(tmp) / "result.json", Path(tmp) / "log.txt"
-        cmd = cell_command(cell, result, threads, memory_limit_mb)
         env = cell_env(cell, threads, Path(tmp), cache)
-        recorded = {k: env[k] for k in RECORDED_ENV if k in env}
-        t0 = time.perf_counter()
+        base = {"thread_env": {k: env[k] for k in RECORDED_ENV if k in env}, "cache": cache}
+        t0, code = time.perf_counter(), None
         with open(log, "wb") as logf:
             # cwd: the temporary folder, so that what a framework drops there goes with it
             child = subprocess.Popen(
-                cmd,
+                cell_command(cell, result, threads, memory_limit_mb),
                 stdout=logf,
                 stderr=subprocess.STDOUT,
                 env=env,
@@ -179,65 +126,47 @@ def run_cell(
                 start_new_session=True,
             )
         try:
-            code = _wait(child, t0 + timeout_s, tick)
+            while code is None and (left := t0 + timeout_s - time.perf_counter()) > 0:
+                with contextlib.suppress(subprocess.TimeoutExpired):
+                    code = child.wait(timeout=max(0.01, min(1.0, left)))
+                if code is None and tick is not None:
+                    tick()
         finally:
             proc.kill_group(child)  # also reaps stragglers (compile workers) of a finished cell
-        base = {"wall_s": time.perf_counter() - t0, "thread_env": recorded, "cache": cache}
+        base["wall_s"] = time.perf_counter() - t0
+        text = proc.tail(log, LOG_TAIL_CHARS)
         if code is None:
-            return {
-                "status": "failed",
-                **base,
-                "error": (
-                    f"timed out after {timeout_s:g} s (the cell's process group was killed); "
-                    "raise the profile's cell_timeout_s or use a smaller profile"
-                ),
-                "log": proc.tail(log, LOG_TAIL_CHARS),
-            }
-        fields = _result(result, log, code)
+            error = (
+                f"timed out after {timeout_s:g} s (the cell's process group was killed); "
+                "raise the profile's cell_timeout_s or use a smaller profile"
+            )
+            return {"status": "failed", **base, "error": error, "log": text}
+        try:  # written whole or not at all
+            fields = json.loads(result.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            fix = "try a smaller batch size or the smoke profile"
+            error = proc.crash_reason(code, text, "the cell's process", fix)
+            return {"status": "failed", **base, "error": error, "log": text}
+        if fields.get("status") != "ok" and not fields.get("log"):
+            fields["log"] = text
         return {**fields, **base}
 
 
 @contextlib.contextmanager
-def sigterm_as_interrupt():
-    """Let SIGTERM stop a run like Ctrl-C does (main thread only), restoring the old handler."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-
-    def handler(signum, frame):
-        raise KeyboardInterrupt(f"signal {signum}")
-
-    old = signal.signal(signal.SIGTERM, handler)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGTERM, old)
-
-
-@contextlib.contextmanager
-def signals_held():
-    """Let SIGINT and SIGTERM wait while a record is written, then act on the first (main
-    thread: handlers that take note defer a Ctrl-C even in a kernel full of threads)."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
+def signals_noted():
+    """SIGINT and SIGTERM noted in the yielded list instead of acted on (main thread only): the
+    run stops where it checks the list, never halfway through writing a record."""
     caught: list[int] = []
-
-    def note(signum, frame):
-        caught.append(signum)
-
-    old = {s: signal.signal(s, note) for s in (signal.SIGINT, signal.SIGTERM)}
+    if threading.current_thread() is not threading.main_thread():
+        yield caught
+        return
+    signals = (signal.SIGINT, signal.SIGTERM)
+    old = {s: signal.signal(s, lambda signum, frame: caught.append(signum)) for s in signals}
     try:
-        yield
+        yield caught
     finally:
         for s, handler in old.items():
             signal.signal(s, handler)
-    if caught:
-        handler = old[caught[0]]
-        if callable(handler):
-            handler(caught[0], None)
-        elif handler == signal.SIG_DFL:
-            os.kill(os.getpid(), caught[0])
 
 
 @dataclass
@@ -310,10 +239,6 @@ def _ensure_peaks(todo: list[Cell], threads: int, progress: bool) -> None:
         warnings.warn(f"measured peak: {problem}", UserWarning, stacklevel=3)
 
 
-def done_keys(records: Iterable[results.Record]) -> set[tuple]:
-    return {r.key() for r in records if r.ok or r.unsupported}
-
-
 def check_out(out: str | os.PathLike) -> None:
     """``ValueError`` naming ``out`` and the fix when it cannot be written."""
     why = jsonio.unwritable(out)
@@ -360,20 +285,28 @@ def line(r: results.Record) -> str:
     )
 
 
-def _measure(res: RunResult, todo: list[Cell], machine: dict, bar, on_record, **how) -> None:
-    live = sys.stderr.isatty() or "notebook" in type(bar).__module__  # else no redraws
-    for cell in todo:
-        bar.set_description_str(cell.label())
-        fields = run_cell(cell, tick=bar.refresh if live and not bar.disable else None, **how)
-        with signals_held():  # a Ctrl-C now waits until the line is whole
-            record = record_of(cell, fields, machine)
+def _measure(res: RunResult, todo: list[Cell], machine: dict, bar, on_record, how: dict) -> None:
+    live = not bar.disable and (sys.stderr.isatty() or "notebook" in type(bar).__module__)
+    with signals_noted() as caught:
+
+        def tick() -> None:  # between cells and about once a second in one: Ctrl-C stops here
+            if caught:
+                raise KeyboardInterrupt(f"signal {caught[0]}")
+            if live:  # else no redraws
+                bar.refresh()
+
+        for cell in todo:
+            tick()
+            bar.set_description_str(cell.label())
+            record = record_of(cell, run_cell(cell, tick=tick, **how), machine)
             res.records.append(record)
             _save(res, record)
-        if not bar.disable:
-            bar.write(line(record))
-        bar.update(1)
-        if on_record is not None:
-            on_record(record)
+            if not bar.disable:
+                bar.write(line(record))
+            bar.update(1)
+            if on_record is not None:
+                on_record(record)
+        tick()
 
 
 def run(
@@ -395,12 +328,16 @@ def run(
     after the record being written; a bad ``out`` is a ``ValueError`` before anything runs."""
     out = Path(out)
     threads = threads or hardware.default_threads()
-    timeout_s = timeout_s or plan.profile.cell_timeout_s
-    check_cache(cache)  # a bad cache value, or an unsafe shared cache, fails before anything runs
+    how = {
+        "threads": threads,
+        "timeout_s": timeout_s or plan.profile.cell_timeout_s,
+        "memory_limit_mb": memory_limit_mb,
+        "cache": check_cache(cache),  # a bad value, or an unsafe shared cache: before anything
+    }
     existing = results.load(out) if out.exists() else []  # a corrupt file: ValueError, the fix
     check_out(out)
     _warn_if_busy(threads)
-    done = done_keys(existing) if resume else set()
+    done = {r.key() for r in existing if (r.ok or r.unsupported) and resume}
     todo = [c for c in plan if c.key() not in done]
     res = RunResult(out, skipped=[c for c in plan if c.key() in done], planned=len(plan))
     _ensure_peaks(todo, threads, progress)
@@ -409,15 +346,8 @@ def run(
 
     t_start = time.perf_counter()
     bar = tqdm(total=len(todo), unit="cell", disable=not progress, dynamic_ncols=True)
-    how = {
-        "threads": threads,
-        "timeout_s": timeout_s,
-        "memory_limit_mb": memory_limit_mb,
-        "cache": cache,
-    }
     try:
-        with sigterm_as_interrupt():
-            _measure(res, todo, machine, bar, on_record, **how)
+        _measure(res, todo, machine, bar, on_record, how)
     except KeyboardInterrupt:
         res.interrupted = True
     finally:

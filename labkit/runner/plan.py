@@ -4,7 +4,7 @@ ResNet-50 (:meth:`Plan.build`) or of a learner's model (:meth:`Plan.for_model`).
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from .. import frameworks as fw_registry
@@ -36,15 +36,11 @@ class Cell:
         return self.model != results.DEFAULT_MODEL
 
     def label(self) -> str:
-        if self.custom:
-            return (
-                f"{results.model_name(self.model)} {self.framework} {self.mode} {self.task} "
-                f"{self.input_shape} {self.precision} {self.device}"
-            )
-        return (
-            f"{self.framework} {self.mode} {self.task} b{self.batch_size} {self.precision} "
-            f"{self.image_size}px {self.device}"
-        )
+        size = self.input_shape if self.custom else f"b{self.batch_size}"
+        pixels = "" if self.custom else f" {self.image_size}px"
+        what = f"{self.framework} {self.mode} {self.task} {size} {self.precision}{pixels}"
+        what += f" {self.device}"
+        return f"{results.model_name(self.model)} {what}" if self.custom else what
 
     def key(self) -> tuple:
         return tuple(getattr(self, k) for k in results.KEY)
@@ -107,66 +103,33 @@ def resolve_modes(framework: str, modes: Sequence[str] | None) -> list[str]:
     spec = fw_registry.spec(framework)
     if modes is None:
         return list(spec.modes)
-    out: list[str] = []
-    for m in modes:
-        if m == "eager":
-            out += [spec.eager] if spec.eager else []
-        elif m == "graph":
-            out += spec.graph_modes
-        elif m == "quick":
-            out += ([spec.eager] if spec.eager else []) + list(spec.graph_modes[:1])
-        elif m in spec.modes:
-            out.append(m)
-    return list(dict.fromkeys(x for x in spec.modes if x in out))  # the framework's order
+    eager = [spec.eager] if spec.eager else []
+    words = {"eager": eager, "graph": spec.graph_modes, "quick": [*eager, *spec.graph_modes[:1]]}
+    out = [x for m in modes for x in words.get(m, [m])]
+    return [x for x in spec.modes if x in out]  # the framework's order
 
 
-def _batches(sizes: Sequence[int] | None) -> list[int] | None:
-    if sizes is None:
-        return None
-    bad = [b for b in sizes if isinstance(b, bool) or not isinstance(b, int) or b < 1]
-    if bad or not sizes:
-        raise ValueError(
-            f"batch sizes must be whole numbers >= 1, got {list(sizes)}: e.g. --batch-sizes 1,8"
-        )
-    return list(dict.fromkeys(sizes))
-
-
-def _profile(profile: str | profiles.Profile | None) -> profiles.Profile:
-    return profile if isinstance(profile, profiles.Profile) else profiles.get(profile)
-
-
-def _cells(
-    fws: Sequence[str],
-    choices: tuple[Sequence[str] | None, Sequence[str] | None, Sequence[str] | None, str],
-    prof: profiles.Profile,
-    sized: Callable[[str], list[dict]],
-    offered: bool,
-) -> list[Cell]:
-    """The cells of frameworks x modes x tasks x ``sized(task)`` x precisions, each once;
+def _cells(fws: list[str], choices: tuple, prof: profiles.Profile, sizes: dict) -> list[Cell]:
+    """The cells of frameworks x modes x tasks x ``sizes[task]`` x precisions, each once;
     ``ValueError`` for a bad choice or no cell at all."""
     modes, tasks, precisions, device = choices
-    if modes is not None:
-        _pick("mode", modes, mode_names())
-        modes = [m.strip() for m in modes if m.strip()]
+    modes = None if modes is None else _pick("mode", modes, mode_names())
     tasks = _pick("task", tasks, TASKS)
-    precisions = _pick("precision", precisions if precisions is not None else ["fp32"], PRECISIONS)
+    precisions = _pick("precision", ["fp32"] if precisions is None else precisions, PRECISIONS)
     (device,) = _pick("device", [device], DEVICES)
     cells = [
         Cell(fw, mode, task, precision=prec, device=device, profile=prof.name, **size)
         for fw in fws
         for mode in resolve_modes(fw, modes)
         for task in tasks
-        for size in sized(task)
+        for size in sizes[task]
         for prec in precisions
     ]
     if not cells:
-        theirs = ""
-        if offered:
-            modes = "; ".join(f"{fw}: {', '.join(fw_registry.MODES[fw])}" for fw in fws)
-            theirs = f"their modes: {modes}; "
+        theirs = "; ".join(f"{fw}: {', '.join(fw_registry.MODES[fw])}" for fw in fws)
         raise ValueError(
             f"the plan is empty: none of the modes {', '.join(modes or [])} belongs to "
-            f"{', '.join(fws)} ({theirs}eager and graph work for every framework)"
+            f"{', '.join(fws)} (their modes: {theirs}; eager and graph work for every framework)"
         )
     return list(dict.fromkeys(cells))
 
@@ -198,21 +161,25 @@ class Plan:
         """The ResNet-50's cells (default: every framework, mode and task, fp32, the CPU, the
         current profile); ``latency`` runs one image, the other tasks ``batch_sizes`` or the
         profile's batch. ``ValueError`` names the valid choices."""
-        prof = _profile(profile)
-        fws = _pick("framework", frameworks, fw_registry.NAMES)
-        sizes = _batches(batch_sizes)
-        default_batch = {
-            "latency": prof.latency_batch,
-            "throughput": prof.throughput_batch,
-            "train": prof.train_batch,
+        prof = profiles.get(profile)
+        if batch_sizes is not None and (
+            not batch_sizes or not all(type(b) is int and b >= 1 for b in batch_sizes)
+        ):
+            raise ValueError(
+                f"batch sizes must be whole numbers >= 1, got {list(batch_sizes)}: "
+                "e.g. --batch-sizes 1,8"
+            )
+        batches = {
+            "latency": [prof.latency_batch],
+            "throughput": batch_sizes or [prof.throughput_batch],
+            "train": batch_sizes or [prof.train_batch],
         }
-
-        def sized(task: str) -> list[dict]:
-            batched = sizes or [default_batch[task]]
-            chosen_sizes = [prof.latency_batch] if task == "latency" else batched
-            return [{"batch_size": b, "image_size": prof.image_size} for b in chosen_sizes]
-
-        return cls(_cells(fws, (modes, tasks, precisions, device), prof, sized, offered=True), prof)
+        sizes = {
+            task: [{"batch_size": b, "image_size": prof.image_size} for b in found]
+            for task, found in batches.items()
+        }
+        fws = _pick("framework", frameworks, fw_registry.NAMES)
+        return cls(_cells(fws, (modes, tasks, precisions, device), prof, sizes), prof)
 
     @classmethod
     def for_model(
@@ -232,31 +199,23 @@ class Plan:
         of its exports unless ``frameworks`` is given; the rest as in :meth:`build`."""
         model = (spec if isinstance(spec, inputs.Spec) else inputs.parse(spec)).canonical()
         given = inputs.parse_inputs(shapes)
+        able = [x.name for x in fw_registry.specs() if x.explores]
         if frameworks is None:
-            fws = [framework] + [
-                x.name for x in fw_registry.specs() if x.exported_from == framework and x.explores
-            ]
+            exports = [x.name for x in fw_registry.specs() if x.exported_from == framework]
+            fws = [framework] + [x for x in exports if x in able]
         else:
             fws = _pick("framework", frameworks, fw_registry.NAMES)
         for fw in fws:
-            if not fw_registry.spec(fw).explores:
+            if fw not in able:
                 raise ValueError(
                     f"labkit cannot benchmark other models with {fw_registry.spec(fw).display}: "
-                    f"choose from {', '.join(x.name for x in fw_registry.specs() if x.explores)}"
+                    f"choose from {', '.join(able)}"
                 )
-        prof = _profile(profile)
-
-        def sized(task: str) -> list[dict]:
+        sizes = {}
+        for task in TASKS:
             batched = inputs.with_batch(given, 1 if task == "latency" else given[0].batch)
-            return [
-                {
-                    "batch_size": batched[0].batch,
-                    "image_size": 0,
-                    "model": model,
-                    "input_shape": inputs.shapes_text(batched),
-                }
-            ]
-
-        return cls(
-            _cells(fws, (modes, tasks, precisions, device), prof, sized, offered=False), prof
-        )
+            shape = inputs.shapes_text(batched)
+            size = {"batch_size": batched[0].batch, "image_size": 0, "input_shape": shape}
+            sizes[task] = [{**size, "model": model}]
+        prof = profiles.get(profile)
+        return cls(_cells(fws, (modes, tasks, precisions, device), prof, sizes), prof)

@@ -81,9 +81,25 @@ def _short_path(match: re.Match) -> str:
 #: fields whose values are words the lab chose (left alone: a user called "torch" is no leak):
 #: the card's own, then a record's
 STRUCTURAL = frozenset(
-    ("kind", "format", "card_id", "created", "labkit", "profiles", "baseline")
-    + ("schema", "framework", "mode", "task", "precision", "device", "profile", "status")
-    + ("timestamp", "cache")
+    {
+        "kind",
+        "format",
+        "card_id",
+        "created",
+        "labkit",
+        "profiles",
+        "baseline",
+        "schema",
+        "framework",
+        "mode",
+        "task",
+        "precision",
+        "device",
+        "profile",
+        "status",
+        "timestamp",
+        "cache",
+    }
 )
 
 

@@ -44,8 +44,14 @@ _TYPES = {"str": (str,), "int": (int,), "float": _NUM, "bool": (bool,), "dict": 
 _TYPES |= {"list": (list,), "None": (type(None),)}
 #: what a schema-1 record reads as in the fields it did not have, besides :data:`DEFAULTS` and
 #: :data:`ADDED_IN_2` (:func:`upgrade` also notes a share above the ceiling and judges it)
-V1_DEFAULTS: dict[str, object] = {"cache": "unknown", "export_s": None, "recipe": None}
-V1_DEFAULTS |= {"others_cpus": None, "above_ceiling": False, "ceiling_note": ""}
+V1_DEFAULTS: dict[str, object] = {
+    "cache": "unknown",
+    "export_s": None,
+    "recipe": None,
+    "others_cpus": None,
+    "above_ceiling": False,
+    "ceiling_note": "",
+}
 #: fields schema 1 did not have (filled in by :func:`upgrade`)
 NEW_IN_2 = (*DEFAULTS, *V1_DEFAULTS, "number_per_run", "valid", "invalid_reasons")
 #: fields added to schema 2 after its first records were written, with what a record without

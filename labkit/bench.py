@@ -240,8 +240,9 @@ def measure(
     """Time ``prepared.step`` (or a bare callable, with ``images_per_call``): the first call
     apart, ``warmup`` untimed calls, then samples with garbage collection off until
     ``min_repeats`` and ``min_time_s`` are reached (at most ``max_repeats``). A call shorter than
-    :func:`sample_target_s` is timed in blocks sized by the fastest warm-up call; blocks that still
-    fall short (the calls got faster) become warm-up and are sized again, once, by the samples."""
+    :func:`sample_target_s` is timed in blocks sized by the fastest warm-up call (without warm-up,
+    by the samples); blocks that still fall short (the calls got faster) become warm-up and are
+    sized again, once, by the samples."""
     step = prepared if callable(prepared) else prepared.step
     images = (
         images_per_call if images_per_call is not None else getattr(prepared, "batch_size", None)
@@ -260,7 +261,9 @@ def measure(
         step()
         untimed_s.append(time.perf_counter() - t0)
     target = sample_target_s(min_time_s, max_repeats)
-    number, untimed = _block(target, min(untimed_s[1:] or untimed_s)), warmup
+    # the first call (a compilation, often) says nothing of the others: without warm-up calls
+    # to size it from, a block starts at one call and the samples size it (below)
+    number, untimed = (_block(target, min(untimed_s[1:])) if warmup else 1), warmup
     load = load_1min()
     times, others = _samples(step, number, min_repeats, min_time_s, max_repeats)
     if len(times) == max_repeats and 0 < sum(times) * number < min_time_s:  # calls got faster

@@ -144,6 +144,8 @@ def run_cell(
         try:  # written whole or not at all
             fields = json.loads(result.read_text(encoding="utf-8"))
         except (OSError, ValueError):
+            fields = None
+        if not isinstance(fields, dict):  # none, or not the child's (a JSON object)
             fix = "try a smaller batch size or the smoke profile"
             error = proc.crash_reason(code, text, "the cell's process", fix)
             return {"status": "failed", **base, "error": error, "log": text}

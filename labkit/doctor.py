@@ -12,27 +12,11 @@ import os
 from . import frameworks, hardware, profiles
 from .util import tables
 
-__all__ = ["ceiling_rows", "framework_rows", "machine_rows", "markdown", "peaks"]
-
-CEILING_HEAD = ("precision", "estimate", "measured (IQR)", "of estimate", "best kernel", "note")
+__all__ = ["markdown", "peaks"]
 
 
-def framework_rows() -> list[tuple[str, ...]]:
-    """One row per framework (and onnx): version, status, modes, and the problem with its fix."""
-    return [
-        (
-            package,
-            p.version or "-",
-            p.status,
-            ", ".join(frameworks.MODES.get(package, ())),
-            f"{p.error} -- fix: {p.fix}" if p.error else "",
-        )
-        for package, p in frameworks.probe_all(fresh=True).items()
-    ]
-
-
-def machine_rows(root: str | os.PathLike = hardware.ROOT) -> list[tuple[str, str]]:
-    r = hardware.report(root)
+def _machine_rows(r) -> list[tuple[str, str]]:
+    """The machine table of :func:`hardware.report`'s ``r``."""
     quota = f", CPU quota {r.cpu_quota:g}" if r.cpu_quota is not None else ""
     smt = " (hyper-threads on: two CPUs share each core)" if r.smt else ""
     rows = [
@@ -68,15 +52,10 @@ def peaks(
     return hardware.cached(frameworks.peak_probes())
 
 
-def ceiling_rows(
-    root: str | os.PathLike = hardware.ROOT, found: hardware.MeasuredPeaks | None = None
-) -> list[list[str]]:
-    """Per precision, the cells of :data:`CEILING_HEAD`."""
+def _ceiling_rows(r, found: hardware.MeasuredPeaks | None, missing: str) -> list[list[str]]:
+    """Per precision: the estimate, the measured peak (IQR), its share, kernel and note."""
     rows = []
-    missing = "not measured yet (python -m labkit doctor measures it)"
-    if str(root) != hardware.ROOT:
-        missing = f"not measured: the fixture tree holds no {hardware.FIXTURE_FILE}"
-    for precision, ce in hardware.report(root).ceilings.items():
+    for precision, ce in r.ceilings.items():
         estimate = "unknown" if ce.peak_gflops is None else f"{ce.peak_gflops:,.0f}"
         if found is None:
             rows.append([precision, estimate, "not measured", "-", "", missing])
@@ -88,33 +67,40 @@ def ceiling_rows(
     return rows
 
 
-def _profile_line() -> str:
-    try:
-        p = profiles.current()
-        return f"{p.name} ({p.description})"
-    except ValueError as exc:
-        return f"INVALID: {exc}"
-
-
 def markdown(
     root: str | os.PathLike = hardware.ROOT, found: hardware.MeasuredPeaks | None = None
 ) -> str:
     """The whole report; the measured peaks are ``found``, else the cached ones (nothing is
     measured here). A fixture ``root``: its machine only, no frameworks."""
     found = found if found is not None else peaks(root, measure=False)
-    lines = [tables.markdown(("machine", ""), machine_rows(root)), ""]
+    fixture = str(root) != hardware.ROOT
+    missing = "not measured yet (python -m labkit doctor measures it)"
+    if fixture:
+        missing = f"not measured: the fixture tree holds no {hardware.FIXTURE_FILE}"
+    machine = hardware.report(root)
+    lines = [tables.markdown(("machine", ""), _machine_rows(machine)), ""]
     threads = f", {found.threads} threads" if found else ""
     lines += [f"**Ceiling per precision** (GFLOP/s{threads}): spec-sheet estimate vs measured", ""]
-    lines += [tables.markdown(CEILING_HEAD, ceiling_rows(root, found), "lrrrll")]
+    head = ("precision", "estimate", "measured (IQR)", "of estimate", "best kernel", "note")
+    lines += [tables.markdown(head, _ceiling_rows(machine, found, missing), "lrrrll")]
     if found is not None:
         lines += ["", f"Peaks measured {found.measured_at} ({found.source or 'just measured'})."]
         lines += [f"problem: {p}" for p in found.problems]
-    if str(root) != hardware.ROOT:  # a fixture tree: its machine only
+    if fixture:
         return "\n".join(lines)
-    lines += ["", f"**Profile:** {_profile_line()}", ""]
-    rows = framework_rows()
+    try:
+        p = profiles.current()
+        profile = f"{p.name} ({p.description})"
+    except ValueError as exc:
+        profile = f"INVALID: {exc}"
+    rows = [
+        (package, p.version or "-", p.status, ", ".join(frameworks.MODES.get(package, ())))
+        + (f"{p.error} -- fix: {p.fix}" if p.error else "",)
+        for package, p in frameworks.probe_all(fresh=True).items()
+    ]
     head = ("package", "version", "status", "modes", "problem and fix")
     missing = [r[0] for r in rows if r[2] != "ok"]
     last = f"Missing or broken: {', '.join(missing)}. The lessons that need them will say so."
     last = last if missing else "All frameworks import."
-    return "\n".join([*lines, tables.markdown(head, rows), "", last])
+    lines += ["", f"**Profile:** {profile}", "", tables.markdown(head, rows), "", last]
+    return "\n".join(lines)

@@ -31,21 +31,17 @@ def _csv(text: str) -> list[str]:
     return [t.strip() for t in text.split(",") if t.strip()]
 
 
-def _batch_sizes(items: list[str] | None) -> list[int] | None:
-    try:
-        return None if items is None else [int(t) for t in items]
-    except ValueError:
-        raise ValueError(
-            f"--batch-sizes {','.join(items)!r}: give whole numbers >= 1 separated by commas, "
-            "e.g. --batch-sizes 1,8"
-        ) from None
-
-
 def _bench(args: argparse.Namespace) -> int:
     from . import profiles, results, runner
 
     profile = profiles.get(args.profile)  # None: LABKIT_PROFILE, else standard
-    batch_sizes = _batch_sizes(args.batch_sizes)
+    try:
+        batch_sizes = args.batch_sizes and [int(t) for t in args.batch_sizes]
+    except ValueError:
+        raise ValueError(
+            f"--batch-sizes {','.join(args.batch_sizes)!r}: give whole numbers >= 1 separated "
+            "by commas, e.g. --batch-sizes 1,8"
+        ) from None
     plan = runner.Plan.build(
         args.frameworks, args.modes, args.tasks, batch_sizes, args.precision, args.device, profile
     )
@@ -181,22 +177,19 @@ def _explore(args: argparse.Namespace) -> int:
     return 130 if res.interrupted else 0
 
 
-def _default_results() -> list[Path]:
-    found = [p for d in ("results", "notebooks/results") for p in sorted(Path(d).glob("*.jsonl"))]
-    if not found:
+def _card(args: argparse.Namespace) -> int:
+    from . import results
+    from .results import cards
+
+    files = [Path(f) for f in args.results] or [
+        p for d in ("results", "notebooks/results") for p in sorted(Path(d).glob("*.jsonl"))
+    ]
+    if not files:
         raise ValueError(
             "no results files in results/ or notebooks/results/; fix: name one "
             "(python -m labkit card FILE.jsonl), or measure first: run notebook 06, or "
             "`python -m labkit bench --profile smoke`"
         )
-    return found
-
-
-def _card(args: argparse.Namespace) -> int:
-    from . import results
-    from .results import cards
-
-    files = [Path(f) for f in args.results] if args.results else _default_results()
     records = [r for f in files for r in results.load(f)]  # a truncated line: main() warns
     source = files[0].name if len(files) == 1 else f"{len(files)} results files"
     card = cards.build(records, name=args.name, source=source)

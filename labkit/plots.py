@@ -92,10 +92,6 @@ def _label(r: dict) -> str:
     return f"{r['framework']} {r['mode']}{extra} (b{r['batch_size']}){flag}"
 
 
-def _title(rows: list[dict], what: str) -> str:
-    return f"ResNet-50 {what}" if not any(results.custom(r) for r in rows) else what.capitalize()
-
-
 def _bars(ax, rows: list[dict], widths: list[float], labels: list[str], **kw) -> None:
     """A horizontal bar per row, top to bottom, in its framework's colour (pale and hatched when
     invalid), each labelled."""
@@ -155,7 +151,8 @@ def throughput(records: Iterable[dict]) -> Figure | Nothing:
         unit = "samples/s" if any(results.custom(r) for r in rs) else "images/s"
         ax.set_xlabel(f"{unit} (median; bars: interquartile range)")
 
-    return _panels(rows, _title(rows, "throughput"), "measured cells", draw)
+    title = "Throughput" if any(results.custom(r) for r in rows) else "ResNet-50 throughput"
+    return _panels(rows, title, "measured cells", draw)
 
 
 #: the span of speedups (largest / smallest) past which the speedup figure's axis is logarithmic

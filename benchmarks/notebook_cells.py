@@ -13,7 +13,7 @@ import nn``, ``from labkit.frameworks.onnxruntime import graphs as og``):
   load generator, the claim checks, the classroom, the selection guide, and the shared plumbing:
   profiles, the canonical weights and data, tables), the part of labkit a lesson is meant to
   call;
-- a **helper** call: the root is any other part of labkit (``labkit.explore``, an adapter's
+- a **helper** call: the root is any other part of labkit (``labkit.lessons``, an adapter's
   ``graphs``, ...), except ``labkit.exercises`` and the exercises it loads (``q1 =
   exercises.load(...)``, then ``q1.check(...)``), whose calls are the notebook's **exercise**
   calls.
@@ -68,8 +68,9 @@ FRAMEWORKS = frozenset(
 )
 #: labkit's measuring and sharing modules: what a lesson calls labkit for (issue 21: "labkit keeps
 #: what measures, what two notebooks share, and plumbing no learner needs to read"), counted
-#: apart from the helpers that do framework work for the lesson (the adapters, labkit.explore).
-#: The selection guide is shared by notebook 09 and the app (app/), and calls no framework
+#: apart from the helpers that do framework work for the lesson (the adapters, labkit.lessons,
+#: labkit.explore). The selection guide is shared by notebook 09 and the app (app/), and calls no
+#: framework
 MEASURING = frozenset(
     f"labkit.{m}"
     for m in (

@@ -30,7 +30,7 @@ FLOORS: list[set[str]] = [
     {"frameworks.crosscheck"},
     {"results"},
     {"runner", "plots"},
-    {"explore", "sources", "classroom", "exercises", "distributed", "serve"},
+    {"explore", "sources", "classroom", "lessons", "exercises", "distributed", "serve"},
     {"doctor", "guide"},
     {"cli"},
     {"__main__"},

@@ -1,21 +1,13 @@
-"""notebooks/lessons.py: the timing, comparison and break-even helpers of notebooks 01-05."""
+"""labkit.lessons: the timing, comparison and break-even helpers of notebooks 01-05."""
 
 import ctypes
-import importlib.util
 import math
 import os
-import sys
 import time
-from pathlib import Path
 
-from labkit import bench, profiles
+from labkit import bench, lessons, profiles
 
 import pytest
-
-SCRIPT = Path(__file__).parents[1] / "notebooks" / "lessons.py"
-spec = importlib.util.spec_from_file_location("lessons", SCRIPT)
-lessons = sys.modules["lessons"] = importlib.util.module_from_spec(spec)
-spec.loader.exec_module(lessons)
 
 
 def test_timed_follows_the_profile_and_times_the_first_call_apart():

@@ -1,5 +1,4 @@
-"""What the lessons share (notebooks 01-05, 07b: ``import lessons``, beside them): a notebook's
-own small measurements, compared honestly.
+"""What the lessons share: a notebook's own small measurements, compared honestly.
 
 :func:`timed` (sized by the run profile), :func:`us`, :func:`compare`, :func:`break_even_calls`
 and :func:`native_output` (notebook 07's own helpers are beside it: notebooks/deployment/).
@@ -10,8 +9,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from labkit import bench, profiles, results
-from labkit.util.stdio import native_output
+from .. import bench, profiles, results
+from ..util.stdio import native_output
 
 __all__ = ["Comparison", "break_even_calls", "compare", "native_output", "timed", "us"]
 

@@ -20,7 +20,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from types import ModuleType
 
-from .. import _pins, hardware
+from .. import hardware
 from ..util import jsonio, proc
 from .contract import FrameworkSpec
 
@@ -86,8 +86,17 @@ def distributions(package: str) -> tuple[str, ...]:
 
 
 def requirement(package: str) -> str:
-    """The pinned requirement that installs ``package``, e.g. 'tensorflow-cpu==2.21.0'."""
-    return _pins.requirement(*distributions(package))
+    """The requirement labkit pins on this machine for the first of ``package``'s
+    :func:`distributions` it pins (read from labkit's installed metadata), e.g.
+    'tensorflow-cpu==2.21.0'."""
+    from packaging.requirements import Requirement  # matplotlib's dependency: always installed
+
+    names, pins = distributions(package), {}
+    with contextlib.suppress(importlib.metadata.PackageNotFoundError):
+        for req in map(Requirement, importlib.metadata.requires("labkit") or []):
+            if not req.marker or req.marker.evaluate():  # this machine's, no extra's
+                pins[req.name.lower()] = f"{req.name}{req.specifier}"
+    return next((pins[d] for d in names if d in pins), names[0])
 
 
 def install_hint(package: str) -> str:
@@ -119,22 +128,15 @@ def installed_version(package: str) -> str | None:
 
 
 def _probe(package: str, timeout: float = 120.0) -> Probe:
-    version = installed_version(package)
-    code = f"import labkit, {package}"
+    code = [sys.executable, "-c", f"import labkit, {package}"]
     try:
-        proc = subprocess.run(
-            [sys.executable, "-c", code],
-            capture_output=True,
-            text=True,
-            timeout=timeout,
-            check=False,
-        )
-        ok, err = proc.returncode == 0, proc.stderr
+        done = subprocess.run(code, capture_output=True, text=True, timeout=timeout, check=False)
+        last = proc.last_lines(done.stderr, 1) or ["the interpreter exited abnormally"]
+        error = "" if done.returncode == 0 else last[0].strip()
     except subprocess.TimeoutExpired:
-        ok, err = False, f"import did not finish within {timeout:.0f} s"
-    lines = [ln.strip() for ln in err.splitlines() if ln.strip()]
-    error = "" if ok else (lines[-1] if lines else "the interpreter exited abnormally")
-    return Probe(package, version, ok, error, "" if ok else install_hint(package))
+        error = f"import did not finish within {timeout:.0f} s"
+    fix = install_hint(package) if error else ""
+    return Probe(package, installed_version(package), not error, error, fix)
 
 
 @functools.lru_cache(maxsize=1)
@@ -219,7 +221,7 @@ def _part(name: str, part: str, has: Callable, what: str, framework: bool = True
 
 
 def explorer(name: str) -> ModuleType:
-    """The graph-readiness checks of ``name`` (``contract.EXPLORER``); imports the framework."""
+    """The graph-readiness checks of ``name`` (its ``explore`` module); imports the framework."""
     return _part(name, "explore", lambda s: s.explores, f"checks for {spec(name).display} models")
 
 

@@ -192,7 +192,7 @@ def get(name: str) -> ModuleType:
     s = spec(name)
     check_import_order(name)
     # PaddlePaddle sets OMP_NUM_THREADS=1 as it loads, which every later child would inherit
-    saved = {k: os.environ.get(k) for k in proc.THREAD_ENV}
+    saved = {k: os.environ[k] for k in proc.THREAD_ENV if k in os.environ}
     try:
         importlib.import_module(s.import_name)
     except Exception as exc:  # ImportError, or a broken binary's RuntimeError
@@ -201,11 +201,9 @@ def get(name: str) -> ModuleType:
             f"{install_hint(s.import_name)}"
         ) from exc
     finally:
-        for key, value in saved.items():
-            if value is None:
-                os.environ.pop(key, None)
-            else:
-                os.environ[key] = value
+        for key in proc.THREAD_ENV:
+            os.environ.pop(key, None)
+        os.environ.update(saved)
     return importlib.import_module(s.module("adapter"))
 
 

@@ -14,7 +14,7 @@ from .. import frameworks as fw
 from .. import resnet
 from ..util.numeric import max_rel_diff
 
-__all__ = ["FP32_SPREAD", "REFERENCE", "crosscheck", "outside", "reference_logits", "step_check"]
+__all__ = ["FP32_SPREAD", "REFERENCE", "crosscheck", "reference_logits", "step_check"]
 
 REFERENCE = fw.REFERENCE
 
@@ -23,11 +23,6 @@ REFERENCE = fw.REFERENCE
 #: one training step's update within 3.5x, 4.8x on the worst tensor (BatchNorm at a tiny batch
 #: conditions the gradient badly: a summation order moves an update by percents, a bug by 100%).
 FP32_SPREAD = 10.0
-
-
-def outside(errors: dict[str, float], limits: dict[str, float]) -> dict[str, tuple[float, float]]:
-    """``{name: (error, limit)}`` for each error beyond its limit, a NaN one included."""
-    return {n: (err, limits[n]) for n, err in errors.items() if not err <= limits[n]}
 
 
 def crosscheck(

@@ -181,9 +181,7 @@ def check_import_order(name: str) -> None:
 
 def import_order(names: Iterable[str]) -> list[str]:
     """``names`` in an order that imports safely in one process (PaddlePaddle first)."""
-    names = [spec(n).name for n in names]
-    first = [n for n in names if spec(n).import_before]
-    return first + [n for n in names if n not in first]
+    return sorted((spec(n).name for n in names), key=lambda n: not spec(n).import_before)
 
 
 def get(name: str) -> ModuleType:

@@ -69,6 +69,8 @@ def spec(name: str) -> FrameworkSpec:
 NAMES: tuple[str, ...] = tuple(s.name for s in specs())
 PACKAGES: dict[str, str] = {s.name: s.import_name for s in specs()}
 MODES: dict[str, tuple[str, ...]] = {s.name: s.modes for s in specs()}
+#: the pip distributions of each framework's import name, preferred first (none: the name itself)
+DISTRIBUTIONS: dict[str, tuple[str, ...]] = {s.import_name: s.distributions for s in specs()}
 #: packages the doctor reports besides the frameworks (onnx, which ONNX Runtime's model needs)
 EXTRA_PACKAGES: tuple[str, ...] = tuple(
     dict.fromkeys(p for s in specs() for p in s.extra_packages if p not in PACKAGES.values())
@@ -79,19 +81,13 @@ class FrameworkUnavailable(RuntimeError):
     """A framework that is not installed or fails to import; the message says how to fix it."""
 
 
-def distributions(package: str) -> tuple[str, ...]:
-    """The pip distributions that provide the import name ``package``, preferred first."""
-    declared = next((s.distributions for s in specs() if s.import_name == package), ())
-    return declared or (package,)
-
-
 def requirement(package: str) -> str:
     """The requirement labkit pins on this machine for the first of ``package``'s
-    :func:`distributions` it pins (read from labkit's installed metadata), e.g.
+    :data:`DISTRIBUTIONS` it pins (read from labkit's installed metadata), e.g.
     'tensorflow-cpu==2.21.0'."""
     from packaging.requirements import Requirement  # matplotlib's dependency: always installed
 
-    names, pins = distributions(package), {}
+    names, pins = DISTRIBUTIONS.get(package) or (package,), {}
     with contextlib.suppress(importlib.metadata.PackageNotFoundError):
         for req in map(Requirement, importlib.metadata.requires("labkit") or []):
             if not req.marker or req.marker.evaluate():  # this machine's, no extra's
@@ -121,7 +117,7 @@ class Probe:
 
 
 def installed_version(package: str) -> str | None:
-    for dist in distributions(package):
+    for dist in DISTRIBUTIONS.get(package) or (package,):
         with contextlib.suppress(importlib.metadata.PackageNotFoundError):
             return importlib.metadata.version(dist)
     return None

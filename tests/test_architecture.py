@@ -22,7 +22,7 @@ LABKIT = ROOT / "labkit"
 #: the rooms, bottom floor first; a room may import its own modules and any room on a lower floor
 FLOORS: list[set[str]] = [
     {"util"},
-    {"labkit", "_pins", "profiles", "recipe", "resnet", "bench"},
+    {"labkit", "profiles", "recipe", "resnet", "bench"},
     {"hardware"},
     {"frameworks.contract"},
     {"frameworks._kit", "frameworks"},

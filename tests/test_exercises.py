@@ -415,7 +415,7 @@ def test_every_data_file_of_the_package_is_declared_package_data():
 def test_a_whole_graph_check_names_the_first_input_that_raised():
     """The loop the whole-graph checks share (MindSpore graph_mode, Paddle full_graph, torch
     fullgraph): every input runs, or the first that raised is named with its signature."""
-    from labkit.frameworks._kit.checks import runs_on_all
+    from labkit.frameworks._kit.checks import same_outputs
 
     import numpy as np
 
@@ -424,7 +424,7 @@ def test_a_whole_graph_check_names_the_first_input_that_raised():
             raise ValueError("boom")
 
     cases = [(np.zeros(3),), (np.zeros((2, 2)),), (np.zeros((4, 4)),)]
-    ok, why = runs_on_all(run, cases[:1], "ran on all 1 inputs")
+    ok, why = same_outputs(run, None, cases[:1], passed="ran on all 1 inputs")
     assert ok and why == "ran on all 1 inputs"
-    ok, why = runs_on_all(run, cases, "unused")
+    ok, why = same_outputs(run, None, cases, passed="unused")
     assert not ok and why.startswith("input 2 (") and "(2, 2)" in why and "boom" in why

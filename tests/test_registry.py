@@ -67,10 +67,8 @@ def test_every_spec_is_complete_and_consistent(spec):
             )
             if not hasattr(launch, name)
         ]
-        assert not missing, f"{spec.launch_module} lacks {missing}"
+        assert not missing, f"{spec.name}'s launch.py lacks {missing}"
         assert launch.ports_needed(2) >= 1
-    else:
-        assert spec.launch_module is None
     assert frameworks.REFERENCE in frameworks.NAMES
     assert "fp32" in spec.precisions and set(spec.precisions) <= set(contract.PRECISIONS)
     if spec.peak_precisions:  # a matrix-multiply probe: its module, run as python -m
@@ -386,6 +384,16 @@ def test_frameworks_that_take_a_learners_model_say_how_it_is_recognised():
     assert len(claimed) == len(set(claimed)), "two frameworks claim the same package"
 
 
+#: What ``labkit/frameworks/<name>/explore.py`` provides: ``SPEC``; ``CHECKS``, the capture paths
+#: in order, each a report row, the first gating the others (a model that does not even run there
+#: is tried no further); ``ACCEPTS``, what the checks take, in words; ``Session(model, arrays,
+#: call)``, the state the checks share in one worker process; ``versions()``, of the packages the
+#: checks use; ``run_check(name, session) -> {"path": {...}, "graph_breaks": [...], "recompiles":
+#: [...]}``. Optional: ``accepts(model)`` (default ``callable``) and ``bind(model, call)`` where a
+#: builder's example inputs reach a benchmark cell.
+EXPLORER = ("SPEC", "CHECKS", "ACCEPTS", "Session", "versions", "run_check")
+
+
 @pytest.fixture(scope="module", params=EXPLORING)
 def explorer(request):
     require(request.param)
@@ -395,7 +403,7 @@ def explorer(request):
 def test_explorer_implements_the_protocol_and_its_adapter_benchmarks_any_model(explorer):
     spec = explorer.SPEC
     assert spec is frameworks.spec(spec.name)
-    missing = [name for name in contract.EXPLORER if not hasattr(explorer, name)]
+    missing = [name for name in EXPLORER if not hasattr(explorer, name)]
     assert not missing, f"{spec.name} explore lacks {missing}"
     checks = explorer.CHECKS
     assert checks and len(set(checks)) == len(checks) and isinstance(explorer.ACCEPTS, str)

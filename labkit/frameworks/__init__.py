@@ -20,7 +20,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from types import ModuleType
 
-from .. import _pins, hardware
+from .. import hardware
 from ..util import jsonio, proc
 from .contract import FrameworkSpec
 
@@ -69,6 +69,8 @@ def spec(name: str) -> FrameworkSpec:
 NAMES: tuple[str, ...] = tuple(s.name for s in specs())
 PACKAGES: dict[str, str] = {s.name: s.import_name for s in specs()}
 MODES: dict[str, tuple[str, ...]] = {s.name: s.modes for s in specs()}
+#: the pip distributions of each framework's import name, preferred first (none: the name itself)
+DISTRIBUTIONS: dict[str, tuple[str, ...]] = {s.import_name: s.distributions for s in specs()}
 #: packages the doctor reports besides the frameworks (onnx, which ONNX Runtime's model needs)
 EXTRA_PACKAGES: tuple[str, ...] = tuple(
     dict.fromkeys(p for s in specs() for p in s.extra_packages if p not in PACKAGES.values())
@@ -79,15 +81,18 @@ class FrameworkUnavailable(RuntimeError):
     """A framework that is not installed or fails to import; the message says how to fix it."""
 
 
-def distributions(package: str) -> tuple[str, ...]:
-    """The pip distributions that provide the import name ``package``, preferred first."""
-    declared = next((s.distributions for s in specs() if s.import_name == package), ())
-    return declared or (package,)
-
-
 def requirement(package: str) -> str:
-    """The pinned requirement that installs ``package``, e.g. 'tensorflow-cpu==2.21.0'."""
-    return _pins.requirement(*distributions(package))
+    """The requirement labkit pins on this machine for the first of ``package``'s
+    :data:`DISTRIBUTIONS` it pins (read from labkit's installed metadata), e.g.
+    'tensorflow-cpu==2.21.0'."""
+    from packaging.requirements import Requirement  # matplotlib's dependency: always installed
+
+    names, pins = DISTRIBUTIONS.get(package) or (package,), {}
+    with contextlib.suppress(importlib.metadata.PackageNotFoundError):
+        for req in map(Requirement, importlib.metadata.requires("labkit") or []):
+            if not req.marker or req.marker.evaluate():  # this machine's, no extra's
+                pins[req.name.lower()] = f"{req.name}{req.specifier}"
+    return next((pins[d] for d in names if d in pins), names[0])
 
 
 def install_hint(package: str) -> str:
@@ -112,29 +117,22 @@ class Probe:
 
 
 def installed_version(package: str) -> str | None:
-    for dist in distributions(package):
+    for dist in DISTRIBUTIONS.get(package) or (package,):
         with contextlib.suppress(importlib.metadata.PackageNotFoundError):
             return importlib.metadata.version(dist)
     return None
 
 
 def _probe(package: str, timeout: float = 120.0) -> Probe:
-    version = installed_version(package)
-    code = f"import labkit, {package}"
+    code = [sys.executable, "-c", f"import labkit, {package}"]
     try:
-        proc = subprocess.run(
-            [sys.executable, "-c", code],
-            capture_output=True,
-            text=True,
-            timeout=timeout,
-            check=False,
-        )
-        ok, err = proc.returncode == 0, proc.stderr
+        done = subprocess.run(code, capture_output=True, text=True, timeout=timeout, check=False)
+        last = proc.last_lines(done.stderr, 1) or ["the interpreter exited abnormally"]
+        error = "" if done.returncode == 0 else last[0].strip()
     except subprocess.TimeoutExpired:
-        ok, err = False, f"import did not finish within {timeout:.0f} s"
-    lines = [ln.strip() for ln in err.splitlines() if ln.strip()]
-    error = "" if ok else (lines[-1] if lines else "the interpreter exited abnormally")
-    return Probe(package, version, ok, error, "" if ok else install_hint(package))
+        error = f"import did not finish within {timeout:.0f} s"
+    fix = install_hint(package) if error else ""
+    return Probe(package, installed_version(package), not error, error, fix)
 
 
 @functools.lru_cache(maxsize=1)
@@ -179,9 +177,7 @@ def check_import_order(name: str) -> None:
 
 def import_order(names: Iterable[str]) -> list[str]:
     """``names`` in an order that imports safely in one process (PaddlePaddle first)."""
-    names = [spec(n).name for n in names]
-    first = [n for n in names if spec(n).import_before]
-    return first + [n for n in names if n not in first]
+    return sorted((spec(n).name for n in names), key=lambda n: not spec(n).import_before)
 
 
 def get(name: str) -> ModuleType:
@@ -190,7 +186,7 @@ def get(name: str) -> ModuleType:
     s = spec(name)
     check_import_order(name)
     # PaddlePaddle sets OMP_NUM_THREADS=1 as it loads, which every later child would inherit
-    saved = {k: os.environ.get(k) for k in proc.THREAD_ENV}
+    saved = {k: os.environ[k] for k in proc.THREAD_ENV if k in os.environ}
     try:
         importlib.import_module(s.import_name)
     except Exception as exc:  # ImportError, or a broken binary's RuntimeError
@@ -199,11 +195,9 @@ def get(name: str) -> ModuleType:
             f"{install_hint(s.import_name)}"
         ) from exc
     finally:
-        for key, value in saved.items():
-            if value is None:
-                os.environ.pop(key, None)
-            else:
-                os.environ[key] = value
+        for key in proc.THREAD_ENV:
+            os.environ.pop(key, None)
+        os.environ.update(saved)
     return importlib.import_module(s.module("adapter"))
 
 
@@ -219,7 +213,7 @@ def _part(name: str, part: str, has: Callable, what: str, framework: bool = True
 
 
 def explorer(name: str) -> ModuleType:
-    """The graph-readiness checks of ``name`` (``contract.EXPLORER``); imports the framework."""
+    """The graph-readiness checks of ``name`` (its ``explore`` module); imports the framework."""
     return _part(name, "explore", lambda s: s.explores, f"checks for {spec(name).display} models")
 
 

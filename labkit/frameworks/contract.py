@@ -8,7 +8,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-__all__ = ["DEVICES", "EXPLORER", "PRECISIONS", "TASKS", "FrameworkSpec", "Prepared", "Unsupported"]
+__all__ = ["DEVICES", "PRECISIONS", "TASKS", "FrameworkSpec", "Prepared", "Unsupported"]
 
 #: the benchmark tasks: one-image inference, batched inference, a training step
 TASKS: tuple[str, ...] = ("latency", "throughput", "train")
@@ -96,20 +96,5 @@ class FrameworkSpec:
         return self.module("peak") if self.peak_precisions else None
 
     @property
-    def launch_module(self) -> str | None:
-        return self.module("launch") if self.launcher else None
-
-    @property
     def folder(self) -> Path:
         return Path(__file__).resolve().parent / self.name
-
-
-#: What ``labkit/frameworks/<name>/explore.py`` provides (``tests/test_registry.py`` checks it):
-#: ``SPEC``; ``CHECKS``, the capture paths in order, each a report row, the first gating the
-#: others (a model that does not even run there is tried no further); ``ACCEPTS``, what the
-#: checks take, in words; ``Session(model, arrays, call)``, the state the checks share in one
-#: worker process; ``versions()``, of the packages the checks use; ``run_check(name, session)
-#: -> {"path": {...}, "graph_breaks": [...], "recompiles": [...]}``. Optional: ``accepts(model)``
-#: (default ``callable``) and ``bind(model, call)`` where a builder's example inputs reach a
-#: benchmark cell.
-EXPLORER: tuple[str, ...] = ("SPEC", "CHECKS", "ACCEPTS", "Session", "versions", "run_check")

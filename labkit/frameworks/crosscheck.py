@@ -14,7 +14,7 @@ from .. import frameworks as fw
 from .. import resnet
 from ..util.numeric import max_rel_diff
 
-__all__ = ["FP32_SPREAD", "REFERENCE", "crosscheck", "outside", "reference_logits", "step_check"]
+__all__ = ["FP32_SPREAD", "REFERENCE", "crosscheck", "reference_logits", "step_check"]
 
 REFERENCE = fw.REFERENCE
 
@@ -23,24 +23,6 @@ REFERENCE = fw.REFERENCE
 #: one training step's update within 3.5x, 4.8x on the worst tensor (BatchNorm at a tiny batch
 #: conditions the gradient badly: a summation order moves an update by percents, a bug by 100%).
 FP32_SPREAD = 10.0
-
-
-def _limit(reference_error: float, floor: float) -> float:
-    """:data:`FP32_SPREAD` times the larger of PyTorch's own float32 error and the float32
-    rounding of the reference (``floor``)."""
-    return FP32_SPREAD * max(reference_error, floor)
-
-
-def outside(errors: dict[str, float], limits: dict[str, float]) -> dict[str, tuple[float, float]]:
-    """``{name: (error, limit)}`` for each error beyond its limit, a NaN one included."""
-    return {n: (err, limits[n]) for n, err in errors.items() if not err <= limits[n]}
-
-
-def _norm_rel(got, ref) -> float:
-    """``||got - ref|| / ||ref||`` in float64 (an update's error as a share of the update)."""
-    ref = np.asarray(ref, dtype=np.float64)
-    diff = float(np.linalg.norm(np.asarray(got, dtype=np.float64) - ref))
-    return diff / (float(np.linalg.norm(ref)) or 1.0)
 
 
 def crosscheck(
@@ -77,7 +59,8 @@ def reference_logits(
     torch_adapter = fw.get(REFERENCE)
     exact = torch_adapter.predict_float64(weights, images)
     mine = torch_adapter.predict(torch_adapter.build_resnet50(weights), images)
-    return exact, _limit(max_rel_diff(mine, exact), max_rel_diff(exact.astype(np.float32), exact))
+    floor = max_rel_diff(exact.astype(np.float32), exact)  # the float32 rounding of the answer
+    return exact, FP32_SPREAD * max(max_rel_diff(mine, exact), floor)
 
 
 def step_check(
@@ -94,27 +77,27 @@ def step_check(
     exact_loss, exact = fw.get(REFERENCE).train_step_float64(weights, images, labels)
     tensors = [n for n in weights if resnet.is_trainable(n) or n.endswith("running_mean")]
     exact_update = {n: exact[n] - weights[n] for n in tensors}
-    stored = {n: exact[n].astype(np.float32).astype(np.float64) - weights[n] for n in tensors}
-    floors = {n: _norm_rel(stored[n], exact_update[n]) for n in tensors}
     trainable = [n for n in tensors if resnet.is_trainable(n)]
-    floors["update"] = _stacked_rel(stored, exact_update, trainable)
-    floors["loss"] = float(np.finfo(np.float32).eps)
+
+    def share(update: dict[str, np.ndarray], names: list[str]) -> float:
+        """``||update - exact|| / ||exact||`` over ``names`` together (float64 updates)."""
+        diff = np.concatenate([(update[n] - exact_update[n]).ravel() for n in names])
+        whole = np.concatenate([exact_update[n].ravel() for n in names])
+        return float(np.linalg.norm(diff)) / (float(np.linalg.norm(whole)) or 1.0)
+
+    def relative(update: dict[str, np.ndarray]) -> dict[str, float]:
+        return {n: share(update, [n]) for n in tensors} | {"update": share(update, trainable)}
+
+    stored = {n: exact[n].astype(np.float32).astype(np.float64) - weights[n] for n in tensors}
+    floors = relative(stored) | {"loss": float(np.finfo(np.float32).eps)}
     errors = {}
     for name in [REFERENCE, *fw.import_order(n for n in frameworks if n != REFERENCE)]:
         loss, new = fw.get(name).train_step(weights, images, labels)
         update = {n: new[n].astype(np.float64) - weights[n] for n in tensors}
-        errors[name] = {n: _norm_rel(update[n], exact_update[n]) for n in tensors}
-        errors[name]["update"] = _stacked_rel(update, exact_update, trainable)
-        errors[name]["loss"] = abs(loss - exact_loss) / abs(exact_loss)
+        errors[name] = relative(update) | {"loss": abs(loss - exact_loss) / abs(exact_loss)}
     # PyTorch's error on a tensor or over the whole update, the larger (one tensor's own error
     # is one sample of the rounding; the whole update's is steadier)
     ref = errors[REFERENCE]
     scale = {t: e if t in ("update", "loss") else max(e, ref["update"]) for t, e in ref.items()}
-    return {"errors": errors, "limits": {t: _limit(scale[t], floors[t]) for t in floors}}
-
-
-def _stacked_rel(got: dict[str, np.ndarray], ref: dict[str, np.ndarray], names: list[str]):
-    return _norm_rel(
-        np.concatenate([got[n].ravel() for n in names]),
-        np.concatenate([ref[n].ravel() for n in names]),
-    )
+    limits = {t: FP32_SPREAD * max(scale[t], floors[t]) for t in floors}
+    return {"errors": errors, "limits": limits}

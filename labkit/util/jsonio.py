@@ -9,10 +9,8 @@ import fcntl
 import json
 import math
 import os
-import re
 import tempfile
 from collections.abc import Iterator
-from itertools import accumulate
 from pathlib import Path
 from typing import BinaryIO
 
@@ -30,9 +28,6 @@ MAX_DEPTH = 64
 #: the free space a file about to be appended to must have on its disk (a record is a few KiB)
 MIN_FREE_BYTES = 1 << 20
 
-_STRING = re.compile(r'"(?:[^"\\]|\\.)*"')
-_NOT_BRACKET = re.compile(r"[^\[\]{}]+")
-
 
 class JSONError(ValueError):
     """Text that is not JSON labkit accepts; ``msg`` says why, ``syntax`` whether it is a plain
@@ -43,13 +38,11 @@ class JSONError(ValueError):
         self.msg, self.syntax, self.lineno, self.colno = msg, syntax, lineno, colno
 
 
-def depth(text: str) -> int:
-    """How deeply the arrays and objects of JSON ``text`` nest (brackets inside strings do not
-    count)."""
-    brackets = _NOT_BRACKET.sub("", _STRING.sub("", text))
-    if not brackets:
-        return 0
-    return max(0, max(accumulate(1 if c in "[{" else -1 for c in brackets)))
+def depth(value: object) -> int:
+    """How deeply the lists and dicts of ``value`` (parsed JSON) nest."""
+    if isinstance(value, dict):
+        value = list(value.values())
+    return 1 + max(map(depth, value), default=0) if isinstance(value, list) else 0
 
 
 def _refuse_constant(name: str) -> float:
@@ -73,20 +66,22 @@ def _int64(text: str) -> int:
 def loads(text: str, max_depth: int = MAX_DEPTH) -> object:
     """``json.loads(text)``, refusing NaN, infinities, integers beyond 64 bits and nesting deeper
     than ``max_depth`` with a :class:`JSONError` that says why."""
-    if depth(text) > max_depth:
-        raise JSONError(f"nested deeper than {max_depth} levels")
     try:
-        return json.loads(
+        value = json.loads(
             text, parse_constant=_refuse_constant, parse_float=_finite, parse_int=_int64
         )
+        too_deep = depth(value) > max_depth
     except JSONError:
         raise
     except json.JSONDecodeError as exc:
         raise JSONError(exc.msg, syntax=True, lineno=exc.lineno, colno=exc.colno) from None
-    except RecursionError:  # the depth check above should have caught it
-        raise JSONError(f"nested deeper than {max_depth} levels") from None
+    except RecursionError:  # deeper than Python's recursion limit (about 1,000 levels)
+        too_deep = True
     except ValueError as exc:  # e.g. an integer of more digits than Python converts
         raise JSONError(str(exc)) from None
+    if too_deep:
+        raise JSONError(f"nested deeper than {max_depth} levels")
+    return value
 
 
 @contextlib.contextmanager

@@ -18,10 +18,9 @@ class Difference:
     largest: float
     scale: float
 
-    def relative(self, floor: float = 0.0) -> float:
-        """``largest / max(scale, floor)``; ``largest`` itself when that scale is 0."""
-        scale = max(self.scale, floor)
-        return self.largest / scale if scale else self.largest
+    def relative(self) -> float:
+        """``largest / scale``; ``largest`` itself when the scale is 0."""
+        return self.largest / self.scale if self.scale else self.largest
 
     def exceeds(self, rtol: float, floor: float = 0.0) -> bool:
         """Whether ``largest`` is more than ``rtol`` times ``max(scale, floor)``."""
@@ -39,10 +38,10 @@ def difference(got, ref, skip_nan: bool = False) -> Difference:
     return Difference(float(diff.max(initial=0.0)), float(np.abs(ref).max(initial=0.0)))
 
 
-def max_rel_diff(got, ref, floor: float = 0.0) -> float:
-    """The largest ``|got - ref|`` divided by the largest ``|ref|`` (or by ``floor`` where that
-    is larger); the largest difference itself when the scale is 0 (0 when both are zero)."""
-    return difference(got, ref).relative(floor)
+def max_rel_diff(got, ref) -> float:
+    """The largest ``|got - ref|`` divided by the largest ``|ref|``; the largest difference
+    itself when the scale is 0 (0 when both are zero)."""
+    return difference(got, ref).relative()
 
 
 def top1_agreement(reference, other) -> float:

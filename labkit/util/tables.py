@@ -8,13 +8,10 @@ from collections.abc import Iterable, Sequence
 __all__ = ["escape", "html", "markdown"]
 
 
-def escape(text: object, limit: int | None = None) -> str:
-    """``text`` as one Markdown table cell: white space (newlines too) folded to single spaces,
-    cut to ``limit`` characters with ``...``, and ``|`` escaped. None is an empty cell."""
-    text = " ".join(("" if text is None else str(text)).split())
-    if limit and len(text) > limit:
-        text = text[: limit - 3] + "..."
-    return text.replace("|", "\\|")
+def escape(text: object) -> str:
+    """``text`` as one Markdown table cell: white space (newlines too) folded to single spaces
+    and ``|`` escaped. None is an empty cell."""
+    return " ".join(("" if text is None else str(text)).split()).replace("|", "\\|")
 
 
 def markdown(head: Sequence[object], rows: Iterable[Sequence[object]], align: str = "") -> str:

@@ -30,10 +30,9 @@ def cost(
     image_size: int,
     batch: int,
     what: str,
-    n: int = IMAGES,
 ) -> dict:
     """The accuracy cost of ``lowp`` against ``reference`` (both: NCHW images -> logits)."""
-    x = resnet.random_batch(batch * math.ceil(n / batch), image_size, seed=7)[0]
+    x = resnet.random_batch(batch * math.ceil(IMAGES / batch), image_size, seed=7)[0]
     ref = _logits(reference, x, max(batch, 16))
     got = _logits(lowp, x, batch)
     if got.shape != ref.shape:

@@ -249,7 +249,7 @@ def framework_of(model: object) -> str | None:
 def peak_probes() -> list[hardware.Probe]:
     """The matrix-multiply probes of the installed frameworks that have one, with its version."""
     return [
-        hardware.Probe(s.peak_module, s.peak_precisions, ((s.import_name, version),))
+        hardware.Probe(s.peak_module, ((s.import_name, version),))
         for s in specs()
         if s.peak_module and (version := installed_version(s.import_name))
     ]

@@ -55,11 +55,10 @@ REMEASURE = "measure it again when the machine is quiet: python -m labkit doctor
 
 @dataclass(frozen=True)
 class Probe:
-    """A framework's probe: the module run as ``python -m``, its precisions, and its libraries'
-    versions (part of the cache key)."""
+    """A framework's probe: the module run as ``python -m`` (it times the precisions it has
+    kernels for), and its libraries' versions (part of the cache key)."""
 
     module: str
-    precisions: tuple[str, ...]
     versions: tuple[tuple[str, str], ...] = ()
 
 
@@ -348,11 +347,7 @@ def measure(
         return found  # a file cached before peaks were judged may be invalid: measured again
     wanted = [p for p, why in to_measure().items() if not why]
     for _ in range(2):
-        outputs = [
-            _run(probe, threads, asked, seconds)
-            for probe in probes
-            if (asked := [p for p in wanted if p in probe.precisions])
-        ]
+        outputs = [_run(probe, threads, wanted, seconds) for probe in probes]
         now = datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds")
         peaks = _peaks(outputs, threads, ROOT, now, "")
         if peaks.valid:

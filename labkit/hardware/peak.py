@@ -21,32 +21,10 @@ __all__ = [
     "PerCycle",
     "ceiling",
     "per_cycle",
-    "vector_extensions",
 ]
 
 #: precisions the ceiling is estimated for (the runner's are fp32 and bf16; deploy adds int8)
 CEILING_PRECISIONS: tuple[str, ...] = ("fp32", "bf16", "int8")
-
-#: Vector and matrix ISA extensions the report looks for (x86 flag names, then Arm's).
-VECTOR_FLAGS = (
-    "sse4_2",
-    "avx",
-    "avx2",
-    "fma",
-    "avx512f",
-    "avx512_bf16",
-    "avx512_vnni",
-    "avx_vnni",
-    "amx_tile",
-    "amx_bf16",
-    "amx_int8",
-    "asimd",
-    "asimddp",
-    "sve",
-    "sve2",
-    "bf16",
-    "i8mm",
-)
 
 #: Arm cores by ``CPU part`` (``CPU implementer`` 0x41, Arm Ltd): (name, 128-bit FMA pipes).
 #: From Arm's software optimisation guides: N-series cores have two, V-series four.
@@ -169,12 +147,6 @@ def per_cycle(root: str | os.PathLike = machine.ROOT) -> dict[str, PerCycle]:
         math.nan, "unknown: no /proc/cpuinfo or sysctl data to read the ISA from", native=False
     )
     return dict.fromkeys(CEILING_PRECISIONS, unknown)
-
-
-def vector_extensions(root: str | os.PathLike = machine.ROOT) -> list[str]:
-    """The :data:`VECTOR_FLAGS` this CPU has, in that order."""
-    isa = machine.isa_flags(machine.cpuinfo(root))
-    return [f for f in VECTOR_FLAGS if f in isa]
 
 
 # ---------------------------------------------------------------------------------------------

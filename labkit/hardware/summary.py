@@ -15,9 +15,31 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from . import machine
-from .peak import ARM_PARTS, CEILING_PRECISIONS, Ceiling, ceiling, vector_extensions
+from .peak import ARM_PARTS, CEILING_PRECISIONS, Ceiling, ceiling
 
 __all__ = ["MachineReport", "cpu_family", "fingerprint", "gpus", "isa_tier", "machine_of", "report"]
+
+
+#: Vector and matrix ISA extensions the report looks for (x86 flag names, then Arm's).
+VECTOR_FLAGS = (
+    "sse4_2",
+    "avx",
+    "avx2",
+    "fma",
+    "avx512f",
+    "avx512_bf16",
+    "avx512_vnni",
+    "avx_vnni",
+    "amx_tile",
+    "amx_bf16",
+    "amx_int8",
+    "asimd",
+    "asimddp",
+    "sve",
+    "sve2",
+    "bf16",
+    "i8mm",
+)
 
 
 def gpus() -> list[str]:
@@ -83,7 +105,7 @@ def report(root: str | os.PathLike = machine.ROOT) -> MachineReport:
         cpu_quota=machine.cpu_quota(root)[0],
         threads=machine.default_threads(root),
         clock_ghz=machine.max_clock_ghz(root)[0],
-        vector_extensions=vector_extensions(root),
+        vector_extensions=[f for f in VECTOR_FLAGS if f in machine.isa_flags(blocks)],
         memory_gb=memory_gb(root),
         gpus=gpus() if real else [],
         os=platform.platform(terse=True) if real else "",

@@ -184,14 +184,12 @@ class Ceiling:
         )
 
 
-def _clock_caveat(source: str) -> str:
-    if source.startswith("the model name"):
-        return "the clock came from the model name, a base clock that turbo boost exceeds"
-    if source.startswith("cpufreq"):
-        return "cpufreq's maximum can leave out boost clocks (acpi-cpufreq)"
-    if source.startswith(machine.MAX_GHZ_ENV):
-        return f"{machine.MAX_GHZ_ENV} may be below the CPU's real maximum"
-    return ""
+#: why the clock, by where it came from, may be below the one an honest figure ran at
+CLOCK_CAVEATS = {
+    "the model name": "the clock came from the model name, a base clock that turbo boost exceeds",
+    "cpufreq": "cpufreq's maximum can leave out boost clocks (acpi-cpufreq)",
+    machine.MAX_GHZ_ENV: f"{machine.MAX_GHZ_ENV} may be below the CPU's real maximum",
+}
 
 
 def ceiling(precision: str = "fp32", root: str | os.PathLike = machine.ROOT) -> Ceiling:
@@ -217,5 +215,6 @@ def ceiling(precision: str = "fp32", root: str | os.PathLike = machine.ROOT) -> 
     method = f"{usable:g} cores [{cores_how}] x {clock} x {rate.flops:g} {precision} "
     method += f"FLOP/cycle ({rate.how})"
     method += f" = {peak:.0f} GFLOP/s" if peak is not None else ": peak unknown"
-    caveats = tuple(c for c in (rate.caveat, _clock_caveat(clock_how)) if c)
+    clock_caveats = [c for source, c in CLOCK_CAVEATS.items() if clock_how.startswith(source)]
+    caveats = tuple(c for c in (rate.caveat, *clock_caveats) if c)
     return Ceiling(precision, usable, ghz, rate.flops, peak, method, caveats)

@@ -126,19 +126,11 @@ MACHINE_FIELDS = ("cpu", "cores", "arch", "vector_extensions", "gpus", "memory_g
 
 
 def cpu_family(cpu: str) -> str:
-    """A CPU model string reduced to its family: 'Intel(R) Xeon(R) Platinum 8480+' -> 'Intel Xeon'."""
+    """A CPU model string reduced to its family, its first two words once the trademarks,
+    generation and clock are gone: 'Intel(R) Xeon(R) Platinum 8480+' -> 'Intel Xeon'."""
     s = re.sub(r"\((?:R|TM|tm|r)\)|®|™", " ", cpu or "")
     s = re.sub(r"\d+(?:th|st|nd|rd) Gen\b|\bCPU\b|\bProcessor\b|@.*$|\d+-Core", " ", s)
-    words = s.split()
-    brands = ("Intel", "AMD", "Apple", "Ampere", "AWS", "ARM", "Arm", "Qualcomm", "HiSilicon")
-    if not words:
-        return "unknown CPU"
-    if words[0] in brands:
-        series = next((w for w in words[1:] if re.match(r"^[A-Za-z][A-Za-z]+$", w)), "")
-        if words[0] == "Apple" and len(words) > 1:
-            series = re.sub(r"[^A-Za-z0-9]", "", words[1])
-        return f"{words[0]} {series}".strip()
-    return " ".join(words[:2])
+    return " ".join(s.split()[:2]) or "unknown CPU"  # the brand and its series
 
 
 #: vector units by the flag that names them, widest first

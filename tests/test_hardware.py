@@ -276,7 +276,7 @@ def test_a_peak_measured_with_a_wide_spread_is_measured_again_and_never_cached(
     tmp_path, monkeypatch
 ):
     monkeypatch.setenv(hardware.measured.CACHE_ENV, str(tmp_path))
-    probe = hardware.Probe("fake.peak", ("fp32",), (("fake", "1"),))
+    probe = hardware.Probe("fake.peak", (("fake", "1"),))
     run, calls = fake_probe([0.010, 0.012, 0.020, 0.025, 0.030])  # IQR/median 87%
     monkeypatch.setattr(hardware.measured, "_run", run)
     found = hardware.measure([probe], threads=2, refresh=True)

@@ -243,7 +243,7 @@ def framework_of(model: object) -> str | None:
 def peak_probes() -> list[hardware.Probe]:
     """The matrix-multiply probes of the installed frameworks that have one, with its version."""
     return [
-        hardware.Probe(s.peak_module, s.peak_precisions, ((s.import_name, version),))
+        hardware.Probe(s.peak_module, ((s.import_name, version),))
         for s in specs()
         if s.peak_module and (version := installed_version(s.import_name))
     ]
@@ -260,13 +260,10 @@ def kernel_support(
     not. ``probe`` runs one tiny operation at that precision: it raises where the kernels cannot,
     or returns why it ran in another precision. Cached per machine type, version and ISA cap."""
     isa = {k: os.environ[k] for k in ISA_ENV if os.environ.get(k)}
-    machine = hardware.machine_of(hardware.fingerprint())["machine_id"]
-    key = json.dumps([framework, version, precision, isa, machine], sort_keys=True)
-    path = hardware.cache_dir() / f"kernels-{hashlib.sha256(key.encode()).hexdigest()[:16]}.json"
-    try:
+    key = [framework, version, precision, isa]
+    path = hardware.measured.cache_file("kernels", key)
+    with contextlib.suppress(OSError, ValueError, KeyError, TypeError):  # not probed yet: probe
         return str(json.loads(path.read_text())["why_not"])
-    except (OSError, ValueError, KeyError, TypeError):
-        pass  # not probed yet (or a damaged file): probe now
     try:
         why = probe() or ""
     except Exception as exc:  # noqa: BLE001 - the framework's own error is the reason
@@ -275,8 +272,6 @@ def kernel_support(
         why = f"{framework} {version} cannot run {precision} kernels on this CPU: {why}"
         if isa:
             why += f" (with {', '.join(f'{k}={v}' for k, v in isa.items())})"
-    try:
-        jsonio.write_atomic(path, json.dumps({"key": json.loads(key), "why_not": why}))
-    except OSError:
-        pass  # an unwritable cache: probed again next time
+    with contextlib.suppress(OSError):  # an unwritable cache: probed again next time
+        jsonio.write_atomic(path, json.dumps({"key": key, "why_not": why}))
     return why

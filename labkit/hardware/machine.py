@@ -180,26 +180,18 @@ def default_threads(root: str | os.PathLike = ROOT) -> int:
     return max(1, cores if quota is None else min(cores, math.floor(quota)))
 
 
-def _clock_setting() -> tuple[float, str] | None:
-    """``LABKIT_CPU_MAX_GHZ`` as ``(GHz, source)``; None when unset."""
-    env = os.environ.get(MAX_GHZ_ENV, "").strip()
-    if not env:
-        return None
-    if not re.fullmatch(r"\d+(\.\d*)?|\.\d+", env) or not 0 < float(env) < 20:
-        raise ValueError(
-            f"{MAX_GHZ_ENV}={env!r} is not a clock in GHz: give your CPU's maximum (boost) "
-            f"clock, e.g. {MAX_GHZ_ENV}=3.7"
-        )
-    return float(env), f"{MAX_GHZ_ENV}={env} (your setting)"
-
-
 def max_clock_ghz(root: str | os.PathLike = ROOT) -> tuple[float | None, str]:
     """``(GHz, source)``, or ``(None, why)``: ``LABKIT_CPU_MAX_GHZ``, else cpufreq's maximum,
     the GHz in the model name (a base clock), macOS's sysctl or Apple's published maximum;
     never the current clock (an idle CPU reports a fraction of its maximum)."""
-    setting = _clock_setting()
-    if setting:
-        return setting
+    env = os.environ.get(MAX_GHZ_ENV, "").strip()
+    if env:
+        if not re.fullmatch(r"\d+(\.\d*)?|\.\d+", env) or not 0 < float(env) < 20:
+            raise ValueError(
+                f"{MAX_GHZ_ENV}={env!r} is not a clock in GHz: give your CPU's maximum (boost) "
+                f"clock, e.g. {MAX_GHZ_ENV}=3.7"
+            )
+        return float(env), f"{MAX_GHZ_ENV}={env} (your setting)"
     khz = [
         int(text)
         for cpu in usable_cpus(root)

@@ -4,7 +4,7 @@ Each :class:`Probe` (a framework's ``peak`` module, run as a subprocess: ``impor
 framework-free) times large GEMMs at each precision the CPU has arithmetic for. A peak is judged
 as a record is (:func:`labkit.bench.verdict` on its best kernel's times: the spread, a quiet
 machine): an invalid one is measured again once and never cached. Valid peaks are cached per
-machine type, thread count and library versions (:func:`cache_dir`); a fixture tree records its
+machine type, thread count and library versions (:func:`cache_file`); a fixture tree records its
 probes' output in ``peak-probes.json`` (:func:`recorded`).
 """
 
@@ -34,6 +34,7 @@ __all__ = [
     "MeasuredPeaks",
     "Probe",
     "cache_dir",
+    "cache_file",
     "cached",
     "judge",
     "measure",
@@ -54,11 +55,10 @@ REMEASURE = "measure it again when the machine is quiet: python -m labkit doctor
 
 @dataclass(frozen=True)
 class Probe:
-    """A framework's probe: the module run as ``python -m``, its precisions, and its libraries'
-    versions (part of the cache key)."""
+    """A framework's probe: the module run as ``python -m`` (it times the precisions it has
+    kernels for), and its libraries' versions (part of the cache key)."""
 
     module: str
-    precisions: tuple[str, ...]
     versions: tuple[tuple[str, str], ...] = ()
 
 
@@ -92,11 +92,10 @@ class KernelRate:
             str(row.get("error") or ("" if ok else "no timed calls")),
         )
 
-    def __str__(self) -> str:
-        where = f"{self.kernel} ({self.probe.rsplit('.', 2)[-2]}, {self.n}^3)"
-        if self.gflops is None:
-            return f"{where}: failed ({self.error})"
-        return f"{where}: {self.gflops:,.0f} ± {self.iqr_gflops:,.0f} GFLOP/s"
+    @property
+    def name(self) -> str:
+        """The kernel, its probe's framework and its size, in words."""
+        return f"{self.kernel} ({self.probe.rsplit('.', 2)[-2]}, {self.n}^3)"
 
 
 @dataclass(frozen=True)
@@ -104,13 +103,14 @@ class MeasuredPeak:
     """The attainable matrix-multiply rate at one precision, beside the spec-sheet estimate."""
 
     precision: str
-    gflops: float | None  #: the best kernel's median rate; None when not measured
-    iqr_gflops: float | None  #: its spread (interquartile range of the per-call rates)
     threads: int  #: the intra-op threads it was measured with
-    kernel: str  #: the best kernel, in words
-    estimate_gflops: float | None  #: the spec-sheet estimate for ``threads`` cores, if known
     note: str  #: how far it sits from the estimate; why it is flagged or not measured
     kernels: tuple[KernelRate, ...] = ()
+    gflops: float | None = None  #: the best kernel's median rate; None when not measured
+    iqr_gflops: float | None = None  #: its spread (interquartile range of the per-call rates)
+    kernel: str = ""  #: the best kernel, in words
+    estimate_gflops: float | None = None  #: the spec-sheet estimate for ``threads`` cores
+    of_estimate: float | None = None  #: the measured rate over the estimate (None without both)
     #: why it is not a valid peak (:func:`labkit.bench.verdict`); empty when valid
     invalid: tuple[str, ...] = ()
 
@@ -121,13 +121,6 @@ class MeasuredPeak:
     @property
     def valid(self) -> bool:
         return self.measured and not self.invalid
-
-    @property
-    def of_estimate(self) -> float | None:
-        """The measured rate as a share of the estimate (None without both)."""
-        if self.gflops is None or not self.estimate_gflops:
-            return None
-        return self.gflops / self.estimate_gflops
 
     @property
     def above_estimate(self) -> bool:
@@ -187,39 +180,14 @@ class MeasuredPeaks:
         return next(reasons, "")
 
 
-# ---------------------------------------------------------------------------------------------
-# judging
-
-
 def to_measure(root: str | os.PathLike = ROOT) -> dict[str, str]:
     """precision -> "" when it is measured (fp32, and any precision the CPU has units for),
     else why not."""
     out = {}
     for precision, rate in per_cycle(root).items():
-        native = precision == "fp32" or rate.native
         why = f"not measured: {rate.how} (this CPU has no {precision} unit to measure)"
-        out[precision] = "" if native else why
+        out[precision] = "" if precision == "fp32" or rate.native else why
     return out
-
-
-def _versus_estimate(precision: str, gflops: float, threads: int, root) -> tuple:
-    """``(estimate, note)``: the peak beside the spec-sheet estimate for ``threads`` cores."""
-    c = ceiling(precision, root)
-    if c.peak_gflops is None:
-        return None, f"no spec-sheet estimate: the clock is unknown (set {MAX_GHZ_ENV})"
-    estimate = c.peak_gflops * min(float(threads), c.cores) / c.cores
-    share = gflops / estimate
-    note = f"{share:.0%} of the spec-sheet estimate ({estimate:,.0f} GFLOP/s)"
-    if share > 1:
-        causes = "; ".join(c.caveats) or "the clock or the FLOPs per cycle it assumes are too low"
-        note += f": above it, so the estimate's inputs are off ({causes}) or the timing is wrong"
-    elif precision != "fp32" and share < 0.5:
-        units = "matrix" if c.flops_per_cycle >= 1024 else "vector"
-        note += (
-            f": the libraries' plain {precision} GEMM does not reach what the {units} units "
-            "promise (tuned kernels, such as MLPerf submissions', get closer)"
-        )
-    return estimate, note
 
 
 def judge(
@@ -230,23 +198,46 @@ def judge(
     why_not: str = "",
     others: float | None = None,
 ) -> MeasuredPeak:
-    """The peak at ``precision``: the best kernel's rate beside ``root``'s estimate, judged by
-    :func:`labkit.bench.verdict` as a record is (its times' spread; ``others`` CPUs kept busy
-    by other processes)."""
+    """The peak at ``precision``: the best kernel's rate beside ``root``'s spec-sheet estimate
+    for ``threads`` cores, judged by :func:`labkit.bench.verdict` as a record is (its times'
+    spread; ``others`` CPUs kept busy by other processes)."""
     rates = tuple(r for r in rates if r.precision == precision)
     good = [r for r in rates if r.gflops is not None]
     if not good:
-        failed = "; ".join(str(r) for r in rates)
+        failed = "; ".join(f"{r.name}: failed ({r.error})" for r in rates)
         note = why_not or (f"every kernel failed: {failed}" if rates else "not measured")
-        return MeasuredPeak(precision, None, None, threads, "", None, note, rates)
+        return MeasuredPeak(precision, threads, note, rates)
     best = max(good, key=lambda r: r.gflops)
-    estimate, note = _versus_estimate(precision, best.gflops, threads, root)
+    c = ceiling(precision, root)
+    estimate = share = None
+    note = f"no spec-sheet estimate: the clock is unknown (set {MAX_GHZ_ENV})"
+    if c.peak_gflops is not None:
+        estimate = c.peak_gflops * min(float(threads), c.cores) / c.cores
+        share = best.gflops / estimate
+        note = f"{share:.0%} of the spec-sheet estimate ({estimate:,.0f} GFLOP/s)"
+    if share and share > 1:
+        causes = "; ".join(c.caveats) or "the clock or the FLOPs per cycle it assumes are too low"
+        note += f": above it, so the estimate's inputs are off ({causes}) or the timing is wrong"
+    elif share and precision != "fp32" and share < 0.5:
+        units = "matrix" if c.flops_per_cycle >= 1024 else "vector"
+        note += (
+            f": the libraries' plain {precision} GEMM does not reach what the {units} units "
+            "promise (tuned kernels, such as MLPerf submissions', get closer)"
+        )
     invalid = tuple(bench.verdict(best.times_s, 0, 0.0, threads, others, None))
     if invalid:
         note = f"not a valid peak ({'; '.join(invalid)}): {REMEASURE}; {note}"
-    kernel = str(best).split(":")[0]
     return MeasuredPeak(
-        precision, best.gflops, best.iqr_gflops, threads, kernel, estimate, note, rates, invalid
+        precision,
+        threads,
+        note,
+        rates,
+        best.gflops,
+        best.iqr_gflops,
+        best.name,
+        estimate,
+        share,
+        invalid,
     )
 
 
@@ -268,10 +259,6 @@ def _peaks(outputs: list[dict], threads: int, root, measured_at: str, source: st
     return MeasuredPeaks(threads, peaks, measured_at, tuple(problems), source, others)
 
 
-# ---------------------------------------------------------------------------------------------
-# measuring and the cache
-
-
 def cache_dir() -> Path:
     """``$LABKIT_CACHE_DIR``, else ``$XDG_CACHE_HOME/graphlab`` or ``~/.cache/graphlab``,
     created (mode 0700) when missing."""
@@ -282,12 +269,12 @@ def cache_dir() -> Path:
     return path
 
 
-def cache_file(probes: Sequence[Probe], threads: int) -> Path:
-    """The cache file of these probes at ``threads`` threads on this machine type."""
+def cache_file(kind: str, key: object) -> Path:
+    """The cache file of ``kind`` ("peaks", "kernels") for ``key`` (any JSON) on this machine
+    type."""
     machine = machine_of(fingerprint())["machine_id"]
-    key = json.dumps([asdict(p) for p in probes], sort_keys=True)
-    digest = hashlib.sha256(key.encode()).hexdigest()[:12]
-    return cache_dir() / f"peaks-{machine}-t{threads}-{digest}.json"
+    digest = hashlib.sha256(json.dumps(key, sort_keys=True).encode()).hexdigest()[:16]
+    return cache_dir() / f"{kind}-{machine}-{digest}.json"
 
 
 def _load(path: Path, root, threads: int | None = None) -> MeasuredPeaks | None:
@@ -308,11 +295,15 @@ def recorded(root: str | os.PathLike) -> MeasuredPeaks | None:
     return _load(Path(root) / FIXTURE_FILE, root)
 
 
+def _peaks_file(probes: Sequence[Probe], threads: int) -> Path:
+    return cache_file("peaks", [threads, [asdict(p) for p in probes]])
+
+
 def cached(probes: Sequence[Probe], threads: int | None = None) -> MeasuredPeaks | None:
     """The peaks cached for these probes and threads on this machine type, else None."""
     threads = threads or default_threads()
     try:
-        return _load(cache_file(probes, threads), ROOT, threads)
+        return _load(_peaks_file(probes, threads), ROOT, threads)
     except OSError:
         return None
 
@@ -356,11 +347,7 @@ def measure(
         return found  # a file cached before peaks were judged may be invalid: measured again
     wanted = [p for p, why in to_measure().items() if not why]
     for _ in range(2):
-        outputs = [
-            _run(probe, threads, asked, seconds)
-            for probe in probes
-            if (asked := [p for p in wanted if p in probe.precisions])
-        ]
+        outputs = [_run(probe, threads, wanted, seconds) for probe in probes]
         now = datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds")
         peaks = _peaks(outputs, threads, ROOT, now, "")
         if peaks.valid:
@@ -368,10 +355,8 @@ def measure(
     else:
         return peaks  # refused: not the machine's peak
     data = {"format": _FORMAT, "threads": threads, "measured_at": now, "outputs": outputs}
-    data["probes"] = [asdict(p) for p in probes]
     try:
-        path = cache_file(probes, threads)
-        jsonio.write_atomic(path, json.dumps(data, indent=1))
+        path = jsonio.write_atomic(_peaks_file(probes, threads), json.dumps(data, indent=1))
     except OSError:
         return peaks  # an unwritable cache: measured again next time
     return replace(peaks, source=str(path))

@@ -21,32 +21,10 @@ __all__ = [
     "PerCycle",
     "ceiling",
     "per_cycle",
-    "vector_extensions",
 ]
 
 #: precisions the ceiling is estimated for (the runner's are fp32 and bf16; deploy adds int8)
 CEILING_PRECISIONS: tuple[str, ...] = ("fp32", "bf16", "int8")
-
-#: Vector and matrix ISA extensions the report looks for (x86 flag names, then Arm's).
-VECTOR_FLAGS = (
-    "sse4_2",
-    "avx",
-    "avx2",
-    "fma",
-    "avx512f",
-    "avx512_bf16",
-    "avx512_vnni",
-    "avx_vnni",
-    "amx_tile",
-    "amx_bf16",
-    "amx_int8",
-    "asimd",
-    "asimddp",
-    "sve",
-    "sve2",
-    "bf16",
-    "i8mm",
-)
 
 #: Arm cores by ``CPU part`` (``CPU implementer`` 0x41, Arm Ltd): (name, 128-bit FMA pipes).
 #: From Arm's software optimisation guides: N-series cores have two, V-series four.
@@ -171,12 +149,6 @@ def per_cycle(root: str | os.PathLike = machine.ROOT) -> dict[str, PerCycle]:
     return dict.fromkeys(CEILING_PRECISIONS, unknown)
 
 
-def vector_extensions(root: str | os.PathLike = machine.ROOT) -> list[str]:
-    """The :data:`VECTOR_FLAGS` this CPU has, in that order."""
-    isa = machine.isa_flags(machine.cpuinfo(root))
-    return [f for f in VECTOR_FLAGS if f in isa]
-
-
 # ---------------------------------------------------------------------------------------------
 # the ceiling
 
@@ -212,14 +184,12 @@ class Ceiling:
         )
 
 
-def _clock_caveat(source: str) -> str:
-    if source.startswith("the model name"):
-        return "the clock came from the model name, a base clock that turbo boost exceeds"
-    if source.startswith("cpufreq"):
-        return "cpufreq's maximum can leave out boost clocks (acpi-cpufreq)"
-    if source.startswith(machine.MAX_GHZ_ENV):
-        return f"{machine.MAX_GHZ_ENV} may be below the CPU's real maximum"
-    return ""
+#: why the clock, by where it came from, may be below the one an honest figure ran at
+CLOCK_CAVEATS = {
+    "the model name": "the clock came from the model name, a base clock that turbo boost exceeds",
+    "cpufreq": "cpufreq's maximum can leave out boost clocks (acpi-cpufreq)",
+    machine.MAX_GHZ_ENV: f"{machine.MAX_GHZ_ENV} may be below the CPU's real maximum",
+}
 
 
 def ceiling(precision: str = "fp32", root: str | os.PathLike = machine.ROOT) -> Ceiling:
@@ -245,5 +215,6 @@ def ceiling(precision: str = "fp32", root: str | os.PathLike = machine.ROOT) -> 
     method = f"{usable:g} cores [{cores_how}] x {clock} x {rate.flops:g} {precision} "
     method += f"FLOP/cycle ({rate.how})"
     method += f" = {peak:.0f} GFLOP/s" if peak is not None else ": peak unknown"
-    caveats = tuple(c for c in (rate.caveat, _clock_caveat(clock_how)) if c)
+    clock_caveats = [c for source, c in CLOCK_CAVEATS.items() if clock_how.startswith(source)]
+    caveats = tuple(c for c in (rate.caveat, *clock_caveats) if c)
     return Ceiling(precision, usable, ghz, rate.flops, peak, method, caveats)

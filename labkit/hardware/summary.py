@@ -15,9 +15,31 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from . import machine
-from .peak import ARM_PARTS, CEILING_PRECISIONS, Ceiling, ceiling, vector_extensions
+from .peak import ARM_PARTS, CEILING_PRECISIONS, Ceiling, ceiling
 
 __all__ = ["MachineReport", "cpu_family", "fingerprint", "gpus", "isa_tier", "machine_of", "report"]
+
+
+#: Vector and matrix ISA extensions the report looks for (x86 flag names, then Arm's).
+VECTOR_FLAGS = (
+    "sse4_2",
+    "avx",
+    "avx2",
+    "fma",
+    "avx512f",
+    "avx512_bf16",
+    "avx512_vnni",
+    "avx_vnni",
+    "amx_tile",
+    "amx_bf16",
+    "amx_int8",
+    "asimd",
+    "asimddp",
+    "sve",
+    "sve2",
+    "bf16",
+    "i8mm",
+)
 
 
 def gpus() -> list[str]:
@@ -83,7 +105,7 @@ def report(root: str | os.PathLike = machine.ROOT) -> MachineReport:
         cpu_quota=machine.cpu_quota(root)[0],
         threads=machine.default_threads(root),
         clock_ghz=machine.max_clock_ghz(root)[0],
-        vector_extensions=vector_extensions(root),
+        vector_extensions=[f for f in VECTOR_FLAGS if f in machine.isa_flags(blocks)],
         memory_gb=memory_gb(root),
         gpus=gpus() if real else [],
         os=platform.platform(terse=True) if real else "",
@@ -104,19 +126,11 @@ MACHINE_FIELDS = ("cpu", "cores", "arch", "vector_extensions", "gpus", "memory_g
 
 
 def cpu_family(cpu: str) -> str:
-    """A CPU model string reduced to its family: 'Intel(R) Xeon(R) Platinum 8480+' -> 'Intel Xeon'."""
+    """A CPU model string reduced to its family, its first two words once the trademarks,
+    generation and clock are gone: 'Intel(R) Xeon(R) Platinum 8480+' -> 'Intel Xeon'."""
     s = re.sub(r"\((?:R|TM|tm|r)\)|®|™", " ", cpu or "")
     s = re.sub(r"\d+(?:th|st|nd|rd) Gen\b|\bCPU\b|\bProcessor\b|@.*$|\d+-Core", " ", s)
-    words = s.split()
-    brands = ("Intel", "AMD", "Apple", "Ampere", "AWS", "ARM", "Arm", "Qualcomm", "HiSilicon")
-    if not words:
-        return "unknown CPU"
-    if words[0] in brands:
-        series = next((w for w in words[1:] if re.match(r"^[A-Za-z][A-Za-z]+$", w)), "")
-        if words[0] == "Apple" and len(words) > 1:
-            series = re.sub(r"[^A-Za-z0-9]", "", words[1])
-        return f"{words[0]} {series}".strip()
-    return " ".join(words[:2])
+    return " ".join(s.split()[:2]) or "unknown CPU"  # the brand and its series
 
 
 #: vector units by the flag that names them, widest first

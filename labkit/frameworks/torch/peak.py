@@ -7,9 +7,9 @@ reads. Per precision: the plain GEMM and the pre-packed ones Inductor's freezing
 from __future__ import annotations
 
 import argparse
-import gc
 import json
-import time
+import math
+import timeit
 from collections.abc import Callable, Sequence
 from functools import partial
 
@@ -22,11 +22,9 @@ __all__ = ["KERNELS", "main"]
 
 
 def _random(n: int, dtype: torch.dtype) -> torch.Tensor:
-    g = torch.Generator().manual_seed(n)
-    if dtype in (torch.int8, torch.uint8):
-        info = torch.iinfo(dtype)
-        return torch.randint(info.min, info.max + 1, (n, n), dtype=dtype, generator=g)
-    return torch.randn(n, n, generator=g).to(dtype)
+    if dtype.is_floating_point:
+        return torch.randn(n, n).to(dtype)
+    return torch.randint(0, 100, (n, n), dtype=dtype)  # int8 and uint8 alike
 
 
 def _mm(dtype: torch.dtype, n: int) -> Callable:
@@ -86,26 +84,17 @@ MAX_CALLS = 200
 
 def _timed(make: Callable[[int], Callable], seconds: float) -> tuple[int, list[float]]:
     """The first GEMM side n, doubling, whose second call (the first packs weights) takes
-    :data:`CALL_S` (at most :data:`LARGEST`), and its calls' times over ``seconds``."""
+    :data:`CALL_S` (at most :data:`LARGEST`), and its calls' times over about ``seconds``."""
     n = SMALLEST
     while True:
         call = make(n)
         call()
-        t0 = time.perf_counter()
-        call()
-        if time.perf_counter() - t0 >= CALL_S or n * 2 > LARGEST:
-            break
+        call_s = timeit.timeit(call, number=1)
+        if call_s >= CALL_S or n * 2 > LARGEST:
+            calls = min(MAX_CALLS, max(MIN_CALLS, math.ceil(seconds / call_s)))
+            return n, timeit.repeat(call, repeat=calls, number=1)
         del call  # its operands go before the next size's are made
         n *= 2
-    times: list[float] = []
-    start = time.perf_counter()
-    while len(times) < MAX_CALLS and (
-        len(times) < MIN_CALLS or time.perf_counter() - start < seconds
-    ):
-        t0 = time.perf_counter()
-        call()
-        times.append(time.perf_counter() - t0)
-    return n, times
 
 
 def _measure(precisions: Sequence[str], seconds: float) -> list[dict]:
@@ -118,7 +107,6 @@ def _measure(precisions: Sequence[str], seconds: float) -> list[dict]:
                 row.update(n=n, ops=2 * n**3, times_s=times, error="")
             except Exception as exc:  # noqa: BLE001 - a kernel this build lacks is a result
                 row.update(n=0, ops=0, times_s=[], error=what_broke(exc))
-            gc.collect()  # the operands of one kernel go before the next one's are made
             out.append(row)
     return out
 

@@ -28,7 +28,6 @@ from ..contract import Prepared, Unsupported
 from . import SPEC
 
 __all__ = [
-    "FunctionModule",
     "ResNet50",
     "as_module",
     "build_resnet50",

@@ -17,7 +17,7 @@ from torch.overrides import TorchFunctionMode
 
 from .._kit import checks as kit
 from .._kit.checks import compare, same_outputs, signature, unwrap, what_broke
-from .adapter import FunctionModule
+from .adapter import as_module
 
 __all__ = ["PROPERTIES", "namespace", "verify"]
 
@@ -68,7 +68,7 @@ def exports(
 ) -> tuple[bool, str]:
     with _quiet():
         try:
-            run = torch.export.export(FunctionModule(unwrap(fn)), _args(cases[0])).module()
+            run = torch.export.export(as_module(unwrap(fn)), _args(cases[0])).module()
         except Exception as exc:
             return False, f"torch.export failed: {what_broke(exc)}"
         return same_outputs(

@@ -28,7 +28,6 @@ from ..contract import Prepared, Unsupported
 from . import SPEC
 
 __all__ = [
-    "FunctionModule",
     "ResNet50",
     "as_module",
     "build_resnet50",
@@ -83,12 +82,9 @@ def threads() -> dict[str, int]:
 # The network (names follow torchvision)
 
 
-def _conv(c: resnet.Conv) -> nn.Conv2d:
-    return nn.Conv2d(c.cin, c.cout, c.kernel, stride=c.stride, padding=c.padding, bias=False)
-
-
-def _bn(c: resnet.Conv) -> nn.BatchNorm2d:
-    return nn.BatchNorm2d(c.cout, eps=resnet.BN_EPS)
+def _conv_bn(c: resnet.Conv) -> tuple[nn.Conv2d, nn.BatchNorm2d]:
+    conv = nn.Conv2d(c.cin, c.cout, c.kernel, stride=c.stride, padding=c.padding, bias=False)
+    return conv, nn.BatchNorm2d(c.cout, eps=resnet.BN_EPS)
 
 
 class Bottleneck(nn.Module):
@@ -97,13 +93,13 @@ class Bottleneck(nn.Module):
     def __init__(self, spec: resnet.Block):
         super().__init__()
         c1, c2, c3 = spec.convs
-        self.conv1, self.bn1 = _conv(c1), _bn(c1)
-        self.conv2, self.bn2 = _conv(c2), _bn(c2)
-        self.conv3, self.bn3 = _conv(c3), _bn(c3)
+        self.conv1, self.bn1 = _conv_bn(c1)
+        self.conv2, self.bn2 = _conv_bn(c2)
+        self.conv3, self.bn3 = _conv_bn(c3)
         self.relu = nn.ReLU(inplace=True)
         self.downsample = None
         if spec.downsample is not None:
-            self.downsample = nn.Sequential(_conv(spec.downsample), _bn(spec.downsample))
+            self.downsample = nn.Sequential(*_conv_bn(spec.downsample))
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         identity = x if self.downsample is None else self.downsample(x)
@@ -114,25 +110,24 @@ class Bottleneck(nn.Module):
 
 
 class ResNet50(nn.Module):
-    """ResNet-50 v1.5: stem (7x7 conv, max pool), four stages of bottlenecks, global pool, fc."""
+    """ResNet-50 v1.5: stem (7x7 conv, max pool), four stages of bottlenecks, global mean, fc."""
 
     def __init__(self, num_classes: int = 1000, width: int = resnet.WIDTH):
         super().__init__()
-        stem = resnet.stem(width)
-        self.conv1, self.bn1 = _conv(stem), _bn(stem)
+        self.conv1, self.bn1 = _conv_bn(resnet.stem(width))
         self.relu = nn.ReLU(inplace=True)
         self.maxpool = nn.MaxPool2d(kernel_size=3, stride=2, padding=1)
         specs = resnet.blocks(width)
         for i in range(1, len(resnet.STAGES) + 1):
             stage = [Bottleneck(b) for b in specs if b.name.startswith(f"layer{i}.")]
             setattr(self, f"layer{i}", nn.Sequential(*stage))
-        self.avgpool = nn.AdaptiveAvgPool2d(1)
         self.fc = nn.Linear(resnet.features(width), num_classes)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         x = self.maxpool(self.relu(self.bn1(self.conv1(x))))
         x = self.layer4(self.layer3(self.layer2(self.layer1(x))))
-        return self.fc(torch.flatten(self.avgpool(x), 1))
+        # a mean over the pixels: the ONNX export then has no shape arithmetic (TVM imports it)
+        return self.fc(x.mean((2, 3)))
 
 
 def build_resnet50(weights: dict[str, np.ndarray]) -> ResNet50:
@@ -215,9 +210,8 @@ def quiet_torchscript():
     """Hush TorchScript's deprecation notes (the course uses it on purpose, as the legacy mode)
     and the TracerWarning of train-mode BatchNorm's batch check (it does not change the graph)."""
     with warnings.catch_warnings():
-        warnings.filterwarnings("ignore", category=DeprecationWarning, message=r".*torch\.jit")
-        warnings.filterwarnings("ignore", category=DeprecationWarning, message=r".*is deprecated")
-        warnings.filterwarnings("ignore", category=torch.jit.TracerWarning)
+        warnings.simplefilter("ignore", DeprecationWarning)
+        warnings.simplefilter("ignore", torch.jit.TracerWarning)
         yield
 
 
@@ -348,16 +342,14 @@ def prepare(
 def _onnx_program(module: nn.Module, args: tuple, **options):
     """``torch.onnx.export`` (dynamo) of ``module`` in eval mode (its mode put back after); the
     exporter's notes on skipped torchvision ops and pytree's FutureWarning hushed."""
-    logger = logging.getLogger("torch.onnx._internal.exporter._registration")
-    level, was_training = logger.level, module.training
-    logger.setLevel(logging.ERROR)
-    module.eval()
+    was_training = module.training
+    logging.disable(logging.WARNING)
     try:
         with warnings.catch_warnings():
             warnings.filterwarnings("ignore", category=FutureWarning)
-            return torch.onnx.export(module, args, dynamo=True, verbose=False, **options)
+            return torch.onnx.export(module.eval(), args, dynamo=True, verbose=False, **options)
     finally:
-        logger.setLevel(level)
+        logging.disable(logging.NOTSET)
         module.train(was_training)
 
 

@@ -17,7 +17,7 @@ from torch.overrides import TorchFunctionMode
 
 from .._kit import checks as kit
 from .._kit.checks import compare, same_outputs, signature, unwrap, what_broke
-from .adapter import FunctionModule
+from .adapter import as_module
 
 __all__ = ["PROPERTIES", "namespace", "verify"]
 
@@ -36,15 +36,11 @@ _args, _numpy = kit.converters(
 @contextlib.contextmanager
 def _quiet():
     """Dynamo and export log warnings and print graphs while failing: the feedback says it."""
-    names = ("torch._dynamo", "torch._export", "torch.export", "torch.fx", "torch._subclasses")
-    saved = {n: logging.getLogger(n).level for n in names}
-    for n in names:
-        logging.getLogger(n).setLevel(logging.ERROR)
+    logging.disable(logging.WARNING)
     try:
         yield
     finally:
-        for n, level in saved.items():
-            logging.getLogger(n).setLevel(level)
+        logging.disable(logging.NOTSET)
         torch._dynamo.reset()  # no compiled code or recompile count carries over to the next check
 
 
@@ -72,7 +68,7 @@ def exports(
 ) -> tuple[bool, str]:
     with _quiet():
         try:
-            run = torch.export.export(FunctionModule(unwrap(fn)), _args(cases[0])).module()
+            run = torch.export.export(as_module(unwrap(fn)), _args(cases[0])).module()
         except Exception as exc:
             return False, f"torch.export failed: {what_broke(exc)}"
         return same_outputs(
@@ -137,9 +133,8 @@ def data_parallel(
         n = len(batch[0])
         if n % workers:
             raise ValueError(f"a batch of {n} does not split into {workers} equal shards")
-        size = n // workers
         one_process = _gradient(fn, weights, tuple(batch))
-        shards = [tuple(b[k * size : (k + 1) * size] for b in batch) for k in range(workers)]
+        shards = zip(*(np.split(b, workers) for b in batch))
         averaged = np.mean([_gradient(fn, weights, s) for s in shards], axis=0)
         problem = compare(averaged, one_process, rtol, atol)
         if problem:

@@ -11,8 +11,6 @@ from pathlib import Path
 
 import numpy as np
 import onnx
-import onnx_ir
-import onnxscript.optimizer
 import tvm
 from tvm import relax
 from tvm.relax.frontend.onnx import from_onnx
@@ -29,7 +27,6 @@ __all__ = [
     "predict",
     "prepare",
     "set_threads",
-    "static_graph",
     "threads",
     "version",
 ]
@@ -65,22 +62,6 @@ def host_cpu() -> str:
     return str(tvm.target.codegen.llvm_get_system_cpu())
 
 
-def static_graph(path: str | Path, shape: tuple[int, ...]) -> onnx.ModelProto:
-    """The ONNX file with its input fixed to ``shape`` and its shape arithmetic folded (TVM
-    0.27's importer fails on the export's dynamic flatten)."""
-    model = onnx.load(str(path))
-    dims = model.graph.input[0].type.tensor_type.shape.dim
-    if len(dims) != len(shape):
-        raise ValueError(f"the graph takes {len(dims)}-d input, got shape {shape}")
-    for dim, value in zip(dims, shape):
-        dim.ClearField("dim_param")
-        dim.dim_value = int(value)
-    graph = onnx_ir.serde.deserialize_model(model)
-    onnxscript.optimizer.fold_constants(graph)
-    onnxscript.optimizer.remove_unused_nodes(graph)
-    return onnx_ir.serde.serialize_model(graph)
-
-
 @dataclass
 class Compiled:
     """One ONNX file, compiled once per input shape as it is called."""
@@ -91,7 +72,8 @@ class Compiled:
     def machine(self, shape: tuple[int, ...]) -> relax.VirtualMachine:
         """The machine of ``shape``, compiled on its first use."""
         if shape not in self.machines:
-            module = from_onnx(static_graph(self.path, shape), keep_params_in_input=False)
+            fixed = {"images": list(shape)}  # the file's batch and image size are dynamic
+            module = from_onnx(onnx.load(str(self.path)), fixed, keep_params_in_input=False)
             target = tvm.target.Target({"kind": "llvm", "mcpu": host_cpu()})
             self.machines[shape] = relax.VirtualMachine(tvm.compile(module, target), tvm.cpu())
         return self.machines[shape]

@@ -478,38 +478,6 @@ def test_a_keras_application_with_random_weights_warns_that_agreement_is_vacuous
     assert md.index("does not depend on the input") < md.index("| path |")  # said first
 
 
-def _int64_onnx(path):
-    import onnx
-    from onnx import TensorProto, helper
-
-    node = helper.make_node("Cast", ["ids"], ["y"], to=TensorProto.FLOAT)
-    graph = helper.make_graph(
-        [node],
-        "ids",
-        [helper.make_tensor_value_info("ids", TensorProto.INT64, ["batch", 8])],
-        [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["batch", 8])],
-    )
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
-    model.ir_version = 8
-    onnx.save(model, str(path))
-    return path
-
-
-@pytest.mark.slow
-def test_an_onnx_int64_input_refuses_a_float_example(tmp_path):
-    require("onnxruntime")
-    path = _int64_onnx(tmp_path / "ids.onnx")
-    refused = explore.check(path, "2x8", progress=False)
-    assert [p.path for p in refused.paths] == ["onnx"] and refused.status("onnx") == "fails"
-    assert "ids is int64 in the file, but the example gives float32" in refused.path("onnx").reason
-    report = explore.check(path, "2x8:int32", checks=["onnxruntime(new shapes)"], progress=False)
-    assert "ids: int32 cast to int64, as the file declares" in report.path("onnx").reason
-    shapes = report.path("onnxruntime(new shapes)")  # its declared dims: batch open, 8 fixed
-    assert shapes.status == "caveats" and shapes.reason.startswith(
-        "the file fixes the sequence length:"
-    )
-
-
 # --------------------------------------------------------------------------------------------
 # whole reports (costly: every path compiles and exports)
 

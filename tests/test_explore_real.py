@@ -17,7 +17,6 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 from labkit import explore
 from labkit.frameworks._kit import explore as kit
 from labkit.frameworks._kit import layout
-from labkit.frameworks.torch import reasons
 from labkit.runner import inputs
 
 import numpy as np
@@ -311,6 +310,9 @@ def test_the_learners_frame_is_found_not_the_standard_librarys():
 
 
 def test_reasons_come_from_the_frameworks_error_classes():
+    require("torch")
+    from labkit.frameworks.torch import explore as tx
+
     class DispatchError(Exception):
         pass
 
@@ -326,19 +328,19 @@ def test_reasons_come_from_the_frameworks_error_classes():
         except DispatchError as exc:
             raise ConversionError("Failed to convert the exported program (call_function)") from exc
     except ConversionError as exc:
-        why, message, _ = reasons.diagnose(exc)
+        why, message, _ = tx.diagnose(exc)
     assert "aten.cummax.default has no ONNX translation" in why and "Dynamo" not in why
     assert message.startswith("DispatchError: No ONNX function found")
     cache = RuntimeError(
         "Found <class 'transformers.cache_utils.DynamicCache'> in output, which is not a known type."
     )
-    why, _, _ = reasons.diagnose(cache)
+    why, _, _ = tx.diagnose(cache)
     assert "use_cache=False" in why and "register DynamicCache as a pytree node" in why
     strict = AssertionError("Encountered unrecognized type UserDefinedObjectVariable(DynamicCache)")
-    assert "use_cache=False" in reasons.diagnose(AssertionError(f"{strict} at output 1"))[0]
+    assert "use_cache=False" in tx.diagnose(AssertionError(f"{strict} at output 1"))[0]
     rnn = "Attempted to wrap RNN, GRU, or LSTM\n  Explanation: Dynamo does not support RNN.\n  Hint: Set x"
-    assert reasons.dynamo_words(rnn) == "Dynamo does not support RNN; its hint: Set x"
-    assert "allow_rnn" in reasons.plain(rnn)
+    assert tx.dynamo_words(rnn) == "Dynamo does not support RNN; its hint: Set x"
+    assert "allow_rnn" in tx.plain(rnn)
 
 
 # --------------------------------------------------------------------------------------------

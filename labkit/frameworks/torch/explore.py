@@ -270,9 +270,9 @@ def _timings(s: Session, compiled: Callable) -> dict[str, dict]:
                 xs = s.tensors(s.arrays)
                 fn(*xs)
                 m = Timer("f(*xs)", globals={"f": fn, "xs": xs}).blocked_autorange(min_run_time=0.2)
-            invalid = []
-            if not m.meets_confidence(MAX_SPREAD):
-                invalid.append(f"spread too wide: IQR/median {m.iqr / m.median:.0%} > 10%")
+            rel, invalid = m.iqr / m.median, []
+            if rel > MAX_SPREAD:
+                invalid.append(f"spread too wide: IQR/median {rel:.0%} > {MAX_SPREAD:.0%}")
             if len(m.times) < 5:
                 invalid.append(f"{len(m.times)} timed blocks, fewer than 5")
             calls = m.number_per_run * len(m.times)

@@ -257,7 +257,7 @@ def _add_bench(sub) -> None:
 
 def _add_explore(sub) -> None:
     explore = sub.add_parser("explore", help="your own model through every capture path")
-    explore.add_argument("spec", help="file.py:build_model, package.module:build_model or .onnx")
+    explore.add_argument("spec", help="file.py:build_model or package.module:build_model")
     explore.add_argument("--input", help="shape(s), batch first: 8x3x224x224, 8x16,8x16:int64")
     explore.add_argument("--layout", choices=["NCHW", "NHWC"], help="of image inputs (PyTorch)")
     explore.add_argument("--framework", help="the model's (default: from the model's type)")

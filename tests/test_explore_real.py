@@ -17,7 +17,6 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 from labkit import explore
 from labkit.frameworks._kit import explore as kit
 from labkit.frameworks._kit import layout
-from labkit.frameworks.torch import reasons
 from labkit.runner import inputs
 
 import numpy as np
@@ -311,6 +310,9 @@ def test_the_learners_frame_is_found_not_the_standard_librarys():
 
 
 def test_reasons_come_from_the_frameworks_error_classes():
+    require("torch")
+    from labkit.frameworks.torch import explore as tx
+
     class DispatchError(Exception):
         pass
 
@@ -326,19 +328,19 @@ def test_reasons_come_from_the_frameworks_error_classes():
         except DispatchError as exc:
             raise ConversionError("Failed to convert the exported program (call_function)") from exc
     except ConversionError as exc:
-        why, message, _ = reasons.diagnose(exc)
+        why, message, _ = tx.diagnose(exc)
     assert "aten.cummax.default has no ONNX translation" in why and "Dynamo" not in why
     assert message.startswith("DispatchError: No ONNX function found")
     cache = RuntimeError(
         "Found <class 'transformers.cache_utils.DynamicCache'> in output, which is not a known type."
     )
-    why, _, _ = reasons.diagnose(cache)
+    why, _, _ = tx.diagnose(cache)
     assert "use_cache=False" in why and "register DynamicCache as a pytree node" in why
     strict = AssertionError("Encountered unrecognized type UserDefinedObjectVariable(DynamicCache)")
-    assert "use_cache=False" in reasons.diagnose(AssertionError(f"{strict} at output 1"))[0]
+    assert "use_cache=False" in tx.diagnose(AssertionError(f"{strict} at output 1"))[0]
     rnn = "Attempted to wrap RNN, GRU, or LSTM\n  Explanation: Dynamo does not support RNN.\n  Hint: Set x"
-    assert reasons.dynamo_words(rnn) == "Dynamo does not support RNN; its hint: Set x"
-    assert "allow_rnn" in reasons.plain(rnn)
+    assert tx.dynamo_words(rnn) == "Dynamo does not support RNN; its hint: Set x"
+    assert "allow_rnn" in tx.plain(rnn)
 
 
 # --------------------------------------------------------------------------------------------
@@ -476,38 +478,6 @@ def test_a_keras_application_with_random_weights_warns_that_agreement_is_vacuous
     assert "image size (Keras model.inputs fixes it at 32x32)" in eager.reason
     md = report.to_markdown()
     assert md.index("does not depend on the input") < md.index("| path |")  # said first
-
-
-def _int64_onnx(path):
-    import onnx
-    from onnx import TensorProto, helper
-
-    node = helper.make_node("Cast", ["ids"], ["y"], to=TensorProto.FLOAT)
-    graph = helper.make_graph(
-        [node],
-        "ids",
-        [helper.make_tensor_value_info("ids", TensorProto.INT64, ["batch", 8])],
-        [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["batch", 8])],
-    )
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
-    model.ir_version = 8
-    onnx.save(model, str(path))
-    return path
-
-
-@pytest.mark.slow
-def test_an_onnx_int64_input_refuses_a_float_example(tmp_path):
-    require("onnxruntime")
-    path = _int64_onnx(tmp_path / "ids.onnx")
-    refused = explore.check(path, "2x8", progress=False)
-    assert [p.path for p in refused.paths] == ["onnx"] and refused.status("onnx") == "fails"
-    assert "ids is int64 in the file, but the example gives float32" in refused.path("onnx").reason
-    report = explore.check(path, "2x8:int32", checks=["onnxruntime(new shapes)"], progress=False)
-    assert "ids: int32 cast to int64, as the file declares" in report.path("onnx").reason
-    shapes = report.path("onnxruntime(new shapes)")  # its declared dims: batch open, 8 fixed
-    assert shapes.status == "caveats" and shapes.reason.startswith(
-        "the file fixes the sequence length:"
-    )
 
 
 # --------------------------------------------------------------------------------------------

@@ -71,10 +71,10 @@ def _parse_one(text: str) -> Input:
             f"input {text.strip()!r}: unknown dtype {dtype!r} (valid: {', '.join(_DTYPES)}); "
             + _SHAPE_HELP
         )
-    parts = [p.strip() for p in dims.lower().replace("×", "x").split("x")]
-    if not dims.strip() or not all(re.fullmatch(r"\d+", p) for p in parts):
+    dims = dims.lower().replace("×", "x")
+    if not re.fullmatch(r"\s*\d+\s*(x\s*\d+\s*)*", dims):
         raise ValueError(f"input shape {text.strip()!r} is not a shape: {_SHAPE_HELP}")
-    shape = tuple(int(p) for p in parts)
+    shape = tuple(map(int, dims.split("x")))
     if any(d < 1 for d in shape):
         raise ValueError(f"input shape {text.strip()!r} has a zero dimension: {_SHAPE_HELP}")
     return Input(shape, dtype)
@@ -165,17 +165,15 @@ def _module_of_file(path: Path):
     after a notebook cell rewrote it)."""
     digest = hashlib.sha256(str(path).encode() + path.read_bytes()).hexdigest()[:10]
     name = f"labkit_user_{re.sub(r'[^0-9a-zA-Z_]', '_', path.stem)}_{digest}"
-    if name in sys.modules:
-        return sys.modules[name]
-    loader_spec = importlib.util.spec_from_file_location(name, path)
-    module = importlib.util.module_from_spec(loader_spec)
-    sys.modules[name] = module
-    try:
-        loader_spec.loader.exec_module(module)
-    except BaseException:
-        del sys.modules[name]
-        raise
-    return module
+    if name not in sys.modules:
+        loader_spec = importlib.util.spec_from_file_location(name, path)
+        sys.modules[name] = importlib.util.module_from_spec(loader_spec)
+        try:
+            loader_spec.loader.exec_module(sys.modules[name])
+        except BaseException:
+            del sys.modules[name]
+            raise
+    return sys.modules[name]
 
 
 def _where(exc: BaseException) -> str:
@@ -209,21 +207,19 @@ def _load_builder(s: Spec) -> Callable[[], object]:
     return builder
 
 
-def _called(s: Spec, what: str) -> object:
-    """What the function a spec names returns; ``ValueError`` when it raises or returns None."""
-    function = _load_builder(s)
+def _called(s: Spec, what: str, returns: str) -> object:
+    """What the function a spec names (the ``what``) returns; ``ValueError`` when it raises or
+    returns None."""
     try:
-        value = function()
+        value = _load_builder(s)()
     except Exception as exc:
         raise ValueError(
             f"model {s.text!r}: the {what} {s.function}() raised {first_lines(exc, lines=1)}"
-            f"{_where(exc)}; fix the {what} (it must take no arguments and return "
-            + ("the model)" if what == "builder" else "the example inputs)")
+            f"{_where(exc)}; fix the {what} (it must take no arguments and return {returns})"
         ) from exc
     if value is None:
         raise ValueError(
-            f"model {s.text!r}: the {what} {s.function}() returned None; it must return "
-            + ("the model (e.g. `return MyModel()`)" if what == "builder" else "the inputs")
+            f"model {s.text!r}: the {what} {s.function}() returned None; it must return {returns}"
         )
     return value
 
@@ -287,7 +283,7 @@ def build_example(
     s = spec if isinstance(spec, Spec) else parse(spec)
     if s.saved_model:
         return s.file, None
-    model, given = _model_and_example(_called(s, "builder"))
+    model, given = _model_and_example(_called(s, "builder", "the model: `return MyModel()`"))
     return model, None if given is None else example_of(*given)
 
 
@@ -296,14 +292,12 @@ def build(spec: str | os.PathLike | Spec) -> object:
     return build_example(spec)[0]
 
 
-def load_example(spec: str | os.PathLike | Spec) -> tuple[list[np.ndarray], Call]:
-    """The example inputs a function returns: args, or ``(args, kwargs)``."""
-    s = spec if isinstance(spec, Spec) else parse(spec)
-    if s.saved_model:
-        raise ValueError(f"{s.text} is a model file, not a function that returns inputs")
-    value = _called(s, "example function")
+def load_example(spec: str) -> tuple[list[np.ndarray], Call]:
+    """The example inputs a function (``"file.py:example_inputs"``) returns: args, or
+    ``(args, kwargs)``."""
+    value = _called(parse(spec), "example function", "the example inputs")
     if isinstance(value, tuple) and len(value) == 2 and isinstance(value[1], dict):
-        return example_of(value[0], value[1])
+        return example_of(*value)
     return example_of(value)
 
 

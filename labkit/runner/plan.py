@@ -199,7 +199,7 @@ class Plan:
         of its exports unless ``frameworks`` is given; the rest as in :meth:`build`."""
         model = (spec if isinstance(spec, inputs.Spec) else inputs.parse(spec)).canonical()
         given = inputs.parse_inputs(shapes)
-        able = [x.name for x in fw_registry.specs() if x.explores]
+        able = [x.name for x in fw_registry.specs() if x.explores or x.model_files]
         if frameworks is None:
             exports = [x.name for x in fw_registry.specs() if x.exported_from == framework]
             fws = [framework] + [x for x in exports if x in able]

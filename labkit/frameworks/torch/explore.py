@@ -1,5 +1,7 @@
 """PyTorch's capture paths asked of a learner's model (``labkit.explore``): eager, torch.compile,
-fullgraph, new shapes, torch.export (non-strict, strict), torch.jit.trace, ONNX Runtime."""
+fullgraph, new shapes, torch.export (non-strict, strict), torch.jit.trace, ONNX Runtime; and what
+they said, in plain words: a failure's reason from its error classes and messages
+(:func:`diagnose`), graph breaks from Dynamo's own log (:func:`graph_breaks`)."""
 
 from __future__ import annotations
 
@@ -11,6 +13,7 @@ import logging
 import logging.handlers
 import re
 import time
+import traceback
 import warnings
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -19,7 +22,7 @@ import numpy as np
 import torch
 import torch._dynamo
 from torch import nn
-from torch._dynamo.testing import CompileCounter
+from torch._dynamo.testing import CompileCounter, CompileCounterWithBackend
 from torch._dynamo.utils import guard_failures, reset_graph_break_dup_checker
 from torch.utils import _pytree as pytree
 from torch.utils.benchmark import Timer
@@ -28,25 +31,150 @@ from .._kit import explore as ex
 from .._kit.layout import Call, axes, describe_arrays
 from . import SPEC
 from .adapter import as_module, quiet_torchscript
-from .reasons import DEPRECATED, STOPPED, diagnose, graph_breaks, traceback_text
 
 __all__ = ["ACCEPTS", "CHECKS", "Bound", "Session", "bind", "flatten", "run_check", "versions"]
 
-CHECKS: tuple[str, ...] = (
-    "eager",
-    "torch.compile",
-    "torch.compile(fullgraph)",
-    "torch.compile(new shapes)",
-    "torch.export",
-    "torch.export(strict)",
-    "torch.jit.trace",
-    "onnx",
-)
 ACCEPTS = "a torch.nn.Module, or a function of tensors (then pass framework='torch')"
+#: what the TorchScript rows say of it
+DEPRECATED = "deprecated in PyTorch 2.x: torch.export or torch.compile for new code"
 
 
 def versions() -> dict[str, str]:
     return {SPEC.name: torch.__version__}
+
+
+#: Dynamo's or export's words (a regular expression) and what they mean, first match wins;
+#: other messages are said in Dynamo's own words (:func:`dynamo_words`)
+PLAIN: dict[str, str] = {
+    "Data-dependent branching|generic_jump|data-dependent expression": (
+        "a Python if/while on a tensor's value (data-dependent control flow): a graph cannot "
+        "hold a Python branch; torch.cond (or torch.where) keeps it in the graph"
+    ),
+    "Dynamic shape operator|nonzero|data dependent output shape": (
+        "an operation whose output shape depends on the values (boolean masking, nonzero, "
+        "unique): the graph cannot size it ahead of time"
+    ),
+    "`print`|builtin print": (
+        "a Python print(): a side effect, so it runs in Python between two graphs (every call)"
+    ),
+    "RNN, GRU, or LSTM": (
+        "an nn.RNN/GRU/LSTM module: Dynamo does not trace them (torch._dynamo.config.allow_rnn="
+        "True is its experimental support), so the module runs eagerly"
+    ),
+}
+#: a failure neither the table nor Dynamo's own explanation says more of
+STOPPED = "the capture stopped here (the framework's message says why)"
+
+
+def plain(message: str) -> str:
+    """The table's meaning of ``message``, else Dynamo's own explanation and hint, else ""."""
+    found = (meaning for words, meaning in PLAIN.items() if re.search(words, message))
+    return next(found, "") or dynamo_words(message)
+
+
+def dynamo_words(message: str) -> str:
+    """Dynamo's own explanation and first hint in a structured graph-break message, or ""."""
+    explanation = re.search(r"Explanation: (.+)", message)
+    hint = re.search(r"Hint: (.+)", message)
+    parts = [explanation.group(1).strip().rstrip(".")] if explanation else []
+    return "; ".join(parts + ([f"its hint: {hint.group(1).strip()}"] if hint else []))
+
+
+def _traceback(exc: BaseException) -> str:
+    return "".join(traceback.format_exception(exc))
+
+
+_NO_ONNX = re.compile(r"No ONNX function found for <OpOverload\(op='([\w.]+)', overload='(\w+)'\)")
+_UNKNOWN_OUTPUT = re.compile(
+    r"(?:Found <class '([\w.]+)'> in output, which is not a known type"
+    r"|outputs with type `?<class '([\w.]+)'>`? is not supported"
+    r"|unrecognized type UserDefinedObjectVariable\((\w+)\) at output)"
+)
+
+
+def _by_class(chain: list[BaseException]) -> str:
+    """The meaning of the framework's own error classes along the chain, or ""."""
+    for e in reversed(chain):  # the innermost error is the most specific
+        name, text = type(e).__name__, str(e)
+        op = _NO_ONNX.search(text)
+        if name == "DispatchError" or op:
+            what = f"{op.group(1)}.{op.group(2)}" if op else "an operator"
+            return (
+                f"{what} has no ONNX translation in torch.onnx's registry: give one "
+                "(torch.onnx.export(..., custom_translation_table={op: an onnxscript "
+                "function})), or write the step with operators that have one"
+            )
+        found = _UNKNOWN_OUTPUT.search(text)
+        if found:
+            short = next(g for g in found.groups() if g).rpartition(".")[2]
+            what = (
+                "the key/value cache of a decoder, which is not a tensor: pass use_cache=False "
+                "(in the spec's example keyword arguments), or"
+                if "Cache" in short
+                else "which is neither a tensor nor a container of tensors:"
+            )
+            return (
+                f"the output holds a {short}, {what} register {short} as a pytree node "
+                "(torch.utils._pytree.register_pytree_node) so its tensors can be returned"
+            )
+    return ""
+
+
+def diagnose(exc: BaseException) -> tuple[str, str, str]:
+    """A failed capture as ``(reason in plain words, the framework's innermost message, where in
+    the learner's code)``: the reason from the error classes along ``exc``'s causes, else from
+    the messages."""
+    chain: list[BaseException] = []
+    while exc is not None and exc not in chain and len(chain) < 12:
+        chain.append(exc)
+        exc = exc.__cause__ or exc.__context__
+    reason = _by_class(chain) or next(filter(None, (plain(str(e)) for e in chain)), STOPPED)
+    texts = (t for e in reversed(chain) for t in (str(e), _traceback(e)))
+    where = next(filter(None, map(ex.user_location, texts)), "")
+    return reason, ex.first_lines(chain[-1], lines=2), where
+
+
+def graph_breaks(records: list[logging.LogRecord], path: str) -> list[ex.GraphBreak]:
+    """The logged breaks as rows: the reason in plain words, the model's line the traceback ends
+    in; one row per place and reason (Dynamo repeats a break without its traceback)."""
+    rows: dict[tuple[str, str], ex.GraphBreak] = {}
+    for text in (r.getMessage() for r in records):
+        head, _, trace = text.partition("User code traceback:")
+        at, _, reason = head.partition("Graph Break Reason: ")
+        key = (at.rpartition(" at ")[2].strip(), reason.strip())
+        if key in rows:
+            rows[key].count += 1
+            continue
+        rows[key] = ex.GraphBreak(
+            reason=plain(reason) or ex.first_lines(reason, 1, 200),
+            location=ex.user_location(trace),
+            code=ex.user_code(trace),
+            message=dynamo_words(reason) or ex.first_lines(reason, 2, 240),
+            path=path,
+        )
+        if "graph break in loop" in reason:
+            rows[key].reason += "; it sits inside a loop, so Dynamo skipped the whole function, "
+            rows[key].reason += "which runs as plain Python"
+            rows[key].message += " (then: frame skipped, runs as Python)"
+    return list(rows.values())
+
+
+@contextlib.contextmanager
+def _logged_breaks():
+    """Dynamo's graph-break log (``TORCH_LOGS="graph_breaks"``) kept while the block runs: one
+    message per break, its reason and the user's traceback (loops and skipped frames too)."""
+    log = logging.getLogger("torch._dynamo.symbolic_convert.__graph_breaks")
+    kept, saved = logging.handlers.BufferingHandler(1 << 20), (log.level, log.propagate)
+    reset_graph_break_dup_checker()  # else a break logged before comes without its traceback
+    log.addHandler(kept)
+    log.setLevel(logging.DEBUG)
+    log.propagate = False  # kept here, not printed
+    try:
+        yield kept.buffer
+    finally:
+        log.removeHandler(kept)
+        log.setLevel(saved[0])
+        log.propagate = saved[1]
 
 
 class Bound(nn.Module):
@@ -91,8 +219,8 @@ class Session(ex.EagerSession):
         self.module = self.eager_fn = bind(self.model, call)
 
     @staticmethod
-    def tensors(arrays: Sequence[np.ndarray]) -> list[torch.Tensor]:
-        return [torch.from_numpy(np.array(a, copy=True)) for a in arrays]
+    def tensors(arrays: Sequence[np.ndarray]) -> tuple[torch.Tensor, ...]:
+        return tuple(torch.tensor(a) for a in arrays)
 
     def run(self, fn: Callable, arrays: Sequence[np.ndarray]) -> list[np.ndarray]:
         with torch.no_grad():
@@ -101,12 +229,12 @@ class Session(ex.EagerSession):
         if fn is self.eager_fn and not self.output_type:  # what the output holds besides tensors
             self.output_type = type(out).__name__
             plain = torch.Tensor | bool | int | float | str | type(None)
-            found = [(re.sub(r"\W+", ".", k).strip("."), v) for k, v in leaves]
-            found = [
+            names = ((re.sub(r"\W+", ".", k).strip("."), v) for k, v in leaves)
+            found = (
                 f"a {type(v).__name__}" + (f" ({k})" if k else "")
-                for k, v in found
+                for k, v in names
                 if not isinstance(v, plain)
-            ]
+            )
             self.uncompared = list(dict.fromkeys(found))
         tensors = [t.detach().cpu() for _, t in leaves if isinstance(t, torch.Tensor)]
         return [(t.float() if t.is_floating_point() else t).numpy() for t in tensors]
@@ -122,28 +250,10 @@ def _fails(path: str, what: str, exc: BaseException, reason: str = "") -> dict:
 
 def _eager(s: Session) -> dict:
     def message(exc: BaseException) -> str:
-        where = ex.user_location(traceback_text(exc))
+        where = ex.user_location(_traceback(exc))
         return ex.first_lines(exc, lines=2) + (f" (at {where})" if where else "")
 
     return s.eager_check("plain PyTorch", message)
-
-
-@contextlib.contextmanager
-def _logged_breaks():
-    """Dynamo's graph-break log (``TORCH_LOGS="graph_breaks"``) kept while the block runs: one
-    message per break, its reason and the user's traceback (loops and skipped frames too)."""
-    log = logging.getLogger("torch._dynamo.symbolic_convert.__graph_breaks")
-    kept, saved = logging.handlers.BufferingHandler(1 << 20), (log.level, log.propagate)
-    reset_graph_break_dup_checker()  # else a break logged before comes without its traceback
-    log.addHandler(kept)
-    log.setLevel(logging.DEBUG)
-    log.propagate = False  # kept here, not printed
-    try:
-        yield kept.buffer
-    finally:
-        log.removeHandler(kept)
-        log.setLevel(saved[0])
-        log.propagate = saved[1]
 
 
 #: the spread past which a timing is not valid (torch.utils.benchmark warns past it too)
@@ -174,16 +284,14 @@ def _timings(s: Session, compiled: Callable) -> dict[str, dict]:
 def _compile(s: Session) -> dict:
     path = "torch.compile"
     torch._dynamo.reset()
-    with ex.quiet(), _logged_breaks() as logged:
-        explained = torch._dynamo.explain(s.module)(*s.tensors(s.arrays))
-    breaks = graph_breaks(logged, path)
-    graphs, n = max(explained.graph_count, 0), sum(b.count for b in breaks)
-    torch._dynamo.reset()
-    compiled = torch.compile(s.module)
+    counter = CompileCounterWithBackend("inductor")  # counts the graphs Inductor compiles
+    compiled = torch.compile(s.module, backend=counter)
     t0 = time.perf_counter()
-    with ex.quiet(), quiet_torchscript():
+    with ex.quiet(), quiet_torchscript(), _logged_breaks() as logged:
         s.run(compiled, s.arrays)
     first = time.perf_counter() - t0
+    breaks, graphs = graph_breaks(logged, path), counter.frame_count
+    n = sum(b.count for b in breaks)
     with ex.quiet():
         ok, worst, why = s.compare(compiled)
     details = {"graphs": graphs, "breaks": n, "first_call_s": first}
@@ -259,7 +367,7 @@ def _export(s: Session, strict: bool) -> dict:
     how = "strict: Dynamo captures the bytecode" if strict else "non-strict: the Python runs"
     try:
         with ex.quiet(), contextlib.redirect_stderr(io.StringIO()):
-            program = torch.export.export(s.module, tuple(s.tensors(s.arrays)), strict=strict)
+            program = torch.export.export(s.module, s.tensors(s.arrays), strict=strict)
     except Exception as exc:  # noqa: BLE001 - a framework error is the check's finding
         return _fails(path, f"torch.export ({how}) rejects it", exc)
     ops = sum(n.op == "call_function" for n in program.graph.nodes)
@@ -270,7 +378,7 @@ def _export(s: Session, strict: bool) -> dict:
 def _traced(s: Session) -> tuple[object, bool, list[str]]:
     """``torch.jit.trace``'s module; whether it needed ``strict=False`` (a dict output, as its
     own message advises); its TracerWarnings."""
-    xs, relaxed = tuple(s.tensors(s.arrays)), False
+    xs, relaxed = s.tensors(s.arrays), False
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         try:
@@ -332,8 +440,7 @@ def _onnx(s: Session) -> dict:
     logging.disable(logging.WARNING)  # the exporter's notes on the torchvision operators it skips
     try:
         with ex.quiet(), contextlib.redirect_stderr(io.StringIO()):
-            xs = tuple(s.tensors(s.arrays))
-            program = torch.onnx.export(s.module, xs, dynamo=True, verbose=False)
+            program = torch.onnx.export(s.module, s.tensors(s.arrays), dynamo=True, verbose=False)
     except Exception as exc:  # noqa: BLE001 - a framework error is the check's finding
         return _onnx_failed(exc)
     finally:
@@ -354,7 +461,7 @@ _ONNX_STAGES = {
 def _onnx_failed(exc: BaseException) -> dict:
     """A failed ONNX export, its reason placed in the stage that failed: the capture's reasons
     only when torch.export (the first stage) failed."""
-    text, what = traceback_text(exc), "torch.onnx.export (dynamo exporter): "
+    text, what = _traceback(exc), "torch.onnx.export (dynamo exporter): "
     stage = next((said for key, said in _ONNX_STAGES.items() if key in text), "")
     if not stage:
         first = "Failed to export the model with torch.export" in text
@@ -376,6 +483,7 @@ _RUN: dict[str, Callable[[Session], dict]] = {
     "torch.jit.trace": _trace,
     "onnx": _onnx,
 }
+CHECKS: tuple[str, ...] = tuple(_RUN)
 
 
 def run_check(name: str, s: Session) -> dict:

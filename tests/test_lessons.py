@@ -1,6 +1,7 @@
 """labkit.lessons: the timing, comparison and break-even helpers of notebooks 01-05."""
 
 import ctypes
+import logging
 import math
 import os
 import time
@@ -226,3 +227,18 @@ def test_the_lesson_plans_fill_their_time_and_name_real_sections(title, length):
                 assert any(h.startswith(name) for h in heads), (
                     f"{title}: {stem} has no section headed {name!r}: update INSTRUCTORS.md"
                 )
+
+
+def test_quiet_logs_hushes_notes_and_puts_the_callers_own_setting_back(caplog):
+    from labkit.util.stdio import quiet_logs
+
+    log = logging.getLogger("labkit.test.quiet")
+    logging.disable(logging.DEBUG)  # a caller that had hushed debug notes itself
+    try:
+        with caplog.at_level(logging.DEBUG, logger=log.name), quiet_logs():
+            log.warning("an exporter's note")
+            log.error("an error still shows")
+        assert [r.getMessage() for r in caplog.records] == ["an error still shows"]
+        assert logging.root.manager.disable == logging.DEBUG
+    finally:
+        logging.disable(logging.NOTSET)

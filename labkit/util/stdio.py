@@ -1,14 +1,16 @@
-"""What native code writes to this process's standard output or error, captured."""
+"""What native code writes to this process's standard output or error, captured; log notes hushed."""
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
+import logging
 import os
 import sys
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 
-__all__ = ["native_output"]
+__all__ = ["native_output", "quiet_logs"]
 
 
 def flush_c_stdio() -> None:
@@ -36,3 +38,15 @@ def native_output(fn: Callable[[], object], fd: int = 1) -> tuple[object, str]:
             os.close(saved)
         tmp.seek(0)
         return result, tmp.read().decode(errors="replace")
+
+
+@contextlib.contextmanager
+def quiet_logs(level: int = logging.WARNING) -> Iterator[None]:
+    """Every logger silent at ``level`` and below while the block runs (an exporter's or a
+    compiler's notes); the caller's own ``logging.disable`` setting is put back after."""
+    before = logging.root.manager.disable
+    logging.disable(max(level, before))
+    try:
+        yield
+    finally:
+        logging.disable(before)

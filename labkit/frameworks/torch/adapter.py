@@ -9,7 +9,6 @@ the deprecated legacy mode). ``bf16`` is ``torch.autocast`` in every mode; no ``
 from __future__ import annotations
 
 import contextlib
-import logging
 import warnings
 from collections.abc import Callable
 from functools import partial
@@ -21,6 +20,7 @@ from torch import nn
 from torch.utils import _pytree as pytree
 
 from ... import recipe, resnet
+from ...util.stdio import quiet_logs
 from .. import kernel_support
 from .._kit import accuracy as acc
 from .._kit.cells import INT8_PATH, batch_of, check_cell, check_threads, host_batch
@@ -343,13 +343,11 @@ def _onnx_program(module: nn.Module, args: tuple, **options):
     """``torch.onnx.export`` (dynamo) of ``module`` in eval mode (its mode put back after); the
     exporter's notes on skipped torchvision ops and pytree's FutureWarning hushed."""
     was_training = module.training
-    logging.disable(logging.WARNING)
     try:
-        with warnings.catch_warnings():
+        with quiet_logs(), warnings.catch_warnings():
             warnings.filterwarnings("ignore", category=FutureWarning)
             return torch.onnx.export(module.eval(), args, dynamo=True, verbose=False, **options)
     finally:
-        logging.disable(logging.NOTSET)
         module.train(was_training)
 
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import collections
 import contextlib
-import logging
 from collections.abc import Callable
 from typing import Any
 
@@ -15,6 +14,7 @@ import torch._dynamo
 import torch.nn.functional as F
 from torch.overrides import TorchFunctionMode
 
+from ...util.stdio import quiet_logs
 from .._kit import checks as kit
 from .._kit.checks import compare, same_outputs, signature, unwrap, what_broke
 from .adapter import as_module
@@ -36,11 +36,10 @@ _args, _numpy = kit.converters(
 @contextlib.contextmanager
 def _quiet():
     """Dynamo and export log warnings and print graphs while failing: the feedback says it."""
-    logging.disable(logging.WARNING)
     try:
-        yield
+        with quiet_logs():
+            yield
     finally:
-        logging.disable(logging.NOTSET)
         torch._dynamo.reset()  # no compiled code or recompile count carries over to the next check
 
 

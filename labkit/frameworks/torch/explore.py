@@ -27,6 +27,7 @@ from torch._dynamo.utils import guard_failures, reset_graph_break_dup_checker
 from torch.utils import _pytree as pytree
 from torch.utils.benchmark import Timer
 
+from ...util.stdio import quiet_logs
 from .._kit import explore as ex
 from .._kit.layout import Call, axes, describe_arrays
 from . import SPEC
@@ -437,14 +438,11 @@ def _trace(s: Session) -> dict:
 
 def _onnx(s: Session) -> dict:
     path = "onnx"
-    logging.disable(logging.WARNING)  # the exporter's notes on the torchvision operators it skips
-    try:
-        with ex.quiet(), contextlib.redirect_stderr(io.StringIO()):
+    try:  # quiet_logs: the exporter's notes on the torchvision operators it skips
+        with quiet_logs(), ex.quiet(), contextlib.redirect_stderr(io.StringIO()):
             program = torch.onnx.export(s.module, s.tensors(s.arrays), dynamo=True, verbose=False)
     except Exception as exc:  # noqa: BLE001 - a framework error is the check's finding
         return _onnx_failed(exc)
-    finally:
-        logging.disable(logging.NOTSET)
     nodes = len(program.model_proto.graph.node)
     done = "exported by torch.onnx.export (dynamo exporter; shapes fixed to the example's): "
     return s.agreed(path, program, f"{done}{nodes} ONNX nodes, run by ONNX Runtime", nodes=nodes)

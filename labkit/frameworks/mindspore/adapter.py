@@ -40,10 +40,6 @@ WHY_NOT = {
     "int8": "MindSpore's post-training quantisation is MindSpore Lite's converter (for MindIR "
     f"files), not a PyNative or graph-mode cell; {INT8_PATH}",
 }
-MODE_NOTES = {
-    "pynative": "PyNative (eager)",
-    "graph": "mindspore.jit(capture_mode='ast'), the whole step compiled on its first call",
-}
 #: MindSpore's name of a canonical tensor (BatchNorm's differ)
 native_name = cells.renamer(
     {
@@ -263,7 +259,7 @@ def prepare(
         raise Unsupported(why)
     images, labels = host_batch(weights, batch_size, image_size)
     net, graph = build_resnet50(weights), mode == "graph"
-    notes = [MODE_NOTES[mode], device.upper()]
+    notes = ["mindspore.jit(capture_mode='ast'), compiled whole" if graph else "PyNative", device]
     if precision == "bf16":
         net = ms.amp.auto_mixed_precision(net, "auto", dtype=ms.bfloat16)
         notes.append("mindspore.amp.auto_mixed_precision(level='auto', dtype=bfloat16)")

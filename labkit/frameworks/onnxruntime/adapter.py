@@ -165,8 +165,7 @@ def build_resnet50(weights: dict[str, np.ndarray], device: str = "cpu") -> ort.I
 
 def predict(session: ort.InferenceSession, images: np.ndarray) -> np.ndarray:
     """Logits for a host batch (NCHW float32)."""
-    name = session.get_inputs()[0].name
-    return session.run(None, {name: resnet.check_images(images)})[0]
+    return session.run(None, feed(session, [resnet.check_images(images)]))[0]
 
 
 def prepare(

@@ -216,18 +216,14 @@ def prepare(
     notes = "; ".join([MODE_NOTES[mode]] + ["paddle.amp.auto_cast(bf16)"] * (precision == "bf16"))
     if mode != "dygraph":  # to_static wraps the Layer's forward in place
         net = paddle.jit.to_static(net, full_graph=mode == "ast", backend=None)
+    run, applied, grad = net, None, paddle.no_grad
     if task == "train":
-        run, applied = _step_fn(net, recipe.TRAIN.lr, recipe.TRAIN.momentum)
-        y = paddle.to_tensor(labels)  # int64
+        train, applied = _step_fn(net, recipe.TRAIN.lr, recipe.TRAIN.momentum)
+        labels = paddle.to_tensor(labels)  # int64
+        run, grad = (lambda x: train(x, labels)), contextlib.nullcontext
 
-        def step() -> float:
-            with _autocast(precision):
-                return float(run(paddle.to_tensor(images), y).numpy())
+    def step() -> np.ndarray:  # the logits, or the loss
+        with grad(), _autocast(precision):
+            return run(paddle.to_tensor(images)).numpy()
 
-        return Prepared(step, int(batch_size), notes, recipe=applied)
-
-    def step() -> np.ndarray:
-        with paddle.no_grad(), _autocast(precision):
-            return net(paddle.to_tensor(images)).numpy()
-
-    return Prepared(step, int(batch_size), notes)
+    return Prepared(step, int(batch_size), notes, recipe=applied)

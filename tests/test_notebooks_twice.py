@@ -119,5 +119,5 @@ def test_notebook_runs_twice_in_one_kernel_and_leaves_nothing_beside_it(path, tm
     ]
     assert not unexpected, (
         f"running {path.name} left {unexpected} beside it: send framework files to a temporary "
-        "folder (e.g. labkit.frameworks.mindspore.adapter.redirect_debris)"
+        "folder (as labkit.frameworks.mindspore.adapter does with MS_OM_PATH)"
     )

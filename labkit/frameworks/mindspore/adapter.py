@@ -28,7 +28,6 @@ __all__ = [
     "native_name",
     "predict",
     "prepare",
-    "redirect_debris",
     "scratch_folder",
     "set_threads",
     "threads",
@@ -61,15 +60,9 @@ def scratch_folder() -> Path:
     return tempdirs.private_dir("graphlab") / "mindspore"
 
 
-def redirect_debris(folder: str | Path | None = None) -> Path:
-    """Send MindSpore's compile-failure reports (``rank_0/om/analyze_fail.ir``, beside a notebook
-    by default) to ``folder`` (default: ``MS_OM_PATH`` if set, else :func:`scratch_folder`)."""
-    if folder is not None:
-        os.environ["MS_OM_PATH"] = str(folder)
-    return Path(os.environ.setdefault("MS_OM_PATH", str(scratch_folder())))
-
-
-redirect_debris()  # importing the adapter is enough: nothing lands beside a notebook
+# importing the adapter is enough: MindSpore's compile-failure reports (rank_0/om/analyze_fail.ir,
+# beside a notebook by default) go to MS_OM_PATH where one is set, else to the scratch folder
+os.environ.setdefault("MS_OM_PATH", str(scratch_folder()))
 
 
 _threads: int | None = None
@@ -81,26 +74,20 @@ def set_threads(n: int) -> None:
     the same count again is a no-op, another one ``RuntimeError``."""
     global _threads
     n = check_threads(n)
-    if _threads == n:
-        return
-    if _threads is not None:
+    if _threads is not None and _threads != n:
         raise RuntimeError(
             f"MindSpore's CPU thread count is already {_threads} in this process and "
             f"can be set only once; start a new Python process to use {n}"
         )
-    ms.device_context.cpu.op_tuning.threads_num(n)
-    from mindspore._c_expression import RuntimeConf
-
-    if not RuntimeConf.get_instance().is_dispatch_threads_num_configured():
+    if _threads is None:
+        ms.device_context.cpu.op_tuning.threads_num(n)
         ms.runtime.dispatch_threads_num(_INTER)
-    _threads = n
+        _threads = n
 
 
 def threads() -> dict[str, int | None]:
-    """``intra`` read back; ``inter`` as accepted (MindSpore 2.8 has no getter; None: unset)."""
-    from mindspore._c_expression import RuntimeConf
-
-    inter = _INTER if RuntimeConf.get_instance().is_dispatch_threads_num_configured() else None
+    """``intra`` read back; ``inter`` as set (MindSpore 2.8 has no getter; None: unset)."""
+    inter = None if _threads is None else _INTER
     return {"intra": int(ms.get_context("runtime_num_threads")), "inter": inter}
 
 
@@ -138,9 +125,7 @@ class Bottleneck(nn.Cell):
         out = self.relu(self.bn1(self.conv1(x)))
         out = self.relu(self.bn2(self.conv2(out)))
         out = self.bn3(self.conv3(out))
-        identity = x
-        if self.downsample is not None:
-            identity = self.downsample(x)
+        identity = x if self.downsample is None else self.downsample(x)
         return self.relu(out + identity)
 
 
@@ -269,21 +254,19 @@ def prepare(
                 "driver, CUDA 11.6 and cuDNN 8 (see https://www.mindspore.cn/install)"
             )
         ms.set_device("GPU")
-    target = device.upper()
-    probe = f"{SPEC.name} ({target})"
+    probe = f"{SPEC.name} ({device.upper()})"
     if precision == "bf16" and (why := kernel_support(probe, version(), "bf16", _bf16_conv)):
         raise Unsupported(why)
     images, labels = host_batch(weights, batch_size, image_size)
-    net, notes = build_resnet50(weights), [target]
+    net, graph = build_resnet50(weights), mode == "graph"
+    notes = ["mindspore.jit(capture_mode='ast'), compiled whole" if graph else "PyNative", device]
     if precision == "bf16":
         net = ms.amp.auto_mixed_precision(net, "auto", dtype=ms.bfloat16)
         notes.append("mindspore.amp.auto_mixed_precision(level='auto', dtype=bfloat16)")
-    graph, applied, extra = mode == "graph", None, ()
-    if task == "train":
+    applied, extra = None, ()
+    if task == "train":  # forward, value_and_grad and nn.Momentum, in one jit in graph mode
         run, applied = _train_fn(net, recipe.TRAIN.lr, recipe.TRAIN.momentum, graph=graph)
-        extra = (ms.Tensor(np.asarray(labels, np.int32)),)
-        how = "forward, value_and_grad, nn.Momentum"
-        how = f"mindspore.jit of the whole step ({how})" if graph else f"PyNative: {how}"
+        extra = (ms.Tensor(labels.astype(np.int32)),)
     else:
         net.set_train(False)
 
@@ -292,9 +275,8 @@ def prepare(
             return logits if precision == "fp32" else ops.cast(logits, ms.float32)
 
         run = ms.jit(forward) if graph else forward
-        how = "mindspore.jit(capture_mode='ast') of the forward pass" if graph else "PyNative"
 
     def step() -> np.ndarray:
         return run(ms.Tensor(images), *extra).asnumpy()
 
-    return Prepared(step, int(batch_size), "; ".join([how, *notes]), recipe=applied)
+    return Prepared(step, int(batch_size), "; ".join(notes), recipe=applied)

@@ -6,13 +6,13 @@ export and the weighted copies are cached in this user's own temp folder.
 from __future__ import annotations
 
 import hashlib
-import logging
 import os
 import tempfile
 import time
 from collections.abc import Callable
 from functools import partial
 from pathlib import Path
+from types import SimpleNamespace
 
 import numpy as np
 import onnx
@@ -26,7 +26,7 @@ from .._kit import accuracy as acc
 from .._kit.cells import batch_of, check_cell, check_threads, host_batch
 from .._kit.checks import what_broke
 from ..contract import Prepared, Unsupported
-from . import SPEC, graphs
+from . import SPEC
 
 __all__ = [
     "build_resnet50",
@@ -108,8 +108,7 @@ def _digest(weights: dict[str, np.ndarray]) -> str:
     h = hashlib.sha256()
     for name in sorted(weights):
         arr = np.ascontiguousarray(weights[name], dtype=np.float32)
-        h.update(f"{name}{arr.shape}".encode())
-        h.update(arr.tobytes())
+        h.update(f"{name}{arr.shape}".encode() + arr.tobytes())
     return h.hexdigest()[:20]
 
 
@@ -136,36 +135,27 @@ CALIBRATION = (4, 8)
 
 def _quantized(fp32: Path, image_size: int) -> bytes:
     """``fp32`` statically quantised (QDQ, per-channel int8 weights, uint8 activations calibrated
-    on :data:`CALIBRATION`) after ORT's ``basic`` rewrite folds BatchNorm."""
+    on :data:`CALIBRATION`) after ORT's pre-processing, whose ``basic`` rewrite folds BatchNorm."""
     from onnxruntime import quantization as q
 
     batches, per = CALIBRATION
-    data = [
-        {"images": resnet.random_batch(per, image_size, seed=100 + i)[0]} for i in range(batches)
-    ]
-
-    class Reader(q.CalibrationDataReader):
-        def get_next(self) -> dict | None:
-            return data.pop() if data else None
-
-    root = logging.getLogger()  # the tool asks to pre-process, on the root logger, regardless
-    level = root.level
-    root.setLevel(logging.ERROR)
-    try:
-        with tempfile.TemporaryDirectory() as tmp:
-            src = graphs.optimize(fp32, "basic", Path(tmp) / "basic.onnx")
-            q.quantize_static(
-                str(src),
-                str(Path(tmp) / "int8.onnx"),
-                Reader(),
-                quant_format=q.QuantFormat.QDQ,
-                weight_type=q.QuantType.QInt8,
-                activation_type=q.QuantType.QUInt8,
-                per_channel=True,
-            )
-            return (Path(tmp) / "int8.onnx").read_bytes()
-    finally:
-        root.setLevel(level)
+    data = iter(
+        [{"images": resnet.random_batch(per, image_size, seed=100 + i)[0]} for i in range(batches)]
+    )
+    with tempfile.TemporaryDirectory() as tmp:
+        src, out = Path(tmp) / "basic.onnx", Path(tmp) / "int8.onnx"
+        # symbolic shape inference fails on the dynamo export: ONNX's own inference only
+        q.quant_pre_process(fp32, src, skip_symbolic_shape=True)
+        q.quantize_static(
+            src,
+            out,
+            SimpleNamespace(get_next=lambda: next(data, None)),  # a CalibrationDataReader
+            quant_format=q.QuantFormat.QDQ,
+            weight_type=q.QuantType.QInt8,
+            activation_type=q.QuantType.QUInt8,
+            per_channel=True,
+        )
+        return out.read_bytes()
 
 
 def build_resnet50(weights: dict[str, np.ndarray], device: str = "cpu") -> ort.InferenceSession:
@@ -175,8 +165,7 @@ def build_resnet50(weights: dict[str, np.ndarray], device: str = "cpu") -> ort.I
 
 def predict(session: ort.InferenceSession, images: np.ndarray) -> np.ndarray:
     """Logits for a host batch (NCHW float32)."""
-    name = session.get_inputs()[0].name
-    return session.run(None, {name: resnet.check_images(images)})[0]
+    return session.run(None, feed(session, [resnet.check_images(images)]))[0]
 
 
 def prepare(
@@ -218,11 +207,8 @@ def prepare(
 
 def _dtype(declared: str, given: np.ndarray) -> np.dtype:
     """The NumPy type of an input the file declares (``tensor(float)``), else ``given``'s."""
-    try:
-        kind = onnx.TensorProto.DataType.Value(declared.removeprefix("tensor(")[:-1].upper())
-    except ValueError:
-        return np.asarray(given).dtype
-    return onnx.helper.tensor_dtype_to_np_dtype(kind)
+    kind = getattr(onnx.TensorProto, declared.removeprefix("tensor(")[:-1].upper(), None)
+    return onnx.helper.tensor_dtype_to_np_dtype(kind) if kind else np.asarray(given).dtype
 
 
 def feed(session: ort.InferenceSession, arrays: list[np.ndarray]) -> dict[str, np.ndarray]:
@@ -234,24 +220,6 @@ def feed(session: ort.InferenceSession, arrays: list[np.ndarray]) -> dict[str, n
     return {
         i.name: np.ascontiguousarray(a, dtype=_dtype(i.type, a)) for i, a in zip(declared, arrays)
     }
-
-
-def _exported(model: object, inputs: list[np.ndarray], directory: str) -> Path:
-    """A learner's PyTorch model exported to ONNX with the exporter's defaults."""
-    exporter = spec(SPEC.exported_from)
-    if framework_of(model) != exporter.name:
-        raise Unsupported(
-            f"ONNX Runtime runs ONNX files and {exporter.display} models exported to ONNX, not a "
-            f"{type(model).__name__}"
-        )
-    try:
-        return get(exporter.name).export_model(model, inputs, directory)
-    except Exception as exc:
-        cause = exc.__cause__ or exc  # the exporter wraps what torch.export raised
-        raise RuntimeError(
-            f"torch.onnx.export could not export the model: {what_broke(cause)} "
-            "(labkit.explore.check names the line)"
-        ) from exc
 
 
 def prepare_model(
@@ -271,11 +239,24 @@ def prepare_model(
             f"a learner's ONNX model runs in the types its file declares (the lab times fp32 "
             f"here, not {precision})"
         )
+    exporter = spec(SPEC.exported_from)
+    if not isinstance(model, str | os.PathLike) and framework_of(model) != exporter.name:
+        raise Unsupported(
+            f"ONNX Runtime runs ONNX files and {exporter.display} models exported to ONNX, not a "
+            f"{type(model).__name__}"
+        )
     with tempfile.TemporaryDirectory(prefix="labkit-ort-") as tmp:
         if isinstance(model, str | os.PathLike):
             path, how = Path(model), "the ONNX file as given"
         else:
-            path = _exported(model, inputs, tmp)
+            try:
+                path = get(exporter.name).export_model(model, inputs, tmp)
+            except Exception as exc:
+                cause = exc.__cause__ or exc  # the exporter wraps what torch.export raised
+                raise RuntimeError(
+                    f"torch.onnx.export could not export the model: {what_broke(cause)} "
+                    "(labkit.explore.check names the line)"
+                ) from exc
             how = "PyTorch model exported by torch.onnx.export (dynamo)"
         session = session_from_file(path, device)
     data = feed(session, inputs)

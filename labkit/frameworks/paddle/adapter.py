@@ -15,6 +15,7 @@ from collections.abc import Callable
 import numpy as np
 import paddle
 from paddle import nn
+from paddle.vision.models.resnet import BottleneckBlock
 
 from ... import recipe, resnet
 from .. import kernel_support
@@ -74,30 +75,16 @@ def _conv(c: resnet.Conv) -> nn.Conv2D:
     return nn.Conv2D(c.cin, c.cout, c.kernel, stride=c.stride, padding=c.padding, bias_attr=False)
 
 
-def _bn(c: resnet.Conv) -> nn.BatchNorm2D:
-    return nn.BatchNorm2D(c.cout, momentum=0.9, epsilon=resnet.BN_EPS)  # torch's 0.1
+def _bn(channels: int) -> nn.BatchNorm2D:
+    return nn.BatchNorm2D(channels, momentum=0.9, epsilon=resnet.BN_EPS)  # torch's 0.1
 
 
-class Bottleneck(nn.Layer):
-    """1x1 reduce, 3x3 (carries the stride: v1.5), 1x1 expand; identity or projection shortcut."""
-
-    def __init__(self, spec: resnet.Block):
-        super().__init__()
-        c1, c2, c3 = spec.convs
-        self.conv1, self.bn1 = _conv(c1), _bn(c1)
-        self.conv2, self.bn2 = _conv(c2), _bn(c2)
-        self.conv3, self.bn3 = _conv(c3), _bn(c3)
-        self.relu = nn.ReLU()
-        self.downsample = None
-        if spec.downsample is not None:
-            self.downsample = nn.Sequential(_conv(spec.downsample), _bn(spec.downsample))
-
-    def forward(self, x):
-        identity = x if self.downsample is None else self.downsample(x)
-        out = self.relu(self.bn1(self.conv1(x)))
-        out = self.relu(self.bn2(self.conv2(out)))
-        out = self.bn3(self.conv3(out))
-        return self.relu(out + identity)
+def _block(block: resnet.Block) -> BottleneckBlock:
+    """Paddle's own bottleneck (v1.5: the 3x3 carries the stride) for one of the spec's blocks."""
+    c1, c2, _ = block.convs
+    d = block.downsample
+    shortcut = None if d is None else nn.Sequential(_conv(d), _bn(d.cout))
+    return BottleneckBlock(c1.cin, c1.cout, c2.stride, shortcut, norm_layer=_bn)
 
 
 class ResNet50(nn.Layer):
@@ -106,13 +93,13 @@ class ResNet50(nn.Layer):
     def __init__(self, num_classes: int = 1000, width: int = resnet.WIDTH):
         super().__init__()
         stem = resnet.stem(width)
-        self.conv1, self.bn1 = _conv(stem), _bn(stem)
+        self.conv1, self.bn1 = _conv(stem), _bn(stem.cout)
         self.relu = nn.ReLU()
         self.maxpool = nn.MaxPool2D(kernel_size=3, stride=2, padding=1)
         for stage, blocks in itertools.groupby(
             resnet.blocks(width), lambda b: b.name.split(".")[0]
         ):
-            setattr(self, stage, nn.Sequential(*[Bottleneck(b) for b in blocks]))
+            setattr(self, stage, nn.Sequential(*map(_block, blocks)))
         self.avgpool = nn.AdaptiveAvgPool2D(1)
         self.fc = nn.Linear(resnet.features(width), num_classes)
 
@@ -175,10 +162,6 @@ def _step_fn(net: nn.Layer, lr: float, momentum: float) -> tuple[Callable, dict]
     )
 
 
-def _labels(labels: np.ndarray) -> paddle.Tensor:
-    return paddle.to_tensor(np.asarray(labels, dtype=np.int64))
-
-
 def train_step(
     weights: dict[str, np.ndarray],
     images: np.ndarray,
@@ -189,14 +172,12 @@ def train_step(
     """One SGD-with-momentum step in train mode: the loss before it and the new weights."""
     model = build_resnet50(weights)
     step, _ = _step_fn(model, lr, momentum)
-    loss = step(paddle.to_tensor(resnet.check_images(images)), _labels(labels))
+    loss = step(paddle.to_tensor(resnet.check_images(images)), paddle.to_tensor(labels, "int64"))
     return float(loss.numpy()), to_canonical(model)
 
 
 def _autocast(precision: str) -> contextlib.AbstractContextManager:
-    if precision != "bf16":
-        return contextlib.nullcontext()
-    return paddle.amp.auto_cast(dtype="bfloat16", level="O1")
+    return paddle.amp.auto_cast(precision == "bf16", dtype="bfloat16")  # level O1
 
 
 def _bf16_failure() -> str | None:
@@ -235,18 +216,14 @@ def prepare(
     notes = "; ".join([MODE_NOTES[mode]] + ["paddle.amp.auto_cast(bf16)"] * (precision == "bf16"))
     if mode != "dygraph":  # to_static wraps the Layer's forward in place
         net = paddle.jit.to_static(net, full_graph=mode == "ast", backend=None)
+    run, applied, grad = net, None, paddle.no_grad
     if task == "train":
-        run, applied = _step_fn(net, recipe.TRAIN.lr, recipe.TRAIN.momentum)
-        y = _labels(labels)
+        train, applied = _step_fn(net, recipe.TRAIN.lr, recipe.TRAIN.momentum)
+        labels = paddle.to_tensor(labels)  # int64
+        run, grad = (lambda x: train(x, labels)), contextlib.nullcontext
 
-        def step() -> float:
-            with _autocast(precision):
-                return float(run(paddle.to_tensor(images), y).numpy())
+    def step() -> np.ndarray:  # the logits, or the loss
+        with grad(), _autocast(precision):
+            return run(paddle.to_tensor(images)).numpy()
 
-        return Prepared(step, int(batch_size), notes, recipe=applied)
-
-    def step() -> np.ndarray:
-        with paddle.no_grad(), _autocast(precision):
-            return net(paddle.to_tensor(images)).numpy()
-
-    return Prepared(step, int(batch_size), notes)
+    return Prepared(step, int(batch_size), notes, recipe=applied)

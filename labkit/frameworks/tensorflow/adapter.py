@@ -186,14 +186,10 @@ def _wrap(fn: Callable, mode: str) -> Callable:
     return fn if mode == "eager" else tf.function(fn, jit_compile=(mode == "xla"))
 
 
-def _forward(model: keras.Model, images: tf.Tensor) -> tf.Tensor:
-    return model(images, training=False)
-
-
 def inference_fn(model: keras.Model, mode: str = "eager") -> Callable[[tf.Tensor], tf.Tensor]:
     """NHWC tensor -> logits in ``mode`` (a fresh partial: tf.function's retracing warning
     counts traces per Python code object)."""
-    return _wrap(functools.partial(_forward, model), mode)
+    return _wrap(functools.partial(model, training=False), mode)
 
 
 def _recipe_loss(model: keras.Model, images, labels) -> tf.Tensor:
@@ -229,10 +225,9 @@ def train_step(
     return float(loss.numpy()), to_canonical(model)
 
 
-def _check_device(device: str) -> str:
+def _check_device(device: str) -> None:
     if device == "gpu" and not tf.config.list_physical_devices("GPU"):
         raise Unsupported("no GPU visible to TensorFlow: install 'tensorflow[and-cuda]' (Linux)")
-    return "/GPU:0" if device == "gpu" else "/CPU:0"
 
 
 def _bf16_conv() -> None:
@@ -254,7 +249,7 @@ def prepare(
     training step, the result out. ``bf16``: the Keras ``mixed_bfloat16`` policy, its inference
     step carrying its accuracy cost against the fp32 model."""
     check_cell(SPEC, mode, task, batch_size, precision, device, WHY_NOT)
-    where = _check_device(device)
+    _check_device(device)
     if precision == "bf16" and (why := kernel_support(SPEC.name, version(), "bf16", _bf16_conv)):
         raise Unsupported(why)
     images, labels = host_batch(weights, batch_size, image_size)
@@ -271,7 +266,7 @@ def prepare(
     return Prepared(
         step=lambda: fn(*map(tf.constant, hosts)).numpy(),
         batch_size=batch_size,
-        notes=f"{notes} on {where}",
+        notes=f"{notes} on {device.upper()}",
         recipe=_applied(opt) if task == "train" else None,
         accuracy=check if precision != "fp32" and task != "train" else None,
     )
@@ -319,7 +314,7 @@ def prepare_model(
             "a learner's Keras model computes in the dtype policy it was built with: build it "
             "under keras.mixed_precision.set_global_policy('mixed_bfloat16') to measure bf16"
         )
-    where = _check_device(device)
+    _check_device(device)
     hosts = [np.ascontiguousarray(a) for a in inputs]
     notes = MODE_NOTES[mode]
     if task == "train":
@@ -339,4 +334,4 @@ def prepare_model(
     def step() -> list:
         return [t.numpy() for t in tf.nest.flatten(fn(*[tf.constant(a) for a in hosts]))]
 
-    return Prepared(step=step, batch_size=batch, notes=f"{notes} on {where}")
+    return Prepared(step=step, batch_size=batch, notes=f"{notes} on {device.upper()}")

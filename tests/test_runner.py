@@ -598,7 +598,7 @@ def test_the_run_shows_a_line_per_record_and_ends_with_a_static_line(tmp_path, m
     seen = []
     res = runner.run(plan, tmp_path / "r.jsonl", on_record=seen.append)
     assert [k["disable"] for k in bars] == [False] and len(seen) == 2
-    assert lines[0].startswith("torch eager latency b1: ") and lines[0].endswith(", valid")
+    assert lines[0].startswith("torch eager latency b1 fp32 ") and lines[0].endswith(", valid")
     assert "invalid: busy machine" in lines[1]
     # where no valid peak is cached (none is, after a busy machine), the run says it measures one
     printed = [p for p in printed if not p.startswith("labkit: measuring this machine's")]

@@ -136,22 +136,21 @@ def run_cell(
         base["wall_s"] = time.perf_counter() - t0
         text = proc.tail(log, LOG_TAIL_CHARS)
         if code is None:
-            error = (
-                f"timed out after {timeout_s:g} s (the cell's process group was killed); "
+            fields = {
+                "error": f"timed out after {timeout_s:g} s (the cell's process group was killed); "
                 "raise the profile's cell_timeout_s or use a smaller profile"
-            )
-            return {"status": "failed", **base, "error": error, "log": text}
-        try:  # written whole or not at all
-            fields = json.loads(result.read_text(encoding="utf-8"))
-        except (OSError, ValueError):
-            fields = None
-        if not isinstance(fields, dict):  # none, or not the child's (a JSON object)
-            fix = "try a smaller batch size or the smoke profile"
-            error = proc.crash_reason(code, text, "the cell's process", fix)
-            return {"status": "failed", **base, "error": error, "log": text}
+            }
+        else:
+            try:  # written whole or not at all
+                fields = json.loads(result.read_text(encoding="utf-8"))
+            except (OSError, ValueError):
+                fields = None
+            if not isinstance(fields, dict):  # none, or not the child's (a JSON object)
+                fix = "try a smaller batch size or the smoke profile"
+                fields = {"error": proc.crash_reason(code, text, "the cell's process", fix)}
         if fields.get("status") != "ok" and not fields.get("log"):
             fields["log"] = text
-        return {**fields, **base}
+        return {"status": "failed", **fields, **base}
 
 
 @contextlib.contextmanager
@@ -274,19 +273,6 @@ def _save(res: RunResult, record: results.Record) -> None:
         res.unsaved.pop(0)
 
 
-def line(r: results.Record) -> str:
-    if not r.ok:
-        return f"{r.label()}: {'' if r.unsupported else 'failed: '}{r.error[:200]}"
-    verdict = "valid" if r.valid else "invalid: " + "; ".join(r.invalid_reasons)
-    share = r.measured_peak_share
-    peak = "" if share is None else f", {share:.0%} of the measured peak"
-    flag = " (!)" if r.above_measured_peak or r.above_ceiling else ""
-    return (
-        f"{r.label()}: {r.images_per_s:.2f} images/s, median {r.median_s * 1e3:.1f} "
-        f"± {r.iqr_s * 1e3:.1f} ms{peak}{flag}, {verdict}"
-    )
-
-
 def _measure(res: RunResult, todo: list[Cell], machine: dict, bar, on_record, how: dict) -> None:
     live = not bar.disable and (sys.stderr.isatty() or "notebook" in type(bar).__module__)
     with signals_noted() as caught:
@@ -304,7 +290,7 @@ def _measure(res: RunResult, todo: list[Cell], machine: dict, bar, on_record, ho
             res.records.append(record)
             _save(res, record)
             if not bar.disable:
-                bar.write(line(record))
+                bar.write(str(record))
             bar.update(1)
             if on_record is not None:
                 on_record(record)

@@ -235,8 +235,6 @@ def make(**fields) -> Record:
     if "valid" not in fields:
         reasons = judge(record) if not _status_problems(record) else ["not a complete record"]
         record.update(valid=not reasons, invalid_reasons=reasons)
-    elif record.get("invalid_reasons") is None:
-        record["invalid_reasons"] = []
     if not record.get("timestamp"):
         now = datetime.datetime.now(datetime.UTC)
         record["timestamp"] = now.isoformat(timespec="seconds")

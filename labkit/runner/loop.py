@@ -20,6 +20,7 @@ from pathlib import Path
 from .. import bench, hardware, results
 from .. import frameworks as fw_registry
 from ..util import jsonio, proc, tempdirs
+from . import inputs
 from .cell import LOG_TAIL_CHARS, record_of
 from .plan import Cell, Plan
 
@@ -88,22 +89,19 @@ def cell_env(cell: Cell, threads: int, cell_dir: Path, cache: str = "cold") -> d
         "LABKIT_PROFILE": cell.profile,
         "TF_CPP_MIN_LOG_LEVEL": "2",
     }
-    return proc.child_env(threads, path=cell.child_path(), extra=extra)
+    path = inputs.child_pythonpath() if cell.custom else []  # a learner's modules
+    return proc.child_env(threads, path=path, extra=extra)
 
 
-def cell_command(
-    cell: Cell, result: Path, threads: int, memory_limit_mb: float | None = None
-) -> list[str]:
+def cell_command(cell: Cell, result: Path, threads: int) -> list[str]:
     cmd = [sys.executable, "-m", "labkit.runner", "--cell", json.dumps(asdict(cell))]
-    cmd += ["--result", str(result), "--threads", str(threads), "--parent", str(os.getpid())]
-    return cmd + (["--memory-limit-mb", str(memory_limit_mb)] if memory_limit_mb else [])
+    return cmd + ["--result", str(result), "--threads", str(threads), "--parent", str(os.getpid())]
 
 
 def run_cell(
     cell: Cell,
     threads: int,
     timeout_s: float,
-    memory_limit_mb: float | None = None,
     tick=None,
     cache: str = "cold",
 ) -> dict:
@@ -117,7 +115,7 @@ def run_cell(
         with open(log, "wb") as logf:
             # cwd: the temporary folder, so that what a framework drops there goes with it
             child = subprocess.Popen(
-                cell_command(cell, result, threads, memory_limit_mb),
+                cell_command(cell, result, threads),
                 stdout=logf,
                 stderr=subprocess.STDOUT,
                 env=env,
@@ -304,7 +302,6 @@ def run(
     progress: bool = True,
     threads: int | None = None,
     timeout_s: float | None = None,
-    memory_limit_mb: float | None = None,
     cache: str = "cold",
     on_record=None,
 ) -> RunResult:
@@ -319,7 +316,6 @@ def run(
     how = {
         "threads": threads,
         "timeout_s": timeout_s or plan.profile.cell_timeout_s,
-        "memory_limit_mb": memory_limit_mb,
         "cache": check_cache(cache),  # a bad value, or an unsafe shared cache: before anything
     }
     existing = results.load(out) if out.exists() else []  # a corrupt file: ValueError, the fix

@@ -39,10 +39,6 @@ class Cell:
     label = results.Record.label
     key = results.Record.key
 
-    def child_path(self) -> list[str]:
-        """``PYTHONPATH`` entries the cell's process needs for a learner's module."""
-        return inputs.child_pythonpath() if self.custom else []
-
     def prepare(self, adapter) -> Prepared:
         if not self.custom:
             weights = resnet.init_weights(0)

@@ -168,11 +168,11 @@ def problems(record: object) -> list[str]:
     record = record.to_json() if isinstance(record, Record) else record
     if not isinstance(record, dict):
         return [f"expected a JSON object, got {type(record).__name__}"]
-    checks = _status_problems(record) + _time_problems(record)
-    if record.get("schema") == 1 and "valid" not in record:  # a version-1 line, as written
-        return _type_problems(record, FIELDS_V1) + checks
-    fields = {f: v for f, v in FIELDS.items() if f in record or f not in ADDED_IN_2}
-    out = _type_problems(record, fields) + checks
+    v1 = record.get("schema") == 1 and "valid" not in record  # a version-1 line, as written
+    optional = ADDED_IN_2 + NEW_IN_2 if v1 else ADDED_IN_2
+    types = {f: t for f, t in FIELDS.items() if f in record or f not in optional}
+    types |= {"threads": (int,)} if v1 else {}  # schema 1: the intra-op count
+    out = _type_problems(record, types) + _status_problems(record) + _time_problems(record)
     if record.get("cache") not in CACHE_STATES and "cache" in record:
         out.append(f"cache must be one of {', '.join(CACHE_STATES)}, got {record['cache']!r}")
     if isinstance(record.get("valid"), bool):
@@ -380,6 +380,3 @@ REQUIRED = tuple(
     for f in dataclasses.fields(Record)
     if f.name not in DEFAULTS and f.default_factory is MISSING
 )
-#: schema 1's fields: today's minus the new ones, with ``threads`` a number
-FIELDS_V1 = {f: v for f, v in FIELDS.items() if f not in NEW_IN_2 and f not in ADDED_IN_2}
-FIELDS_V1["threads"] = (int,)

@@ -59,17 +59,13 @@ def load_1min() -> float | None:
         return None
 
 
-def cpu_sample() -> tuple[float, float, float] | None:
-    """``(wall s, machine's busy CPU-s (steal included), this process's CPU-s)``, or None."""
-    try:
-        with open("/proc/stat", encoding="ascii") as f:
-            fields = [int(x) for x in f.readline().split()[1:]]
-        hz = os.sysconf("SC_CLK_TCK")
-    except (OSError, ValueError, AttributeError):
-        return None
-    user, nice, system, _idle, _iowait, irq, softirq, steal = (fields + [0] * 8)[:8]
-    busy = (user + nice + system + irq + softirq + steal) / hz
-    own = os.times()
+def cpu_sample() -> tuple[float, float, float]:
+    """``(wall s, machine's busy CPU-s (steal included), this process's CPU-s)``."""
+    import psutil
+
+    machine, own = psutil.cpu_times(), os.times()
+    parts = ("user", "nice", "system", "irq", "softirq", "steal")  # guest is in user
+    busy = sum(getattr(machine, p, 0.0) for p in parts)
     return time.perf_counter(), busy, own.user + own.system
 
 
@@ -197,20 +193,10 @@ class Measurement:
         return sum(self.times_s) * self.number_per_run
 
     def as_dict(self) -> dict:
-        return {
-            "first_call_s": self.first_call_s,
-            "median_s": self.median_s,
-            "iqr_s": self.iqr_s,
-            "p90_s": self.p90_s,
-            "mean_s": self.mean_s,
-            "images_per_s": self.images_per_s,
-            "repeats": self.repeats,
-            "warmup": self.warmup,
-            "times_s": list(self.times_s),
-            "number_per_run": self.number_per_run,
-            "others_cpus": self.others_cpus,
-            "load_1min": self.load_1min,
-        }
+        """The fields of a results record it fills (:class:`labkit.results.Record`'s names)."""
+        own = ("first_call_s", "warmup", "number_per_run", "others_cpus", "load_1min")
+        figures = ("median_s", "iqr_s", "p90_s", "mean_s", "images_per_s", "repeats")
+        return {k: getattr(self, k) for k in own + figures} | {"times_s": list(self.times_s)}
 
     def __repr__(self) -> str:
         unit, scale = ("ms", 1e3) if self.median_s < 1 else ("s", 1.0)

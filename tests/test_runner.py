@@ -144,7 +144,8 @@ def test_a_learners_model_is_a_plan_of_the_same_cells_with_its_model_and_shapes(
     assert runner.ceiling_fields(1e9, cell) == {}  # no ceiling for a learner's model
     env = runner.cell_env(cell, 2, tmp_path)
     assert set(runner.inputs.child_pythonpath()) <= set(env["PYTHONPATH"].split(os.pathsep))
-    assert runner.Plan.build(profile=SMOKE).cells[0].child_path() == []
+    resnet = runner.cell_env(runner.Plan.build(profile=SMOKE).cells[0], 2, tmp_path)
+    assert resnet["PYTHONPATH"] == proc.child_env(2)["PYTHONPATH"]  # no learner's modules
     # bad choices name the valid ones, as Plan.build's do
     with pytest.raises(ValueError, match=r"the plan is empty: none of the modes xla belongs to "):
         runner.Plan.for_model(f"{spec}:clean", "2x8", "torch", modes=["xla"], profile=SMOKE)
@@ -378,7 +379,7 @@ def test_failure_and_out_of_memory_are_recorded_while_other_cells_complete(tmp_p
         ["torch"], ["eager"], ["latency", "throughput", "train"], profile=SMOKE
     )
     out = tmp_path / "r.jsonl"
-    res = runner.run(plan, out, progress=False, memory_limit_mb=4000)  # address space: safe
+    res = runner.run(plan, out, progress=False)
     by_task = {r["task"]: r for r in results.load(out)}
     assert by_task["latency"]["status"] == "failed"
     assert "test fault injected" in by_task["latency"]["error"]
@@ -598,7 +599,7 @@ def test_the_run_shows_a_line_per_record_and_ends_with_a_static_line(tmp_path, m
     seen = []
     res = runner.run(plan, tmp_path / "r.jsonl", on_record=seen.append)
     assert [k["disable"] for k in bars] == [False] and len(seen) == 2
-    assert lines[0].startswith("torch eager latency b1: ") and lines[0].endswith(", valid")
+    assert lines[0].startswith("torch eager latency b1 fp32 ") and lines[0].endswith(", valid")
     assert "invalid: busy machine" in lines[1]
     # where no valid peak is cached (none is, after a busy machine), the run says it measures one
     printed = [p for p in printed if not p.startswith("labkit: measuring this machine's")]

@@ -1,14 +1,15 @@
 """The record: :class:`Record` (what a cell measured, in the shape of ``torch.utils.benchmark``'s
 ``Measurement``), its JSON fields (:data:`FIELDS`) and checks (:func:`problems`), the validity
-verdict (:func:`judge`), older records in today's shape (:func:`upgrade`) and :func:`make`."""
+verdict (:func:`judge`), older records in today's shape (:meth:`Record.from_json`) and
+:func:`make`."""
 
 from __future__ import annotations
 
 import dataclasses
 import datetime
-import html
 import math
 from collections.abc import Mapping
+from dataclasses import MISSING
 from pathlib import Path
 
 from .. import bench, profiles
@@ -28,43 +29,42 @@ __all__ = [
     "make",
     "model_name",
     "problems",
-    "upgrade",
     "validate",
 ]
 
 SCHEMA_VERSION = 2
 #: the model every cell measures unless it says otherwise
 DEFAULT_MODEL = "resnet50"
-#: what a record without these fields (written before they existed, or by hand) reads as
-DEFAULTS: dict[str, object] = {"model": DEFAULT_MODEL, "input_shape": ""}
 CACHE_STATES: tuple[str, ...] = ("cold", "warm", "unknown")
 
 _NUM = (int, float)
 _TYPES = {"str": (str,), "int": (int,), "float": _NUM, "bool": (bool,), "dict": (dict,)}
 _TYPES |= {"list": (list,), "None": (type(None),)}
-#: what a schema-1 record reads as in the fields it did not have, besides :data:`DEFAULTS` and
-#: :data:`ADDED_IN_2` (:func:`upgrade` also notes a share above the ceiling and judges it)
-V1_DEFAULTS: dict[str, object] = {
-    "cache": "unknown",
-    "export_s": None,
-    "recipe": None,
-    "others_cpus": None,
-    "above_ceiling": False,
-    "ceiling_note": "",
-}
-#: fields schema 1 did not have (filled in by :func:`upgrade`)
-NEW_IN_2 = (*DEFAULTS, *V1_DEFAULTS, "number_per_run", "valid", "invalid_reasons")
-#: fields added to schema 2 after its first records were written, with what a record without
-#: them reads as (:func:`upgrade` fills them in; a labkit that predates them ignores them)
-ADDED_IN_2: dict[str, object] = {
-    "number_per_run": 1,
-    "measured_peak": None,
-    "measured_peak_images_per_s": None,
-    "measured_peak_share": None,
-    "above_measured_peak": False,
-    "measured_peak_note": "",
-    "accuracy": None,
-}
+#: fields added to schema 2 after its first records were written: a record without them reads
+#: as their defaults (:data:`DEFAULTS`; a labkit that predates them ignores them)
+ADDED_IN_2 = (
+    "number_per_run",
+    "measured_peak",
+    "measured_peak_images_per_s",
+    "measured_peak_share",
+    "above_measured_peak",
+    "measured_peak_note",
+    "accuracy",
+)
+#: fields schema 1 did not have besides those: a schema-1 record reads as their defaults, with
+#: its share above the ceiling noted and its verdict judged (:meth:`Record.from_json`)
+NEW_IN_2 = (
+    "model",
+    "input_shape",
+    "cache",
+    "export_s",
+    "recipe",
+    "others_cpus",
+    "above_ceiling",
+    "ceiling_note",
+    "valid",
+    "invalid_reasons",
+)
 #: fields that must be numbers (not null) in an ``ok`` record
 MEASURED = ("first_call_s", "median_s", "iqr_s", "p90_s", "images_per_s", "peak_rss_mb", "repeats")
 #: the fields that identify a cell (two records with the same key measured the same thing)
@@ -168,11 +168,11 @@ def problems(record: object) -> list[str]:
     record = record.to_json() if isinstance(record, Record) else record
     if not isinstance(record, dict):
         return [f"expected a JSON object, got {type(record).__name__}"]
-    checks = _status_problems(record) + _time_problems(record)
-    if record.get("schema") == 1 and "valid" not in record:  # a version-1 line, as written
-        return _type_problems(record, FIELDS_V1) + checks
-    fields = {f: v for f, v in FIELDS.items() if f in record or f not in ADDED_IN_2}
-    out = _type_problems(record, fields) + checks
+    v1 = record.get("schema") == 1 and "valid" not in record  # a version-1 line, as written
+    optional = ADDED_IN_2 + NEW_IN_2 if v1 else ADDED_IN_2
+    types = {f: t for f, t in FIELDS.items() if f in record or f not in optional}
+    types |= {"threads": (int,)} if v1 else {}  # schema 1: the intra-op count
+    out = _type_problems(record, types) + _status_problems(record) + _time_problems(record)
     if record.get("cache") not in CACHE_STATES and "cache" in record:
         out.append(f"cache must be one of {', '.join(CACHE_STATES)}, got {record['cache']!r}")
     if isinstance(record.get("valid"), bool):
@@ -222,23 +222,6 @@ def judge(record: dict) -> list[str]:
     )
 
 
-def upgrade(record: dict) -> dict:
-    """A record in today's shape: a schema-1 one with the fields it lacks filled in and judged,
-    a schema-2 one with those of :data:`ADDED_IN_2` it lacks; a current one unchanged."""
-    if record.get("schema") != 1 or "valid" in record:
-        missing = {f: v for f, v in ADDED_IN_2.items() if f not in record}
-        return {**record, **missing} if missing else record
-    out = {**record, **DEFAULTS, **ADDED_IN_2, **V1_DEFAULTS}
-    out["threads"] = {"intra": record.get("threads"), "inter": None}
-    share = record.get("ceiling_share")
-    if isinstance(share, _NUM) and share > 1:
-        note = "above the ceiling estimated when it was measured (schema 1)"
-        out.update(above_ceiling=True, ceiling_note=note)
-    reasons = judge(out)
-    out.update(valid=not reasons, invalid_reasons=reasons)
-    return validate(out)
-
-
 def make(**fields) -> Record:
     """A validated :class:`Record`: ``fields`` over the defaults of a failed, unmeasured cell.
 
@@ -252,8 +235,6 @@ def make(**fields) -> Record:
     if "valid" not in fields:
         reasons = judge(record) if not _status_problems(record) else ["not a complete record"]
         record.update(valid=not reasons, invalid_reasons=reasons)
-    elif record.get("invalid_reasons") is None:
-        record["invalid_reasons"] = []
     if not record.get("timestamp"):
         now = datetime.datetime.now(datetime.UTC)
         record["timestamp"] = now.isoformat(timespec="seconds")
@@ -321,10 +302,19 @@ class Record(Mapping):
 
     @classmethod
     def from_json(cls, row: object) -> Record:
-        """The record of one JSON object (an older one upgraded); ``ValueError`` naming what is
-        wrong with anything else. Fields this labkit does not know are left out."""
+        """The record of one JSON object; ``ValueError`` naming what is wrong with anything else.
+        An older one reads in today's shape: the fields it lacks at their :data:`DEFAULTS`, and a
+        schema-1 one judged (:func:`judge`). Fields this labkit does not know are left out."""
         validate(row)
-        return cls(**{k: v for k, v in upgrade(row).items() if k in FIELDS})
+        fields = DEFAULTS | {k: v for k, v in row.items() if k in FIELDS}
+        if row.get("schema") == 1 and "valid" not in row:
+            fields["threads"] = {"intra": row.get("threads"), "inter": None}
+            if _number(row.get("ceiling_share")) and row["ceiling_share"] > 1:
+                note = "above the ceiling estimated when it was measured (schema 1)"
+                fields.update(above_ceiling=True, ceiling_note=note)
+            reasons = judge(fields)
+            fields.update(valid=not reasons, invalid_reasons=reasons)
+        return cls(**fields)
 
     def to_json(self) -> dict:
         """The results file's line for this record, as a dict (the same field names)."""
@@ -339,31 +329,31 @@ class Record(Mapping):
         return tuple(getattr(self, k) for k in KEY)
 
     def label(self) -> str:
-        extra = "" if self.precision == "fp32" else f" {self.precision}"
-        who = f"{model_name(self.model)} " if custom(self) else ""
-        return f"{who}{self.framework} {self.mode} {self.task}{extra} b{self.batch_size}"
+        """The cell in words (a :class:`labkit.runner.Cell`'s too): a learner's model, framework,
+        mode, task, batch (a learner's model: its input shapes), precision, image size, device."""
+        what = f"{self.framework} {self.mode} {self.task}"
+        if self.model == DEFAULT_MODEL:
+            return f"{what} b{self.batch_size} {self.precision} {self.image_size}px {self.device}"
+        return f"{model_name(self.model)} {what} {self.input_shape} {self.precision} {self.device}"
 
-    def _lines(self) -> list[str]:
+    def __str__(self) -> str:
+        """One line: the cell, its rate, median and verdict (or why it failed)."""
         if not self.ok:
-            return [f"{'unsupported' if self.unsupported else 'failed'}: {self.error}"]
-        unit, k = ("ms", 1e3) if self.median_s < 1 else ("s", 1.0)
-        verdict = "valid" if self.valid else "INVALID: " + "; ".join(self.invalid_reasons)
-        return [
-            f"Median: {self.median_s * k:.2f} {unit}   ({self.images_per_s:.2f} images/s)",
-            f"IQR:    {self.iqr_s * k:.2f} {unit}   p90: {self.p90_s * k:.2f} {unit}",
-            f"first call: {self.first_call_s:.2f} s; {self.repeats:g} samples of "
-            + f"{self.number_per_run} call(s); {self.profile} profile, cache {self.cache}",
-            verdict,
-        ]
+            return f"{self.label()}: {'' if self.unsupported else 'failed: '}{self.error[:200]}"
+        verdict = "valid" if self.valid else "invalid: " + "; ".join(self.invalid_reasons)
+        share = self.measured_peak_share
+        peak = "" if share is None else f", {share:.0%} of the measured peak"
+        flag = " (!)" if self.above_measured_peak or self.above_ceiling else ""
+        return (
+            f"{self.label()}: {self.images_per_s:.2f} images/s, median {self.median_s * 1e3:.1f} "
+            f"± {self.iqr_s * 1e3:.1f} ms{peak}{flag}, {verdict}"
+        )
 
     def __repr__(self) -> str:
-        head = f"<labkit.results.Record> {self.label()} {self.image_size}px {self.device}"
-        return "\n  ".join([head, *self._lines()])
-
-    def _repr_html_(self) -> str:
-        head = html.escape(f"{self.label()} {self.image_size}px {self.device}")
-        body = "<br>".join(html.escape(line) for line in self._lines())
-        return f"<div><b>{head}</b><br>{body}</div>"
+        how = f"{self.profile} profile, cache {self.cache}"
+        if self.ok:
+            how += f", first call {self.first_call_s:.2f} s, p90 {self.p90_s * 1e3:.1f} ms"
+        return f"<labkit.results.Record> {self}\n  {how}"
 
     # the read-only mapping view: the JSON row's fields by name
     def __getitem__(self, name: str):
@@ -382,12 +372,11 @@ class Record(Mapping):
 FIELDS: dict[str, tuple[type, ...]] = {
     f.name: sum((_TYPES[t] for t in f.type.split(" | ")), ()) for f in dataclasses.fields(Record)
 }
+#: what a record without a field (written before it existed) reads as: its default
+DEFAULTS = {f.name: f.default for f in dataclasses.fields(Record) if f.default is not MISSING}
 #: the spec: the fields without a default
 REQUIRED = tuple(
     f.name
     for f in dataclasses.fields(Record)
-    if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING
+    if f.name not in DEFAULTS and f.default_factory is MISSING
 )
-#: schema 1's fields: today's minus the new ones, with ``threads`` a number
-FIELDS_V1 = {f: v for f, v in FIELDS.items() if f not in NEW_IN_2 and f not in ADDED_IN_2}
-FIELDS_V1["threads"] = (int,)

@@ -17,12 +17,11 @@ parser = argparse.ArgumentParser(
 parser.add_argument("--cell", required=True, help="the Cell as JSON")
 parser.add_argument("--result", required=True, help="write the record's fields here (JSON)")
 parser.add_argument("--threads", type=int, required=True)
-parser.add_argument("--memory-limit-mb", type=float, default=None)
 parser.add_argument("--parent", type=int, default=0, help="exit when this process is gone")
 args = parser.parse_args()
 if args.parent:  # the runner died: this cell, what it started and its folder go too
     proc.exit_with_parent(args.parent, remove=Path(args.result).parent)
-fields = measure_cell(Cell(**json.loads(args.cell)), args.threads, args.memory_limit_mb)
+fields = measure_cell(Cell(**json.loads(args.cell)), args.threads)
 jsonio.write_atomic(args.result, json.dumps(fields))
 sys.stdout.flush()
 sys.stderr.flush()

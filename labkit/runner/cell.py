@@ -1,7 +1,7 @@
 """One cell, measured inside its own process (``python -m labkit.runner`` writes what
 :func:`measure_cell` returns as JSON); a framework problem is a result, never a crash. Test hook:
 ``LABKIT_TEST_FAULT=KIND[:FRAMEWORK/MODE/TASK][,...]`` makes matching cells ``fail``, ``hang``
-(a grandchild too) or ``oom`` (only under a memory limit)."""
+(a grandchild too) or ``oom`` (a ``MemoryError``, as a memory-hungry framework raises)."""
 
 from __future__ import annotations
 
@@ -26,25 +26,23 @@ FAULT_ENV = "LABKIT_TEST_FAULT"
 LOG_TAIL_CHARS = 2000
 
 
-def _inject_faults(cell: Cell, memory_limited: bool) -> None:
+def _inject_faults(cell: Cell) -> None:
     for item in filter(None, (s.strip() for s in os.environ.get(FAULT_ENV, "").split(","))):
         kind, _, where = item.partition(":")
         if where and where != f"{cell.framework}/{cell.mode}/{cell.task}":
             continue
         if kind == "fail":
             raise RuntimeError(f"test fault injected by {FAULT_ENV}")
+        if kind == "oom":
+            raise MemoryError(f"test fault injected by {FAULT_ENV}")
         if kind == "hang":
             child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(3600)"])
             print(f"test fault: hanging, grandchild pid {child.pid}", file=sys.stderr, flush=True)
             time.sleep(3600)
-        if kind != "oom" or not memory_limited:
-            raise ValueError(
-                f"{FAULT_ENV}: no fault {kind!r} here: the faults are fail, hang and oom (oom "
-                "only under a cell memory limit, memory_limit_mb); format KIND[:FW/MODE/TASK]"
-            )
-        hog = []
-        while True:  # calloc'd zero pages: address space runs out, resident memory does not grow
-            hog.append(bytes(64 * 2**20))
+        raise ValueError(
+            f"{FAULT_ENV}: no fault {kind!r}: the faults are fail, hang and oom; format "
+            "KIND[:FW/MODE/TASK]"
+        )
 
 
 def _versions(framework: str, adapter) -> dict:
@@ -61,15 +59,10 @@ def _versions(framework: str, adapter) -> dict:
     }
 
 
-def measure_cell(cell: Cell, threads: int, memory_limit_mb: float | None = None) -> dict:
+def measure_cell(cell: Cell, threads: int) -> dict:
     """Measure ``cell`` in this (fresh) process and return its record's fields: the thread
     policy set and read back, an export timed apart, the shares of the ceiling and peak. A
     framework problem makes them say ``status: failed`` and why."""
-    if memory_limit_mb:
-        import resource
-
-        limit = int(memory_limit_mb * 2**20)
-        resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
     prof = profiles.get(cell.profile)
     out: dict = {
         "status": "failed",
@@ -79,7 +72,7 @@ def measure_cell(cell: Cell, threads: int, memory_limit_mb: float | None = None)
     }
     adapter = None
     try:
-        _inject_faults(cell, bool(memory_limit_mb))
+        _inject_faults(cell)
         adapter = fw_registry.get(cell.framework)
         adapter.set_threads(threads)
         t0 = time.perf_counter()
@@ -98,7 +91,11 @@ def measure_cell(cell: Cell, threads: int, memory_limit_mb: float | None = None)
             recipe=prepared.recipe,
         )
         out.update(ceiling_fields(m.images_per_s, cell, threads))
-        out["accuracy"] = _accuracy(prepared)
+        if prepared.accuracy is not None:
+            try:
+                out["accuracy"] = prepared.accuracy()
+            except Exception as exc:  # noqa: BLE001 - the timing stands; the record says why not
+                out["accuracy"] = {"error": f"{type(exc).__name__}: {exc}".strip()[:LOG_TAIL_CHARS]}
     except Unsupported as exc:
         out["error"] = f"unsupported: {exc}"
     except MemoryError:
@@ -131,15 +128,6 @@ def record_of(cell: Cell, fields: dict, machine: dict | None = None) -> results.
             cache=known.get("cache") if known.get("cache") in results.CACHE_STATES else "unknown",
             machine=machine or {},
         )
-
-
-def _accuracy(prepared) -> dict | None:
-    if prepared.accuracy is None:
-        return None
-    try:
-        return prepared.accuracy()
-    except Exception as exc:  # noqa: BLE001 - the timing stands; the record says what failed
-        return {"error": f"{type(exc).__name__}: {exc}".strip()[:LOG_TAIL_CHARS]}
 
 
 def _against(name: str, images_per_s: float, bound, image_size: int, training: bool) -> dict:

@@ -20,6 +20,7 @@ from pathlib import Path
 from .. import bench, hardware, results
 from .. import frameworks as fw_registry
 from ..util import jsonio, proc, tempdirs
+from . import inputs
 from .cell import LOG_TAIL_CHARS, record_of
 from .plan import Cell, Plan
 
@@ -88,22 +89,19 @@ def cell_env(cell: Cell, threads: int, cell_dir: Path, cache: str = "cold") -> d
         "LABKIT_PROFILE": cell.profile,
         "TF_CPP_MIN_LOG_LEVEL": "2",
     }
-    return proc.child_env(threads, path=cell.child_path(), extra=extra)
+    path = inputs.child_pythonpath() if cell.custom else []  # a learner's modules
+    return proc.child_env(threads, path=path, extra=extra)
 
 
-def cell_command(
-    cell: Cell, result: Path, threads: int, memory_limit_mb: float | None = None
-) -> list[str]:
+def cell_command(cell: Cell, result: Path, threads: int) -> list[str]:
     cmd = [sys.executable, "-m", "labkit.runner", "--cell", json.dumps(asdict(cell))]
-    cmd += ["--result", str(result), "--threads", str(threads), "--parent", str(os.getpid())]
-    return cmd + (["--memory-limit-mb", str(memory_limit_mb)] if memory_limit_mb else [])
+    return cmd + ["--result", str(result), "--threads", str(threads), "--parent", str(os.getpid())]
 
 
 def run_cell(
     cell: Cell,
     threads: int,
     timeout_s: float,
-    memory_limit_mb: float | None = None,
     tick=None,
     cache: str = "cold",
 ) -> dict:
@@ -117,7 +115,7 @@ def run_cell(
         with open(log, "wb") as logf:
             # cwd: the temporary folder, so that what a framework drops there goes with it
             child = subprocess.Popen(
-                cell_command(cell, result, threads, memory_limit_mb),
+                cell_command(cell, result, threads),
                 stdout=logf,
                 stderr=subprocess.STDOUT,
                 env=env,
@@ -136,22 +134,21 @@ def run_cell(
         base["wall_s"] = time.perf_counter() - t0
         text = proc.tail(log, LOG_TAIL_CHARS)
         if code is None:
-            error = (
-                f"timed out after {timeout_s:g} s (the cell's process group was killed); "
+            fields = {
+                "error": f"timed out after {timeout_s:g} s (the cell's process group was killed); "
                 "raise the profile's cell_timeout_s or use a smaller profile"
-            )
-            return {"status": "failed", **base, "error": error, "log": text}
-        try:  # written whole or not at all
-            fields = json.loads(result.read_text(encoding="utf-8"))
-        except (OSError, ValueError):
-            fields = None
-        if not isinstance(fields, dict):  # none, or not the child's (a JSON object)
-            fix = "try a smaller batch size or the smoke profile"
-            error = proc.crash_reason(code, text, "the cell's process", fix)
-            return {"status": "failed", **base, "error": error, "log": text}
+            }
+        else:
+            try:  # written whole or not at all
+                fields = json.loads(result.read_text(encoding="utf-8"))
+            except (OSError, ValueError):
+                fields = None
+            if not isinstance(fields, dict):  # none, or not the child's (a JSON object)
+                fix = "try a smaller batch size or the smoke profile"
+                fields = {"error": proc.crash_reason(code, text, "the cell's process", fix)}
         if fields.get("status") != "ok" and not fields.get("log"):
             fields["log"] = text
-        return {**fields, **base}
+        return {"status": "failed", **fields, **base}
 
 
 @contextlib.contextmanager
@@ -274,19 +271,6 @@ def _save(res: RunResult, record: results.Record) -> None:
         res.unsaved.pop(0)
 
 
-def line(r: results.Record) -> str:
-    if not r.ok:
-        return f"{r.label()}: {'' if r.unsupported else 'failed: '}{r.error[:200]}"
-    verdict = "valid" if r.valid else "invalid: " + "; ".join(r.invalid_reasons)
-    share = r.measured_peak_share
-    peak = "" if share is None else f", {share:.0%} of the measured peak"
-    flag = " (!)" if r.above_measured_peak or r.above_ceiling else ""
-    return (
-        f"{r.label()}: {r.images_per_s:.2f} images/s, median {r.median_s * 1e3:.1f} "
-        f"± {r.iqr_s * 1e3:.1f} ms{peak}{flag}, {verdict}"
-    )
-
-
 def _measure(res: RunResult, todo: list[Cell], machine: dict, bar, on_record, how: dict) -> None:
     live = not bar.disable and (sys.stderr.isatty() or "notebook" in type(bar).__module__)
     with signals_noted() as caught:
@@ -304,7 +288,7 @@ def _measure(res: RunResult, todo: list[Cell], machine: dict, bar, on_record, ho
             res.records.append(record)
             _save(res, record)
             if not bar.disable:
-                bar.write(line(record))
+                bar.write(str(record))
             bar.update(1)
             if on_record is not None:
                 on_record(record)
@@ -318,7 +302,6 @@ def run(
     progress: bool = True,
     threads: int | None = None,
     timeout_s: float | None = None,
-    memory_limit_mb: float | None = None,
     cache: str = "cold",
     on_record=None,
 ) -> RunResult:
@@ -333,7 +316,6 @@ def run(
     how = {
         "threads": threads,
         "timeout_s": timeout_s or plan.profile.cell_timeout_s,
-        "memory_limit_mb": memory_limit_mb,
         "cache": check_cache(cache),  # a bad value, or an unsafe shared cache: before anything
     }
     existing = results.load(out) if out.exists() else []  # a corrupt file: ValueError, the fix

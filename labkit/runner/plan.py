@@ -35,19 +35,9 @@ class Cell:
     def custom(self) -> bool:
         return self.model != results.DEFAULT_MODEL
 
-    def label(self) -> str:
-        size = self.input_shape if self.custom else f"b{self.batch_size}"
-        pixels = "" if self.custom else f" {self.image_size}px"
-        what = f"{self.framework} {self.mode} {self.task} {size} {self.precision}{pixels}"
-        what += f" {self.device}"
-        return f"{results.model_name(self.model)} {what}" if self.custom else what
-
-    def key(self) -> tuple:
-        return tuple(getattr(self, k) for k in results.KEY)
-
-    def child_path(self) -> list[str]:
-        """``PYTHONPATH`` entries the cell's process needs for a learner's module."""
-        return inputs.child_pythonpath() if self.custom else []
+    # the same words and key as the cell's record
+    label = results.Record.label
+    key = results.Record.key
 
     def prepare(self, adapter) -> Prepared:
         if not self.custom:

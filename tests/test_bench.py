@@ -292,6 +292,9 @@ def test_records_follow_the_schema():
     shown = repr(ok)
     assert "median 100.0 ± 10.0 ms" in shown and "valid" in shown and "first call" in shown
     assert str(ok) in shown and str(ok).startswith("torch eager throughput b8 fp32 32px cpu: ")
+    assert ok._repr_html_().startswith("<div><b>torch eager throughput b8 fp32 32px cpu</b>: ")
+    hostile = results.make(**{**CELL, "model": "net<i>.py:Net"}, status="failed", error="e")
+    assert "<i>" not in hostile._repr_html_() and "net&lt;i&gt;" in hostile._repr_html_()
     bad = results.make(**CELL, status="failed", error="unsupported: no bf16 here")
     assert bad["unsupported"] is True and bad["median_s"] is None
     assert results.make(**CELL, status="failed", error="boom")["unsupported"] is False

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import dataclasses
 import datetime
+import html
 import math
 from collections.abc import Mapping
 from dataclasses import MISSING
@@ -349,11 +350,19 @@ class Record(Mapping):
             f"± {self.iqr_s * 1e3:.1f} ms{peak}{flag}, {verdict}"
         )
 
-    def __repr__(self) -> str:
+    def _how(self) -> str:
         how = f"{self.profile} profile, cache {self.cache}"
         if self.ok:
             how += f", first call {self.first_call_s:.2f} s, p90 {self.p90_s * 1e3:.1f} ms"
-        return f"<labkit.results.Record> {self}\n  {how}"
+        return how
+
+    def __repr__(self) -> str:
+        return f"<labkit.results.Record> {self}\n  {self._how()}"
+
+    def _repr_html_(self) -> str:
+        """The repr in a notebook: the cell in bold, escaped (a model's name comes from a file)."""
+        cell, rest = html.escape(self.label()), html.escape(str(self)[len(self.label()) :])
+        return f"<div><b>{cell}</b>{rest}<br><small>{html.escape(self._how())}</small></div>"
 
     # the read-only mapping view: the JSON row's fields by name
     def __getitem__(self, name: str):

@@ -106,8 +106,10 @@ class Session(ex.EagerSession):
 
 
 def _meaningful(text: str) -> list[str]:
-    """TensorFlow's messages start with node names and stacks; the lines that explain."""
-    skip = ("File ", "Traceback", "Node:", "Stack trace", "[", "in user code:")
+    """The lines of TensorFlow's message that explain: no stack, node names or colour codes, no
+    arguments' values (Keras lists them after its message, a failed binding after its cause)."""
+    text = re.sub(r"\x1b\[[0-9;]*m", "", text).split(" Received args:")[0]
+    skip = ("File ", "Traceback", "Node:", "Stack trace", "[", "in user code:", "•", "Arguments ")
     return [
         ln.strip() for ln in text.splitlines() if ln.strip() and not ln.strip().startswith(skip)
     ]
@@ -125,10 +127,15 @@ def _fails(path: str, what: str, exc: BaseException) -> dict:
 
 
 def cause(exc: BaseException) -> str:
-    """TensorFlow's error reduced to its cause: a traced function's message starts with "in user
-    code:" and a stack, and ends with the cause (``TypeError: ...``)."""
-    last = (_meaningful(str(exc)) or [""])[-1]
-    text = last if re.match(r"^\w+(Error|Exception):", last) else f"{type(exc).__name__}: {last}"
+    """TensorFlow's error reduced to its cause: a traced function's message ends with it
+    (``TypeError: ...``), on the line after "Exception encountered when calling" from Keras."""
+    lines = _meaningful(str(exc)) or [""]
+    at = max(
+        (i for i, ln in enumerate(lines) if re.match(r"^\w+(Error|Exception): ", ln)), default=-1
+    )
+    text = lines[at] if at >= 0 else f"{type(exc).__name__}: {lines[-1]}"
+    if "encountered when calling" in text and at + 1 < len(lines):
+        text = f"{text.split(':')[0]}: {lines[at + 1]}"
     return ex.first_lines(text, lines=1, limit=200)
 
 
@@ -197,14 +204,18 @@ def _new_shapes(s: Session) -> dict:
         for v in usable
     ]
     recs = [r for g in groups for r in g]
-    retracing = [g for g in groups if g[0].every_call and len(g[0].compiles) == len(g[0].shapes)]
+    broken = "; ".join(f"{g[0].varied}: {g[0].reasons[0]}" for g in groups if g[0].reasons)
+    if broken:
+        why = f"{own} fails at sizes that eager takes ({broken})"
+        return ex.result(path, "fails", why, recompiles=recs)
+    retracing = [g for g in groups if g[0].every_call]
     if not retracing:
         why = f"{own} does not trace again at every new size: its options already generalise "
         return ex.result(path, "works", why + "the shapes", recompiles=recs)
-    tried = "; ".join(_tried(r) for g in retracing for r in g[1:])
+    tried = "; ".join(f"{g[0].varied}: {', '.join(map(_tried, g[1:]))}" for g in retracing)
     varied = " and ".join(g[0].varied for g in retracing)
     why = f"{own} traces again at every new {varied} (each trace runs the Python again and "
-    why += f"builds a new graph); tried over the same calls: {tried}"
+    why += f"builds a new graph); tried over the same calls, by what changes: {tried}"
     return ex.result(path, "caveats", why, recompiles=recs)
 
 
@@ -224,13 +235,5 @@ def _xla(s: Session) -> dict:
     return failed or s.agreed("xla", fn, done, first_call_s=first)
 
 
-_RUN: dict[str, Callable[[Session], dict]] = {
-    "eager": _eager,
-    "tf.function": _function,
-    "tf.function(new shapes)": _new_shapes,
-    "xla": _xla,
-}
-
-
 def run_check(name: str, s: Session) -> dict:
-    return _RUN[name](s)
+    return dict(zip(CHECKS, (_eager, _function, _new_shapes, _xla)))[name](s)

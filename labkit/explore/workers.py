@@ -201,8 +201,15 @@ def _checks(explorer, model: object, job: dict) -> list[str]:
     return [c for c in explorer.CHECKS if c in requested or (c == gate and not job["exact"])]
 
 
-def _load(job: dict):
+def _load(work: Path):
     """The model, its framework's explorer, the checks, the inputs (``ValueError`` if bad)."""
+    try:
+        job = pickle.loads((work / "job.pkl").read_bytes())  # a spec always loads: the model
+    except Exception as exc:  # noqa: BLE001 - whatever unpickling raised, said
+        raise ValueError(
+            f"the worker process could not load the pickled model ({first_lines(exc)}): give "
+            "it as a spec, 'file.py:build_model', and the worker builds it"
+        ) from None
     model, given = job["model"], None
     if isinstance(model, str):  # a spec, or a saved file (its path, no inputs)
         model, given = inputs.build_example(model)
@@ -237,16 +244,7 @@ def main(argv: Sequence[str]) -> int:
     work, events = Path(argv[0]), Path(argv[0]) / "events.jsonl"
     proc.exit_with_parent(int(argv[1]), remove=work)
     try:
-        job = pickle.loads((work / "job.pkl").read_bytes())  # a spec always loads: the model
-    except Exception as exc:  # noqa: BLE001 - reported to the parent, whatever it was
-        message = (
-            f"the worker process could not load the pickled model ({first_lines(exc)}): give "
-            "it as a spec, 'file.py:build_model', and the worker builds it"
-        )
-        _emit(events, event="error", message=message)
-        os._exit(0)
-    try:
-        model, fw, explorer, checks, arrays, call, notes = _load(job)
+        model, fw, explorer, checks, arrays, call, notes = _load(work)
     except Exception as exc:  # noqa: BLE001 - reported to the parent, whatever it was
         message = str(exc) if isinstance(exc, ValueError) else first_lines(exc, lines=4)
         _emit(events, event="error", message=message)
@@ -259,8 +257,6 @@ def main(argv: Sequence[str]) -> int:
         _emit(events, event="start", check=name)
         if session is None:  # a crash here is the first check's
             session = explorer.Session(model, arrays, call)
-        answer = _safe_check(explorer, name, session)
-        _emit(events, event="done", check=name, result=answer)
-        if name == explorer.CHECKS[0] and answer["path"]["status"] == "fails":
-            break
+        # after a failed first check the parent stops this process: no other check applies
+        _emit(events, event="done", check=name, result=_safe_check(explorer, name, session))
     os._exit(0)  # skip framework teardown (thread pools can hang at exit); output is unbuffered

@@ -58,12 +58,11 @@ def bind(model: object, call: Call) -> Callable:
     ``training=False``; a function gets them as keyword arguments."""
     if not call.binds:
         return model_caller(model)
-    if not isinstance(model, keras.layers.Layer):
-        fn = model.python_function if is_tf_function(model) else model
-        return lambda *xs: fn(*call.split(xs)[0], **call.split(xs)[1], **call.constants)
 
     def bound(*xs):
         args, named = call.split(xs)
+        if not isinstance(model, keras.layers.Layer):
+            return model_caller(model)(*args, **named, **call.constants)
         if not args:
             return model(named, training=False, **call.constants)
         first = args[0] if len(args) == 1 else list(args)

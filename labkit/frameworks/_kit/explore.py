@@ -220,8 +220,7 @@ def agrees(worst: float) -> str:
 @contextlib.contextmanager
 def quiet():
     """Frameworks warn and models print: keep the report readable."""
-    with warnings.catch_warnings(), contextlib.redirect_stdout(io.StringIO()):
-        warnings.simplefilter("ignore")
+    with warnings.catch_warnings(action="ignore"), contextlib.redirect_stdout(io.StringIO()):
         yield
 
 

@@ -142,30 +142,31 @@ def _eager(s: Session) -> dict:
     return s.eager_check("eager TensorFlow", lambda exc: f"{type(exc).__name__}: {_said(exc, 4)}")
 
 
-def _first_call(s: Session, path: str, fn, failed: str) -> tuple[dict | None, float]:
-    """``fn``'s first call (tracing, compiling): the failed row, else None; its seconds."""
+def _compiled(s: Session, path: str, fn, failed: str, done: str) -> dict:
+    """``fn``'s first call (tracing, compiling) timed, then its agreement with eager: the row,
+    ``done`` said with the seconds of that call (``{first}``), or why it ``failed``."""
     t0 = time.perf_counter()
     try:
         with ex.quiet():
             s.run(fn, s.arrays)
     except Exception as exc:  # noqa: BLE001 - a framework error is the check's finding
-        return _fails(path, failed, exc), 0.0
-    return None, time.perf_counter() - t0
+        return _fails(path, failed, exc)
+    first = time.perf_counter() - t0
+    return s.agreed(path, fn, done.format(first=first), first_call_s=first)
 
 
 def _function(s: Session) -> dict:
     path, fn = "tf.function", tf.function(s.fn, **s.options)
-    failed, first = _first_call(s, path, fn, "tracing it into a graph failed")
     given = f" (with its own options: {', '.join(s.options)})" if s.options else ""
-    done = f"traced into a graph{given}, first call {first:.2f} s (tracing)"
-    row = failed or s.agreed(path, fn, done, first_call_s=first)
+    done = f"traced into a graph{given}, first call {{first:.2f}} s (tracing)"
+    row = _compiled(s, path, fn, "tracing it into a graph failed", done)
     traces = row["path"]["details"]["traces"] = fn.experimental_get_tracing_count()
     if "different numbers" in row["path"]["reason"]:
         row["path"]["reason"] += (
             ": Python that runs only while tracing (a Python value read once) is frozen into "
             "the graph"
         )
-    elif not failed and traces > 1:
+    elif row["path"]["status"] == "works" and traces > 1:
         why = f"traced {traces} times for inputs of one shape: something other than shapes and "
         why += "dtypes (a Python value) keys the trace; "
         row["path"].update(status="caveats", reason=why + row["path"]["reason"])
@@ -229,9 +230,8 @@ def _tried(r: ex.Recompile) -> str:
 
 def _xla(s: Session) -> dict:
     fn = tf.function(s.fn, jit_compile=True)
-    failed, first = _first_call(s, "xla", fn, "XLA cannot compile it")
-    done = f"compiled by XLA (jit_compile=True), first call {first:.2f} s (tracing and compiling)"
-    return failed or s.agreed("xla", fn, done, first_call_s=first)
+    done = "compiled by XLA (jit_compile=True), first call {first:.2f} s (tracing and compiling)"
+    return _compiled(s, "xla", fn, "XLA cannot compile it", done)
 
 
 def run_check(name: str, s: Session) -> dict:

@@ -303,9 +303,7 @@ class EagerSession:
         reason = f"runs: {len(outs)} output(s) of shape {shapes}"
         if self.uncompared:
             reason += f"; its output also holds {', '.join(self.uncompared)}: not an array, so no "
-            reason += (
-                "path compares it (use_cache=False in the example's kwargs leaves a cache out)"
-            )
+            reason += "path compares it (use_cache=False in the example's kwargs leaves it out)"
         takes = [v.name + "s" for v, why in self.accepted() if not why]
         refuses = [f"{v.name} ({why})" for v, why in self.accepted() if why]
         reason += f"; also takes other {' and '.join(takes)}" if takes else ""
@@ -326,11 +324,8 @@ class EagerSession:
 
     def constant(self) -> bool:
         """Whether eager's outputs on new random values agree with those on the example."""
-        cases = dict(self.cases())
-        example = self.eager("example", self.arrays)
-        if "new values" not in cases or not example:
-            return False
-        return agreement(self.eager("new values", cases["new values"]), example)[0]
+        new, example = dict(self.cases()).get("new values"), self.eager("example", self.arrays)
+        return bool(new and example) and agreement(self.eager("new values", new), example)[0]
 
     def usable(self, path: str) -> tuple[list[Variation], dict | None]:
         """The variations eager takes, or (none) the new-shape row that says none was tried."""

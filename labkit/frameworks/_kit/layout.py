@@ -159,9 +159,6 @@ class Variation:
     def shapes(self) -> list[str]:
         return [describe_arrays(xs) for xs in self.inputs]
 
-    def changing(self, k: int) -> tuple[int, ...]:
-        return tuple(d for i, d in self.dims if i == k)
-
 
 def _drawn(a: np.ndarray, shape: Sequence[int], seed: int) -> np.ndarray:
     """New values of ``a``'s kind: a mask stays a valid padding mask (ones, then zeros, at

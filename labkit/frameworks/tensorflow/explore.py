@@ -97,7 +97,7 @@ class Session(ex.EagerSession):
         changes."""
         return [
             tf.TensorSpec(
-                [None if d == 0 or d in varied.changing(i) else n for d, n in enumerate(a.shape)],
+                [None if d == 0 or (i, d) in varied.dims else n for d, n in enumerate(a.shape)],
                 tf.as_dtype(a.dtype),
             )
             for i, a in enumerate(self.arrays)

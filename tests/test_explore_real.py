@@ -168,6 +168,13 @@ def test_tensorflows_error_is_kept_to_its_cause_and_a_failed_option_is_not_a_fix
     )
     cause = tfx.cause(TypeError(text))
     assert cause == "TypeError: 'NoneType' object cannot be interpreted as an integer"
+    keras_said = (  # Keras says its cause on the line after its own, then lists the arguments
+        'in user code:\n\n    File "/tmp/m.py", line 8, in call\n        for i in range(3):\n\n'
+        "    TypeError: Exception encountered when calling Sub.call().\n    \n"
+        "    \x1b[1m'NoneType' object cannot be interpreted as an integer\x1b[0m\n    \n"
+        "    Arguments received by Sub.call():\n      • x=tf.Tensor(shape=(None, None, 8))\n"
+    )
+    assert tfx.cause(TypeError(keras_said)) == cause
     failed = kit.Recompile(
         "tf.function(reduce_retracing=True)",
         "sequence length",

@@ -4,8 +4,7 @@ and the framework's own message); :func:`bench` measures it through the benchmar
 """
 
 from ..frameworks._kit.explore import GraphBreak, PathResult, Recompile
-from .benchmark import bench
-from .readiness import check
+from .readiness import bench, check
 from .report import Report
 
 __all__ = ["GraphBreak", "PathResult", "Recompile", "Report", "bench", "check"]

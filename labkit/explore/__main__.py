@@ -1,4 +1,4 @@
-"""``python -m labkit.explore JOB PARENT_PID``: one worker of :func:`labkit.explore.check`."""
+"""``python -m labkit.explore FOLDER PARENT_PID``: one worker of :func:`labkit.explore.check`."""
 
 import sys
 

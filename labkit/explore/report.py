@@ -96,8 +96,7 @@ class Report:
             lines += ["", *[f"- {tables.escape(n)}" for n in rest]]
         return "\n".join(lines)
 
-    def _repr_markdown_(self) -> str:
-        return self.to_markdown()
+    _repr_markdown_ = to_markdown
 
     def __repr__(self) -> str:
         counts = ", ".join(f"{n} {s}" for s, n in self.counts().items() if n)

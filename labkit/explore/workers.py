@@ -1,10 +1,11 @@
 """The worker processes behind :func:`labkit.explore.check`.
 
-The parent (:func:`run_workers`) writes a job and starts ``python -m labkit.explore JOB PID``;
-the worker (:func:`main`) builds or unpickles the model and appends JSON lines to the job's
-events file: ``ready`` (framework, checks, inputs), ``start`` and ``done`` per check, or
-``error``. A check past its time limit is stopped; one that kills its process is *crashed*; a
-fresh worker takes the checks left. After the first check (eager) fails, nothing else runs.
+The parent (:func:`run_workers`) pickles a job into a folder and starts ``python -m
+labkit.explore FOLDER PID``; the worker (:func:`main`) builds or unpickles the model and appends
+JSON lines to ``events.jsonl`` there: ``ready`` (framework, checks, inputs), ``start`` and
+``done`` per check, or ``error``. A check past its time limit is stopped; one that kills its
+process is *crashed*; a fresh worker takes the checks left. After the first check (eager) fails,
+nothing else runs.
 """
 
 from __future__ import annotations
@@ -19,11 +20,9 @@ import tempfile
 import time
 import traceback
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 
 import cloudpickle
-import numpy as np
 
 from .. import frameworks as fw_registry
 from ..frameworks._kit.explore import GraphBreak, PathResult, Recompile, first_lines, result
@@ -32,7 +31,7 @@ from ..runner import inputs
 from ..util import proc
 from .report import Report
 
-__all__ = ["Run", "main", "offered", "run_workers"]
+__all__ = ["main", "offered", "run_workers"]
 
 
 def offered() -> str:
@@ -44,127 +43,97 @@ def offered() -> str:
 # the parent's side
 
 
-@dataclass
-class Run:
-    """The report the workers' answers go into, and the checks (the first worker's choice)."""
-
-    report: Report
-    #: ``tick(check, done, total)``: a check starts (``done`` False) or ends, of ``total`` checks
-    tick: Callable[[str, bool, int], None]
-    checks: list[str] | None = None  # None until a worker has chosen them
-
-    @property
-    def remaining(self) -> list[str]:
-        done = {p.path for p in self.report.paths}
-        return [c for c in self.checks or [] if c not in done]
-
-    def ready(self, event: dict) -> None:
-        """What a worker found before its first check."""
-        r = self.report
-        r.framework, r.versions = event["framework"], event["versions"]
-        r.inputs, r.call = event["inputs"], event["call_text"]
-        r.notes += event["notes"]
-        self.checks = self.checks or event["checks"]
-
-    def answer(self, name: str, answer: dict) -> bool:
-        """Keep ``answer``; True when it ends the run (the first check did not get through)."""
-        r = self.report
-        r.paths.append(PathResult(**answer["path"]))
-        r.graph_breaks += [GraphBreak(**b) for b in answer["graph_breaks"]]
-        r.recompiles += [Recompile(**x) for x in answer["recompiles"]]
-        r.notes += answer["notes"]
-        self.tick(name, True, len(self.checks))
-        return name == self.checks[0] and answer["path"]["status"] in ("fails", "crashed")
+def _answer(report: Report, checks: list[str], answer: dict, tick: Callable) -> bool:
+    """Keep ``answer``; True when it ends the run (the first check did not get through)."""
+    row = PathResult(**answer["path"])
+    report.paths.append(row)
+    report.graph_breaks += [GraphBreak(**b) for b in answer["graph_breaks"]]
+    report.recompiles += [Recompile(**x) for x in answer["recompiles"]]
+    report.notes += answer["notes"]
+    tick(row.path, True, len(checks))
+    return row.path == checks[0] and row.status in ("fails", "crashed")
 
 
-def _ended(run: Run, now: dict, code: int | None, tail: str, timeout_s: float) -> bool:
-    """The worker died (``code``) or ran past ``timeout_s`` (None): the check it ran crashed or
-    timed out; True when nothing else is to be tried."""
-    how = "took longer than" if code is None else f"died ({proc.ended(code)}) in"
-    if run.checks is None:  # it could not even load the model
-        limit = f" ({timeout_s:g} s)" if code is None else ""
-        raise ValueError(
-            f"the check process {how} loading the framework or building the model{limit}: {tail}"
-        )
-    if code is not None and now["check"] is None and now["progressed"]:
-        return False  # died between checks: a fresh worker takes the rest
-    name = now["check"] or run.remaining[0]
-    after = "; the checks after it ran in a fresh process" if len(run.remaining) > 1 else ""
-    if name == run.checks[0]:
+def _stopped(checks: list[str], left: list[str], code: int | None, tail: str, timeout_s: float):
+    """The answer of the check ``left[0]`` whose process died (``code``) or ran past
+    ``timeout_s`` (None)."""
+    name = left[0]
+    after = "; the checks after it ran in a fresh process" if len(left) > 1 else ""
+    if name == checks[0]:
         after = "; no other check ran: every other path needs eager's answers"
-    if code is not None:
-        why = f"the check's process died ({proc.ended(code)}) while it ran {name}: the framework "
-        why += "crashed (or ran out of memory) on this model"
-        status, details = "crashed", {"crashed": proc.ended(code)}
-    else:
+    if code is None:
         why = f"did not finish within {timeout_s:g} s, so its process was stopped (if it only "
         why += "needs longer, raise the limit: --timeout on the command line, timeout_s= in "
-        why += "check())"
-        status, details, tail = "fails", {"timed_out": timeout_s}, ""
-    return run.answer(name, result(name, status, why + after, tail, **details))
+        return result(name, "fails", why + "check())" + after, timed_out=timeout_s)
+    why = f"the check's process died ({proc.ended(code)}) while it ran {name}: the framework "
+    why += "crashed (or ran out of memory) on this model"
+    return result(name, "crashed", why + after, tail, crashed=proc.ended(code))
 
 
-def _follow(run: Run, child, work: Path, timeout_s: float) -> bool:
-    """Follow a worker until it ends; True when nothing else is to be tried."""
-    now = {"check": None, "since": time.perf_counter(), "progressed": False}
-    seen = 0
+def _follow(report: Report, checks: list[str], child, work: Path, timeout_s: float, tick) -> bool:
+    """Follow a worker until it ends, its answers into ``report`` and the first worker's choice
+    of checks into ``checks``; True when nothing else is to be tried."""
+    since, seen, running = time.perf_counter(), 0, None
     while True:
         code = child.poll()
         with contextlib.suppress(FileNotFoundError):
             lines = (work / "events.jsonl").read_bytes().split(b"\n")[:-1]  # complete lines
             for ev in map(json.loads, lines[seen:]):
+                since = time.perf_counter()
+                running = ev["check"] if ev["event"] == "start" else None
                 if ev["event"] == "error":
                     raise ValueError(ev["message"])
                 if ev["event"] == "ready":
-                    run.ready(ev)
+                    if not checks:
+                        checks += ev["checks"]
+                    report.framework, report.versions = ev["framework"], ev["versions"]
+                    report.inputs, report.call = ev["inputs"], ev["call_text"]
+                    report.notes += ev["notes"]
                 elif ev["event"] == "start":
-                    now.update(check=ev["check"], since=time.perf_counter())
-                    run.tick(ev["check"], False, len(run.checks))
-                else:
-                    now.update(check=None, since=time.perf_counter(), progressed=True)
-                    if run.answer(ev["check"], ev["result"]):
-                        return True
+                    tick(ev["check"], False, len(checks))
+                elif _answer(report, checks, ev["result"], tick):
+                    return True
             seen = len(lines)
-        if code is None and time.perf_counter() - now["since"] < timeout_s:
+        if code is None and time.perf_counter() - since < timeout_s:
             time.sleep(0.05)
             continue
+        if code is not None and checks and not running:
+            return False  # ended between checks: a fresh worker takes any left
         log = proc.tail(work / "log.txt", 4000)
         tail = first_lines("\n".join(proc.last_lines(log, 12)), lines=12, limit=1200)
-        return _ended(run, now, code, tail, timeout_s)
+        if not checks:  # it could not even load the model
+            how = "took longer than" if code is None else f"died ({proc.ended(code)}) in"
+            limit = f" ({timeout_s:g} s)" if code is None else ""
+            raise ValueError(
+                f"the check process {how} loading the framework or building the model{limit}: {tail}"
+            )
+        left = [c for c in checks if c not in {p.path for p in report.paths}]
+        return _answer(report, checks, _stopped(checks, left, code, tail, timeout_s), tick)
 
 
-def run_workers(run: Run, job: dict, model: object, arrays: list[np.ndarray], timeout_s: float):
-    """Run the checks of ``job`` into ``run`` (see :func:`labkit.explore.readiness.check`) in
-    worker processes on ``arrays``, or what the function ``job["example"]`` (a spec) returns, or what
-    the builder returns beside the model; ``model``: a live object (``job["model"]`` None). A
-    bad spec or a model that cannot travel raises ``ValueError``."""
+def run_workers(report: Report, job: dict, timeout_s: float, tick: Callable) -> list[str]:
+    """Run the checks of ``job`` (see :func:`labkit.explore.readiness.check`) in worker
+    processes, their answers into ``report``; ``tick(check, done, total)`` as a check starts or
+    ends. The checks, in order. A model that cannot travel or load raises ``ValueError``."""
+    checks: list[str] = []
     with tempfile.TemporaryDirectory(prefix="labkit-explore-") as tmp:
         work = Path(tmp)
-        job = {**job, "inputs": None, "exact": False}
-        if job["model"] is None:
+        (work / "tmp").mkdir()  # AutoGraph's generated code, say
+        env = {"PYTHONUNBUFFERED": "1", "TMPDIR": str(work / "tmp")}
+        env = proc.child_env(None, path=inputs.child_pythonpath(), extra=env)
+        while True:
             try:  # cloudpickle: a notebook's classes travel by value
-                (work / "model.pkl").write_bytes(cloudpickle.dumps(model))
+                (work / "job.pkl").write_bytes(cloudpickle.dumps(job))
             except Exception as exc:  # noqa: BLE001 - whatever pickling raised, said
                 raise ValueError(
                     f"the model cannot be handed to a worker process (pickling it failed: "
                     f"{first_lines(exc)}): give it as a spec, 'file.py:build_model' (a function "
                     "that returns it), and the worker builds it"
                 ) from None
-        if arrays:
-            np.savez(work / "inputs.npz", *arrays)
-            job["inputs"] = str(work / "inputs.npz")
-        (work / "tmp").mkdir()  # AutoGraph's generated code, say
-        env = {"PYTHONUNBUFFERED": "1", "TMPDIR": str(work / "tmp")}
-        env = proc.child_env(None, path=inputs.child_pythonpath(), extra=env)
-        cmd = [sys.executable, "-m", "labkit.explore", str(work / "job.json"), str(os.getpid())]
-        while run.checks is None or run.remaining:
-            if run.checks is not None:  # a fresh worker takes the checks left
-                job |= {"framework": run.report.framework, "checks": run.remaining, "exact": True}
-            (work / "job.json").write_text(json.dumps(job))
             (work / "events.jsonl").unlink(missing_ok=True)
             with open(work / "log.txt", "wb") as log:
                 child = subprocess.Popen(
-                    cmd,
+                    [sys.executable, "-m", "labkit.explore", tmp, str(os.getpid())],
                     stdout=log,
                     stderr=subprocess.STDOUT,
                     stdin=subprocess.DEVNULL,
@@ -173,28 +142,31 @@ def run_workers(run: Run, job: dict, model: object, arrays: list[np.ndarray], ti
                     start_new_session=True,
                 )
             try:
-                if _follow(run, child, work, timeout_s):
-                    break
+                stop = _follow(report, checks, child, work, timeout_s, tick)
             finally:
                 proc.kill_group(child)
+            left = [c for c in checks if c not in {p.path for p in report.paths}]
+            if stop or not left:
+                return checks
+            # a fresh worker takes the checks left
+            job |= {"framework": report.framework, "checks": left, "exact": True}
 
 
 # ---------------------------------------------------------------------------------------------
 # the worker's side
 
 
-def _emit(path: Path, event: dict) -> None:
-    with open(path, "a", encoding="utf-8") as f:
+def _emit(events: Path, **event) -> None:
+    with open(events, "a", encoding="utf-8") as f:
         f.write(json.dumps(event, default=str) + "\n")
 
 
-def _inputs(job: dict, given) -> tuple[list[np.ndarray], Call, list[str]]:
+def _inputs(job: dict, given) -> tuple[list, Call, list[str]]:
     """The job's example inputs: given to check, else made by its function, else the
     builder's; with a note when the builder's were set aside."""
-    declared, notes = Call(**job["call"]), []
-    if job["inputs"]:
-        with np.load(job["inputs"]) as data:
-            arrays, call = [data[f"arr_{i}"] for i in range(len(data.files))], declared
+    declared, notes = job["call"], []
+    if job["arrays"]:
+        arrays, call = job["arrays"], declared
         if given is not None:
             notes.append("the builder's example inputs were set aside: the inputs given to check")
     elif job["example"]:
@@ -229,12 +201,18 @@ def _checks(explorer, model: object, job: dict) -> list[str]:
     return [c for c in explorer.CHECKS if c in requested or (c == gate and not job["exact"])]
 
 
-def _load(job: dict):
+def _load(work: Path):
     """The model, its framework's explorer, the checks, the inputs (``ValueError`` if bad)."""
-    if job["model"] is None:
-        model, given = pickle.loads(Path("model.pkl").read_bytes()), None
-    else:
-        model, given = inputs.build_example(job["model"])  # a saved file: its path, None
+    try:
+        job = pickle.loads((work / "job.pkl").read_bytes())  # a spec always loads: the model
+    except Exception as exc:  # noqa: BLE001 - whatever unpickling raised, said
+        raise ValueError(
+            f"the worker process could not load the pickled model ({first_lines(exc)}): give "
+            "it as a spec, 'file.py:build_model', and the worker builds it"
+        ) from None
+    model, given = job["model"], None
+    if isinstance(model, str):  # a spec, or a saved file (its path, no inputs)
+        model, given = inputs.build_example(model)
     fw = job["framework"] or fw_registry.framework_of(model)
     if fw is None:
         raise ValueError(
@@ -262,32 +240,23 @@ def _safe_check(explorer, name: str, session) -> dict:
 
 
 def main(argv: Sequence[str]) -> int:
-    """``python -m labkit.explore JOB PARENT_PID``: one worker (see the module)."""
-    job_file, parent = Path(argv[0]), int(argv[1])
-    job = json.loads(job_file.read_text())
-    events = job_file.parent / "events.jsonl"
-    proc.exit_with_parent(parent, remove=job_file.parent)
+    """``python -m labkit.explore FOLDER PARENT_PID``: one worker (see the module)."""
+    work, events = Path(argv[0]), Path(argv[0]) / "events.jsonl"
+    proc.exit_with_parent(int(argv[1]), remove=work)
     try:
-        model, fw, explorer, checks, arrays, call, notes = _load(job)
+        model, fw, explorer, checks, arrays, call, notes = _load(work)
     except Exception as exc:  # noqa: BLE001 - reported to the parent, whatever it was
         message = str(exc) if isinstance(exc, ValueError) else first_lines(exc, lines=4)
-        if job["model"] is None:
-            message = (
-                f"the worker process could not load the pickled model ({first_lines(exc)}): "
-                "give it as a spec, 'file.py:build_model', and the worker builds it"
-            )
-        _emit(events, {"event": "error", "message": message})
+        _emit(events, event="error", message=message)
         os._exit(0)
     ready = {"framework": fw, "checks": checks, "versions": explorer.versions(), "notes": notes}
     ready |= {"inputs": describe_arrays(arrays), "call_text": call.text(arrays)}
-    _emit(events, {"event": "ready", **ready})
+    _emit(events, event="ready", **ready)
     session = None
     for name in checks:
-        _emit(events, {"event": "start", "check": name})
+        _emit(events, event="start", check=name)
         if session is None:  # a crash here is the first check's
             session = explorer.Session(model, arrays, call)
-        answer = _safe_check(explorer, name, session)
-        _emit(events, {"event": "done", "check": name, "result": answer})
-        if name == explorer.CHECKS[0] and answer["path"]["status"] == "fails":
-            break
+        # after a failed first check the parent stops this process: no other check applies
+        _emit(events, event="done", check=name, result=_safe_check(explorer, name, session))
     os._exit(0)  # skip framework teardown (thread pools can hang at exit); output is unbuffered

@@ -114,15 +114,14 @@ _LABKIT = str(Path(__file__).resolve().parents[2])
 def _tier(filename: str) -> int:
     """0: the learner's code; 1: a model library's (``transformers``); 2: not the model's (the
     standard library, a framework, labkit's plumbing)."""
-    path = Path(filename)
-    resolved = str(path.resolve()) if path.is_absolute() else filename
-    where = next((w for w in ("site-packages", "dist-packages") if w in path.parts), None)
-    if where:
-        package = path.parts[path.parts.index(where) + 1 :][:1] or ("",)
-        return 2 if package[0].split(".")[0] in _MACHINERY else 1
-    if filename.startswith("<") or resolved.startswith((*_STDLIB, sys.base_prefix + "/lib")):
-        return 2
-    return 2 if resolved.startswith(_LABKIT) else 0
+    parts = Path(filename).parts
+    site = [i for i, p in enumerate(parts) if p in ("site-packages", "dist-packages")]
+    if site:
+        return 2 if [*parts, ""][site[0] + 1].split(".")[0] in _MACHINERY else 1
+    not_model = (*_STDLIB, sys.base_prefix + "/lib", _LABKIT)
+    return (
+        2 if filename.startswith("<") or str(Path(filename).resolve()).startswith(not_model) else 0
+    )
 
 
 def _user_frame(text: str) -> re.Match | None:
@@ -221,8 +220,7 @@ def agrees(worst: float) -> str:
 @contextlib.contextmanager
 def quiet():
     """Frameworks warn and models print: keep the report readable."""
-    with warnings.catch_warnings(), contextlib.redirect_stdout(io.StringIO()):
-        warnings.simplefilter("ignore")
+    with warnings.catch_warnings(action="ignore"), contextlib.redirect_stdout(io.StringIO()):
         yield
 
 
@@ -266,12 +264,12 @@ class EagerSession:
                 out.append((label, arrays))
         return out
 
-    def compare(self, fn, extra=(), run: Callable | None = None) -> tuple[bool, float, str]:
+    def compare(self, fn, extra=()) -> tuple[bool, float, str]:
         """Whether ``fn`` agrees with eager on every case and ``extra``; the largest difference;
         what differs."""
         worst = 0.0
         for label, arrays in [*self.cases(), *extra]:
-            ok, diff, why = agreement((run or self.run)(fn, arrays), self.eager(label, arrays))
+            ok, diff, why = agreement(self.run(fn, arrays), self.eager(label, arrays))
             worst = max(worst, diff)
             if not ok:
                 return False, worst, f"on the {label} input: {why}"
@@ -304,11 +302,8 @@ class EagerSession:
         shapes = ", ".join("x".join(map(str, o.shape)) or "scalar" for o in outs)
         reason = f"runs: {len(outs)} output(s) of shape {shapes}"
         if self.uncompared:
-            reason += (
-                f"; its output also holds {', '.join(self.uncompared)}: not an array, so no path "
-                "compares it (use_cache=False in the example's keyword arguments leaves a cache "
-                "out)"
-            )
+            reason += f"; its output also holds {', '.join(self.uncompared)}: not an array, so no "
+            reason += "path compares it (use_cache=False in the example's kwargs leaves it out)"
         takes = [v.name + "s" for v, why in self.accepted() if not why]
         refuses = [f"{v.name} ({why})" for v, why in self.accepted() if why]
         reason += f"; also takes other {' and '.join(takes)}" if takes else ""
@@ -319,11 +314,9 @@ class EagerSession:
         constant = self.constant()
         if constant:
             warning = (
-                "**the output (nearly) does not depend on the input**: eager's outputs on new "
-                f"random values agree with those on the example within {RTOL:g}, the tolerance "
-                "of 'agrees with eager', so every 'agrees with eager' below holds for any input "
-                "and proves nothing (random weights that saturate, a constant head); check with "
-                "trained weights or other inputs"
+                "**the output (nearly) does not depend on the input**: on new random values eager "
+                f"gives the same outputs within {RTOL:g}, so 'agrees with eager' below proves "
+                "nothing (random weights that saturate, a constant head); try trained weights"
             )
             reason += "; " + warning
             notes.insert(0, warning)
@@ -331,11 +324,8 @@ class EagerSession:
 
     def constant(self) -> bool:
         """Whether eager's outputs on new random values agree with those on the example."""
-        cases = dict(self.cases())
-        example = self.eager("example", self.arrays)
-        if "new values" not in cases or not example:
-            return False
-        return agreement(self.eager("new values", cases["new values"]), example)[0]
+        new, example = dict(self.cases()).get("new values"), self.eager("example", self.arrays)
+        return bool(new and example) and agreement(self.eager("new values", new), example)[0]
 
     def usable(self, path: str) -> tuple[list[Variation], dict | None]:
         """The variations eager takes, or (none) the new-shape row that says none was tried."""

@@ -49,8 +49,6 @@ class Call:
 
     def __post_init__(self) -> None:
         self.names = tuple(self.names)
-        if "" in self.names[len(self.names) - sum(map(bool, self.names)) :]:
-            raise ValueError("positional inputs come before the keyword ones")
         if self.layout is not None and self.layout.lower() not in _LAYOUTS:
             raise ValueError(
                 f"layout {self.layout!r} is not one of NCHW, NHWC (channels_first, channels_last)"
@@ -161,9 +159,6 @@ class Variation:
     def shapes(self) -> list[str]:
         return [describe_arrays(xs) for xs in self.inputs]
 
-    def changing(self, k: int) -> tuple[int, ...]:
-        return tuple(d for i, d in self.dims if i == k)
-
 
 def _drawn(a: np.ndarray, shape: Sequence[int], seed: int) -> np.ndarray:
     """New values of ``a``'s kind: a mask stays a valid padding mask (ones, then zeros, at
@@ -209,9 +204,8 @@ def probes(arrays: Sequence[np.ndarray]) -> list[tuple[str, list[np.ndarray]]]:
 
 def probe_notes(arrays: Sequence[np.ndarray], call: Call | None = None) -> list[str]:
     """What :func:`probes` did with an input it treated as a mask, in words."""
-    masks = [(call or Call()).name(k) for k, a in enumerate(arrays) if is_mask(a)]
+    masks = ", ".join((call or Call()).name(k) for k, a in enumerate(arrays) if is_mask(a))
     if not masks:
         return []
-    note = f"the probes keep {', '.join(masks)} a 0/1 mask: new values draw a new padding mask "
-    note += "(ones, then zeros), and the zeros probe leaves it as given (an all-zero mask hides "
-    return [note + "every position)"]
+    note = f"the probes keep {masks} a 0/1 mask: new values draw a new padding mask (ones, then "
+    return [note + "zeros), and the zeros probe leaves it as given (an all-zero mask hides all)"]

@@ -58,12 +58,11 @@ def bind(model: object, call: Call) -> Callable:
     ``training=False``; a function gets them as keyword arguments."""
     if not call.binds:
         return model_caller(model)
-    if not isinstance(model, keras.layers.Layer):
-        fn = model.python_function if is_tf_function(model) else model
-        return lambda *xs: fn(*call.split(xs)[0], **call.split(xs)[1], **call.constants)
 
     def bound(*xs):
         args, named = call.split(xs)
+        if not isinstance(model, keras.layers.Layer):
+            return model_caller(model)(*args, **named, **call.constants)
         if not args:
             return model(named, training=False, **call.constants)
         first = args[0] if len(args) == 1 else list(args)
@@ -98,7 +97,7 @@ class Session(ex.EagerSession):
         changes."""
         return [
             tf.TensorSpec(
-                [None if d == 0 or d in varied.changing(i) else n for d, n in enumerate(a.shape)],
+                [None if d == 0 or (i, d) in varied.dims else n for d, n in enumerate(a.shape)],
                 tf.as_dtype(a.dtype),
             )
             for i, a in enumerate(self.arrays)
@@ -106,8 +105,10 @@ class Session(ex.EagerSession):
 
 
 def _meaningful(text: str) -> list[str]:
-    """TensorFlow's messages start with node names and stacks; the lines that explain."""
-    skip = ("File ", "Traceback", "Node:", "Stack trace", "[", "in user code:")
+    """The lines of TensorFlow's message that explain: no stack, node names or colour codes, no
+    arguments' values (Keras lists them after its message, a failed binding after its cause)."""
+    text = re.sub(r"\x1b\[[0-9;]*m", "", text).split(" Received args:")[0]
+    skip = ("File ", "Traceback", "Node:", "Stack trace", "[", "in user code:", "•", "Arguments ")
     return [
         ln.strip() for ln in text.splitlines() if ln.strip() and not ln.strip().startswith(skip)
     ]
@@ -125,10 +126,15 @@ def _fails(path: str, what: str, exc: BaseException) -> dict:
 
 
 def cause(exc: BaseException) -> str:
-    """TensorFlow's error reduced to its cause: a traced function's message starts with "in user
-    code:" and a stack, and ends with the cause (``TypeError: ...``)."""
-    last = (_meaningful(str(exc)) or [""])[-1]
-    text = last if re.match(r"^\w+(Error|Exception):", last) else f"{type(exc).__name__}: {last}"
+    """TensorFlow's error reduced to its cause: a traced function's message ends with it
+    (``TypeError: ...``), on the line after "Exception encountered when calling" from Keras."""
+    lines = _meaningful(str(exc)) or [""]
+    at = max(
+        (i for i, ln in enumerate(lines) if re.match(r"^\w+(Error|Exception): ", ln)), default=-1
+    )
+    text = lines[at] if at >= 0 else f"{type(exc).__name__}: {lines[-1]}"
+    if "encountered when calling" in text and at + 1 < len(lines):
+        text = f"{text.split(':')[0]}: {lines[at + 1]}"
     return ex.first_lines(text, lines=1, limit=200)
 
 
@@ -136,30 +142,31 @@ def _eager(s: Session) -> dict:
     return s.eager_check("eager TensorFlow", lambda exc: f"{type(exc).__name__}: {_said(exc, 4)}")
 
 
-def _first_call(s: Session, path: str, fn, failed: str) -> tuple[dict | None, float]:
-    """``fn``'s first call (tracing, compiling): the failed row, else None; its seconds."""
+def _compiled(s: Session, path: str, fn, failed: str, done: str) -> dict:
+    """``fn``'s first call (tracing, compiling) timed, then its agreement with eager: the row,
+    ``done`` said with the seconds of that call (``{first}``), or why it ``failed``."""
     t0 = time.perf_counter()
     try:
         with ex.quiet():
             s.run(fn, s.arrays)
     except Exception as exc:  # noqa: BLE001 - a framework error is the check's finding
-        return _fails(path, failed, exc), 0.0
-    return None, time.perf_counter() - t0
+        return _fails(path, failed, exc)
+    first = time.perf_counter() - t0
+    return s.agreed(path, fn, done.format(first=first), first_call_s=first)
 
 
 def _function(s: Session) -> dict:
     path, fn = "tf.function", tf.function(s.fn, **s.options)
-    failed, first = _first_call(s, path, fn, "tracing it into a graph failed")
     given = f" (with its own options: {', '.join(s.options)})" if s.options else ""
-    done = f"traced into a graph{given}, first call {first:.2f} s (tracing)"
-    row = failed or s.agreed(path, fn, done, first_call_s=first)
+    done = f"traced into a graph{given}, first call {{first:.2f}} s (tracing)"
+    row = _compiled(s, path, fn, "tracing it into a graph failed", done)
     traces = row["path"]["details"]["traces"] = fn.experimental_get_tracing_count()
     if "different numbers" in row["path"]["reason"]:
         row["path"]["reason"] += (
             ": Python that runs only while tracing (a Python value read once) is frozen into "
             "the graph"
         )
-    elif not failed and traces > 1:
+    elif row["path"]["status"] == "works" and traces > 1:
         why = f"traced {traces} times for inputs of one shape: something other than shapes and "
         why += "dtypes (a Python value) keys the trace; "
         row["path"].update(status="caveats", reason=why + row["path"]["reason"])
@@ -197,14 +204,18 @@ def _new_shapes(s: Session) -> dict:
         for v in usable
     ]
     recs = [r for g in groups for r in g]
-    retracing = [g for g in groups if g[0].every_call and len(g[0].compiles) == len(g[0].shapes)]
+    broken = "; ".join(f"{g[0].varied}: {g[0].reasons[0]}" for g in groups if g[0].reasons)
+    if broken:
+        why = f"{own} fails at sizes that eager takes ({broken})"
+        return ex.result(path, "fails", why, recompiles=recs)
+    retracing = [g for g in groups if g[0].every_call]
     if not retracing:
         why = f"{own} does not trace again at every new size: its options already generalise "
         return ex.result(path, "works", why + "the shapes", recompiles=recs)
-    tried = "; ".join(_tried(r) for g in retracing for r in g[1:])
+    tried = "; ".join(f"{g[0].varied}: {', '.join(map(_tried, g[1:]))}" for g in retracing)
     varied = " and ".join(g[0].varied for g in retracing)
     why = f"{own} traces again at every new {varied} (each trace runs the Python again and "
-    why += f"builds a new graph); tried over the same calls: {tried}"
+    why += f"builds a new graph); tried over the same calls, by what changes: {tried}"
     return ex.result(path, "caveats", why, recompiles=recs)
 
 
@@ -219,18 +230,9 @@ def _tried(r: ex.Recompile) -> str:
 
 def _xla(s: Session) -> dict:
     fn = tf.function(s.fn, jit_compile=True)
-    failed, first = _first_call(s, "xla", fn, "XLA cannot compile it")
-    done = f"compiled by XLA (jit_compile=True), first call {first:.2f} s (tracing and compiling)"
-    return failed or s.agreed("xla", fn, done, first_call_s=first)
-
-
-_RUN: dict[str, Callable[[Session], dict]] = {
-    "eager": _eager,
-    "tf.function": _function,
-    "tf.function(new shapes)": _new_shapes,
-    "xla": _xla,
-}
+    done = "compiled by XLA (jit_compile=True), first call {first:.2f} s (tracing and compiling)"
+    return _compiled(s, "xla", fn, "XLA cannot compile it", done)
 
 
 def run_check(name: str, s: Session) -> dict:
-    return _RUN[name](s)
+    return dict(zip(CHECKS, (_eager, _function, _new_shapes, _xla)))[name](s)

@@ -185,7 +185,7 @@ def _inputs(job: dict, given) -> tuple[list, Call, list[str]]:
 def _checks(explorer, model: object, job: dict) -> list[str]:
     """The checks to run in the framework's order: the first (the gate) always, unless the job
     is ``exact`` (a restarted worker runs just what is left)."""
-    if not getattr(explorer, "accepts", callable)(model):
+    if not callable(model):
         raise ValueError(
             f"{explorer.SPEC.display}'s checks do not take a {type(model).__name__}: "
             f"{explorer.ACCEPTS}"

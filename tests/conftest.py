@@ -1,6 +1,7 @@
 """Shared test setup. The protobuf setting must precede any framework import (see labkit/__init__)."""
 
 import contextlib
+import json
 import os
 import re
 import signal
@@ -30,6 +31,10 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
+#: the fields of a record as schema 1 wrote it (those of its fixture file, and no others)
+SCHEMA_1_FIELDS = frozenset(
+    json.loads((ROOT / "tests/data/results-v1.jsonl").read_text().partition("\n")[0])
+)
 
 
 def write_notebook(path: Path, code: list[str], markdown: str | None = None) -> None:

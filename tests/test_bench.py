@@ -20,7 +20,7 @@ from labkit.util import stats
 
 import numpy as np
 import pytest
-from conftest import ROOT, WRITER, start_together
+from conftest import ROOT, SCHEMA_1_FIELDS, WRITER, start_together
 
 DATA = ROOT / "tests" / "data"
 
@@ -302,9 +302,8 @@ def test_records_follow_the_schema():
     assert any("error" in p for p in results.problems({**bad, "error": ""}))
     assert any("status" in p for p in results.problems({**ok, "status": "done"}))
     assert any("batch_size" in p for p in results.problems({**ok, "batch_size": "8"}))
-    assert any(
-        "missing" in p for p in results.problems({k: v for k, v in ok.items() if k != "machine"})
-    )
+    no_device = {k: v for k, v in ok.items() if k != "device"}  # a spec field
+    assert results.problems(no_device) == ["missing field 'device'"]
     with pytest.raises(ValueError, match="invalid benchmark record"):
         results.make(**CELL, status="ok")  # no numbers
     no_ceiling = {**ok, "ceiling_share": None, "ceiling_images_per_s": None}
@@ -376,7 +375,7 @@ def test_append_and_load_round_trip(tmp_path):
 def test_a_record_written_before_the_model_field_reads_as_resnet50(tmp_path):
     """Schema 1 had no model or input shape: such a line loads as the ResNet-50 it measured."""
     path = tmp_path / "old.jsonl"
-    old = {k: v for k, v in measured(0.1).items() if k not in results.schema.NEW_IN_2}
+    old = {k: v for k, v in measured(0.1).items() if k in SCHEMA_1_FIELDS}
     old.update(schema=1, threads=2)
     assert results.problems(old) == []
     path.write_text(json.dumps(old) + "\n")
@@ -405,17 +404,29 @@ def test_a_record_written_before_number_per_run_reads_as_calls_timed_alone(tmp_p
     assert not any("required" in r for r in results.judge({**short, "number_per_run": 40}))
 
 
+#: fields added to schema 2 after its first records were written
+ADDED_IN_2 = (
+    "number_per_run",
+    "measured_peak",
+    "measured_peak_images_per_s",
+    "measured_peak_share",
+    "above_measured_peak",
+    "measured_peak_note",
+    "accuracy",
+)
+
+
 def test_a_schema_2_file_written_before_the_measured_peak_fields_still_loads(tmp_path):
     """Records written before the measured peak and the accuracy cost existed load with those
     fields filled in (no measured peak, no accuracy cost); a field of the wrong type is named."""
     path = tmp_path / "before.jsonl"
-    old = {k: v for k, v in measured(0.1).items() if k not in results.schema.ADDED_IN_2}
+    old = {k: v for k, v in measured(0.1).items() if k not in ADDED_IN_2}
     assert old["schema"] == 2 and results.problems(old) == []
     path.write_text(json.dumps(old) + "\n")
     (loaded,) = results.load(path)
-    assert all(loaded[k] == results.schema.DEFAULTS[k] for k in results.schema.ADDED_IN_2)
+    assert all(loaded[k] == results.schema.DEFAULTS[k] for k in ADDED_IN_2)
     assert loaded.to_json() == measured(0.1).to_json() | {"timestamp": old["timestamp"]}
-    assert set(results.schema.ADDED_IN_2) <= set(results.FIELDS)  # documented with the others
+    assert set(ADDED_IN_2) <= set(results.FIELDS)  # documented with the others
     bad = {**measured(0.1), "measured_peak_share": "high"}
     assert results.problems(bad) == ["field 'measured_peak_share' has type str"]
     int8 = measured(0.1, precision="int8", accuracy={"top1_agreement": 1.0})

@@ -16,13 +16,11 @@ from pathlib import Path
 from .. import bench, profiles
 
 __all__ = [
-    "ADDED_IN_2",
     "CACHE_STATES",
     "CONTEXT",
     "DEFAULT_MODEL",
     "FIELDS",
     "KEY",
-    "NEW_IN_2",
     "Record",
     "custom",
     "judge",
@@ -41,33 +39,11 @@ CACHE_STATES: tuple[str, ...] = ("cold", "warm", "unknown")
 _NUM = (int, float)
 _TYPES = {"str": (str,), "int": (int,), "float": _NUM, "bool": (bool,), "dict": (dict,)}
 _TYPES |= {"list": (list,), "None": (type(None),)}
-#: fields added to schema 2 after its first records were written: a record without them reads
-#: as their defaults (:data:`DEFAULTS`; a labkit that predates them ignores them)
-ADDED_IN_2 = (
-    "number_per_run",
-    "measured_peak",
-    "measured_peak_images_per_s",
-    "measured_peak_share",
-    "above_measured_peak",
-    "measured_peak_note",
-    "accuracy",
-)
-#: fields schema 1 did not have besides those: a schema-1 record reads as their defaults, with
-#: its share above the ceiling noted and its verdict judged (:meth:`Record.from_json`)
-NEW_IN_2 = (
-    "model",
-    "input_shape",
-    "cache",
-    "export_s",
-    "recipe",
-    "others_cpus",
-    "above_ceiling",
-    "ceiling_note",
-    "valid",
-    "invalid_reasons",
-)
 #: fields that must be numbers (not null) in an ``ok`` record
 MEASURED = ("first_call_s", "median_s", "iqr_s", "p90_s", "images_per_s", "peak_rss_mb", "repeats")
+#: times (and the rate) that must be > 0 where a record gives them, and those that may be 0
+POSITIVE = ("first_call_s", "median_s", "p90_s", "mean_s", "images_per_s")
+NON_NEGATIVE = ("iqr_s", "export_s", "prepare_s", "wall_s")
 #: the fields that identify a cell (two records with the same key measured the same thing)
 KEY = (
     "model",
@@ -109,39 +85,39 @@ def _number(v: object) -> bool:
     return isinstance(v, _NUM) and not isinstance(v, bool)
 
 
-def _type_problems(record: dict, fields: dict[str, tuple]) -> list[str]:
-    out = [f"missing field {f!r}" for f in fields if f not in record]
-    for f, types in fields.items():
+def newer_schema(record: object) -> int | float | None:
+    """The schema of a record written by a newer labkit, else None."""
+    schema = record.get("schema") if isinstance(record, dict) else None
+    return schema if _number(schema) and schema > SCHEMA_VERSION else None
+
+
+def problems(record: object) -> list[str]:
+    """What is wrong with one record (empty when it follows the schema of its version): a spec
+    field missing (any other reads as its default), a field of the wrong type, a status without
+    its figures or its error, a time out of range, a verdict without its reasons."""
+    record = record.to_json() if isinstance(record, Record) else record
+    if not isinstance(record, dict):
+        return [f"expected a JSON object, got {type(record).__name__}"]
+    v1 = record.get("schema") == 1 and "valid" not in record  # a version-1 line, as written
+    out = [f"missing field {f!r}" for f in REQUIRED if f not in record]
+    for f, types in (FIELDS | ({"threads": (int,)} if v1 else {})).items():  # v1: intra-op count
         v = record.get(f)
         if f in record and not isinstance(v, types) or (isinstance(v, bool) and bool not in types):
             out.append(f"field {f!r} has type {type(v).__name__}")
         elif isinstance(v, float) and not math.isfinite(v):
             out.append(f"field {f!r} is not a finite number ({v})")
-    return out
-
-
-def _status_problems(record: dict) -> list[str]:
-    status = record.get("status")
+    status, error = record.get("status"), record.get("error")
     if status == "ok":
-        return [
+        out += [
             f"ok record without a number in {f!r}" for f in MEASURED if not _number(record.get(f))
         ]
-    if status != "failed":
-        return [f"status must be 'ok' or 'failed', got {status!r}"]
-    if not isinstance(record.get("error"), str) or not record["error"]:
-        return ["failed record without an 'error' message"]
-    if record.get("unsupported") != record["error"].startswith("unsupported:"):
-        return ["'unsupported' must be true exactly when error starts with 'unsupported:'"]
-    return []
-
-
-#: times (and the rate) that must be > 0 where a record gives them, and those that may be 0
-POSITIVE = ("first_call_s", "median_s", "p90_s", "mean_s", "images_per_s")
-NON_NEGATIVE = ("iqr_s", "export_s", "prepare_s", "wall_s")
-
-
-def _time_problems(record: dict) -> list[str]:
-    out = [
+    elif status != "failed":
+        out.append(f"status must be 'ok' or 'failed', got {status!r}")
+    elif not isinstance(error, str) or not error:
+        out.append("failed record without an 'error' message")
+    elif record.get("unsupported", False) != error.startswith("unsupported:"):
+        out.append("'unsupported' must be true exactly when error starts with 'unsupported:'")
+    out += [
         f"field {f!r} must be {'> 0' if f in POSITIVE else '>= 0'}, got {record[f]!r}"
         for f in POSITIVE + NON_NEGATIVE
         if _number(record.get(f)) and (record[f] <= 0 if f in POSITIVE else record[f] < 0)
@@ -155,25 +131,6 @@ def _time_problems(record: dict) -> list[str]:
         )
     if newer_schema(record) is not None:
         out.append(f"schema {record['schema']} is newer than this labkit's ({SCHEMA_VERSION})")
-    return out
-
-
-def newer_schema(record: object) -> int | float | None:
-    """The schema of a record written by a newer labkit, else None."""
-    schema = record.get("schema") if isinstance(record, dict) else None
-    return schema if _number(schema) and schema > SCHEMA_VERSION else None
-
-
-def problems(record: object) -> list[str]:
-    """What is wrong with one record (empty when it follows the schema of its version)."""
-    record = record.to_json() if isinstance(record, Record) else record
-    if not isinstance(record, dict):
-        return [f"expected a JSON object, got {type(record).__name__}"]
-    v1 = record.get("schema") == 1 and "valid" not in record  # a version-1 line, as written
-    optional = ADDED_IN_2 + NEW_IN_2 if v1 else ADDED_IN_2
-    types = {f: t for f, t in FIELDS.items() if f in record or f not in optional}
-    types |= {"threads": (int,)} if v1 else {}  # schema 1: the intra-op count
-    out = _type_problems(record, types) + _status_problems(record) + _time_problems(record)
     if record.get("cache") not in CACHE_STATES and "cache" in record:
         out.append(f"cache must be one of {', '.join(CACHE_STATES)}, got {record['cache']!r}")
     if isinstance(record.get("valid"), bool):
@@ -182,7 +139,7 @@ def problems(record: object) -> list[str]:
             out.append("a valid record must have no invalid_reasons")
         if not record["valid"] and not reasons:
             out.append("an invalid record must say why (invalid_reasons)")
-        if record["valid"] and record.get("status") != "ok":
+        if record["valid"] and status != "ok":
             out.append("a failed record cannot be valid")
     return out
 
@@ -228,18 +185,12 @@ def make(**fields) -> Record:
 
     ``unsupported`` follows from ``error``, ``threads`` may be the intra-op count, and without
     ``valid`` the record is judged from its own fields (:func:`judge`)."""
-    record = Record(**dict.fromkeys(REQUIRED)).to_json() | fields
-    if isinstance(record["threads"], int) and not isinstance(record["threads"], bool):
-        record["threads"] = {"intra": record["threads"], "inter": None}
-    if "unsupported" not in fields:
-        record["unsupported"] = bool(record["error"]) and record["error"].startswith("unsupported:")
-    if "valid" not in fields:
-        reasons = judge(record) if not _status_problems(record) else ["not a complete record"]
-        record.update(valid=not reasons, invalid_reasons=reasons)
-    if not record.get("timestamp"):
-        now = datetime.datetime.now(datetime.UTC)
-        record["timestamp"] = now.isoformat(timespec="seconds")
-    return Record(**validate(record))
+    error, now = fields.get("error"), datetime.datetime.now(datetime.UTC)
+    row = {"unsupported": isinstance(error, str) and error.startswith("unsupported:"), **fields}
+    row["timestamp"] = fields.get("timestamp") or now.isoformat(timespec="seconds")
+    if isinstance(row.get("threads"), int) and not isinstance(row["threads"], bool):
+        row["threads"] = {"intra": row["threads"], "inter": None}
+    return Record.from_json(row)
 
 
 @dataclasses.dataclass(kw_only=True)
@@ -304,18 +255,20 @@ class Record(Mapping):
     @classmethod
     def from_json(cls, row: object) -> Record:
         """The record of one JSON object; ``ValueError`` naming what is wrong with anything else.
-        An older one reads in today's shape: the fields it lacks at their :data:`DEFAULTS`, and a
-        schema-1 one judged (:func:`judge`). Fields this labkit does not know are left out."""
-        validate(row)
-        fields = DEFAULTS | {k: v for k, v in row.items() if k in FIELDS}
-        if row.get("schema") == 1 and "valid" not in row:
-            fields["threads"] = {"intra": row.get("threads"), "inter": None}
+        A field it lacks (written before the field existed) reads as its default, and one without
+        a verdict (schema 1 wrote none) is judged (:func:`judge`). Fields this labkit does not
+        know are left out."""
+        record = cls(**{k: v for k, v in validate(row).items() if k in FIELDS})
+        if "valid" in row:
+            return record
+        if row.get("schema") == 1:  # the intra-op count, and the share it recorded
+            record.threads = {"intra": row.get("threads"), "inter": None}
             if _number(row.get("ceiling_share")) and row["ceiling_share"] > 1:
-                note = "above the ceiling estimated when it was measured (schema 1)"
-                fields.update(above_ceiling=True, ceiling_note=note)
-            reasons = judge(fields)
-            fields.update(valid=not reasons, invalid_reasons=reasons)
-        return cls(**fields)
+                record.above_ceiling = True
+                record.ceiling_note = "above the ceiling estimated when it was measured (schema 1)"
+        reasons = judge(record)
+        record.valid, record.invalid_reasons = not reasons, reasons
+        return record
 
     def to_json(self) -> dict:
         """The results file's line for this record, as a dict (the same field names)."""
@@ -383,9 +336,7 @@ FIELDS: dict[str, tuple[type, ...]] = {
 }
 #: what a record without a field (written before it existed) reads as: its default
 DEFAULTS = {f.name: f.default for f in dataclasses.fields(Record) if f.default is not MISSING}
-#: the spec: the fields without a default
+#: the spec: the fields without a default, which every record gives
 REQUIRED = tuple(
-    f.name
-    for f in dataclasses.fields(Record)
-    if f.name not in DEFAULTS and f.default_factory is MISSING
+    f.name for f in dataclasses.fields(Record) if MISSING is f.default is f.default_factory
 )

@@ -25,6 +25,10 @@ from labkit import bench, profiles, resnet, results
 from labkit.results import cards
 
 HERE = Path(__file__).resolve().parents[2] / "labkit" / "data" / "class_fixtures"
+#: the fields of a record as schema 1 wrote it (those of its fixture file, and no others)
+SCHEMA_1 = set(
+    json.loads(Path(__file__).with_name("results-v1.jsonl").read_text().partition("\n")[0])
+)
 NOTE = (
     "FIXTURE: a synthetic card made by tests/data/make_class_fixtures.py to show the class "
     "report with machine types the class may not have. Its numbers are NOT measurements."
@@ -232,7 +236,7 @@ def _records(name: str, profile: profiles.Profile, rng: random.Random, learner: 
                 wall_s=round(first + sum(times) + 5, 1),
             )
             if old:  # as schema 1 wrote it: no verdict (the collector judges it), threads a number
-                rec = {k: v for k, v in rec.items() if k not in results.schema.NEW_IN_2}
+                rec = {k: v for k, v in rec.items() if k in SCHEMA_1}
                 rec.update(schema=1, threads=fp["cores"])
             else:  # the verdict is results.make's: today's rules, from the raw times
                 rec.update(above_ceiling=rec["ceiling_share"] > 1, cache="cold")

@@ -23,7 +23,6 @@ __all__ = [
     "break_even_rows",
     "context",
     "flags",
-    "invalid",
     "is_valid",
     "latest",
     "ok",
@@ -57,10 +56,6 @@ def valid(records: Iterable[Mapping]) -> list[dict]:
     return [r for r in records if is_valid(r)]
 
 
-def invalid(records: Iterable[Mapping]) -> list[dict]:
-    return [r for r in ok(records) if not is_valid(r)]
-
-
 def flags(record: Mapping) -> list[str]:
     """What a reader must know before trusting a record: why it is invalid, and its notes above
     the ceiling or the measured peak."""
@@ -91,15 +86,21 @@ def best(records: Iterable[Mapping], framework: str, task: str) -> dict | None:
     return max(found, key=lambda r: r["images_per_s"], default=None)
 
 
-def context(record: Mapping) -> tuple:
+#: what a record must share with another to be compared with it, by name (:data:`CONTEXT`)
+Context = namedtuple("Context", CONTEXT)
+
+
+def context(record: Mapping) -> Context:
     """What a record must share with another to be compared with it (:data:`CONTEXT`)."""
-    defaults = {**DEFAULTS, "precision": "fp32", "device": "cpu"}
-    return tuple(record.get(k, defaults.get(k)) for k in CONTEXT)
+    return Context(*(record.get(k, DEFAULTS.get(k)) for k in CONTEXT))
 
 
-def _usable(records: Iterable[Mapping], include_invalid: bool) -> list[dict]:
+def _cells(records: Iterable[Mapping], include_invalid: bool) -> dict[tuple, dict]:
+    """The latest measured record of each cell (valid unless ``include_invalid``) by its framework,
+    mode and :func:`context`: the lab's one pairing of records."""
     cells = [r for r in ok(latest(records)) if float(r.get("median_s") or 0) > 0]
-    return cells if include_invalid else valid(cells)
+    cells = cells if include_invalid else valid(cells)
+    return {(r["framework"], r["mode"], context(r)): r for r in cells}
 
 
 def pair(
@@ -113,21 +114,18 @@ def pair(
 ) -> tuple[dict, dict] | None:
     """The latest records of framework/mode ``num`` and ``den`` on ``task`` in one context (the
     largest image size, then batch, where several), valid unless ``include_invalid``; or None."""
-    cells = [
-        r
-        for r in _usable(records, include_invalid)
-        if r.get("task") == task
-        and r.get("precision", "fp32") == precision
-        and r.get("device", "cpu") == device
+    cells = _cells(records, include_invalid)
+    shared = [
+        c
+        for *cell, c in cells
+        if cell == [*num]
+        and (*den, c) in cells
+        and (c.task, c.precision, c.device) == (task, precision, device)
     ]
-    nums = {context(r): r for r in cells if (r["framework"], r["mode"]) == tuple(num)}
-    dens = {context(r): r for r in cells if (r["framework"], r["mode"]) == tuple(den)}
-    shared = set(nums) & set(dens)
     if not shared:
         return None
-    size, batch = CONTEXT.index("image_size"), CONTEXT.index("batch_size")
-    best_ctx = max(shared, key=lambda c: (c[size] or 0, c[batch] or 0))
-    return nums[best_ctx], dens[best_ctx]
+    c = max(shared, key=lambda c: (c.image_size or 0, c.batch_size or 0))
+    return cells[(*num, c)], cells[(*den, c)]
 
 
 def baseline_pairs(
@@ -135,14 +133,11 @@ def baseline_pairs(
 ) -> Iterator[tuple[dict, dict]]:
     """Each measured graph-mode cell with its :data:`BASELINE` cell in the same context (an
     older labkit's serving records left out)."""
-    cells = [r for r in _usable(records, include_invalid) if r.get("task") != "serve"]
-    pool = {(r["framework"], r["mode"], context(r)): r for r in cells}
-    for r in cells:
-        if EAGER_MODES.get(r["framework"]) == r["mode"] or r["framework"] not in BASELINE:
-            continue
-        base = pool.get((*BASELINE[r["framework"]], context(r)))
-        if base is not None:
-            yield r, base
+    cells = _cells(records, include_invalid)
+    for (framework, mode, c), r in cells.items():
+        base = (*BASELINE.get(framework, ()), c)
+        if c.task != "serve" and EAGER_MODES.get(framework) != mode and base in cells:
+            yield r, cells[base]
 
 
 #: confidence level of every ratio's interval, and the bootstrap's resamples
@@ -158,12 +153,6 @@ class Estimate:
     low: float
     high: float
     method: str = ""
-
-    def __post_init__(self):
-        if not (self.low <= self.value <= self.high):
-            raise ValueError(
-                f"estimate {self.value} lies outside its interval [{self.low}, {self.high}]"
-            )
 
     @property
     def significant(self) -> bool:
@@ -288,18 +277,19 @@ def break_even_rows(records: Iterable[Mapping], include_invalid: bool = False) -
     return _pair_rows(records, include_invalid, _break_even)
 
 
-#: the columns of :func:`table` after the cell's own (framework, mode, ...)
-_FIGURE_COLUMNS = (
-    "images/s",
-    "median ms",
-    "IQR ms",
-    "p90 ms",
-    "first s",
-    "ceiling",
-    "peak",
-    "RSS MB",
-    "valid",
-)
+#: the columns of :func:`table` after the cell's own (framework, mode, ...): heading -> the text
+#: of a measured record's figure
+_FIGURES = {
+    "images/s": lambda r: f"{r['images_per_s']:.2f}",
+    "median ms": lambda r: f"{r['median_s'] * 1e3:.1f}",
+    "IQR ms": lambda r: f"{r['iqr_s'] * 1e3:.1f}",
+    "p90 ms": lambda r: f"{r['p90_s'] * 1e3:.1f}",
+    "first s": lambda r: f"{r['first_call_s']:.2f}",
+    "ceiling": lambda r: _share_text(r["ceiling_share"], r.get("above_ceiling")),
+    "peak": lambda r: _share_text(r.get("measured_peak_share"), r.get("above_measured_peak")),
+    "RSS MB": lambda r: f"{r['peak_rss_mb']:.0f}",
+    "valid": lambda r: "yes" if is_valid(r) else "NO",
+}
 
 
 def accuracy_text(accuracy: dict | None) -> str:
@@ -337,7 +327,7 @@ def _order(r: Mapping) -> tuple:
     )
 
 
-def _share_text(share: float | None, above: bool) -> str:
+def _share_text(share: float | None, above: bool | None) -> str:
     if share is None:
         return "-"
     return f"{share:.1%}" + (" (!)" if above else "")
@@ -351,19 +341,19 @@ def table(records: Iterable[Mapping]) -> str:
     lead = ("model",) * models + ("framework", "mode", "task", "batch", "prec", "size", "dev")
     lines, notes, costs = [], [], []
     for r in rows:
-        lines.append(_cells(r, models))
+        lines.append(_row(r, models))
         name = " ".join(lines[-1][: len(lead) - 4])  # (model,) framework, mode, task
         if r["status"] == "ok" and flags(r):
             notes.append(f"  {name}: " + "; ".join(flags(r)))
         if r["status"] == "ok" and r.get("accuracy"):
             costs.append(f"  {name} {r['precision']}: " + accuracy_text(r["accuracy"]))
-    out = _aligned(lead + _FIGURE_COLUMNS, len(lead), lines)
+    out = _aligned(lead + tuple(_FIGURES), len(lead), lines)
     out += ["", "flags:", *notes] if notes else []
     out += ["", "accuracy against fp32:", *costs] if costs else []
     return "\n".join(out)
 
 
-def _cells(r: Mapping, models: bool) -> list[str]:
+def _row(r: Mapping, models: bool) -> list[str]:
     cells = [model_name(r.get("model", DEFAULT_MODEL))] * models + [
         r["framework"],
         r["mode"],
@@ -376,17 +366,7 @@ def _cells(r: Mapping, models: bool) -> list[str]:
     if r["status"] != "ok":
         err = r["error"] or ""
         return cells + [f"FAILED: {err if len(err) <= 70 else err[:67] + '...'}"]
-    return cells + [
-        f"{r['images_per_s']:.2f}",
-        f"{r['median_s'] * 1e3:.1f}",
-        f"{r['iqr_s'] * 1e3:.1f}",
-        f"{r['p90_s'] * 1e3:.1f}",
-        f"{r['first_call_s']:.2f}",
-        _share_text(r["ceiling_share"], bool(r.get("above_ceiling"))),
-        _share_text(r.get("measured_peak_share"), bool(r.get("above_measured_peak"))),
-        f"{r['peak_rss_mb']:.0f}",
-        "yes" if is_valid(r) else "NO",
-    ]
+    return cells + [text(r) for text in _FIGURES.values()]
 
 
 def _aligned(head: tuple[str, ...], n: int, lines: list[list[str]]) -> list[str]:

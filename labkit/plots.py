@@ -7,6 +7,7 @@ from __future__ import annotations
 import io
 import math
 from collections.abc import Callable, Iterable
+from operator import itemgetter
 from pathlib import Path
 
 from matplotlib.axis import Tick
@@ -61,11 +62,7 @@ class Figure(_Figure):
 class Nothing(str):
     """No figure: the sentence that says why (a notebook shows it, not an empty frame)."""
 
-    def __repr__(self) -> str:
-        return str(self)
-
-    def _repr_markdown_(self) -> str:
-        return str(self)
+    __repr__ = _repr_markdown_ = str.__str__
 
 
 TASK_TITLES = {
@@ -92,27 +89,15 @@ def _label(r: dict) -> str:
     return f"{r['framework']} {r['mode']}{extra} (b{r['batch_size']}){flag}"
 
 
-def _bars(ax, rows: list[dict], widths: list[float], labels: list[str], **kw) -> None:
-    """A horizontal bar per row, top to bottom, in its framework's colour (pale and hatched when
-    invalid), each labelled."""
-    ys = range(len(rows))
-    bars = ax.barh(ys, widths, color=[COLORS.get(r["framework"], "grey") for r in rows], **kw)
-    for bar, r in zip(bars, rows):
-        if not _valid(r):
-            bar.set_alpha(0.35)
-            bar.set_hatch("//")
-    ax.set_yticks(list(ys), labels)
-    ax.invert_yaxis()
-
-
 def _empty(what: str) -> Nothing:
     return Nothing(f"No figure: no {what} in these results.")
 
 
-def _panels(
-    rows: list[dict], title: str, what: str, draw: Callable[[object, list[dict]], None]
-) -> Figure | Nothing:
-    """One horizontal-bar panel per task; ``draw(ax, rows_of_that_task)`` fills a panel."""
+def _panels(rows, title, what, width, label, xlabel, err=None, line=None, then=None):
+    """One panel per task: a horizontal bar per row, top to bottom, ``width(row)`` long and
+    labelled ``label(row)``, in its framework's colour (pale and hatched when invalid), with
+    ``err(row)`` (the error bar's lower and upper length), a dashed line at ``line``, and
+    ``then(ax, rows)`` drawn last."""
     tasks = [t for t in TASKS if any(r["task"] == t for r in rows)]
     if not tasks:
         return _empty(what)
@@ -122,8 +107,21 @@ def _panels(
     )
     axes = fig.subplots(len(tasks), 1, squeeze=False, height_ratios=[n + 2 for n in counts])
     for ax, task in zip(axes[:, 0], tasks):
-        draw(ax, [r for r in rows if r["task"] == task])
+        rs = [r for r in rows if r["task"] == task]
+        bars = {"xerr": list(zip(*map(err, rs))), "capsize": 3} if err else {}
+        bars["color"] = [COLORS.get(r["framework"], "grey") for r in rs]
+        for bar, r in zip(ax.barh(range(len(rs)), list(map(width, rs)), **bars), rs):
+            if not _valid(r):
+                bar.set_alpha(0.35)
+                bar.set_hatch("//")
+        ax.set_yticks(range(len(rs)), list(map(label, rs)))
+        ax.invert_yaxis()
+        if line is not None:
+            ax.axvline(line, color="black", lw=1, ls="--")
+        ax.set_xlabel(xlabel)
         ax.set_title(TASK_TITLES.get(task, task))
+        if then:
+            then(ax, rs)
     fig.suptitle(title)
     return fig
 
@@ -143,16 +141,11 @@ def _ips_spread(r: dict) -> tuple[float, float]:
 def throughput(records: Iterable[dict]) -> Figure | Nothing:
     """Images/s per framework and mode, one panel per task, error bars spanning the IQR."""
     rows = results.latest(results.ok(records))
-
-    def draw(ax, rs):
-        err = list(zip(*map(_ips_spread, rs)))
-        ips = [r["images_per_s"] for r in rs]
-        _bars(ax, rs, ips, [_label(r) for r in rs], xerr=err, capsize=3)
-        unit = "samples/s" if any(results.custom(r) for r in rs) else "images/s"
-        ax.set_xlabel(f"{unit} (median; bars: interquartile range)")
-
-    title = "Throughput" if any(results.custom(r) for r in rows) else "ResNet-50 throughput"
-    return _panels(rows, title, "measured cells", draw)
+    unit = "samples/s" if any(results.custom(r) for r in rows) else "images/s"
+    title = "Throughput" if unit == "samples/s" else "ResNet-50 throughput"
+    xlabel = f"{unit} (median; bars: interquartile range)"
+    ips = itemgetter("images_per_s")
+    return _panels(rows, title, "measured cells", ips, _label, xlabel, err=_ips_spread)
 
 
 #: the span of speedups (largest / smallest) past which the speedup figure's axis is logarithmic
@@ -169,23 +162,16 @@ def speedup(records: Iterable[dict]) -> Figure | Nothing:
     """Each graph mode's speedup over eager (:func:`labkit.results.speedups`) with its 95%
     interval; a log axis where they span more than :data:`LOG_SPAN`."""
     rows = results.speedups(records, include_invalid=True)
-    log = log_axis([r["speedup"] for r in rows] + [r["speedup_low"] for r in rows])
-
-    def draw(ax, rs):
-        err = [(r["speedup"] - r["speedup_low"], r["speedup_high"] - r["speedup"]) for r in rs]
-        labels = [f"{_label(r)} vs {r['baseline']}" for r in rs]
-        _bars(ax, rs, [r["speedup"] for r in rs], labels, xerr=list(zip(*err)), capsize=3)
-        ax.axvline(1.0, color="black", lw=1, ls="--")
-        scale = ""
-        if log:
-            ax.set_xscale("log")
-            lows = [r["speedup_low"] for r in rows if r["speedup_low"] > 0]
-            highs = [r["speedup_high"] for r in rows]
-            ax.set_xlim(min(lows + [1.0]) / 2, max(highs + [1.0]) * 2)
-            scale = ", log scale"
-        ax.set_xlabel(f"speedup over eager (x{scale}; bars: 95% confidence interval)")
-
-    return _panels(rows, "Graph mode vs eager", "graph/eager pairs", draw)
+    err = lambda r: (r["speedup"] - r["speedup_low"], r["speedup_high"] - r["speedup"])
+    label = lambda r: f"{_label(r)} vs {r['baseline']}"
+    scale, then = "", None
+    if log_axis([r["speedup"] for r in rows] + [r["speedup_low"] for r in rows]):
+        low = min([r["speedup_low"] for r in rows if r["speedup_low"] > 0] + [1.0]) / 2
+        high = max([r["speedup_high"] for r in rows] + [1.0]) * 2
+        scale, then = ", log scale", lambda ax, rs: ax.set(xscale="log", xlim=(low, high))
+    xlabel = f"speedup over eager (x{scale}; bars: 95% confidence interval)"
+    what, ratio = "graph/eager pairs", itemgetter("speedup")
+    return _panels(rows, "Graph mode vs eager", what, ratio, label, xlabel, err, 1.0, then)
 
 
 def break_even(records: Iterable[dict]) -> Figure | Nothing:
@@ -226,20 +212,18 @@ def break_even(records: Iterable[dict]) -> Figure | Nothing:
 def _shares(records: Iterable[dict], share: str, above: str, xlabel: str, title: str, none: str):
     """Each cell's ``share`` of a ceiling or peak, past 100% flagged "(!)" (``above``)."""
     rows = [r for r in results.latest(results.ok(records)) if r.get(share) is not None]
+    if not rows and results.ok(records):
+        return Nothing(f"No figure: {none}.")
 
-    def draw(ax, rs):
-        labels = [_label(r) + (" (!)" if r.get(above) else "") for r in rs]
-        _bars(ax, rs, [100 * r[share] for r in rs], labels)
-        ax.axvline(100, color="black", lw=1, ls="--")
+    def rates(ax, rs):
         for y, r in enumerate(rs):
             ax.text(
                 100 * r[share], y, f" {r['images_per_s']:.1f} images/s", va="center", fontsize=8
             )
-        ax.set_xlabel(xlabel)
 
-    if not rows and results.ok(records):
-        return Nothing(f"No figure: {none}.")
-    return _panels(rows, title, "measured cells", draw)
+    width = lambda r: 100 * r[share]
+    label = lambda r: _label(r) + (" (!)" if r.get(above) else "")
+    return _panels(rows, title, "measured cells", width, label, xlabel, line=100, then=rates)
 
 
 def ceiling(records: Iterable[dict]) -> Figure | Nothing:

@@ -10,6 +10,7 @@ import os
 import platform
 import re
 import socket
+import tomllib
 import uuid
 from collections import Counter
 from collections.abc import Iterable
@@ -21,24 +22,15 @@ from .compare import flags, ok, speedups
 KIND = "labkit-result-card"
 FORMAT = 1
 
-__all__ = [
-    "FORMAT",
-    "KIND",
-    "Scrubber",
-    "build",
-    "ratios",
-    "save",
-    "summary",
-]
+__all__ = ["FORMAT", "KIND", "Scrubber", "build", "ratios", "save", "summary"]
 
-
-#: the environment variables that name the user (a JupyterHub sets the first for each learner;
-#: the others are those ``getpass.getuser`` reads)
-USER_VARIABLES = ("JUPYTERHUB_USER", "LOGNAME", "USER", "LNAME", "USERNAME")
+#: what the scrubber knows: the environment variables that name the user, and the fields whose
+#: values are words the lab chose (left alone), as labkit/data/cards.toml lists them
+_DATA = tomllib.loads((Path(__file__).parents[1] / "data" / "cards.toml").read_text("utf-8"))
 
 
 def _identity() -> tuple[set[str], set[str]]:
-    users = {os.environ.get(v, "") for v in USER_VARIABLES}
+    users = {os.environ.get(v, "") for v in _DATA["user_variables"]}
     try:  # the account, as ``getpass.getuser`` finds it without those variables
         import pwd
 
@@ -78,31 +70,6 @@ def _short_path(match: re.Match) -> str:
     return f"<path>/{last}" if last else "<path>"
 
 
-#: fields whose values are words the lab chose (left alone: a user called "torch" is no leak):
-#: the card's own, then a record's
-STRUCTURAL = frozenset(
-    {
-        "kind",
-        "format",
-        "card_id",
-        "created",
-        "labkit",
-        "profiles",
-        "baseline",
-        "schema",
-        "framework",
-        "mode",
-        "task",
-        "precision",
-        "device",
-        "profile",
-        "status",
-        "timestamp",
-        "cache",
-    }
-)
-
-
 class Scrubber:
     """Removes host and user names (this machine's, or those given, and any in a home folder),
     e-mail addresses and paths from every string of a JSON-like value."""
@@ -133,7 +100,7 @@ class Scrubber:
         if isinstance(value, str):
             return self.text(value)
         if isinstance(value, dict):
-            return {self(k): v if k in STRUCTURAL else self(v) for k, v in value.items()}
+            return {self(k): v if k in _DATA["structural"] else self(v) for k, v in value.items()}
         if isinstance(value, list | tuple):
             return [self(v) for v in value]
         return value

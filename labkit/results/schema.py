@@ -44,21 +44,6 @@ MEASURED = ("first_call_s", "median_s", "iqr_s", "p90_s", "images_per_s", "peak_
 #: times (and the rate) that must be > 0 where a record gives them, and those that may be 0
 POSITIVE = ("first_call_s", "median_s", "p90_s", "mean_s", "images_per_s")
 NON_NEGATIVE = ("iqr_s", "export_s", "prepare_s", "wall_s")
-#: the fields that identify a cell (two records with the same key measured the same thing)
-KEY = (
-    "model",
-    "framework",
-    "mode",
-    "task",
-    "batch_size",
-    "precision",
-    "image_size",
-    "device",
-    "profile",
-    "input_shape",
-)
-#: what two records must share to be compared: everything but framework, mode and profile
-CONTEXT = ("model", "input_shape", "task", "precision", "device", "image_size", "batch_size")
 
 
 def key(record: dict) -> tuple:
@@ -210,6 +195,7 @@ class Record(Mapping):
     precision: str  # fp32 | bf16 | int8 (deployment records also int8-dynamic/static)
     image_size: int  # input side in pixels (square RGB); 0 for another model
     device: str  # cpu | gpu
+    profile: str  # smoke | standard | full
     status: str = "failed"  # ok | failed
     error: str | None = None  # why the cell failed
     unsupported: bool = False  # the combination does not exist here (error 'unsupported: ...')
@@ -243,7 +229,6 @@ class Record(Mapping):
     recipe: dict | None = None  # train: the hyper-parameters read back (labkit.recipe.TRAIN)
     threads: dict = dataclasses.field(default_factory=lambda: {"intra": None, "inter": None})
     thread_env: dict = dataclasses.field(default_factory=dict)  # of the cell's process
-    profile: str  # smoke | standard | full
     versions: dict = dataclasses.field(default_factory=dict)  # packages in the cell's process
     machine: dict = dataclasses.field(default_factory=dict)  # labkit.hardware.fingerprint()
     wall_s: float | None = None  # the whole cell subprocess
@@ -340,3 +325,8 @@ DEFAULTS = {f.name: f.default for f in dataclasses.fields(Record) if f.default i
 REQUIRED = tuple(
     f.name for f in dataclasses.fields(Record) if MISSING is f.default is f.default_factory
 )
+#: the fields that identify a cell (two records with the same key measured the same thing): the
+#: model, the spec and the input shapes
+KEY = ("model", *REQUIRED, "input_shape")
+#: what two records must share to be compared: everything but framework, mode and profile
+CONTEXT = tuple(k for k in KEY if k not in ("framework", "mode", "profile"))

@@ -75,10 +75,8 @@ class Scrubber:
     e-mail addresses and paths from every string of a JSON-like value."""
 
     def __init__(self, users: Iterable[str] | None = None, hosts: Iterable[str] | None = None):
-        if users is None or hosts is None:
-            mine = _identity()
-            users = mine[0] if users is None else users
-            hosts = mine[1] if hosts is None else hosts
+        users = _identity()[0] if users is None else users
+        hosts = _identity()[1] if hosts is None else hosts
         self.rules = [
             (re.compile(rf"(?<![A-Za-z0-9]){re.escape(n)}(?![A-Za-z0-9])", re.IGNORECASE), tag)
             for names, tag in (

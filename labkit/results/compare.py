@@ -10,14 +10,12 @@ from collections import namedtuple
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 
-from ..frameworks import MODES, NAMES, specs
+from ..frameworks import MODES, NAMES, spec, specs
 from ..frameworks.contract import TASKS
 from .schema import CONTEXT, DEFAULT_MODEL, DEFAULTS, KEY, custom, key, model_name
 
 __all__ = [
-    "BASELINE",
     "Estimate",
-    "baseline_pairs",
     "best",
     "break_even",
     "break_even_rows",
@@ -33,13 +31,10 @@ __all__ = [
     "valid",
 ]
 
-#: the eager mode of each framework that has one; every other mode is a graph mode
-EAGER_MODES: dict[str, str] = {s.name: s.eager for s in specs() if s.eager is not None}
-#: what each framework's graph modes are compared against: its eager mode, or (a runtime of
-#: exported graphs) the eager mode of the framework it runs exports of
+#: what each framework's graph modes (every mode but this one) are compared against: its eager
+#: mode, or (a runtime of exported graphs) the eager mode of the framework it runs exports of
 BASELINE: dict[str, tuple[str, str]] = {
-    s.name: (s.name, s.eager) if s.eager else (s.exported_from, EAGER_MODES[s.exported_from])
-    for s in specs()
+    s.name: (eager := s.name if s.eager else s.exported_from, spec(eager).eager) for s in specs()
 }
 
 
@@ -136,7 +131,7 @@ def baseline_pairs(
     cells = _cells(records, include_invalid)
     for (framework, mode, c), r in cells.items():
         base = (*BASELINE.get(framework, ()), c)
-        if c.task != "serve" and EAGER_MODES.get(framework) != mode and base in cells:
+        if c.task != "serve" and base != (framework, mode, c) and base in cells:
             yield r, cells[base]
 
 
@@ -227,8 +222,6 @@ def _speedup(r: Mapping, base: Mapping) -> dict:
         "significant": est.significant,
         "reading": est.reading,
         "interval": est.method,
-        "eager_median_s": base["median_s"],
-        "graph_median_s": r["median_s"],
     }
 
 

@@ -20,7 +20,6 @@ __all__ = [
     "CONTEXT",
     "DEFAULT_MODEL",
     "FIELDS",
-    "KEY",
     "Record",
     "custom",
     "judge",
@@ -28,7 +27,6 @@ __all__ = [
     "make",
     "model_name",
     "problems",
-    "validate",
 ]
 
 SCHEMA_VERSION = 2

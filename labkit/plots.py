@@ -231,9 +231,8 @@ def ceiling(records: Iterable[dict]) -> Figure | Nothing:
     x = "% of the estimated ceiling (peak FLOP/s at its precision / FLOPs per image)"
     none = "the estimated ceiling is unknown on this machine, so no record has a share of it "
     none += "(`labkit.hardware.ceiling(precision).method` says why)"
-    return _shares(
-        records, "ceiling_share", "above_ceiling", x, "Share of the estimated compute ceiling", none
-    )
+    title = "Share of the estimated compute ceiling"
+    return _shares(records, "ceiling_share", "above_ceiling", x, title, none)
 
 
 def measured_peak(records: Iterable[dict]) -> Figure | Nothing:
@@ -245,27 +244,21 @@ def measured_peak(records: Iterable[dict]) -> Figure | Nothing:
     return _shares(records, "measured_peak_share", "above_measured_peak", x, title, none)
 
 
+#: every figure of records, by its name
 FIGURES: dict[str, Callable[[Iterable[dict]], Figure | Nothing]] = {
-    "throughput": throughput,
-    "speedup": speedup,
-    "break_even": break_even,
-    "ceiling": ceiling,
-    "measured_peak": measured_peak,
+    f.__name__: f for f in (throughput, speedup, break_even, ceiling, measured_peak)
 }
 
 
 def save_all(records: Iterable[dict], directory: str | Path) -> list[Path]:
     """Write each figure with something to show as ``<directory>/<name>.png``; the paths."""
-    records = list(records)
-    directory = Path(directory)
-    directory.mkdir(parents=True, exist_ok=True)
-    paths = []
+    records, paths = list(records), []
+    Path(directory).mkdir(parents=True, exist_ok=True)
     for name, make in FIGURES.items():
         fig = make(records)
         if isinstance(fig, Nothing):
             print(f"{name}: {fig}")
-            continue
-        path = directory / f"{name}.png"
-        fig.savefig(path, dpi=110)
-        paths.append(path)
+        else:
+            paths.append(Path(directory, f"{name}.png"))
+            fig.savefig(paths[-1], dpi=110)
     return paths

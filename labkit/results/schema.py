@@ -302,15 +302,13 @@ class Record(Mapping):
 
     # the read-only mapping view: the JSON row's fields by name
     def __getitem__(self, name: str):
-        if name not in FIELDS:
-            raise KeyError(name)
-        return getattr(self, name)
+        return vars(self)[name]
 
     def __iter__(self):
-        return iter(FIELDS)
+        return iter(vars(self))
 
     def __len__(self) -> int:
-        return len(FIELDS)
+        return len(vars(self))
 
 
 #: field -> the JSON types it accepts (a measured number is null in a failed record)

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import io
 import math
+import tomllib
 from collections.abc import Callable, Iterable
 from operator import itemgetter
 from pathlib import Path
@@ -49,8 +50,7 @@ class Figure(_Figure):
                 ticks = [k for k in axis.get_children() if isinstance(k, Tick)]
                 numbers.update(id(t) for k in ticks for t in (k.label1, k.label2))
         for text in self.findobj(Text):
-            if id(text) not in numbers:
-                text.set_parse_math(False)
+            text.set_parse_math(id(text) in numbers)
         return super().draw(renderer)
 
     def _repr_png_(self) -> bytes:
@@ -65,11 +65,8 @@ class Nothing(str):
     __repr__ = _repr_markdown_ = str.__str__
 
 
-TASK_TITLES = {
-    "latency": "latency (batch 1)",
-    "throughput": "inference throughput",
-    "train": "training step",
-}
+#: the figures' words (panel titles, the share figures' texts): labkit/data/figures.toml
+_WORDS = tomllib.loads((Path(__file__).parent / "data" / "figures.toml").read_text("utf-8"))
 #: each framework's colour, from the registry
 COLORS: dict[str, str] = {s.name: s.color for s in specs()}
 
@@ -119,7 +116,7 @@ def _panels(rows, title, what, width, label, xlabel, err=None, line=None, then=N
         if line is not None:
             ax.axvline(line, color="black", lw=1, ls="--")
         ax.set_xlabel(xlabel)
-        ax.set_title(TASK_TITLES.get(task, task))
+        ax.set_title(_WORDS["task_titles"].get(task, task))
         if then:
             then(ax, rs)
     fig.suptitle(title)
@@ -228,20 +225,12 @@ def _shares(records: Iterable[dict], share: str, above: str, xlabel: str, title:
 
 def ceiling(records: Iterable[dict]) -> Figure | Nothing:
     """Each CPU cell's share of the estimated ceiling at its precision."""
-    x = "% of the estimated ceiling (peak FLOP/s at its precision / FLOPs per image)"
-    none = "the estimated ceiling is unknown on this machine, so no record has a share of it "
-    none += "(`labkit.hardware.ceiling(precision).method` says why)"
-    title = "Share of the estimated compute ceiling"
-    return _shares(records, "ceiling_share", "above_ceiling", x, title, none)
+    return _shares(records, **_WORDS["shares"]["ceiling"])
 
 
 def measured_peak(records: Iterable[dict]) -> Figure | Nothing:
     """Each CPU cell's share of the measured matrix-multiply peak at its precision."""
-    x = "% of the measured matrix-multiply peak at the cell's precision"
-    none = "no record has a share of a measured peak (`python -m labkit doctor` measures the "
-    none += "peaks; a learner's model has no FLOP count to share)"
-    title = "Share of the measured peak, each at its own precision"
-    return _shares(records, "measured_peak_share", "above_measured_peak", x, title, none)
+    return _shares(records, **_WORDS["shares"]["measured_peak"])
 
 
 #: every figure of records, by its name

@@ -57,14 +57,12 @@ def load(path: str | os.PathLike) -> list[Record]:
     truncated last line (an interrupted write) is skipped with a ``UserWarning``."""
     path = Path(path)
     try:
-        data = path.read_bytes()
+        parsed, truncated = parse_lines(path.read_bytes().decode("utf-8"))
     except OSError as exc:
         raise ValueError(
             f"cannot read results file {path}: {exc.strerror or exc}; fix: give the path of a "
             f"file written by `python -m labkit bench --out FILE.jsonl`"
         ) from exc
-    try:
-        parsed, truncated = parse_lines(data.decode("utf-8"))
     except UnicodeDecodeError as exc:
         raise ValueError(
             f"{path} is not a labkit results file (not UTF-8 text: {exc.reason}); fix: give a "

@@ -24,8 +24,9 @@ FORMAT = 1
 
 __all__ = ["FORMAT", "KIND", "Scrubber", "build", "ratios", "save", "summary"]
 
-#: what the scrubber knows: the environment variables that name the user, and the fields whose
-#: values are words the lab chose (left alone), as labkit/data/cards.toml lists them
+#: what the scrubber knows, as labkit/data/cards.toml lists it: the environment variables that
+#: name the user, the fields whose values are words the lab chose (left alone), the patterns of
+#: e-mail addresses, home folders and paths
 _DATA = tomllib.loads((Path(__file__).parents[1] / "data" / "cards.toml").read_text("utf-8"))
 
 
@@ -44,20 +45,8 @@ def _identity() -> tuple[set[str], set[str]]:
     return clean(users), clean(hosts)
 
 
-_SITE = re.compile(r"(?:site|dist)-packages[/\\]")
-#: an e-mail address (any user's: a card may hold another machine's records)
-_EMAIL = re.compile(r"(?<![\w.+-])[\w.+-]+@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)+")
-#: a home folder of any user, named: ``~alice/``, ``/home/alice``, ``/Users/alice``,
-#: ``C:\Users\alice``; it becomes ``~`` (then the path rule shortens what follows)
-_HOME = re.compile(
-    r"(?<![\w.~-])~[A-Za-z_][\w.-]*(?=/)"
-    r"|(?<![\w.-])/(?:home|Users|var/home)/[^\s/\\\"'`,;:()\[\]{}<>]+"
-    r"|\b[A-Za-z]:\\Users\\[^\s\\\"'`,;()\[\]{}<>]+"
-)
-#: an absolute POSIX path (two parts or more), a home-relative one, or a Windows one
-_PATH = re.compile(
-    r"(?<![\w:/.~-])(?:~[\w.-]*)?/(?:[^\s/\"'`,;:()\[\]{}<>]+/)+[^\s/\"'`,;:()\[\]{}<>]*"
-    r"|\b[A-Za-z]:\\(?:[^\s\\\"'`,;()\[\]{}<>]+\\)*[^\s\\\"'`,;()\[\]{}<>]*"
+_EMAIL, _HOME, _PATH, _SITE = (
+    re.compile(_DATA["patterns"][k], re.VERBOSE) for k in ("email", "home", "path", "site")
 )
 
 
@@ -77,13 +66,10 @@ class Scrubber:
     def __init__(self, users: Iterable[str] | None = None, hosts: Iterable[str] | None = None):
         users = _identity()[0] if users is None else users
         hosts = _identity()[1] if hosts is None else hosts
-        self.rules = [
+        named = [(n, "<host>") for n in hosts] + [(n, "<user>") for n in users]
+        self.rules = [  # the longest name first: a name inside another is not cut out of it
             (re.compile(rf"(?<![A-Za-z0-9]){re.escape(n)}(?![A-Za-z0-9])", re.IGNORECASE), tag)
-            for names, tag in (
-                (sorted(hosts, key=len, reverse=True), "<host>"),
-                (sorted(users, key=len, reverse=True), "<user>"),
-            )
-            for n in names
+            for n, tag in sorted(named, key=lambda named: -len(named[0]))
         ]
 
     def text(self, s: str) -> str:

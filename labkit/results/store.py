@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import mmap
 import os
+import tomllib
 import warnings
 from collections import Counter
 from pathlib import Path
@@ -17,7 +18,8 @@ from .schema import SCHEMA_VERSION, Record, newer_schema, problems, validate
 
 __all__ = ["BadLine", "UnregisteredFramework", "append", "load", "parse_lines"]
 
-_FIX = "fix: give a file written by `python -m labkit bench`"
+#: what a file that cannot be read as it is says, with the fix: labkit/data/results.toml
+_SAY = tomllib.loads((Path(__file__).parents[1] / "data" / "results.toml").read_text("utf-8"))
 
 
 class BadLine(ValueError):
@@ -59,47 +61,25 @@ def load(path: str | os.PathLike) -> list[Record]:
     try:
         parsed, truncated = parse_lines(path.read_bytes().decode("utf-8"))
     except OSError as exc:
-        raise ValueError(
-            f"cannot read results file {path}: {exc.strerror or exc}; fix: give the path of a "
-            f"file written by `python -m labkit bench --out FILE.jsonl`"
-        ) from exc
+        raise ValueError(_SAY["unreadable"].format(path=path, why=exc.strerror or exc)) from exc
     except UnicodeDecodeError as exc:
-        raise ValueError(
-            f"{path} is not a labkit results file (not UTF-8 text: {exc.reason}); fix: give a "
-            f".jsonl file written by `python -m labkit bench`"
-        ) from exc
+        raise ValueError(_SAY["not_utf8"].format(path=path, why=exc.reason)) from exc
     except BadLine as exc:
-        raise ValueError(
-            f"{path} line {exc.line} is not valid JSON ({exc.msg}): not a labkit results file, "
-            f"or a damaged one; {_FIX}, or delete or repair that line (the other lines are intact)"
-        ) from exc
+        raise ValueError(_SAY["not_json"].format(path=path, line=exc.line, why=exc.msg)) from exc
     if truncated:
-        warnings.warn(
-            f"{path} line {truncated} is truncated (an interrupted write) and was skipped; the "
-            f"{len(parsed)} complete records are kept; `python -m labkit bench --resume --out "
-            f"{path}` measures that cell again",
-            UserWarning,
-            stacklevel=2,
-        )
+        text = _SAY["truncated"].format(path=path, line=truncated, kept=len(parsed))
+        warnings.warn(text, UserWarning, stacklevel=2)
     records = [_checked(path, n, record) for n, record in parsed]
     _warn_unregistered(path, parsed)
     return records
 
 
 def _checked(path: Path, n: int, record: object) -> Record:
-    schema = newer_schema(record)
-    if schema is not None:
-        raise ValueError(
-            f"{path} line {n} was written by a newer labkit (results schema {schema}; this "
-            f"labkit reads schemas 1 to {SCHEMA_VERSION}); fix: upgrade labkit (pip install -U "
-            f"labkit, or git pull in the course folder) and read the file again"
-        )
-    found = problems(record)
-    if found:
-        raise ValueError(
-            f"{path} line {n} is not a labkit benchmark record: {'; '.join(found[:4])}; "
-            f"{_FIX}, or delete that line"
-        )
+    if (schema := newer_schema(record)) is not None:
+        text = _SAY["newer"].format(path=path, line=n, schema=schema, ours=SCHEMA_VERSION)
+        raise ValueError(text)
+    if found := problems(record):
+        raise ValueError(_SAY["not_a_record"].format(path=path, line=n, why="; ".join(found[:4])))
     return Record.from_json(record)
 
 
@@ -107,14 +87,10 @@ def _warn_unregistered(path: Path, parsed: list[tuple[int, object]]) -> None:
     unknown = Counter(r["framework"] for _, r in parsed if r["framework"] not in NAMES)
     for fw, count in unknown.items():
         line = next(n for n, r in parsed if r["framework"] == fw)
-        warnings.warn(
-            UnregisteredFramework(
-                f"{path} line {line}: framework {fw!r} ({count} record(s)) is not registered "
-                f"in this labkit (it knows {', '.join(NAMES)}); its records are kept and shown, "
-                f"but compared with no baseline"
-            ),
-            stacklevel=3,
+        text = _SAY["unregistered"].format(
+            path=path, line=line, framework=fw, count=count, known=", ".join(NAMES)
         )
+        warnings.warn(UnregisteredFramework(text), stacklevel=3)
 
 
 def repair_tail(path: str | os.PathLike) -> bytes:

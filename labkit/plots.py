@@ -79,15 +79,9 @@ def _valid(row: dict) -> bool:
 def _label(r: dict) -> str:
     extra = "" if r["precision"] == "fp32" else f" {r['precision']}"
     flag = "" if _valid(r) else " [invalid]"
-    if results.custom(r):
-        name = results.model_name(r["model"])
-        shape = r["input_shape"] or f"b{r['batch_size']}"  # a narrow ResNet-50 has no shapes
-        return f"{name}: {r['framework']} {r['mode']}{extra} ({shape}){flag}"
-    return f"{r['framework']} {r['mode']}{extra} (b{r['batch_size']}){flag}"
-
-
-def _empty(what: str) -> Nothing:
-    return Nothing(f"No figure: no {what} in these results.")
+    name = f"{results.model_name(r['model'])}: " if results.custom(r) else ""
+    shape = name and r["input_shape"] or f"b{r['batch_size']}"  # a narrow ResNet-50 has none
+    return f"{name}{r['framework']} {r['mode']}{extra} ({shape}){flag}"
 
 
 def _panels(rows, title, what, width, label, xlabel, err=None, line=None, then=None):
@@ -97,7 +91,7 @@ def _panels(rows, title, what, width, label, xlabel, err=None, line=None, then=N
     ``then(ax, rows)`` drawn last."""
     tasks = [t for t in TASKS if any(r["task"] == t for r in rows)]
     if not tasks:
-        return _empty(what)
+        return Nothing(f"No figure: no {what} in these results.")
     counts = [sum(r["task"] == t for r in rows) for t in tasks]
     fig = Figure(
         figsize=(8, max(2.5, sum(0.3 * n + 0.9 for n in counts) + 0.5)), layout="constrained"
@@ -125,14 +119,11 @@ def _panels(rows, title, what, width, label, xlabel, err=None, line=None, then=N
 
 def _ips_spread(r: dict) -> tuple[float, float]:
     """Lower and upper error of images/s: at the quartiles of the call times."""
-    times = r.get("times_s") or []
-    if len(times) >= 2:
-        q1, q3 = stats.quantile(times, 0.25), stats.quantile(times, 0.75)
-        lo, hi = r["batch_size"] / q3, r["batch_size"] / q1
-    else:  # no raw times: the relative IQR around the median
-        half = r["images_per_s"] * r["iqr_s"] / r["median_s"] / 2
-        lo, hi = r["images_per_s"] - half, r["images_per_s"] + half
-    return max(0.0, r["images_per_s"] - lo), max(0.0, hi - r["images_per_s"])
+    times, ips = r.get("times_s") or [], r["images_per_s"]
+    if len(times) < 2:  # no raw times: the relative IQR around the median
+        return (ips * r["iqr_s"] / r["median_s"] / 2,) * 2
+    q1, q3 = stats.quantile(times, 0.25), stats.quantile(times, 0.75)
+    return max(0.0, ips - r["batch_size"] / q3), max(0.0, r["batch_size"] / q1 - ips)
 
 
 def throughput(records: Iterable[dict]) -> Figure | Nothing:
@@ -175,7 +166,7 @@ def break_even(records: Iterable[dict]) -> Figure | Nothing:
     """Extra one-off cost of each graph mode vs the number of calls it needs to pay it back."""
     rows = [r for r in results.break_even_rows(records, include_invalid=True) if r["extra_s"] > 0]
     if not rows:
-        return _empty("graph modes slower to start than eager")
+        return Nothing("No figure: no graph modes slower to start than eager in these results.")
     fig = Figure(figsize=(10, 5), layout="constrained")
     ax = fig.add_subplot()
     finite = [r["break_even_calls"] for r in rows if math.isfinite(r["break_even_calls"])]

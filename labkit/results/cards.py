@@ -160,8 +160,7 @@ def save(card: dict, out: str | os.PathLike) -> Path:
 
 def summary(card: dict) -> str:
     """A few lines that say what a card holds (for the command line and notebooks)."""
-    m = card["machine"]
-    c = card["counts"]
+    m, c = card["machine"], card["counts"]
     lines = [
         f"card {card['card_id'][:8]}: {c['records']} records ({c['measured']} measured, "
         f"{c['flagged']} flagged), profile {card['profile']}, "

@@ -95,21 +95,6 @@ def ratios(records: Iterable[dict]) -> list[dict]:
     return [{**r, "flagged": bool(r["flags"])} for r in speedups(records, include_invalid=True)]
 
 
-def _machine(records: list[dict], local: bool) -> dict:
-    seen = Counter(json.dumps(r.get("machine") or {}, sort_keys=True) for r in records)
-    machine = json.loads(seen.most_common(1)[0][0]) if seen else {}
-    if not machine and local:  # records without a fingerprint, measured here
-        from .. import hardware
-
-        machine = hardware.fingerprint()
-    return machine
-
-
-def _versions(records: list[dict]) -> dict:
-    found = {k: v for r in records for k, v in (r.get("versions") or {}).items() if v}
-    return dict(sorted(found.items()))  # the last record's version of each package
-
-
 def build(
     records: Iterable[dict],
     name: str | None = None,
@@ -127,8 +112,14 @@ def build(
         )
     import labkit
 
-    scrub = scrubber or Scrubber()
+    from .. import hardware
+
+    seen = Counter(json.dumps(r.get("machine") or {}, sort_keys=True) for r in records)
+    machine = json.loads(seen.most_common(1)[0][0])  # the records' commonest fingerprint
+    machine = machine or (hardware.fingerprint() if local else {})  # none: this one's, if local
+    versions = {k: v for r in records for k, v in (r.get("versions") or {}).items() if v}
     profiles_seen = Counter(r.get("profile") for r in records)
+    scrub = scrubber or Scrubber()
     card = scrub(
         {
             "kind": KIND,
@@ -139,8 +130,8 @@ def build(
             "source": Path(source).name if source else "",
             "profile": profiles_seen.most_common(1)[0][0],
             "profiles": sorted(p for p in profiles_seen if p),
-            "machine": _machine(records, local),
-            "versions": _versions(records),
+            "machine": machine,
+            "versions": dict(sorted(versions.items())),  # the last record's of each package
             "counts": {
                 "records": len(records),
                 "measured": len(ok(records)),

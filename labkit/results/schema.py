@@ -81,9 +81,8 @@ def problems(record: object) -> list[str]:
     record = record.to_json() if isinstance(record, Record) else record
     if not isinstance(record, dict):
         return [f"expected a JSON object, got {type(record).__name__}"]
-    v1 = record.get("schema") == 1 and "valid" not in record  # a version-1 line, as written
     out = [f"missing field {f!r}" for f in REQUIRED if f not in record]
-    for f, types in (FIELDS | ({"threads": (int,)} if v1 else {})).items():  # v1: intra-op count
+    for f, types in FIELDS.items():
         v = record.get(f)
         if f in record and not isinstance(v, types) or (isinstance(v, bool) and bool not in types):
             out.append(f"field {f!r} has type {type(v).__name__}")
@@ -171,8 +170,6 @@ def make(**fields) -> Record:
     error, now = fields.get("error"), datetime.datetime.now(datetime.UTC)
     row = {"unsupported": isinstance(error, str) and error.startswith("unsupported:"), **fields}
     row["timestamp"] = fields.get("timestamp") or now.isoformat(timespec="seconds")
-    if isinstance(row.get("threads"), int) and not isinstance(row["threads"], bool):
-        row["threads"] = {"intra": row["threads"], "inter": None}
     return Record.from_json(row)
 
 
@@ -225,7 +222,8 @@ class Record(Mapping):
     number_per_run: int = 1  # calls in each timed sample
     notes: str = ""  # how the adapter realised the mode and precision
     recipe: dict | None = None  # train: the hyper-parameters read back (labkit.recipe.TRAIN)
-    threads: dict = dataclasses.field(default_factory=lambda: {"intra": None, "inter": None})
+    # the intra- and inter-op thread counts; a bare number (schema 1, make) reads as the intra-op
+    threads: dict | int = dataclasses.field(default_factory=lambda: {"intra": None, "inter": None})
     thread_env: dict = dataclasses.field(default_factory=dict)  # of the cell's process
     versions: dict = dataclasses.field(default_factory=dict)  # packages in the cell's process
     machine: dict = dataclasses.field(default_factory=dict)  # labkit.hardware.fingerprint()
@@ -242,13 +240,13 @@ class Record(Mapping):
         a verdict (schema 1 wrote none) is judged (:func:`judge`). Fields this labkit does not
         know are left out."""
         record = cls(**{k: v for k, v in validate(row).items() if k in FIELDS})
+        if isinstance(record.threads, int):  # the intra-op count alone (as schema 1 wrote it)
+            record.threads = {"intra": record.threads, "inter": None}
         if "valid" in row:
             return record
-        if row.get("schema") == 1:  # the intra-op count, and the share it recorded
-            record.threads = {"intra": row.get("threads"), "inter": None}
-            if _number(row.get("ceiling_share")) and row["ceiling_share"] > 1:
-                record.above_ceiling = True
-                record.ceiling_note = "above the ceiling estimated when it was measured (schema 1)"
+        if row.get("schema") == 1 and _number(share := row.get("ceiling_share")) and share > 1:
+            record.above_ceiling = True
+            record.ceiling_note = "above the ceiling estimated when it was measured (schema 1)"
         reasons = judge(record)
         record.valid, record.invalid_reasons = not reasons, reasons
         return record

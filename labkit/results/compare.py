@@ -186,10 +186,7 @@ def ratio(num: Mapping, den: Mapping, confidence: float = CONFIDENCE, seed: int 
         lo, hi = np.quantile(boot, [(1 - confidence) / 2, (1 + confidence) / 2])
         method = f"{confidence:.0%} bootstrap interval from the raw times"
         return Estimate(value, min(float(lo), value), max(float(hi), value), method)
-    rel = math.hypot(
-        float(num.get("iqr_s") or 0) / num["median_s"],
-        float(den.get("iqr_s") or 0) / den["median_s"],
-    )
+    rel = math.hypot(*(float(r.get("iqr_s") or 0) / r["median_s"] for r in (num, den)))
     method = "propagated relative IQRs (no raw times)"
     return Estimate(value, max(value * (1 - rel), 0.0), value * (1 + rel), method)
 

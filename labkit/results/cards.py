@@ -69,7 +69,7 @@ class Scrubber:
         named = [(n, "<host>") for n in hosts] + [(n, "<user>") for n in users]
         self.rules = [  # the longest name first: a name inside another is not cut out of it
             (re.compile(rf"(?<![A-Za-z0-9]){re.escape(n)}(?![A-Za-z0-9])", re.IGNORECASE), tag)
-            for n, tag in sorted(named, key=lambda named: -len(named[0]))
+            for n, tag in sorted(named, key=lambda rule: -len(rule[0]))
         ]
 
     def text(self, s: str) -> str:

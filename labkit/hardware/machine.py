@@ -15,9 +15,11 @@ import os
 import re
 import subprocess
 import sys
+import tomllib
 from pathlib import Path
 
 __all__ = [
+    "CPUS",
     "MAX_GHZ_ENV",
     "ROOT",
     "cpu_quota",
@@ -36,9 +38,8 @@ __all__ = [
 ROOT = "/"
 #: environment variable: the CPU's maximum clock in GHz, for machines that do not report it
 MAX_GHZ_ENV = "LABKIT_CPU_MAX_GHZ"
-#: Apple silicon: published maximum performance-core clocks (GHz) by chip generation, since
-#: macOS does not report clocks on Apple silicon
-APPLE_MAX_GHZ: dict[str, float] = {"M1": 3.2, "M2": 3.5, "M3": 4.05, "M4": 4.5}
+#: what labkit knows of CPUs: labkit/data/cpus.toml
+CPUS = tomllib.loads((Path(__file__).parent.parent / "data" / "cpus.toml").read_text("utf-8"))
 
 
 def read(root: str | os.PathLike, rel: str) -> str | None:
@@ -108,11 +109,7 @@ def usable_cpus(root: str | os.PathLike = ROOT) -> list[int]:
     m = re.search(r"^Cpus_allowed_list:\s*(\S+)", status, re.MULTILINE)
     if m:
         return parse_cpu_list(m.group(1))
-    if str(root) == ROOT and hasattr(os, "sched_getaffinity"):
-        return sorted(os.sched_getaffinity(0))
-    mac = sysctl(root)
-    n = int(mac.get("hw.logicalcpu") or 0) or (os.cpu_count() if str(root) == ROOT else 0) or 1
-    return list(range(n))
+    return list(range(int(sysctl(root).get("hw.logicalcpu") or 1)))
 
 
 def physical_cores(root: str | os.PathLike = ROOT) -> tuple[int, bool, str]:
@@ -208,8 +205,9 @@ def max_clock_ghz(root: str | os.PathLike = ROOT) -> tuple[float | None, str]:
     if mac.get("hw.cpufrequency_max", "").isdigit():
         return int(mac["hw.cpufrequency_max"]) / 1e9, "sysctl hw.cpufrequency_max"
     chip = re.search(r"Apple (M\d)", name)
-    if chip and chip.group(1) in APPLE_MAX_GHZ:
-        return APPLE_MAX_GHZ[chip.group(1)], f"Apple {chip.group(1)}'s published P-core maximum"
+    if chip and chip.group(1) in CPUS["apple_max_ghz"]:
+        ghz = CPUS["apple_max_ghz"][chip.group(1)]
+        return ghz, f"Apple {chip.group(1)}'s published P-core maximum"
     current = first(blocks, "cpu MHz")
     seen = f" (the current clock, {float(current) / 1e3:.2f} GHz, is no maximum)" if current else ""
     return None, (

@@ -9,6 +9,7 @@ Binder, JupyterHub) give :func:`default_threads`, the thread count of every fram
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import math
 import os
@@ -84,22 +85,17 @@ def isa_flags(blocks: list[dict[str, str]]) -> set[str]:
     return set((first(blocks, "flags") or first(blocks, "Features")).split())
 
 
+@functools.lru_cache(maxsize=8)
 def sysctl(root: str | os.PathLike = ROOT) -> dict[str, str]:
     """macOS's ``sysctl`` values (a fixture tree's file ``sysctl``); empty elsewhere."""
     text = read(root, "sysctl")
     if text is None and str(root) == ROOT and sys.platform == "darwin":
-        text = _macos_sysctl()
+        cmd = ["/usr/sbin/sysctl", "-a"]
+        with contextlib.suppress(OSError, subprocess.SubprocessError):
+            done = subprocess.run(cmd, capture_output=True, text=True, timeout=20, check=False)
+            text = done.stdout
     pairs = (line.partition(":") for line in (text or "").splitlines())
     return {k.strip(): v.strip() for k, sep, v in pairs if sep}
-
-
-@functools.lru_cache(maxsize=1)
-def _macos_sysctl() -> str:
-    cmd = ["/usr/sbin/sysctl", "-a"]
-    try:
-        return subprocess.run(cmd, capture_output=True, text=True, timeout=20, check=False).stdout
-    except (OSError, subprocess.SubprocessError):
-        return ""
 
 
 def usable_cpus(root: str | os.PathLike = ROOT) -> list[int]:

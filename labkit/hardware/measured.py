@@ -17,8 +17,9 @@ import os
 import subprocess
 import sys
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, replace
+from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import NamedTuple
 
 from .. import bench, resnet
 from ..util import jsonio, proc, stats
@@ -53,8 +54,7 @@ _FORMAT = 1  # the cache file's format
 REMEASURE = "measure it again when the machine is quiet: python -m labkit doctor --remeasure"
 
 
-@dataclass(frozen=True)
-class Probe:
+class Probe(NamedTuple):
     """A framework's probe: the module run as ``python -m`` (it times the precisions it has
     kernels for), and its libraries' versions (part of the cache key)."""
 
@@ -62,14 +62,12 @@ class Probe:
     versions: tuple[tuple[str, str], ...] = ()
 
 
-@dataclass(frozen=True)
-class KernelRate:
+class KernelRate(NamedTuple):
     """One kernel's rate: the median over its timed calls, and their spread."""
 
     precision: str
     kernel: str  #: the kernel, in words ("torch.mm", "MatMul, pre-packed weight")
-    probe: str  #: the probe's module
-    n: int  #: the GEMM's side (n x n times n x n)
+    name: str  #: the kernel, its probe's framework and its GEMM's side n, in words
     gflops: float | None  #: 2 n^3 / the median seconds, in G(FL)OP/s; None when it failed
     iqr_gflops: float | None  #: the interquartile range of the per-call rates
     times_s: tuple[float, ...] = ()  #: the timed calls
@@ -81,21 +79,16 @@ class KernelRate:
         times = [t for t in row.get("times_s") or [] if isinstance(t, int | float) and t > 0]
         rates = [(row.get("ops") or 0) / t / 1e9 for t in times]
         ok = bool(rates) and not row.get("error")
+        kernel = str(row.get("kernel", "?"))
         return cls(
             str(row.get("precision", "")),
-            str(row.get("kernel", "?")),
-            probe,
-            int(row.get("n") or 0),
+            kernel,
+            f"{kernel} ({probe.rsplit('.', 2)[-2]}, {row.get('n') or 0}^3)",
             stats.median(rates) if ok else None,
             stats.iqr(rates) if ok else None,
             tuple(times),
             str(row.get("error") or ("" if ok else "no timed calls")),
         )
-
-    @property
-    def name(self) -> str:
-        """The kernel, its probe's framework and its size, in words."""
-        return f"{self.kernel} ({self.probe.rsplit('.', 2)[-2]}, {self.n}^3)"
 
 
 @dataclass(frozen=True)
@@ -277,7 +270,7 @@ def cache_file(kind: str, key: object) -> Path:
     return cache_dir() / f"{kind}-{machine}-{digest}.json"
 
 
-def _load(path: Path, root, threads: int | None = None) -> MeasuredPeaks | None:
+def _load(path: Path, root) -> MeasuredPeaks | None:
     try:
         data = jsonio.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError):
@@ -285,7 +278,7 @@ def _load(path: Path, root, threads: int | None = None) -> MeasuredPeaks | None:
     if not isinstance(data, dict) or data.get("format") != _FORMAT:
         return None
     n = data.get("threads")
-    if not isinstance(n, int) or (threads is not None and n != threads):
+    if not isinstance(n, int):
         return None
     return _peaks(data.get("outputs") or [], n, root, str(data.get("measured_at")), str(path))
 
@@ -296,14 +289,14 @@ def recorded(root: str | os.PathLike) -> MeasuredPeaks | None:
 
 
 def _peaks_file(probes: Sequence[Probe], threads: int) -> Path:
-    return cache_file("peaks", [threads, [asdict(p) for p in probes]])
+    return cache_file("peaks", [threads, probes])
 
 
 def cached(probes: Sequence[Probe], threads: int | None = None) -> MeasuredPeaks | None:
     """The peaks cached for these probes and threads on this machine type, else None."""
     threads = threads or default_threads()
     try:
-        return _load(_peaks_file(probes, threads), ROOT, threads)
+        return _load(_peaks_file(probes, threads), ROOT)
     except OSError:
         return None
 

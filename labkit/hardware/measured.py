@@ -245,10 +245,9 @@ def _peaks(outputs: list[dict], threads: int, root, measured_at: str, source: st
         rates += [KernelRate.of(row, str(item.get("module"))) for row in rows]
     seen = [o["others_cpus"] for o in outputs if isinstance(o.get("others_cpus"), int | float)]
     others = max(seen, default=None)
-    reasons = to_measure(root)
-    if not outputs:
-        reasons = {p: reasons[p] or "not measured: no framework here has a probe" for p in reasons}
-    peaks = {p: judge(p, rates, threads, root, reasons[p], others) for p in CEILING_PRECISIONS}
+    none = "" if outputs else "not measured: no framework here has a probe"
+    why = to_measure(root)
+    peaks = {p: judge(p, rates, threads, root, why[p] or none, others) for p in CEILING_PRECISIONS}
     return MeasuredPeaks(threads, peaks, measured_at, tuple(problems), source, others)
 
 

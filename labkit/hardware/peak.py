@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import math
 import os
-import platform
 from dataclasses import dataclass
 from typing import NamedTuple
 
@@ -73,9 +72,6 @@ def per_cycle(root: str | os.PathLike = machine.ROOT) -> dict[str, PerCycle]:
         features = apple["features"].items()
         flags = {f for feat, f in features if mac.get(f"hw.optional.arm.{feat}") == "1"}
         return _arm(flags, apple["implementer"], "", apple["caveat"])
-    arch = platform.machine().lower() if str(root) == machine.ROOT else ""
-    if arch in ("arm64", "aarch64"):
-        return _arm(set(), "", "")
     unknown = PerCycle(
         math.nan, "unknown: no /proc/cpuinfo or sysctl data to read the ISA from", native=False
     )

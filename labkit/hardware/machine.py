@@ -113,11 +113,7 @@ def physical_cores(root: str | os.PathLike = ROOT) -> tuple[int, bool, str]:
     usable CPUs are hyper-threads (SMT siblings) of one core."""
     cpus = usable_cpus(root)
     base = "sys/devices/system/cpu/cpu{}/topology/"
-    siblings = [
-        read(root, base.format(cpu) + "thread_siblings_list")
-        or read(root, base.format(cpu) + "core_cpus_list")
-        for cpu in cpus
-    ]
+    siblings = [read(root, base.format(cpu) + "thread_siblings_list") for cpu in cpus]
     if cpus and None not in siblings:
         used = {frozenset(parse_cpu_list(s)) & set(cpus) for s in siblings}
         smt = any(len(g) > 1 for g in used)
@@ -175,7 +171,7 @@ def default_threads(root: str | os.PathLike = ROOT) -> int:
 
 def max_clock_ghz(root: str | os.PathLike = ROOT) -> tuple[float | None, str]:
     """``(GHz, source)``, or ``(None, why)``: ``LABKIT_CPU_MAX_GHZ``, else cpufreq's maximum,
-    the GHz in the model name (a base clock), macOS's sysctl or Apple's published maximum;
+    the GHz in the model name (a base clock) or Apple's published maximum;
     never the current clock (an idle CPU reports a fraction of its maximum)."""
     env = os.environ.get(MAX_GHZ_ENV, "").strip()
     if env:
@@ -198,8 +194,6 @@ def max_clock_ghz(root: str | os.PathLike = ROOT) -> tuple[float | None, str]:
     m = re.search(r"([\d.]+)\s*GHz", name, re.IGNORECASE)
     if m:
         return float(m.group(1)), f"the model name ({name!r}: a base clock, turbo can exceed it)"
-    if mac.get("hw.cpufrequency_max", "").isdigit():
-        return int(mac["hw.cpufrequency_max"]) / 1e9, "sysctl hw.cpufrequency_max"
     chip = re.search(r"Apple (M\d)", name)
     if chip and chip.group(1) in CPUS["apple_max_ghz"]:
         ghz = CPUS["apple_max_ghz"][chip.group(1)]

@@ -45,8 +45,6 @@ __all__ = [
 
 #: environment variable: the folder that holds the cached peaks (default ~/.cache/graphlab)
 CACHE_ENV = "LABKIT_CACHE_DIR"
-#: timed seconds per kernel (each probe times a few kernels per precision)
-SECONDS = 0.4
 PROBE_TIMEOUT_S = 300.0
 #: a fixture tree's recorded probe output (the shape of a cache file)
 FIXTURE_FILE = "peak-probes.json"
@@ -300,10 +298,10 @@ def cached(probes: Sequence[Probe], threads: int | None = None) -> MeasuredPeaks
         return None
 
 
-def _run(probe: Probe, threads: int, precisions: list[str], seconds: float) -> dict:
+def _run(probe: Probe, threads: int, precisions: list[str]) -> dict:
     """One probe's ``{"module", "output", "others_cpus"}``, or ``{"module", "error"}``."""
     cmd = [sys.executable, "-m", probe.module, "--threads", str(threads)]
-    cmd += ["--precisions", ",".join(precisions), "--seconds", str(seconds)]
+    cmd += ["--precisions", ",".join(precisions)]
     env = proc.child_env(threads)
     before, children = bench.cpu_sample(), sum(os.times()[2:4])  # children's user + system
     try:
@@ -325,10 +323,7 @@ def _run(probe: Probe, threads: int, precisions: list[str], seconds: float) -> d
 
 
 def measure(
-    probes: Sequence[Probe],
-    threads: int | None = None,
-    refresh: bool = False,
-    seconds: float = SECONDS,
+    probes: Sequence[Probe], threads: int | None = None, refresh: bool = False
 ) -> MeasuredPeaks:
     """The peaks with ``threads`` threads: a valid cached one, else (or ``refresh``) measured
     by every probe, a second time when the first is not valid. Only a valid one is cached; an
@@ -339,7 +334,7 @@ def measure(
         return found  # a file cached before peaks were judged may be invalid: measured again
     wanted = [p for p, why in to_measure().items() if not why]
     for _ in range(2):
-        outputs = [_run(probe, threads, wanted, seconds) for probe in probes]
+        outputs = [_run(probe, threads, wanted) for probe in probes]
         now = datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds")
         peaks = _peaks(outputs, threads, ROOT, now, "")
         if peaks.valid:

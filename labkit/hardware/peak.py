@@ -72,10 +72,7 @@ def per_cycle(root: str | os.PathLike = machine.ROOT) -> dict[str, PerCycle]:
         features = apple["features"].items()
         flags = {f for feat, f in features if mac.get(f"hw.optional.arm.{feat}") == "1"}
         return _arm(flags, apple["implementer"], "", apple["caveat"])
-    unknown = PerCycle(
-        math.nan, "unknown: no /proc/cpuinfo or sysctl data to read the ISA from", native=False
-    )
-    return dict.fromkeys(CEILING_PRECISIONS, unknown)
+    return _rates("unknown", set())
 
 
 # ---------------------------------------------------------------------------------------------

@@ -89,8 +89,7 @@ class KernelRate(NamedTuple):
         )
 
 
-@dataclass(frozen=True)
-class MeasuredPeak:
+class MeasuredPeak(NamedTuple):
     """The attainable matrix-multiply rate at one precision, beside the spec-sheet estimate."""
 
     precision: str

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import math
 import os
-from dataclasses import dataclass
 from typing import NamedTuple
 
 from .. import resnet
@@ -79,8 +78,7 @@ def per_cycle(root: str | os.PathLike = machine.ROOT) -> dict[str, PerCycle]:
 # the ceiling
 
 
-@dataclass(frozen=True)
-class Ceiling:
+class Ceiling(NamedTuple):
     """The most this process could compute per second at one precision: an estimate."""
 
     precision: str

@@ -70,9 +70,8 @@ def _ceiling_rows(r, found: hardware.MeasuredPeaks | None, missing: str) -> list
 def markdown(
     root: str | os.PathLike = hardware.ROOT, found: hardware.MeasuredPeaks | None = None
 ) -> str:
-    """The whole report; the measured peaks are ``found``, else the cached ones (nothing is
-    measured here). A fixture ``root``: its machine only, no frameworks."""
-    found = found if found is not None else peaks(root, measure=False)
+    """The whole report, with the measured peaks ``found`` (:func:`peaks`; None: not measured).
+    A fixture ``root``: its machine only, no frameworks."""
     fixture = str(root) != hardware.ROOT
     missing = "not measured yet (python -m labkit doctor measures it)"
     if fixture:

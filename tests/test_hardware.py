@@ -262,7 +262,7 @@ def fake_probe(times: list[float]):
     ``times`` seconds, on a quiet machine; ``calls`` counts the runs."""
     calls = []
 
-    def run(probe, threads, precisions, seconds):
+    def run(probe, threads, precisions):
         calls.append(precisions)
         row = {"precision": "fp32", "kernel": "fake GEMM", "n": 1024, "prepacked": False}
         row |= {"ops": 2 * 1024**3, "times_s": times}
@@ -333,7 +333,7 @@ def test_the_measurement_runs_here_and_is_plausible(tmp_path, monkeypatch):
     probes = frameworks.peak_probes()
     if not probes:
         pytest.skip("no framework with a matrix-multiply probe is installed")
-    found = hardware.measure(probes, threads=1, seconds=0.05)
+    found = hardware.measure(probes, threads=1)
     assert not found.problems, found.problems
     assert found.threads == 1
     assert found["fp32"].measured

@@ -9,15 +9,18 @@ Binder, JupyterHub) give :func:`default_threads`, the thread count of every fram
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import math
 import os
 import re
 import subprocess
 import sys
+import tomllib
 from pathlib import Path
 
 __all__ = [
+    "CPUS",
     "MAX_GHZ_ENV",
     "ROOT",
     "cpu_quota",
@@ -36,9 +39,8 @@ __all__ = [
 ROOT = "/"
 #: environment variable: the CPU's maximum clock in GHz, for machines that do not report it
 MAX_GHZ_ENV = "LABKIT_CPU_MAX_GHZ"
-#: Apple silicon: published maximum performance-core clocks (GHz) by chip generation, since
-#: macOS does not report clocks on Apple silicon
-APPLE_MAX_GHZ: dict[str, float] = {"M1": 3.2, "M2": 3.5, "M3": 4.05, "M4": 4.5}
+#: what labkit knows of CPUs: labkit/data/cpus.toml
+CPUS = tomllib.loads((Path(__file__).parent.parent / "data" / "cpus.toml").read_text("utf-8"))
 
 
 def read(root: str | os.PathLike, rel: str) -> str | None:
@@ -83,22 +85,17 @@ def isa_flags(blocks: list[dict[str, str]]) -> set[str]:
     return set((first(blocks, "flags") or first(blocks, "Features")).split())
 
 
+@functools.lru_cache(maxsize=8)
 def sysctl(root: str | os.PathLike = ROOT) -> dict[str, str]:
     """macOS's ``sysctl`` values (a fixture tree's file ``sysctl``); empty elsewhere."""
     text = read(root, "sysctl")
     if text is None and str(root) == ROOT and sys.platform == "darwin":
-        text = _macos_sysctl()
+        cmd = ["/usr/sbin/sysctl", "-a"]
+        with contextlib.suppress(OSError, subprocess.SubprocessError):
+            done = subprocess.run(cmd, capture_output=True, text=True, timeout=20, check=False)
+            text = done.stdout
     pairs = (line.partition(":") for line in (text or "").splitlines())
     return {k.strip(): v.strip() for k, sep, v in pairs if sep}
-
-
-@functools.lru_cache(maxsize=1)
-def _macos_sysctl() -> str:
-    cmd = ["/usr/sbin/sysctl", "-a"]
-    try:
-        return subprocess.run(cmd, capture_output=True, text=True, timeout=20, check=False).stdout
-    except (OSError, subprocess.SubprocessError):
-        return ""
 
 
 def usable_cpus(root: str | os.PathLike = ROOT) -> list[int]:
@@ -108,11 +105,7 @@ def usable_cpus(root: str | os.PathLike = ROOT) -> list[int]:
     m = re.search(r"^Cpus_allowed_list:\s*(\S+)", status, re.MULTILINE)
     if m:
         return parse_cpu_list(m.group(1))
-    if str(root) == ROOT and hasattr(os, "sched_getaffinity"):
-        return sorted(os.sched_getaffinity(0))
-    mac = sysctl(root)
-    n = int(mac.get("hw.logicalcpu") or 0) or (os.cpu_count() if str(root) == ROOT else 0) or 1
-    return list(range(n))
+    return list(range(int(sysctl(root).get("hw.logicalcpu") or 1)))
 
 
 def physical_cores(root: str | os.PathLike = ROOT) -> tuple[int, bool, str]:
@@ -120,11 +113,7 @@ def physical_cores(root: str | os.PathLike = ROOT) -> tuple[int, bool, str]:
     usable CPUs are hyper-threads (SMT siblings) of one core."""
     cpus = usable_cpus(root)
     base = "sys/devices/system/cpu/cpu{}/topology/"
-    siblings = [
-        read(root, base.format(cpu) + "thread_siblings_list")
-        or read(root, base.format(cpu) + "core_cpus_list")
-        for cpu in cpus
-    ]
+    siblings = [read(root, base.format(cpu) + "thread_siblings_list") for cpu in cpus]
     if cpus and None not in siblings:
         used = {frozenset(parse_cpu_list(s)) & set(cpus) for s in siblings}
         smt = any(len(g) > 1 for g in used)
@@ -182,7 +171,7 @@ def default_threads(root: str | os.PathLike = ROOT) -> int:
 
 def max_clock_ghz(root: str | os.PathLike = ROOT) -> tuple[float | None, str]:
     """``(GHz, source)``, or ``(None, why)``: ``LABKIT_CPU_MAX_GHZ``, else cpufreq's maximum,
-    the GHz in the model name (a base clock), macOS's sysctl or Apple's published maximum;
+    the GHz in the model name (a base clock) or Apple's published maximum;
     never the current clock (an idle CPU reports a fraction of its maximum)."""
     env = os.environ.get(MAX_GHZ_ENV, "").strip()
     if env:
@@ -205,11 +194,10 @@ def max_clock_ghz(root: str | os.PathLike = ROOT) -> tuple[float | None, str]:
     m = re.search(r"([\d.]+)\s*GHz", name, re.IGNORECASE)
     if m:
         return float(m.group(1)), f"the model name ({name!r}: a base clock, turbo can exceed it)"
-    if mac.get("hw.cpufrequency_max", "").isdigit():
-        return int(mac["hw.cpufrequency_max"]) / 1e9, "sysctl hw.cpufrequency_max"
     chip = re.search(r"Apple (M\d)", name)
-    if chip and chip.group(1) in APPLE_MAX_GHZ:
-        return APPLE_MAX_GHZ[chip.group(1)], f"Apple {chip.group(1)}'s published P-core maximum"
+    if chip and chip.group(1) in CPUS["apple_max_ghz"]:
+        ghz = CPUS["apple_max_ghz"][chip.group(1)]
+        return ghz, f"Apple {chip.group(1)}'s published P-core maximum"
     current = first(blocks, "cpu MHz")
     seen = f" (the current clock, {float(current) / 1e3:.2f} GHz, is no maximum)" if current else ""
     return None, (

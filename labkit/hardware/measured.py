@@ -17,8 +17,9 @@ import os
 import subprocess
 import sys
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, replace
+from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import NamedTuple
 
 from .. import bench, resnet
 from ..util import jsonio, proc, stats
@@ -44,8 +45,6 @@ __all__ = [
 
 #: environment variable: the folder that holds the cached peaks (default ~/.cache/graphlab)
 CACHE_ENV = "LABKIT_CACHE_DIR"
-#: timed seconds per kernel (each probe times a few kernels per precision)
-SECONDS = 0.4
 PROBE_TIMEOUT_S = 300.0
 #: a fixture tree's recorded probe output (the shape of a cache file)
 FIXTURE_FILE = "peak-probes.json"
@@ -53,8 +52,7 @@ _FORMAT = 1  # the cache file's format
 REMEASURE = "measure it again when the machine is quiet: python -m labkit doctor --remeasure"
 
 
-@dataclass(frozen=True)
-class Probe:
+class Probe(NamedTuple):
     """A framework's probe: the module run as ``python -m`` (it times the precisions it has
     kernels for), and its libraries' versions (part of the cache key)."""
 
@@ -62,14 +60,12 @@ class Probe:
     versions: tuple[tuple[str, str], ...] = ()
 
 
-@dataclass(frozen=True)
-class KernelRate:
+class KernelRate(NamedTuple):
     """One kernel's rate: the median over its timed calls, and their spread."""
 
     precision: str
     kernel: str  #: the kernel, in words ("torch.mm", "MatMul, pre-packed weight")
-    probe: str  #: the probe's module
-    n: int  #: the GEMM's side (n x n times n x n)
+    name: str  #: the kernel, its probe's framework and its GEMM's side n, in words
     gflops: float | None  #: 2 n^3 / the median seconds, in G(FL)OP/s; None when it failed
     iqr_gflops: float | None  #: the interquartile range of the per-call rates
     times_s: tuple[float, ...] = ()  #: the timed calls
@@ -81,25 +77,19 @@ class KernelRate:
         times = [t for t in row.get("times_s") or [] if isinstance(t, int | float) and t > 0]
         rates = [(row.get("ops") or 0) / t / 1e9 for t in times]
         ok = bool(rates) and not row.get("error")
+        kernel = str(row.get("kernel", "?"))
         return cls(
             str(row.get("precision", "")),
-            str(row.get("kernel", "?")),
-            probe,
-            int(row.get("n") or 0),
+            kernel,
+            f"{kernel} ({probe.rsplit('.', 2)[-2]}, {row.get('n') or 0}^3)",
             stats.median(rates) if ok else None,
             stats.iqr(rates) if ok else None,
             tuple(times),
             str(row.get("error") or ("" if ok else "no timed calls")),
         )
 
-    @property
-    def name(self) -> str:
-        """The kernel, its probe's framework and its size, in words."""
-        return f"{self.kernel} ({self.probe.rsplit('.', 2)[-2]}, {self.n}^3)"
 
-
-@dataclass(frozen=True)
-class MeasuredPeak:
+class MeasuredPeak(NamedTuple):
     """The attainable matrix-multiply rate at one precision, beside the spec-sheet estimate."""
 
     precision: str
@@ -252,10 +242,9 @@ def _peaks(outputs: list[dict], threads: int, root, measured_at: str, source: st
         rates += [KernelRate.of(row, str(item.get("module"))) for row in rows]
     seen = [o["others_cpus"] for o in outputs if isinstance(o.get("others_cpus"), int | float)]
     others = max(seen, default=None)
-    reasons = to_measure(root)
-    if not outputs:
-        reasons = {p: reasons[p] or "not measured: no framework here has a probe" for p in reasons}
-    peaks = {p: judge(p, rates, threads, root, reasons[p], others) for p in CEILING_PRECISIONS}
+    none = "" if outputs else "not measured: no framework here has a probe"
+    why = to_measure(root)
+    peaks = {p: judge(p, rates, threads, root, why[p] or none, others) for p in CEILING_PRECISIONS}
     return MeasuredPeaks(threads, peaks, measured_at, tuple(problems), source, others)
 
 
@@ -277,7 +266,7 @@ def cache_file(kind: str, key: object) -> Path:
     return cache_dir() / f"{kind}-{machine}-{digest}.json"
 
 
-def _load(path: Path, root, threads: int | None = None) -> MeasuredPeaks | None:
+def _load(path: Path, root) -> MeasuredPeaks | None:
     try:
         data = jsonio.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError):
@@ -285,7 +274,7 @@ def _load(path: Path, root, threads: int | None = None) -> MeasuredPeaks | None:
     if not isinstance(data, dict) or data.get("format") != _FORMAT:
         return None
     n = data.get("threads")
-    if not isinstance(n, int) or (threads is not None and n != threads):
+    if not isinstance(n, int):
         return None
     return _peaks(data.get("outputs") or [], n, root, str(data.get("measured_at")), str(path))
 
@@ -296,22 +285,22 @@ def recorded(root: str | os.PathLike) -> MeasuredPeaks | None:
 
 
 def _peaks_file(probes: Sequence[Probe], threads: int) -> Path:
-    return cache_file("peaks", [threads, [asdict(p) for p in probes]])
+    return cache_file("peaks", [threads, probes])
 
 
 def cached(probes: Sequence[Probe], threads: int | None = None) -> MeasuredPeaks | None:
     """The peaks cached for these probes and threads on this machine type, else None."""
     threads = threads or default_threads()
     try:
-        return _load(_peaks_file(probes, threads), ROOT, threads)
+        return _load(_peaks_file(probes, threads), ROOT)
     except OSError:
         return None
 
 
-def _run(probe: Probe, threads: int, precisions: list[str], seconds: float) -> dict:
+def _run(probe: Probe, threads: int, precisions: list[str]) -> dict:
     """One probe's ``{"module", "output", "others_cpus"}``, or ``{"module", "error"}``."""
     cmd = [sys.executable, "-m", probe.module, "--threads", str(threads)]
-    cmd += ["--precisions", ",".join(precisions), "--seconds", str(seconds)]
+    cmd += ["--precisions", ",".join(precisions)]
     env = proc.child_env(threads)
     before, children = bench.cpu_sample(), sum(os.times()[2:4])  # children's user + system
     try:
@@ -333,10 +322,7 @@ def _run(probe: Probe, threads: int, precisions: list[str], seconds: float) -> d
 
 
 def measure(
-    probes: Sequence[Probe],
-    threads: int | None = None,
-    refresh: bool = False,
-    seconds: float = SECONDS,
+    probes: Sequence[Probe], threads: int | None = None, refresh: bool = False
 ) -> MeasuredPeaks:
     """The peaks with ``threads`` threads: a valid cached one, else (or ``refresh``) measured
     by every probe, a second time when the first is not valid. Only a valid one is cached; an
@@ -347,7 +333,7 @@ def measure(
         return found  # a file cached before peaks were judged may be invalid: measured again
     wanted = [p for p, why in to_measure().items() if not why]
     for _ in range(2):
-        outputs = [_run(probe, threads, wanted, seconds) for probe in probes]
+        outputs = [_run(probe, threads, wanted) for probe in probes]
         now = datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds")
         peaks = _peaks(outputs, threads, ROOT, now, "")
         if peaks.valid:

@@ -12,34 +12,12 @@ import platform
 import re
 import subprocess
 from collections.abc import Iterable
-from dataclasses import dataclass
+from types import SimpleNamespace
 
 from . import machine
-from .peak import ARM_PARTS, CEILING_PRECISIONS, Ceiling, ceiling
+from .peak import CEILING_PRECISIONS, ceiling
 
-__all__ = ["MachineReport", "cpu_family", "fingerprint", "gpus", "isa_tier", "machine_of", "report"]
-
-
-#: Vector and matrix ISA extensions the report looks for (x86 flag names, then Arm's).
-VECTOR_FLAGS = (
-    "sse4_2",
-    "avx",
-    "avx2",
-    "fma",
-    "avx512f",
-    "avx512_bf16",
-    "avx512_vnni",
-    "avx_vnni",
-    "amx_tile",
-    "amx_bf16",
-    "amx_int8",
-    "asimd",
-    "asimddp",
-    "sve",
-    "sve2",
-    "bf16",
-    "i8mm",
-)
+__all__ = ["cpu_family", "fingerprint", "gpus", "isa_tier", "machine_of", "report"]
 
 
 def gpus() -> list[str]:
@@ -61,51 +39,30 @@ def memory_gb(root: str | os.PathLike = machine.ROOT) -> float:
     return round(int(size) / 2**30, 1) if size.isdigit() else 0.0
 
 
-@dataclass
-class MachineReport:
-    """One machine; every field but ``vendor``, ``smt`` and ``ceilings`` is in its
-    :func:`fingerprint`."""
-
-    cpu: str  #: the CPU's model
-    vendor: str
-    arch: str
-    logical_cpus: int  #: CPUs of the affinity mask
-    cores: int  #: the physical cores behind them
-    smt: bool  #: two of them are hyper-threads of one core
-    cpu_quota: float | None  #: cgroup CPU quota in CPUs, None when unlimited
-    threads: int  #: default_threads(): what the runner gives every framework
-    clock_ghz: float | None  #: maximum clock, None when unknown
-    vector_extensions: list[str]
-    memory_gb: float
-    gpus: list[str]
-    os: str
-    python: str
-    ceilings: dict[str, Ceiling]
-
-
 @functools.lru_cache(maxsize=8)
-def report(root: str | os.PathLike = machine.ROOT) -> MachineReport:
-    """Everything above about one machine (cached per root)."""
+def report(root: str | os.PathLike = machine.ROOT) -> SimpleNamespace:
+    """Everything about one machine (cached per root); every field but ``vendor``, ``smt`` and
+    ``ceilings`` is in its :func:`fingerprint`."""
     blocks, real = machine.cpuinfo(root), str(root) == machine.ROOT
     model = machine.first(blocks, "model name")
     model = model or machine.sysctl(root).get("machdep.cpu.brand_string", "")
-    part = machine.first(blocks, "CPU part")
+    arm, part = machine.first(blocks, "CPU implementer"), machine.first(blocks, "CPU part")
     if not model and part:
-        model = ARM_PARTS.get(part, (f"Arm CPU part {part}", 0))[0]
-    arm = machine.first(blocks, "CPU implementer")
+        model = machine.CPUS["arm_cores"].get(f"{arm}:{part}", [f"Arm CPU part {part}"])[0]
     arch = "aarch64" if arm else "arm64" if "Apple" in model else "x86_64"
     cores, smt, _ = machine.physical_cores(root)
-    return MachineReport(
+    flags = machine.isa_flags(blocks)
+    return SimpleNamespace(
         cpu=model or (platform.processor() or platform.machine() if real else "unknown"),
         vendor=machine.first(blocks, "vendor_id") or ("Apple" if "Apple" in model else "unknown"),
         arch=platform.machine() if real else arch,
-        logical_cpus=len(machine.usable_cpus(root)),
-        cores=cores,
-        smt=smt,
-        cpu_quota=machine.cpu_quota(root)[0],
-        threads=machine.default_threads(root),
-        clock_ghz=machine.max_clock_ghz(root)[0],
-        vector_extensions=[f for f in VECTOR_FLAGS if f in machine.isa_flags(blocks)],
+        logical_cpus=len(machine.usable_cpus(root)),  # CPUs of the affinity mask
+        cores=cores,  # the physical cores behind them
+        smt=smt,  # two of them are hyper-threads of one core
+        cpu_quota=machine.cpu_quota(root)[0],  # in CPUs, None when unlimited
+        threads=machine.default_threads(root),  # what the runner gives every framework
+        clock_ghz=machine.max_clock_ghz(root)[0],  # the maximum clock, None when unknown
+        vector_extensions=[f for f in machine.CPUS["vector_flags"] if f in flags],
         memory_gb=memory_gb(root),
         gpus=gpus() if real else [],
         os=platform.platform(terse=True) if real else "",
@@ -133,21 +90,11 @@ def cpu_family(cpu: str) -> str:
     return " ".join(s.split()[:2]) or "unknown CPU"  # the brand and its series
 
 
-#: vector units by the flag that names them, widest first
-ISA_TIERS = {
-    "amx_tile": "AMX",
-    "avx512f": "AVX-512",
-    "avx2": "AVX2",
-    "sve": "SVE",
-    "asimd": "NEON",
-    "avx": "AVX",
-}
-
-
 def isa_tier(exts: Iterable[str]) -> str:
     """The widest vector unit: the one that decides a CPU's arithmetic rate."""
     found = set(exts or ())
-    return next((name for flag, name in ISA_TIERS.items() if flag in found), "SSE")
+    tiers = machine.CPUS["isa_tiers"].items()
+    return next((name for flag, name in tiers if flag in found), "SSE")
 
 
 def machine_of(fingerprint: dict, fixture: bool = False) -> dict:

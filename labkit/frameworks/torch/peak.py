@@ -16,7 +16,6 @@ from functools import partial
 import torch
 
 from .._kit.checks import what_broke
-from ..contract import PRECISIONS
 
 __all__ = ["KERNELS", "main"]
 
@@ -114,17 +113,17 @@ def _measure(precisions: Sequence[str], seconds: float) -> list[dict]:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description="time PyTorch's matrix-multiply kernels")
     parser.add_argument("--threads", type=int, required=True, help="intra-op threads")
-    parser.add_argument("--precisions", default=",".join(PRECISIONS), help="e.g. fp32,int8")
+    parser.add_argument("--precisions", default=",".join(KERNELS), help="e.g. fp32,int8")
     parser.add_argument("--seconds", type=float, default=0.4, help="timed seconds per kernel")
     args = parser.parse_args(argv)
     asked = args.precisions.split(",")
-    if args.threads < 1 or not args.seconds > 0 or not set(asked) <= set(PRECISIONS):
+    if args.threads < 1 or not args.seconds > 0 or not set(asked) <= set(KERNELS):
         parser.error(
-            f"give --threads >= 1, --seconds > 0 and --precisions among {','.join(PRECISIONS)} "
+            f"give --threads >= 1, --seconds > 0 and --precisions among {','.join(KERNELS)} "
             f"(got --threads {args.threads} --seconds {args.seconds} --precisions {args.precisions})"
         )
     torch.set_num_threads(args.threads)
-    kernels = _measure([p for p in asked if p in KERNELS], args.seconds)
+    kernels = _measure(asked, args.seconds)
     versions = {"torch": torch.__version__}
     print(json.dumps({"versions": versions, "threads": args.threads, "kernels": kernels}))
     return 0

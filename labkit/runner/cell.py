@@ -1,15 +1,10 @@
 """One cell, measured inside its own process (``python -m labkit.runner`` writes what
-:func:`measure_cell` returns as JSON); a framework problem is a result, never a crash. Test hook:
-``LABKIT_TEST_FAULT=KIND[:FRAMEWORK/MODE/TASK][,...]`` makes matching cells ``fail``, ``hang``
-(a grandchild too) or ``oom`` (a ``MemoryError``, as a memory-hungry framework raises)."""
+:func:`measure_cell` returns as JSON); a framework problem is a result, never a crash."""
 
 from __future__ import annotations
 
 import contextlib
 import math
-import os
-import subprocess
-import sys
 import time
 import traceback
 from dataclasses import asdict
@@ -19,30 +14,10 @@ from .. import frameworks as fw_registry
 from ..frameworks.contract import Unsupported
 from .plan import Cell
 
-__all__ = ["FAULT_ENV", "LOG_TAIL_CHARS", "ceiling_fields", "measure_cell"]
+__all__ = ["LOG_TAIL_CHARS", "ceiling_fields", "measure_cell"]
 
-FAULT_ENV = "LABKIT_TEST_FAULT"
 #: how much of a failed cell's output (its traceback, its log) the record keeps
 LOG_TAIL_CHARS = 2000
-
-
-def _inject_faults(cell: Cell) -> None:
-    for item in filter(None, (s.strip() for s in os.environ.get(FAULT_ENV, "").split(","))):
-        kind, _, where = item.partition(":")
-        if where and where != f"{cell.framework}/{cell.mode}/{cell.task}":
-            continue
-        if kind == "fail":
-            raise RuntimeError(f"test fault injected by {FAULT_ENV}")
-        if kind == "oom":
-            raise MemoryError(f"test fault injected by {FAULT_ENV}")
-        if kind == "hang":
-            child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(3600)"])
-            print(f"test fault: hanging, grandchild pid {child.pid}", file=sys.stderr, flush=True)
-            time.sleep(3600)
-        raise ValueError(
-            f"{FAULT_ENV}: no fault {kind!r}: the faults are fail, hang and oom; format "
-            "KIND[:FW/MODE/TASK]"
-        )
 
 
 def _versions(framework: str, adapter) -> dict:
@@ -72,7 +47,6 @@ def measure_cell(cell: Cell, threads: int) -> dict:
     }
     adapter = None
     try:
-        _inject_faults(cell)
         adapter = fw_registry.get(cell.framework)
         adapter.set_threads(threads)
         t0 = time.perf_counter()

@@ -26,16 +26,8 @@ from .plan import Cell, Plan
 
 __all__ = ["RunResult", "cell_env", "check_out", "run", "run_cell"]
 
-#: thread-related variables a cell records (the user's own settings pass through unchanged)
-RECORDED_ENV = (
-    *proc.THREAD_ENV,
-    "TF_NUM_INTEROP_THREADS",
-    "OMP_WAIT_POLICY",
-    "GOMP_SPINCOUNT",
-    "KMP_BLOCKTIME",
-    "KMP_AFFINITY",
-    "OMP_PROC_BIND",
-)
+#: the thread-related variables a cell records: these name prefixes and ``*_THREADS``
+RECORDED_ENV = ("OMP_", "GOMP_", "KMP_", "TF_NUM_")
 #: TensorFlow's XLA flag that keeps compiled executables on disk between processes
 XLA_CACHE_FLAG = "--tf_xla_persistent_cache_directory"
 
@@ -46,20 +38,11 @@ def shared_cache_dir() -> Path:
     return tempdirs.private_dir("labkit-compile-cache")
 
 
-def check_cache(cache: str) -> str:
-    """``cache`` if it is ``"cold"`` or ``"warm"`` (a safe shared folder), else ``ValueError``."""
-    if cache not in ("cold", "warm"):
-        raise ValueError(f"cache must be 'cold' or 'warm', got {cache!r}")
-    if cache == "warm":
-        shared_cache_dir()
-    return cache
-
-
 def cache_env(cache: str, cell_dir: Path) -> dict[str, str]:
     """The variables that put a cell's compile caches (and, cold, its temporary folder) in
     ``cell_dir``, empty (``cold``; MindSpore's and XLA's off), or share them with earlier runs
     (``warm``, under :func:`shared_cache_dir`)."""
-    warm = check_cache(cache) == "warm"
+    warm = cache == "warm"
     root = shared_cache_dir() if warm else cell_dir / "cache"
     flags = os.environ.get("TF_XLA_FLAGS", "").split()
     flags = [f for f in flags if not f.startswith(XLA_CACHE_FLAG)]  # the user's cache: not here
@@ -93,11 +76,6 @@ def cell_env(cell: Cell, threads: int, cell_dir: Path, cache: str = "cold") -> d
     return proc.child_env(threads, path=path, extra=extra)
 
 
-def cell_command(cell: Cell, result: Path, threads: int) -> list[str]:
-    cmd = [sys.executable, "-m", "labkit.runner", "--cell", json.dumps(asdict(cell))]
-    return cmd + ["--result", str(result), "--threads", str(threads), "--parent", str(os.getpid())]
-
-
 def run_cell(
     cell: Cell,
     threads: int,
@@ -110,12 +88,15 @@ def run_cell(
     with tempfile.TemporaryDirectory(prefix="labkit-cell-") as tmp:
         result, log = Path(tmp) / "result.json", Path(tmp) / "log.txt"
         env = cell_env(cell, threads, Path(tmp), cache)
-        base = {"thread_env": {k: env[k] for k in RECORDED_ENV if k in env}, "cache": cache}
+        recorded = [k for k in env if k.startswith(RECORDED_ENV) or k.endswith("_THREADS")]
+        base = {"thread_env": {k: env[k] for k in recorded}, "cache": cache}
+        cmd = [sys.executable, "-m", "labkit.runner", "--cell", json.dumps(asdict(cell))]
+        cmd += ["--result", str(result), "--threads", str(threads), "--parent", str(os.getpid())]
         t0, code = time.perf_counter(), None
         with open(log, "wb") as logf:
             # cwd: the temporary folder, so that what a framework drops there goes with it
             child = subprocess.Popen(
-                cell_command(cell, result, threads),
+                cmd,
                 stdout=logf,
                 stderr=subprocess.STDOUT,
                 env=env,
@@ -271,30 +252,6 @@ def _save(res: RunResult, record: results.Record) -> None:
         res.unsaved.pop(0)
 
 
-def _measure(res: RunResult, todo: list[Cell], machine: dict, bar, on_record, how: dict) -> None:
-    live = not bar.disable and (sys.stderr.isatty() or "notebook" in type(bar).__module__)
-    with signals_noted() as caught:
-
-        def tick() -> None:  # between cells and about once a second in one: Ctrl-C stops here
-            if caught:
-                raise KeyboardInterrupt(f"signal {caught[0]}")
-            if live:  # else no redraws
-                bar.refresh()
-
-        for cell in todo:
-            tick()
-            bar.set_description_str(cell.label())
-            record = record_of(cell, run_cell(cell, tick=tick, **how), machine)
-            res.records.append(record)
-            _save(res, record)
-            if not bar.disable:
-                bar.write(str(record))
-            bar.update(1)
-            if on_record is not None:
-                on_record(record)
-        tick()
-
-
 def run(
     plan: Plan,
     out: str | os.PathLike,
@@ -313,11 +270,11 @@ def run(
     after the record being written; a bad ``out`` is a ``ValueError`` before anything runs."""
     out = Path(out)
     threads = threads or hardware.default_threads()
-    how = {
-        "threads": threads,
-        "timeout_s": timeout_s or plan.profile.cell_timeout_s,
-        "cache": check_cache(cache),  # a bad value, or an unsafe shared cache: before anything
-    }
+    if cache not in ("cold", "warm"):
+        raise ValueError(f"cache must be 'cold' or 'warm', got {cache!r}")
+    if cache == "warm":
+        shared_cache_dir()  # an unsafe shared folder: refused before anything runs
+    timeout_s = timeout_s or plan.profile.cell_timeout_s
     existing = results.load(out) if out.exists() else []  # a corrupt file: ValueError, the fix
     check_out(out)
     _warn_if_busy(threads)
@@ -330,13 +287,36 @@ def run(
 
     t_start = time.perf_counter()
     bar = tqdm(total=len(todo), unit="cell", disable=not progress, dynamic_ncols=True)
-    try:
-        _measure(res, todo, machine, bar, on_record, how)
-    except KeyboardInterrupt:
-        res.interrupted = True
-    finally:
-        bar.close()
-        res.wall_s = time.perf_counter() - t_start
+    live = progress and (sys.stderr.isatty() or "notebook" in type(bar).__module__)
+    with signals_noted() as caught:
+
+        def tick() -> None:  # between cells and about once a second in one: Ctrl-C stops here
+            if caught:
+                raise KeyboardInterrupt(f"signal {caught[0]}")
+            if live:  # else no redraws
+                bar.refresh()
+
+        try:
+            for cell in todo:
+                tick()
+                bar.set_description_str(cell.label())
+                fields = run_cell(
+                    cell, threads=threads, timeout_s=timeout_s, tick=tick, cache=cache
+                )
+                record = record_of(cell, fields, machine)
+                res.records.append(record)
+                _save(res, record)
+                if progress:
+                    bar.write(str(record))
+                bar.update(1)
+                if on_record is not None:
+                    on_record(record)
+            tick()
+        except KeyboardInterrupt:
+            res.interrupted = True
+        finally:
+            bar.close()
+            res.wall_s = time.perf_counter() - t_start
     if progress:
         print(res.summary(), flush=True)
     return res

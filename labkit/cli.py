@@ -12,17 +12,10 @@ __all__ = ["build_parser", "main"]
 
 
 def _doctor(args: argparse.Namespace) -> int:
-    from . import doctor, hardware
+    from . import doctor
 
-    root = args.root or hardware.ROOT
-    if args.root and not (Path(root, "proc").is_dir() or Path(root, "sysctl").exists()):
-        raise ValueError(
-            f"--root {args.root}: not a machine's file tree (no proc/ folder or sysctl file); "
-            "give one of tests/data/machines/*"
-        )
-    found = doctor.peaks(root, measure=not args.no_measure, refresh=args.remeasure)
-    print(f"# Graph Lab doctor{f': the fixture tree {root}' if args.root else ''}\n")
-    print(doctor.markdown(root, found))
+    found = doctor.peaks(measure=not args.no_measure, refresh=args.remeasure)
+    print(f"# Graph Lab doctor\n\n{doctor.markdown(found=found)}")
     return 0
 
 
@@ -32,7 +25,7 @@ def _csv(text: str) -> list[str]:
 
 
 def _bench(args: argparse.Namespace) -> int:
-    from . import profiles, results, runner
+    from . import profiles, runner
 
     profile = profiles.get(args.profile)  # None: LABKIT_PROFILE, else standard
     try:
@@ -55,20 +48,27 @@ def _bench(args: argparse.Namespace) -> int:
         file=sys.stderr,
     )
     res = runner.run(plan, out, resume=args.resume, threads=args.threads, cache=args.cache)
+    return _finished(res)
+
+
+def _finished(res) -> int:
+    """Print a run's records and where its figures come from; its exit status."""
+    from . import results
+
     if res.records:
         print(results.table(res.records))
-    print(f"\nfigures: python -m labkit report {out}", file=sys.stderr)
+    print(f"\nfigures: python -m labkit report {res.out}", file=sys.stderr)
     if res.unsaved:
         print(
             f"error: {len(res.unsaved)} of the {len(res.records)} results above could not be "
-            f"written to {out} ({res.write_error}); fix: free space on its disk (or choose "
+            f"written to {res.out} ({res.write_error}); fix: free space on its disk (or choose "
             f"another --out), then run the same command plus --resume to measure them again",
             file=sys.stderr,
         )
     if res.interrupted:
         print(
             f"interrupted: the {len(res.records) - len(res.unsaved)} results above are kept in "
-            f"{out}; continue with the same command plus --resume",
+            f"{res.out}; continue with the same command plus --resume",
             file=sys.stderr,
         )
         return 130
@@ -130,7 +130,7 @@ def _stopped(args: argparse.Namespace, report) -> str:
 def _explore(args: argparse.Namespace) -> int:
     import json
 
-    from . import explore, results
+    from . import explore
 
     report = explore.check(
         args.spec,
@@ -166,15 +166,7 @@ def _explore(args: argparse.Namespace) -> int:
         resume=args.resume,
         threads=args.threads,
     )
-    if res.records:
-        print()
-        print(results.table(res.records))
-    print(
-        f"\n{len(res.records)} cells in {res.wall_s:.0f} s ({len(res.failed)} failed or "
-        f"unsupported), appended to {res.out}; figures: python -m labkit report {res.out}",
-        file=sys.stderr,
-    )
-    return 130 if res.interrupted else 0
+    return _finished(res)
 
 
 def _card(args: argparse.Namespace) -> int:
@@ -224,7 +216,6 @@ def build_parser() -> argparse.ArgumentParser:
     doctor = sub.add_parser("doctor", help="the machine, its ceiling, the frameworks")
     doctor.add_argument("--remeasure", action="store_true", help="measure the peaks again")
     doctor.add_argument("--no-measure", action="store_true", help="show only peaks measured before")
-    doctor.add_argument("--root", help="a fixture tree for / (tests/data/machines/*)")
     doctor.set_defaults(func=_doctor)
     report = sub.add_parser("report", help="print a results file as a table and write its figures")
     report.add_argument("file", help="a JSONL file written by `python -m labkit bench`")
@@ -317,13 +308,9 @@ def _distributed(args) -> int:
     return 0
 
 
-def _show_warning(message, category, filename, lineno, file=None, line=None) -> None:
-    print(f"warning: {message}", file=sys.stderr)
-
-
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    warnings.showwarning = _show_warning  # one plain line, not a source location
+    warnings.formatwarning = lambda message, *_, **__: f"warning: {message}\n"  # no source line
     try:
         return args.func(args)
     except ValueError as exc:  # bad input: one clear line, exit status 2

@@ -161,7 +161,7 @@ def test_a_learners_model_is_a_plan_of_the_same_cells_with_its_model_and_shapes(
 def test_each_room_of_the_runner_has_its_docstring_and_names_and_the_package_shows_them():
     import importlib
 
-    for name in ("plan", "inputs", "cell", "loop"):
+    for name in ("plan", "inputs", "loop"):
         room = importlib.import_module(f"labkit.runner.{name}")
         assert room.__doc__ and room.__all__, name
         assert all(hasattr(room, n) for n in room.__all__), name
@@ -399,11 +399,12 @@ def test_a_hanging_cell_is_killed_with_its_process_group(tmp_path):
     require("torch")
     plan = runner.Plan(fault_cells(f"{FAULTS}:hangs", ["latency", "throughput"]), SMOKE)
     t0 = time.perf_counter()
-    res = runner.run(plan, tmp_path / "r.jsonl", progress=False, timeout_s=5)
-    assert time.perf_counter() - t0 < 40
+    # 15 s: PyTorch's import, before the model hangs, can take several on a busy machine
+    res = runner.run(plan, tmp_path / "r.jsonl", progress=False, timeout_s=15)
+    assert time.perf_counter() - t0 < 60
     assert [r["status"] for r in res.records] == ["failed", "failed"]  # both recorded, in order
     for r in res.records:
-        assert r["error"].startswith("timed out after 5 s")
+        assert r["error"].startswith("timed out after 15 s")
         pid = int(re.search(r"grandchild pid (\d+)", r["log"]).group(1))
         assert not alive(pid), "the cell's own child survived the timeout"
 

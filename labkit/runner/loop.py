@@ -21,8 +21,7 @@ from .. import bench, hardware, results
 from .. import frameworks as fw_registry
 from ..util import jsonio, proc, tempdirs
 from . import inputs
-from .cell import LOG_TAIL_CHARS, record_of
-from .plan import Cell, Plan
+from .plan import LOG_TAIL_CHARS, Cell, Plan, record_of
 
 __all__ = ["RunResult", "cell_env", "check_out", "run", "run_cell"]
 

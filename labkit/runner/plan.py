@@ -220,12 +220,6 @@ def _pick(kind: str, given: Sequence[str] | None, valid: Sequence[str]) -> list[
     return list(dict.fromkeys(given))
 
 
-def mode_names() -> list[str]:
-    """Every word ``--modes`` accepts."""
-    own = [m for fw in fw_registry.NAMES for m in fw_registry.MODES[fw]]
-    return list(dict.fromkeys(["eager", "graph", "quick", *own]))
-
-
 def resolve_modes(framework: str, modes: Sequence[str] | None) -> list[str]:
     """The modes of ``framework`` that ``modes`` selects (None: all): ``eager``, ``graph`` (every
     other mode), ``quick`` (eager and the first graph mode) or a mode's own name."""
@@ -242,7 +236,9 @@ def _cells(fws: list[str], choices: tuple, prof: profiles.Profile, sizes: dict) 
     """The cells of frameworks x modes x tasks x ``sizes[task]`` x precisions, each once;
     ``ValueError`` for a bad choice or no cell at all."""
     modes, tasks, precisions, device = choices
-    modes = None if modes is None else _pick("mode", modes, mode_names())
+    own = [m for fw in fw_registry.NAMES for m in fw_registry.MODES[fw]]
+    words = list(dict.fromkeys(["eager", "graph", "quick", *own]))  # what --modes accepts
+    modes = None if modes is None else _pick("mode", modes, words)
     tasks = _pick("task", tasks, TASKS)
     precisions = _pick("precision", ["fp32"] if precisions is None else precisions, PRECISIONS)
     (device,) = _pick("device", [device], DEVICES)

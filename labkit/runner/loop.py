@@ -190,10 +190,9 @@ def _warn_if_busy(threads: int) -> None:
         _BUSY_WARNED.append(True)
         passive = "" if "OMP_WAIT_POLICY" in os.environ else " or OMP_WAIT_POLICY=PASSIVE"
         warnings.warn(  # once per process: a notebook's later runs' records still say so
-            f"this machine is busy (1-minute load {load:.1f} on {cpus} CPUs): timings "
-            f"will be slower and noisier than on an idle machine (records will say so: "
-            f"valid=False), and runtimes whose {threads} threads spin-wait (OpenMP in PyTorch) "
-            f"can slow down many-fold; close other work, or try fewer threads "
+            f"this machine is busy (1-minute load {load:.1f} on {cpus} CPUs): timings will be "
+            f"slower, noisier (records: valid=False), and many-fold slower where {threads} "
+            f"threads spin-wait (OpenMP in PyTorch); close other work, or try fewer threads "
             f"(--threads 1){passive}. Said once per process.",
             UserWarning,
             stacklevel=3,

@@ -195,14 +195,8 @@ def ceiling_fields(images_per_s: float, cell: Cell, threads: int | None = None) 
     against = _against("measured_peak", images_per_s, peak, size, training)
     if not against:
         return {**out, "measured_peak_note": peak.note}
-    measured_peak = {
-        "gflops": peak.gflops,
-        "iqr_gflops": peak.iqr_gflops,
-        "threads": peak.threads,
-        "kernel": peak.kernel,
-        "measured_at": found.measured_at,
-        "others_cpus": found.others_cpus,
-    }
+    measured_peak = {k: getattr(peak, k) for k in ("gflops", "iqr_gflops", "threads", "kernel")}
+    measured_peak |= {k: getattr(found, k) for k in ("measured_at", "others_cpus")}
     return {**out, **against, "measured_peak": measured_peak}
 
 

@@ -30,20 +30,14 @@ def _bench(args: argparse.Namespace) -> int:
     from . import profiles, runner
 
     profile = profiles.get(args.profile)  # None: LABKIT_PROFILE, else standard
-    try:
-        batch_sizes = args.batch_sizes and [int(t) for t in args.batch_sizes]
-    except ValueError:
-        raise ValueError(
-            f"--batch-sizes {','.join(args.batch_sizes)!r}: give whole numbers >= 1 separated "
-            "by commas, e.g. --batch-sizes 1,8"
-        ) from None
+    batch_sizes = args.batch_sizes and [int(t) if t.isdigit() else t for t in args.batch_sizes]
     plan = runner.Plan.build(
         args.frameworks, args.modes, args.tasks, batch_sizes, args.precision, args.device, profile
     )
     if args.threads is not None and args.threads < 1:
         raise ValueError(f"--threads must be >= 1, got {args.threads}")
     out = Path(args.out or f"results/bench-{profile.name}.jsonl")
-    runner.check_out(out)  # before the first line: a bad --out is the only thing said
+    runner.loop.check_out(out)  # before the first line: a bad --out is the only thing said
     print(
         f"labkit bench: {len(plan)} cells, profile {profile.name} ({profile.image_size}x"
         f"{profile.image_size} images), results -> {out}",

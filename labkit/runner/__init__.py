@@ -6,17 +6,7 @@ model), loop (the run).
 """
 
 from . import inputs
-from .loop import RunResult, cell_env, check_out, run, run_cell
+from .loop import RunResult, cell_env, run, run_cell
 from .plan import Cell, Plan, ceiling_fields
 
-__all__ = [
-    "Cell",
-    "Plan",
-    "RunResult",
-    "ceiling_fields",
-    "cell_env",
-    "check_out",
-    "inputs",
-    "run",
-    "run_cell",
-]
+__all__ = ["Cell", "Plan", "RunResult", "ceiling_fields", "cell_env", "inputs", "run", "run_cell"]

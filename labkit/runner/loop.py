@@ -136,10 +136,8 @@ def signals_noted():
     """SIGINT and SIGTERM noted in the yielded list instead of acted on (main thread only): the
     run stops where it checks the list, never halfway through writing a record."""
     caught: list[int] = []
-    if threading.current_thread() is not threading.main_thread():
-        yield caught
-        return
-    signals = (signal.SIGINT, signal.SIGTERM)
+    main = threading.current_thread() is threading.main_thread()  # only it may set handlers
+    signals = (signal.SIGINT, signal.SIGTERM) if main else ()
     old = {s: signal.signal(s, lambda signum, frame: caught.append(signum)) for s in signals}
     try:
         yield caught

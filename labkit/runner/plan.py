@@ -60,8 +60,6 @@ class Cell:
                 self.image_size,
                 self.device,
             )
-        if not hasattr(adapter, "prepare_model"):
-            raise Unsupported(f"labkit cannot benchmark other models with {self.framework}")
         model, given = inputs.build_example(self.model)
         arrays = inputs.example_arrays(inputs.parse_inputs(self.input_shape))
         if given is not None:  # the builder's own inputs, at this cell's batch

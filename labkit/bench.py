@@ -169,16 +169,8 @@ class Measurement:
         return self.images_per_call / self.median_s
 
     def judge(self, threads: int, cpu_count: int | None = None) -> list[str]:
-        return verdict(
-            self.times_s,
-            self.min_repeats,
-            self.min_time_s,
-            threads,
-            self.others_cpus,
-            self.load_1min,
-            cpu_count,
-            self.number_per_run,
-        )
+        limits = (self.min_repeats, self.min_time_s, threads, self.others_cpus, self.load_1min)
+        return verdict(self.times_s, *limits, cpu_count, self.number_per_run)
 
     @property
     def timed_s(self) -> float:

@@ -75,17 +75,11 @@ class Cell:
 
 
 def _versions(framework: str, adapter) -> dict:
-    import labkit
+    from labkit import __version__
 
-    import numpy
-
-    extra = fw_registry.spec(framework).extra_packages  # e.g. the exporter of ONNX Runtime's model
-    return {
-        framework: adapter.version() if adapter is not None else None,
-        "numpy": numpy.__version__,
-        "labkit": labkit.__version__,
-        **{p: fw_registry.installed_version(p) for p in extra},
-    }
+    extra = ("numpy", *fw_registry.spec(framework).extra_packages)  # e.g. ONNX's exporter
+    own = {framework: adapter.version() if adapter is not None else None, "labkit": __version__}
+    return own | {p: fw_registry.installed_version(p) for p in extra}
 
 
 def measure_cell(cell: Cell, threads: int) -> dict:

@@ -160,12 +160,8 @@ class RunResult:
     write_error: str = ""  #: why the last write that failed did
     planned: int = 0  #: the cells of the plan
 
-    @property
-    def failed(self) -> list[results.Record]:
-        return [r for r in self.records if not r.ok]
-
     def summary(self) -> str:
-        n, bad = len(self.records), len(self.failed)
+        n, bad = len(self.records), sum(not r.ok for r in self.records)
         invalid = sum(r.ok and not r.valid for r in self.records)
         end = "interrupted: rerun with resume=True for the rest" if self.interrupted else "done"
         skipped = f", {len(self.skipped)} already in {self.out}" if self.skipped else ""

@@ -215,9 +215,7 @@ def measure(
     by the samples); blocks that still fall short (the calls got faster) become warm-up and are
     sized again, once, by the samples."""
     step = prepared if callable(prepared) else prepared.step
-    images = (
-        images_per_call if images_per_call is not None else getattr(prepared, "batch_size", None)
-    )
+    images = images_per_call or getattr(prepared, "batch_size", None)
     if not images or images < 1:
         raise ValueError("images_per_call must be at least 1 (a Prepared carries its batch_size)")
     if min_repeats < 1 or max_repeats < min_repeats or warmup < 0 or min_time_s < 0:

@@ -165,28 +165,12 @@ class Measurement:
         return stats.iqr(self.times_s)
 
     @property
-    def p90_s(self) -> float:
-        return stats.quantile(self.times_s, 0.9)
-
-    @property
-    def mean_s(self) -> float:
-        return sum(self.times_s) / len(self.times_s)
-
-    @property
     def images_per_s(self) -> float:
         return self.images_per_call / self.median_s
 
     def judge(self, threads: int, cpu_count: int | None = None) -> list[str]:
-        return verdict(
-            self.times_s,
-            self.min_repeats,
-            self.min_time_s,
-            threads,
-            self.others_cpus,
-            self.load_1min,
-            cpu_count,
-            self.number_per_run,
-        )
+        limits = (self.min_repeats, self.min_time_s, threads, self.others_cpus, self.load_1min)
+        return verdict(self.times_s, *limits, cpu_count, self.number_per_run)
 
     @property
     def timed_s(self) -> float:
@@ -194,9 +178,10 @@ class Measurement:
 
     def as_dict(self) -> dict:
         """The fields of a results record it fills (:class:`labkit.results.Record`'s names)."""
-        own = ("first_call_s", "warmup", "number_per_run", "others_cpus", "load_1min")
-        figures = ("median_s", "iqr_s", "p90_s", "mean_s", "images_per_s", "repeats")
-        return {k: getattr(self, k) for k in own + figures} | {"times_s": list(self.times_s)}
+        own = ("first_call_s", "warmup", "number_per_run", "others_cpus", "load_1min", "repeats")
+        figures = {k: getattr(self, k) for k in (*own, "median_s", "iqr_s", "images_per_s")}
+        p90, mean = stats.quantile(self.times_s, 0.9), sum(self.times_s) / self.repeats
+        return figures | {"p90_s": p90, "mean_s": mean, "times_s": list(self.times_s)}
 
     def __repr__(self) -> str:
         unit, scale = ("ms", 1e3) if self.median_s < 1 else ("s", 1.0)
@@ -207,7 +192,7 @@ class Measurement:
             f"({self.images_per_s:.2f} images/s)\n"
             f"  IQR:    {self.iqr_s * scale:.2f} {unit} "
             f"({q1 * scale:.2f} to {q3 * scale:.2f})\n"
-            f"  p90:    {self.p90_s * scale:.2f} {unit}\n"
+            f"  p90:    {stats.quantile(self.times_s, 0.9) * scale:.2f} {unit}\n"
             f"  first call: {self.first_call_s:.2f} s\n"
             f"  {self.repeats} measurements, {self.images_per_call} images each"
             + (f", each the mean of {self.number_per_run} calls" if self.number_per_run > 1 else "")
@@ -230,9 +215,7 @@ def measure(
     by the samples); blocks that still fall short (the calls got faster) become warm-up and are
     sized again, once, by the samples."""
     step = prepared if callable(prepared) else prepared.step
-    images = (
-        images_per_call if images_per_call is not None else getattr(prepared, "batch_size", None)
-    )
+    images = images_per_call or getattr(prepared, "batch_size", None)
     if not images or images < 1:
         raise ValueError("images_per_call must be at least 1 (a Prepared carries its batch_size)")
     if min_repeats < 1 or max_repeats < min_repeats or warmup < 0 or min_time_s < 0:

@@ -1,10 +1,12 @@
 """Command line: ``python -m labkit doctor | bench | report | explore | card | class |
-distributed`` (README lists each command's options). Bad input: one line, exit status 2."""
+distributed`` (labkit/data/cli.toml holds each command's options, README says what they do). Bad
+input: one line, exit status 2."""
 
 from __future__ import annotations
 
 import argparse
 import sys
+import tomllib
 import warnings
 from pathlib import Path
 
@@ -12,17 +14,10 @@ __all__ = ["build_parser", "main"]
 
 
 def _doctor(args: argparse.Namespace) -> int:
-    from . import doctor, hardware
+    from . import doctor
 
-    root = args.root or hardware.ROOT
-    if args.root and not (Path(root, "proc").is_dir() or Path(root, "sysctl").exists()):
-        raise ValueError(
-            f"--root {args.root}: not a machine's file tree (no proc/ folder or sysctl file); "
-            "give one of tests/data/machines/*"
-        )
-    found = doctor.peaks(root, measure=not args.no_measure, refresh=args.remeasure)
-    print(f"# Graph Lab doctor{f': the fixture tree {root}' if args.root else ''}\n")
-    print(doctor.markdown(root, found))
+    found = doctor.peaks(measure=not args.no_measure, refresh=args.remeasure)
+    print(f"# Graph Lab doctor\n\n{doctor.markdown(found=found)}")
     return 0
 
 
@@ -32,43 +27,44 @@ def _csv(text: str) -> list[str]:
 
 
 def _bench(args: argparse.Namespace) -> int:
-    from . import profiles, results, runner
+    from . import profiles, runner
 
     profile = profiles.get(args.profile)  # None: LABKIT_PROFILE, else standard
-    try:
-        batch_sizes = args.batch_sizes and [int(t) for t in args.batch_sizes]
-    except ValueError:
-        raise ValueError(
-            f"--batch-sizes {','.join(args.batch_sizes)!r}: give whole numbers >= 1 separated "
-            "by commas, e.g. --batch-sizes 1,8"
-        ) from None
+    batch_sizes = args.batch_sizes and [int(t) if t.isdigit() else t for t in args.batch_sizes]
     plan = runner.Plan.build(
         args.frameworks, args.modes, args.tasks, batch_sizes, args.precision, args.device, profile
     )
     if args.threads is not None and args.threads < 1:
         raise ValueError(f"--threads must be >= 1, got {args.threads}")
     out = Path(args.out or f"results/bench-{profile.name}.jsonl")
-    runner.check_out(out)  # before the first line: a bad --out is the only thing said
+    runner.loop.check_out(out)  # before the first line: a bad --out is the only thing said
     print(
         f"labkit bench: {len(plan)} cells, profile {profile.name} ({profile.image_size}x"
         f"{profile.image_size} images), results -> {out}",
         file=sys.stderr,
     )
     res = runner.run(plan, out, resume=args.resume, threads=args.threads, cache=args.cache)
+    return _finished(res)
+
+
+def _finished(res) -> int:
+    """Print a run's records and where its figures come from; its exit status."""
+    from . import results
+
     if res.records:
         print(results.table(res.records))
-    print(f"\nfigures: python -m labkit report {out}", file=sys.stderr)
+    print(f"\nfigures: python -m labkit report {res.out}", file=sys.stderr)
     if res.unsaved:
         print(
             f"error: {len(res.unsaved)} of the {len(res.records)} results above could not be "
-            f"written to {out} ({res.write_error}); fix: free space on its disk (or choose "
+            f"written to {res.out} ({res.write_error}); fix: free space on its disk (or choose "
             f"another --out), then run the same command plus --resume to measure them again",
             file=sys.stderr,
         )
     if res.interrupted:
         print(
             f"interrupted: the {len(res.records) - len(res.unsaved)} results above are kept in "
-            f"{out}; continue with the same command plus --resume",
+            f"{res.out}; continue with the same command plus --resume",
             file=sys.stderr,
         )
         return 130
@@ -130,7 +126,7 @@ def _stopped(args: argparse.Namespace, report) -> str:
 def _explore(args: argparse.Namespace) -> int:
     import json
 
-    from . import explore, results
+    from . import explore
 
     report = explore.check(
         args.spec,
@@ -166,15 +162,7 @@ def _explore(args: argparse.Namespace) -> int:
         resume=args.resume,
         threads=args.threads,
     )
-    if res.records:
-        print()
-        print(results.table(res.records))
-    print(
-        f"\n{len(res.records)} cells in {res.wall_s:.0f} s ({len(res.failed)} failed or "
-        f"unsupported), appended to {res.out}; figures: python -m labkit report {res.out}",
-        file=sys.stderr,
-    )
-    return 130 if res.interrupted else 0
+    return _finished(res)
 
 
 def _card(args: argparse.Namespace) -> int:
@@ -216,100 +204,13 @@ def _class(args: argparse.Namespace) -> int:
     return 0
 
 
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog="python -m labkit", description="Graph Lab helper: machine report and benchmarks"
-    )
-    sub = parser.add_subparsers(dest="command", required=True)
-    doctor = sub.add_parser("doctor", help="the machine, its ceiling, the frameworks")
-    doctor.add_argument("--remeasure", action="store_true", help="measure the peaks again")
-    doctor.add_argument("--no-measure", action="store_true", help="show only peaks measured before")
-    doctor.add_argument("--root", help="a fixture tree for / (tests/data/machines/*)")
-    doctor.set_defaults(func=_doctor)
-    report = sub.add_parser("report", help="print a results file as a table and write its figures")
-    report.add_argument("file", help="a JSONL file written by `python -m labkit bench`")
-    report.add_argument("--out", help="folder for the figures (default: FILE without suffix)")
-    report.set_defaults(func=_report)
-    card = sub.add_parser("card", help="write your result card: a small JSON file to hand in")
-    card.add_argument("results", nargs="*", help="results files (default: results/*.jsonl)")
-    card.add_argument("--out", help="the card (default: results/card-<profile>.json)")
-    card.add_argument("--name", help="a name to show on the card (default: anonymous)")
-    card.set_defaults(func=_card)
-    for add in (_add_bench, _add_explore, _add_class, _add_distributed):
-        add(sub)
-    return parser
-
-
-def _add_bench(sub) -> None:
-    bench = sub.add_parser("bench", help="measure ResNet-50 here, each cell in its own process")
-    _run_options(bench)
-    bench.add_argument(
-        "--batch-sizes", type=_csv, help="of throughput and train, e.g. 1,8 (latency: 1)"
-    )
-    bench.add_argument(
-        "--precision", type=_csv, help="fp32 (default), bf16, int8, or several: fp32,bf16"
-    )
-    bench.add_argument("--device", default="cpu", help="cpu (default) or gpu")
-    bench.add_argument("--cache", choices=("cold", "warm"), default="cold", help="compile caches")
-    bench.add_argument("--out", help="results file, appended to (results/bench-<profile>.jsonl)")
-    bench.set_defaults(func=_bench)
-
-
-def _add_explore(sub) -> None:
-    explore = sub.add_parser("explore", help="your own model through every capture path")
-    explore.add_argument("spec", help="file.py:build_model or package.module:build_model")
-    explore.add_argument("--input", help="shape(s), batch first: 8x3x224x224, 8x16,8x16:int64")
-    explore.add_argument("--layout", choices=["NCHW", "NHWC"], help="of image inputs (PyTorch)")
-    explore.add_argument("--framework", help="the model's (default: from the model's type)")
-    explore.add_argument("--checks", type=_csv, help="comma-separated subset of the paths to check")
-    explore.add_argument("--timeout", type=float, default=300.0, help="seconds per check")
-    explore.add_argument("--out", help="also write the report: FILE.json or FILE.md")
-    explore.add_argument("--bench", action="store_true", help="then time eager vs graph modes")
-    explore.add_argument("--results", help="--bench's JSONL (results/explore-<profile>.jsonl)")
-    _run_options(explore)
-    explore.set_defaults(func=_explore)
-
-
-def _run_options(p) -> None:
-    p.add_argument("--profile", help="smoke | standard | full (default: $LABKIT_PROFILE)")
-    p.add_argument("--frameworks", type=_csv, help="comma-separated (default: all)")
-    p.add_argument("--modes", type=_csv, help="eager, graph (every non-eager mode) or mode names")
-    p.add_argument(
-        "--tasks", type=_csv, help="comma-separated: latency, throughput, train (default: all)"
-    )
-    p.add_argument("--threads", type=int, help="intra-op threads (default: the cores)")
-    p.add_argument("--resume", action="store_true", help="skip the cells already saved")
-
-
-def _add_class(sub) -> None:
-    klass = sub.add_parser("class", help="instructor: collect result cards, report on the class")
-    klass.set_defaults(func=_class)
-    class_sub = klass.add_subparsers(dest="class_command", required=True)
-    collect = class_sub.add_parser("collect", help="add cards and results files (or folders)")
-    collect.add_argument("paths", nargs="+", help="card/results files, or folders to search")
-    report = class_sub.add_parser("report", help="write the class report: figures and a page")
-    report.add_argument("--out", required=True, help="folder for index.html and figures")
-    for p in (collect, report):
-        p.add_argument("--db", default="class.duckdb", help="database file (class.duckdb)")
-
-
-def _add_distributed(sub) -> None:
+def _distributed(args: argparse.Namespace) -> int:
+    from . import distributed  # framework-free: it builds command lines
     from .frameworks import specs
 
-    p = sub.add_parser("distributed", help="notebook 08's workers' commands on several machines")
-    p.add_argument("--framework", choices=[s.name for s in specs() if s.launcher], required=True)
-    p.add_argument(
-        "--hosts", type=_csv, required=True, help="comma-separated; the first coordinates"
-    )
-    p.add_argument("--script", default="worker.py", help="e.g. notebook 08's torch_ddp.py")
-    p.add_argument("--workers", type=int, default=2, help="workers per machine")
-    p.add_argument("--port", type=int, default=29500)
-    p.set_defaults(func=_distributed)
-
-
-def _distributed(args) -> int:
-    from . import distributed  # framework-free: it builds command lines
-
+    names = [s.name for s in specs() if s.launcher]
+    if args.framework not in names:
+        raise ValueError(f"--framework {args.framework!r}: choose one of {', '.join(names)}")
     for host, line in distributed.cluster_commands(
         args.framework, args.script, args.hosts, args.workers, args.port
     ):
@@ -317,15 +218,42 @@ def _distributed(args) -> int:
     return 0
 
 
-def _show_warning(message, category, filename, lineno, file=None, line=None) -> None:
-    print(f"warning: {message}", file=sys.stderr)
+HANDLERS = {
+    "doctor": _doctor,
+    "report": _report,
+    "card": _card,
+    "bench": _bench,
+    "explore": _explore,
+    "class": _class,
+    "distributed": _distributed,
+}
+#: what an argument's ``type`` names in labkit/data/cli.toml
+TYPES = {"csv": _csv, "int": int, "float": float}
+
+
+def _add(parser: argparse.ArgumentParser, spec: dict, run: list[dict], dest: str) -> None:
+    """``spec``'s arguments and nested commands (labkit/data/cli.toml) on ``parser``."""
+    for arg in spec.get("args", []) + run * spec.get("run", False):
+        keywords = {k: TYPES[v] if k == "type" else v for k, v in arg.items() if k != "name"}
+        parser.add_argument(arg["name"], **keywords)
+    if "commands" in spec:
+        sub = parser.add_subparsers(dest=dest, required=True)
+        for name, nested in spec["commands"].items():
+            _add(sub.add_parser(name, help=nested["help"]), nested, run, f"{name}_command")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    spec = tomllib.loads((Path(__file__).parent / "data" / "cli.toml").read_text("utf-8"))
+    parser = argparse.ArgumentParser(prog="python -m labkit", description=spec["description"])
+    _add(parser, spec, spec["run_options"], "command")
+    return parser
 
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    warnings.showwarning = _show_warning  # one plain line, not a source location
+    warnings.formatwarning = lambda message, *_, **__: f"warning: {message}\n"  # no source line
     try:
-        return args.func(args)
+        return HANDLERS[args.command](args)
     except ValueError as exc:  # bad input: one clear line, exit status 2
         print(f"error: {exc}", file=sys.stderr)
         return 2

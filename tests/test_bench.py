@@ -72,10 +72,10 @@ def test_measure_times_the_first_call_apart_and_counts_calls():
     assert step.calls == 1 + 2 + 5  # first + warm-up + timed
     assert m.repeats == 5 and m.warmup == 2 and len(m.times_s) == 5
     assert m.first_call_s >= 0.15 > max(m.times_s)  # the slow first call is not in the times
-    assert m.median_s == stats.median(m.times_s) and m.p90_s == stats.quantile(m.times_s, 0.9)
-    assert m.images_per_s == pytest.approx(4 / m.median_s)
-    assert m.mean_s == pytest.approx(sum(m.times_s) / 5)
     d = m.as_dict()
+    assert m.median_s == stats.median(m.times_s) and d["p90_s"] == stats.quantile(m.times_s, 0.9)
+    assert m.images_per_s == pytest.approx(4 / m.median_s)
+    assert d["mean_s"] == pytest.approx(sum(m.times_s) / 5)
     assert d["times_s"] == m.times_s and d["repeats"] == 5
     assert "Median" in repr(m) and "fake" in repr(m)
 
@@ -792,5 +792,3 @@ def test_the_spread_limit_is_the_profiles():
     ]
     smoke = profiles.get("smoke")
     assert bench.verdict(times, 5, 0.2, 1, 0.0, None, 2, max_rel_iqr=smoke.max_spread) == []
-    with pytest.raises(ValueError, match="max_spread"):
-        dataclasses.replace(smoke, max_spread=0.0)

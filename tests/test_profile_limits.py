@@ -57,7 +57,10 @@ class Spin:
 @pytest.mark.parametrize(
     "name",
     # full's limits take 10 s a call: make test-standard times them
-    [n if n != "full" else pytest.param(n, marks=pytest.mark.costly) for n in profiles.names()],
+    [
+        n if n != "full" else pytest.param(n, marks=pytest.mark.costly)
+        for n in list(profiles.PROFILES)
+    ],
 )
 @pytest.mark.parametrize("dt", [2e-5, 3e-3])
 def test_each_profile_can_time_a_fast_and_a_slower_call_within_its_limits(name, dt):

@@ -52,5 +52,5 @@ def test_default_weights_do_not_depend_on_the_width_argument():
 
 
 def test_only_smoke_narrows_the_network():
-    widths = {name: profiles.get(name).resnet_width for name in profiles.names()}
+    widths = {name: profiles.get(name).resnet_width for name in list(profiles.PROFILES)}
     assert widths == {"smoke": 16, "standard": 64, "full": 64}

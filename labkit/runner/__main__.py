@@ -7,8 +7,7 @@ import os
 import sys
 from pathlib import Path
 
-from labkit.runner.cell import measure_cell
-from labkit.runner.plan import Cell
+from labkit.runner.plan import Cell, measure_cell
 from labkit.util import jsonio, proc
 
 parser = argparse.ArgumentParser(

@@ -21,21 +21,12 @@ from .. import bench, hardware, results
 from .. import frameworks as fw_registry
 from ..util import jsonio, proc, tempdirs
 from . import inputs
-from .cell import LOG_TAIL_CHARS, record_of
-from .plan import Cell, Plan
+from .plan import LOG_TAIL_CHARS, Cell, Plan, record_of
 
 __all__ = ["RunResult", "cell_env", "check_out", "run", "run_cell"]
 
-#: thread-related variables a cell records (the user's own settings pass through unchanged)
-RECORDED_ENV = (
-    *proc.THREAD_ENV,
-    "TF_NUM_INTEROP_THREADS",
-    "OMP_WAIT_POLICY",
-    "GOMP_SPINCOUNT",
-    "KMP_BLOCKTIME",
-    "KMP_AFFINITY",
-    "OMP_PROC_BIND",
-)
+#: the thread-related variables a cell records: these name prefixes and ``*_THREADS``
+RECORDED_ENV = ("OMP_", "GOMP_", "KMP_", "TF_NUM_")
 #: TensorFlow's XLA flag that keeps compiled executables on disk between processes
 XLA_CACHE_FLAG = "--tf_xla_persistent_cache_directory"
 
@@ -46,20 +37,11 @@ def shared_cache_dir() -> Path:
     return tempdirs.private_dir("labkit-compile-cache")
 
 
-def check_cache(cache: str) -> str:
-    """``cache`` if it is ``"cold"`` or ``"warm"`` (a safe shared folder), else ``ValueError``."""
-    if cache not in ("cold", "warm"):
-        raise ValueError(f"cache must be 'cold' or 'warm', got {cache!r}")
-    if cache == "warm":
-        shared_cache_dir()
-    return cache
-
-
 def cache_env(cache: str, cell_dir: Path) -> dict[str, str]:
     """The variables that put a cell's compile caches (and, cold, its temporary folder) in
     ``cell_dir``, empty (``cold``; MindSpore's and XLA's off), or share them with earlier runs
     (``warm``, under :func:`shared_cache_dir`)."""
-    warm = check_cache(cache) == "warm"
+    warm = cache == "warm"
     root = shared_cache_dir() if warm else cell_dir / "cache"
     flags = os.environ.get("TF_XLA_FLAGS", "").split()
     flags = [f for f in flags if not f.startswith(XLA_CACHE_FLAG)]  # the user's cache: not here
@@ -93,11 +75,6 @@ def cell_env(cell: Cell, threads: int, cell_dir: Path, cache: str = "cold") -> d
     return proc.child_env(threads, path=path, extra=extra)
 
 
-def cell_command(cell: Cell, result: Path, threads: int) -> list[str]:
-    cmd = [sys.executable, "-m", "labkit.runner", "--cell", json.dumps(asdict(cell))]
-    return cmd + ["--result", str(result), "--threads", str(threads), "--parent", str(os.getpid())]
-
-
 def run_cell(
     cell: Cell,
     threads: int,
@@ -110,12 +87,15 @@ def run_cell(
     with tempfile.TemporaryDirectory(prefix="labkit-cell-") as tmp:
         result, log = Path(tmp) / "result.json", Path(tmp) / "log.txt"
         env = cell_env(cell, threads, Path(tmp), cache)
-        base = {"thread_env": {k: env[k] for k in RECORDED_ENV if k in env}, "cache": cache}
+        recorded = [k for k in env if k.startswith(RECORDED_ENV) or k.endswith("_THREADS")]
+        base = {"thread_env": {k: env[k] for k in recorded}, "cache": cache}
+        cmd = [sys.executable, "-m", "labkit.runner", "--cell", json.dumps(asdict(cell))]
+        cmd += ["--result", str(result), "--threads", str(threads), "--parent", str(os.getpid())]
         t0, code = time.perf_counter(), None
         with open(log, "wb") as logf:
             # cwd: the temporary folder, so that what a framework drops there goes with it
             child = subprocess.Popen(
-                cell_command(cell, result, threads),
+                cmd,
                 stdout=logf,
                 stderr=subprocess.STDOUT,
                 env=env,
@@ -156,10 +136,8 @@ def signals_noted():
     """SIGINT and SIGTERM noted in the yielded list instead of acted on (main thread only): the
     run stops where it checks the list, never halfway through writing a record."""
     caught: list[int] = []
-    if threading.current_thread() is not threading.main_thread():
-        yield caught
-        return
-    signals = (signal.SIGINT, signal.SIGTERM)
+    main = threading.current_thread() is threading.main_thread()  # only it may set handlers
+    signals = (signal.SIGINT, signal.SIGTERM) if main else ()
     old = {s: signal.signal(s, lambda signum, frame: caught.append(signum)) for s in signals}
     try:
         yield caught
@@ -182,12 +160,8 @@ class RunResult:
     write_error: str = ""  #: why the last write that failed did
     planned: int = 0  #: the cells of the plan
 
-    @property
-    def failed(self) -> list[results.Record]:
-        return [r for r in self.records if not r.ok]
-
     def summary(self) -> str:
-        n, bad = len(self.records), len(self.failed)
+        n, bad = len(self.records), sum(not r.ok for r in self.records)
         invalid = sum(r.ok and not r.valid for r in self.records)
         end = "interrupted: rerun with resume=True for the rest" if self.interrupted else "done"
         skipped = f", {len(self.skipped)} already in {self.out}" if self.skipped else ""
@@ -210,10 +184,9 @@ def _warn_if_busy(threads: int) -> None:
         _BUSY_WARNED.append(True)
         passive = "" if "OMP_WAIT_POLICY" in os.environ else " or OMP_WAIT_POLICY=PASSIVE"
         warnings.warn(  # once per process: a notebook's later runs' records still say so
-            f"this machine is busy (1-minute load {load:.1f} on {cpus} CPUs): timings "
-            f"will be slower and noisier than on an idle machine (records will say so: "
-            f"valid=False), and runtimes whose {threads} threads spin-wait (OpenMP in PyTorch) "
-            f"can slow down many-fold; close other work, or try fewer threads "
+            f"this machine is busy (1-minute load {load:.1f} on {cpus} CPUs): timings will be "
+            f"slower, noisier (records: valid=False), and many-fold slower where {threads} "
+            f"threads spin-wait (OpenMP in PyTorch); close other work, or try fewer threads "
             f"(--threads 1){passive}. Said once per process.",
             UserWarning,
             stacklevel=3,
@@ -271,30 +244,6 @@ def _save(res: RunResult, record: results.Record) -> None:
         res.unsaved.pop(0)
 
 
-def _measure(res: RunResult, todo: list[Cell], machine: dict, bar, on_record, how: dict) -> None:
-    live = not bar.disable and (sys.stderr.isatty() or "notebook" in type(bar).__module__)
-    with signals_noted() as caught:
-
-        def tick() -> None:  # between cells and about once a second in one: Ctrl-C stops here
-            if caught:
-                raise KeyboardInterrupt(f"signal {caught[0]}")
-            if live:  # else no redraws
-                bar.refresh()
-
-        for cell in todo:
-            tick()
-            bar.set_description_str(cell.label())
-            record = record_of(cell, run_cell(cell, tick=tick, **how), machine)
-            res.records.append(record)
-            _save(res, record)
-            if not bar.disable:
-                bar.write(str(record))
-            bar.update(1)
-            if on_record is not None:
-                on_record(record)
-        tick()
-
-
 def run(
     plan: Plan,
     out: str | os.PathLike,
@@ -313,11 +262,11 @@ def run(
     after the record being written; a bad ``out`` is a ``ValueError`` before anything runs."""
     out = Path(out)
     threads = threads or hardware.default_threads()
-    how = {
-        "threads": threads,
-        "timeout_s": timeout_s or plan.profile.cell_timeout_s,
-        "cache": check_cache(cache),  # a bad value, or an unsafe shared cache: before anything
-    }
+    if cache not in ("cold", "warm"):
+        raise ValueError(f"cache must be 'cold' or 'warm', got {cache!r}")
+    if cache == "warm":
+        shared_cache_dir()  # an unsafe shared folder: refused before anything runs
+    timeout_s = timeout_s or plan.profile.cell_timeout_s
     existing = results.load(out) if out.exists() else []  # a corrupt file: ValueError, the fix
     check_out(out)
     _warn_if_busy(threads)
@@ -330,13 +279,36 @@ def run(
 
     t_start = time.perf_counter()
     bar = tqdm(total=len(todo), unit="cell", disable=not progress, dynamic_ncols=True)
-    try:
-        _measure(res, todo, machine, bar, on_record, how)
-    except KeyboardInterrupt:
-        res.interrupted = True
-    finally:
-        bar.close()
-        res.wall_s = time.perf_counter() - t_start
+    live = progress and (sys.stderr.isatty() or "notebook" in type(bar).__module__)
+    with signals_noted() as caught:
+
+        def tick() -> None:  # between cells and about once a second in one: Ctrl-C stops here
+            if caught:
+                raise KeyboardInterrupt(f"signal {caught[0]}")
+            if live:  # else no redraws
+                bar.refresh()
+
+        try:
+            for cell in todo:
+                tick()
+                bar.set_description_str(cell.label())
+                fields = run_cell(
+                    cell, threads=threads, timeout_s=timeout_s, tick=tick, cache=cache
+                )
+                record = record_of(cell, fields, machine)
+                res.records.append(record)
+                _save(res, record)
+                if progress:
+                    bar.write(str(record))
+                bar.update(1)
+                if on_record is not None:
+                    on_record(record)
+            tick()
+        except KeyboardInterrupt:
+            res.interrupted = True
+        finally:
+            bar.close()
+            res.wall_s = time.perf_counter() - t_start
     if progress:
         print(res.summary(), flush=True)
     return res

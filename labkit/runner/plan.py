@@ -1,18 +1,27 @@
 """What a run measures: a :class:`Plan` of :class:`Cell` s, each one measurement of the lab's
-ResNet-50 (:meth:`Plan.build`) or of a learner's model (:meth:`Plan.for_model`)."""
+ResNet-50 (:meth:`Plan.build`) or of a learner's model (:meth:`Plan.for_model`); and how one
+cell is measured inside its own process (``python -m labkit.runner`` writes what
+:func:`measure_cell` returns as JSON): a framework problem is a result, never a crash."""
 
 from __future__ import annotations
 
+import contextlib
+import math
 import os
+import time
+import traceback
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 
+from .. import bench, hardware, profiles, resnet, results
 from .. import frameworks as fw_registry
-from .. import profiles, resnet, results
 from ..frameworks.contract import DEVICES, PRECISIONS, TASKS, Prepared, Unsupported
 from . import inputs
 
-__all__ = ["Cell", "Plan"]
+__all__ = ["LOG_TAIL_CHARS", "Cell", "Plan", "ceiling_fields", "measure_cell", "record_of"]
+
+#: how much of a failed cell's output (its traceback, its log) the record keeps
+LOG_TAIL_CHARS = 2000
 
 
 @dataclass(frozen=True)
@@ -51,8 +60,6 @@ class Cell:
                 self.image_size,
                 self.device,
             )
-        if not hasattr(adapter, "prepare_model"):
-            raise Unsupported(f"labkit cannot benchmark other models with {self.framework}")
         model, given = inputs.build_example(self.model)
         arrays = inputs.example_arrays(inputs.parse_inputs(self.input_shape))
         if given is not None:  # the builder's own inputs, at this cell's batch
@@ -67,6 +74,124 @@ class Cell:
         )
 
 
+def _versions(framework: str, adapter) -> dict:
+    from labkit import __version__
+
+    extra = ("numpy", *fw_registry.spec(framework).extra_packages)  # e.g. ONNX's exporter
+    own = {framework: adapter.version() if adapter is not None else None, "labkit": __version__}
+    return own | {p: fw_registry.installed_version(p) for p in extra}
+
+
+def measure_cell(cell: Cell, threads: int) -> dict:
+    """Measure ``cell`` in this (fresh) process and return its record's fields: the thread
+    policy set and read back, an export timed apart, the shares of the ceiling and peak. A
+    framework problem makes them say ``status: failed`` and why."""
+    prof = profiles.get(cell.profile)
+    out: dict = {
+        "status": "failed",
+        "versions": {},
+        "load_1min": bench.load_1min(),
+        "threads": {"intra": None, "inter": None},
+    }
+    adapter = None
+    try:
+        adapter = fw_registry.get(cell.framework)
+        adapter.set_threads(threads)
+        t0 = time.perf_counter()
+        prepared = cell.prepare(adapter)
+        prepare_s = time.perf_counter() - t0 - (prepared.export_s or 0.0)
+        out["threads"] = adapter.threads()
+        m = bench.measure(
+            prepared, prof.warmup, prof.min_repeats, prof.min_time_s, prof.max_repeats
+        )
+        out.update(
+            m.as_dict(),
+            status="ok",
+            prepare_s=prepare_s,
+            export_s=prepared.export_s,
+            notes=prepared.notes,
+            recipe=prepared.recipe,
+        )
+        out.update(ceiling_fields(m.images_per_s, cell, threads))
+        if prepared.accuracy is not None:
+            try:
+                out["accuracy"] = prepared.accuracy()
+            except Exception as exc:  # noqa: BLE001 - the timing stands; the record says why not
+                out["accuracy"] = {"error": f"{type(exc).__name__}: {exc}".strip()[:LOG_TAIL_CHARS]}
+    except Unsupported as exc:
+        out["error"] = f"unsupported: {exc}"
+    except MemoryError:
+        out["error"] = (
+            "out of memory: MemoryError while measuring (the cell needs more memory "
+            "than it may use here: try a smaller batch size or the smoke profile)"
+        )
+    except Exception as exc:  # noqa: BLE001 - a framework error is a result, not a crash
+        out["error"] = f"{type(exc).__name__}: {exc}".strip()
+        out["log"] = traceback.format_exc()[-LOG_TAIL_CHARS:]
+    out["peak_rss_mb"] = bench.peak_rss_mb()
+    with contextlib.suppress(Exception):
+        out["versions"] = _versions(cell.framework, adapter)
+    return out
+
+
+def record_of(cell: Cell, fields: dict, machine: dict | None = None) -> results.Record:
+    """The record of a cell; a result that makes no valid record becomes a failed one."""
+    known = {k: v for k, v in fields.items() if k in results.FIELDS}  # judged with the machine
+    try:
+        return results.make(**{**asdict(cell), **known, "machine": machine or {}})
+    except (ValueError, TypeError) as exc:
+        wall = known.get("wall_s")
+        return results.make(
+            **asdict(cell),
+            status="failed",
+            error=f"the cell's result could not be recorded: {exc}",
+            log=str(fields.get("log") or "")[-LOG_TAIL_CHARS:],
+            wall_s=wall if isinstance(wall, float) and math.isfinite(wall) else None,
+            cache=known.get("cache") if known.get("cache") in results.CACHE_STATES else "unknown",
+            machine=machine or {},
+        )
+
+
+def _against(name: str, images_per_s: float, bound, image_size: int, training: bool) -> dict:
+    """A figure against ``bound`` (the ceiling, a measured peak): the ``name`` fields of a record;
+    none where the bound has no figure."""
+    best = bound.images_per_s_at(image_size, training=training)
+    if best is None:
+        return {}
+    above = images_per_s > best
+    return {
+        f"{name}_images_per_s": best,
+        f"{name}_share": images_per_s / best,
+        f"above_{name}": above,
+        f"{name}_note": bound.explain_above() if above else "",
+    }
+
+
+def ceiling_fields(images_per_s: float, cell: Cell, threads: int | None = None) -> dict:
+    """A ResNet-50 CPU cell's figure against the spec-sheet ceiling (``ceiling_*``) and the
+    cached measured peak (``measured_peak*``, or the note saying why there is none) at its
+    precision; none for other cells."""
+    if cell.device != "cpu" or cell.custom:  # the CPU's, for the ResNet-50
+        return {}  # the record's defaults stand for what is not set here
+    size, training = cell.image_size, cell.task == "train"
+    out = _against("ceiling", images_per_s, hardware.ceiling(cell.precision), size, training)
+    threads = threads or hardware.default_threads()
+    found = hardware.cached(fw_registry.peak_probes(), threads)
+    if found is None:
+        out["measured_peak_note"] = (
+            f"no measured peak for {threads} threads on this machine yet (python -m labkit "
+            "doctor measures it; so does every benchmark run)"
+        )
+        return out
+    peak = found[cell.precision]
+    against = _against("measured_peak", images_per_s, peak, size, training)
+    if not against:
+        return {**out, "measured_peak_note": peak.note}
+    measured_peak = {k: getattr(peak, k) for k in ("gflops", "iqr_gflops", "threads", "kernel")}
+    measured_peak |= {k: getattr(found, k) for k in ("measured_at", "others_cpus")}
+    return {**out, **against, "measured_peak": measured_peak}
+
+
 def _pick(kind: str, given: Sequence[str] | None, valid: Sequence[str]) -> list[str]:
     if given is None:
         return list(valid)
@@ -79,12 +204,6 @@ def _pick(kind: str, given: Sequence[str] | None, valid: Sequence[str]) -> list[
             f"unknown {kind} {', '.join(map(repr, bad))}: valid {kind}s are {', '.join(valid)}"
         )
     return list(dict.fromkeys(given))
-
-
-def mode_names() -> list[str]:
-    """Every word ``--modes`` accepts."""
-    own = [m for fw in fw_registry.NAMES for m in fw_registry.MODES[fw]]
-    return list(dict.fromkeys(["eager", "graph", "quick", *own]))
 
 
 def resolve_modes(framework: str, modes: Sequence[str] | None) -> list[str]:
@@ -103,7 +222,9 @@ def _cells(fws: list[str], choices: tuple, prof: profiles.Profile, sizes: dict) 
     """The cells of frameworks x modes x tasks x ``sizes[task]`` x precisions, each once;
     ``ValueError`` for a bad choice or no cell at all."""
     modes, tasks, precisions, device = choices
-    modes = None if modes is None else _pick("mode", modes, mode_names())
+    own = [m for fw in fw_registry.NAMES for m in fw_registry.MODES[fw]]
+    words = list(dict.fromkeys(["eager", "graph", "quick", *own]))  # what --modes accepts
+    modes = None if modes is None else _pick("mode", modes, words)
     tasks = _pick("task", tasks, TASKS)
     precisions = _pick("precision", ["fp32"] if precisions is None else precisions, PRECISIONS)
     (device,) = _pick("device", [device], DEVICES)

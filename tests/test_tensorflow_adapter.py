@@ -115,7 +115,7 @@ def test_every_task_runs_in_every_mode_and_agrees_with_eager(tfa, model, weights
 
 
 def test_function_mode_traces_once(tfa, model):
-    fn = tfa.inference_fn(model, "function")
+    fn = tfa.step_fn(model, "function")
     for seed in range(3):
         images, _ = resnet.random_batch(2, SIZE, seed=seed)
         fn(tfa.to_nhwc(images))

@@ -23,7 +23,6 @@ from . import SPEC
 __all__ = [
     "MODE_NOTES",
     "build_resnet50",
-    "inference_fn",
     "is_tf_function",
     "keras_name",
     "model_caller",
@@ -32,6 +31,7 @@ __all__ = [
     "prepare_model",
     "resnet50",
     "set_threads",
+    "step_fn",
     "threads",
     "to_canonical",
     "to_nhwc",
@@ -39,8 +39,6 @@ __all__ = [
     "version",
 ]
 
-#: Keras dtype policy per precision; bf16 computes in bfloat16 and keeps float32 variables
-POLICIES = {"fp32": "float32", "bf16": "mixed_bfloat16"}
 WHY_NOT = {
     "int8": "TensorFlow's int8 inference is LiteRT's post-training quantisation, a converter "
     f"(notebook 07), not a tf.function or XLA cell; {INT8_PATH}",
@@ -137,7 +135,8 @@ def _tensors(width: int):
 def build_resnet50(weights: dict[str, np.ndarray], precision: str = "fp32") -> keras.Model:
     """A Keras ResNet-50 holding ``weights`` (call it with ``training=False`` for eval mode)."""
     num_classes = resnet.validate_weights(weights)
-    model = resnet50(num_classes, POLICIES[precision], resnet.width_of(weights))
+    policy = "mixed_bfloat16" if precision == "bf16" else "float32"  # bf16: float32 variables
+    model = resnet50(num_classes, policy, resnet.width_of(weights))
     for name, layer, i, axes in _tensors(resnet.width_of(weights)):
         model.get_layer(layer).weights[i].assign(np.transpose(weights[name], axes))
     return model
@@ -170,30 +169,22 @@ def _optimizer(lr: float = recipe.TRAIN.lr, momentum: float = recipe.TRAIN.momen
 
 
 def _applied(opt: keras.optimizers.Optimizer) -> dict:
-    """The hyper-parameters ``opt`` and :data:`LOSS` really use (compare with the recipe)."""
-    return recipe.applied(
-        float(keras.ops.convert_to_numpy(opt.learning_rate)),
-        opt.momentum,
-        opt.nesterov,
-        opt.weight_decay or 0.0,
-        LOSS.reduction == "sum_over_batch_size",
-        getattr(LOSS, "label_smoothing", 0.0),
-    )
-
-
-def _wrap(fn: Callable, mode: str) -> Callable:
-    """``fn`` as the mode runs it: unchanged (eager), traced (function), XLA-compiled (xla)."""
-    return fn if mode == "eager" else tf.function(fn, jit_compile=(mode == "xla"))
-
-
-def inference_fn(model: keras.Model, mode: str = "eager") -> Callable[[tf.Tensor], tf.Tensor]:
-    """NHWC tensor -> logits in ``mode`` (a fresh partial: tf.function's retracing warning
-    counts traces per Python code object)."""
-    return _wrap(functools.partial(model, training=False), mode)
+    """The hyper-parameters ``opt`` and :data:`LOSS` really use (compare with the recipe; Keras'
+    sparse cross-entropy has no label smoothing)."""
+    lr = float(keras.ops.convert_to_numpy(opt.learning_rate))
+    mean = LOSS.reduction == "sum_over_batch_size"
+    return recipe.applied(lr, opt.momentum, opt.nesterov, opt.weight_decay or 0.0, mean, 0.0)
 
 
 def _recipe_loss(model: keras.Model, images, labels) -> tf.Tensor:
     return LOSS(labels, tf.cast(model(images, training=True), tf.float32))  # in float32
+
+
+def _squares(model, *xs) -> tf.Tensor:
+    """A learner's model's synthetic loss: the mean of its squared floating-point outputs."""
+    outputs = tf.nest.flatten(model_caller(model, training=True)(*xs))
+    floats = [tf.cast(t, tf.float32) for t in outputs if t.dtype.is_floating]
+    return tf.add_n([tf.reduce_mean(tf.square(t)) for t in floats])
 
 
 def _sgd_step(model, opt, loss_of: Callable, *inputs) -> tf.Tensor:
@@ -205,9 +196,17 @@ def _sgd_step(model, opt, loss_of: Callable, *inputs) -> tf.Tensor:
     return loss
 
 
-def _train_fn(model, mode: str, opt, loss_of: Callable = _recipe_loss) -> Callable:
-    opt.build(model.trainable_variables)  # its slots now, not inside a traced graph
-    return _wrap(functools.partial(_sgd_step, model, opt, loss_of), mode)
+def step_fn(model, mode: str, opt=None, loss_of: Callable = _recipe_loss) -> Callable:
+    """``model``'s step as ``mode`` runs it (eager: unchanged; function: traced; xla:
+    XLA-compiled): inference, or with an optimizer ``opt`` one update of ``loss_of(model,
+    *inputs)`` returning the loss. A partial, not a closure: tf.function's retracing warning
+    counts traces per Python code object."""
+    if opt is None:
+        fn = model_caller(model)
+    else:
+        opt.build(model.trainable_variables)  # its slots now, not inside a traced graph
+        fn = functools.partial(_sgd_step, model, opt, loss_of)
+    return fn if mode == "eager" else tf.function(fn, jit_compile=(mode == "xla"))
 
 
 def train_step(
@@ -219,21 +218,29 @@ def train_step(
 ) -> tuple[float, dict[str, np.ndarray]]:
     """One eager SGD step: the loss before it and the new canonical weights (Keras folds the
     biased batch variance into ``running_var``, PyTorch the unbiased one)."""
-    model = build_resnet50(weights)
-    step = _train_fn(model, "eager", _optimizer(lr, momentum))
-    loss = step(tf.constant(to_nhwc(images)), tf.constant(np.asarray(labels, dtype=np.int64)))
+    model, batch = build_resnet50(weights), map(tf.constant, (to_nhwc(images), labels))
+    loss = _sgd_step(model, _optimizer(lr, momentum), _recipe_loss, *batch)
     return float(loss.numpy()), to_canonical(model)
-
-
-def _check_device(device: str) -> None:
-    if device == "gpu" and not tf.config.list_physical_devices("GPU"):
-        raise Unsupported("no GPU visible to TensorFlow: install 'tensorflow[and-cuda]' (Linux)")
 
 
 def _bf16_conv() -> None:
     """A tiny bfloat16 convolution: oneDNN refuses it where its ISA has no bf16 path."""
     x, w = tf.ones([1, 8, 8, 3], tf.bfloat16), tf.ones([3, 3, 3, 4], tf.bfloat16)
     tf.nn.conv2d(x, w, 1, "SAME").numpy()
+
+
+def _prepared(fn: Callable, hosts: list, cell: tuple[str, str], notes: str, **extra) -> Prepared:
+    """The benchmark step of the cell (mode, device): it copies the host arrays in, runs ``fn``
+    and returns its outputs as NumPy (the loss, for training)."""
+    mode, device = cell
+    if device == "gpu" and not tf.config.list_physical_devices("GPU"):
+        raise Unsupported("no GPU visible to TensorFlow: install 'tensorflow[and-cuda]' (Linux)")
+
+    def step() -> object:
+        return tf.nest.map_structure(lambda t: t.numpy(), fn(*map(tf.constant, hosts)))
+
+    notes = f"{MODE_NOTES[mode]}{notes} on {device.upper()}"
+    return Prepared(step, batch_of(hosts), notes, **extra)
 
 
 def prepare(
@@ -249,26 +256,24 @@ def prepare(
     training step, the result out. ``bf16``: the Keras ``mixed_bfloat16`` policy, its inference
     step carrying its accuracy cost against the fp32 model."""
     check_cell(SPEC, mode, task, batch_size, precision, device, WHY_NOT)
-    _check_device(device)
     if precision == "bf16" and (why := kernel_support(SPEC.name, version(), "bf16", _bf16_conv)):
         raise Unsupported(why)
     images, labels = host_batch(weights, batch_size, image_size)
-    hosts = (to_nhwc(images), labels) if task == "train" else (to_nhwc(images),)
-    notes = MODE_NOTES[mode] + (", Keras mixed_bfloat16 policy" if precision == "bf16" else "")
-    model, opt = build_resnet50(weights, precision), _optimizer()
-    fn = _train_fn(model, mode, opt) if task == "train" else inference_fn(model, mode)
+    train, opt = task == "train", _optimizer()
+    fn = step_fn(build_resnet50(weights, precision), mode, opt if train else None)
 
     def check() -> dict:
         fp32, ref = build_resnet50(weights), f"TensorFlow {version()} fp32 eager Keras model"
         lowp = lambda x: fn(tf.constant(to_nhwc(x))).numpy()
         return acc.cost(lambda x: predict(fp32, x), lowp, image_size, batch_size, ref)
 
-    return Prepared(
-        step=lambda: fn(*map(tf.constant, hosts)).numpy(),
-        batch_size=batch_size,
-        notes=f"{notes} on {device.upper()}",
-        recipe=_applied(opt) if task == "train" else None,
-        accuracy=check if precision != "fp32" and task != "train" else None,
+    return _prepared(
+        fn,
+        [to_nhwc(images), labels] if train else [to_nhwc(images)],
+        (mode, device),
+        ", Keras mixed_bfloat16 policy" if precision == "bf16" else "",
+        recipe=_applied(opt) if train else None,
+        accuracy=check if precision != "fp32" and not train else None,
     )
 
 
@@ -279,16 +284,16 @@ def is_tf_function(model: object) -> bool:
     return isinstance(model, tf.types.experimental.PolymorphicFunction)
 
 
+def _call_layer(layer: keras.layers.Layer, training: bool, *xs):
+    return layer(xs[0] if len(xs) == 1 else list(xs), training=training)
+
+
 def model_caller(model: object, training: bool = False) -> Callable:
     """The Python callable that runs ``model`` eagerly on tensors: a Keras model or layer in
     inference mode (or ``training``; one input as is, several as a list), a ``tf.function``'s
     own Python function, or a plain function of tensors."""
     if isinstance(model, keras.layers.Layer):  # models are layers too
-
-        def call(*xs):
-            return model(xs[0] if len(xs) == 1 else list(xs), training=training)
-
-        return call
+        return functools.partial(_call_layer, model, training)
     if is_tf_function(model):
         return model.python_function
     if callable(model):
@@ -307,31 +312,16 @@ def prepare_model(
     """The benchmark step of a learner's model: inference with ``training=False``, or (a Keras
     model or layer) a synthetic loss (the mean of the squared floating-point outputs) and one
     step of the recipe's SGD."""
-    batch = batch_of(inputs)
-    check_cell(SPEC, mode, task, batch, precision, device, WHY_NOT)
+    check_cell(SPEC, mode, task, batch_of(inputs), precision, device, WHY_NOT)
     if precision == "bf16":
         raise Unsupported(
             "a learner's Keras model computes in the dtype policy it was built with: build it "
             "under keras.mixed_precision.set_global_policy('mixed_bfloat16') to measure bf16"
         )
-    _check_device(device)
     hosts = [np.ascontiguousarray(a) for a in inputs]
-    notes = MODE_NOTES[mode]
-    if task == "train":
-        if not isinstance(model, keras.layers.Layer) or not model.trainable_variables:
-            raise Unsupported("training needs a Keras model or layer with trainable variables")
-
-        def synthetic_loss(model, *xs):
-            outputs = tf.nest.flatten(model_caller(model, training=True)(*xs))
-            floats = [tf.cast(t, tf.float32) for t in outputs if t.dtype.is_floating]
-            return tf.add_n([tf.reduce_mean(tf.square(t)) for t in floats])
-
-        fn = _train_fn(model, mode, _optimizer(), synthetic_loss)
-        notes += "; synthetic loss: mean of the squared outputs"
-    else:
-        fn = _wrap(model_caller(model), mode)
-
-    def step() -> list:
-        return [t.numpy() for t in tf.nest.flatten(fn(*[tf.constant(a) for a in hosts]))]
-
-    return Prepared(step=step, batch_size=batch, notes=f"{notes} on {device.upper()}")
+    if task != "train":
+        return _prepared(step_fn(model, mode), hosts, (mode, device), "")
+    if not isinstance(model, keras.layers.Layer) or not model.trainable_variables:
+        raise Unsupported("training needs a Keras model or layer with trainable variables")
+    fn = step_fn(model, mode, _optimizer(), _squares)
+    return _prepared(fn, hosts, (mode, device), "; synthetic loss: mean of the squared outputs")

@@ -66,9 +66,8 @@ def set_threads(n: int) -> None:
             torch.set_num_interop_threads(1)
         except RuntimeError:
             warnings.warn(
-                f"PyTorch's inter-op pool already runs with {torch.get_num_interop_threads()} "
-                "threads in this process (it can be set only before any parallel work): call "
-                "set_threads first thing in a fresh process to get one",
+                f"PyTorch's inter-op pool already runs {torch.get_num_interop_threads()} threads: "
+                "call set_threads first thing in a fresh process to get one",
                 RuntimeWarning,
                 stacklevel=2,
             )
@@ -254,14 +253,6 @@ def _graph(model: nn.Module, mode: str, example: tuple, autocast: Callable) -> t
     return _compile(model), "torch.compile (Inductor, default options)"
 
 
-def _logits(net: Callable, autocast: Callable, dev) -> Callable[[np.ndarray], np.ndarray]:
-    def run(x: np.ndarray) -> np.ndarray:
-        with torch.inference_mode(), autocast():
-            return net(torch.from_numpy(x).to(dev)).float().cpu().numpy()
-
-    return run
-
-
 def _prepared(
     module: nn.Module, hosts: list, cell: tuple[str, str, str, str], loss_of: Callable, labels=None
 ) -> Prepared:
@@ -290,8 +281,8 @@ def _prepared(
     opt = _optimizer(params) if train else None
     y = None if labels is None else torch.from_numpy(labels).to(dev)
 
-    def step() -> object:
-        xs = [torch.from_numpy(a).to(dev) for a in hosts]
+    def step(arrays: list = hosts) -> object:
+        xs = [torch.from_numpy(a).to(dev) for a in arrays]
         if train:
             opt.zero_grad(set_to_none=True)
         with torch.inference_mode(not train), autocast():
@@ -311,10 +302,9 @@ def _prepared(
         mean = LOSS.reduction == "mean"
         done.recipe = recipe.applied(*hyper, mean, LOSS.label_smoothing)
     elif precision != "fp32" and resnet50:
-        fp32, lowp = _logits(module, contextlib.nullcontext, dev), _logits(net, autocast, dev)
-        ref = f"PyTorch {version()} fp32 eager nn.Module"
-        size = hosts[0].shape[-1]
-        done.accuracy = lambda: acc.cost(fp32, lowp, size, done.batch_size, ref)
+        lowp = lambda x: step([x]).float().cpu().numpy()
+        ref, size = f"PyTorch {version()} fp32 eager nn.Module", hosts[0].shape[-1]
+        done.accuracy = lambda: acc.cost(partial(predict, module), lowp, size, done.batch_size, ref)
     return done
 
 
@@ -339,42 +329,23 @@ def prepare(
 # Deployment: ONNX
 
 
-def _onnx_program(module: nn.Module, args: tuple, **options):
-    """``torch.onnx.export`` (dynamo) of ``module`` in eval mode (its mode put back after); the
-    exporter's notes on skipped torchvision ops and pytree's FutureWarning hushed."""
-    was_training = module.training
-    try:
-        with quiet_logs(), warnings.catch_warnings():
-            warnings.filterwarnings("ignore", category=FutureWarning)
-            return torch.onnx.export(module.eval(), args, dynamo=True, verbose=False, **options)
-    finally:
-        module.train(was_training)
-
-
 def export(model: nn.Module, directory: str | Path) -> Path:
-    """Write ``directory/model.onnx``: the eval-mode model, weights inside, dynamic batch and
-    image size (``torch.onnx.export``'s dynamo exporter). Its optimiser is off and only constants
-    are folded, so the file keeps the canonical names and leaves fusing to ONNX Runtime."""
+    """Write ``directory/model.onnx``: the eval-mode ResNet-50, weights inside, dynamic batch and
+    image size. The exporter's optimiser is off and only constants are folded, so the file keeps
+    the canonical names and leaves fusing to ONNX Runtime."""
     import onnx
-    import onnxscript.optimizer
 
-    path = Path(directory) / "model.onnx"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    example = torch.from_numpy(resnet.random_batch(2, 64)[0]).to(next(model.parameters()).device)
     Dim, least = torch.export.Dim, resnet.MIN_IMAGE_SIZE
     dims = {"x": {0: Dim("batch", min=1), 2: Dim("height", min=least), 3: Dim("width", min=least)}}
-    program = _onnx_program(
+    path = export_model(
         model,
-        (example,),
+        [resnet.random_batch(2, 64)[0]],
+        directory,
         input_names=["images"],
         output_names=["logits"],
         dynamic_shapes=dims,
         optimize=False,
     )
-    # the zero biases the exporter gives each Conv are computed from shapes: fold them
-    onnxscript.optimizer.fold_constants(program.model)
-    onnxscript.optimizer.remove_unused_nodes(program.model)
-    program.save(path, external_data=False)
     onnx.checker.check_model(str(path))
     return path
 
@@ -406,14 +377,28 @@ def as_module(model: nn.Module | Callable) -> nn.Module:
 
 
 def export_model(
-    model: nn.Module | Callable, inputs: list[np.ndarray], directory: str | Path
+    model: nn.Module | Callable, inputs: list[np.ndarray], directory: str | Path, **options
 ) -> Path:
-    """Write ``directory/model.onnx``: ``model`` in eval mode exported for ``inputs``' shapes
-    (``torch.onnx.export``'s defaults, as a learner would call it)."""
+    """Write ``directory/model.onnx``: ``model`` in eval mode (its mode put back after) exported
+    for ``inputs``' shapes by ``torch.onnx.export``'s dynamo exporter with ``options`` (none: its
+    defaults, as a learner would call it), constants folded; the exporter's notes on skipped
+    torchvision ops and pytree's FutureWarning hushed."""
+    import onnxscript.optimizer
+
     path = Path(directory) / "model.onnx"
     path.parent.mkdir(parents=True, exist_ok=True)
+    module, was_training = as_module(model), getattr(model, "training", False)
     args = tuple(torch.from_numpy(np.array(a, copy=True)) for a in inputs)
-    _onnx_program(as_module(model), args).save(path)
+    try:
+        with quiet_logs(), warnings.catch_warnings():
+            warnings.filterwarnings("ignore", category=FutureWarning)
+            program = torch.onnx.export(module.eval(), args, dynamo=True, verbose=False, **options)
+    finally:
+        module.train(was_training)
+    # without the exporter's optimiser, the zero biases it gives each Conv are computed: fold them
+    onnxscript.optimizer.fold_constants(program.model)
+    onnxscript.optimizer.remove_unused_nodes(program.model)
+    program.save(path)
     return path
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import collections
 import contextlib
+import functools
 from collections.abc import Callable
 from typing import Any
 
@@ -95,25 +96,22 @@ def _operations(fn: Callable, case: tuple) -> collections.Counter[str]:
     return calls
 
 
-def _top(calls: collections.Counter[str]) -> str:
-    return ", ".join(f"`{name}` x{n}" for name, n in calls.most_common(4))
-
-
-def max_ops(fn: Callable, cases: list[tuple], limit: int) -> tuple[bool, str]:
-    worst = max((_operations(fn, c) for c in cases), key=lambda c: sum(c.values()))
-    total = sum(worst.values())
-    if total > limit:
-        return False, f"{total} operations in one call ({_top(worst)}); at most {limit} allowed"
-    return True, f"{total} operation(s) per call ({_top(worst)})"
-
-
-def avoids_ops(fn: Callable, cases: list[tuple], avoid: list[str]) -> tuple[bool, str]:
-    for case in cases:
-        calls = _operations(fn, case)
-        found = sorted(name for name in calls if any(a in name for a in avoid))
-        if found:
-            return False, "it still calls " + ", ".join(f"`{name}`" for name in found)
-    return True, f"no {', '.join(avoid)} among the operations it calls"
+def operations(
+    fn: Callable, cases: list[tuple], limit: int | None = None, avoid: list[str] | tuple = ()
+) -> tuple[bool, str]:
+    """``max_ops``: at most ``limit`` PyTorch operations in any call; ``avoids_ops``: none of
+    those whose names contain a word of ``avoid``."""
+    calls = [_operations(fn, case) for case in cases]
+    found = sorted({name for c in calls for name in c if any(a in name for a in avoid)})
+    if found:
+        return False, "it still calls " + ", ".join(f"`{name}`" for name in found)
+    if avoid:
+        return True, f"no {', '.join(avoid)} among the operations it calls"
+    worst = max(calls, key=lambda c: sum(c.values()))
+    total, top = sum(worst.values()), ", ".join(f"`{n}` x{k}" for n, k in worst.most_common(4))
+    if limit is not None and total > limit:
+        return False, f"{total} operations in one call ({top}); at most {limit} allowed"
+    return True, f"{total} operation(s) per call ({top})"
 
 
 def _gradient(fn: Callable, weights: np.ndarray, batch: tuple) -> np.ndarray:
@@ -161,11 +159,8 @@ PROPERTIES: dict[str, Callable] = {
     "exports": exports,
     "matches_eager": _compiled()["matches_eager"],
     "equals_reference": _ORIGINAL["matches_eager"],
-    "max_ops": max_ops,
-    "avoids_ops": avoids_ops,
+    "max_ops": operations,
+    "avoids_ops": operations,
     "data_parallel": data_parallel,
 }
-
-
-def verify(prop: str, fn: Callable, cases: list[tuple], **given: Any) -> tuple[bool, str]:
-    return kit.verify("PyTorch", PROPERTIES, prop, fn, cases, **given)
+verify = functools.partial(kit.verify, "PyTorch", PROPERTIES)

@@ -36,7 +36,7 @@ def check_cell(
     why_not: dict[str, str] | None = None,
 ) -> None:
     """Validate ``prepare``'s arguments; a task or precision ``spec`` does not offer raises
-    :class:`Unsupported` with its reason in ``why_not``."""
+    :class:`Unsupported` with its reason in ``why_not`` (by default, the spec's)."""
     for kind, value, valid in (
         ("mode", mode, spec.modes),
         ("task", task, TASKS),
@@ -50,7 +50,8 @@ def check_cell(
     check_threads(batch_size, "batch_size")
     for value, offered in ((task, spec.tasks), (precision, spec.precisions)):
         if value not in offered:
-            raise Unsupported((why_not or {}).get(value) or f"{spec.display} has no {value} cell")
+            why = (why_not or dict(spec.why_not)).get(value)
+            raise Unsupported(why or f"{spec.display} has no {value} cell")
 
 
 def check_threads(n: object, what: str = "thread count") -> int:

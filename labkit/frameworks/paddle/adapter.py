@@ -20,7 +20,7 @@ from paddle.vision.models.resnet import BottleneckBlock
 from ... import recipe, resnet
 from .. import kernel_support
 from .._kit import cells
-from .._kit.cells import INT8_PATH, check_cell, check_threads, host_batch
+from .._kit.cells import check_cell, check_threads, host_batch
 from ..contract import Prepared, Unsupported
 from . import SPEC
 
@@ -36,10 +36,6 @@ __all__ = [
     "version",
 ]
 
-WHY_NOT = {
-    "int8": "PaddlePaddle's int8 inference runs a program quantised after training in Paddle "
-    f"Inference, not a dygraph or to_static cell; {INT8_PATH}",
-}
 MODE_NOTES = {
     "dygraph": "dygraph (eager) Layer calls",
     "sot": "paddle.jit.to_static(full_graph=False): bytecode capture (SOT)",
@@ -203,7 +199,7 @@ def prepare(
     """One benchmark step: inference under ``paddle.no_grad``, or a training step with the lab's
     recipe; each step copies the host batch in and the result out (``sot``/``ast``: the first
     call captures the program)."""
-    check_cell(SPEC, mode, task, batch_size, precision, device, WHY_NOT)
+    check_cell(SPEC, mode, task, batch_size, precision, device)
     if device == "gpu" and not paddle.is_compiled_with_cuda():
         raise Unsupported(
             "PaddlePaddle here is the CPU build: a GPU needs the paddlepaddle-gpu wheel"

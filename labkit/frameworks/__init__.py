@@ -17,8 +17,8 @@ import os
 import subprocess
 import sys
 import tomllib
+from collections import namedtuple
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
 
@@ -112,21 +112,9 @@ def install_hint(package: str) -> str:
     return f"run `make install` (or: pip install {requirement(package)!r}) and restart the kernel"
 
 
-@dataclass(frozen=True)
-class Probe:
-    """Whether a package imports, found in a fresh subprocess."""
-
-    name: str
-    version: str | None  # installed distribution version, None if not installed
-    importable: bool
-    error: str  # the last line of the import error, "" when it imports
-    fix: str  # what to do about it, "" when it imports
-
-    @property
-    def status(self) -> str:
-        if self.importable:
-            return "ok"
-        return "not installed" if self.version is None else "import fails"
+#: whether a package imports, found in a fresh subprocess: its distribution's version (None: not
+#: installed), "ok", "not installed" or "import fails", the import error's last line and the fix
+Probe = namedtuple("Probe", ["name", "version", "importable", "status", "error", "fix"])
 
 
 def installed_version(package: str) -> str | None:
@@ -144,8 +132,9 @@ def _probe(package: str, timeout: float = 120.0) -> Probe:
         error = "" if done.returncode == 0 else last[0].strip()
     except subprocess.TimeoutExpired:
         error = f"import did not finish within {timeout:.0f} s"
-    fix = install_hint(package) if error else ""
-    return Probe(package, installed_version(package), not error, error, fix)
+    version = installed_version(package)
+    status = "ok" if not error else "import fails" if version else "not installed"
+    return Probe(package, version, not error, status, error, install_hint(package) if error else "")
 
 
 @functools.lru_cache(maxsize=1)
@@ -164,7 +153,7 @@ def probe_all(fresh: bool = False) -> dict[str, Probe]:
         pass  # missing or unreadable: import again
     with concurrent.futures.ThreadPoolExecutor(max_workers=len(packages)) as pool:
         probes = dict(zip(packages, pool.map(_probe, packages)))
-    jsonio.write_atomic(path, json.dumps({p: vars(v) for p, v in probes.items()}))
+    jsonio.write_atomic(path, json.dumps({p: v._asdict() for p, v in probes.items()}))
     return probes
 
 

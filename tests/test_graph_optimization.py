@@ -106,6 +106,10 @@ def optimize(path, level, out):
     """Write the model as ONNX Runtime rewrites it at ``level`` to ``out``; returns ``out``."""
     import onnxruntime as ort
 
+    if level not in LEVELS:
+        raise ValueError(
+            f"unknown optimisation level {level!r}: valid levels are {', '.join(LEVELS)}"
+        )
     so = ort.SessionOptions()
     name = "ORT_DISABLE_ALL" if level == "disabled" else f"ORT_ENABLE_{level.upper()}"
     so.graph_optimization_level = getattr(ort.GraphOptimizationLevel, name)

@@ -9,7 +9,8 @@ every layer and node with ``(width / 64)**2`` of the weights (the smoke profile'
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import numbers
+from collections import namedtuple
 
 import numpy as np
 
@@ -17,12 +18,12 @@ __all__ = [
     "BN_EPS",
     "MIN_IMAGE_SIZE",
     "STAGES",
-    "TRAINABLE_PARAMETERS",
     "WIDTH",
     "Block",
     "Conv",
     "all_convs",
     "blocks",
+    "check_count",
     "check_images",
     "count_trainable",
     "features",
@@ -33,7 +34,6 @@ __all__ = [
     "param_shapes",
     "random_batch",
     "stem",
-    "trainable_names",
     "validate_weights",
     "width_of",
 ]
@@ -44,40 +44,28 @@ STAGES: tuple[tuple[int, int], ...] = ((3, 64), (4, 128), (6, 256), (3, 512))
 WIDTH = 64
 EXPANSION = 4
 BN_EPS = 1e-5
-TRAINABLE_PARAMETERS = 25_557_032  # at 1000 classes, as torchvision's resnet50
 MIN_IMAGE_SIZE = 32
 STRIDE = 32  # total downsampling of the network
 
 
-@dataclass(frozen=True)
-class Conv:
-    """One convolution (no bias) followed by BatchNorm, named as in torchvision."""
-
-    conv: str  # e.g. "layer1.0.conv1"
-    bn: str  # e.g. "layer1.0.bn1"
-    cin: int
-    cout: int
-    kernel: int
-    stride: int
-    padding: int
+#: one convolution (no bias) followed by BatchNorm, named as in torchvision ("layer1.0.conv1",
+#: "layer1.0.bn1")
+Conv = namedtuple("Conv", ["conv", "bn", "cin", "cout", "kernel", "stride", "padding"])
+#: a bottleneck block ("layer2.0"): its three convolutions, 1x1 reduce, 3x3 (carries the
+#: stride), 1x1 expand, and its projection shortcut (a Conv, or None)
+Block = namedtuple("Block", ["name", "convs", "downsample"])
 
 
-@dataclass(frozen=True)
-class Block:
-    """A bottleneck block: 1x1 reduce, 3x3 (carries the stride), 1x1 expand, optional projection."""
-
-    name: str  # e.g. "layer2.0"
-    convs: tuple[Conv, Conv, Conv]
-    downsample: Conv | None
+def check_count(value: object, what: str, hint: str = "") -> int:
+    """``value`` as an ``int`` if it is a whole number >= 1, else ``ValueError`` naming ``what``."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 1:
+        raise ValueError(f"{what} must be an integer >= 1{hint}, got {value!r}")
+    return int(value)
 
 
 def check_width(width: int) -> int:
     """A base width is a whole number >= 1 (64 is ResNet-50 itself)."""
-    if not isinstance(width, (int, np.integer)) or isinstance(width, bool) or width < 1:
-        raise ValueError(
-            f"width must be a whole number >= 1 (ResNet-50's is {WIDTH}), got {width!r}"
-        )
-    return int(width)
+    return check_count(width, "width", f" (ResNet-50's is {WIDTH})")
 
 
 def features(width: int = WIDTH) -> int:
@@ -144,10 +132,6 @@ def is_trainable(name: str) -> bool:
     return not name.endswith(BN_BUFFERS)
 
 
-def trainable_names(num_classes: int = 1000, width: int = WIDTH) -> list[str]:
-    return [n for n in param_shapes(num_classes, width) if is_trainable(n)]
-
-
 def count_trainable(num_classes: int = 1000, width: int = WIDTH) -> int:
     shapes = param_shapes(num_classes, width)
     return sum(int(np.prod(s)) for n, s in shapes.items() if is_trainable(n))
@@ -162,8 +146,7 @@ def init_weights(
     a layout mistake in any of them shows in the cross-check (each block's last one small, to
     keep the residual stream bounded); the classifier uniform(+-1/sqrt(fan_in)).
     """
-    if num_classes < 1:
-        raise ValueError(f"num_classes must be >= 1, got {num_classes}")
+    check_count(num_classes, "num_classes")
     rng = np.random.default_rng(seed)
     w: dict[str, np.ndarray] = {}
     last_bns = {b.convs[2].bn for b in blocks(width)}
@@ -197,20 +180,16 @@ def width_of(weights: dict[str, np.ndarray]) -> int:
     return check_width(int(np.shape(weights["conv1.weight"])[0]))
 
 
-def validate_weights(weights: dict[str, np.ndarray], num_classes: int | None = None) -> int:
+def validate_weights(weights: dict[str, np.ndarray]) -> int:
     """Check names and shapes against the spec at the width of ``conv1.weight``; returns the
     class count, or raises ``ValueError`` naming the first wrong tensor."""
     if "fc.bias" not in weights:
         raise ValueError("weights are missing tensor 'fc.bias' (expected shape (num_classes,))")
-    if num_classes is None:
-        num_classes = int(np.shape(weights["fc.bias"])[0])
+    num_classes = int(np.shape(weights["fc.bias"])[0])
     width = width_of(weights)
     expected = param_shapes(num_classes, width)
-    at = (
-        ""
-        if width == WIDTH
-        else f" at width {width} (read from conv1.weight; ResNet-50's is {WIDTH})"
-    )
+    at = f" at width {width} (read from conv1.weight; ResNet-50's is {WIDTH})"
+    at = at if width != WIDTH else ""
     for name, shape in expected.items():
         if name not in weights:
             raise ValueError(f"weights are missing tensor {name!r} (expected shape {shape}{at})")
@@ -226,9 +205,7 @@ def validate_weights(weights: dict[str, np.ndarray], num_classes: int | None = N
 
 def check_image_size(image_size: int) -> int:
     """ResNet-50 halves the resolution five times: sizes must be multiples of 32, at least 32."""
-    if not isinstance(image_size, (int, np.integer)) or isinstance(image_size, bool):
-        raise ValueError(f"image_size must be an integer, got {image_size!r}")
-    if image_size < MIN_IMAGE_SIZE or image_size % STRIDE:
+    if check_count(image_size, "image_size") < MIN_IMAGE_SIZE or image_size % STRIDE:
         raise ValueError(
             f"ResNet-50 cannot take {image_size}x{image_size} images: it downsamples by {STRIDE}, "
             f"so use a multiple of {STRIDE} that is at least {MIN_IMAGE_SIZE} (e.g. 32, 64, 224)"
@@ -272,8 +249,7 @@ def flops(
 
 def random_batch(batch: int, image_size: int, seed: int = 0, num_classes: int = 1000):
     """A synthetic batch (nothing is downloaded): NCHW float32 images and int64 labels."""
-    if batch < 1:
-        raise ValueError(f"batch size must be >= 1, got {batch}")
+    check_count(batch, "batch size")
     check_image_size(image_size)
     rng = np.random.default_rng(seed + 10_000)
     x = rng.standard_normal((batch, 3, image_size, image_size), dtype=np.float32)

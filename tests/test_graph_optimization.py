@@ -98,13 +98,22 @@ def ort_run(path, x):
     return sess.run(None, {sess.get_inputs()[0].name: x})[0]
 
 
+#: ONNX Runtime's graph optimisation levels, lowest first (``ORT_DISABLE_ALL``, ``ORT_ENABLE_<LEVEL>``)
+LEVELS = ("disabled", "basic", "extended", "layout", "all")
+
+
 def optimize(path, level, out):
     """Write the model as ONNX Runtime rewrites it at ``level`` to ``out``; returns ``out``."""
-    from labkit.frameworks.onnxruntime import graphs as og
-
     import onnxruntime as ort
 
-    so = og.session_options(level)
+    if level not in LEVELS:
+        raise ValueError(
+            f"unknown optimisation level {level!r}: valid levels are {', '.join(LEVELS)}"
+        )
+    so = ort.SessionOptions()
+    name = "ORT_DISABLE_ALL" if level == "disabled" else f"ORT_ENABLE_{level.upper()}"
+    so.graph_optimization_level = getattr(ort.GraphOptimizationLevel, name)
+    so.add_session_config_entry("session.intra_op.allow_spinning", "0")
     so.optimized_model_filepath = str(out)
     ort.InferenceSession(str(path), so, providers=["CPUExecutionProvider"])
     return out
@@ -126,14 +135,9 @@ def onnx_files(weights, images, tmp_path_factory):
     """The PyTorch export that the onnxruntime adapter runs, and ORT's rewrite at each level."""
     require("torch")
     lo = require("onnxruntime")
-
-    from labkit.frameworks.onnxruntime import graphs as og
-
     directory = tmp_path_factory.mktemp("onnx")
     files = {"exported": lo.model_file(weights)}
-    files.update(
-        {lv: optimize(files["exported"], lv, directory / f"{lv}.onnx") for lv in og.LEVELS}
-    )
+    files.update({lv: optimize(files["exported"], lv, directory / f"{lv}.onnx") for lv in LEVELS})
     return files, lo.predict(lo.build_resnet50(weights), images)
 
 

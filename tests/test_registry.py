@@ -1,10 +1,11 @@
 """The framework registry and the adapter contract, checked once for every registered framework.
 
-A contributor who adds a framework (its package under ``labkit/frameworks/`` and one line in
-``REGISTRY``) learns here, by name, what is missing: the spec's fields, the adapter's functions,
-the behaviour every adapter shares (threads, modes, tasks, bad weights, bad images). The
-architecture rules live here too: framework-free modules import no framework, the import graph
-has no cycles, and no module outside the registry and the adapters names a framework.
+A contributor who adds a framework (its table in ``labkit/data/frameworks.toml`` and its package
+under ``labkit/frameworks/``) learns here, by name, what is missing: the spec's fields, the
+adapter's functions, the behaviour every adapter shares (threads, modes, tasks, bad weights, bad
+images). The architecture rules live here too: framework-free modules import no framework, the
+import graph has no cycles, and no module outside the registry and the adapters names a
+framework.
 """
 
 import ast

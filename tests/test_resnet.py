@@ -8,7 +8,7 @@ import pytest
 
 def test_the_default_width_is_resnet50():
     assert resnet.WIDTH == 64 and resnet.features() == 2048
-    assert resnet.count_trainable() == resnet.TRAINABLE_PARAMETERS == 25_557_032
+    assert resnet.count_trainable() == 25_557_032  # torchvision's resnet50
     assert resnet.param_shapes() == resnet.param_shapes(1000, 64)
     assert resnet.flops(224) == resnet.flops(224, width=64) == 2 * 4_089_184_256
 
@@ -42,7 +42,7 @@ def test_narrow_weights_validate_and_name_their_width():
     with pytest.raises(ValueError, match="missing tensor 'conv1.weight'"):
         resnet.width_of({})
     for bad in (0, -4, 2.5, True):
-        with pytest.raises(ValueError, match="width must be a whole number >= 1"):
+        with pytest.raises(ValueError, match="width must be an integer >= 1"):
             resnet.init_weights(0, width=bad)
 
 

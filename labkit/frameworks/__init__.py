@@ -1,7 +1,7 @@
-"""The framework registry: one package per framework (``labkit/frameworks/<name>/``), whose
-``__init__.py`` declares its :class:`~labkit.frameworks.contract.FrameworkSpec` (framework-free)
-and whose ``adapter.py`` imports the framework (:func:`get`). Adding a framework: its package,
-its name in :data:`REGISTRY`, then ``tests/test_registry.py`` says what is missing.
+"""The framework registry: each framework's spec is a table of ``labkit/data/frameworks.toml``
+(:class:`~labkit.frameworks.contract.FrameworkSpec`, framework-free), its package
+``labkit/frameworks/<name>/``, whose ``adapter.py`` imports the framework (:func:`get`). Adding a
+framework: its table and its package, then ``tests/test_registry.py`` says what is missing.
 """
 
 from __future__ import annotations
@@ -16,8 +16,10 @@ import json
 import os
 import subprocess
 import sys
+import tomllib
+from collections import namedtuple
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from pathlib import Path
 from types import ModuleType
 
 from .. import hardware
@@ -46,16 +48,25 @@ __all__ = [
     "specs",
 ]
 
-#: the registered frameworks, in the order tables and figures list them
-REGISTRY: tuple[str, ...] = ("torch", "tensorflow", "mindspore", "paddle", "onnxruntime", "tvm")
 #: the framework every other one's logits are compared with (labkit.frameworks.crosscheck)
 REFERENCE = "torch"
+
+
+def _field(value: object) -> object:
+    """A TOML value as a spec holds it: an array as a tuple, a table as a tuple of pairs."""
+    if isinstance(value, dict):
+        return tuple(value.items())
+    return tuple(value) if isinstance(value, list) else value
 
 
 @functools.cache
 def specs() -> tuple[FrameworkSpec, ...]:
     """Every registered framework's spec, in registry order (imports no framework)."""
-    return tuple(importlib.import_module(f"{__name__}.{name}").SPEC for name in REGISTRY)
+    text = (Path(__file__).parents[1] / "data" / "frameworks.toml").read_text(encoding="utf-8")
+    return tuple(
+        FrameworkSpec(name, **{"eager": None} | {k: _field(v) for k, v in fields.items()})
+        for name, fields in tomllib.loads(text).items()
+    )
 
 
 def spec(name: str) -> FrameworkSpec:
@@ -66,7 +77,9 @@ def spec(name: str) -> FrameworkSpec:
     raise ValueError(f"unknown framework {name!r}: valid frameworks are {', '.join(NAMES)}")
 
 
-NAMES: tuple[str, ...] = tuple(s.name for s in specs())
+#: the registered frameworks, in the order tables and figures list them
+REGISTRY: tuple[str, ...] = tuple(s.name for s in specs())
+NAMES: tuple[str, ...] = REGISTRY
 PACKAGES: dict[str, str] = {s.name: s.import_name for s in specs()}
 MODES: dict[str, tuple[str, ...]] = {s.name: s.modes for s in specs()}
 #: the pip distributions of each framework's import name, preferred first (none: the name itself)
@@ -99,21 +112,9 @@ def install_hint(package: str) -> str:
     return f"run `make install` (or: pip install {requirement(package)!r}) and restart the kernel"
 
 
-@dataclass(frozen=True)
-class Probe:
-    """Whether a package imports, found in a fresh subprocess."""
-
-    name: str
-    version: str | None  # installed distribution version, None if not installed
-    importable: bool
-    error: str  # the last line of the import error, "" when it imports
-    fix: str  # what to do about it, "" when it imports
-
-    @property
-    def status(self) -> str:
-        if self.importable:
-            return "ok"
-        return "not installed" if self.version is None else "import fails"
+#: whether a package imports, found in a fresh subprocess: its distribution's version (None: not
+#: installed), "ok", "not installed" or "import fails", the import error's last line and the fix
+Probe = namedtuple("Probe", ["name", "version", "importable", "status", "error", "fix"])
 
 
 def installed_version(package: str) -> str | None:
@@ -131,8 +132,9 @@ def _probe(package: str, timeout: float = 120.0) -> Probe:
         error = "" if done.returncode == 0 else last[0].strip()
     except subprocess.TimeoutExpired:
         error = f"import did not finish within {timeout:.0f} s"
-    fix = install_hint(package) if error else ""
-    return Probe(package, installed_version(package), not error, error, fix)
+    version = installed_version(package)
+    status = "ok" if not error else "import fails" if version else "not installed"
+    return Probe(package, version, not error, status, error, install_hint(package) if error else "")
 
 
 @functools.lru_cache(maxsize=1)
@@ -151,7 +153,7 @@ def probe_all(fresh: bool = False) -> dict[str, Probe]:
         pass  # missing or unreadable: import again
     with concurrent.futures.ThreadPoolExecutor(max_workers=len(packages)) as pool:
         probes = dict(zip(packages, pool.map(_probe, packages)))
-    jsonio.write_atomic(path, json.dumps({p: vars(v) for p, v in probes.items()}))
+    jsonio.write_atomic(path, json.dumps({p: v._asdict() for p, v in probes.items()}))
     return probes
 
 

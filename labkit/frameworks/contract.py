@@ -1,5 +1,5 @@
-"""What the lab knows about a framework (framework-free): each framework package declares one
-:class:`FrameworkSpec` as ``SPEC``; the words of a benchmark cell; what an adapter's ``prepare``
+"""What the lab knows about a framework (framework-free): its :class:`FrameworkSpec`, read from
+``labkit/data/frameworks.toml``; the words of a benchmark cell; what an adapter's ``prepare``
 returns (:class:`Prepared`) or raises (:class:`Unsupported`)."""
 
 from __future__ import annotations
@@ -59,6 +59,8 @@ class FrameworkSpec:
     model_files: tuple[str, ...] = ()  #: file suffixes of saved models it runs (".onnx")
     #: (property, meaning) pairs its ``checks`` module verifies in code exercises
     code_checks: tuple[tuple[str, str], ...] = ()
+    #: (task or precision, why not) pairs: why ``prepare`` refuses what it does not offer
+    why_not: tuple[tuple[str, str], ...] = ()
     #: packages that crash the process when loaded before this framework
     import_before: tuple[str, ...] = ()
 

@@ -4,7 +4,7 @@ the cell's host batch, and the canonical weights under a framework's own names."
 
 from __future__ import annotations
 
-import numbers
+import functools
 from collections.abc import Callable
 
 import numpy as np
@@ -36,7 +36,7 @@ def check_cell(
     why_not: dict[str, str] | None = None,
 ) -> None:
     """Validate ``prepare``'s arguments; a task or precision ``spec`` does not offer raises
-    :class:`Unsupported` with its reason in ``why_not``."""
+    :class:`Unsupported` with its reason in ``why_not`` (by default, the spec's)."""
     for kind, value, valid in (
         ("mode", mode, spec.modes),
         ("task", task, TASKS),
@@ -47,17 +47,15 @@ def check_cell(
             raise ValueError(
                 f"unknown {kind} {value!r} for {spec.name}: valid {kind}s are {', '.join(valid)}"
             )
-    check_threads(batch_size, "batch_size")
+    resnet.check_count(batch_size, "batch_size")
     for value, offered in ((task, spec.tasks), (precision, spec.precisions)):
         if value not in offered:
-            raise Unsupported((why_not or {}).get(value) or f"{spec.display} has no {value} cell")
+            why = (why_not or dict(spec.why_not)).get(value)
+            raise Unsupported(why or f"{spec.display} has no {value} cell")
 
 
-def check_threads(n: object, what: str = "thread count") -> int:
-    """``n`` if it is a whole number >= 1, else ``ValueError``."""
-    if isinstance(n, bool) or not isinstance(n, numbers.Integral) or n < 1:
-        raise ValueError(f"{what} must be an integer >= 1, got {n!r}")
-    return int(n)
+#: ``n`` if it is a whole number >= 1, else ``ValueError``
+check_threads = functools.partial(resnet.check_count, what="thread count")
 
 
 def batch_of(inputs: list[np.ndarray]) -> int:

@@ -18,7 +18,7 @@ from ... import recipe, resnet
 from ...util import tempdirs
 from .. import kernel_support
 from .._kit import cells
-from .._kit.cells import INT8_PATH, check_cell, check_threads, host_batch
+from .._kit.cells import check_cell, check_threads, host_batch
 from ..contract import Prepared, Unsupported
 from . import SPEC
 
@@ -36,10 +36,6 @@ __all__ = [
     "version",
 ]
 
-WHY_NOT = {
-    "int8": "MindSpore's post-training quantisation is MindSpore Lite's converter (for MindIR "
-    f"files), not a PyNative or graph-mode cell; {INT8_PATH}",
-}
 #: MindSpore's name of a canonical tensor (BatchNorm's differ)
 native_name = cells.renamer(
     {
@@ -246,7 +242,7 @@ def prepare(
     """One benchmark step: ``pynative`` calls the Cell (or the training step) as plain Python;
     ``graph`` wraps the same function in ``mindspore.jit``, compiled whole on its first call.
     ``bf16``: ``mindspore.amp.auto_mixed_precision`` where a bfloat16 convolution runs."""
-    check_cell(SPEC, mode, task, batch_size, precision, device, WHY_NOT)
+    check_cell(SPEC, mode, task, batch_size, precision, device)
     if device == "gpu":
         if not ms.device_context.gpu.is_available():
             raise Unsupported(

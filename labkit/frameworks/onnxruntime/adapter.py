@@ -41,10 +41,6 @@ __all__ = [
     "version",
 ]
 
-WHY_NOT = {
-    "train": "ONNX Runtime here is an inference engine; training needs onnxruntime-training",
-    "bf16": "ONNX's Conv operator has no bfloat16 type: this model runs in fp32 or int8",
-}
 
 _threads: int | None = None  # None: ONNX Runtime's default (one thread per physical core)
 
@@ -179,7 +175,7 @@ def prepare(
 ) -> Prepared:
     """One inference batch through the optimised session; the export (or finding it in the cache)
     is timed apart as ``export_s``; ``int8`` carries its accuracy cost against fp32."""
-    check_cell(SPEC, mode, task, batch_size, precision, device, WHY_NOT)
+    check_cell(SPEC, mode, task, batch_size, precision, device)
     images, _ = host_batch(weights, batch_size, image_size)
     t0 = time.perf_counter()
     path = model_file(weights)
@@ -233,7 +229,7 @@ def prepare_model(
     """One inference batch of a learner's model (an ONNX file, or a PyTorch model exported here
     with the default exporter, in the cell's prepare time) through an optimised session."""
     batch = batch_of(inputs)
-    check_cell(SPEC, mode, task, batch, precision, device, WHY_NOT)
+    check_cell(SPEC, mode, task, batch, precision, device)
     if precision != "fp32":
         raise Unsupported(
             f"a learner's ONNX model runs in the types its file declares (the lab times fp32 "

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import contextlib
 import itertools
-import warnings
 from collections.abc import Callable
 
 import numpy as np
@@ -18,9 +17,8 @@ from paddle import nn
 from paddle.vision.models.resnet import BottleneckBlock
 
 from ... import recipe, resnet
-from .. import kernel_support
 from .._kit import cells
-from .._kit.cells import INT8_PATH, check_cell, check_threads, host_batch
+from .._kit.cells import check_cell, check_threads, host_batch
 from ..contract import Prepared, Unsupported
 from . import SPEC
 
@@ -36,10 +34,6 @@ __all__ = [
     "version",
 ]
 
-WHY_NOT = {
-    "int8": "PaddlePaddle's int8 inference runs a program quantised after training in Paddle "
-    f"Inference, not a dygraph or to_static cell; {INT8_PATH}",
-}
 MODE_NOTES = {
     "dygraph": "dygraph (eager) Layer calls",
     "sot": "paddle.jit.to_static(full_graph=False): bytecode capture (SOT)",
@@ -176,21 +170,6 @@ def train_step(
     return float(loss.numpy()), to_canonical(model)
 
 
-def _autocast(precision: str) -> contextlib.AbstractContextManager:
-    return paddle.amp.auto_cast(precision == "bf16", dtype="bfloat16")  # level O1
-
-
-def _bf16_failure() -> str | None:
-    """None where a bfloat16 convolution runs here, else why not."""
-    with warnings.catch_warnings(record=True) as said, paddle.no_grad(), _autocast("bf16"):
-        warnings.simplefilter("always")
-        out = nn.Conv2D(3, 4, 3, padding=1, bias_attr=False)(paddle.ones([1, 3, 8, 8]))
-    if out.dtype != paddle.bfloat16:
-        told = " ".join(str(w.message) for w in said if "amp" in str(w.message))
-        return f"paddle.amp.auto_cast(dtype='bfloat16') left a convolution in {out.dtype} {told}"
-    return None
-
-
 def prepare(
     weights: dict[str, np.ndarray],
     mode: str,
@@ -203,17 +182,14 @@ def prepare(
     """One benchmark step: inference under ``paddle.no_grad``, or a training step with the lab's
     recipe; each step copies the host batch in and the result out (``sot``/``ast``: the first
     call captures the program)."""
-    check_cell(SPEC, mode, task, batch_size, precision, device, WHY_NOT)
+    check_cell(SPEC, mode, task, batch_size, precision, device)
     if device == "gpu" and not paddle.is_compiled_with_cuda():
         raise Unsupported(
             "PaddlePaddle here is the CPU build: a GPU needs the paddlepaddle-gpu wheel"
         )
     paddle.set_device(device)
     images, labels = host_batch(weights, batch_size, image_size)
-    if precision == "bf16" and (why := kernel_support(SPEC.name, version(), "bf16", _bf16_failure)):
-        raise Unsupported(why)
     net = build_resnet50(weights)
-    notes = "; ".join([MODE_NOTES[mode]] + ["paddle.amp.auto_cast(bf16)"] * (precision == "bf16"))
     if mode != "dygraph":  # to_static wraps the Layer's forward in place
         net = paddle.jit.to_static(net, full_graph=mode == "ast", backend=None)
     run, applied, grad = net, None, paddle.no_grad
@@ -223,7 +199,7 @@ def prepare(
         run, grad = (lambda x: train(x, labels)), contextlib.nullcontext
 
     def step() -> np.ndarray:  # the logits, or the loss
-        with grad(), _autocast(precision):
+        with grad():
             return run(paddle.to_tensor(images)).numpy()
 
-    return Prepared(step, int(batch_size), notes, recipe=applied)
+    return Prepared(step, int(batch_size), MODE_NOTES[mode], recipe=applied)

@@ -1,21 +1,7 @@
-"""TensorFlow in the lab (framework-free: what the lab knows about it)."""
+"""TensorFlow in the lab (framework-free): its spec, a table of labkit/data/frameworks.toml."""
 
-from ..contract import FrameworkSpec
+from .. import spec
 
 __all__ = ["SPEC"]
 
-SPEC = FrameworkSpec(
-    name="tensorflow",
-    display="TensorFlow",
-    import_name="tensorflow",
-    modes=("eager", "function", "xla"),
-    eager="eager",
-    color="#ff8f00",
-    launcher="TF_CONFIG",
-    distributions=("tensorflow-cpu", "tensorflow"),
-    model_packages=("keras", "tensorflow"),
-    code_checks=(
-        ("traces_once", "traces once over varied inputs (tf.function)"),
-        ("matches_eager", "the graph's outputs match eager"),
-    ),
-)
+SPEC = spec("tensorflow")

@@ -31,11 +31,6 @@ __all__ = [
     "version",
 ]
 
-WHY_NOT = {
-    "train": "TVM compiles exported graphs for inference; training is not offered",
-    "bf16": "the lab compiles PyTorch's float32 ONNX export as it is (no bf16 rewrite in TVM)",
-    "int8": "the lab compiles PyTorch's float32 ONNX export as it is (no int8 rewrite in TVM)",
-}
 
 _threads: int | None = None
 
@@ -103,7 +98,7 @@ def prepare(
 ) -> Prepared:
     """One inference batch; the export is timed apart as ``export_s``, the compile is in the
     preparation."""
-    check_cell(SPEC, mode, task, batch_size, precision, device, WHY_NOT)
+    check_cell(SPEC, mode, task, batch_size, precision, device)
     images, _ = host_batch(weights, batch_size, image_size)
     if device == "gpu":
         raise Unsupported("the lab compiles for this CPU (llvm); a GPU target needs a CUDA build")

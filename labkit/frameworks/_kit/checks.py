@@ -153,22 +153,18 @@ def graph_properties(
     capture) runs on every input, and gives the reference's outputs run eagerly (``baseline``)."""
 
     def ran(fn: Callable, cases: list[tuple]) -> tuple[bool, str]:
-        compiled = graph(fn)
         passed = f"captured whole and ran on all {len(cases)} inputs"
-        return same_outputs(lambda case: numpy(compiled(*args(case))), None, cases, passed=passed)
+        return same_outputs(runner(fn), None, cases, passed=passed)
 
     def matches_eager(
         fn: Callable, cases: list[tuple], reference: Callable, rtol: float, atol: float
     ) -> tuple[bool, str]:
-        compiled = graph(fn)
-        return same_outputs(
-            lambda case: numpy(compiled(*args(case))),
-            lambda case: numpy(unwrap(reference)(*args(case))),
-            cases,
-            rtol,
-            atol,
-            passed=f"same outputs as {baseline} on all {len(cases)} inputs",
-            baseline=baseline,
-        )
+        passed = f"same outputs as {baseline} on all {len(cases)} inputs"
+        want = runner(reference, capture=unwrap)
+        return same_outputs(runner(fn), want, cases, rtol, atol, passed=passed, baseline=baseline)
+
+    def runner(fn: Callable, capture: Callable = graph) -> Callable[[tuple], Any]:
+        compiled = capture(fn)
+        return lambda case: numpy(compiled(*args(case)))
 
     return {runs: ran, "matches_eager": matches_eager}

@@ -103,11 +103,8 @@ class Exercise:
     def check(self, response) -> Feedback:
         """Grade ``response``; a missing answer gets a reminder, never an exception."""
         if response is None or (isinstance(response, str) and not response.strip()):
-            hint = f" Hint: {self.hint}" if self.hint else ""
-            return Feedback(
-                False,
-                f"No answer yet. Replace `None` with your answer and run the cell again.{hint}",
-            )
+            said = "No answer yet. Replace `None` with your answer and run the cell again."
+            return Feedback(False, said + (f" Hint: {self.hint}" if self.hint else ""))
         return self._counted(self._judge(response))
 
     def _counted(self, feedback: Feedback) -> Feedback:
@@ -147,10 +144,8 @@ class Choice(Exercise):
     def _judge(self, response) -> Feedback:
         key = str(response).strip().lower()
         if key not in self.choices:
-            keys = ", ".join(self.choices)
-            return Feedback(
-                False, f"{response!r} is not one of the choices ({keys}): answer with the letter."
-            )
+            said = f"{response!r} is not one of the choices ({', '.join(self.choices)})"
+            return Feedback(False, f"{said}: answer with the letter.")
         return self._right() if key == self.answer else self._wrong(self.wrong.get(key, ""))
 
     def answer_text(self) -> str:

@@ -132,12 +132,9 @@ def unwritable(path: str | os.PathLike) -> str | None:
         return f"{folder} is a file, not a folder"
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        if path.exists():
-            with open(path, "ab"):
-                pass
-        else:
-            with tempfile.TemporaryFile(dir=path.parent, prefix=f".{path.name}."):
-                pass
+        # appending to the file, or else making a nameless one beside it, leaves nothing behind
+        with open(path, "ab") if path.exists() else tempfile.TemporaryFile(dir=path.parent):
+            pass
         disk = os.statvfs(path.parent)
     except OSError as exc:
         where = f" ({exc.filename})" if exc.filename and str(exc.filename) != str(path) else ""

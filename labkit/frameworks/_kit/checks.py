@@ -37,9 +37,7 @@ def what_broke(exc: BaseException, limit: int = 300) -> str:
         if found:
             return found[-1].string[:limit]
     message = f"{type(exc).__name__}: {lines[0] if lines else '(no message)'}"
-    extra = next((x for x in lines[1:3] if x.startswith(("Explanation:", "Hint:", "In file"))), "")
-    if extra.startswith("Explanation:"):
-        message += f" ({extra})"
+    message += next((f" ({x})" for x in lines[1:3] if x.startswith("Explanation:")), "")
     return message if len(message) <= limit else message[: limit - 3] + "..."
 
 

@@ -120,7 +120,7 @@ class Code(Exercise):
         hints: Sequence[str] = (),
         explanation: str = "",
     ):
-        super().__init__(prompt, explanation, hint=hints[0] if hints else "")
+        super().__init__(prompt, explanation)
         self.check_spec = check if isinstance(check, Check) else Check(**check)
         self.starter = textwrap.dedent(starter).strip() + "\n"
         self.solution_code = textwrap.dedent(solution).strip() + "\n"

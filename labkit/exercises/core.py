@@ -8,7 +8,6 @@ progress file is ``~/.graphlab/progress.json`` (a ``git pull`` keeps it), or ``L
 
 from __future__ import annotations
 
-import datetime
 import json
 import math
 import os
@@ -66,8 +65,6 @@ def record(exercise_id: str, right: bool) -> None:
             entries[exercise_id] = {  # rebuilt: what else the file held there is dropped
                 "attempts": (attempts if isinstance(attempts, int) else 0) + 1,
                 "right": old.get("right") is True or right,
-                "last_right": right,
-                "updated": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
             }
             text = json.dumps({"version": 1, "exercises": entries}, indent=1, sort_keys=True)
             jsonio.write_atomic(file, text + "\n")

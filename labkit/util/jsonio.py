@@ -71,13 +71,11 @@ def loads(text: str, max_depth: int = MAX_DEPTH) -> object:
             text, parse_constant=_refuse_constant, parse_float=_finite, parse_int=_int64
         )
         too_deep = depth(value) > max_depth
-    except JSONError:
-        raise
     except json.JSONDecodeError as exc:
         raise JSONError(exc.msg, syntax=True, lineno=exc.lineno, colno=exc.colno) from None
     except RecursionError:  # deeper than Python's recursion limit (about 1,000 levels)
         too_deep = True
-    except ValueError as exc:  # e.g. an integer of more digits than Python converts
+    except ValueError as exc:  # a refusal above, or an integer of more digits than Python reads
         raise JSONError(str(exc)) from None
     if too_deep:
         raise JSONError(f"nested deeper than {max_depth} levels")

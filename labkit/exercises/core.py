@@ -110,10 +110,9 @@ class Exercise:
             record(self.id, feedback.correct)
         return feedback
 
-    def _right(self) -> Feedback:
-        return Feedback(True, f"Correct. {self.explanation}")
-
-    def _wrong(self, why: str) -> Feedback:
+    def _verdict(self, right: bool, why: str = "") -> Feedback:
+        if right:
+            return Feedback(True, f"Correct. {self.explanation}")
         return Feedback(False, f"Not quite. {why}".strip() + " Try again, or call .solution().")
 
     def solution(self) -> Feedback:
@@ -143,7 +142,7 @@ class Choice(Exercise):
         if key not in self.choices:
             said = f"{response!r} is not one of the choices ({', '.join(self.choices)})"
             return Feedback(False, f"{said}: answer with the letter.")
-        return self._right() if key == self.answer else self._wrong(self.wrong.get(key, ""))
+        return self._verdict(key == self.answer, self.wrong.get(key, ""))
 
     def answer_text(self) -> str:
         return f"({self.answer}) {self.choices[self.answer]}"
@@ -168,9 +167,8 @@ class Number(Exercise):
         except (TypeError, ValueError):
             unit = f" (in {self.unit})" if self.unit else ""
             return Feedback(False, f"{response!r} is not a number: answer with a number{unit}.")
-        if math.isclose(value, self.answer, rel_tol=self.rel_tol, abs_tol=self.abs_tol):
-            return self._right()
-        return self._wrong(f"{value:g} is too {'high' if value > self.answer else 'low'}.")
+        close = math.isclose(value, self.answer, rel_tol=self.rel_tol, abs_tol=self.abs_tol)
+        return self._verdict(close, f"{value:g} is too {'high' if value > self.answer else 'low'}.")
 
     def answer_text(self) -> str:
         return f"{self.answer:g} {self.unit}".strip()
@@ -190,9 +188,7 @@ class Text(Exercise):
         def norm(s) -> str:
             return " ".join(str(s).lower().replace("`", "").split())
 
-        if norm(response) in map(norm, self.accepted):
-            return self._right()
-        return self._wrong(f"{response!r} is not it.")
+        return self._verdict(norm(response) in map(norm, self.accepted), f"{response!r} is not it.")
 
     def answer_text(self) -> str:
         return repr(self.accepted[0])

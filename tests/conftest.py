@@ -172,12 +172,13 @@ def _names(item) -> set[str]:
 
 def _code_exercises(framework: str) -> set[str]:
     """The ids of the code exercises whose checks run ``framework`` ("04.no_list_index")."""
-    from labkit.exercises import bank
+    from labkit import exercises
 
     return {
         i
-        for i in bank.ids()
-        if bank.entry(i)["type"] == "code" and bank.entry(i)["check"]["framework"] == framework
+        for i in exercises.ids()
+        if exercises.entry(i)["type"] == "code"
+        and exercises.entry(i)["check"]["framework"] == framework
     }
 
 

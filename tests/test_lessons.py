@@ -46,13 +46,13 @@ def test_compare_gives_the_ratio_its_interval_and_both_verdicts():
     slow = _m([2.0, 2.02, 1.98, 2.0, 2.01], "eager")
     c = lessons.compare(fast, slow, threads=1, cpu_count=2)
     assert c.estimate.value == pytest.approx(2.0) and c.estimate.low > 1.9 and c.estimate.high < 2.1
-    assert c.valid and c.direction() == "faster" and c.sentence().endswith("; valid")
+    assert c.valid and c.estimate.reading == "faster" and c.sentence().endswith("; valid")
     assert c.sentence().startswith("compiled ran 2.00x [")
-    assert lessons.compare(slow, fast, cpu_count=2).direction() == "slower"
+    assert lessons.compare(slow, fast, cpu_count=2).estimate.reading == "slower"
     # overlapping samples: the interval holds 1, and the sentence says so, not a direction
     a, b = _m([1.0, 1.5, 0.8, 1.2, 0.9], "a"), _m([1.1, 0.9, 1.4, 1.0, 0.85], "b")
     same = lessons.compare(a, b, cpu_count=2)
-    assert same.direction() == "cannot tell" and "cannot tell a from b" in same.sentence()
+    assert same.estimate.reading == "cannot tell" and "cannot tell a from b" in same.sentence()
     assert "spread too wide" in same.sentence() and not same.valid  # IQR/median > 10%
     few = lessons.compare(_m([1.0, 1.0], "one", min_repeats=5), slow, cpu_count=2)
     assert few.problems == ("one: 2 timed calls, fewer than the 5 required",)

@@ -120,7 +120,7 @@ class Code(Exercise):
         hints: Sequence[str] = (),
         explanation: str = "",
     ):
-        super().__init__(prompt, explanation, hint=hints[0] if hints else "")
+        super().__init__(prompt, explanation)
         self.check_spec = check if isinstance(check, Check) else Check(**check)
         self.starter = textwrap.dedent(starter).strip() + "\n"
         self.solution_code = textwrap.dedent(solution).strip() + "\n"
@@ -149,13 +149,10 @@ class Code(Exercise):
 
     def check(self, response) -> Feedback:
         """Run ``response`` (the learner's function) through every property, in order."""
-        call = f"`.check({self.entry})`"
-        if response is None:
-            how = f"Define `{self.entry}` in the cell, then call {call} with the function itself."
-            return Feedback(False, f"No answer yet. {how}")
         if not callable(response):
-            how = f"pass the function itself, {call}, not its result or its name."
-            return Feedback(False, f"{response!r} is not a function: {how}")
+            said = "No answer yet." if response is None else f"{response!r} is not a function."
+            how = f"Define `{self.entry}` and pass the function itself: `.check({self.entry})`."
+            return Feedback(False, f"{said} {how}")
         feedback = self._judge(response)
         if not feedback.correct and self.is_starter(response):
             message = "This is the starting code, unchanged: it fails as the exercise says. "

@@ -8,7 +8,6 @@ progress file is ``~/.graphlab/progress.json`` (a ``git pull`` keeps it), or ``L
 
 from __future__ import annotations
 
-import datetime
 import json
 import math
 import os
@@ -66,8 +65,6 @@ def record(exercise_id: str, right: bool) -> None:
             entries[exercise_id] = {  # rebuilt: what else the file held there is dropped
                 "attempts": (attempts if isinstance(attempts, int) else 0) + 1,
                 "right": old.get("right") is True or right,
-                "last_right": right,
-                "updated": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
             }
             text = json.dumps({"version": 1, "exercises": entries}, indent=1, sort_keys=True)
             jsonio.write_atomic(file, text + "\n")
@@ -103,11 +100,8 @@ class Exercise:
     def check(self, response) -> Feedback:
         """Grade ``response``; a missing answer gets a reminder, never an exception."""
         if response is None or (isinstance(response, str) and not response.strip()):
-            hint = f" Hint: {self.hint}" if self.hint else ""
-            return Feedback(
-                False,
-                f"No answer yet. Replace `None` with your answer and run the cell again.{hint}",
-            )
+            said = "No answer yet. Replace `None` with your answer and run the cell again."
+            return Feedback(False, said + (f" Hint: {self.hint}" if self.hint else ""))
         return self._counted(self._judge(response))
 
     def _counted(self, feedback: Feedback) -> Feedback:
@@ -116,10 +110,9 @@ class Exercise:
             record(self.id, feedback.correct)
         return feedback
 
-    def _right(self) -> Feedback:
-        return Feedback(True, f"Correct. {self.explanation}")
-
-    def _wrong(self, why: str) -> Feedback:
+    def _verdict(self, right: bool, why: str = "") -> Feedback:
+        if right:
+            return Feedback(True, f"Correct. {self.explanation}")
         return Feedback(False, f"Not quite. {why}".strip() + " Try again, or call .solution().")
 
     def solution(self) -> Feedback:
@@ -147,11 +140,9 @@ class Choice(Exercise):
     def _judge(self, response) -> Feedback:
         key = str(response).strip().lower()
         if key not in self.choices:
-            keys = ", ".join(self.choices)
-            return Feedback(
-                False, f"{response!r} is not one of the choices ({keys}): answer with the letter."
-            )
-        return self._right() if key == self.answer else self._wrong(self.wrong.get(key, ""))
+            said = f"{response!r} is not one of the choices ({', '.join(self.choices)})"
+            return Feedback(False, f"{said}: answer with the letter.")
+        return self._verdict(key == self.answer, self.wrong.get(key, ""))
 
     def answer_text(self) -> str:
         return f"({self.answer}) {self.choices[self.answer]}"
@@ -176,9 +167,8 @@ class Number(Exercise):
         except (TypeError, ValueError):
             unit = f" (in {self.unit})" if self.unit else ""
             return Feedback(False, f"{response!r} is not a number: answer with a number{unit}.")
-        if math.isclose(value, self.answer, rel_tol=self.rel_tol, abs_tol=self.abs_tol):
-            return self._right()
-        return self._wrong(f"{value:g} is too {'high' if value > self.answer else 'low'}.")
+        close = math.isclose(value, self.answer, rel_tol=self.rel_tol, abs_tol=self.abs_tol)
+        return self._verdict(close, f"{value:g} is too {'high' if value > self.answer else 'low'}.")
 
     def answer_text(self) -> str:
         return f"{self.answer:g} {self.unit}".strip()
@@ -198,9 +188,7 @@ class Text(Exercise):
         def norm(s) -> str:
             return " ".join(str(s).lower().replace("`", "").split())
 
-        if norm(response) in map(norm, self.accepted):
-            return self._right()
-        return self._wrong(f"{response!r} is not it.")
+        return self._verdict(norm(response) in map(norm, self.accepted), f"{response!r} is not it.")
 
     def answer_text(self) -> str:
         return repr(self.accepted[0])

@@ -27,8 +27,9 @@ def timed(
 
 @dataclass(frozen=True)
 class Comparison:
-    """How many times as fast ``fast`` ran as ``slow`` (> 1: faster), its interval, and why
-    either side is invalid (``problems``, empty when both are valid)."""
+    """How many times as fast ``fast`` ran as ``slow`` (> 1: faster), its interval (its
+    ``reading``: ``"faster"``, ``"slower"`` or ``"cannot tell"``), and why either side is invalid
+    (``problems``, empty when both are valid)."""
 
     fast: str
     slow: str
@@ -39,10 +40,6 @@ class Comparison:
     def valid(self) -> bool:
         return not self.problems
 
-    def direction(self) -> str:
-        """``"faster"``, ``"slower"`` or ``"cannot tell"``: what the interval shows."""
-        return self.estimate.reading
-
     def sentence(self) -> str:
         """What the run showed, in words, with the ratio, its interval and the verdict."""
         fast, slow, est = self.fast, self.slow, self.estimate
@@ -50,7 +47,7 @@ class Comparison:
             "faster": f"{fast} ran {est} as fast as {slow}",
             "slower": f"{fast} ran slower than {slow}: {est} its speed",
             "cannot tell": f"this run cannot tell {fast} from {slow} ({est}: the interval holds 1)",
-        }[self.direction()]
+        }[est.reading]
         return f"{said}; " + ("valid" if self.valid else f"INVALID ({'; '.join(self.problems)})")
 
 

@@ -71,13 +71,11 @@ def loads(text: str, max_depth: int = MAX_DEPTH) -> object:
             text, parse_constant=_refuse_constant, parse_float=_finite, parse_int=_int64
         )
         too_deep = depth(value) > max_depth
-    except JSONError:
-        raise
     except json.JSONDecodeError as exc:
         raise JSONError(exc.msg, syntax=True, lineno=exc.lineno, colno=exc.colno) from None
     except RecursionError:  # deeper than Python's recursion limit (about 1,000 levels)
         too_deep = True
-    except ValueError as exc:  # e.g. an integer of more digits than Python converts
+    except ValueError as exc:  # a refusal above, or an integer of more digits than Python reads
         raise JSONError(str(exc)) from None
     if too_deep:
         raise JSONError(f"nested deeper than {max_depth} levels")
@@ -132,12 +130,9 @@ def unwritable(path: str | os.PathLike) -> str | None:
         return f"{folder} is a file, not a folder"
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        if path.exists():
-            with open(path, "ab"):
-                pass
-        else:
-            with tempfile.TemporaryFile(dir=path.parent, prefix=f".{path.name}."):
-                pass
+        # appending to the file, or else making a nameless one beside it, leaves nothing behind
+        with open(path, "ab") if path.exists() else tempfile.TemporaryFile(dir=path.parent):
+            pass
         disk = os.statvfs(path.parent)
     except OSError as exc:
         where = f" ({exc.filename})" if exc.filename and str(exc.filename) != str(path) else ""

@@ -13,9 +13,8 @@ from collections.abc import Callable, Iterator
 __all__ = ["native_output", "quiet_logs"]
 
 
-def flush_c_stdio() -> None:
-    """Flush the C runtime's stdio buffers (C++ iostreams sync with them)."""
-    ctypes.CDLL(None).fflush(None)
+#: the C runtime, whose stdio buffers (C++ iostreams sync with them) are flushed around a capture
+LIBC = ctypes.CDLL(None)
 
 
 def native_output(fn: Callable[[], object], fd: int = 1) -> tuple[object, str]:
@@ -25,7 +24,7 @@ def native_output(fn: Callable[[], object], fd: int = 1) -> tuple[object, str]:
         raise ValueError(f"fd must be 1 (standard output) or 2 (standard error), got {fd!r}")
     stream = sys.stdout if fd == 1 else sys.stderr
     stream.flush()
-    flush_c_stdio()
+    LIBC.fflush(None)
     with tempfile.TemporaryFile() as tmp:
         saved = os.dup(fd)
         os.dup2(tmp.fileno(), fd)
@@ -33,7 +32,7 @@ def native_output(fn: Callable[[], object], fd: int = 1) -> tuple[object, str]:
             result = fn()
         finally:
             stream.flush()
-            flush_c_stdio()
+            LIBC.fflush(None)
             os.dup2(saved, fd)
             os.close(saved)
         tmp.seek(0)

@@ -30,11 +30,17 @@ def owner_name(uid: int) -> str:
         return str(uid)
 
 
-def check_private(path: Path) -> Path:
-    """``path`` if it is a folder of this user's that nobody else can write to, else raise
-    :class:`UnsafeFolder` (naming the folder, its owner and mode, and the fix)."""
-    st = os.lstat(path)
-    problem = None
+def private_dir(name: str) -> Path:
+    """``<temporary directory>/<name>-<uid>``, created 0700, or reused if it is a folder of this
+    user's that nobody else can write to, else :class:`UnsafeFolder` (naming the folder, its
+    owner and mode, and the fix)."""
+    path = Path(tempfile.gettempdir()) / f"{name}-{os.getuid()}"
+    try:
+        path.mkdir(mode=0o700)
+        os.chmod(path, 0o700)  # the umask may only have removed bits; say exactly what it is
+        return path
+    except FileExistsError:
+        st = os.lstat(path)
     if stat.S_ISLNK(st.st_mode):
         problem = f"is a symbolic link (to {os.readlink(path)})"
     elif not stat.S_ISDIR(st.st_mode):
@@ -43,7 +49,7 @@ def check_private(path: Path) -> Path:
         problem = f"belongs to user {owner_name(st.st_uid)}, not to you ({owner_name(os.getuid())})"
     elif st.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
         problem = "can be written by other users"
-    if problem is None:
+    else:
         return path
     raise UnsafeFolder(
         f"{path} {problem} (owner {owner_name(st.st_uid)}, mode {stat.S_IMODE(st.st_mode):04o}): "
@@ -51,17 +57,6 @@ def check_private(path: Path) -> Path:
         f"(`rm -rf {path}`; if it is not yours, ask the machine's administrator), or set TMPDIR "
         "to a folder of your own"
     )
-
-
-def private_dir(name: str) -> Path:
-    """``<temporary directory>/<name>-<uid>``, created 0700 or checked (:func:`check_private`)."""
-    path = Path(tempfile.gettempdir()) / f"{name}-{os.getuid()}"
-    try:
-        path.mkdir(mode=0o700)
-    except FileExistsError:
-        return check_private(path)
-    os.chmod(path, 0o700)  # the umask may only have removed bits; say exactly what it is
-    return path
 
 
 def bound(folder: Path, max_bytes: int, keep: Path | None = None) -> list[Path]:

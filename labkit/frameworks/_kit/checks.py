@@ -37,9 +37,7 @@ def what_broke(exc: BaseException, limit: int = 300) -> str:
         if found:
             return found[-1].string[:limit]
     message = f"{type(exc).__name__}: {lines[0] if lines else '(no message)'}"
-    extra = next((x for x in lines[1:3] if x.startswith(("Explanation:", "Hint:", "In file"))), "")
-    if extra.startswith("Explanation:"):
-        message += f" ({extra})"
+    message += next((f" ({x})" for x in lines[1:3] if x.startswith("Explanation:")), "")
     return message if len(message) <= limit else message[: limit - 3] + "..."
 
 
@@ -153,22 +151,18 @@ def graph_properties(
     capture) runs on every input, and gives the reference's outputs run eagerly (``baseline``)."""
 
     def ran(fn: Callable, cases: list[tuple]) -> tuple[bool, str]:
-        compiled = graph(fn)
         passed = f"captured whole and ran on all {len(cases)} inputs"
-        return same_outputs(lambda case: numpy(compiled(*args(case))), None, cases, passed=passed)
+        return same_outputs(runner(fn), None, cases, passed=passed)
 
     def matches_eager(
         fn: Callable, cases: list[tuple], reference: Callable, rtol: float, atol: float
     ) -> tuple[bool, str]:
-        compiled = graph(fn)
-        return same_outputs(
-            lambda case: numpy(compiled(*args(case))),
-            lambda case: numpy(unwrap(reference)(*args(case))),
-            cases,
-            rtol,
-            atol,
-            passed=f"same outputs as {baseline} on all {len(cases)} inputs",
-            baseline=baseline,
-        )
+        passed = f"same outputs as {baseline} on all {len(cases)} inputs"
+        want = runner(reference, capture=unwrap)
+        return same_outputs(runner(fn), want, cases, rtol, atol, passed=passed, baseline=baseline)
+
+    def runner(fn: Callable, capture: Callable = graph) -> Callable[[tuple], Any]:
+        compiled = capture(fn)
+        return lambda case: numpy(compiled(*args(case)))
 
     return {runs: ran, "matches_eager": matches_eager}

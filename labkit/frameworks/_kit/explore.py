@@ -1,5 +1,6 @@
 """The toolkit of the graph-readiness checks (``frameworks/<name>/explore.py``), numpy only: a
-check's answer, the learner's line in a traceback, agreement with eager, the eager session."""
+check's answer, the learner's line in a traceback, agreement with eager, the eager session; what
+the checks say, in ``labkit/data/explore_messages.toml`` (:data:`MESSAGES`)."""
 
 from __future__ import annotations
 
@@ -9,6 +10,8 @@ import linecache
 import re
 import sys
 import sysconfig
+import tomllib
+import traceback
 import warnings
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict, dataclass, field
@@ -22,6 +25,10 @@ from .layout import Axes, Call, Variation, describe_arrays, probe_notes, probes,
 STATUSES: tuple[str, ...] = ("works", "caveats", "fails", "crashed")
 #: relative tolerance of "agrees with eager" (float32 graphs reorder sums; bigger gaps are bugs)
 RTOL = 1e-3
+_DATA = Path(__file__).parents[2] / "data" / "explore_messages.toml"
+#: the sentences of the checks' verdicts, per framework ("kit": every framework's)
+MESSAGES: dict[str, dict] = tomllib.loads(_DATA.read_text("utf-8"))
+_SAID = MESSAGES["kit"]
 
 
 @dataclass
@@ -167,52 +174,6 @@ def agreement(outputs, references, rtol: float = RTOL) -> tuple[bool, float, str
     return True, worst, ""
 
 
-#: how much slower than eager (and by how many ms) a compiled call must be to be a finding
-SLOWDOWN, SLOWDOWN_MS = 3.0, 0.5
-
-
-def slowdown(ms: dict[str, dict[str, dict]]) -> str:
-    """A compiled path timed against eager, in words, with the timings' validity: per grad mode
-    (``no_grad``, ``inference_mode``), ``eager`` and ``compiled`` timings (``ms``, ``iqr_ms``,
-    ``calls``, ``invalid``). A ratio is claimed only between valid timings."""
-    if not ms:
-        return ""
-    said = "; ".join(
-        f"under torch.{m}: {t['compiled']['ms']:.3g} ms (IQR {t['compiled']['iqr_ms']:.2g}) "
-        f"compiled vs {t['eager']['ms']:.3g} ms (IQR {t['eager']['iqr_ms']:.2g}) eager, medians "
-        f"of {t['compiled']['calls']} and {t['eager']['calls']} calls"
-        for m, t in ms.items()
-    )
-    invalid = [x["invalid"] for t in ms.values() for x in t.values() if x["invalid"]]
-    if invalid:
-        why = f"{len(invalid)} of {2 * len(ms)} timings invalid, e.g. {invalid[0][0]}"
-        return f"a call {said}: timing INVALID ({why}), so no ratio is claimed"
-    mode, worst = max(ms.items(), key=lambda kv: kv[1]["compiled"]["ms"] / kv[1]["eager"]["ms"])
-    ratio = worst["compiled"]["ms"] / worst["eager"]["ms"]
-    if ratio < SLOWDOWN or worst["compiled"]["ms"] - worst["eager"]["ms"] < SLOWDOWN_MS:
-        return f"a call {said} (valid timings)"
-    return (
-        f"**{ratio:.1f}x slower than eager** under torch.{mode} (valid timings: {said}); "
-        "measure it in the mode you serve in before deploying it compiled"
-    )
-
-
-def recompiles_in_words(r: Recompile) -> str:
-    """At which calls a graph was compiled, and whether the later sizes reused one."""
-    at = [i + 1 for i, c in enumerate(r.compiles) if c]
-    text = f"{r.varied} over {len(r.compiles)} sizes: {r.total} graph(s) compiled, at call(s) "
-    text += ", ".join(map(str, at))
-    later = ", ".join(str(i) for i in at if i > 2)
-    if later:
-        return f"{text}: compiled again at call(s) {later}, so later sizes do not all reuse a graph"
-    if at == [1]:
-        return text + ": every size reused the first graph"
-    return (
-        text
-        + ": the second size made the dimension dynamic, and every later size reused that graph"
-    )
-
-
 def agrees(worst: float) -> str:
     return f"agrees with eager (largest difference {worst:.1g})"
 
@@ -280,28 +241,28 @@ class EagerSession:
         if not ok:
             why = f"{done}, but it computes different numbers than eager {why}"
             return result(path, "fails", why, **details)
-        done += f"; agrees with eager (largest difference {worst:.1g})"
+        done += f"; {agrees(worst)}"
         return result(path, "works", done, **details)
 
-    def eager_check(self, framework: str, message: Callable[[BaseException], str]) -> dict:
-        """The eager row: what the model gives on the example, else why it does not run."""
+    def eager_check(self, framework: str, message: Callable | None = None) -> dict:
+        """The eager row: what the model gives on the example, else why it does not run (the
+        framework's ``message(exc)``, by default its first lines and the learner's line)."""
         try:
             outs = self.eager("example", self.arrays)
         except Exception as exc:  # noqa: BLE001 - a framework error is the check's finding
-            why = f"the model does not run on these inputs in {framework}: give inputs of the "
-            why += "shape it takes (batch first), or fix the model"
-            return result("eager", "fails", why, message(exc))
+            where = user_location("".join(traceback.format_exception(exc)))
+            said = message(exc) if message else first_lines(exc) + (f" (at {where})" * bool(where))
+            return result("eager", "fails", _SAID["eager_fails"].format(framework=framework), said)
         details = {"outputs": [list(o.shape) for o in outs], "call": self.call.text(self.arrays)}
         if not outs:
-            what = f" (a {self.output_type})" if self.output_type else ""
-            why = f"runs, but its output{what} holds no tensor labkit can find, so no path can be "
-            why += "compared with eager; return tensors, or a tuple, dict or dataclass of them"
+            why = _SAID["no_tensor"].format(
+                what=f" (a {self.output_type})" * bool(self.output_type)
+            )
             return result("eager", "caveats", why, constant_output=False, **details)
         shapes = ", ".join("x".join(map(str, o.shape)) or "scalar" for o in outs)
         reason = f"runs: {len(outs)} output(s) of shape {shapes}"
         if self.uncompared:
-            reason += f"; its output also holds {', '.join(self.uncompared)}: not an array, so no "
-            reason += "path compares it (use_cache=False in the example's kwargs leaves it out)"
+            reason += _SAID["uncompared"].format(held=", ".join(self.uncompared))
         takes = [v.name + "s" for v, why in self.accepted() if not why]
         refuses = [f"{v.name} ({why})" for v, why in self.accepted() if why]
         reason += f"; also takes other {' and '.join(takes)}" if takes else ""
@@ -311,11 +272,7 @@ class EagerSession:
         notes = [*self.layout.notes, *probe_notes(self.arrays, self.call)]
         constant = self.constant()
         if constant:
-            warning = (
-                "**the output (nearly) does not depend on the input**: on new random values eager "
-                f"gives the same outputs within {RTOL:g}, so 'agrees with eager' below proves "
-                "nothing (random weights that saturate, a constant head); try trained weights"
-            )
+            warning = _SAID["constant"].format(rtol=RTOL)
             reason += "; " + warning
             notes.insert(0, warning)
         return result("eager", "works", reason, notes=notes, constant_output=constant, **details)
@@ -359,8 +316,7 @@ class EagerSession:
                 alt = next(x for x in variations(self.arrays, other) if x.name == v.name)
                 if not self._refused(alt):
                     names = ", ".join(self.call.name(k) for k, _ in alt.dims)
-                    note = f"the sequence length is read on the last axis of {names} (batch, "
-                    note += f"features, time): eager refuses a new size on axis 1 ({why})"
+                    note = _SAID["last_axis"].format(names=names, why=why)
                     other.notes = [*self.layout.notes, note]
                     self.layout, v, why = other, alt, ""
             self._accepted.append((v, why))

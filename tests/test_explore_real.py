@@ -279,7 +279,7 @@ def test_recompile_reasons_name_the_models_arguments_and_mel_bins_are_not_a_leng
     mel = np.random.default_rng(0).standard_normal((2, 16, 40)).astype(np.float32)
     s = tx.Session(Whisperish(), [mel])
     eager = tx.run_check("eager", s)
-    seq = next(v for v, why in s.accepted() if v.name == "sequence length")
+    seq = next(v for v, why in s.accepted if v.name == "sequence length")
     assert seq.dims == ((0, 2),) and seq.shapes[1] == "2x16x50"  # frames vary, mel bins stay
     assert "also takes other batch sizes and sequence lengths" in eager["path"]["reason"]
     assert any("last axis" in n for n in eager["notes"])

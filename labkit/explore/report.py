@@ -33,12 +33,10 @@ class Report:
     call: str = ""  #: how the model was called: ``model(2x16:int64, attention_mask=...)``
 
     def path(self, name: str) -> PathResult:
-        for p in self.paths:
-            if p.path == name:
-                return p
-        raise KeyError(
-            f"no path {name!r} in this report: it has {', '.join(p.path for p in self.paths)}"
-        )
+        found = {p.path: p for p in self.paths}
+        if name not in found:
+            raise KeyError(f"no path {name!r} in this report: it has {', '.join(found)}")
+        return found[name]
 
     def status(self, name: str) -> str:
         return self.path(name).status

@@ -5,6 +5,7 @@ the checks say, in ``labkit/data/explore_messages.toml`` (:data:`MESSAGES`)."""
 from __future__ import annotations
 
 import contextlib
+import functools
 import io
 import linecache
 import re
@@ -109,12 +110,7 @@ def first_lines(message: object, lines: int = 2, limit: int = 400) -> str:
 _FILE_LINE = re.compile(r'File "([^"]+)", line (\d+)(?:, in (\w+))?')
 _STDLIB = tuple(str(Path(sysconfig.get_paths()[k]).resolve()) for k in ("stdlib", "platstdlib"))
 #: packages of the frameworks and their machinery: a frame there is not the model's code
-_MACHINERY_NAMES = (
-    "torch functorch torchgen triton onnx onnxruntime onnxscript tensorflow keras tf_keras "
-    "tensorboard absl tree optree ml_dtypes mindspore numpy sympy google cloudpickle _pytest "
-    "pluggy IPython ipykernel tornado"
-)
-_MACHINERY = set(_MACHINERY_NAMES.split())
+_MACHINERY = set(_SAID["machinery"])
 _LABKIT = str(Path(__file__).resolve().parents[2])
 
 
@@ -131,25 +127,16 @@ def _tier(filename: str) -> int:
     )
 
 
-def _user_frame(text: str) -> re.Match | None:
-    """The last frame of the learner's code in ``text``, else of a model library's."""
-    found = [m for m in _FILE_LINE.finditer(text) if _tier(m.group(1)) < 2]
-    return min(reversed(found), key=lambda m: _tier(m.group(1)), default=None)
-
-
-def user_location(text: str) -> str:
+def user_location(text: str, code: bool = False) -> str:
     """``file.py:12 in forward``: the learner's last frame in a traceback, else a model
-    library's, never a framework's; "" when there is none."""
-    m = _user_frame(text)
+    library's, never a framework's; with ``code``, the source line there; "" when there is none."""
+    found = [m for m in _FILE_LINE.finditer(text) if _tier(m.group(1)) < 2]
+    m = min(reversed(found), key=lambda m: _tier(m.group(1)), default=None)
     if m is None:
         return ""
+    if code:
+        return linecache.getline(m.group(1), int(m.group(2))).strip()
     return f"{Path(m.group(1)).name}:{m.group(2)}" + (f" in {m.group(3)}" if m.group(3) else "")
-
-
-def user_code(text: str) -> str:
-    """The source line at :func:`user_location`, or ""."""
-    m = _user_frame(text)
-    return linecache.getline(m.group(1), int(m.group(2))).strip() if m else ""
 
 
 def agreement(outputs, references, rtol: float = RTOL) -> tuple[bool, float, str]:
@@ -198,7 +185,6 @@ class EagerSession:
         self.uncompared: list[str] = []
         self.output_type = ""
         self._eager: dict[str, list[np.ndarray] | BaseException] = {}
-        self._accepted: list[tuple[Variation, str]] | None = None
 
     def run(self, fn: Callable, arrays: Sequence[np.ndarray]) -> list[np.ndarray]:
         raise NotImplementedError
@@ -263,8 +249,8 @@ class EagerSession:
         reason = f"runs: {len(outs)} output(s) of shape {shapes}"
         if self.uncompared:
             reason += _SAID["uncompared"].format(held=", ".join(self.uncompared))
-        takes = [v.name + "s" for v, why in self.accepted() if not why]
-        refuses = [f"{v.name} ({why})" for v, why in self.accepted() if why]
+        takes = [v.name + "s" for v, why in self.accepted if not why]
+        refuses = [f"{v.name} ({why})" for v, why in self.accepted if why]
         reason += f"; also takes other {' and '.join(takes)}" if takes else ""
         reason += f"; not another {', '.join(refuses)}" if refuses else ""
         fixed = [f"{role} ({why})" for role, why in self.layout.fixed.items()]
@@ -284,10 +270,10 @@ class EagerSession:
 
     def usable(self, path: str) -> tuple[list[Variation], dict | None]:
         """The variations eager takes, or (none) the new-shape row that says none was tried."""
-        usable = [v for v, why in self.accepted() if not why]
+        usable = [v for v, why in self.accepted if not why]
         if usable:
             return usable, None
-        why = "; ".join(f"{v.name}: {w}" for v, w in self.accepted())
+        why = "; ".join(f"{v.name}: {w}" for v, w in self.accepted)
         why = why or "the inputs have no batch dimension"
         why = f"eager takes no other input sizes, so none was tried ({why})"
         return [], result(path, "works", why)
@@ -301,12 +287,11 @@ class EagerSession:
                 return first_lines(exc, lines=1, limit=160)
         return ""
 
+    @functools.cached_property
     def accepted(self) -> list[tuple[Variation, str]]:
         """Each variation, with why eager refuses a size in it (""). A sequence length refused
         on axis 1 of a 3-D input is tried on its last axis (a spectrogram's frames)."""
-        if self._accepted is not None:
-            return self._accepted
-        self._accepted = []
+        accepted = []
         for v in variations(self.arrays, self.layout):
             why = self._refused(v)
             pairs = self.layout.roles["sequence length"]
@@ -319,5 +304,5 @@ class EagerSession:
                     note = _SAID["last_axis"].format(names=names, why=why)
                     other.notes = [*self.layout.notes, note]
                     self.layout, v, why = other, alt, ""
-            self._accepted.append((v, why))
-        return self._accepted
+            accepted.append((v, why))
+        return accepted

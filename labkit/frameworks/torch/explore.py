@@ -45,9 +45,13 @@ def versions() -> dict[str, str]:
 
 
 def plain(message: str) -> str:
-    """The table's meaning of ``message``, else Dynamo's own explanation and hint, else ""."""
-    found = (meaning for words, meaning in SAID["plain"].items() if re.search(words, message))
-    return next(found, "") or dynamo_words(message)
+    """The table's meaning of ``message`` (its named groups filled in), else Dynamo's own
+    explanation and hint, else ""."""
+    for words, meaning in SAID["plain"].items():
+        found = re.search(words, message)
+        if found:
+            return meaning.format(**found.groupdict())
+    return dynamo_words(message)
 
 
 def dynamo_words(message: str) -> str:
@@ -62,39 +66,15 @@ def _traceback(exc: BaseException) -> str:
     return "".join(traceback.format_exception(exc))
 
 
-_NO_ONNX = re.compile(r"No ONNX function found for <OpOverload\(op='([\w.]+)', overload='(\w+)'\)")
-_UNKNOWN_OUTPUT = re.compile(
-    r"(?:Found <class '([\w.]+)'> in output, which is not a known type"
-    r"|outputs with type `?<class '([\w.]+)'>`? is not supported"
-    r"|unrecognized type UserDefinedObjectVariable\((\w+)\) at output)"
-)
-
-
-def _by_class(chain: list[BaseException]) -> str:
-    """The meaning of the framework's own error classes along the chain, or ""."""
-    for e in reversed(chain):  # the innermost error is the most specific
-        name, text = type(e).__name__, str(e)
-        op = _NO_ONNX.search(text)
-        if name == "DispatchError" or op:
-            return SAID["no_onnx"].format(
-                op=f"{op.group(1)}.{op.group(2)}" if op else "an operator"
-            )
-        found = _UNKNOWN_OUTPUT.search(text)
-        if found:
-            short = next(g for g in found.groups() if g).rpartition(".")[2]
-            return SAID["cache_output" if "Cache" in short else "other_output"].format(type=short)
-    return ""
-
-
 def diagnose(exc: BaseException) -> tuple[str, str, str]:
     """A failed capture as ``(reason in plain words, the framework's innermost message, where in
-    the learner's code)``: the reason from the error classes along ``exc``'s causes, else from
-    the messages."""
+    the learner's code)``: the reason from the innermost message along ``exc``'s causes that says
+    one."""
     chain: list[BaseException] = []
     while exc is not None and exc not in chain and len(chain) < 12:
         chain.append(exc)
         exc = exc.__cause__ or exc.__context__
-    reason = _by_class(chain) or next(filter(None, (plain(str(e)) for e in chain)), SAID["stopped"])
+    reason = next(filter(None, (plain(str(e)) for e in reversed(chain))), SAID["stopped"])
     texts = (t for e in reversed(chain) for t in (str(e), _traceback(e)))
     where = next(filter(None, map(ex.user_location, texts)), "")
     return reason, ex.first_lines(chain[-1], lines=2), where
@@ -114,7 +94,7 @@ def graph_breaks(records: list[logging.LogRecord], path: str) -> list[ex.GraphBr
         rows[key] = ex.GraphBreak(
             reason=plain(reason) or ex.first_lines(reason, 1, 200),
             location=ex.user_location(trace),
-            code=ex.user_code(trace),
+            code=ex.user_location(trace, code=True),
             message=dynamo_words(reason) or ex.first_lines(reason, 2, 240),
             path=path,
         )

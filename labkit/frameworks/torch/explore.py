@@ -66,15 +66,15 @@ def _traceback(exc: BaseException) -> str:
     return "".join(traceback.format_exception(exc))
 
 
-def diagnose(exc: BaseException) -> tuple[str, str, str]:
+def diagnose(exc: BaseException, stopped: str = SAID["stopped"]) -> tuple[str, str, str]:
     """A failed capture as ``(reason in plain words, the framework's innermost message, where in
     the learner's code)``: the reason from the innermost message along ``exc``'s causes that says
-    one."""
+    one, else ``stopped``."""
     chain: list[BaseException] = []
     while exc is not None and exc not in chain and len(chain) < 12:
         chain.append(exc)
         exc = exc.__cause__ or exc.__context__
-    reason = next(filter(None, (plain(str(e)) for e in reversed(chain))), SAID["stopped"])
+    reason = next(filter(None, (plain(str(e)) for e in reversed(chain))), stopped)
     texts = (t for e in reversed(chain) for t in (str(e), _traceback(e)))
     where = next(filter(None, map(ex.user_location, texts)), "")
     return reason, ex.first_lines(chain[-1], lines=2), where
@@ -185,16 +185,11 @@ class Session(ex.EagerSession):
         return [(t.float() if t.is_floating_point() else t).numpy() for t in tensors]
 
 
-def _fails(path: str, what: str, exc: BaseException, reason: str = "") -> dict:
-    """A failed capture: what failed, why in plain words (``reason``, else from the error), where
-    in the learner's code."""
-    why, message, where = diagnose(exc)
-    where = f" (at {where})" if where else ""
-    return ex.result(path, "fails", f"{what}: {reason or why}{where}", message)
-
-
-def _eager(s: Session) -> dict:
-    return s.eager_check("plain PyTorch")
+def _fails(path: str, what: str, exc: BaseException, stopped: str = SAID["stopped"]) -> dict:
+    """A failed capture: what failed, why in plain words (:func:`diagnose`; ``stopped`` when it
+    finds no reason), where in the learner's code."""
+    why, message, where = diagnose(exc, stopped)
+    return ex.result(path, "fails", f"{what}: {why}" + f" (at {where})" * bool(where), message)
 
 
 def _timings(s: Session, compiled: Callable) -> dict[str, dict]:
@@ -370,10 +365,7 @@ def _trace(s: Session) -> dict:
         return _fails(path, f"TorchScript's tracer cannot record it ({SAID['deprecated']})", exc)
     extra = [(f"{v.name} {describe_arrays(v.inputs[1])}", v.inputs[1]) for v in s.usable(path)[0]]
     with ex.quiet():
-        try:
-            ok, worst, why = s.compare(traced, extra)
-        except Exception as exc:  # noqa: BLE001 - a framework error is the check's finding
-            ok, worst, why = False, float("inf"), f"on another input size: {ex.first_lines(exc, 1)}"
+        ok, worst, why = s.compare(traced, extra)
     how = SAID["trace_relaxed"].format(type=s.output_type) if relaxed else ""
     warned = f"{len(notes)} TracerWarning(s): the trace froze a value or decision of the "
     warned = warned + "example run; " if notes else ""
@@ -411,14 +403,12 @@ def _onnx_failed(exc: BaseException) -> dict:
         first = "Failed to export the model with torch.export" in text
         what += "its first stage, torch.export, fails" if first else "it cannot export the model"
         return _fails("onnx", what, exc)
-    reason = diagnose(exc)[0]
-    if reason == SAID["stopped"]:  # the capture's words do not fit a later stage
-        reason = SAID["onnx_later"]
-    return _fails("onnx", f"{what}torch.export succeeded; {stage} failed", exc, reason)
+    # the capture's words do not fit a later stage
+    return _fails("onnx", f"{what}torch.export succeeded; {stage} failed", exc, SAID["onnx_later"])
 
 
 _RUN: dict[str, Callable[[Session], dict]] = {
-    "eager": _eager,
+    "eager": functools.partial(Session.eager_check, framework="plain PyTorch"),
     "torch.compile": _compile,
     "torch.compile(fullgraph)": _fullgraph,
     "torch.compile(new shapes)": _new_shapes,

@@ -1,8 +1,8 @@
 """PyTorch's capture paths asked of a learner's model (``labkit.explore``): eager, torch.compile,
 fullgraph, new shapes, torch.export (non-strict, strict), torch.jit.trace, ONNX Runtime; and what
 they said, in plain words (``labkit/data/explore_messages.toml``): a failure's reason from its
-error classes and messages (:func:`diagnose`), graph breaks from Dynamo's own log
-(:func:`graph_breaks`), a compiled call timed against eager with the timings' validity."""
+messages (:func:`diagnose`), graph breaks from Dynamo's own log (:func:`graph_breaks`), a compiled
+call timed against eager with the timings' validity."""
 
 from __future__ import annotations
 
@@ -56,8 +56,7 @@ def plain(message: str) -> str:
 
 def dynamo_words(message: str) -> str:
     """Dynamo's own explanation and first hint in a structured graph-break message, or ""."""
-    explanation = re.search(r"Explanation: (.+)", message)
-    hint = re.search(r"Hint: (.+)", message)
+    explanation, hint = re.search(r"Explanation: (.+)", message), re.search(r"Hint: (.+)", message)
     parts = [explanation.group(1).strip().rstrip(".")] if explanation else []
     return "; ".join(parts + ([f"its hint: {hint.group(1).strip()}"] if hint else []))
 
@@ -337,49 +336,44 @@ def _export(s: Session, strict: bool) -> dict:
     return s.agreed(path, program.module(), done + "example's)", ops=ops)
 
 
-def _traced(s: Session) -> tuple[object, bool, list[str]]:
-    """``torch.jit.trace``'s module; whether it needed ``strict=False`` (a dict output, as its
-    own message advises); its TracerWarnings."""
-    xs, relaxed = s.tensors(s.arrays), False
+def _trace(s: Session) -> dict:
+    """``torch.jit.trace`` (with ``strict=False`` only for a dict output, as its own message
+    advises), its TracerWarnings, and the trace replayed on new values and sizes."""
+    path, xs = "torch.jit.trace", s.tensors(s.arrays)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        try:
-            traced = torch.jit.trace(s.module, xs, check_trace=False)
-        except RuntimeError as exc:
-            if "pass strict=False" not in str(exc):
-                raise
-            relaxed, traced = True, torch.jit.trace(s.module, xs, check_trace=False, strict=False)
+        for strict in (True, False):
+            try:
+                traced = torch.jit.trace(s.module, xs, check_trace=False, strict=strict)
+                break
+            except Exception as exc:  # noqa: BLE001 - a framework error is the check's finding
+                if not (strict and "pass strict=False" in str(exc)):
+                    what = f"TorchScript's tracer cannot record it ({SAID['deprecated']})"
+                    return _fails(path, what, exc)
     notes = [
         f"{Path(w.filename).name}:{w.lineno}: {ex.first_lines(str(w.message), 1, 120)}"
         for w in caught
         if issubclass(w.category, torch.jit.TracerWarning)
     ]
-    return traced, relaxed, list(dict.fromkeys(notes))
-
-
-def _trace(s: Session) -> dict:
-    path = "torch.jit.trace"
-    try:
-        traced, relaxed, notes = _traced(s)
-    except Exception as exc:  # noqa: BLE001 - a framework error is the check's finding
-        return _fails(path, f"TorchScript's tracer cannot record it ({SAID['deprecated']})", exc)
+    notes = list(dict.fromkeys(notes))
     extra = [(f"{v.name} {describe_arrays(v.inputs[1])}", v.inputs[1]) for v in s.usable(path)[0]]
     with ex.quiet():
         ok, worst, why = s.compare(traced, extra)
-    how = SAID["trace_relaxed"].format(type=s.output_type) if relaxed else ""
+    how = "" if strict else SAID["trace_relaxed"].format(type=s.output_type)
     warned = f"{len(notes)} TracerWarning(s): the trace froze a value or decision of the "
     warned = warned + "example run; " if notes else ""
     if not ok:
         status, reason = "fails", how + SAID["trace_differs"].format(why=why)
-    elif notes or relaxed:
+    elif notes or not strict:
         status = "caveats"
         reason = f"{how}{warned}it {ex.agrees(worst)} on the inputs tried, maybe not on others"
     else:
         status = "works"
         reason = f"the trace replays correctly on new values and sizes; {ex.agrees(worst)}"
-    details = {"tracer_warnings": len(notes), "strict": not relaxed}
     reason += f" ({SAID['deprecated']})"
-    return ex.result(path, status, reason, "; ".join(notes[:3]), **details)
+    return ex.result(
+        path, status, reason, "; ".join(notes[:3]), tracer_warnings=len(notes), strict=strict
+    )
 
 
 def _onnx(s: Session) -> dict:

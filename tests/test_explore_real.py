@@ -126,34 +126,40 @@ def _timing(ms, iqr=0.01, invalid=()):
 
 
 def test_a_timing_is_reported_with_its_verdict_and_a_slowdown_only_between_valid_ones():
+    require("torch")
+    from labkit.frameworks.torch import explore as tx
+
     ms = {
         "no_grad": {"eager": _timing(0.5), "compiled": _timing(0.5)},
         "inference_mode": {"eager": _timing(0.5), "compiled": _timing(345.0)},
     }
-    found = kit.slowdown(ms)
+    found = tx.slowdown(ms)
     assert "690.0x slower than eager" in found and "torch.inference_mode" in found
     assert "under torch.no_grad: 0.5 ms (IQR 0.01) compiled" in found and "valid timings" in found
     # the finding of the issue: a ratio from timings a busy machine spoiled is not claimed
     busy = {"no_grad": {"eager": _timing(0.05), "compiled": _timing(52.1, 40, ["spread too wide"])}}
-    said = kit.slowdown(busy)
+    said = tx.slowdown(busy)
     assert (
         "INVALID (1 of 2 timings invalid, e.g. spread too wide)" in said
         and "slower" not in said
         and "x " not in said
     )
-    quiet = kit.slowdown({"no_grad": {"eager": _timing(1.0), "compiled": _timing(1.5)}})
+    quiet = tx.slowdown({"no_grad": {"eager": _timing(1.0), "compiled": _timing(1.5)}})
     assert "slower" not in quiet and "1.5 ms" in quiet  # noise: said, not a finding
-    assert kit.slowdown({}) == ""
+    assert tx.slowdown({}) == ""
 
 
 def test_the_recompile_row_says_what_its_counts_show():
+    require("torch")
+    from labkit.frameworks.torch import explore as tx
+
     def rec(counts):
         return kit.Recompile("torch.compile", "batch size", ["a"] * len(counts), counts)
 
-    assert "every size reused the first graph" in kit.recompiles_in_words(rec([1, 0, 0, 0]))
-    dynamic = kit.recompiles_in_words(rec([1, 1, 0, 0]))
+    assert "every size reused the first graph" in tx.recompiles_in_words(rec([1, 0, 0, 0]))
+    dynamic = tx.recompiles_in_words(rec([1, 1, 0, 0]))
     assert "at call(s) 1, 2" in dynamic and "every later size reused that graph" in dynamic
-    again = kit.recompiles_in_words(rec([1, 1, 0, 1]))  # the issue's counts
+    again = tx.recompiles_in_words(rec([1, 1, 0, 1]))  # the issue's counts
     assert "compiled again at call(s) 4" in again and "reused that graph" not in again
 
 
@@ -273,7 +279,7 @@ def test_recompile_reasons_name_the_models_arguments_and_mel_bins_are_not_a_leng
     mel = np.random.default_rng(0).standard_normal((2, 16, 40)).astype(np.float32)
     s = tx.Session(Whisperish(), [mel])
     eager = tx.run_check("eager", s)
-    seq = next(v for v, why in s.accepted() if v.name == "sequence length")
+    seq = next(v for v, why in s.accepted if v.name == "sequence length")
     assert seq.dims == ((0, 2),) and seq.shapes[1] == "2x16x50"  # frames vary, mel bins stay
     assert "also takes other batch sizes and sequence lengths" in eager["path"]["reason"]
     assert any("last axis" in n for n in eager["notes"])

@@ -8,14 +8,10 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 
 from .. import frameworks as fw_registry
-from ..frameworks._kit.explore import STATUSES, GraphBreak, PathResult, Recompile
+from ..frameworks._kit.explore import STATUSES, GraphBreak, PathResult, Recompile, first_lines
 from ..util import tables
 
 __all__ = ["Report"]
-
-
-def _cut(text: str, limit: int) -> str:
-    return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
 @dataclass
@@ -33,18 +29,13 @@ class Report:
     call: str = ""  #: how the model was called: ``model(2x16:int64, attention_mask=...)``
 
     def path(self, name: str) -> PathResult:
-        for p in self.paths:
-            if p.path == name:
-                return p
-        raise KeyError(
-            f"no path {name!r} in this report: it has {', '.join(p.path for p in self.paths)}"
-        )
+        found = {p.path: p for p in self.paths}
+        if name not in found:
+            raise KeyError(f"no path {name!r} in this report: it has {', '.join(found)}")
+        return found[name]
 
     def status(self, name: str) -> str:
         return self.path(name).status
-
-    def counts(self) -> dict[str, int]:
-        return {s: sum(p.status == s for p in self.paths) for s in STATUSES}
 
     def to_dict(self) -> dict:
         """Plain data (JSON-serialisable): what ``--out report.json`` writes."""
@@ -68,7 +59,7 @@ class Report:
         head = ["path", "status", "what it means", "the framework says"]
         rows = [
             (p.path, p.status if p.status in ("works", "caveats") else f"**{p.status}**", p.reason)
-            + (_cut(p.message, 240),)
+            + (first_lines(p.message, 99, 240),)
             for p in self.paths
         ]
         lines.append(tables.markdown(head, rows))
@@ -78,7 +69,7 @@ class Report:
             head = ["path", "where", "code", "why", "the framework says"]
             rows = [
                 (b.path, b.location + (f" (x{b.count})" if b.count > 1 else ""))
-                + (f"`{_cut(b.code, 80)}`", b.reason, _cut(b.message, 160))
+                + (f"`{first_lines(b.code, 1, 80)}`", b.reason, first_lines(b.message, 99, 160))
                 for b in self.graph_breaks
             ]
             lines.append(tables.markdown(head, rows))
@@ -87,7 +78,7 @@ class Report:
             head = ["path", "changing", "shapes called", "compiles per call", "why"]
             rows = [
                 (r.path, r.varied, ", ".join(r.shapes), ", ".join(map(str, r.compiles)))
-                + (_cut("; ".join(r.reasons[:2]), 160),)
+                + (first_lines("; ".join(r.reasons[:2]), 1, 160),)
                 for r in self.recompiles
             ]
             lines.append(tables.markdown(head, rows))
@@ -99,5 +90,6 @@ class Report:
     _repr_markdown_ = to_markdown
 
     def __repr__(self) -> str:
-        counts = ", ".join(f"{n} {s}" for s, n in self.counts().items() if n)
+        counts = {s: sum(p.status == s for p in self.paths) for s in STATUSES}
+        counts = ", ".join(f"{n} {s}" for s, n in counts.items() if n)
         return f"<labkit.explore.Report {self.model} ({self.framework}): {counts}>"

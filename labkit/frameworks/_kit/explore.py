@@ -1,14 +1,18 @@
 """The toolkit of the graph-readiness checks (``frameworks/<name>/explore.py``), numpy only: a
-check's answer, the learner's line in a traceback, agreement with eager, the eager session."""
+check's answer, the learner's line in a traceback, agreement with eager, the eager session; what
+the checks say, in ``labkit/data/explore_messages.toml`` (:data:`MESSAGES`)."""
 
 from __future__ import annotations
 
 import contextlib
+import functools
 import io
 import linecache
 import re
 import sys
 import sysconfig
+import tomllib
+import traceback
 import warnings
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict, dataclass, field
@@ -22,6 +26,10 @@ from .layout import Axes, Call, Variation, describe_arrays, probe_notes, probes,
 STATUSES: tuple[str, ...] = ("works", "caveats", "fails", "crashed")
 #: relative tolerance of "agrees with eager" (float32 graphs reorder sums; bigger gaps are bugs)
 RTOL = 1e-3
+_DATA = Path(__file__).parents[2] / "data" / "explore_messages.toml"
+#: the sentences of the checks' verdicts, per framework ("kit": every framework's)
+MESSAGES: dict[str, dict] = tomllib.loads(_DATA.read_text("utf-8"))
+_SAID = MESSAGES["kit"]
 
 
 @dataclass
@@ -101,48 +109,32 @@ def first_lines(message: object, lines: int = 2, limit: int = 400) -> str:
 
 _FILE_LINE = re.compile(r'File "([^"]+)", line (\d+)(?:, in (\w+))?')
 _STDLIB = tuple(str(Path(sysconfig.get_paths()[k]).resolve()) for k in ("stdlib", "platstdlib"))
+#: where code is not the model's: the standard library, labkit's plumbing
+_NOT_MODEL = (*_STDLIB, sys.base_prefix + "/lib", str(Path(__file__).resolve().parents[2]))
 #: packages of the frameworks and their machinery: a frame there is not the model's code
-_MACHINERY_NAMES = (
-    "torch functorch torchgen triton onnx onnxruntime onnxscript tensorflow keras tf_keras "
-    "tensorboard absl tree optree ml_dtypes mindspore numpy sympy google cloudpickle _pytest "
-    "pluggy IPython ipykernel tornado"
-)
-_MACHINERY = set(_MACHINERY_NAMES.split())
-_LABKIT = str(Path(__file__).resolve().parents[2])
+_MACHINERY = set(_SAID["machinery"])
 
 
 def _tier(filename: str) -> int:
     """0: the learner's code; 1: a model library's (``transformers``); 2: not the model's (the
     standard library, a framework, labkit's plumbing)."""
     parts = Path(filename).parts
-    site = [i for i, p in enumerate(parts) if p in ("site-packages", "dist-packages")]
-    if site:
-        return 2 if [*parts, ""][site[0] + 1].split(".")[0] in _MACHINERY else 1
-    not_model = (*_STDLIB, sys.base_prefix + "/lib", _LABKIT)
-    return (
-        2 if filename.startswith("<") or str(Path(filename).resolve()).startswith(not_model) else 0
-    )
+    if "site-packages" in parts[:-1]:
+        return 2 if parts[parts.index("site-packages") + 1].split(".")[0] in _MACHINERY else 1
+    resolved = str(Path(filename).resolve())
+    return 2 if filename.startswith("<") or resolved.startswith(_NOT_MODEL) else 0
 
 
-def _user_frame(text: str) -> re.Match | None:
-    """The last frame of the learner's code in ``text``, else of a model library's."""
-    found = [m for m in _FILE_LINE.finditer(text) if _tier(m.group(1)) < 2]
-    return min(reversed(found), key=lambda m: _tier(m.group(1)), default=None)
-
-
-def user_location(text: str) -> str:
+def user_location(text: str, code: bool = False) -> str:
     """``file.py:12 in forward``: the learner's last frame in a traceback, else a model
-    library's, never a framework's; "" when there is none."""
-    m = _user_frame(text)
+    library's, never a framework's; with ``code``, the source line there; "" when there is none."""
+    found = [m for m in _FILE_LINE.finditer(text) if _tier(m.group(1)) < 2]
+    m = min(reversed(found), key=lambda m: _tier(m.group(1)), default=None)
     if m is None:
         return ""
+    if code:
+        return linecache.getline(m.group(1), int(m.group(2))).strip()
     return f"{Path(m.group(1)).name}:{m.group(2)}" + (f" in {m.group(3)}" if m.group(3) else "")
-
-
-def user_code(text: str) -> str:
-    """The source line at :func:`user_location`, or ""."""
-    m = _user_frame(text)
-    return linecache.getline(m.group(1), int(m.group(2))).strip() if m else ""
 
 
 def agreement(outputs, references, rtol: float = RTOL) -> tuple[bool, float, str]:
@@ -155,8 +147,6 @@ def agreement(outputs, references, rtol: float = RTOL) -> tuple[bool, float, str
         a, b = np.asarray(out, np.float64), np.asarray(ref, np.float64)
         if a.shape != b.shape:
             return False, float("inf"), f"output {i} has shape {a.shape}, eager {b.shape}"
-        if not b.size:
-            continue
         if np.any(np.isnan(a) != np.isnan(b)):
             return False, float("inf"), f"output {i} has NaN where eager has none (or the reverse)"
         d = difference(a, b, skip_nan=True)
@@ -165,52 +155,6 @@ def agreement(outputs, references, rtol: float = RTOL) -> tuple[bool, float, str
             why = f"output {i} differs by up to {d.largest:.3g} (scale {d.scale:.3g})"
             return False, worst, why
     return True, worst, ""
-
-
-#: how much slower than eager (and by how many ms) a compiled call must be to be a finding
-SLOWDOWN, SLOWDOWN_MS = 3.0, 0.5
-
-
-def slowdown(ms: dict[str, dict[str, dict]]) -> str:
-    """A compiled path timed against eager, in words, with the timings' validity: per grad mode
-    (``no_grad``, ``inference_mode``), ``eager`` and ``compiled`` timings (``ms``, ``iqr_ms``,
-    ``calls``, ``invalid``). A ratio is claimed only between valid timings."""
-    if not ms:
-        return ""
-    said = "; ".join(
-        f"under torch.{m}: {t['compiled']['ms']:.3g} ms (IQR {t['compiled']['iqr_ms']:.2g}) "
-        f"compiled vs {t['eager']['ms']:.3g} ms (IQR {t['eager']['iqr_ms']:.2g}) eager, medians "
-        f"of {t['compiled']['calls']} and {t['eager']['calls']} calls"
-        for m, t in ms.items()
-    )
-    invalid = [x["invalid"] for t in ms.values() for x in t.values() if x["invalid"]]
-    if invalid:
-        why = f"{len(invalid)} of {2 * len(ms)} timings invalid, e.g. {invalid[0][0]}"
-        return f"a call {said}: timing INVALID ({why}), so no ratio is claimed"
-    mode, worst = max(ms.items(), key=lambda kv: kv[1]["compiled"]["ms"] / kv[1]["eager"]["ms"])
-    ratio = worst["compiled"]["ms"] / worst["eager"]["ms"]
-    if ratio < SLOWDOWN or worst["compiled"]["ms"] - worst["eager"]["ms"] < SLOWDOWN_MS:
-        return f"a call {said} (valid timings)"
-    return (
-        f"**{ratio:.1f}x slower than eager** under torch.{mode} (valid timings: {said}); "
-        "measure it in the mode you serve in before deploying it compiled"
-    )
-
-
-def recompiles_in_words(r: Recompile) -> str:
-    """At which calls a graph was compiled, and whether the later sizes reused one."""
-    at = [i + 1 for i, c in enumerate(r.compiles) if c]
-    text = f"{r.varied} over {len(r.compiles)} sizes: {r.total} graph(s) compiled, at call(s) "
-    text += ", ".join(map(str, at))
-    later = ", ".join(str(i) for i in at if i > 2)
-    if later:
-        return f"{text}: compiled again at call(s) {later}, so later sizes do not all reuse a graph"
-    if at == [1]:
-        return text + ": every size reused the first graph"
-    return (
-        text
-        + ": the second size made the dimension dynamic, and every later size reused that graph"
-    )
 
 
 def agrees(worst: float) -> str:
@@ -230,6 +174,7 @@ class EagerSession:
     in and out) and ``eager_fn``."""
 
     eager_fn: Callable
+    run: Callable[[Callable, Sequence[np.ndarray]], list[np.ndarray]]
 
     def __init__(self, arrays: Sequence[np.ndarray], call: Call, layout: Axes):
         self.arrays = [np.ascontiguousarray(a) for a in arrays]
@@ -237,10 +182,6 @@ class EagerSession:
         self.uncompared: list[str] = []
         self.output_type = ""
         self._eager: dict[str, list[np.ndarray] | BaseException] = {}
-        self._accepted: list[tuple[Variation, str]] | None = None
-
-    def run(self, fn: Callable, arrays: Sequence[np.ndarray]) -> list[np.ndarray]:
-        raise NotImplementedError
 
     def eager(self, key: str, arrays: Sequence[np.ndarray]) -> list[np.ndarray]:
         """Eager outputs for ``arrays`` (cached under ``key``); raises what eager raised."""
@@ -263,11 +204,14 @@ class EagerSession:
         return out
 
     def compare(self, fn, extra=()) -> tuple[bool, float, str]:
-        """Whether ``fn`` agrees with eager on every case and ``extra``; the largest difference;
-        what differs."""
+        """Whether ``fn`` agrees with eager on every case and ``extra`` (and runs on each); the
+        largest difference; what differs."""
         worst = 0.0
         for label, arrays in [*self.cases(), *extra]:
-            ok, diff, why = agreement(self.run(fn, arrays), self.eager(label, arrays))
+            try:
+                ok, diff, why = agreement(self.run(fn, arrays), self.eager(label, arrays))
+            except Exception as exc:  # noqa: BLE001 - a framework error is the check's finding
+                ok, diff, why = False, float("inf"), f"it raised {first_lines(exc, 1)}"
             worst = max(worst, diff)
             if not ok:
                 return False, worst, f"on the {label} input: {why}"
@@ -280,30 +224,30 @@ class EagerSession:
         if not ok:
             why = f"{done}, but it computes different numbers than eager {why}"
             return result(path, "fails", why, **details)
-        done += f"; agrees with eager (largest difference {worst:.1g})"
+        done += f"; {agrees(worst)}"
         return result(path, "works", done, **details)
 
-    def eager_check(self, framework: str, message: Callable[[BaseException], str]) -> dict:
-        """The eager row: what the model gives on the example, else why it does not run."""
+    def eager_check(self, framework: str, message: Callable | None = None) -> dict:
+        """The eager row: what the model gives on the example, else why it does not run (the
+        framework's ``message(exc)``, by default its first lines and the learner's line)."""
         try:
             outs = self.eager("example", self.arrays)
         except Exception as exc:  # noqa: BLE001 - a framework error is the check's finding
-            why = f"the model does not run on these inputs in {framework}: give inputs of the "
-            why += "shape it takes (batch first), or fix the model"
-            return result("eager", "fails", why, message(exc))
+            where = user_location("".join(traceback.format_exception(exc)))
+            said = message(exc) if message else first_lines(exc) + (f" (at {where})" * bool(where))
+            return result("eager", "fails", _SAID["eager_fails"].format(framework=framework), said)
         details = {"outputs": [list(o.shape) for o in outs], "call": self.call.text(self.arrays)}
         if not outs:
-            what = f" (a {self.output_type})" if self.output_type else ""
-            why = f"runs, but its output{what} holds no tensor labkit can find, so no path can be "
-            why += "compared with eager; return tensors, or a tuple, dict or dataclass of them"
+            why = _SAID["no_tensor"].format(
+                what=f" (a {self.output_type})" * bool(self.output_type)
+            )
             return result("eager", "caveats", why, constant_output=False, **details)
         shapes = ", ".join("x".join(map(str, o.shape)) or "scalar" for o in outs)
         reason = f"runs: {len(outs)} output(s) of shape {shapes}"
         if self.uncompared:
-            reason += f"; its output also holds {', '.join(self.uncompared)}: not an array, so no "
-            reason += "path compares it (use_cache=False in the example's kwargs leaves it out)"
-        takes = [v.name + "s" for v, why in self.accepted() if not why]
-        refuses = [f"{v.name} ({why})" for v, why in self.accepted() if why]
+            reason += _SAID["uncompared"].format(held=", ".join(self.uncompared))
+        takes = [v.name + "s" for v, why in self.accepted if not why]
+        refuses = [f"{v.name} ({why})" for v, why in self.accepted if why]
         reason += f"; also takes other {' and '.join(takes)}" if takes else ""
         reason += f"; not another {', '.join(refuses)}" if refuses else ""
         fixed = [f"{role} ({why})" for role, why in self.layout.fixed.items()]
@@ -311,11 +255,7 @@ class EagerSession:
         notes = [*self.layout.notes, *probe_notes(self.arrays, self.call)]
         constant = self.constant()
         if constant:
-            warning = (
-                "**the output (nearly) does not depend on the input**: on new random values eager "
-                f"gives the same outputs within {RTOL:g}, so 'agrees with eager' below proves "
-                "nothing (random weights that saturate, a constant head); try trained weights"
-            )
+            warning = _SAID["constant"].format(rtol=RTOL)
             reason += "; " + warning
             notes.insert(0, warning)
         return result("eager", "works", reason, notes=notes, constant_output=constant, **details)
@@ -327,10 +267,10 @@ class EagerSession:
 
     def usable(self, path: str) -> tuple[list[Variation], dict | None]:
         """The variations eager takes, or (none) the new-shape row that says none was tried."""
-        usable = [v for v, why in self.accepted() if not why]
+        usable = [v for v, why in self.accepted if not why]
         if usable:
             return usable, None
-        why = "; ".join(f"{v.name}: {w}" for v, w in self.accepted())
+        why = "; ".join(f"{v.name}: {w}" for v, w in self.accepted)
         why = why or "the inputs have no batch dimension"
         why = f"eager takes no other input sizes, so none was tried ({why})"
         return [], result(path, "works", why)
@@ -344,12 +284,11 @@ class EagerSession:
                 return first_lines(exc, lines=1, limit=160)
         return ""
 
+    @functools.cached_property
     def accepted(self) -> list[tuple[Variation, str]]:
         """Each variation, with why eager refuses a size in it (""). A sequence length refused
         on axis 1 of a 3-D input is tried on its last axis (a spectrogram's frames)."""
-        if self._accepted is not None:
-            return self._accepted
-        self._accepted = []
+        accepted = []
         for v in variations(self.arrays, self.layout):
             why = self._refused(v)
             pairs = self.layout.roles["sequence length"]
@@ -359,9 +298,8 @@ class EagerSession:
                 alt = next(x for x in variations(self.arrays, other) if x.name == v.name)
                 if not self._refused(alt):
                     names = ", ".join(self.call.name(k) for k, _ in alt.dims)
-                    note = f"the sequence length is read on the last axis of {names} (batch, "
-                    note += f"features, time): eager refuses a new size on axis 1 ({why})"
+                    note = _SAID["last_axis"].format(names=names, why=why)
                     other.notes = [*self.layout.notes, note]
                     self.layout, v, why = other, alt, ""
-            self._accepted.append((v, why))
-        return self._accepted
+            accepted.append((v, why))
+        return accepted

@@ -1,7 +1,8 @@
 """PyTorch's capture paths asked of a learner's model (``labkit.explore``): eager, torch.compile,
 fullgraph, new shapes, torch.export (non-strict, strict), torch.jit.trace, ONNX Runtime; and what
-they said, in plain words: a failure's reason from its error classes and messages
-(:func:`diagnose`), graph breaks from Dynamo's own log (:func:`graph_breaks`)."""
+they said, in plain words (``labkit/data/explore_messages.toml``): a failure's reason from its
+messages (:func:`diagnose`), graph breaks from Dynamo's own log (:func:`graph_breaks`), a compiled
+call timed against eager with the timings' validity."""
 
 from __future__ import annotations
 
@@ -36,47 +37,26 @@ from .adapter import as_module, quiet_torchscript
 __all__ = ["ACCEPTS", "CHECKS", "Bound", "Session", "bind", "flatten", "run_check", "versions"]
 
 ACCEPTS = "a torch.nn.Module, or a function of tensors (then pass framework='torch')"
-#: what the TorchScript rows say of it
-DEPRECATED = "deprecated in PyTorch 2.x: torch.export or torch.compile for new code"
+SAID = ex.MESSAGES["torch"]
 
 
 def versions() -> dict[str, str]:
     return {SPEC.name: torch.__version__}
 
 
-#: Dynamo's or export's words (a regular expression) and what they mean, first match wins;
-#: other messages are said in Dynamo's own words (:func:`dynamo_words`)
-PLAIN: dict[str, str] = {
-    "Data-dependent branching|generic_jump|data-dependent expression": (
-        "a Python if/while on a tensor's value (data-dependent control flow): a graph cannot "
-        "hold a Python branch; torch.cond (or torch.where) keeps it in the graph"
-    ),
-    "Dynamic shape operator|nonzero|data dependent output shape": (
-        "an operation whose output shape depends on the values (boolean masking, nonzero, "
-        "unique): the graph cannot size it ahead of time"
-    ),
-    "`print`|builtin print": (
-        "a Python print(): a side effect, so it runs in Python between two graphs (every call)"
-    ),
-    "RNN, GRU, or LSTM": (
-        "an nn.RNN/GRU/LSTM module: Dynamo does not trace them (torch._dynamo.config.allow_rnn="
-        "True is its experimental support), so the module runs eagerly"
-    ),
-}
-#: a failure neither the table nor Dynamo's own explanation says more of
-STOPPED = "the capture stopped here (the framework's message says why)"
-
-
 def plain(message: str) -> str:
-    """The table's meaning of ``message``, else Dynamo's own explanation and hint, else ""."""
-    found = (meaning for words, meaning in PLAIN.items() if re.search(words, message))
-    return next(found, "") or dynamo_words(message)
+    """The table's meaning of ``message`` (its named groups filled in), else Dynamo's own
+    explanation and hint, else ""."""
+    for words, meaning in SAID["plain"].items():
+        found = re.search(words, message)
+        if found:
+            return meaning.format(**found.groupdict())
+    return dynamo_words(message)
 
 
 def dynamo_words(message: str) -> str:
     """Dynamo's own explanation and first hint in a structured graph-break message, or ""."""
-    explanation = re.search(r"Explanation: (.+)", message)
-    hint = re.search(r"Hint: (.+)", message)
+    explanation, hint = re.search(r"Explanation: (.+)", message), re.search(r"Hint: (.+)", message)
     parts = [explanation.group(1).strip().rstrip(".")] if explanation else []
     return "; ".join(parts + ([f"its hint: {hint.group(1).strip()}"] if hint else []))
 
@@ -85,51 +65,15 @@ def _traceback(exc: BaseException) -> str:
     return "".join(traceback.format_exception(exc))
 
 
-_NO_ONNX = re.compile(r"No ONNX function found for <OpOverload\(op='([\w.]+)', overload='(\w+)'\)")
-_UNKNOWN_OUTPUT = re.compile(
-    r"(?:Found <class '([\w.]+)'> in output, which is not a known type"
-    r"|outputs with type `?<class '([\w.]+)'>`? is not supported"
-    r"|unrecognized type UserDefinedObjectVariable\((\w+)\) at output)"
-)
-
-
-def _by_class(chain: list[BaseException]) -> str:
-    """The meaning of the framework's own error classes along the chain, or ""."""
-    for e in reversed(chain):  # the innermost error is the most specific
-        name, text = type(e).__name__, str(e)
-        op = _NO_ONNX.search(text)
-        if name == "DispatchError" or op:
-            what = f"{op.group(1)}.{op.group(2)}" if op else "an operator"
-            return (
-                f"{what} has no ONNX translation in torch.onnx's registry: give one "
-                "(torch.onnx.export(..., custom_translation_table={op: an onnxscript "
-                "function})), or write the step with operators that have one"
-            )
-        found = _UNKNOWN_OUTPUT.search(text)
-        if found:
-            short = next(g for g in found.groups() if g).rpartition(".")[2]
-            what = (
-                "the key/value cache of a decoder, which is not a tensor: pass use_cache=False "
-                "(in the spec's example keyword arguments), or"
-                if "Cache" in short
-                else "which is neither a tensor nor a container of tensors:"
-            )
-            return (
-                f"the output holds a {short}, {what} register {short} as a pytree node "
-                "(torch.utils._pytree.register_pytree_node) so its tensors can be returned"
-            )
-    return ""
-
-
-def diagnose(exc: BaseException) -> tuple[str, str, str]:
+def diagnose(exc: BaseException, stopped: str = SAID["stopped"]) -> tuple[str, str, str]:
     """A failed capture as ``(reason in plain words, the framework's innermost message, where in
-    the learner's code)``: the reason from the error classes along ``exc``'s causes, else from
-    the messages."""
+    the learner's code)``: the reason from the innermost message along ``exc``'s causes that says
+    one, else ``stopped``."""
     chain: list[BaseException] = []
     while exc is not None and exc not in chain and len(chain) < 12:
         chain.append(exc)
         exc = exc.__cause__ or exc.__context__
-    reason = _by_class(chain) or next(filter(None, (plain(str(e)) for e in chain)), STOPPED)
+    reason = next(filter(None, (plain(str(e)) for e in reversed(chain))), stopped)
     texts = (t for e in reversed(chain) for t in (str(e), _traceback(e)))
     where = next(filter(None, map(ex.user_location, texts)), "")
     return reason, ex.first_lines(chain[-1], lines=2), where
@@ -149,13 +93,12 @@ def graph_breaks(records: list[logging.LogRecord], path: str) -> list[ex.GraphBr
         rows[key] = ex.GraphBreak(
             reason=plain(reason) or ex.first_lines(reason, 1, 200),
             location=ex.user_location(trace),
-            code=ex.user_code(trace),
+            code=ex.user_location(trace, code=True),
             message=dynamo_words(reason) or ex.first_lines(reason, 2, 240),
             path=path,
         )
         if "graph break in loop" in reason:
-            rows[key].reason += "; it sits inside a loop, so Dynamo skipped the whole function, "
-            rows[key].reason += "which runs as plain Python"
+            rows[key].reason += SAID["in_loop"]
             rows[key].message += " (then: frame skipped, runs as Python)"
     return list(rows.values())
 
@@ -241,29 +184,17 @@ class Session(ex.EagerSession):
         return [(t.float() if t.is_floating_point() else t).numpy() for t in tensors]
 
 
-def _fails(path: str, what: str, exc: BaseException, reason: str = "") -> dict:
-    """A failed capture: what failed, why in plain words (``reason``, else from the error), where
-    in the learner's code."""
-    why, message, where = diagnose(exc)
-    where = f" (at {where})" if where else ""
-    return ex.result(path, "fails", f"{what}: {reason or why}{where}", message)
-
-
-def _eager(s: Session) -> dict:
-    def message(exc: BaseException) -> str:
-        where = ex.user_location(_traceback(exc))
-        return ex.first_lines(exc, lines=2) + (f" (at {where})" if where else "")
-
-    return s.eager_check("plain PyTorch", message)
-
-
-#: the spread past which a timing is not valid (torch.utils.benchmark warns past it too)
-MAX_SPREAD = 0.10
+def _fails(path: str, what: str, exc: BaseException, stopped: str = SAID["stopped"]) -> dict:
+    """A failed capture: what failed, why in plain words (:func:`diagnose`; ``stopped`` when it
+    finds no reason), where in the learner's code."""
+    why, message, where = diagnose(exc, stopped)
+    return ex.result(path, "fails", f"{what}: {why}" + f" (at {where})" * bool(where), message)
 
 
 def _timings(s: Session, compiled: Callable) -> dict[str, dict]:
     """Per grad mode a server uses, eager's and the compiled model's median ms a call
-    (``Timer.blocked_autorange`` after a first call), its IQR, and why it is not valid."""
+    (``Timer.blocked_autorange`` after a first call), its IQR, and why it is not valid (a spread
+    past the 10% at which torch.utils.benchmark warns too; fewer than 5 timed blocks)."""
     out: dict[str, dict] = {}
     for mode in (torch.no_grad, torch.inference_mode):
         for which, fn in (("eager", s.module), ("compiled", compiled)):
@@ -271,15 +202,40 @@ def _timings(s: Session, compiled: Callable) -> dict[str, dict]:
                 xs = s.tensors(s.arrays)
                 fn(*xs)
                 m = Timer("f(*xs)", globals={"f": fn, "xs": xs}).blocked_autorange(min_run_time=0.2)
-            rel, invalid = m.iqr / m.median, []
-            if rel > MAX_SPREAD:
-                invalid.append(f"spread too wide: IQR/median {rel:.0%} > {MAX_SPREAD:.0%}")
+            spread = f"spread too wide: IQR/median {m.iqr / m.median:.0%} > 10%"
+            invalid = [] if m.meets_confidence() else [spread]
             if len(m.times) < 5:
                 invalid.append(f"{len(m.times)} timed blocks, fewer than 5")
             calls = m.number_per_run * len(m.times)
             timing = {"ms": 1e3 * m.median, "iqr_ms": 1e3 * m.iqr, "calls": calls}
             out.setdefault(mode.__name__, {})[which] = timing | {"invalid": invalid}
     return out
+
+
+#: how much slower than eager (and by how many ms) a compiled call must be to be a finding
+SLOWDOWN, SLOWDOWN_MS = 3.0, 0.5
+
+
+def slowdown(ms: dict[str, dict[str, dict]]) -> str:
+    """:func:`_timings` in words, with their validity: a ratio is claimed only between valid
+    timings, a slowdown only past :data:`SLOWDOWN` and :data:`SLOWDOWN_MS`."""
+    if not ms:
+        return ""
+    said = "; ".join(
+        f"under torch.{m}: {t['compiled']['ms']:.3g} ms (IQR {t['compiled']['iqr_ms']:.2g}) "
+        f"compiled vs {t['eager']['ms']:.3g} ms (IQR {t['eager']['iqr_ms']:.2g}) eager, medians "
+        f"of {t['compiled']['calls']} and {t['eager']['calls']} calls"
+        for m, t in ms.items()
+    )
+    invalid = [x["invalid"] for t in ms.values() for x in t.values() if x["invalid"]]
+    if invalid:
+        why = f"{len(invalid)} of {2 * len(ms)} timings invalid, e.g. {invalid[0][0]}"
+        return f"a call {said}: timing INVALID ({why}), so no ratio is claimed"
+    mode, worst = max(ms.items(), key=lambda kv: kv[1]["compiled"]["ms"] / kv[1]["eager"]["ms"])
+    compiled, eager = worst["compiled"]["ms"], worst["eager"]["ms"]
+    if compiled / eager < SLOWDOWN or compiled - eager < SLOWDOWN_MS:
+        return f"a call {said} (valid timings)"
+    return SAID["slower"].format(ratio=compiled / eager, mode=mode, said=said)
 
 
 def _compile(s: Session) -> dict:
@@ -301,12 +257,11 @@ def _compile(s: Session) -> dict:
         why = f"the compiled model computes different numbers than eager {why}"
         return ex.result(path, "fails", why, message, breaks, **details)
     ms = _timings(s, compiled)
-    slower = ex.slowdown(ms)  # the timings with their validity; a slowdown only when valid
+    slower = slowdown(ms)  # the timings with their validity; a slowdown only when valid
     status = "caveats" if breaks or not graphs or "slower than eager" in slower else "works"
     if graphs == 0:
         cause = f" ({breaks[0].reason})" if breaks else ""
-        head = f"Dynamo captured no graph{cause}: the whole forward runs as plain Python, so "
-        head += f"torch.compile cannot speed it up; it {ex.agrees(worst)}"
+        head = SAID["no_graph"].format(cause=cause) + f"; it {ex.agrees(worst)}"
     else:
         where = f"{graphs} graphs with {n} graph break(s) between them (listed below): Python "
         where = where + "runs at each break; " if breaks else "one graph, no graph break; "
@@ -325,6 +280,18 @@ def _fullgraph(s: Session) -> dict:
         return _fails(path, "not capturable as one graph", exc)
     done = "the whole forward is one graph (Dynamo with fullgraph=True; backend 'eager' checks "
     return s.agreed(path, fn, done + "the capture only)")
+
+
+def recompiles_in_words(r: ex.Recompile) -> str:
+    """At which calls a graph was compiled, and whether the later sizes reused one."""
+    at = [i + 1 for i, c in enumerate(r.compiles) if c]
+    text = f"{r.varied} over {len(r.compiles)} sizes: {r.total} graph(s) compiled, at call(s) "
+    text += ", ".join(map(str, at))
+    later = ", ".join(str(i) for i in at if i > 2)
+    if later:
+        return f"{text}: compiled again at call(s) {later}, so later sizes do not all reuse a graph"
+    dynamic = "the second size made the dimension dynamic, and every later size reused that graph"
+    return f"{text}: {'every size reused the first graph' if at == [1] else dynamic}"
 
 
 def _new_shapes(s: Session) -> dict:
@@ -349,18 +316,11 @@ def _new_shapes(s: Session) -> dict:
         reasons = [re.sub(r"^\d+/\d+: ", "", r) for r in dict.fromkeys(reasons)]
         recs.append(ex.Recompile(path.split("(")[0], v.name, v.shapes, per_call, reasons))
     if not any(r.total for r in recs):
-        why = "Dynamo captured nothing at any size (see torch.compile), so there is nothing to "
-        why += "recompile: the forward runs as plain Python every time"
-        return ex.result(path, "caveats", why, recompiles=recs)
-    said = "; ".join(ex.recompiles_in_words(r) for r in recs)
+        return ex.result(path, "caveats", SAID["nothing_to_recompile"], recompiles=recs)
+    said = "; ".join(map(recompiles_in_words, recs))
     if not any(sum(c > 0 for c in r.compiles[1:]) > 1 for r in recs):
         return ex.result(path, "works", said, recompiles=recs)
-    said += (
-        ": each new size costs a compile (after 8, Dynamo's recompile limit, it gives up and "
-        "runs eager); torch.compile(dynamic=True) or torch._dynamo.mark_dynamic helps when the "
-        "sizes are not used in Python"
-    )
-    return ex.result(path, "caveats", said, recompiles=recs)
+    return ex.result(path, "caveats", said + SAID["recompile_cost"], recompiles=recs)
 
 
 def _export(s: Session, strict: bool) -> dict:
@@ -376,64 +336,44 @@ def _export(s: Session, strict: bool) -> dict:
     return s.agreed(path, program.module(), done + "example's)", ops=ops)
 
 
-def _traced(s: Session) -> tuple[object, bool, list[str]]:
-    """``torch.jit.trace``'s module; whether it needed ``strict=False`` (a dict output, as its
-    own message advises); its TracerWarnings."""
-    xs, relaxed = s.tensors(s.arrays), False
+def _trace(s: Session) -> dict:
+    """``torch.jit.trace`` (with ``strict=False`` only for a dict output, as its own message
+    advises), its TracerWarnings, and the trace replayed on new values and sizes."""
+    path, xs = "torch.jit.trace", s.tensors(s.arrays)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        try:
-            traced = torch.jit.trace(s.module, xs, check_trace=False)
-        except RuntimeError as exc:
-            if "pass strict=False" not in str(exc):
-                raise
-            relaxed, traced = True, torch.jit.trace(s.module, xs, check_trace=False, strict=False)
+        for strict in (True, False):
+            try:
+                traced = torch.jit.trace(s.module, xs, check_trace=False, strict=strict)
+                break
+            except Exception as exc:  # noqa: BLE001 - a framework error is the check's finding
+                if not (strict and "pass strict=False" in str(exc)):
+                    what = f"TorchScript's tracer cannot record it ({SAID['deprecated']})"
+                    return _fails(path, what, exc)
     notes = [
         f"{Path(w.filename).name}:{w.lineno}: {ex.first_lines(str(w.message), 1, 120)}"
         for w in caught
         if issubclass(w.category, torch.jit.TracerWarning)
     ]
-    return traced, relaxed, list(dict.fromkeys(notes))
-
-
-def _trace(s: Session) -> dict:
-    path = "torch.jit.trace"
-    s.eager("example", s.arrays)  # what the output holds, for the reasons below
-    try:
-        traced, relaxed, notes = _traced(s)
-    except Exception as exc:  # noqa: BLE001 - a framework error is the check's finding
-        held = ", ".join(s.uncompared) if "cannot infer type" in str(exc) else ""
-        cache = f"the output holds {held}, which it cannot record (it takes tensors and "
-        cache += "containers of them): pass use_cache=False in the example's keyword arguments, "
-        cache += "or return tensors only"
-        what = f"TorchScript's tracer cannot record it ({DEPRECATED})"
-        return _fails(path, what, exc, cache if held else "")
+    notes = list(dict.fromkeys(notes))
     extra = [(f"{v.name} {describe_arrays(v.inputs[1])}", v.inputs[1]) for v in s.usable(path)[0]]
     with ex.quiet():
-        try:
-            ok, worst, why = s.compare(traced, extra)
-        except Exception as exc:  # noqa: BLE001 - a framework error is the check's finding
-            ok, worst, why = False, float("inf"), f"on another input size: {ex.first_lines(exc, 1)}"
-    how = (
-        f"traced only with torch.jit.trace(..., strict=False): the model returns a "
-        f"{s.output_type} (a dict-like output), which strict tracing refuses because a "
-        "container's structure could change with the inputs; "
-    ) * relaxed
+        ok, worst, why = s.compare(traced, extra)
+    how = "" if strict else SAID["trace_relaxed"].format(type=s.output_type)
     warned = f"{len(notes)} TracerWarning(s): the trace froze a value or decision of the "
     warned = warned + "example run; " if notes else ""
     if not ok:
-        status = "fails"
-        reason = f"{how}the trace computes different numbers than eager {why}: it recorded the "
-        reason += "Python decisions of one run and replays them for every input"
-    elif notes or relaxed:
+        status, reason = "fails", how + SAID["trace_differs"].format(why=why)
+    elif notes or not strict:
         status = "caveats"
         reason = f"{how}{warned}it {ex.agrees(worst)} on the inputs tried, maybe not on others"
     else:
         status = "works"
         reason = f"the trace replays correctly on new values and sizes; {ex.agrees(worst)}"
-    details = {"tracer_warnings": len(notes), "strict": not relaxed}
-    message = "; ".join(notes[:3])
-    return ex.result(path, status, f"{reason} ({DEPRECATED})", message, **details)
+    reason += f" ({SAID['deprecated']})"
+    return ex.result(
+        path, status, reason, "; ".join(notes[:3]), tracer_warnings=len(notes), strict=strict
+    )
 
 
 def _onnx(s: Session) -> dict:
@@ -448,31 +388,21 @@ def _onnx(s: Session) -> dict:
     return s.agreed(path, program, f"{done}{nodes} ONNX nodes, run by ONNX Runtime", nodes=nodes)
 
 
-#: torch.onnx.export(dynamo=True) runs torch.export, then decomposes and translates the
-#: program; its error names the stage that failed (torch/onnx/_internal/exporter/_core.py)
-_ONNX_STAGES = {
-    "Failed to decompose the FX graph": "decomposing the program to ATen operators for ONNX",
-    "Failed to convert the exported program": "translating the program to ONNX",
-}
-
-
 def _onnx_failed(exc: BaseException) -> dict:
-    """A failed ONNX export, its reason placed in the stage that failed: the capture's reasons
-    only when torch.export (the first stage) failed."""
+    """A failed ONNX export, its reason placed in the stage that failed (the stages its error
+    names): the capture's reasons only when torch.export (the first stage) failed."""
     text, what = _traceback(exc), "torch.onnx.export (dynamo exporter): "
-    stage = next((said for key, said in _ONNX_STAGES.items() if key in text), "")
+    stage = next((said for key, said in SAID["onnx_stages"].items() if key in text), "")
     if not stage:
         first = "Failed to export the model with torch.export" in text
         what += "its first stage, torch.export, fails" if first else "it cannot export the model"
         return _fails("onnx", what, exc)
-    reason = diagnose(exc)[0]
-    if reason == STOPPED:  # the capture's words do not fit a later stage
-        reason = "the exporter's message names the operator or type it could not handle"
-    return _fails("onnx", f"{what}torch.export succeeded; {stage} failed", exc, reason)
+    # the capture's words do not fit a later stage
+    return _fails("onnx", f"{what}torch.export succeeded; {stage} failed", exc, SAID["onnx_later"])
 
 
 _RUN: dict[str, Callable[[Session], dict]] = {
-    "eager": _eager,
+    "eager": functools.partial(Session.eager_check, framework="plain PyTorch"),
     "torch.compile": _compile,
     "torch.compile(fullgraph)": _fullgraph,
     "torch.compile(new shapes)": _new_shapes,

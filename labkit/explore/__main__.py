@@ -2,6 +2,6 @@
 
 import sys
 
-from labkit.explore.workers import main
+from labkit.explore.readiness import main
 
 sys.exit(main(sys.argv[1:]))

@@ -202,10 +202,6 @@ def _called(s: Spec, what: str, returns: str) -> object:
     return value
 
 
-def _array_like(x: object) -> bool:
-    return hasattr(x, "shape") and hasattr(x, "dtype")
-
-
 def _host(x: object) -> np.ndarray:
     """A tensor of any framework (or an array) as a host array."""
     return np.asarray(x.detach().cpu() if callable(getattr(x, "detach", None)) else x)
@@ -218,12 +214,16 @@ def example_of(args: object, kwargs: dict | None = None) -> tuple[list[np.ndarra
     """Example inputs as host arrays and how the model takes them: ``args`` positionally (a dict:
     by name), the tensors of ``kwargs`` by name, its plain values (``use_cache=False``) as
     constants."""
+    if not isinstance(kwargs, dict | None):
+        raise ValueError(
+            f"example kwargs are a {type(kwargs).__name__}: give a dict, {{'mask': m}}"
+        )
     if isinstance(args, dict):
         args, kwargs = (), {**args, **(kwargs or {})}
     items = list(args) if isinstance(args, tuple | list) else [] if args is None else [args]
     arrays, names, constants = [], [], {}
     for key, value in [*(("", x) for x in items), *(kwargs or {}).items()]:
-        if _array_like(value):
+        if hasattr(value, "shape") and hasattr(value, "dtype"):  # a tensor or an array
             arrays.append(_host(value))
             names.append(str(key))
         elif key and isinstance(value, _PLAIN):
@@ -243,13 +243,10 @@ def example_of(args: object, kwargs: dict | None = None) -> tuple[list[np.ndarra
 
 
 def _model_and_example(value: object) -> tuple[object, tuple | None]:
-    """``(model, args[, kwargs])`` split; any other value is the model alone."""
-    if isinstance(value, tuple) and len(value) in (2, 3) and not _array_like(value[0]):
-        args, kwargs = value[1], value[2] if len(value) == 3 else None
-        if isinstance(kwargs, dict | type(None)) and (
-            _array_like(args) or isinstance(args, tuple | list | dict)
-        ):
-            return value[0], (args, kwargs)
+    """``(model, args[, kwargs])`` split (a model is never a tuple); any other value is the
+    model alone."""
+    if isinstance(value, tuple) and len(value) in (2, 3):
+        return value[0], value[1:]
     return value, None
 
 

@@ -85,15 +85,6 @@ class Axes:
     notes: list[str] = field(default_factory=list)
 
 
-def _channels(a: np.ndarray, channels: str | None, told: str) -> tuple[str, str]:
-    """Where an image input's channels are (``"first"``/``"last"``) and how that was decided."""
-    if channels:
-        return channels, told or "as declared"
-    if a.shape[-1] in (1, 3, 4) and a.shape[1] not in (1, 3, 4):
-        return "last", "guessed from the shape: the last axis looks like colour channels"
-    return "first", "assumed: channels-first is PyTorch's and ONNX's convention"
-
-
 def axes(
     arrays: Sequence[np.ndarray],
     declared: Sequence[Sequence[int | None] | None] | None = None,
@@ -119,7 +110,12 @@ def axes(
             if a.shape[1] == seq:
                 roles["sequence length"].append((k, 1))
         elif a.ndim >= 4:
-            where, how = _channels(a, channels, channels_from)
+            if channels:  # where its channels are, and how that was decided
+                where, how = channels, channels_from or "as declared"
+            elif a.shape[-1] in (1, 3, 4) and a.shape[1] not in (1, 3, 4):
+                where, how = "last", "guessed: its last axis looks like colour channels"
+            else:
+                where, how = "first", "assumed: channels-first is PyTorch's and ONNX's convention"
             dims = tuple(range(1, a.ndim - 1)) if where == "last" else tuple(range(2, a.ndim))
             size = tuple(a.shape[d] for d in dims)
             img = size if img is None else img

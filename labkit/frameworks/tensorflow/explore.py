@@ -78,13 +78,9 @@ class Session(ex.EagerSession):
     def __init__(self, model: object, arrays: list[np.ndarray], call: Call | None = None):
         call = call or Call()
         declared, source = _declared(model, len(arrays))
-        if call.channels:
-            channels, told = call.channels, "the layout given (layout=, --layout)"
-        elif isinstance(model, keras.layers.Layer):
-            fmt = keras.config.image_data_format()
-            channels, told = fmt.removeprefix("channels_"), f"Keras' image_data_format() is {fmt}"
-        else:
-            channels, told = "last", "TensorFlow's default layout (NHWC)"
+        fmt = keras.config.image_data_format()  # channels_last: TensorFlow's NHWC too
+        channels = call.channels or fmt.removeprefix("channels_")
+        told = "the layout given (layout=, --layout)" if call.channels else f"Keras' {fmt}"
         super().__init__(arrays, call, axes(arrays, declared, channels, source, told))
         self.fn = self.eager_fn = bind(model, call)
         self.options = _options(model)

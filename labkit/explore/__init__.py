@@ -38,30 +38,18 @@ from .report import Report
 __all__ = ["GraphBreak", "PathResult", "Recompile", "Report", "bench", "check"]
 
 
-def _offered() -> str:
-    """The frameworks whose models labkit can check, for a message."""
-    return ", ".join(s.name for s in fw_registry.specs() if s.explores)
-
-
 def _job(model: object, framework: str | None) -> tuple[dict, str]:
-    """The worker's job for ``model`` (a spec it builds, else a live object it unpickles), and
-    the model's name in the report."""
+    """The worker's job for ``model`` (a spec it builds, else a live object it unpickles; the
+    worker finds its framework), and the model's name in the report."""
     if framework is not None:
         fw_registry.spec(framework)  # ValueError naming the valid ones
     if isinstance(model, str | os.PathLike):
         spec = inputs.parse(model)
         return {"model": spec.canonical(), "framework": framework}, spec.text
-    fw = framework or fw_registry.framework_of(model)
-    if fw is None:
-        raise ValueError(
-            f"cannot tell which framework a {type(model).__module__}.{type(model).__name__} "
-            f"belongs to: pass framework= (one of {_offered()}), or give the model as "
-            "'file.py:build_model'"
-        )
     name = getattr(model, "__name__", None) or getattr(model, "name", None)
     if not isinstance(name, str):
         name = type(model).__name__
-    return {"model": model, "framework": fw}, name
+    return {"model": model, "framework": framework}, name
 
 
 def _example(example_inputs: object, kwargs: dict | None, layout: str | None) -> dict:
@@ -219,11 +207,8 @@ def _follow(report: Report, checks: list[str], child, work: Path, timeout_s: flo
         log = proc.tail(work / "log.txt", 4000)
         tail = first_lines("\n".join(proc.last_lines(log, 12)), lines=12, limit=1200)
         if not checks:  # it could not even load the model
-            how = "took longer than" if code is None else f"died ({proc.ended(code)}) in"
-            limit = f" ({timeout_s:g} s)" if code is None else ""
-            raise ValueError(
-                f"the check process {how} loading the framework or building the model{limit}: {tail}"
-            )
+            how = f"took over {timeout_s:g} s" if code is None else f"died ({proc.ended(code)})"
+            raise ValueError(f"the check process {how} loading the framework or the model: {tail}")
         left = [c for c in checks if c not in {p.path for p in report.paths}]
         return _answer(report, checks, _stopped(checks, left, code, tail, timeout_s), bar)
 
@@ -332,9 +317,10 @@ def _load(work: Path):
         model, given = inputs.build_example(model)
     fw = job["framework"] or fw_registry.framework_of(model)
     if fw is None:
+        offered = ", ".join(s.name for s in fw_registry.specs() if s.explores)
         raise ValueError(
-            f"model {job['model']!r}: its builder returned a {type(model).__name__}, which "
-            f"no registered framework takes; pass framework= (one of {_offered()})"
+            f"cannot tell which framework a {type(model).__module__}.{type(model).__name__} "
+            f"belongs to: pass framework= (one of {offered})"
         )
     explorer = fw_registry.explorer(fw)
     return model, fw, explorer, _checks(explorer, model, job), *_inputs(job, given)

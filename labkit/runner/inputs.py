@@ -211,15 +211,12 @@ _PLAIN = (bool, int, float, str, type(None))
 
 
 def example_of(args: object, kwargs: dict | None = None) -> tuple[list[np.ndarray], Call]:
-    """Example inputs as host arrays and how the model takes them: ``args`` positionally (a dict:
-    by name), the tensors of ``kwargs`` by name, its plain values (``use_cache=False``) as
-    constants."""
+    """Example inputs as host arrays and how the model takes them: ``args`` positionally, the
+    tensors of ``kwargs`` by name, its plain values (``use_cache=False``) as constants."""
     if not isinstance(kwargs, dict | None):
         raise ValueError(
             f"example kwargs are a {type(kwargs).__name__}: give a dict, {{'mask': m}}"
         )
-    if isinstance(args, dict):
-        args, kwargs = (), {**args, **(kwargs or {})}
     items = list(args) if isinstance(args, tuple | list) else [] if args is None else [args]
     arrays, names, constants = [], [], {}
     for key, value in [*(("", x) for x in items), *(kwargs or {}).items()]:
@@ -242,19 +239,13 @@ def example_of(args: object, kwargs: dict | None = None) -> tuple[list[np.ndarra
     return arrays, Call(tuple(names), constants)
 
 
-def _model_and_example(value: object) -> tuple[object, tuple | None]:
-    """``(model, args[, kwargs])`` split (a model is never a tuple); any other value is the
-    model alone."""
-    if isinstance(value, tuple) and len(value) in (2, 3):
-        return value[0], value[1:]
-    return value, None
-
-
 def build_example(spec: str | os.PathLike) -> tuple[object, tuple[list[np.ndarray], Call] | None]:
-    """The model the spec's builder returns, and its example inputs when it returned them too."""
+    """The model the spec's builder returns, and its example inputs when it returned them too,
+    ``(model, args[, kwargs])`` (a model is never a tuple)."""
     value = _called(parse(spec), "builder", "the model: `return MyModel()`")
-    model, given = _model_and_example(value)
-    return model, None if given is None else example_of(*given)
+    if isinstance(value, tuple) and len(value) in (2, 3):
+        return value[0], example_of(*value[1:])
+    return value, None
 
 
 def load_example(spec: str) -> tuple[list[np.ndarray], Call]:

@@ -52,7 +52,7 @@ def _job(model: object, framework: str | None) -> tuple[dict, str]:
     return {"model": model, "framework": framework}, name
 
 
-def _example(example_inputs: object, kwargs: dict | None, layout: str | None) -> dict:
+def _example(example_inputs: object, kwargs: dict | None) -> dict:
     """The example arrays, how the model takes them, and the function that makes them instead."""
     arrays, call, example = [], Call(), None
     if inputs.is_function_spec(example_inputs):
@@ -65,7 +65,7 @@ def _example(example_inputs: object, kwargs: dict | None, layout: str | None) ->
         if isinstance(example_inputs, str):  # shapes: seeded random arrays of them
             example_inputs = inputs.example_arrays(inputs.parse_inputs(example_inputs))
         arrays, call = inputs.example_of(example_inputs, kwargs)
-    return {"arrays": arrays, "call": Call(call.names, call.constants, layout), "example": example}
+    return {"arrays": arrays, "call": call, "example": example}
 
 
 def check(
@@ -91,9 +91,12 @@ def check(
     ``ValueError`` with the fix."""
     if not (isinstance(timeout_s, int | float) and timeout_s > 0):
         raise ValueError(f"timeout_s must be a number of seconds > 0, got {timeout_s!r}")
+    channels = {"NCHW": "first", "NHWC": "last"}.get(str(layout).upper())
+    if layout is not None and channels is None:
+        raise ValueError(f"layout {layout!r} is not one of NCHW, NHWC")
     job, name = _job(model, framework)
-    job |= _example(example_inputs, kwargs, layout)
-    job |= {"checks": None if checks is None else [c.strip() for c in checks], "exact": False}
+    job |= _example(example_inputs, kwargs) | {"channels": channels, "exact": False}
+    job |= {"checks": None if checks is None else [c.strip() for c in checks]}
     report = Report(name, job["framework"] or "", describe_arrays(job["arrays"]))
 
     from tqdm.auto import tqdm
@@ -266,9 +269,9 @@ def _emit(events: Path, **event) -> None:
 def _inputs(job: dict, given) -> tuple[list, Call, list[str]]:
     """The job's example inputs: given to check, else made by its function, else the
     builder's; with a note when the builder's were set aside."""
-    declared, notes = job["call"], []
+    notes = []
     if job["arrays"]:
-        arrays, call = job["arrays"], declared
+        arrays, call = job["arrays"], job["call"]
         if given is not None:
             notes.append("the builder's example inputs were set aside: the inputs given to check")
     elif job["example"]:
@@ -281,7 +284,7 @@ def _inputs(job: dict, given) -> tuple[list, Call, list[str]]:
             "'8x3x224x224')), a function that returns them (--input file.py:example_inputs), "
             "or let the builder return (model, example_args, example_kwargs)"
         )
-    return arrays, Call(call.names, call.constants, declared.layout), notes
+    return arrays, Call(call.names, call.constants, job["channels"]), notes
 
 
 def _checks(explorer, model: object, job: dict) -> list[str]:

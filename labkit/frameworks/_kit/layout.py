@@ -10,7 +10,6 @@ import numpy as np
 
 #: the kinds of dimension the new-shape checks vary, in order
 ROLES: tuple[str, ...] = ("batch size", "sequence length", "image size")
-_LAYOUTS = {"NCHW": "first", "NHWC": "last"}
 
 
 def describe_arrays(arrays: Sequence[np.ndarray]) -> str:
@@ -41,24 +40,17 @@ def is_mask(a: np.ndarray) -> bool:
 class Call:
     """How the example arrays reach the model: ``names`` has one entry per array, "" for a
     positional one (those first); ``constants`` are plain keyword values (``use_cache=False``);
-    ``layout`` an image layout the learner declared."""
+    ``channels`` where image inputs hold their channels (``"first"``, ``"last"``) when the
+    learner declared it."""
 
     names: tuple[str, ...] = ()
     constants: dict = field(default_factory=dict)
-    layout: str | None = None
-
-    def __post_init__(self) -> None:
-        if self.layout is not None and self.layout.upper() not in _LAYOUTS:
-            raise ValueError(f"layout {self.layout!r} is not one of NCHW, NHWC")
+    channels: str | None = None
 
     @property
     def binds(self) -> bool:
         """Whether the model takes anything beyond positional arrays."""
         return any(self.names) or bool(self.constants)
-
-    @property
-    def channels(self) -> str | None:
-        return _LAYOUTS[self.layout.upper()] if self.layout else None
 
     def name(self, k: int) -> str:
         return self.names[k] if k < len(self.names) and self.names[k] else f"input {k}"

@@ -74,7 +74,7 @@ def transformer_block():
     from labkit.runner import inputs
 
     examples = Path(__file__).parents[1] / "notebooks" / "own_model" / "examples.py"
-    return inputs.build(f"{examples}:transformer_block")
+    return inputs.build_example(f"{examples}:transformer_block")[0]
 
 
 def raises():

@@ -111,7 +111,6 @@ def test_example_inputs_from_a_builder_or_a_function(tmp_path):
     )
     model, (arrays, call) = inputs.build_example(f"{tmp_path / 'm.py'}:build")
     assert model == "the model" and arrays[0].shape == (2, 4) and call.constants == {"flag": True}
-    assert inputs.build(f"{tmp_path / 'm.py'}:build") == "the model"
     assert inputs.build_example(f"{tmp_path / 'm.py'}:plain") == ("the model", None)
     arrays, call = inputs.load_example(f"{tmp_path / 'm.py'}:example_inputs")
     assert call.names == ("", "mask") and len(arrays) == 2

@@ -1,6 +1,6 @@
-"""A learner's model as the lab names it: a spec (``"file.py:build"``, ``"module:build"``, a
-saved model file), input shapes (``"8x16,8x16:int64"``) and example inputs. The builder returns
-the model or ``(model, example_args[, example_kwargs])``; anything wrong raises ``ValueError``."""
+"""A learner's model as the lab names it: a spec (``"file.py:build"``, ``"module:build"``),
+input shapes (``"8x16,8x16:int64"``) and example inputs. The builder returns the model or
+``(model, example_args[, example_kwargs])``; anything wrong raises ``ValueError``."""
 
 from __future__ import annotations
 
@@ -12,21 +12,18 @@ import os
 import re
 import sys
 import traceback
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
-from .. import frameworks as fw_registry
 from ..frameworks._kit.explore import first_lines, user_location
 from ..frameworks._kit.layout import Call, describe_arrays, random_array
-from ..util import proc
 
 __all__ = [
     "Input",
     "Spec",
-    "build",
     "build_example",
     "child_pythonpath",
     "example_arrays",
@@ -90,9 +87,8 @@ def parse_inputs(shapes: str) -> list[Input]:
     return out
 
 
-def shapes_text(inputs: Sequence[Input]) -> str:
-    """``"8x16x32,8x16:int64"``: the inverse of :func:`parse_inputs`."""
-    return describe_arrays(inputs)
+#: ``"8x16x32,8x16:int64"``: the inverse of :func:`parse_inputs`
+shapes_text = describe_arrays
 
 
 def with_batch(inputs: Sequence[Input], batch: int) -> list[Input]:
@@ -111,45 +107,32 @@ def example_arrays(inputs: Sequence[Input], seed: int = 0) -> list[np.ndarray]:
 
 @dataclass(frozen=True)
 class Spec:
-    """A parsed spec: a builder in a file or a module, or a saved model file."""
+    """A parsed spec: a builder in a file or a module."""
 
     text: str  #: as given
-    file: Path | None  #: the Python file, or the saved model file
+    file: Path | None  #: the Python file
     module: str | None  #: the module, for ``package.module:function``
-    function: str | None  #: the builder's name; None for a saved model file
-
-    @property
-    def saved_model(self) -> bool:
-        return self.function is None
+    function: str  #: the builder's name
 
     def canonical(self) -> str:
         """The spec with its file made absolute."""
-        if self.saved_model:
-            return str(self.file)
-        return f"{self.file}:{self.function}" if self.file else f"{self.module}:{self.function}"
+        return f"{self.file or self.module}:{self.function}"
 
 
-def _fix() -> str:
-    files = ", ".join(x for s in fw_registry.specs() for x in s.model_files) or "none"
-    return (
-        "give the model as 'path/to/file.py:build_model' or 'package.module:build_model' (a "
-        f"function that takes no arguments and returns the model), or a saved model file ({files})"
-    )
+_FIX = (
+    "give the model as 'path/to/file.py:build_model' or 'package.module:build_model' (a function "
+    "that takes no arguments and returns the model)"
+)
 
 
 def parse(spec: str | os.PathLike) -> Spec:
     """Parse a spec (see the module's docstring); ``ValueError`` names what is wrong."""
     text = os.fspath(spec).strip()
     if not text:
-        raise ValueError(f"no model given: {_fix()}")
-    if fw_registry.framework_of(text) is not None:  # a saved model file
-        path = Path(text).expanduser().resolve()
-        if not path.is_file():
-            raise ValueError(f"model file {text!r}: no such file (looked in {path.parent})")
-        return Spec(text, path, None, None)
+        raise ValueError(f"no model given: {_FIX}")
     where, sep, function = text.rpartition(":")
     if not sep or not where or not function.isidentifier():
-        raise ValueError(f"model {text!r} names no builder function: {_fix()}")
+        raise ValueError(f"model {text!r} names no builder function: {_FIX}")
     if where.endswith(".py") or os.sep in where or "/" in where:
         path = Path(where).expanduser().resolve()
         if not path.is_file():
@@ -182,8 +165,9 @@ def _where(exc: BaseException) -> str:
     return f" (at {where})" if where else ""
 
 
-def _load_builder(s: Spec) -> Callable[[], object]:
-    """The builder function a spec names (imports its file or module, builds nothing yet)."""
+def _called(s: Spec, what: str, returns: str) -> object:
+    """What the function a spec names (the ``what``) returns; ``ValueError`` when it cannot be
+    imported, raises or returns None."""
     try:
         module = _module_of_file(s.file) if s.file else importlib.import_module(s.module)
     except Exception as exc:
@@ -204,14 +188,8 @@ def _load_builder(s: Spec) -> Callable[[], object]:
             f"model {s.text!r}: {s.file.name if s.file else s.module} has no function "
             f"{s.function!r} (it defines: {', '.join(found) or 'nothing callable'})"
         )
-    return builder
-
-
-def _called(s: Spec, what: str, returns: str) -> object:
-    """What the function a spec names (the ``what``) returns; ``ValueError`` when it raises or
-    returns None."""
     try:
-        value = _load_builder(s)()
+        value = builder()
     except Exception as exc:
         raise ValueError(
             f"model {s.text!r}: the {what} {s.function}() raised {first_lines(exc, lines=1)}"
@@ -224,10 +202,6 @@ def _called(s: Spec, what: str, returns: str) -> object:
     return value
 
 
-def _array_like(x: object) -> bool:
-    return hasattr(x, "shape") and hasattr(x, "dtype")
-
-
 def _host(x: object) -> np.ndarray:
     """A tensor of any framework (or an array) as a host array."""
     return np.asarray(x.detach().cpu() if callable(getattr(x, "detach", None)) else x)
@@ -237,15 +211,16 @@ _PLAIN = (bool, int, float, str, type(None))
 
 
 def example_of(args: object, kwargs: dict | None = None) -> tuple[list[np.ndarray], Call]:
-    """Example inputs as host arrays and how the model takes them: ``args`` positionally (a dict:
-    by name), the tensors of ``kwargs`` by name, its plain values (``use_cache=False``) as
-    constants."""
-    if isinstance(args, dict):
-        args, kwargs = (), {**args, **(kwargs or {})}
+    """Example inputs as host arrays and how the model takes them: ``args`` positionally, the
+    tensors of ``kwargs`` by name, its plain values (``use_cache=False``) as constants."""
+    if not isinstance(kwargs, dict | None):
+        raise ValueError(
+            f"example kwargs are a {type(kwargs).__name__}: give a dict, {{'mask': m}}"
+        )
     items = list(args) if isinstance(args, tuple | list) else [] if args is None else [args]
     arrays, names, constants = [], [], {}
     for key, value in [*(("", x) for x in items), *(kwargs or {}).items()]:
-        if _array_like(value):
+        if hasattr(value, "shape") and hasattr(value, "dtype"):  # a tensor or an array
             arrays.append(_host(value))
             names.append(str(key))
         elif key and isinstance(value, _PLAIN):
@@ -264,32 +239,13 @@ def example_of(args: object, kwargs: dict | None = None) -> tuple[list[np.ndarra
     return arrays, Call(tuple(names), constants)
 
 
-def _model_and_example(value: object) -> tuple[object, tuple | None]:
-    """``(model, args[, kwargs])`` split; any other value is the model alone."""
-    if isinstance(value, tuple) and len(value) in (2, 3) and not _array_like(value[0]):
-        args, kwargs = value[1], value[2] if len(value) == 3 else None
-        if isinstance(kwargs, dict | type(None)) and (
-            _array_like(args) or isinstance(args, tuple | list | dict)
-        ):
-            return value[0], (args, kwargs)
+def build_example(spec: str | os.PathLike) -> tuple[object, tuple[list[np.ndarray], Call] | None]:
+    """The model the spec's builder returns, and its example inputs when it returned them too,
+    ``(model, args[, kwargs])`` (a model is never a tuple)."""
+    value = _called(parse(spec), "builder", "the model: `return MyModel()`")
+    if isinstance(value, tuple) and len(value) in (2, 3):
+        return value[0], example_of(*value[1:])
     return value, None
-
-
-def build_example(
-    spec: str | os.PathLike | Spec,
-) -> tuple[object, tuple[list[np.ndarray], Call] | None]:
-    """The model the spec's builder returns, and its example inputs when it returned them too;
-    a saved model file: its path and None."""
-    s = spec if isinstance(spec, Spec) else parse(spec)
-    if s.saved_model:
-        return s.file, None
-    model, given = _model_and_example(_called(s, "builder", "the model: `return MyModel()`"))
-    return model, None if given is None else example_of(*given)
-
-
-def build(spec: str | os.PathLike | Spec) -> object:
-    """The model the spec's builder returns (a saved model file: its path)."""
-    return build_example(spec)[0]
 
 
 def load_example(spec: str) -> tuple[list[np.ndarray], Call]:
@@ -318,7 +274,6 @@ def to_batch(arrays: list[np.ndarray], batch: int) -> list[np.ndarray]:
 
 
 def child_pythonpath() -> list[str]:
-    """``PYTHONPATH`` for a process that must import what this one can (labkit first)."""
-    entries = [str(proc.ROOT), *os.environ.get("PYTHONPATH", "").split(os.pathsep)]
-    entries += [p or os.getcwd() for p in sys.path]
-    return list(dict.fromkeys(e for e in entries if e))
+    """What a child process needs on its ``PYTHONPATH`` (after labkit's, which
+    :func:`labkit.util.proc.child_env` puts first) to import what this one can."""
+    return [p or os.getcwd() for p in sys.path]

@@ -10,7 +10,6 @@ import numpy as np
 
 #: the kinds of dimension the new-shape checks vary, in order
 ROLES: tuple[str, ...] = ("batch size", "sequence length", "image size")
-_LAYOUTS = {"nchw": "first", "channels_first": "first", "nhwc": "last", "channels_last": "last"}
 
 
 def describe_arrays(arrays: Sequence[np.ndarray]) -> str:
@@ -41,27 +40,17 @@ def is_mask(a: np.ndarray) -> bool:
 class Call:
     """How the example arrays reach the model: ``names`` has one entry per array, "" for a
     positional one (those first); ``constants`` are plain keyword values (``use_cache=False``);
-    ``layout`` an image layout the learner declared."""
+    ``channels`` where image inputs hold their channels (``"first"``, ``"last"``) when the
+    learner declared it."""
 
     names: tuple[str, ...] = ()
     constants: dict = field(default_factory=dict)
-    layout: str | None = None
-
-    def __post_init__(self) -> None:
-        self.names = tuple(self.names)
-        if self.layout is not None and self.layout.lower() not in _LAYOUTS:
-            raise ValueError(
-                f"layout {self.layout!r} is not one of NCHW, NHWC (channels_first, channels_last)"
-            )
+    channels: str | None = None
 
     @property
     def binds(self) -> bool:
         """Whether the model takes anything beyond positional arrays."""
         return any(self.names) or bool(self.constants)
-
-    @property
-    def channels(self) -> str | None:
-        return _LAYOUTS[self.layout.lower()] if self.layout else None
 
     def name(self, k: int) -> str:
         return self.names[k] if k < len(self.names) and self.names[k] else f"input {k}"
@@ -88,21 +77,6 @@ class Axes:
     notes: list[str] = field(default_factory=list)
 
 
-def _channels(a: np.ndarray, declared, channels: str | None, told: str) -> tuple[str, str]:
-    """Where an image input's channels are (``"first"``/``"last"``) and how that was decided."""
-    if channels:
-        return channels, told or "as declared"
-    if declared is not None:
-        open_dims = [d for d in range(1, a.ndim) if declared[d] is None]
-        if open_dims == list(range(1, a.ndim - 1)):
-            return "last", "its signature leaves the axes before the last open"
-        if open_dims == list(range(2, a.ndim)):
-            return "first", "its signature leaves the axes after the second open"
-    if a.shape[-1] in (1, 3, 4) and a.shape[1] not in (1, 3, 4):
-        return "last", "guessed from the shape: the last axis looks like colour channels"
-    return "first", "assumed: channels-first is PyTorch's and ONNX's convention"
-
-
 def axes(
     arrays: Sequence[np.ndarray],
     declared: Sequence[Sequence[int | None] | None] | None = None,
@@ -114,7 +88,7 @@ def axes(
     rank-3 input has a sequence length on axis 1 (inputs of one length vary together); a rank-4+
     input is an image. ``declared``: the model's own input shapes (``None`` where open), from
     ``source``: a dimension it fixes is not varied. ``channels``: ``"first"``/``"last"`` as
-    ``channels_from`` says, else the signature's open axes, else a guess, noted."""
+    ``channels_from`` says, else a guess, noted."""
     declared = list(declared) if declared is not None else [None] * len(arrays)
     roles: dict[str, list[tuple[int, int]]] = {r: [] for r in ROLES}
     notes: list[str] = []
@@ -128,7 +102,12 @@ def axes(
             if a.shape[1] == seq:
                 roles["sequence length"].append((k, 1))
         elif a.ndim >= 4:
-            where, how = _channels(a, declared[k], channels, channels_from)
+            if channels:  # where its channels are, and how that was decided
+                where, how = channels, channels_from or "as declared"
+            elif a.shape[-1] in (1, 3, 4) and a.shape[1] not in (1, 3, 4):
+                where, how = "last", "guessed: its last axis looks like colour channels"
+            else:
+                where, how = "first", "assumed: channels-first is PyTorch's and ONNX's convention"
             dims = tuple(range(1, a.ndim - 1)) if where == "last" else tuple(range(2, a.ndim))
             size = tuple(a.shape[d] for d in dims)
             img = size if img is None else img

@@ -31,15 +31,6 @@ def versions() -> dict[str, str]:
     return {SPEC.name: tf.__version__, "keras": keras.__version__}
 
 
-def _options(fn: object) -> dict:
-    """The options a ``tf.function`` was made with (what its checks keep)."""
-    if not is_tf_function(fn):
-        return {}
-    retracing = getattr(fn, "_reduce_retracing", False)  # not public: absent in some versions
-    found = {"input_signature": fn.input_signature, "reduce_retracing": retracing}
-    return {k: v for k, v in found.items() if v}
-
-
 def _declared(model: object, count: int) -> tuple[list[tuple] | None, str]:
     """The input shapes the model declares (``None`` where open), and where they come from."""
     found, source = None, ""
@@ -78,16 +69,16 @@ class Session(ex.EagerSession):
     def __init__(self, model: object, arrays: list[np.ndarray], call: Call | None = None):
         call = call or Call()
         declared, source = _declared(model, len(arrays))
-        if call.channels:
-            channels, told = call.channels, "the layout given (layout=, --layout)"
-        elif isinstance(model, keras.layers.Layer):
-            fmt = keras.config.image_data_format()
-            channels, told = fmt.removeprefix("channels_"), f"Keras' image_data_format() is {fmt}"
-        else:
-            channels, told = "last", "TensorFlow's default layout (NHWC)"
+        fmt = keras.config.image_data_format()  # channels_last: TensorFlow's NHWC too
+        channels = call.channels or fmt.removeprefix("channels_")
+        told = "the layout given (layout=, --layout)" if call.channels else f"Keras' {fmt}"
         super().__init__(arrays, call, axes(arrays, declared, channels, source, told))
         self.fn = self.eager_fn = bind(model, call)
-        self.options = _options(model)
+        self.options = {}  # the options of a given tf.function, which its checks keep
+        if is_tf_function(model):
+            retracing = getattr(model, "_reduce_retracing", False)  # not public API
+            found = {"input_signature": model.input_signature, "reduce_retracing": retracing}
+            self.options = {k: v for k, v in found.items() if v}
 
     def run(self, fn: Callable, arrays: Sequence[np.ndarray]) -> list[np.ndarray]:
         return [np.asarray(t) for t in tf.nest.flatten(fn(*map(tf.constant, arrays)))]
@@ -118,13 +109,6 @@ def _said(exc: BaseException, lines: int = 2) -> str:
     return ex.first_lines("\n".join(_meaningful(str(exc))) or exc, lines=lines, limit=700)
 
 
-def _fails(path: str, what: str, exc: BaseException) -> dict:
-    """A failed trace or compile: TensorFlow's own cause, at the learner's line."""
-    where = ex.user_location(str(exc))
-    why = f"{what}: {cause(exc)}" + (f" (at {where})" if where else "")
-    return ex.result(path, "fails", why, _said(exc))
-
-
 def cause(exc: BaseException) -> str:
     """TensorFlow's error reduced to its cause: a traced function's message ends with it
     (``TypeError: ...``), on the line after "Exception encountered when calling" from Keras."""
@@ -150,7 +134,9 @@ def _compiled(s: Session, path: str, fn, failed: str, done: str) -> dict:
         with ex.quiet():
             s.run(fn, s.arrays)
     except Exception as exc:  # noqa: BLE001 - a framework error is the check's finding
-        return _fails(path, failed, exc)
+        where = ex.user_location(str(exc))  # TensorFlow's own cause, at the learner's line
+        why = f"{failed}: {cause(exc)}" + (f" (at {where})" if where else "")
+        return ex.result(path, "fails", why, _said(exc))
     first = time.perf_counter() - t0
     return s.agreed(path, fn, done.format(first=first), first_call_s=first)
 

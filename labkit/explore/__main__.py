@@ -1,7 +1,0 @@
-"""``python -m labkit.explore FOLDER PARENT_PID``: one worker of :func:`labkit.explore.check`."""
-
-import sys
-
-from labkit.explore.workers import main
-
-sys.exit(main(sys.argv[1:]))

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import os
 import tomllib
-from dataclasses import dataclass
+from collections import namedtuple
 from pathlib import Path
 
 __all__ = ["PROFILES", "Profile", "current", "get"]
@@ -15,28 +15,10 @@ ENV_VAR = "LABKIT_PROFILE"
 DEFAULT = "standard"
 
 
-@dataclass(frozen=True)
-class Profile:
-    """One profile; labkit/data/profiles.toml says what each field sizes."""
-
-    name: str
-    description: str
-    image_size: int
-    latency_batch: int
-    throughput_batch: int
-    train_batch: int
-    warmup: int
-    min_repeats: int
-    min_time_s: float
-    max_repeats: int
-    max_spread: float
-    cell_timeout_s: float
-    demo_steps: int
-    resnet_width: int
-
-
-#: the profiles, as labkit/data/profiles.toml lists them
+#: the profiles, as labkit/data/profiles.toml lists them; a Profile's fields are its keys (the file
+#: says what each one sizes)
 _DATA = tomllib.loads((Path(__file__).parent / "data" / "profiles.toml").read_text("utf-8"))
+Profile = namedtuple("Profile", _DATA["profile"][0])
 PROFILES: dict[str, Profile] = {p["name"]: Profile(**p) for p in _DATA["profile"]}
 
 

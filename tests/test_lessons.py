@@ -62,16 +62,15 @@ def test_compare_gives_the_ratio_its_interval_and_both_verdicts():
         lessons.compare([1.0, 2.0], slow)
 
 
-def test_break_even_calls():
+def test_compare_gives_the_calls_that_pay_back_the_first_call():
+    def m(first_call_s, median_s):
+        return bench.Measurement([median_s] * 5, first_call_s, 1, 0, others_cpus=0.0)
+
     # 10 s extra one-off cost, 0.5 s saved per call: 20 calls
-    assert lessons.break_even_calls(10.5, 1.0, 0.5, eager_first_call_s=0.5) == pytest.approx(20)
-    assert lessons.break_even_calls(10.0, 1.0, 0.5) == pytest.approx(20)
-    assert lessons.break_even_calls(5.0, 1.0, 2.0) == math.inf  # compiled is slower: never
-    assert lessons.break_even_calls(0.5, 1.0, 0.5, eager_first_call_s=1.0) == 0.0  # no extra cost
-    with pytest.raises(ValueError, match=r"record\['median_s'\] must be a finite time"):
-        lessons.break_even_calls(1.0, 1.0, float("nan"))
-    with pytest.raises(ValueError, match=r"record\['first_call_s'\] must be a finite time"):
-        lessons.break_even_calls(-1.0, 1.0, 0.5)
+    assert lessons.compare(m(10.5, 0.5), m(0.5, 1.0)).break_even_calls == pytest.approx(20)
+    assert lessons.compare(m(10.0, 0.5), m(0.0, 1.0)).break_even_calls == pytest.approx(20)
+    assert lessons.compare(m(5.0, 2.0), m(0.0, 1.0)).break_even_calls == math.inf  # never
+    assert lessons.compare(m(0.5, 0.5), m(1.0, 1.0)).break_even_calls == 0.0  # no extra cost
 
 
 def test_native_output_captures_descriptor_1_and_restores_it(capfd):

@@ -1,7 +1,7 @@
 """What the lessons share: a notebook's own small measurements, compared honestly.
 
-:func:`timed` (sized by the run profile), :func:`us`, :func:`compare`, :func:`break_even_calls`
-and :func:`native_output` (notebook 07's own helpers are beside it: notebooks/deployment/).
+:func:`timed` (sized by the run profile), :func:`us`, :func:`compare` (with the break-even) and
+:func:`native_output` (notebook 07's own helpers are beside it: notebooks/deployment/).
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from .. import bench, profiles, results
 from ..util.stdio import native_output
 
-__all__ = ["Comparison", "break_even_calls", "compare", "native_output", "timed", "us"]
+__all__ = ["Comparison", "compare", "native_output", "timed", "us"]
 
 
 def timed(
@@ -28,13 +28,15 @@ def timed(
 @dataclass(frozen=True)
 class Comparison:
     """How many times as fast ``fast`` ran as ``slow`` (> 1: faster), its interval (its
-    ``reading``: ``"faster"``, ``"slower"`` or ``"cannot tell"``), and why either side is invalid
-    (``problems``, empty when both are valid)."""
+    ``reading``: ``"faster"``, ``"slower"`` or ``"cannot tell"``), why either side is invalid
+    (``problems``, empty when both are valid), and the calls after which ``fast`` has paid back
+    its slower first call (``break_even_calls``, :func:`labkit.results.break_even`; inf: never)."""
 
     fast: str
     slow: str
     estimate: results.Estimate
     problems: tuple[str, ...]
+    break_even_calls: float
 
     @property
     def valid(self) -> bool:
@@ -64,7 +66,8 @@ def compare(
         for name, m in (("fast", fast), ("slow", slow))
         for why in m.judge(threads, cpu_count)
     )
-    return Comparison(fast.label or "fast", slow.label or "slow", results.ratio(*sides), problems)
+    estimate, calls = results.ratio(*sides), results.break_even(*sides).calls
+    return Comparison(fast.label or "fast", slow.label or "slow", estimate, problems, calls)
 
 
 def us(m: bench.Measurement, per: int = 1) -> str:
@@ -72,13 +75,3 @@ def us(m: bench.Measurement, per: int = 1) -> str:
     if per < 1:
         raise ValueError(f"per must be a positive count of operations, got {per}")
     return f"{m.median_s * 1e6 / per:,.1f} µs ± {m.iqr_s * 1e6 / per:,.1f}"
-
-
-def break_even_calls(
-    first_call_s: float, eager_s: float, graph_s: float, eager_first_call_s: float = 0.0
-) -> float:
-    """Calls after which a graph mode has paid back its one-off cost (``inf``: never), by
-    :func:`labkit.results.break_even` on two measurements taken in a notebook."""
-    graph = {"first_call_s": first_call_s, "median_s": graph_s}
-    eager = {"first_call_s": eager_first_call_s, "median_s": eager_s}
-    return results.break_even(graph, eager).calls

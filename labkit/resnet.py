@@ -25,7 +25,6 @@ __all__ = [
     "blocks",
     "check_count",
     "check_images",
-    "count_trainable",
     "features",
     "flops",
     "init_weights",
@@ -132,11 +131,6 @@ def is_trainable(name: str) -> bool:
     return not name.endswith(BN_BUFFERS)
 
 
-def count_trainable(num_classes: int = 1000, width: int = WIDTH) -> int:
-    shapes = param_shapes(num_classes, width)
-    return sum(int(np.prod(s)) for n, s in shapes.items() if is_trainable(n))
-
-
 def init_weights(
     seed: int = 0, num_classes: int = 1000, width: int = WIDTH
 ) -> dict[str, np.ndarray]:
@@ -205,7 +199,7 @@ def validate_weights(weights: dict[str, np.ndarray]) -> int:
 
 def check_image_size(image_size: int) -> int:
     """ResNet-50 halves the resolution five times: sizes must be multiples of 32, at least 32."""
-    if check_count(image_size, "image_size") < MIN_IMAGE_SIZE or image_size % STRIDE:
+    if check_count(image_size, "image_size") % STRIDE:  # a positive multiple of 32 is >= 32
         raise ValueError(
             f"ResNet-50 cannot take {image_size}x{image_size} images: it downsamples by {STRIDE}, "
             f"so use a multiple of {STRIDE} that is at least {MIN_IMAGE_SIZE} (e.g. 32, 64, 224)"

@@ -8,7 +8,8 @@ import pytest
 
 def test_the_default_width_is_resnet50():
     assert resnet.WIDTH == 64 and resnet.features() == 2048
-    assert resnet.count_trainable() == 25_557_032  # torchvision's resnet50
+    trainable = [s for n, s in resnet.param_shapes().items() if resnet.is_trainable(n)]
+    assert sum(int(np.prod(s)) for s in trainable) == 25_557_032  # torchvision's resnet50
     assert resnet.param_shapes() == resnet.param_shapes(1000, 64)
     assert resnet.flops(224) == resnet.flops(224, width=64) == 2 * 4_089_184_256
 

@@ -5,29 +5,17 @@ drive the weights into divergence or denormals, which would change the speed."""
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from collections import namedtuple
 
 __all__ = ["TRAIN", "Recipe", "applied"]
 
-
-@dataclass(frozen=True)
-class Recipe:
-    """SGD with momentum on the mean cross-entropy: the classic ResNet-50 training step."""
-
-    optimizer: str = "sgd"  #: stochastic gradient descent with (heavy-ball) momentum
-    lr: float = 1e-3
-    momentum: float = 0.9
-    nesterov: bool = False
-    weight_decay: float = 0.0
-    #: softmax cross-entropy of the logits against integer labels, averaged over the batch
-    loss: str = "cross_entropy_mean"
-
-    def as_dict(self) -> dict:
-        return asdict(self)
-
-
-#: the recipe of every training step in the lab
-TRAIN = Recipe()
+#: a training recipe: ``optimizer`` "sgd" is stochastic gradient descent with (heavy-ball)
+#: momentum, ``loss`` "cross_entropy_mean" the softmax cross-entropy of the logits against integer
+#: labels, averaged over the batch
+Recipe = namedtuple("Recipe", ["optimizer", "lr", "momentum", "nesterov", "weight_decay", "loss"])
+#: the recipe of every training step in the lab: SGD with momentum on the mean cross-entropy, the
+#: classic ResNet-50 training step
+TRAIN = Recipe("sgd", 1e-3, 0.9, False, 0.0, "cross_entropy_mean")
 
 
 def applied(
@@ -43,4 +31,4 @@ def applied(
         float(f"{float(x):.7g}") for x in (lr, momentum, weight_decay or 0)
     )
     loss = "cross_entropy_mean" if loss_reduction_is_mean and not label_smoothing else "other"
-    return Recipe("sgd", lr, momentum, bool(nesterov), weight_decay, loss).as_dict()
+    return Recipe("sgd", lr, momentum, bool(nesterov), weight_decay, loss)._asdict()

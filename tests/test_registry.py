@@ -200,7 +200,7 @@ def test_every_framework_trains_with_the_one_recipe(name, weights):
     adapter = require(name)
     for mode in adapter.SPEC.modes[:1] + adapter.SPEC.graph_modes[:1]:
         prepared = adapter.prepare(weights, mode, "train", 2, image_size=32)
-        assert prepared.recipe == recipe.TRAIN.as_dict(), (name, mode, prepared.recipe)
+        assert prepared.recipe == recipe.TRAIN._asdict(), (name, mode, prepared.recipe)
     defaults = inspect.signature(adapter.train_step).parameters
     assert defaults["lr"].default == recipe.TRAIN.lr
     assert defaults["momentum"].default == recipe.TRAIN.momentum

@@ -231,7 +231,7 @@ def check_measured(records, plan, framework):
         else:
             assert r["above_ceiling"] == (r["ceiling_share"] > 1)
             assert bool(r["ceiling_note"]) == r["above_ceiling"]
-        assert r["recipe"] == (recipe.TRAIN.as_dict() if r["task"] == "train" else None)
+        assert r["recipe"] == (recipe.TRAIN._asdict() if r["task"] == "train" else None)
         spec = frameworks.spec(framework)
         assert (r["export_s"] is not None) == (spec.exported_from is not None)
         check_measured_peak(r, threads)

@@ -29,7 +29,6 @@ __all__ = [
     "flops",
     "init_weights",
     "is_trainable",
-    "model_id",
     "param_shapes",
     "random_batch",
     "stem",
@@ -70,12 +69,6 @@ def check_width(width: int) -> int:
 def features(width: int = WIDTH) -> int:
     """Channels of the last stage's output, the classifier's input (2048 at the default width)."""
     return STAGES[-1][1] * check_width(width) // WIDTH * EXPANSION
-
-
-def model_id(width: int = WIDTH) -> str:
-    """How a benchmark record names the network: ``resnet50``, or ``resnet50-w16`` for a narrower
-    one (another model: its figures are not ResNet-50's)."""
-    return "resnet50" if check_width(width) == WIDTH else f"resnet50-w{width}"
 
 
 def stem(width: int = WIDTH) -> Conv:

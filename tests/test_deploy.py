@@ -75,12 +75,12 @@ def test_record_of_an_in_process_measurement_follows_the_schema(monkeypatch):
 def test_a_narrower_resnet50_is_recorded_as_another_model_without_a_ceiling(monkeypatch):
     """The smoke profile's narrow ResNet-50 in notebook 07: its records must not pass for
     ResNet-50's (another model name, no ResNet-50 ceiling)."""
-    from labkit import bench, hardware, resnet, results
+    from labkit import bench, hardware, results
 
     monkeypatch.setenv(hardware.MAX_GHZ_ENV, "3.0")  # a ceiling exists here for ResNet-50
     m = bench.measure(lambda: None, 0, 3, 0.0, 3, images_per_call=4)
-    full = deploy.record(m, "onnxruntime", "ort", "throughput", 32, model=resnet.model_id())
-    narrow = deploy.record(m, "onnxruntime", "ort", "throughput", 32, model=resnet.model_id(16))
+    full = deploy.record(m, "onnxruntime", "ort", "throughput", 32, model=deploy.model_id())
+    narrow = deploy.record(m, "onnxruntime", "ort", "throughput", 32, model=deploy.model_id(16))
     assert results.problems(narrow) == []
     assert full["model"] == results.DEFAULT_MODEL and not results.custom(full)
     assert full["ceiling_share"] is not None

@@ -1,6 +1,6 @@
 """Notebook 07's deployment helpers, used by the notebook and by ``export_and_time.py`` beside
 it: the formats (:data:`FORMATS`), artefact sizes, logit agreement, and a results record for a
-path timed in the notebook or its script (:func:`record`).
+path timed in the notebook or its script (:func:`record`, naming the network :func:`model_id`).
 """
 
 from __future__ import annotations
@@ -9,13 +9,13 @@ import tomllib
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from labkit import bench, hardware, profiles, results
+from labkit import bench, hardware, profiles, resnet, results
 from labkit.runner import Cell, ceiling_fields
 from labkit.util.numeric import max_rel_diff, top1_agreement
 
 import numpy as np
 
-__all__ = ["FORMATS", "Agreement", "agreement", "record", "size_bytes"]
+__all__ = ["FORMATS", "Agreement", "agreement", "model_id", "record", "size_bytes"]
 
 #: the formats as formats.toml beside this file lists them (name, written_by, runtime, ...)
 FORMATS: list[dict[str, str]] = tomllib.loads(
@@ -54,6 +54,12 @@ def agreement(reference: np.ndarray, other: np.ndarray) -> Agreement:
             f"got {reference.shape} and {other.shape}"
         )
     return Agreement(max_rel_diff(other, reference), top1_agreement(reference, other), len(other))
+
+
+def model_id(width: int = resnet.WIDTH) -> str:
+    """How a record names the network: ``resnet50``, or ``resnet50-w16`` for a narrower one
+    (another model: its figures are not ResNet-50's)."""
+    return results.DEFAULT_MODEL if width == resnet.WIDTH else f"{results.DEFAULT_MODEL}-w{width}"
 
 
 def record(

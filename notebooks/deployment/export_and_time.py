@@ -125,7 +125,7 @@ def main() -> None:
                     task,
                     prof.image_size,
                     notes=name,
-                    model=resnet.model_id(args.width),
+                    model=deploy.model_id(args.width),
                     export_s=export_s if task == "throughput" else None,
                     where="its own process",
                 ).to_json()

@@ -136,7 +136,7 @@ def init_weights(
     check_count(num_classes, "num_classes")
     rng = np.random.default_rng(seed)
     w: dict[str, np.ndarray] = {}
-    last_bns = {b.convs[2].bn for b in blocks(width)}
+    last_scales = {f"{b.convs[2].bn}.weight" for b in blocks(width)}
     for name, shape in param_shapes(num_classes, width).items():
         if len(shape) == 4:  # a convolution's kernel
             fan_out = shape[0] * shape[2] * shape[3]
@@ -145,8 +145,7 @@ def init_weights(
             bound = 1.0 / np.sqrt(features(width))  # the classifier's fan_in
             arr = rng.uniform(-bound, bound, shape)
         elif name.endswith(".weight"):  # BatchNorm scale
-            bn = name.rsplit(".", 1)[0]
-            centre = 0.2 if bn in last_bns else 1.0
+            centre = 0.2 if name in last_scales else 1.0
             arr = centre * (1.0 + 0.1 * rng.standard_normal(shape))
         elif name.endswith((".bias", "running_mean")):
             arr = 0.05 * rng.standard_normal(shape)

@@ -15,12 +15,10 @@ from ..util.stdio import native_output
 __all__ = ["Comparison", "compare", "native_output", "timed", "us"]
 
 
-def timed(
-    fn: Callable[[], object], label: str = "", profile: profiles.Profile | None = None
-) -> bench.Measurement:
+def timed(fn: Callable[[], object], label: str = "") -> bench.Measurement:
     """Time ``fn`` (returning only when its work is done) with :func:`labkit.bench.measure`,
-    sized by the profile; the first call (tracing, compiling) is timed apart."""
-    p = profile or profiles.current()
+    sized by the run profile; the first call (tracing, compiling) is timed apart."""
+    p = profiles.current()
     sizes = (p.warmup, p.min_repeats, p.min_time_s, p.max_repeats)
     return bench.measure(fn, *sizes, images_per_call=1, label=label)
 

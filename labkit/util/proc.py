@@ -94,7 +94,7 @@ def exit_with_parent(
     *,
     remove: str | os.PathLike | None = None,
     poll_s: float = 0.5,
-) -> threading.Thread:
+) -> None:
     """End this process, its group and ``remove`` (a folder) when ``parent`` dies (even by
     SIGKILL), exiting with :data:`PARENT_GONE`; a daemon thread watches."""
 
@@ -108,9 +108,7 @@ def exit_with_parent(
                 os.killpg(os.getpid(), signal.SIGKILL)
         os._exit(PARENT_GONE)
 
-    thread = threading.Thread(target=watch, daemon=True, name="labkit-parent-watch")
-    thread.start()
-    return thread
+    threading.Thread(target=watch, daemon=True, name="labkit-parent-watch").start()
 
 
 def ended(code: int) -> str:

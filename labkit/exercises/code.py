@@ -141,11 +141,8 @@ class Code(Exercise):
             f"`check` runs your `{self.entry}` and verifies, in this order:\n{props}"
         )
 
-    def solution(self) -> Feedback:
-        """The reference solution's code and why it works."""
-        return Feedback(
-            True, f"Solution:\n\n```python\n{self.solution_code}```\n\n{self.explanation}".strip()
-        )
+    def answer_text(self) -> str:
+        return f"\n\n```python\n{self.solution_code}```"
 
     def check(self, response) -> Feedback:
         """Run ``response`` (the learner's function) through every property, in order."""

@@ -117,7 +117,7 @@ class Exercise:
 
     def solution(self) -> Feedback:
         """Reveal the answer and its explanation."""
-        return Feedback(True, f"Solution: {self.answer_text()}. {self.explanation}")
+        return Feedback(True, f"Solution: {self.answer_text()}\n\n{self.explanation}".strip())
 
     def _repr_markdown_(self) -> str:
         return f"**Exercise.** {self.prompt}"

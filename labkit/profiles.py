@@ -15,8 +15,7 @@ ENV_VAR = "LABKIT_PROFILE"
 DEFAULT = "standard"
 
 
-#: the profiles, as labkit/data/profiles.toml lists them; a Profile's fields are its keys (the file
-#: says what each one sizes)
+#: the profiles, as labkit/data/profiles.toml lists them (it says what each field sizes)
 _DATA = tomllib.loads((Path(__file__).parent / "data" / "profiles.toml").read_text("utf-8"))
 Profile = namedtuple("Profile", _DATA["profile"][0])
 PROFILES: dict[str, Profile] = {p["name"]: Profile(**p) for p in _DATA["profile"]}

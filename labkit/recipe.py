@@ -9,12 +9,10 @@ from collections import namedtuple
 
 __all__ = ["TRAIN", "Recipe", "applied"]
 
-#: a training recipe: ``optimizer`` "sgd" is stochastic gradient descent with (heavy-ball)
-#: momentum, ``loss`` "cross_entropy_mean" the softmax cross-entropy of the logits against integer
-#: labels, averaged over the batch
+#: a training step's recipe; "sgd": stochastic gradient descent with (heavy-ball) momentum,
+#: "cross_entropy_mean": the softmax cross-entropy of the logits against integer labels, batch mean
 Recipe = namedtuple("Recipe", ["optimizer", "lr", "momentum", "nesterov", "weight_decay", "loss"])
-#: the recipe of every training step in the lab: SGD with momentum on the mean cross-entropy, the
-#: classic ResNet-50 training step
+#: the recipe of every training step in the lab, the classic ResNet-50 one
 TRAIN = Recipe("sgd", 1e-3, 0.9, False, 0.0, "cross_entropy_mean")
 
 

@@ -78,8 +78,7 @@ def stem(width: int = WIDTH) -> Conv:
 def blocks(width: int = WIDTH) -> list[Block]:
     """The 16 bottleneck blocks in order."""
     out: list[Block] = []
-    width = check_width(width)
-    cin = width
+    cin = check_width(width)
     for stage, (count, full) in enumerate(STAGES, start=1):
         stage_width = full * width // WIDTH
         for i in range(count):

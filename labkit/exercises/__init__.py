@@ -45,16 +45,10 @@ def notebooks() -> list[str]:
     return sorted(p.stem for p in FOLDER.glob("*.toml"))
 
 
-def _entries(notebook: str) -> dict[str, dict[str, Any]]:
-    """The raw entries of one notebook's file ("02"), in the order they are asked."""
-    return {k: v for k, v in _file(notebook).items() if isinstance(v, dict)}
-
-
 def ids(notebook: str | None = None) -> list[str]:
-    """Every exercise id, or one notebook's, in course order."""
-    return [
-        f"{nb}.{name}" for nb in ([notebook] if notebook else notebooks()) for name in _entries(nb)
-    ]
+    """Every exercise id (a table of a bank file), or one notebook's, in course order."""
+    chosen = [notebook] if notebook else notebooks()
+    return [f"{nb}.{k}" for nb in chosen for k, v in _file(nb).items() if isinstance(v, dict)]
 
 
 def entry(exercise_id: str) -> dict[str, Any]:
@@ -66,12 +60,12 @@ def entry(exercise_id: str) -> dict[str, Any]:
             "exercise's name, e.g. '02.one_graph'"
         )
     notebook, name = m.groups()
-    found = _entries(notebook)
-    if name not in found:
+    found = _file(notebook).get(name)
+    if not isinstance(found, dict):
         raise ValueError(
-            f"notebook {notebook} has no exercise {name!r}; it has: {', '.join(found)}"
+            f"notebook {notebook} has no exercise {name!r}; it has: {', '.join(ids(notebook))}"
         )
-    return found[name]
+    return found
 
 
 def load(exercise_id: str, measured: float | None = None) -> Exercise:

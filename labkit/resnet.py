@@ -54,31 +54,27 @@ Conv = namedtuple("Conv", ["conv", "bn", "cin", "cout", "kernel", "stride", "pad
 Block = namedtuple("Block", ["name", "convs", "downsample"])
 
 
-def check_count(value: object, what: str, hint: str = "") -> int:
+def check_count(value: object, what: str) -> int:
     """``value`` as an ``int`` if it is a whole number >= 1, else ``ValueError`` naming ``what``."""
     if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 1:
-        raise ValueError(f"{what} must be an integer >= 1{hint}, got {value!r}")
+        raise ValueError(f"{what} must be an integer >= 1, got {value!r}")
     return int(value)
-
-
-def check_width(width: int) -> int:
-    """A base width is a whole number >= 1 (64 is ResNet-50 itself)."""
-    return check_count(width, "width", f" (ResNet-50's is {WIDTH})")
 
 
 def features(width: int = WIDTH) -> int:
     """Channels of the last stage's output, the classifier's input (2048 at the default width)."""
-    return STAGES[-1][1] * check_width(width) // WIDTH * EXPANSION
+    return STAGES[-1][1] * width // WIDTH * EXPANSION
 
 
 def stem(width: int = WIDTH) -> Conv:
-    return Conv("conv1", "bn1", 3, check_width(width), 7, 2, 3)
+    return Conv("conv1", "bn1", 3, width, 7, 2, 3)
 
 
 def blocks(width: int = WIDTH) -> list[Block]:
-    """The 16 bottleneck blocks in order."""
+    """The 16 bottleneck blocks in order; ``ValueError`` for a width that is not a whole number
+    >= 1 (every walk of the network passes here)."""
     out: list[Block] = []
-    cin = check_width(width)
+    cin = check_count(width, "width")
     for stage, (count, full) in enumerate(STAGES, start=1):
         stage_width = full * width // WIDTH
         for i in range(count):
@@ -162,7 +158,7 @@ def width_of(weights: dict[str, np.ndarray]) -> int:
             "weights are missing tensor 'conv1.weight' (expected shape (width, 3, 7, 7), "
             f"width {WIDTH} for ResNet-50)"
         )
-    return check_width(int(np.shape(weights["conv1.weight"])[0]))
+    return check_count(int(np.shape(weights["conv1.weight"])[0]), "width")
 
 
 def validate_weights(weights: dict[str, np.ndarray]) -> int:

@@ -119,11 +119,9 @@ class Progress:
 
 def progress() -> Progress:
     """Which exercises of which notebook this learner has answered, and got right."""
-    recorded, status = read(), {}
-    for i in ids():
-        got = recorded.get(i, {})
-        status[i] = (
-            "right" if got.get("right") is True else "tried" if got.get("attempts") else "open"
-        )
+    recorded = read()
+    right = {i for i, got in recorded.items() if got.get("right") is True}
+    tried = {i for i, got in recorded.items() if got.get("attempts")}
+    status = {i: "right" if i in right else "tried" if i in tried else "open" for i in ids()}
     where = path()
     return Progress(status, str(where) if where else f"not recorded ({ENV}=off)")

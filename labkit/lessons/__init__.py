@@ -51,9 +51,7 @@ class Comparison:
         return f"{said}; " + ("valid" if self.valid else f"INVALID ({'; '.join(self.problems)})")
 
 
-def compare(
-    fast: bench.Measurement, slow: bench.Measurement, threads: int = 1, cpu_count: int | None = None
-) -> Comparison:
+def compare(fast: bench.Measurement, slow: bench.Measurement, threads: int = 1) -> Comparison:
     """How many times as fast ``fast`` ran as ``slow``, with :func:`labkit.results.ratio`'s
     interval and each side's verdict (``threads``: the CPUs the measured work used)."""
     if not all(isinstance(m, bench.Measurement) for m in (fast, slow)):
@@ -62,7 +60,7 @@ def compare(
     problems = tuple(
         f"{m.label or name}: {why}"
         for name, m in (("fast", fast), ("slow", slow))
-        for why in m.judge(threads, cpu_count)
+        for why in m.judge(threads)
     )
     estimate, calls = results.ratio(*sides), results.break_even(*sides).calls
     return Comparison(fast.label or "fast", slow.label or "slow", estimate, problems, calls)

@@ -129,7 +129,7 @@ WATCHED = textwrap.dedent(
     import os, subprocess, sys, time
     from labkit.util import proc
     folder, pids = sys.argv[1], sys.argv[2]
-    proc.exit_with_parent(os.getppid(), remove=folder, poll_s=0.05)
+    proc.exit_with_parent(os.getppid(), remove=folder)
     helper = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)"])
     with open(pids, "w") as f:
         f.write(f"{os.getpid()} {helper.pid}\\n")

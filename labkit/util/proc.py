@@ -89,18 +89,13 @@ def stop_processes(processes: Sequence, grace_s: float = 3.0) -> None:
             return
 
 
-def exit_with_parent(
-    parent: int,
-    *,
-    remove: str | os.PathLike | None = None,
-    poll_s: float = 0.5,
-) -> None:
+def exit_with_parent(parent: int, *, remove: str | os.PathLike | None = None) -> None:
     """End this process, its group and ``remove`` (a folder) when ``parent`` dies (even by
-    SIGKILL), exiting with :data:`PARENT_GONE`; a daemon thread watches."""
+    SIGKILL), exiting with :data:`PARENT_GONE`; a daemon thread watches, twice a second."""
 
     def watch() -> None:
         while os.getppid() == parent:
-            time.sleep(poll_s)
+            time.sleep(0.5)
         if remove is not None:
             shutil.rmtree(remove, ignore_errors=True)
         if os.getpgrp() == os.getpid():

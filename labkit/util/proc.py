@@ -11,7 +11,7 @@ import signal
 import subprocess
 import threading
 import time
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from pathlib import Path
 
 __all__ = [
@@ -46,14 +46,13 @@ def child_env(
     *,
     path: Sequence[str | os.PathLike] = (),
     extra: Mapping[str, str] | None = None,
-    drop: Iterable[str] = (),
+    drop: Collection[str] = (),
 ) -> dict[str, str]:
     """The environment of a Python child that runs labkit code: this one's without ``drop``,
     ``PYTHONPATH`` starting with :data:`ROOT` then ``path``, protobuf's Python implementation,
     the lab's thread policy (``threads`` intra-op in every math library, TensorFlow one inter-op;
     ``threads=None``: the frameworks' defaults), then ``extra``."""
-    dropped = set(drop)
-    env = {k: v for k, v in os.environ.items() if k not in dropped}
+    env = {k: v for k, v in os.environ.items() if k not in drop}
     entries = [str(ROOT), *map(str, path), *env.get("PYTHONPATH", "").split(os.pathsep)]
     env["PYTHONPATH"] = os.pathsep.join(dict.fromkeys(e for e in entries if e))
     env["PROTOCOL_BUFFERS_PYTHON_IMPLEMENTATION"] = "python"

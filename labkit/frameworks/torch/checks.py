@@ -44,41 +44,40 @@ def _quiet():
         torch._dynamo.reset()  # no compiled code or recompile count carries over to the next check
 
 
+@_quiet()
 def no_graph_breaks(fn: Callable, cases: list[tuple]) -> tuple[bool, str]:
-    plain = unwrap(fn)
-    with _quiet():
-        for i, case in enumerate(cases):
-            try:
-                explained = torch._dynamo.explain(plain)(*_args(case))
-            except Exception as exc:
-                return False, f"call {i + 1} raised {what_broke(exc)}"
-            if explained.graph_break_count:
-                reason = explained.break_reasons[0]
-                line = reason.user_stack[-1].lineno if reason.user_stack else "?"
-                first = str(reason.reason).strip().splitlines()[0]
-                return False, (
-                    f"{explained.graph_break_count} graph break(s) on input {i + 1} "
-                    f"({signature(case)}), the first at line {line} of the function: {first}"
-                )
+    for i, case in enumerate(cases):
+        try:
+            explained = torch._dynamo.explain(unwrap(fn))(*_args(case))
+        except Exception as exc:
+            return False, f"call {i + 1} raised {what_broke(exc)}"
+        if explained.graph_break_count:
+            reason = explained.break_reasons[0]
+            line = reason.user_stack[-1].lineno if reason.user_stack else "?"
+            first = str(reason.reason).strip().splitlines()[0]
+            return False, (
+                f"{explained.graph_break_count} graph break(s) on input {i + 1} "
+                f"({signature(case)}), the first at line {line} of the function: {first}"
+            )
     return True, f"one graph, no breaks, on all {len(cases)} inputs"
 
 
+@_quiet()
 def exports(
     fn: Callable, cases: list[tuple], reference: Callable, rtol: float, atol: float
 ) -> tuple[bool, str]:
-    with _quiet():
-        try:
-            run = torch.export.export(as_module(unwrap(fn)), _args(cases[0])).module()
-        except Exception as exc:
-            return False, f"torch.export failed: {what_broke(exc)}"
-        return same_outputs(
-            lambda case: _numpy(run(*_args(case))),
-            lambda case: _numpy(unwrap(reference)(*_args(case))),
-            cases,
-            rtol,
-            atol,
-            passed=f"one exported graph, eager outputs on all {len(cases)} inputs",
-        )
+    try:
+        run = torch.export.export(as_module(unwrap(fn)), _args(cases[0])).module()
+    except Exception as exc:
+        return False, f"torch.export failed: {what_broke(exc)}"
+    return same_outputs(
+        lambda case: _numpy(run(*_args(case))),
+        lambda case: _numpy(unwrap(reference)(*_args(case))),
+        cases,
+        rtol,
+        atol,
+        passed=f"one exported graph, eager outputs on all {len(cases)} inputs",
+    )
 
 
 def _operations(fn: Callable, case: tuple) -> collections.Counter[str]:

@@ -106,8 +106,8 @@ def operations(
         return False, "it still calls " + ", ".join(f"`{name}`" for name in found)
     if avoid:
         return True, f"no {', '.join(avoid)} among the operations it calls"
-    worst = max(calls, key=lambda c: sum(c.values()))
-    total, top = sum(worst.values()), ", ".join(f"`{n}` x{k}" for n, k in worst.most_common(4))
+    worst = max(calls, key=collections.Counter.total)
+    total, top = worst.total(), ", ".join(f"`{n}` x{k}" for n, k in worst.most_common(4))
     if limit is not None and total > limit:
         return False, f"{total} operations in one call ({top}); at most {limit} allowed"
     return True, f"{total} operation(s) per call ({top})"
@@ -118,8 +118,7 @@ def _gradient(fn: Callable, weights: np.ndarray, batch: tuple) -> np.ndarray:
     loss = unwrap(fn)(w, *_args(batch))
     if not isinstance(loss, torch.Tensor) or loss.numel() != 1:
         raise TypeError(f"the loss must be one number (a 0-d tensor), got {loss!r}"[:200])
-    loss.backward()
-    return w.grad.numpy()
+    return torch.autograd.grad(loss, w)[0].numpy()
 
 
 def data_parallel(
@@ -132,8 +131,7 @@ def data_parallel(
         one_process = _gradient(fn, weights, tuple(batch))
         shards = zip(*(np.split(b, workers) for b in batch))
         averaged = np.mean([_gradient(fn, weights, s) for s in shards], axis=0)
-        problem = compare(averaged, one_process, rtol, atol)
-        if problem:
+        if problem := compare(averaged, one_process, rtol, atol):
             ratio = np.linalg.norm(averaged) / max(np.linalg.norm(one_process), 1e-30)
             return False, (
                 f"batch {i + 1}: {workers} workers' averaged gradient is {ratio:.3g}x the "

@@ -40,7 +40,10 @@ __all__ = [
 ]
 
 
-_threads: int | None = None  # None: ONNX Runtime's default (one thread per physical core)
+#: every session's options: every graph optimisation on, :func:`set_threads`' threads (0, until
+#: it is called: ONNX Runtime's default, one thread per physical core)
+_options = ort.SessionOptions()
+_options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
 
 
 def version() -> str:
@@ -49,25 +52,20 @@ def version() -> str:
 
 def set_threads(n: int) -> None:
     """Use ``n`` intra-op threads and one inter-op thread in every session created from now on."""
-    global _threads
-    _threads = check_threads(n)
+    _options.intra_op_num_threads, _options.inter_op_num_threads = check_threads(n), 1
 
 
 def threads() -> dict[str, int | None]:
     """As the next session gets them (None: ONNX Runtime's default)."""
-    return {"intra": _threads, "inter": None if _threads is None else 1}
+    return {k: getattr(_options, f"{k}_op_num_threads") or None for k in ("intra", "inter")}
 
 
 def session_from_file(path: Path, device: str = "cpu") -> ort.InferenceSession:
     """A session of the file with every graph optimisation on and :func:`set_threads`' threads."""
     if device == "gpu" and "CUDAExecutionProvider" not in ort.get_available_providers():
         raise Unsupported("this onnxruntime has no CUDAExecutionProvider: install onnxruntime-gpu")
-    options = ort.SessionOptions()
-    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
-    if _threads is not None:
-        options.intra_op_num_threads, options.inter_op_num_threads = _threads, 1
     providers = ["CUDAExecutionProvider"] * (device == "gpu") + ["CPUExecutionProvider"]
-    return ort.InferenceSession(str(path), options, providers=providers)
+    return ort.InferenceSession(str(path), _options, providers=providers)
 
 
 def _cached(name: str, make: Callable[[], bytes]) -> Path:

@@ -6,7 +6,6 @@ export and the weighted copies are cached in this user's own temp folder.
 from __future__ import annotations
 
 import hashlib
-import os
 import tempfile
 import time
 from collections.abc import Callable
@@ -30,7 +29,6 @@ from . import SPEC
 
 __all__ = [
     "build_resnet50",
-    "feed",
     "model_file",
     "predict",
     "prepare",
@@ -42,7 +40,10 @@ __all__ = [
 ]
 
 
-_threads: int | None = None  # None: ONNX Runtime's default (one thread per physical core)
+#: every session's options: every graph optimisation on, :func:`set_threads`' threads (0, until
+#: it is called: ONNX Runtime's default, one thread per physical core)
+_options = ort.SessionOptions()
+_options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
 
 
 def version() -> str:
@@ -51,25 +52,20 @@ def version() -> str:
 
 def set_threads(n: int) -> None:
     """Use ``n`` intra-op threads and one inter-op thread in every session created from now on."""
-    global _threads
-    _threads = check_threads(n)
+    _options.intra_op_num_threads, _options.inter_op_num_threads = check_threads(n), 1
 
 
 def threads() -> dict[str, int | None]:
     """As the next session gets them (None: ONNX Runtime's default)."""
-    return {"intra": _threads, "inter": None if _threads is None else 1}
+    return {k: getattr(_options, f"{k}_op_num_threads") or None for k in ("intra", "inter")}
 
 
 def session_from_file(path: Path, device: str = "cpu") -> ort.InferenceSession:
     """A session of the file with every graph optimisation on and :func:`set_threads`' threads."""
     if device == "gpu" and "CUDAExecutionProvider" not in ort.get_available_providers():
         raise Unsupported("this onnxruntime has no CUDAExecutionProvider: install onnxruntime-gpu")
-    options = ort.SessionOptions()
-    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
-    if _threads is not None:
-        options.intra_op_num_threads, options.inter_op_num_threads = _threads, 1
     providers = ["CUDAExecutionProvider"] * (device == "gpu") + ["CPUExecutionProvider"]
-    return ort.InferenceSession(str(path), options, providers=providers)
+    return ort.InferenceSession(str(path), _options, providers=providers)
 
 
 def _cached(name: str, make: Callable[[], bytes]) -> Path:
@@ -154,14 +150,14 @@ def _quantized(fp32: Path, image_size: int) -> bytes:
         return out.read_bytes()
 
 
-def build_resnet50(weights: dict[str, np.ndarray], device: str = "cpu") -> ort.InferenceSession:
+def build_resnet50(weights: dict[str, np.ndarray]) -> ort.InferenceSession:
     """An ONNX Runtime session of the exported ResNet-50 holding ``weights``."""
-    return session_from_file(model_file(weights), device)
+    return session_from_file(model_file(weights))
 
 
 def predict(session: ort.InferenceSession, images: np.ndarray) -> np.ndarray:
     """Logits for a host batch (NCHW float32)."""
-    return session.run(None, feed(session, [resnet.check_images(images)]))[0]
+    return session.run(None, {"images": resnet.check_images(images)})[0]
 
 
 def prepare(
@@ -193,29 +189,8 @@ def prepare(
         )
         ref, lowp = f"ONNX Runtime {version()} fp32 session", partial(predict, session)
         check = lambda: acc.cost(partial(predict, fp32), lowp, image_size, batch_size, ref)
-    data = feed(session, [images])
-
-    def step() -> np.ndarray:
-        return session.run(None, data)[0]
-
+    step = lambda: session.run(None, {"images": images})[0]
     return Prepared(step, int(batch_size), notes, export_s=export_s, accuracy=check)
-
-
-def _dtype(declared: str, given: np.ndarray) -> np.dtype:
-    """The NumPy type of an input the file declares (``tensor(float)``), else ``given``'s."""
-    kind = getattr(onnx.TensorProto, declared.removeprefix("tensor(")[:-1].upper(), None)
-    return onnx.helper.tensor_dtype_to_np_dtype(kind) if kind else np.asarray(given).dtype
-
-
-def feed(session: ort.InferenceSession, arrays: list[np.ndarray]) -> dict[str, np.ndarray]:
-    """Inputs by name, in the file's order, cast to the types the file declares."""
-    declared = session.get_inputs()
-    if len(arrays) != len(declared):
-        wanted = ", ".join(f"{i.name} {i.shape} {i.type}" for i in declared)
-        raise ValueError(f"the file takes {len(declared)} input(s) ({wanted}), got {len(arrays)}")
-    return {
-        i.name: np.ascontiguousarray(a, dtype=_dtype(i.type, a)) for i, a in zip(declared, arrays)
-    }
 
 
 def prepare_model(
@@ -226,35 +201,32 @@ def prepare_model(
     precision: str = "fp32",
     device: str = "cpu",
 ) -> Prepared:
-    """One inference batch of a learner's model (an ONNX file, or a PyTorch model exported here
-    with the default exporter, in the cell's prepare time) through an optimised session."""
+    """One inference batch of a learner's PyTorch model, exported here with the default exporter
+    (in the cell's prepare time), through an optimised session."""
     batch = batch_of(inputs)
     check_cell(SPEC, mode, task, batch, precision, device)
     if precision != "fp32":
         raise Unsupported(
-            f"a learner's ONNX model runs in the types its file declares (the lab times fp32 "
+            f"a learner's ONNX model runs in the types its export declares (the lab times fp32 "
             f"here, not {precision})"
         )
     exporter = spec(SPEC.exported_from)
-    if not isinstance(model, str | os.PathLike) and framework_of(model) != exporter.name:
+    if framework_of(model) != exporter.name:
         raise Unsupported(
-            f"ONNX Runtime runs ONNX files and {exporter.display} models exported to ONNX, not a "
+            f"ONNX Runtime runs {exporter.display} models exported to ONNX, not a "
             f"{type(model).__name__}"
         )
     with tempfile.TemporaryDirectory(prefix="labkit-ort-") as tmp:
-        if isinstance(model, str | os.PathLike):
-            path, how = Path(model), "the ONNX file as given"
-        else:
-            try:
-                path = get(exporter.name).export_model(model, inputs, tmp)
-            except Exception as exc:
-                cause = exc.__cause__ or exc  # the exporter wraps what torch.export raised
-                raise RuntimeError(
-                    f"torch.onnx.export could not export the model: {what_broke(cause)} "
-                    "(labkit.explore.check names the line)"
-                ) from exc
-            how = "PyTorch model exported by torch.onnx.export (dynamo)"
+        try:
+            path = get(exporter.name).export_model(model, inputs, tmp)
+        except Exception as exc:
+            cause = exc.__cause__ or exc  # the exporter wraps what torch.export raised
+            raise RuntimeError(
+                f"torch.onnx.export could not export the model: {what_broke(cause)} "
+                "(labkit.explore.check names the line)"
+            ) from exc
         session = session_from_file(path, device)
-    data = feed(session, inputs)
-    notes = f"{how} + ORT_ENABLE_ALL on {session.get_providers()[0]}"
+    # the export declares the inputs' own types, in their order
+    data = {i.name: np.ascontiguousarray(a) for i, a in zip(session.get_inputs(), inputs)}
+    notes = f"torch.onnx.export (dynamo) + ORT_ENABLE_ALL on {session.get_providers()[0]}"
     return Prepared(lambda: session.run(None, data), batch, notes)

@@ -23,7 +23,7 @@ from ... import recipe, resnet
 from ...util.stdio import quiet_logs
 from .. import kernel_support
 from .._kit import accuracy as acc
-from .._kit.cells import INT8_PATH, batch_of, check_cell, check_threads, host_batch
+from .._kit.cells import batch_of, canonical_weights, check_cell, check_threads, host_batch
 from ..contract import Prepared, Unsupported
 from . import SPEC
 
@@ -46,11 +46,6 @@ __all__ = [
     "train_step_float64",
     "version",
 ]
-
-WHY_NOT = {
-    "int8": "PyTorch 2.13's int8 graph path (PT2E quantisation, then torch.compile) is in the "
-    f"torchao package, which the lab does not install; {INT8_PATH}",
-}
 
 
 def version() -> str:
@@ -133,18 +128,15 @@ def build_resnet50(weights: dict[str, np.ndarray]) -> ResNet50:
     """An eval-mode ``ResNet50`` holding ``weights`` (``ValueError`` names a bad tensor)."""
     num_classes = resnet.validate_weights(weights)
     model = ResNet50(num_classes, resnet.width_of(weights))
-    state = model.state_dict()  # canonical names map 1:1 to it
-    with torch.no_grad():
-        for name, arr in weights.items():
-            state[name].copy_(torch.from_numpy(np.asarray(arr, dtype=np.float32)))
+    # canonical names map 1:1 to the state; num_batches_tracked keeps its zero
+    state = {name: torch.from_numpy(np.asarray(a, dtype=np.float32)) for name, a in weights.items()}
+    model.load_state_dict(state, strict=False)
     return model.eval()
 
 
 def to_canonical(model: nn.Module) -> dict[str, np.ndarray]:
     """The model's weights as canonical float32 numpy arrays (exact copies)."""
-    state = model.state_dict()
-    shapes = resnet.param_shapes(state["fc.bias"].shape[0], state["conv1.weight"].shape[0])
-    return {name: state[name].detach().cpu().float().numpy().copy() for name in shapes}
+    return canonical_weights(model.state_dict(), str, lambda t: t.detach().cpu().float())
 
 
 def predict(model: nn.Module, images: np.ndarray) -> np.ndarray:
@@ -193,11 +185,8 @@ def predict_float64(weights: dict[str, np.ndarray], images: np.ndarray) -> np.nd
     return predict(build_resnet50(weights).double(), images)
 
 
-def train_step_float64(
-    weights: dict[str, np.ndarray], images: np.ndarray, labels: np.ndarray
-) -> tuple[float, dict[str, np.ndarray]]:
-    """:func:`train_step` in float64, with the recipe's hyper-parameters (the reference)."""
-    return train_step(weights, images, labels, dtype=torch.float64)
+#: :func:`train_step` in float64, with the recipe's hyper-parameters (the reference)
+train_step_float64 = partial(train_step, dtype=torch.float64)
 
 
 # --------------------------------------------------------------------------------------------
@@ -283,24 +272,21 @@ def _prepared(
 
     def step(arrays: list = hosts) -> object:
         xs = [torch.from_numpy(a).to(dev) for a in arrays]
-        if train:
-            opt.zero_grad(set_to_none=True)
         with torch.inference_mode(not train), autocast():
             out = net(*xs)
             loss = loss_of(out, y) if train else None
         if train:
             loss.backward()
             opt.step()
+            opt.zero_grad()  # the next step's gradients start from none
         if dev.type == "cuda":
             torch.cuda.synchronize(dev)
         return float(loss.detach()) if train else out
 
     done = Prepared(step, batch_of(hosts), "; ".join([how, *notes]))
     if train and resnet50:
-        g = opt.param_groups[0]
-        hyper = [g[k] for k in ("lr", "momentum", "nesterov", "weight_decay")]
-        mean = LOSS.reduction == "mean"
-        done.recipe = recipe.applied(*hyper, mean, LOSS.label_smoothing)
+        hyper = [opt.param_groups[0][k] for k in ("lr", "momentum", "nesterov", "weight_decay")]
+        done.recipe = recipe.applied(*hyper, LOSS.reduction == "mean", LOSS.label_smoothing)
     elif precision != "fp32" and resnet50:
         lowp = lambda x: step([x]).float().cpu().numpy()
         ref, size = f"PyTorch {version()} fp32 eager nn.Module", hosts[0].shape[-1]
@@ -319,7 +305,7 @@ def prepare(
 ) -> Prepared:
     """One benchmark step of the ResNet-50 holding ``weights`` on the seeded host batch:
     inference, or a training step with the lab's recipe (:func:`_prepared`)."""
-    check_cell(SPEC, mode, task, batch_size, precision, device, WHY_NOT)
+    check_cell(SPEC, mode, task, batch_size, precision, device)
     images, labels = host_batch(weights, batch_size, image_size)
     cell = (mode, task, precision, device)
     return _prepared(build_resnet50(weights), [images], cell, LOSS, labels)
@@ -332,12 +318,10 @@ def prepare(
 def export(model: nn.Module, directory: str | Path) -> Path:
     """Write ``directory/model.onnx``: the eval-mode ResNet-50, weights inside, dynamic batch and
     image size. The exporter's optimiser is off and only constants are folded, so the file keeps
-    the canonical names and leaves fusing to ONNX Runtime."""
-    import onnx
-
+    the canonical names and leaves fusing to ONNX Runtime (which checks the file as it loads)."""
     Dim, least = torch.export.Dim, resnet.MIN_IMAGE_SIZE
     dims = {"x": {0: Dim("batch", min=1), 2: Dim("height", min=least), 3: Dim("width", min=least)}}
-    path = export_model(
+    return export_model(
         model,
         [resnet.random_batch(2, 64)[0]],
         directory,
@@ -346,34 +330,24 @@ def export(model: nn.Module, directory: str | Path) -> Path:
         dynamic_shapes=dims,
         optimize=False,
     )
-    onnx.checker.check_model(str(path))
-    return path
 
 
 # --------------------------------------------------------------------------------------------
 # A learner's own model (labkit.explore): any nn.Module or function of tensors
 
 
-class FunctionModule(nn.Module):
-    """A function of tensors as an ``nn.Module`` (what ``torch.export`` and tracing take)."""
-
-    def __init__(self, fn: Callable):
-        super().__init__()
-        self.fn = fn
-
-    def forward(self, *args):
-        return self.fn(*args)
-
-
 def as_module(model: nn.Module | Callable) -> nn.Module:
-    """``model`` itself when it is an ``nn.Module``, else the function wrapped in one."""
+    """``model`` itself when it is an ``nn.Module``, else the function as one (what
+    ``torch.export`` and tracing take)."""
     if isinstance(model, nn.Module):
         return model
-    if callable(model):
-        return FunctionModule(model)
-    raise ValueError(
-        f"expected a torch.nn.Module or a function of tensors, got {type(model).__name__}"
-    )
+    if not callable(model):
+        raise ValueError(
+            f"expected a torch.nn.Module or a function of tensors, got {type(model).__name__}"
+        )
+    module = nn.Module()
+    module.forward = model  # an instance attribute: called as model(*args), without self
+    return module
 
 
 def export_model(
@@ -420,9 +394,8 @@ def prepare_model(
 ) -> Prepared:
     """The benchmark step of a learner's model: inference, or a synthetic loss (the mean of the
     squared floating-point outputs) and one SGD-with-momentum update."""
-    check_cell(SPEC, mode, task, batch_of(inputs), precision, device, WHY_NOT)
-    hosts = [np.ascontiguousarray(a) for a in inputs]
-    done = _prepared(as_module(model), hosts, (mode, task, precision, device), _squares)
+    check_cell(SPEC, mode, task, batch_of(inputs), precision, device)
+    done = _prepared(as_module(model), inputs, (mode, task, precision, device), _squares)
     if task == "train":
         done.notes += "; synthetic loss: mean of the squared outputs"
     return done

@@ -44,41 +44,40 @@ def _quiet():
         torch._dynamo.reset()  # no compiled code or recompile count carries over to the next check
 
 
+@_quiet()
 def no_graph_breaks(fn: Callable, cases: list[tuple]) -> tuple[bool, str]:
-    plain = unwrap(fn)
-    with _quiet():
-        for i, case in enumerate(cases):
-            try:
-                explained = torch._dynamo.explain(plain)(*_args(case))
-            except Exception as exc:
-                return False, f"call {i + 1} raised {what_broke(exc)}"
-            if explained.graph_break_count:
-                reason = explained.break_reasons[0]
-                line = reason.user_stack[-1].lineno if reason.user_stack else "?"
-                first = str(reason.reason).strip().splitlines()[0]
-                return False, (
-                    f"{explained.graph_break_count} graph break(s) on input {i + 1} "
-                    f"({signature(case)}), the first at line {line} of the function: {first}"
-                )
+    for i, case in enumerate(cases):
+        try:
+            explained = torch._dynamo.explain(unwrap(fn))(*_args(case))
+        except Exception as exc:
+            return False, f"call {i + 1} raised {what_broke(exc)}"
+        if explained.graph_break_count:
+            reason = explained.break_reasons[0]
+            line = reason.user_stack[-1].lineno if reason.user_stack else "?"
+            first = str(reason.reason).strip().splitlines()[0]
+            return False, (
+                f"{explained.graph_break_count} graph break(s) on input {i + 1} "
+                f"({signature(case)}), the first at line {line} of the function: {first}"
+            )
     return True, f"one graph, no breaks, on all {len(cases)} inputs"
 
 
+@_quiet()
 def exports(
     fn: Callable, cases: list[tuple], reference: Callable, rtol: float, atol: float
 ) -> tuple[bool, str]:
-    with _quiet():
-        try:
-            run = torch.export.export(as_module(unwrap(fn)), _args(cases[0])).module()
-        except Exception as exc:
-            return False, f"torch.export failed: {what_broke(exc)}"
-        return same_outputs(
-            lambda case: _numpy(run(*_args(case))),
-            lambda case: _numpy(unwrap(reference)(*_args(case))),
-            cases,
-            rtol,
-            atol,
-            passed=f"one exported graph, eager outputs on all {len(cases)} inputs",
-        )
+    try:
+        run = torch.export.export(as_module(unwrap(fn)), _args(cases[0])).module()
+    except Exception as exc:
+        return False, f"torch.export failed: {what_broke(exc)}"
+    return same_outputs(
+        lambda case: _numpy(run(*_args(case))),
+        lambda case: _numpy(unwrap(reference)(*_args(case))),
+        cases,
+        rtol,
+        atol,
+        passed=f"one exported graph, eager outputs on all {len(cases)} inputs",
+    )
 
 
 def _operations(fn: Callable, case: tuple) -> collections.Counter[str]:
@@ -107,8 +106,8 @@ def operations(
         return False, "it still calls " + ", ".join(f"`{name}`" for name in found)
     if avoid:
         return True, f"no {', '.join(avoid)} among the operations it calls"
-    worst = max(calls, key=lambda c: sum(c.values()))
-    total, top = sum(worst.values()), ", ".join(f"`{n}` x{k}" for n, k in worst.most_common(4))
+    worst = max(calls, key=collections.Counter.total)
+    total, top = worst.total(), ", ".join(f"`{n}` x{k}" for n, k in worst.most_common(4))
     if limit is not None and total > limit:
         return False, f"{total} operations in one call ({top}); at most {limit} allowed"
     return True, f"{total} operation(s) per call ({top})"
@@ -119,8 +118,7 @@ def _gradient(fn: Callable, weights: np.ndarray, batch: tuple) -> np.ndarray:
     loss = unwrap(fn)(w, *_args(batch))
     if not isinstance(loss, torch.Tensor) or loss.numel() != 1:
         raise TypeError(f"the loss must be one number (a 0-d tensor), got {loss!r}"[:200])
-    loss.backward()
-    return w.grad.numpy()
+    return torch.autograd.grad(loss, w)[0].numpy()
 
 
 def data_parallel(
@@ -133,8 +131,7 @@ def data_parallel(
         one_process = _gradient(fn, weights, tuple(batch))
         shards = zip(*(np.split(b, workers) for b in batch))
         averaged = np.mean([_gradient(fn, weights, s) for s in shards], axis=0)
-        problem = compare(averaged, one_process, rtol, atol)
-        if problem:
+        if problem := compare(averaged, one_process, rtol, atol):
             ratio = np.linalg.norm(averaged) / max(np.linalg.norm(one_process), 1e-30)
             return False, (
                 f"batch {i + 1}: {workers} workers' averaged gradient is {ratio:.3g}x the "

@@ -81,7 +81,7 @@ MIN_CALLS = 5
 MAX_CALLS = 200
 
 
-def _timed(make: Callable[[int], Callable], seconds: float) -> tuple[int, list[float]]:
+def _timed(make: Callable[[int], Callable], seconds: float) -> dict:
     """The first GEMM side n, doubling, whose second call (the first packs weights) takes
     :data:`CALL_S` (at most :data:`LARGEST`), and its calls' times over about ``seconds``."""
     n = SMALLEST
@@ -91,23 +91,10 @@ def _timed(make: Callable[[int], Callable], seconds: float) -> tuple[int, list[f
         call_s = timeit.timeit(call, number=1)
         if call_s >= CALL_S or n * 2 > LARGEST:
             calls = min(MAX_CALLS, max(MIN_CALLS, math.ceil(seconds / call_s)))
-            return n, timeit.repeat(call, repeat=calls, number=1)
+            times = timeit.repeat(call, repeat=calls, number=1)
+            return {"n": n, "ops": 2 * n**3, "times_s": times, "error": ""}
         del call  # its operands go before the next size's are made
         n *= 2
-
-
-def _measure(precisions: Sequence[str], seconds: float) -> list[dict]:
-    out = []
-    for precision in precisions:
-        for kernel, make in KERNELS[precision].items():
-            row: dict = {"precision": precision, "kernel": kernel}
-            try:
-                n, times = _timed(make, seconds)
-                row.update(n=n, ops=2 * n**3, times_s=times, error="")
-            except Exception as exc:  # noqa: BLE001 - a kernel this build lacks is a result
-                row.update(n=0, ops=0, times_s=[], error=what_broke(exc))
-            out.append(row)
-    return out
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -123,7 +110,14 @@ def main(argv: Sequence[str] | None = None) -> int:
             f"(got --threads {args.threads} --seconds {args.seconds} --precisions {args.precisions})"
         )
     torch.set_num_threads(args.threads)
-    kernels = _measure(asked, args.seconds)
+    kernels = []
+    for precision in asked:
+        for kernel, make in KERNELS[precision].items():
+            try:
+                row = _timed(make, args.seconds)
+            except Exception as exc:  # noqa: BLE001 - a kernel this build lacks is a result
+                row = {"n": 0, "ops": 0, "times_s": [], "error": what_broke(exc)}
+            kernels.append({"precision": precision, "kernel": kernel, **row})
     versions = {"torch": torch.__version__}
     print(json.dumps({"versions": versions, "threads": args.threads, "kernels": kernels}))
     return 0

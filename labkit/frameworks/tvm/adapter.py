@@ -5,8 +5,8 @@ in Relax's virtual machine; inference on the CPU only.
 
 from __future__ import annotations
 
+import functools
 import time
-from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -24,6 +24,7 @@ from . import SPEC
 __all__ = [
     "build_resnet50",
     "host_cpu",
+    "machine",
     "predict",
     "prepare",
     "set_threads",
@@ -57,34 +58,25 @@ def host_cpu() -> str:
     return str(tvm.target.codegen.llvm_get_system_cpu())
 
 
-@dataclass
-class Compiled:
-    """One ONNX file, compiled once per input shape as it is called."""
-
-    path: Path
-    machines: dict[tuple[int, ...], relax.VirtualMachine] = field(default_factory=dict)
-
-    def machine(self, shape: tuple[int, ...]) -> relax.VirtualMachine:
-        """The machine of ``shape``, compiled on its first use."""
-        if shape not in self.machines:
-            fixed = {"images": list(shape)}  # the file's batch and image size are dynamic
-            module = from_onnx(onnx.load(str(self.path)), fixed, keep_params_in_input=False)
-            target = tvm.target.Target({"kind": "llvm", "mcpu": host_cpu()})
-            self.machines[shape] = relax.VirtualMachine(tvm.compile(module, target), tvm.cpu())
-        return self.machines[shape]
-
-    def __call__(self, images: np.ndarray) -> np.ndarray:
-        return self.machine(images.shape)["main"](tvm.runtime.tensor(images, tvm.cpu())).numpy()
+@functools.lru_cache(maxsize=8)
+def machine(path: Path, shape: tuple[int, ...]) -> relax.VirtualMachine:
+    """The ONNX file ``path`` compiled for inputs of ``shape``, once per file and shape."""
+    fixed = {"images": list(shape)}  # the file's batch and image size are dynamic
+    module = from_onnx(onnx.load(str(path)), fixed, keep_params_in_input=False)
+    target = tvm.target.Target({"kind": "llvm", "mcpu": host_cpu()})
+    return relax.VirtualMachine(tvm.compile(module, target), tvm.cpu())
 
 
-def build_resnet50(weights: dict[str, np.ndarray]) -> Compiled:
-    """The exported ResNet-50 holding ``weights``, compiled on first use per input shape."""
-    return Compiled(Path(get("onnxruntime").model_file(weights)))
+def build_resnet50(weights: dict[str, np.ndarray]) -> Path:
+    """The exported ResNet-50 holding ``weights`` (ONNX Runtime's file), compiled by
+    :func:`predict` on first use per input shape."""
+    return get("onnxruntime").model_file(weights)
 
 
-def predict(model: Compiled, images: np.ndarray) -> np.ndarray:
+def predict(model: Path, images: np.ndarray) -> np.ndarray:
     """Logits for a host batch (NCHW float32); the first call of a shape compiles it."""
-    return model(resnet.check_images(images))
+    images = resnet.check_images(images)
+    return machine(model, images.shape)["main"](tvm.runtime.tensor(images, tvm.cpu())).numpy()
 
 
 def prepare(
@@ -103,8 +95,8 @@ def prepare(
     if device == "gpu":
         raise Unsupported("the lab compiles for this CPU (llvm); a GPU target needs a CUDA build")
     t0 = time.perf_counter()
-    model = build_resnet50(weights)
+    path = build_resnet50(weights)
     export_s = time.perf_counter() - t0
-    model.machine(images.shape)  # compiled here, in the preparation
+    machine(path, images.shape)  # compiled here, in the preparation
     notes = f"torch.onnx.export -> relax.frontend.onnx -> llvm mcpu={host_cpu()} (untuned)"
-    return Prepared(lambda: model(images), int(batch_size), notes, export_s=export_s)
+    return Prepared(lambda: predict(path, images), int(batch_size), notes, export_s=export_s)

@@ -1,39 +1,48 @@
-"""What this process may use of the machine: its CPUs, their physical cores, its CPU quota and
-the CPUs' maximum clock, read from the machine's files under ``root``, the folder that stands for
-``/`` (a fixture tree in the tests; for macOS a file ``sysctl`` holds ``sysctl`` output).
+"""What machine is this and how fast could it compute? Read from its files under ``root``, the
+folder that stands for ``/`` (a fixture tree in the tests; for macOS a file ``sysctl`` holds
+``sysctl`` output): its CPUs, their physical cores, the CPU quota and the maximum clock; from
+them the FLOPs per cycle and the compute ceiling per precision; the report of it all, the
+compact fingerprint stored with results and the machine type a fingerprint reduces to (CPU,
+cores, architecture, vector extensions, GPUs, memory; never a host name).
 
 The affinity mask (``taskset``, ``--cpuset-cpus``), the physical cores behind it (hyper-threads
 share a core's vector units, so they count once) and the cgroup CPU quota (Docker ``--cpus``,
-Binder, JupyterHub) give :func:`default_threads`, the thread count of every framework.
+Binder, JupyterHub) give :func:`default_threads`, the thread count of every framework. The
+ceiling is ``cores x maximum clock x FLOPs per cycle``, an estimate: unknown without a clock,
+and a figure above it is flagged with its likely cause, never an error.
 """
 
 from __future__ import annotations
 
 import contextlib
 import functools
+import hashlib
+import json
 import math
 import os
+import platform
 import re
 import subprocess
 import sys
 import tomllib
+from collections.abc import Iterable
 from pathlib import Path
+from types import SimpleNamespace
+from typing import NamedTuple
+
+from .. import resnet
 
 __all__ = [
-    "CPUS",
+    "CEILING_PRECISIONS",
     "MAX_GHZ_ENV",
     "ROOT",
-    "cpu_quota",
-    "cpuinfo",
+    "Ceiling",
+    "ceiling",
     "default_threads",
-    "first",
-    "isa_flags",
-    "max_clock_ghz",
-    "parse_cpu_list",
-    "physical_cores",
-    "read",
-    "sysctl",
-    "usable_cpus",
+    "fingerprint",
+    "machine_of",
+    "per_cycle",
+    "report",
 ]
 
 ROOT = "/"
@@ -204,3 +213,224 @@ def max_clock_ghz(root: str | os.PathLike = ROOT) -> tuple[float | None, str]:
         f"unknown: no cpufreq maximum and no GHz in the model name {name!r}{seen}; "
         f"set {MAX_GHZ_ENV} to your CPU's maximum clock"
     )
+
+
+# ---------------------------------------------------------------------------------------------
+# the ceiling: FLOPs per cycle from the ISA, times the cores and the clock
+
+#: precisions the ceiling is estimated for (the runner's are fp32 and bf16; deploy adds int8)
+CEILING_PRECISIONS: tuple[str, ...] = ("fp32", "bf16", "int8")
+
+
+class PerCycle(NamedTuple):
+    """What one core does per cycle at one precision, and how that was worked out."""
+
+    flops: float
+    how: str
+    caveat: str = ""  #: why a figure might honestly beat this rate
+    #: the CPU has arithmetic of its own for this precision (False: it computes at a fallback
+    #: rate, e.g. bf16 through fp32 units, so there is no low-precision unit to measure)
+    native: bool = True
+
+
+def _rates(
+    isa: str, flags: set[str], pipes: int = 0, caveat: str = "", core: str = ""
+) -> dict[str, PerCycle]:
+    """Per precision, the first of ``isa``'s rules in cpus.toml whose flags the CPU has all of
+    (Arm: its core, with ``pipes`` 128-bit FMA pipes)."""
+    out: dict[str, PerCycle] = {}
+    for precision in CEILING_PRECISIONS:
+        rule = next(r for r in CPUS[isa][precision] if set(r.get("flags", ())) <= flags)
+        flops = rule.get("flops") or rule["times"] * (out["fp32"].flops if out else pipes)
+        how = rule["how"].format(core=core, pipes=pipes)
+        out[precision] = PerCycle(flops, how, caveat, rule.get("native", True))
+    return out
+
+
+def _arm(flags: set[str], implementer: str, part: str, caveat: str = "") -> dict[str, PerCycle]:
+    cores = CPUS["arm_cores"]
+    core, pipes = cores.get(f"{implementer}:{part}") or cores.get(implementer) or ("", 4)
+    if not core:
+        core = f"Arm core (implementer {implementer or '?'}, part {part or '?'})"
+        caveat = "the core is not in labkit's table: 4 FMA pipes were assumed"
+    return _rates("arm", flags, pipes, caveat, core)
+
+
+def per_cycle(root: str | os.PathLike = ROOT) -> dict[str, PerCycle]:
+    """FLOPs (int8: operations) per cycle per core, for each of :data:`CEILING_PRECISIONS`."""
+    blocks = cpuinfo(root)
+    isa, implementer = isa_flags(blocks), first(blocks, "CPU implementer")
+    if implementer or "asimd" in isa:
+        return _arm(isa, implementer, first(blocks, "CPU part"))
+    if blocks:
+        family = f"family {first(blocks, 'cpu family')}"
+        return _rates("x86", isa | {first(blocks, "vendor_id"), family})
+    mac, apple = sysctl(root), CPUS["apple"]
+    if "Apple" in mac.get("machdep.cpu.brand_string", ""):
+        features = apple["features"].items()
+        flags = {f for feat, f in features if mac.get(f"hw.optional.arm.{feat}") == "1"}
+        return _arm(flags, apple["implementer"], "", apple["caveat"])
+    return _rates("unknown", set())
+
+
+class Ceiling(NamedTuple):
+    """The most this process could compute per second at one precision: an estimate."""
+
+    precision: str
+    cores: float  #: usable physical cores (a CPU quota can make it fractional)
+    clock_ghz: float | None  #: the maximum clock; None when unknown
+    flops_per_cycle: float  #: per core, at this precision (int8: operations)
+    peak_gflops: float | None  #: cores x clock x flops_per_cycle; None when unknown
+    method: str  #: how it was estimated, in words
+    caveats: tuple[str, ...] = ()  #: why an honest figure could still beat it
+
+    def images_per_s_at(self, image_size: int, training: bool = False) -> float | None:
+        """Most ResNet-50 images/s at ``image_size`` (a training step: 3x the forward FLOPs);
+        None when the peak is unknown."""
+        if self.peak_gflops is None:
+            return None
+        return self.peak_gflops * 1e9 / resnet.flops(image_size, training=training)
+
+    def explain_above(self) -> str:
+        """The likely cause, in words, of a measurement above this ceiling."""
+        if self.peak_gflops is None:
+            return ""
+        causes = [*self.caveats, "a timing error (a step that returns before its work is done)"]
+        return (
+            f"above the estimated {self.precision} ceiling ({self.peak_gflops:.0f} GFLOP/s): "
+            "the estimate is an upper bound only as good as its inputs; likely causes: "
+            + "; ".join(causes)
+        )
+
+
+def ceiling(precision: str = "fp32", root: str | os.PathLike = ROOT) -> Ceiling:
+    """The compute ceiling at ``precision`` (fp32, bf16 or int8) for this process's CPUs."""
+    if precision.startswith("int8"):  # int8-dynamic, int8-static: int8 kernels
+        precision = "int8"
+    if precision not in CEILING_PRECISIONS:
+        raise ValueError(
+            f"unknown precision {precision!r}: the ceiling is estimated for "
+            f"{', '.join(CEILING_PRECISIONS)}"
+        )
+    n, smt, topology = physical_cores(root)
+    quota, quota_where = cpu_quota(root)
+    usable = float(n) if quota is None else min(float(n), quota)
+    ghz, clock_how = max_clock_ghz(root)
+    rate = per_cycle(root)[precision]
+    cores_how = f"{n} physical cores ({topology}{', SMT on' if smt else ''})"
+    if quota is not None:
+        cores_how += f", CPU quota {quota:g} ({quota_where})"
+    known = ghz is not None and not math.isnan(rate.flops)
+    peak = usable * ghz * rate.flops if known else None
+    clock = f"{ghz:.2f} GHz max ({clock_how})" if ghz is not None else f"clock {clock_how}"
+    method = f"{usable:g} cores [{cores_how}] x {clock} x {rate.flops:g} {precision} "
+    method += f"FLOP/cycle ({rate.how})"
+    method += f" = {peak:.0f} GFLOP/s" if peak is not None else ": peak unknown"
+    low = [c for src, c in CPUS["clock_caveats"].items() if clock_how.startswith(src)]
+    caveats = tuple(c for c in (rate.caveat, *low) if c)
+    return Ceiling(precision, usable, ghz, rate.flops, peak, method, caveats)
+
+
+# ---------------------------------------------------------------------------------------------
+# the report, the fingerprint and the machine type
+
+
+def gpus() -> list[str]:
+    """NVIDIA GPUs by name, from nvidia-smi (no framework import)."""
+    cmd = ["nvidia-smi", "--query-gpu=name,memory.total", "--format=csv,noheader"]
+    try:
+        out = subprocess.run(cmd, capture_output=True, text=True, timeout=10, check=False).stdout
+    except (OSError, subprocess.SubprocessError):  # no NVIDIA driver
+        return []
+    return [line.strip() for line in out.splitlines() if line.strip()]
+
+
+def memory_gb(root: str | os.PathLike = ROOT) -> float:
+    """The machine's memory in GiB (``MemTotal``, or macOS's ``hw.memsize``); 0 when unknown."""
+    m = re.search(r"^MemTotal:\s*(\d+)", read(root, "proc/meminfo") or "", re.MULTILINE)
+    if m:
+        return round(int(m.group(1)) / 2**20, 1)
+    size = sysctl(root).get("hw.memsize", "")
+    return round(int(size) / 2**30, 1) if size.isdigit() else 0.0
+
+
+@functools.lru_cache(maxsize=8)
+def report(root: str | os.PathLike = ROOT) -> SimpleNamespace:
+    """Everything about one machine (cached per root); every field but ``vendor``, ``smt`` and
+    ``ceilings`` is in its :func:`fingerprint`."""
+    blocks, real = cpuinfo(root), str(root) == ROOT
+    model = first(blocks, "model name")
+    model = model or sysctl(root).get("machdep.cpu.brand_string", "")
+    arm, part = first(blocks, "CPU implementer"), first(blocks, "CPU part")
+    if not model and part:
+        model = CPUS["arm_cores"].get(f"{arm}:{part}", [f"Arm CPU part {part}"])[0]
+    arch = "aarch64" if arm else "arm64" if "Apple" in model else "x86_64"
+    cores, smt, _ = physical_cores(root)
+    flags = isa_flags(blocks)
+    return SimpleNamespace(
+        cpu=model or (platform.processor() or platform.machine() if real else "unknown"),
+        vendor=first(blocks, "vendor_id") or ("Apple" if "Apple" in model else "unknown"),
+        arch=platform.machine() if real else arch,
+        logical_cpus=len(usable_cpus(root)),  # CPUs of the affinity mask
+        cores=cores,  # the physical cores behind them
+        smt=smt,  # two of them are hyper-threads of one core
+        cpu_quota=cpu_quota(root)[0],  # in CPUs, None when unlimited
+        threads=default_threads(root),  # what the runner gives every framework
+        clock_ghz=max_clock_ghz(root)[0],  # the maximum clock, None when unknown
+        vector_extensions=[f for f in CPUS["vector_flags"] if f in flags],
+        memory_gb=memory_gb(root),
+        gpus=gpus() if real else [],
+        os=platform.platform(terse=True) if real else "",
+        python=platform.python_version(),
+        ceilings={p: ceiling(p, root) for p in CEILING_PRECISIONS},
+    )
+
+
+def fingerprint() -> dict:
+    """A compact machine identity stored with every benchmark result."""
+    r = report()
+    fields = {k: v for k, v in vars(r).items() if k not in ("vendor", "smt", "ceilings")}
+    return fields | {"peak_gflops": {p: c.peak_gflops for p, c in r.ceilings.items()}}
+
+
+#: fingerprint fields that make a machine type
+MACHINE_FIELDS = ("cpu", "cores", "arch", "vector_extensions", "gpus", "memory_gb")
+
+
+def cpu_family(cpu: str) -> str:
+    """A CPU model string reduced to its family, its first two words once the trademarks,
+    generation and clock are gone: 'Intel(R) Xeon(R) Platinum 8480+' -> 'Intel Xeon'."""
+    s = re.sub(r"\((?:R|TM|tm|r)\)|®|™", " ", cpu or "")
+    s = re.sub(r"\d+(?:th|st|nd|rd) Gen\b|\bCPU\b|\bProcessor\b|@.*$|\d+-Core", " ", s)
+    return " ".join(s.split()[:2]) or "unknown CPU"  # the brand and its series
+
+
+def isa_tier(exts: Iterable[str]) -> str:
+    """The widest vector unit: the one that decides a CPU's arithmetic rate."""
+    found = set(exts or ())
+    tiers = CPUS["isa_tiers"].items()
+    return next((name for flag, name in tiers if flag in found), "SSE")
+
+
+def machine_of(fingerprint: dict, fixture: bool = False) -> dict:
+    """The machine type of a record's ``machine``: its id (a hash of :data:`MACHINE_FIELDS`),
+    label, CPU, family, ISA tier, cores, architecture, memory and the fingerprint as JSON."""
+    ident = {k: fingerprint.get(k) for k in MACHINE_FIELDS}
+    mid = hashlib.sha256(json.dumps(ident, sort_keys=True).encode()).hexdigest()[:12]
+    family = cpu_family(str(fingerprint.get("cpu") or ""))
+    isa = isa_tier(fingerprint.get("vector_extensions") or [])
+    cores, memory, gpus = (fingerprint.get(k) for k in ("cores", "memory_gb", "gpus"))
+    label = f"{family} ({isa}), {fingerprint.get('cores', '?')} cores"
+    label += f", {len(gpus)} GPU" if gpus else ""
+    return {
+        "machine_id": mid,
+        "label": ("fixture: " if fixture else "") + label,
+        "cpu": str(fingerprint.get("cpu") or "unknown"),
+        "family": family,
+        "isa": isa,
+        "cores": cores if isinstance(cores, int) else None,
+        "arch": str(fingerprint.get("arch") or ""),
+        "memory_gb": memory if isinstance(memory, int | float) else None,
+        "fixture": fixture,
+        "fingerprint": json.dumps(fingerprint, sort_keys=True),
+    }

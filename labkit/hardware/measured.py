@@ -23,9 +23,7 @@ from typing import NamedTuple
 
 from .. import bench, resnet
 from ..util import jsonio, proc, stats
-from .machine import MAX_GHZ_ENV, ROOT, default_threads
-from .peak import CEILING_PRECISIONS, ceiling, per_cycle
-from .summary import fingerprint, machine_of
+from . import machine
 
 __all__ = [
     "CACHE_ENV",
@@ -170,11 +168,11 @@ class MeasuredPeaks:
         return next(reasons, "")
 
 
-def to_measure(root: str | os.PathLike = ROOT) -> dict[str, str]:
+def to_measure(root: str | os.PathLike = machine.ROOT) -> dict[str, str]:
     """precision -> "" when it is measured (fp32, and any precision the CPU has units for),
     else why not."""
     out = {}
-    for precision, rate in per_cycle(root).items():
+    for precision, rate in machine.per_cycle(root).items():
         why = f"not measured: {rate.how} (this CPU has no {precision} unit to measure)"
         out[precision] = "" if precision == "fp32" or rate.native else why
     return out
@@ -184,7 +182,7 @@ def judge(
     precision: str,
     rates: Sequence[KernelRate],
     threads: int,
-    root: str | os.PathLike = ROOT,
+    root: str | os.PathLike = machine.ROOT,
     why_not: str = "",
     others: float | None = None,
 ) -> MeasuredPeak:
@@ -198,9 +196,9 @@ def judge(
         note = why_not or (f"every kernel failed: {failed}" if rates else "not measured")
         return MeasuredPeak(precision, threads, note, rates)
     best = max(good, key=lambda r: r.gflops)
-    c = ceiling(precision, root)
+    c = machine.ceiling(precision, root)
     estimate = share = None
-    note = f"no spec-sheet estimate: the clock is unknown (set {MAX_GHZ_ENV})"
+    note = f"no spec-sheet estimate: the clock is unknown (set {machine.MAX_GHZ_ENV})"
     if c.peak_gflops is not None:
         estimate = c.peak_gflops * min(float(threads), c.cores) / c.cores
         share = best.gflops / estimate
@@ -244,7 +242,10 @@ def _peaks(outputs: list[dict], threads: int, root, measured_at: str, source: st
     others = max(seen, default=None)
     none = "" if outputs else "not measured: no framework here has a probe"
     why = to_measure(root)
-    peaks = {p: judge(p, rates, threads, root, why[p] or none, others) for p in CEILING_PRECISIONS}
+    peaks = {
+        p: judge(p, rates, threads, root, why[p] or none, others)
+        for p in machine.CEILING_PRECISIONS
+    }
     return MeasuredPeaks(threads, peaks, measured_at, tuple(problems), source, others)
 
 
@@ -261,9 +262,9 @@ def cache_dir() -> Path:
 def cache_file(kind: str, key: object) -> Path:
     """The cache file of ``kind`` ("peaks", "kernels") for ``key`` (any JSON) on this machine
     type."""
-    machine = machine_of(fingerprint())["machine_id"]
+    machine_id = machine.machine_of(machine.fingerprint())["machine_id"]
     digest = hashlib.sha256(json.dumps(key, sort_keys=True).encode()).hexdigest()[:16]
-    return cache_dir() / f"{kind}-{machine}-{digest}.json"
+    return cache_dir() / f"{kind}-{machine_id}-{digest}.json"
 
 
 def _load(path: Path, root) -> MeasuredPeaks | None:
@@ -290,9 +291,9 @@ def _peaks_file(probes: Sequence[Probe], threads: int) -> Path:
 
 def cached(probes: Sequence[Probe], threads: int | None = None) -> MeasuredPeaks | None:
     """The peaks cached for these probes and threads on this machine type, else None."""
-    threads = threads or default_threads()
+    threads = threads or machine.default_threads()
     try:
-        return _load(_peaks_file(probes, threads), ROOT)
+        return _load(_peaks_file(probes, threads), machine.ROOT)
     except OSError:
         return None
 
@@ -327,7 +328,7 @@ def measure(
     """The peaks with ``threads`` threads: a valid cached one, else (or ``refresh``) measured
     by every probe, a second time when the first is not valid. Only a valid one is cached; an
     invalid one is returned saying why. A probe that fails is named in ``problems``."""
-    threads = threads or default_threads()
+    threads = threads or machine.default_threads()
     found = None if refresh else cached(probes, threads)
     if found is not None and found.valid:
         return found  # a file cached before peaks were judged may be invalid: measured again
@@ -335,7 +336,7 @@ def measure(
     for _ in range(2):
         outputs = [_run(probe, threads, wanted) for probe in probes]
         now = datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds")
-        peaks = _peaks(outputs, threads, ROOT, now, "")
+        peaks = _peaks(outputs, threads, machine.ROOT, now, "")
         if peaks.valid:
             break
     else:

@@ -28,17 +28,13 @@ from . import machine
 __all__ = [
     "CACHE_ENV",
     "FIXTURE_FILE",
-    "KernelRate",
-    "MeasuredPeak",
     "MeasuredPeaks",
     "Probe",
     "cache_dir",
     "cache_file",
     "cached",
-    "judge",
     "measure",
     "recorded",
-    "to_measure",
 ]
 
 #: environment variable: the folder that holds the cached peaks (default ~/.cache/graphlab)
@@ -98,7 +94,6 @@ class MeasuredPeak(NamedTuple):
     iqr_gflops: float | None = None  #: its spread (interquartile range of the per-call rates)
     kernel: str = ""  #: the best kernel, in words
     estimate_gflops: float | None = None  #: the spec-sheet estimate for ``threads`` cores
-    of_estimate: float | None = None  #: the measured rate over the estimate (None without both)
     #: why it is not a valid peak (:func:`labkit.bench.verdict`); empty when valid
     invalid: tuple[str, ...] = ()
 
@@ -109,6 +104,11 @@ class MeasuredPeak(NamedTuple):
     @property
     def valid(self) -> bool:
         return self.measured and not self.invalid
+
+    @property
+    def of_estimate(self) -> float | None:
+        """The measured rate over the estimate (None without both)."""
+        return self.gflops / self.estimate_gflops if self.gflops and self.estimate_gflops else None
 
     @property
     def above_estimate(self) -> bool:
@@ -171,11 +171,10 @@ class MeasuredPeaks:
 def to_measure(root: str | os.PathLike = machine.ROOT) -> dict[str, str]:
     """precision -> "" when it is measured (fp32, and any precision the CPU has units for),
     else why not."""
-    out = {}
-    for precision, rate in machine.per_cycle(root).items():
-        why = f"not measured: {rate.how} (this CPU has no {precision} unit to measure)"
-        out[precision] = "" if precision == "fp32" or rate.native else why
-    return out
+    return {
+        p: "" if rate.native else f"not measured: {rate.how} (this CPU has no {p} unit to measure)"
+        for p, rate in machine.per_cycle(root).items()
+    }
 
 
 def judge(
@@ -216,16 +215,7 @@ def judge(
     if invalid:
         note = f"not a valid peak ({'; '.join(invalid)}): {REMEASURE}; {note}"
     return MeasuredPeak(
-        precision,
-        threads,
-        note,
-        rates,
-        best.gflops,
-        best.iqr_gflops,
-        best.name,
-        estimate,
-        share,
-        invalid,
+        precision, threads, note, rates, best.gflops, best.iqr_gflops, best.name, estimate, invalid
     )
 
 
@@ -242,10 +232,7 @@ def _peaks(outputs: list[dict], threads: int, root, measured_at: str, source: st
     others = max(seen, default=None)
     none = "" if outputs else "not measured: no framework here has a probe"
     why = to_measure(root)
-    peaks = {
-        p: judge(p, rates, threads, root, why[p] or none, others)
-        for p in machine.CEILING_PRECISIONS
-    }
+    peaks = {p: judge(p, rates, threads, root, why[p] or none, others) for p in why}
     return MeasuredPeaks(threads, peaks, measured_at, tuple(problems), source, others)
 
 
@@ -303,17 +290,15 @@ def _run(probe: Probe, threads: int, precisions: list[str]) -> dict:
     cmd = [sys.executable, "-m", probe.module, "--threads", str(threads)]
     cmd += ["--precisions", ",".join(precisions)]
     env = proc.child_env(threads)
-    before, children = bench.cpu_sample(), sum(os.times()[2:4])  # children's user + system
+    # this process's CPU time counts its children's (user, system): the probe is not "others"
+    before = (*bench.cpu_sample()[:2], sum(os.times()[:4]))
     try:
         done = subprocess.run(
             cmd, capture_output=True, text=True, timeout=PROBE_TIMEOUT_S, env=env, check=False
         )
     except subprocess.TimeoutExpired:
         return {"module": probe.module, "error": f"no result within {PROBE_TIMEOUT_S:.0f} s"}
-    after, probe_cpu = bench.cpu_sample(), sum(os.times()[2:4]) - children
-    others = bench.busy_elsewhere(before, after)  # the probe counts as another process here
-    if others is not None:  # not None: both samples taken, some time apart
-        others = max(0.0, others - probe_cpu / (after[0] - before[0]))
+    others = bench.busy_elsewhere(before, (*bench.cpu_sample()[:2], sum(os.times()[:4])))
     lines = done.stdout.strip().splitlines()
     try:
         return {"module": probe.module, "output": json.loads(lines[-1]), "others_cpus": others}

@@ -70,18 +70,16 @@ def parse_cpu_list(text: str) -> list[int]:
     return sorted(set(out))
 
 
+def _pairs(text: str) -> dict[str, str]:
+    """``key: value`` lines as a dict (a block of ``/proc/cpuinfo``, ``sysctl`` output)."""
+    pairs = (line.partition(":") for line in text.splitlines())
+    return {k.strip(): v.strip() for k, sep, v in pairs if sep}
+
+
 def cpuinfo(root: str | os.PathLike = ROOT) -> list[dict[str, str]]:
     """``/proc/cpuinfo`` as one dict per processor (Arm kernels put some keys in a last block)."""
-    blocks = []
-    for chunk in re.split(r"\n\s*\n", read(root, "proc/cpuinfo") or ""):
-        block = {}
-        for line in chunk.splitlines():
-            key, sep, value = line.partition(":")
-            if sep:
-                block.setdefault(key.strip(), value.strip())
-        if block:
-            blocks.append(block)
-    return blocks
+    chunks = re.split(r"\n\s*\n", read(root, "proc/cpuinfo") or "")
+    return [block for chunk in chunks if (block := _pairs(chunk))]
 
 
 def first(blocks: list[dict[str, str]], key: str, default: str = "") -> str:
@@ -103,8 +101,7 @@ def sysctl(root: str | os.PathLike = ROOT) -> dict[str, str]:
         with contextlib.suppress(OSError, subprocess.SubprocessError):
             done = subprocess.run(cmd, capture_output=True, text=True, timeout=20, check=False)
             text = done.stdout
-    pairs = (line.partition(":") for line in (text or "").splitlines())
-    return {k.strip(): v.strip() for k, sep, v in pairs if sep}
+    return _pairs(text or "")
 
 
 def usable_cpus(root: str | os.PathLike = ROOT) -> list[int]:

@@ -53,10 +53,7 @@ def _ceiling_rows(r, found: hardware.MeasuredPeaks | None, missing: str) -> list
     rows = []
     for precision, ce in r.ceilings.items():
         estimate = "unknown" if ce.peak_gflops is None else f"{ce.peak_gflops:,.0f}"
-        if found is None:
-            rows.append([precision, estimate, "not measured", "-", "", missing])
-            continue
-        p = found[precision]
+        p = found[precision] if found else hardware.measured.MeasuredPeak(precision, 0, missing)
         measured = "not measured" if p.gflops is None else f"{p.gflops:,.0f} ({p.iqr_gflops:,.0f})"
         share = "-" if p.of_estimate is None else f"{p.of_estimate:.0%}"
         rows.append([precision, estimate, measured, share, p.kernel, p.note])

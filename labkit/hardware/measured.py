@@ -58,8 +58,8 @@ class KernelRate(NamedTuple):
     """One kernel's rate: the median over its timed calls, and their spread."""
 
     precision: str
-    kernel: str  #: the kernel, in words ("torch.mm", "MatMul, pre-packed weight")
-    name: str  #: the kernel, its probe's framework and its GEMM's side n, in words
+    #: the kernel, its probe's framework and its GEMM's side n: "torch.mm (torch, 2048^3)"
+    kernel: str
     gflops: float | None  #: 2 n^3 / the median seconds, in G(FL)OP/s; None when it failed
     iqr_gflops: float | None  #: the interquartile range of the per-call rates
     times_s: tuple[float, ...] = ()  #: the timed calls
@@ -71,11 +71,9 @@ class KernelRate(NamedTuple):
         times = [t for t in row.get("times_s") or [] if isinstance(t, int | float) and t > 0]
         rates = [(row.get("ops") or 0) / t / 1e9 for t in times]
         ok = bool(rates) and not row.get("error")
-        kernel = str(row.get("kernel", "?"))
         return cls(
             str(row.get("precision", "")),
-            kernel,
-            f"{kernel} ({probe.rsplit('.', 2)[-2]}, {row.get('n') or 0}^3)",
+            f"{row.get('kernel', '?')} ({probe.rsplit('.', 2)[-2]}, {row.get('n') or 0}^3)",
             stats.median(rates) if ok else None,
             stats.iqr(rates) if ok else None,
             tuple(times),
@@ -191,7 +189,7 @@ def judge(
     rates = tuple(r for r in rates if r.precision == precision)
     good = [r for r in rates if r.gflops is not None]
     if not good:
-        failed = "; ".join(f"{r.name}: failed ({r.error})" for r in rates)
+        failed = "; ".join(f"{r.kernel}: failed ({r.error})" for r in rates)
         note = why_not or (f"every kernel failed: {failed}" if rates else "not measured")
         return MeasuredPeak(precision, threads, note, rates)
     best = max(good, key=lambda r: r.gflops)
@@ -211,11 +209,11 @@ def judge(
             f": the libraries' plain {precision} GEMM does not reach what the {units} units "
             "promise (tuned kernels, such as MLPerf submissions', get closer)"
         )
-    invalid = tuple(bench.verdict(best.times_s, 0, 0.0, threads, others, None))
-    if invalid:
-        note = f"not a valid peak ({'; '.join(invalid)}): {REMEASURE}; {note}"
+    flaws = tuple(bench.verdict(best.times_s, 0, 0.0, threads, others, None))
+    if flaws:
+        note = f"not a valid peak ({'; '.join(flaws)}): {REMEASURE}; {note}"
     return MeasuredPeak(
-        precision, threads, note, rates, best.gflops, best.iqr_gflops, best.name, estimate, invalid
+        precision, threads, note, rates, best.gflops, best.iqr_gflops, best.kernel, estimate, flaws
     )
 
 

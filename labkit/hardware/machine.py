@@ -1,15 +1,13 @@
-"""What machine is this and how fast could it compute? Read from its files under ``root``, the
-folder that stands for ``/`` (a fixture tree in the tests; for macOS a file ``sysctl`` holds
-``sysctl`` output): its CPUs, their physical cores, the CPU quota and the maximum clock; from
-them the FLOPs per cycle and the compute ceiling per precision; the report of it all, the
-compact fingerprint stored with results and the machine type a fingerprint reduces to (CPU,
-cores, architecture, vector extensions, GPUs, memory; never a host name).
+"""What machine is this and how fast could it compute: its CPUs, their physical cores, the CPU
+quota and maximum clock, read from its files under ``root``, the folder that stands for ``/`` (a
+fixture tree in the tests; for macOS a file ``sysctl`` holds ``sysctl`` output); the compute
+ceiling per precision (``cores x maximum clock x FLOPs per cycle``: an estimate, unknown without
+a clock; a figure above it is flagged with its likely cause, never an error); the report, the
+fingerprint stored with results and the machine type it reduces to (never a host name).
 
 The affinity mask (``taskset``, ``--cpuset-cpus``), the physical cores behind it (hyper-threads
 share a core's vector units, so they count once) and the cgroup CPU quota (Docker ``--cpus``,
-Binder, JupyterHub) give :func:`default_threads`, the thread count of every framework. The
-ceiling is ``cores x maximum clock x FLOPs per cycle``, an estimate: unknown without a clock,
-and a figure above it is flagged with its likely cause, never an error.
+Binder, JupyterHub) give :func:`default_threads`, the thread count of every framework.
 """
 
 from __future__ import annotations
@@ -25,7 +23,6 @@ import re
 import subprocess
 import sys
 import tomllib
-from collections.abc import Iterable
 from pathlib import Path
 from types import SimpleNamespace
 from typing import NamedTuple
@@ -82,9 +79,9 @@ def cpuinfo(root: str | os.PathLike = ROOT) -> list[dict[str, str]]:
     return [block for chunk in chunks if (block := _pairs(chunk))]
 
 
-def first(blocks: list[dict[str, str]], key: str, default: str = "") -> str:
-    """The first non-empty value of ``key`` over :func:`cpuinfo`'s blocks."""
-    return next((b[key] for b in blocks if b.get(key)), default)
+def first(blocks: list[dict[str, str]], key: str) -> str:
+    """The first non-empty value of ``key`` over :func:`cpuinfo`'s blocks ("" when none)."""
+    return next((b[key] for b in blocks if b.get(key)), "")
 
 
 def isa_flags(blocks: list[dict[str, str]]) -> set[str]:
@@ -402,20 +399,14 @@ def cpu_family(cpu: str) -> str:
     return " ".join(s.split()[:2]) or "unknown CPU"  # the brand and its series
 
 
-def isa_tier(exts: Iterable[str]) -> str:
-    """The widest vector unit: the one that decides a CPU's arithmetic rate."""
-    found = set(exts or ())
-    tiers = CPUS["isa_tiers"].items()
-    return next((name for flag, name in tiers if flag in found), "SSE")
-
-
 def machine_of(fingerprint: dict, fixture: bool = False) -> dict:
     """The machine type of a record's ``machine``: its id (a hash of :data:`MACHINE_FIELDS`),
     label, CPU, family, ISA tier, cores, architecture, memory and the fingerprint as JSON."""
     ident = {k: fingerprint.get(k) for k in MACHINE_FIELDS}
     mid = hashlib.sha256(json.dumps(ident, sort_keys=True).encode()).hexdigest()[:12]
     family = cpu_family(str(fingerprint.get("cpu") or ""))
-    isa = isa_tier(fingerprint.get("vector_extensions") or [])
+    exts = fingerprint.get("vector_extensions") or []  # the widest unit decides the rate
+    isa = next((name for flag, name in CPUS["isa_tiers"].items() if flag in exts), "SSE")
     cores, memory, gpus = (fingerprint.get(k) for k in ("cores", "memory_gb", "gpus"))
     label = f"{family} ({isa}), {fingerprint.get('cores', '?')} cores"
     label += f", {len(gpus)} GPU" if gpus else ""

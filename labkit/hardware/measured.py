@@ -219,11 +219,9 @@ def judge(
 
 def _peaks(outputs: list[dict], threads: int, root, measured_at: str, source: str):
     """:class:`MeasuredPeaks` from the probes' outputs (``{"module", "output" | "error"}``)."""
-    rates, problems = [], []
-    for item in outputs:
-        if item.get("error"):
-            problems.append(f"{item.get('module')}: {item['error']}")
-            continue
+    problems = tuple(f"{o.get('module')}: {o['error']}" for o in outputs if o.get("error"))
+    rates = []
+    for item in outputs:  # one that failed has no output
         rows = (item.get("output") or {}).get("kernels") or []
         rates += [KernelRate.of(row, str(item.get("module"))) for row in rows]
     seen = [o["others_cpus"] for o in outputs if isinstance(o.get("others_cpus"), int | float)]
@@ -231,7 +229,7 @@ def _peaks(outputs: list[dict], threads: int, root, measured_at: str, source: st
     none = "" if outputs else "not measured: no framework here has a probe"
     why = to_measure(root)
     peaks = {p: judge(p, rates, threads, root, why[p] or none, others) for p in why}
-    return MeasuredPeaks(threads, peaks, measured_at, tuple(problems), source, others)
+    return MeasuredPeaks(threads, peaks, measured_at, problems, source, others)
 
 
 def cache_dir() -> Path:

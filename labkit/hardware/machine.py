@@ -184,12 +184,9 @@ def max_clock_ghz(root: str | os.PathLike = ROOT) -> tuple[float | None, str]:
                 f"clock, e.g. {MAX_GHZ_ENV}=3.7"
             )
         return float(env), f"{MAX_GHZ_ENV}={env} (your setting)"
-    khz = [
-        int(text)
-        for cpu in usable_cpus(root)
-        if (text := read(root, f"sys/devices/system/cpu/cpu{cpu}/cpufreq/cpuinfo_max_freq"))
-        and text.strip().isdigit()
-    ]
+    path = "sys/devices/system/cpu/cpu{}/cpufreq/cpuinfo_max_freq"
+    texts = [(read(root, path.format(cpu)) or "").strip() for cpu in usable_cpus(root)]
+    khz = [int(t) for t in texts if t.isdigit()]
     if khz:
         return max(khz) / 1e6, "cpufreq cpuinfo_max_freq"
     blocks, mac = cpuinfo(root), sysctl(root)
@@ -353,8 +350,7 @@ def report(root: str | os.PathLike = ROOT) -> SimpleNamespace:
     """Everything about one machine (cached per root); every field but ``vendor``, ``smt`` and
     ``ceilings`` is in its :func:`fingerprint`."""
     blocks, real = cpuinfo(root), str(root) == ROOT
-    model = first(blocks, "model name")
-    model = model or sysctl(root).get("machdep.cpu.brand_string", "")
+    model = first(blocks, "model name") or sysctl(root).get("machdep.cpu.brand_string", "")
     arm, part = first(blocks, "CPU implementer"), first(blocks, "CPU part")
     if not model and part:
         model = CPUS["arm_cores"].get(f"{arm}:{part}", [f"Arm CPU part {part}"])[0]

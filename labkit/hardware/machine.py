@@ -59,12 +59,8 @@ def read(root: str | os.PathLike, rel: str) -> str | None:
 
 def parse_cpu_list(text: str) -> list[int]:
     """``"0-3,8,10-11"`` -> ``[0, 1, 2, 3, 8, 10, 11]`` (the kernel's CPU list format)."""
-    out: list[int] = []
-    for part in text.strip().split(","):
-        if part.strip():
-            lo, _, hi = part.strip().partition("-")
-            out += range(int(lo), int(hi or lo) + 1)
-    return sorted(set(out))
+    spans = [part.split("-") for part in text.strip().split(",") if part.strip()]  # "a" or "a-b"
+    return sorted({cpu for s in spans for cpu in range(int(s[0]), int(s[-1]) + 1)})
 
 
 def _pairs(text: str) -> dict[str, str]:
@@ -308,9 +304,8 @@ def ceiling(precision: str = "fp32", root: str | os.PathLike = ROOT) -> Ceiling:
     usable = float(n) if quota is None else min(float(n), quota)
     ghz, clock_how = max_clock_ghz(root)
     rate = per_cycle(root)[precision]
-    cores_how = f"{n} physical cores ({topology}{', SMT on' if smt else ''})"
-    if quota is not None:
-        cores_how += f", CPU quota {quota:g} ({quota_where})"
+    quota_how = "" if quota is None else f", CPU quota {quota:g} ({quota_where})"
+    cores_how = f"{n} physical cores ({topology}{', SMT on' if smt else ''}){quota_how}"
     known = ghz is not None and not math.isnan(rate.flops)
     peak = usable * ghz * rate.flops if known else None
     clock = f"{ghz:.2f} GHz max ({clock_how})" if ghz is not None else f"clock {clock_how}"

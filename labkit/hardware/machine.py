@@ -283,11 +283,7 @@ class Ceiling(NamedTuple):
         if self.peak_gflops is None:
             return ""
         causes = [*self.caveats, "a timing error (a step that returns before its work is done)"]
-        return (
-            f"above the estimated {self.precision} ceiling ({self.peak_gflops:.0f} GFLOP/s): "
-            "the estimate is an upper bound only as good as its inputs; likely causes: "
-            + "; ".join(causes)
-        )
+        return CPUS["say"]["above_ceiling"].format(**self._asdict(), causes="; ".join(causes))
 
 
 def ceiling(precision: str = "fp32", root: str | os.PathLike = ROOT) -> Ceiling:

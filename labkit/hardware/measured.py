@@ -44,6 +44,7 @@ PROBE_TIMEOUT_S = 300.0
 FIXTURE_FILE = "peak-probes.json"
 _FORMAT = 1  # the cache file's format
 REMEASURE = "measure it again when the machine is quiet: python -m labkit doctor --remeasure"
+SAY = machine.CPUS["say"]  #: what is said of a figure above a peak (labkit/data/cpus.toml)
 
 
 class Probe(NamedTuple):
@@ -123,19 +124,8 @@ class MeasuredPeak(NamedTuple):
         """Why a benchmark figure may sit above this peak, in words ("" when not valid)."""
         if not self.valid:
             return ""
-        why = (
-            "a ResNet-50 step is more than matrix multiplies, so this is almost surely a timing "
-            "error (a step that returns before its work is done)"
-            if self.precision == "fp32"
-            else f"possible with a better kernel than the plain GEMM the peak was measured with "
-            f"(the libraries' {self.precision} convolutions can use AMX or VNNI better), else a "
-            "timing error"
-        )
-        return (
-            f"above the measured {self.precision} matrix-multiply peak ({self.gflops:,.0f} "
-            f"GFLOP/s with {self.threads} threads): {why}, or the peak was measured on a "
-            f"busier machine ({REMEASURE})"
-        )
+        say = SAY["above_peak_fp32" if self.precision == "fp32" else "above_peak"]
+        return say.format(**self._asdict(), remeasure=REMEASURE)
 
 
 @dataclass(frozen=True)
@@ -205,10 +195,7 @@ def judge(
         note += f": above it, so the estimate's inputs are off ({causes}) or the timing is wrong"
     elif share and precision != "fp32" and share < 0.5:
         units = "matrix" if c.flops_per_cycle >= 1024 else "vector"
-        note += (
-            f": the libraries' plain {precision} GEMM does not reach what the {units} units "
-            "promise (tuned kernels, such as MLPerf submissions', get closer)"
-        )
+        note += SAY["below_units"].format(precision=precision, units=units)
     flaws = tuple(bench.verdict(best.times_s, 0, 0.0, threads, others, None))
     if flaws:
         note = f"not a valid peak ({'; '.join(flaws)}): {REMEASURE}; {note}"

@@ -100,10 +100,9 @@ def sysctl(root: str | os.PathLike = ROOT) -> dict[str, str]:
 def usable_cpus(root: str | os.PathLike = ROOT) -> list[int]:
     """The logical CPUs this process may run on (its affinity mask): Linux's
     ``proc/self/status``, else macOS's sysctl."""
-    status = read(root, "proc/self/status") or ""
-    m = re.search(r"^Cpus_allowed_list:\s*(\S+)", status, re.MULTILINE)
-    if m:
-        return parse_cpu_list(m.group(1))
+    allowed = _pairs(read(root, "proc/self/status") or "").get("Cpus_allowed_list")
+    if allowed:
+        return parse_cpu_list(allowed)
     return list(range(int(sysctl(root).get("hw.logicalcpu") or 1)))
 
 
@@ -329,9 +328,9 @@ def gpus() -> list[str]:
 
 def memory_gb(root: str | os.PathLike = ROOT) -> float:
     """The machine's memory in GiB (``MemTotal``, or macOS's ``hw.memsize``); 0 when unknown."""
-    m = re.search(r"^MemTotal:\s*(\d+)", read(root, "proc/meminfo") or "", re.MULTILINE)
-    if m:
-        return round(int(m.group(1)) / 2**20, 1)
+    kib = _pairs(read(root, "proc/meminfo") or "").get("MemTotal", "").split()  # "16384 kB"
+    if kib:
+        return round(int(kib[0]) / 2**20, 1)
     size = sysctl(root).get("hw.memsize", "")
     return round(int(size) / 2**30, 1) if size.isdigit() else 0.0
 

@@ -41,8 +41,7 @@ def _machine_rows(r) -> list[tuple[str, str]]:
 
 
 def peaks(measure: bool = True, refresh: bool = False) -> hardware.MeasuredPeaks | None:
-    """This machine's measured peaks: cached, or measured now when ``measure`` (``refresh``
-    measures again)."""
+    """This machine's measured peaks: cached, or measured now (``measure``; ``refresh``: again)."""
     if measure or refresh:
         return hardware.measure(frameworks.peak_probes(), refresh=refresh)
     return hardware.cached(frameworks.peak_probes())

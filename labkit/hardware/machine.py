@@ -168,9 +168,9 @@ def default_threads(root: str | os.PathLike = ROOT) -> int:
 
 
 def max_clock_ghz(root: str | os.PathLike = ROOT) -> tuple[float | None, str]:
-    """``(GHz, source)``, or ``(None, why)``: ``LABKIT_CPU_MAX_GHZ``, else cpufreq's maximum,
-    the GHz in the model name (a base clock) or Apple's published maximum;
-    never the current clock (an idle CPU reports a fraction of its maximum)."""
+    """``(GHz, source)``, or ``(None, why)``: ``LABKIT_CPU_MAX_GHZ``, else cpufreq's maximum, the
+    GHz in the model name (a base clock) or Apple's published maximum; never the current clock
+    (an idle CPU reports a fraction of its maximum)."""
     env = os.environ.get(MAX_GHZ_ENV, "").strip()
     if env:
         if not re.fullmatch(r"\d+(\.\d*)?|\.\d+", env) or not 0 < float(env) < 20:

@@ -157,8 +157,7 @@ class MeasuredPeaks:
 
 
 def to_measure(root: str | os.PathLike = machine.ROOT) -> dict[str, str]:
-    """precision -> "" when it is measured (fp32, and any precision the CPU has units for),
-    else why not."""
+    """precision -> "" when it is measured (the CPU has units for it), else why not."""
     return {
         p: "" if rate.native else f"not measured: {rate.how} (this CPU has no {p} unit to measure)"
         for p, rate in machine.per_cycle(root).items()
@@ -230,8 +229,7 @@ def cache_dir() -> Path:
 
 
 def cache_file(kind: str, key: object) -> Path:
-    """The cache file of ``kind`` ("peaks", "kernels") for ``key`` (any JSON) on this machine
-    type."""
+    """The cache file of ``kind`` ("peaks", "kernels") for ``key`` (JSON) on this machine type."""
     machine_id = machine.machine_of(machine.fingerprint())["machine_id"]
     digest = hashlib.sha256(json.dumps(key, sort_keys=True).encode()).hexdigest()[:16]
     return cache_dir() / f"{kind}-{machine_id}-{digest}.json"

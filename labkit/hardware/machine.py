@@ -271,8 +271,7 @@ class Ceiling(NamedTuple):
     caveats: tuple[str, ...] = ()  #: why an honest figure could still beat it
 
     def images_per_s_at(self, image_size: int, training: bool = False) -> float | None:
-        """Most ResNet-50 images/s at ``image_size`` (a training step: 3x the forward FLOPs);
-        None when the peak is unknown."""
+        """Most ResNet-50 images/s at ``image_size`` (training: 3x the FLOPs); None when unknown."""
         if self.peak_gflops is None:
             return None
         return self.peak_gflops * 1e9 / resnet.flops(image_size, training=training)

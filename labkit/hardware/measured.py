@@ -240,10 +240,8 @@ def _load(path: Path, root) -> MeasuredPeaks | None:
         data = jsonio.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return None  # a missing or damaged cache file: measured again
-    if not isinstance(data, dict) or data.get("format") != _FORMAT:
-        return None
-    n = data.get("threads")
-    if not isinstance(n, int):
+    ours = isinstance(data, dict) and data.get("format") == _FORMAT
+    if not ours or not isinstance(n := data.get("threads"), int):
         return None
     return _peaks(data.get("outputs") or [], n, root, str(data.get("measured_at")), str(path))
 

@@ -44,7 +44,7 @@ PROBE_TIMEOUT_S = 300.0
 FIXTURE_FILE = "peak-probes.json"
 _FORMAT = 1  # the cache file's format
 REMEASURE = "measure it again when the machine is quiet: python -m labkit doctor --remeasure"
-SAY = machine.CPUS["say"]  #: what is said of a figure above a peak (labkit/data/cpus.toml)
+SAY = machine.CPUS["say"]  #: what is said of a peak and a figure above it (data/cpus.toml)
 
 
 class Probe(NamedTuple):

@@ -2,7 +2,7 @@
 
 The machine, its ceiling per precision (the spec-sheet estimate beside the measured peak), the
 profile and the frameworks, as Markdown tables (a notebook renders them, a terminal reads them).
-``root`` reads a fixture tree instead of this machine (``--root``): its machine only.
+The tests pass ``root``, a fixture tree: its machine and recorded peaks only.
 """
 
 from __future__ import annotations
@@ -40,13 +40,8 @@ def _machine_rows(r) -> list[tuple[str, str]]:
     return rows
 
 
-def peaks(
-    root: str | os.PathLike = hardware.ROOT, measure: bool = True, refresh: bool = False
-) -> hardware.MeasuredPeaks | None:
-    """The measured peaks of ``root``'s machine: this machine's (cached, or measured now when
-    ``measure``; ``refresh`` measures again), or the ones a fixture tree records."""
-    if str(root) != hardware.ROOT:
-        return hardware.recorded(root)
+def peaks(measure: bool = True, refresh: bool = False) -> hardware.MeasuredPeaks | None:
+    """This machine's measured peaks: cached, or measured now (``measure``; ``refresh``: again)."""
     if measure or refresh:
         return hardware.measure(frameworks.peak_probes(), refresh=refresh)
     return hardware.cached(frameworks.peak_probes())
@@ -57,10 +52,7 @@ def _ceiling_rows(r, found: hardware.MeasuredPeaks | None, missing: str) -> list
     rows = []
     for precision, ce in r.ceilings.items():
         estimate = "unknown" if ce.peak_gflops is None else f"{ce.peak_gflops:,.0f}"
-        if found is None:
-            rows.append([precision, estimate, "not measured", "-", "", missing])
-            continue
-        p = found[precision]
+        p = found[precision] if found else hardware.measured.MeasuredPeak(precision, 0, missing)
         measured = "not measured" if p.gflops is None else f"{p.gflops:,.0f} ({p.iqr_gflops:,.0f})"
         share = "-" if p.of_estimate is None else f"{p.of_estimate:.0%}"
         rows.append([precision, estimate, measured, share, p.kernel, p.note])
@@ -71,10 +63,11 @@ def markdown(
     root: str | os.PathLike = hardware.ROOT, found: hardware.MeasuredPeaks | None = None
 ) -> str:
     """The whole report, with the measured peaks ``found`` (:func:`peaks`; None: not measured).
-    A fixture ``root``: its machine only, no frameworks."""
+    A fixture ``root``: its machine and the peaks it records, no frameworks."""
     fixture = str(root) != hardware.ROOT
     missing = "not measured yet (python -m labkit doctor measures it)"
     if fixture:
+        found = hardware.recorded(root)
         missing = f"not measured: the fixture tree holds no {hardware.FIXTURE_FILE}"
     machine = hardware.report(root)
     lines = [tables.markdown(("machine", ""), _machine_rows(machine)), ""]

@@ -178,12 +178,13 @@ def test_flags_use_the_records_verdict_and_cope_with_old_records():
 
 
 def test_cpu_family_and_isa():
-    assert hardware.summary.cpu_family("Intel(R) Xeon(R) Platinum 8480+") == "Intel Xeon"
-    assert hardware.summary.cpu_family("AMD EPYC 9R14 96-Core Processor") == "AMD EPYC"
-    assert hardware.summary.cpu_family("12th Gen Intel(R) Core(TM) i7-1260P") == "Intel Core"
-    assert hardware.summary.cpu_family("Apple M2 Pro") == "Apple M2"
-    assert hardware.summary.isa_tier(["avx2", "avx512f", "amx_tile"]) == "AMX"
-    assert hardware.summary.isa_tier(["asimd"]) == "NEON"
+    assert hardware.machine.cpu_family("Intel(R) Xeon(R) Platinum 8480+") == "Intel Xeon"
+    assert hardware.machine.cpu_family("AMD EPYC 9R14 96-Core Processor") == "AMD EPYC"
+    assert hardware.machine.cpu_family("12th Gen Intel(R) Core(TM) i7-1260P") == "Intel Core"
+    assert hardware.machine.cpu_family("Apple M2 Pro") == "Apple M2"
+    amx = {"vector_extensions": ["avx2", "avx512f", "amx_tile"]}
+    assert hardware.machine_of(amx)["isa"] == "AMX"  # the widest unit
+    assert hardware.machine_of({"vector_extensions": ["asimd"]})["isa"] == "NEON"
 
 
 @pytest.fixture

@@ -364,7 +364,7 @@ def test_gpu_cells_pass_the_device_through(tmp_path):
     require("torch")
     plan = runner.Plan.build(["torch"], ["eager"], ["latency"], device="gpu", profile=SMOKE)
     (r,) = runner.run(plan, tmp_path / "r.jsonl", progress=False).records
-    assert r["device"] == "gpu" and r["machine"]["gpus"] == hardware.summary.gpus()
+    assert r["device"] == "gpu" and r["machine"]["gpus"] == hardware.machine.gpus()
     if r["status"] == "ok":  # a CUDA build on a GPU machine: no CPU ceiling applies
         assert r["ceiling_share"] is None and r["median_s"] > 0
     else:

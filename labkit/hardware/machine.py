@@ -1,6 +1,9 @@
-"""What this process may use of the machine: its CPUs, their physical cores, its CPU quota and
-the CPUs' maximum clock, read from the machine's files under ``root``, the folder that stands for
-``/`` (a fixture tree in the tests; for macOS a file ``sysctl`` holds ``sysctl`` output).
+"""What machine is this and how fast could it compute: its CPUs, their physical cores, the CPU
+quota and maximum clock, read from its files under ``root``, the folder that stands for ``/`` (a
+fixture tree in the tests; for macOS a file ``sysctl`` holds ``sysctl`` output); the compute
+ceiling per precision (``cores x maximum clock x FLOPs per cycle``: an estimate, unknown without
+a clock; a figure above it is flagged with its likely cause, never an error); the report, the
+fingerprint stored with results and the machine type it reduces to (never a host name).
 
 The affinity mask (``taskset``, ``--cpuset-cpus``), the physical cores behind it (hyper-threads
 share a core's vector units, so they count once) and the cgroup CPU quota (Docker ``--cpus``,
@@ -11,29 +14,32 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import hashlib
+import json
 import math
 import os
+import platform
 import re
 import subprocess
 import sys
 import tomllib
 from pathlib import Path
+from types import SimpleNamespace
+from typing import NamedTuple
+
+from .. import resnet
 
 __all__ = [
-    "CPUS",
+    "CEILING_PRECISIONS",
     "MAX_GHZ_ENV",
     "ROOT",
-    "cpu_quota",
-    "cpuinfo",
+    "Ceiling",
+    "ceiling",
     "default_threads",
-    "first",
-    "isa_flags",
-    "max_clock_ghz",
-    "parse_cpu_list",
-    "physical_cores",
-    "read",
-    "sysctl",
-    "usable_cpus",
+    "fingerprint",
+    "machine_of",
+    "per_cycle",
+    "report",
 ]
 
 ROOT = "/"
@@ -53,31 +59,25 @@ def read(root: str | os.PathLike, rel: str) -> str | None:
 
 def parse_cpu_list(text: str) -> list[int]:
     """``"0-3,8,10-11"`` -> ``[0, 1, 2, 3, 8, 10, 11]`` (the kernel's CPU list format)."""
-    out: list[int] = []
-    for part in text.strip().split(","):
-        if part.strip():
-            lo, _, hi = part.strip().partition("-")
-            out += range(int(lo), int(hi or lo) + 1)
-    return sorted(set(out))
+    spans = [part.split("-") for part in text.strip().split(",") if part.strip()]  # "a" or "a-b"
+    return sorted({cpu for s in spans for cpu in range(int(s[0]), int(s[-1]) + 1)})
+
+
+def _pairs(text: str) -> dict[str, str]:
+    """``key: value`` lines as a dict (a block of ``/proc/cpuinfo``, ``sysctl`` output)."""
+    pairs = (line.partition(":") for line in text.splitlines())
+    return {k.strip(): v.strip() for k, sep, v in pairs if sep}
 
 
 def cpuinfo(root: str | os.PathLike = ROOT) -> list[dict[str, str]]:
     """``/proc/cpuinfo`` as one dict per processor (Arm kernels put some keys in a last block)."""
-    blocks = []
-    for chunk in re.split(r"\n\s*\n", read(root, "proc/cpuinfo") or ""):
-        block = {}
-        for line in chunk.splitlines():
-            key, sep, value = line.partition(":")
-            if sep:
-                block.setdefault(key.strip(), value.strip())
-        if block:
-            blocks.append(block)
-    return blocks
+    chunks = re.split(r"\n\s*\n", read(root, "proc/cpuinfo") or "")
+    return [block for chunk in chunks if (block := _pairs(chunk))]
 
 
-def first(blocks: list[dict[str, str]], key: str, default: str = "") -> str:
-    """The first non-empty value of ``key`` over :func:`cpuinfo`'s blocks."""
-    return next((b[key] for b in blocks if b.get(key)), default)
+def first(blocks: list[dict[str, str]], key: str) -> str:
+    """The first non-empty value of ``key`` over :func:`cpuinfo`'s blocks ("" when none)."""
+    return next((b[key] for b in blocks if b.get(key)), "")
 
 
 def isa_flags(blocks: list[dict[str, str]]) -> set[str]:
@@ -94,17 +94,15 @@ def sysctl(root: str | os.PathLike = ROOT) -> dict[str, str]:
         with contextlib.suppress(OSError, subprocess.SubprocessError):
             done = subprocess.run(cmd, capture_output=True, text=True, timeout=20, check=False)
             text = done.stdout
-    pairs = (line.partition(":") for line in (text or "").splitlines())
-    return {k.strip(): v.strip() for k, sep, v in pairs if sep}
+    return _pairs(text or "")
 
 
 def usable_cpus(root: str | os.PathLike = ROOT) -> list[int]:
     """The logical CPUs this process may run on (its affinity mask): Linux's
     ``proc/self/status``, else macOS's sysctl."""
-    status = read(root, "proc/self/status") or ""
-    m = re.search(r"^Cpus_allowed_list:\s*(\S+)", status, re.MULTILINE)
-    if m:
-        return parse_cpu_list(m.group(1))
+    allowed = _pairs(read(root, "proc/self/status") or "").get("Cpus_allowed_list")
+    if allowed:
+        return parse_cpu_list(allowed)
     return list(range(int(sysctl(root).get("hw.logicalcpu") or 1)))
 
 
@@ -170,9 +168,9 @@ def default_threads(root: str | os.PathLike = ROOT) -> int:
 
 
 def max_clock_ghz(root: str | os.PathLike = ROOT) -> tuple[float | None, str]:
-    """``(GHz, source)``, or ``(None, why)``: ``LABKIT_CPU_MAX_GHZ``, else cpufreq's maximum,
-    the GHz in the model name (a base clock) or Apple's published maximum;
-    never the current clock (an idle CPU reports a fraction of its maximum)."""
+    """``(GHz, source)``, or ``(None, why)``: ``LABKIT_CPU_MAX_GHZ``, else cpufreq's maximum, the
+    GHz in the model name (a base clock) or Apple's published maximum; never the current clock
+    (an idle CPU reports a fraction of its maximum)."""
     env = os.environ.get(MAX_GHZ_ENV, "").strip()
     if env:
         if not re.fullmatch(r"\d+(\.\d*)?|\.\d+", env) or not 0 < float(env) < 20:
@@ -181,12 +179,9 @@ def max_clock_ghz(root: str | os.PathLike = ROOT) -> tuple[float | None, str]:
                 f"clock, e.g. {MAX_GHZ_ENV}=3.7"
             )
         return float(env), f"{MAX_GHZ_ENV}={env} (your setting)"
-    khz = [
-        int(text)
-        for cpu in usable_cpus(root)
-        if (text := read(root, f"sys/devices/system/cpu/cpu{cpu}/cpufreq/cpuinfo_max_freq"))
-        and text.strip().isdigit()
-    ]
+    path = "sys/devices/system/cpu/cpu{}/cpufreq/cpuinfo_max_freq"
+    texts = [(read(root, path.format(cpu)) or "").strip() for cpu in usable_cpus(root)]
+    khz = [int(t) for t in texts if t.isdigit()]
     if khz:
         return max(khz) / 1e6, "cpufreq cpuinfo_max_freq"
     blocks, mac = cpuinfo(root), sysctl(root)
@@ -204,3 +199,211 @@ def max_clock_ghz(root: str | os.PathLike = ROOT) -> tuple[float | None, str]:
         f"unknown: no cpufreq maximum and no GHz in the model name {name!r}{seen}; "
         f"set {MAX_GHZ_ENV} to your CPU's maximum clock"
     )
+
+
+# ---------------------------------------------------------------------------------------------
+# the ceiling: FLOPs per cycle from the ISA, times the cores and the clock
+
+#: precisions the ceiling is estimated for (the runner's are fp32 and bf16; deploy adds int8)
+CEILING_PRECISIONS: tuple[str, ...] = ("fp32", "bf16", "int8")
+
+
+class PerCycle(NamedTuple):
+    """What one core does per cycle at one precision, and how that was worked out."""
+
+    flops: float
+    how: str
+    caveat: str = ""  #: why a figure might honestly beat this rate
+    #: the CPU has arithmetic of its own for this precision (False: it computes at a fallback
+    #: rate, e.g. bf16 through fp32 units, so there is no low-precision unit to measure)
+    native: bool = True
+
+
+def _rates(
+    isa: str, flags: set[str], pipes: int = 0, caveat: str = "", core: str = ""
+) -> dict[str, PerCycle]:
+    """Per precision, the first of ``isa``'s rules in cpus.toml whose flags the CPU has all of
+    (Arm: its core, with ``pipes`` 128-bit FMA pipes)."""
+    out: dict[str, PerCycle] = {}
+    for precision in CEILING_PRECISIONS:
+        rule = next(r for r in CPUS[isa][precision] if set(r.get("flags", ())) <= flags)
+        flops = rule.get("flops") or rule["times"] * (out["fp32"].flops if out else pipes)
+        how = rule["how"].format(core=core, pipes=pipes)
+        out[precision] = PerCycle(flops, how, caveat, rule.get("native", True))
+    return out
+
+
+def _arm(flags: set[str], implementer: str, part: str, caveat: str = "") -> dict[str, PerCycle]:
+    cores = CPUS["arm_cores"]
+    core, pipes = cores.get(f"{implementer}:{part}") or cores.get(implementer) or ("", 4)
+    if not core:
+        core = f"Arm core (implementer {implementer or '?'}, part {part or '?'})"
+        caveat = "the core is not in labkit's table: 4 FMA pipes were assumed"
+    return _rates("arm", flags, pipes, caveat, core)
+
+
+def per_cycle(root: str | os.PathLike = ROOT) -> dict[str, PerCycle]:
+    """FLOPs (int8: operations) per cycle per core, for each of :data:`CEILING_PRECISIONS`."""
+    blocks = cpuinfo(root)
+    isa, implementer = isa_flags(blocks), first(blocks, "CPU implementer")
+    if implementer or "asimd" in isa:
+        return _arm(isa, implementer, first(blocks, "CPU part"))
+    if blocks:
+        family = f"family {first(blocks, 'cpu family')}"
+        return _rates("x86", isa | {first(blocks, "vendor_id"), family})
+    mac, apple = sysctl(root), CPUS["apple"]
+    if "Apple" in mac.get("machdep.cpu.brand_string", ""):
+        features = apple["features"].items()
+        flags = {f for feat, f in features if mac.get(f"hw.optional.arm.{feat}") == "1"}
+        return _arm(flags, apple["implementer"], "", apple["caveat"])
+    return _rates("unknown", set())
+
+
+class Ceiling(NamedTuple):
+    """The most this process could compute per second at one precision: an estimate."""
+
+    precision: str
+    cores: float  #: usable physical cores (a CPU quota can make it fractional)
+    clock_ghz: float | None  #: the maximum clock; None when unknown
+    flops_per_cycle: float  #: per core, at this precision (int8: operations)
+    peak_gflops: float | None  #: cores x clock x flops_per_cycle; None when unknown
+    method: str  #: how it was estimated, in words
+    caveats: tuple[str, ...] = ()  #: why an honest figure could still beat it
+
+    def images_per_s_at(self, image_size: int, training: bool = False) -> float | None:
+        """Most ResNet-50 images/s at ``image_size`` (training: 3x the FLOPs); None when unknown."""
+        if self.peak_gflops is None:
+            return None
+        return self.peak_gflops * 1e9 / resnet.flops(image_size, training=training)
+
+    def explain_above(self) -> str:
+        """The likely cause, in words, of a measurement above this ceiling."""
+        if self.peak_gflops is None:
+            return ""
+        causes = [*self.caveats, "a timing error (a step that returns before its work is done)"]
+        return CPUS["say"]["above_ceiling"].format(**self._asdict(), causes="; ".join(causes))
+
+
+def ceiling(precision: str = "fp32", root: str | os.PathLike = ROOT) -> Ceiling:
+    """The compute ceiling at ``precision`` (fp32, bf16 or int8) for this process's CPUs."""
+    if precision.startswith("int8"):  # int8-dynamic, int8-static: int8 kernels
+        precision = "int8"
+    if precision not in CEILING_PRECISIONS:
+        raise ValueError(
+            f"unknown precision {precision!r}: the ceiling is estimated for "
+            f"{', '.join(CEILING_PRECISIONS)}"
+        )
+    n, smt, topology = physical_cores(root)
+    quota, quota_where = cpu_quota(root)
+    usable = float(n) if quota is None else min(float(n), quota)
+    ghz, clock_how = max_clock_ghz(root)
+    rate = per_cycle(root)[precision]
+    quota_how = "" if quota is None else f", CPU quota {quota:g} ({quota_where})"
+    cores_how = f"{n} physical cores ({topology}{', SMT on' if smt else ''}){quota_how}"
+    known = ghz is not None and not math.isnan(rate.flops)
+    peak = usable * ghz * rate.flops if known else None
+    clock = f"{ghz:.2f} GHz max ({clock_how})" if ghz is not None else f"clock {clock_how}"
+    method = f"{usable:g} cores [{cores_how}] x {clock} x {rate.flops:g} {precision} "
+    method += f"FLOP/cycle ({rate.how})"
+    method += f" = {peak:.0f} GFLOP/s" if peak is not None else ": peak unknown"
+    low = [c for src, c in CPUS["clock_caveats"].items() if clock_how.startswith(src)]
+    caveats = tuple(c for c in (rate.caveat, *low) if c)
+    return Ceiling(precision, usable, ghz, rate.flops, peak, method, caveats)
+
+
+# ---------------------------------------------------------------------------------------------
+# the report, the fingerprint and the machine type
+
+
+def gpus() -> list[str]:
+    """NVIDIA GPUs by name, from nvidia-smi (no framework import)."""
+    cmd = ["nvidia-smi", "--query-gpu=name,memory.total", "--format=csv,noheader"]
+    try:
+        out = subprocess.run(cmd, capture_output=True, text=True, timeout=10, check=False).stdout
+    except (OSError, subprocess.SubprocessError):  # no NVIDIA driver
+        return []
+    return [line.strip() for line in out.splitlines() if line.strip()]
+
+
+def memory_gb(root: str | os.PathLike = ROOT) -> float:
+    """The machine's memory in GiB (``MemTotal``, or macOS's ``hw.memsize``); 0 when unknown."""
+    kib = _pairs(read(root, "proc/meminfo") or "").get("MemTotal", "").split()  # "16384 kB"
+    if kib:
+        return round(int(kib[0]) / 2**20, 1)
+    size = sysctl(root).get("hw.memsize", "")
+    return round(int(size) / 2**30, 1) if size.isdigit() else 0.0
+
+
+@functools.lru_cache(maxsize=8)
+def report(root: str | os.PathLike = ROOT) -> SimpleNamespace:
+    """Everything about one machine (cached per root); every field but ``vendor``, ``smt`` and
+    ``ceilings`` is in its :func:`fingerprint`."""
+    blocks, real = cpuinfo(root), str(root) == ROOT
+    model = first(blocks, "model name") or sysctl(root).get("machdep.cpu.brand_string", "")
+    arm, part = first(blocks, "CPU implementer"), first(blocks, "CPU part")
+    if not model and part:
+        model = CPUS["arm_cores"].get(f"{arm}:{part}", [f"Arm CPU part {part}"])[0]
+    arch = "aarch64" if arm else "arm64" if "Apple" in model else "x86_64"
+    cores, smt, _ = physical_cores(root)
+    flags = isa_flags(blocks)
+    return SimpleNamespace(
+        cpu=model or (platform.processor() or platform.machine() if real else "unknown"),
+        vendor=first(blocks, "vendor_id") or ("Apple" if "Apple" in model else "unknown"),
+        arch=platform.machine() if real else arch,
+        logical_cpus=len(usable_cpus(root)),  # CPUs of the affinity mask
+        cores=cores,  # the physical cores behind them
+        smt=smt,  # two of them are hyper-threads of one core
+        cpu_quota=cpu_quota(root)[0],  # in CPUs, None when unlimited
+        threads=default_threads(root),  # what the runner gives every framework
+        clock_ghz=max_clock_ghz(root)[0],  # the maximum clock, None when unknown
+        vector_extensions=[f for f in CPUS["vector_flags"] if f in flags],
+        memory_gb=memory_gb(root),
+        gpus=gpus() if real else [],
+        os=platform.platform(terse=True) if real else "",
+        python=platform.python_version(),
+        ceilings={p: ceiling(p, root) for p in CEILING_PRECISIONS},
+    )
+
+
+def fingerprint() -> dict:
+    """A compact machine identity stored with every benchmark result."""
+    r = report()
+    fields = {k: v for k, v in vars(r).items() if k not in ("vendor", "smt", "ceilings")}
+    return fields | {"peak_gflops": {p: c.peak_gflops for p, c in r.ceilings.items()}}
+
+
+#: fingerprint fields that make a machine type
+MACHINE_FIELDS = ("cpu", "cores", "arch", "vector_extensions", "gpus", "memory_gb")
+
+
+def cpu_family(cpu: str) -> str:
+    """A CPU model string reduced to its family, its first two words once the trademarks,
+    generation and clock are gone: 'Intel(R) Xeon(R) Platinum 8480+' -> 'Intel Xeon'."""
+    s = re.sub(r"\((?:R|TM|tm|r)\)|®|™", " ", cpu or "")
+    s = re.sub(r"\d+(?:th|st|nd|rd) Gen\b|\bCPU\b|\bProcessor\b|@.*$|\d+-Core", " ", s)
+    return " ".join(s.split()[:2]) or "unknown CPU"  # the brand and its series
+
+
+def machine_of(fingerprint: dict, fixture: bool = False) -> dict:
+    """The machine type of a record's ``machine``: its id (a hash of :data:`MACHINE_FIELDS`),
+    label, CPU, family, ISA tier, cores, architecture, memory and the fingerprint as JSON."""
+    ident = {k: fingerprint.get(k) for k in MACHINE_FIELDS}
+    mid = hashlib.sha256(json.dumps(ident, sort_keys=True).encode()).hexdigest()[:12]
+    family = cpu_family(str(fingerprint.get("cpu") or ""))
+    exts = fingerprint.get("vector_extensions") or []  # the widest unit decides the rate
+    isa = next((name for flag, name in CPUS["isa_tiers"].items() if flag in exts), "SSE")
+    cores, memory, gpus = (fingerprint.get(k) for k in ("cores", "memory_gb", "gpus"))
+    label = f"{family} ({isa}), {fingerprint.get('cores', '?')} cores"
+    label += f", {len(gpus)} GPU" if gpus else ""
+    return {
+        "machine_id": mid,
+        "label": ("fixture: " if fixture else "") + label,
+        "cpu": str(fingerprint.get("cpu") or "unknown"),
+        "family": family,
+        "isa": isa,
+        "cores": cores if isinstance(cores, int) else None,
+        "arch": str(fingerprint.get("arch") or ""),
+        "memory_gb": memory if isinstance(memory, int | float) else None,
+        "fixture": fixture,
+        "fingerprint": json.dumps(fingerprint, sort_keys=True),
+    }

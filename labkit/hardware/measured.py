@@ -23,24 +23,18 @@ from typing import NamedTuple
 
 from .. import bench, resnet
 from ..util import jsonio, proc, stats
-from .machine import MAX_GHZ_ENV, ROOT, default_threads
-from .peak import CEILING_PRECISIONS, ceiling, per_cycle
-from .summary import fingerprint, machine_of
+from . import machine
 
 __all__ = [
     "CACHE_ENV",
     "FIXTURE_FILE",
-    "KernelRate",
-    "MeasuredPeak",
     "MeasuredPeaks",
     "Probe",
     "cache_dir",
     "cache_file",
     "cached",
-    "judge",
     "measure",
     "recorded",
-    "to_measure",
 ]
 
 #: environment variable: the folder that holds the cached peaks (default ~/.cache/graphlab)
@@ -50,6 +44,7 @@ PROBE_TIMEOUT_S = 300.0
 FIXTURE_FILE = "peak-probes.json"
 _FORMAT = 1  # the cache file's format
 REMEASURE = "measure it again when the machine is quiet: python -m labkit doctor --remeasure"
+SAY = machine.CPUS["say"]  #: what is said of a peak and a figure above it (data/cpus.toml)
 
 
 class Probe(NamedTuple):
@@ -64,8 +59,8 @@ class KernelRate(NamedTuple):
     """One kernel's rate: the median over its timed calls, and their spread."""
 
     precision: str
-    kernel: str  #: the kernel, in words ("torch.mm", "MatMul, pre-packed weight")
-    name: str  #: the kernel, its probe's framework and its GEMM's side n, in words
+    #: the kernel, its probe's framework and its GEMM's side n: "torch.mm (torch, 2048^3)"
+    kernel: str
     gflops: float | None  #: 2 n^3 / the median seconds, in G(FL)OP/s; None when it failed
     iqr_gflops: float | None  #: the interquartile range of the per-call rates
     times_s: tuple[float, ...] = ()  #: the timed calls
@@ -77,11 +72,9 @@ class KernelRate(NamedTuple):
         times = [t for t in row.get("times_s") or [] if isinstance(t, int | float) and t > 0]
         rates = [(row.get("ops") or 0) / t / 1e9 for t in times]
         ok = bool(rates) and not row.get("error")
-        kernel = str(row.get("kernel", "?"))
         return cls(
             str(row.get("precision", "")),
-            kernel,
-            f"{kernel} ({probe.rsplit('.', 2)[-2]}, {row.get('n') or 0}^3)",
+            f"{row.get('kernel', '?')} ({probe.rsplit('.', 2)[-2]}, {row.get('n') or 0}^3)",
             stats.median(rates) if ok else None,
             stats.iqr(rates) if ok else None,
             tuple(times),
@@ -100,7 +93,6 @@ class MeasuredPeak(NamedTuple):
     iqr_gflops: float | None = None  #: its spread (interquartile range of the per-call rates)
     kernel: str = ""  #: the best kernel, in words
     estimate_gflops: float | None = None  #: the spec-sheet estimate for ``threads`` cores
-    of_estimate: float | None = None  #: the measured rate over the estimate (None without both)
     #: why it is not a valid peak (:func:`labkit.bench.verdict`); empty when valid
     invalid: tuple[str, ...] = ()
 
@@ -111,6 +103,11 @@ class MeasuredPeak(NamedTuple):
     @property
     def valid(self) -> bool:
         return self.measured and not self.invalid
+
+    @property
+    def of_estimate(self) -> float | None:
+        """The measured rate over the estimate (None without both)."""
+        return self.gflops / self.estimate_gflops if self.gflops and self.estimate_gflops else None
 
     @property
     def above_estimate(self) -> bool:
@@ -127,19 +124,8 @@ class MeasuredPeak(NamedTuple):
         """Why a benchmark figure may sit above this peak, in words ("" when not valid)."""
         if not self.valid:
             return ""
-        why = (
-            "a ResNet-50 step is more than matrix multiplies, so this is almost surely a timing "
-            "error (a step that returns before its work is done)"
-            if self.precision == "fp32"
-            else f"possible with a better kernel than the plain GEMM the peak was measured with "
-            f"(the libraries' {self.precision} convolutions can use AMX or VNNI better), else a "
-            "timing error"
-        )
-        return (
-            f"above the measured {self.precision} matrix-multiply peak ({self.gflops:,.0f} "
-            f"GFLOP/s with {self.threads} threads): {why}, or the peak was measured on a "
-            f"busier machine ({REMEASURE})"
-        )
+        say = SAY["above_peak_fp32" if self.precision == "fp32" else "above_peak"]
+        return say.format(**self._asdict(), remeasure=REMEASURE)
 
 
 @dataclass(frozen=True)
@@ -170,21 +156,19 @@ class MeasuredPeaks:
         return next(reasons, "")
 
 
-def to_measure(root: str | os.PathLike = ROOT) -> dict[str, str]:
-    """precision -> "" when it is measured (fp32, and any precision the CPU has units for),
-    else why not."""
-    out = {}
-    for precision, rate in per_cycle(root).items():
-        why = f"not measured: {rate.how} (this CPU has no {precision} unit to measure)"
-        out[precision] = "" if precision == "fp32" or rate.native else why
-    return out
+def to_measure(root: str | os.PathLike = machine.ROOT) -> dict[str, str]:
+    """precision -> "" when it is measured (the CPU has units for it), else why not."""
+    return {
+        p: "" if rate.native else f"not measured: {rate.how} (this CPU has no {p} unit to measure)"
+        for p, rate in machine.per_cycle(root).items()
+    }
 
 
 def judge(
     precision: str,
     rates: Sequence[KernelRate],
     threads: int,
-    root: str | os.PathLike = ROOT,
+    root: str | os.PathLike = machine.ROOT,
     why_not: str = "",
     others: float | None = None,
 ) -> MeasuredPeak:
@@ -194,13 +178,13 @@ def judge(
     rates = tuple(r for r in rates if r.precision == precision)
     good = [r for r in rates if r.gflops is not None]
     if not good:
-        failed = "; ".join(f"{r.name}: failed ({r.error})" for r in rates)
+        failed = "; ".join(f"{r.kernel}: failed ({r.error})" for r in rates)
         note = why_not or (f"every kernel failed: {failed}" if rates else "not measured")
         return MeasuredPeak(precision, threads, note, rates)
     best = max(good, key=lambda r: r.gflops)
-    c = ceiling(precision, root)
+    c = machine.ceiling(precision, root)
     estimate = share = None
-    note = f"no spec-sheet estimate: the clock is unknown (set {MAX_GHZ_ENV})"
+    note = f"no spec-sheet estimate: the clock is unknown (set {machine.MAX_GHZ_ENV})"
     if c.peak_gflops is not None:
         estimate = c.peak_gflops * min(float(threads), c.cores) / c.cores
         share = best.gflops / estimate
@@ -210,42 +194,28 @@ def judge(
         note += f": above it, so the estimate's inputs are off ({causes}) or the timing is wrong"
     elif share and precision != "fp32" and share < 0.5:
         units = "matrix" if c.flops_per_cycle >= 1024 else "vector"
-        note += (
-            f": the libraries' plain {precision} GEMM does not reach what the {units} units "
-            "promise (tuned kernels, such as MLPerf submissions', get closer)"
-        )
-    invalid = tuple(bench.verdict(best.times_s, 0, 0.0, threads, others, None))
-    if invalid:
-        note = f"not a valid peak ({'; '.join(invalid)}): {REMEASURE}; {note}"
+        note += SAY["below_units"].format(precision=precision, units=units)
+    flaws = tuple(bench.verdict(best.times_s, 0, 0.0, threads, others, None))
+    if flaws:
+        note = f"not a valid peak ({'; '.join(flaws)}): {REMEASURE}; {note}"
     return MeasuredPeak(
-        precision,
-        threads,
-        note,
-        rates,
-        best.gflops,
-        best.iqr_gflops,
-        best.name,
-        estimate,
-        share,
-        invalid,
+        precision, threads, note, rates, best.gflops, best.iqr_gflops, best.kernel, estimate, flaws
     )
 
 
 def _peaks(outputs: list[dict], threads: int, root, measured_at: str, source: str):
     """:class:`MeasuredPeaks` from the probes' outputs (``{"module", "output" | "error"}``)."""
-    rates, problems = [], []
-    for item in outputs:
-        if item.get("error"):
-            problems.append(f"{item.get('module')}: {item['error']}")
-            continue
+    problems = tuple(f"{o.get('module')}: {o['error']}" for o in outputs if o.get("error"))
+    rates = []
+    for item in outputs:  # one that failed has no output
         rows = (item.get("output") or {}).get("kernels") or []
         rates += [KernelRate.of(row, str(item.get("module"))) for row in rows]
     seen = [o["others_cpus"] for o in outputs if isinstance(o.get("others_cpus"), int | float)]
     others = max(seen, default=None)
     none = "" if outputs else "not measured: no framework here has a probe"
     why = to_measure(root)
-    peaks = {p: judge(p, rates, threads, root, why[p] or none, others) for p in CEILING_PRECISIONS}
-    return MeasuredPeaks(threads, peaks, measured_at, tuple(problems), source, others)
+    peaks = {p: judge(p, rates, threads, root, why[p] or none, others) for p in why}
+    return MeasuredPeaks(threads, peaks, measured_at, problems, source, others)
 
 
 def cache_dir() -> Path:
@@ -259,11 +229,10 @@ def cache_dir() -> Path:
 
 
 def cache_file(kind: str, key: object) -> Path:
-    """The cache file of ``kind`` ("peaks", "kernels") for ``key`` (any JSON) on this machine
-    type."""
-    machine = machine_of(fingerprint())["machine_id"]
+    """The cache file of ``kind`` ("peaks", "kernels") for ``key`` (JSON) on this machine type."""
+    machine_id = machine.machine_of(machine.fingerprint())["machine_id"]
     digest = hashlib.sha256(json.dumps(key, sort_keys=True).encode()).hexdigest()[:16]
-    return cache_dir() / f"{kind}-{machine}-{digest}.json"
+    return cache_dir() / f"{kind}-{machine_id}-{digest}.json"
 
 
 def _load(path: Path, root) -> MeasuredPeaks | None:
@@ -271,10 +240,8 @@ def _load(path: Path, root) -> MeasuredPeaks | None:
         data = jsonio.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return None  # a missing or damaged cache file: measured again
-    if not isinstance(data, dict) or data.get("format") != _FORMAT:
-        return None
-    n = data.get("threads")
-    if not isinstance(n, int):
+    ours = isinstance(data, dict) and data.get("format") == _FORMAT
+    if not ours or not isinstance(n := data.get("threads"), int):
         return None
     return _peaks(data.get("outputs") or [], n, root, str(data.get("measured_at")), str(path))
 
@@ -290,9 +257,9 @@ def _peaks_file(probes: Sequence[Probe], threads: int) -> Path:
 
 def cached(probes: Sequence[Probe], threads: int | None = None) -> MeasuredPeaks | None:
     """The peaks cached for these probes and threads on this machine type, else None."""
-    threads = threads or default_threads()
+    threads = threads or machine.default_threads()
     try:
-        return _load(_peaks_file(probes, threads), ROOT)
+        return _load(_peaks_file(probes, threads), machine.ROOT)
     except OSError:
         return None
 
@@ -302,17 +269,15 @@ def _run(probe: Probe, threads: int, precisions: list[str]) -> dict:
     cmd = [sys.executable, "-m", probe.module, "--threads", str(threads)]
     cmd += ["--precisions", ",".join(precisions)]
     env = proc.child_env(threads)
-    before, children = bench.cpu_sample(), sum(os.times()[2:4])  # children's user + system
+    # this process's CPU time counts its children's (user, system): the probe is not "others"
+    before = (*bench.cpu_sample()[:2], sum(os.times()[:4]))
     try:
         done = subprocess.run(
             cmd, capture_output=True, text=True, timeout=PROBE_TIMEOUT_S, env=env, check=False
         )
     except subprocess.TimeoutExpired:
         return {"module": probe.module, "error": f"no result within {PROBE_TIMEOUT_S:.0f} s"}
-    after, probe_cpu = bench.cpu_sample(), sum(os.times()[2:4]) - children
-    others = bench.busy_elsewhere(before, after)  # the probe counts as another process here
-    if others is not None:  # not None: both samples taken, some time apart
-        others = max(0.0, others - probe_cpu / (after[0] - before[0]))
+    others = bench.busy_elsewhere(before, (*bench.cpu_sample()[:2], sum(os.times()[:4])))
     lines = done.stdout.strip().splitlines()
     try:
         return {"module": probe.module, "output": json.loads(lines[-1]), "others_cpus": others}
@@ -327,7 +292,7 @@ def measure(
     """The peaks with ``threads`` threads: a valid cached one, else (or ``refresh``) measured
     by every probe, a second time when the first is not valid. Only a valid one is cached; an
     invalid one is returned saying why. A probe that fails is named in ``problems``."""
-    threads = threads or default_threads()
+    threads = threads or machine.default_threads()
     found = None if refresh else cached(probes, threads)
     if found is not None and found.valid:
         return found  # a file cached before peaks were judged may be invalid: measured again
@@ -335,7 +300,7 @@ def measure(
     for _ in range(2):
         outputs = [_run(probe, threads, wanted) for probe in probes]
         now = datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds")
-        peaks = _peaks(outputs, threads, ROOT, now, "")
+        peaks = _peaks(outputs, threads, machine.ROOT, now, "")
         if peaks.valid:
             break
     else:

@@ -93,29 +93,26 @@ def test_token_inputs_get_a_sequence_length_series_and_masks_stay_masks():
     assert layout.probe_notes([ids]) == []
 
 
-def test_example_inputs_from_a_builder_or_a_function(tmp_path):
+def test_example_inputs_from_a_builder(tmp_path):
     ids, mask = _tokens()
     arrays, call = inputs.example_of((ids,), {"attention_mask": mask, "use_cache": False})
     assert call.names == ("", "attention_mask") and call.constants == {"use_cache": False}
     assert call.text(arrays) == "model(2x16:int64, attention_mask=2x16:int64, use_cache=False)"
     assert call.split(["a", "b"]) == (["a"], {"attention_mask": "b"})
-    with pytest.raises(ValueError, match="keyword arguments are tensors"):
+    with pytest.raises(ValueError, match="keyword 'cache' is a object, not a tensor"):
         inputs.example_of((ids,), {"cache": object()})
     with pytest.raises(ValueError, match="not a tensor or an array"):
         inputs.example_of(("text",))
     (tmp_path / "m.py").write_text(
         "import numpy as np\n"
-        "def build():\n    return 'the model', (np.zeros((2, 4)),), {'flag': True}\n"
+        "def build():\n"
+        "    return 'the model', (np.zeros((2, 4)),), {'flag': True, 'mask': np.ones((2, 4), int)}\n"
         "def plain():\n    return 'the model'\n"
-        "def example_inputs():\n    return (np.ones((2, 4)),), {'mask': np.ones((2, 4), int)}\n"
     )
     model, (arrays, call) = inputs.build_example(f"{tmp_path / 'm.py'}:build")
     assert model == "the model" and arrays[0].shape == (2, 4) and call.constants == {"flag": True}
-    assert inputs.build_example(f"{tmp_path / 'm.py'}:plain") == ("the model", None)
-    arrays, call = inputs.load_example(f"{tmp_path / 'm.py'}:example_inputs")
     assert call.names == ("", "mask") and len(arrays) == 2
-    assert inputs.is_function_spec(f"{tmp_path / 'm.py'}:example_inputs")
-    assert not inputs.is_function_spec("2x16:int64") and not inputs.is_function_spec((2, 3))
+    assert inputs.build_example(f"{tmp_path / 'm.py'}:plain") == ("the model", None)
     assert [a.shape[0] for a in inputs.to_batch([ids, mask], 5)] == [5, 5]
     assert np.array_equal(inputs.to_batch([ids], 1)[0], ids[:1])
 

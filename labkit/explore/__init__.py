@@ -52,22 +52,6 @@ def _job(model: object, framework: str | None) -> tuple[dict, str]:
     return {"model": model, "framework": framework}, name
 
 
-def _example(example_inputs: object, kwargs: dict | None) -> dict:
-    """The example arrays, how the model takes them, and the function that makes them instead."""
-    arrays, call, example = [], Call(), None
-    if inputs.is_function_spec(example_inputs):
-        if kwargs:
-            raise ValueError(
-                "kwargs= goes with tensors; a function of example inputs returns its own"
-            )
-        example = inputs.parse(example_inputs).canonical()
-    elif example_inputs is not None or kwargs:
-        if isinstance(example_inputs, str):  # shapes: seeded random arrays of them
-            example_inputs = inputs.example_arrays(inputs.parse_inputs(example_inputs))
-        arrays, call = inputs.example_of(example_inputs, kwargs)
-    return {"arrays": arrays, "call": call, "example": example}
-
-
 def check(
     model: object,
     example_inputs: object = None,
@@ -83,8 +67,8 @@ def check(
     ``model``: a ``torch.nn.Module`` (or a function of tensors), a Keras model or layer, a
     ``tf.function``, or a spec ``"file.py:build"`` / ``"module:build"`` whose builder returns
     one (or ``(model, example_args, example_kwargs)``). ``example_inputs``: shapes
-    (``"8x3x224x224"``, batch first, several separated by commas), the tensors, a function that
-    returns them (``"file.py:example_inputs"``), or None when the builder returns them.
+    (``"8x3x224x224"``, batch first, several separated by commas), the tensors, or None when the
+    builder returns them.
     ``kwargs``: keyword arguments of the call (tensors or plain values). ``layout``: ``"NCHW"``
     or ``"NHWC"``. ``checks``: a subset of the paths (the first, eager, always runs; ``[]``:
     only it). ``timeout_s`` bounds each check (a compile on a slow laptop). Bad input raises
@@ -95,7 +79,10 @@ def check(
     if layout is not None and channels is None:
         raise ValueError(f"layout {layout!r} is not one of NCHW, NHWC")
     job, name = _job(model, framework)
-    job |= _example(example_inputs, kwargs) | {"channels": channels, "exact": False}
+    if isinstance(example_inputs, str):  # shapes: seeded random arrays of them
+        example_inputs = inputs.example_arrays(inputs.parse_inputs(example_inputs))
+    job["arrays"], job["call"] = inputs.example_of(example_inputs, kwargs)
+    job |= {"channels": channels, "exact": False}
     job |= {"checks": None if checks is None else [c.strip() for c in checks]}
     report = Report(name, job["framework"] or "", describe_arrays(job["arrays"]))
 
@@ -128,12 +115,6 @@ def bench(
     ``results/explore-<profile>.jsonl``). ``example_input_shapes`` None: the inputs the builder
     returns. ``frameworks`` default: the model's own and the runtimes of its exports."""
     s = inputs.parse(spec)
-    if inputs.is_function_spec(example_input_shapes):
-        raise ValueError(
-            "the benchmark takes input shapes, or the example inputs the builder returns beside "
-            "the model (return (model, example_args, example_kwargs)); a separate function of "
-            "example inputs is for the checks only"
-        )
     shapes, own = example_input_shapes, framework
     if shapes is None or own is None:  # the builder's inputs, the model's framework
         found = check(s.canonical(), shapes, own, checks=[], progress=False)
@@ -267,22 +248,19 @@ def _emit(events: Path, **event) -> None:
 
 
 def _inputs(job: dict, given) -> tuple[list, Call, list[str]]:
-    """The job's example inputs: given to check, else made by its function, else the
-    builder's; with a note when the builder's were set aside."""
+    """The job's example inputs: given to check, else the builder's; with a note when the
+    builder's were set aside."""
     notes = []
     if job["arrays"]:
         arrays, call = job["arrays"], job["call"]
         if given is not None:
             notes.append("the builder's example inputs were set aside: the inputs given to check")
-    elif job["example"]:
-        arrays, call = inputs.load_example(job["example"])
     elif given is not None:
         arrays, call = given
     else:
         raise ValueError(
             "no example inputs: give their shapes (--input 8x3x224x224, or check(model, "
-            "'8x3x224x224')), a function that returns them (--input file.py:example_inputs), "
-            "or let the builder return (model, example_args, example_kwargs)"
+            "'8x3x224x224')), or let the builder return (model, example_args, example_kwargs)"
         )
     return arrays, Call(call.names, call.constants, job["channels"]), notes
 

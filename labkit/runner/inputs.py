@@ -4,7 +4,6 @@ input shapes (``"8x16,8x16:int64"``) and example inputs. The builder returns the
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import importlib
 import importlib.util
@@ -28,8 +27,6 @@ __all__ = [
     "child_pythonpath",
     "example_arrays",
     "example_of",
-    "is_function_spec",
-    "load_example",
     "parse",
     "parse_inputs",
     "shapes_text",
@@ -165,9 +162,40 @@ def _where(exc: BaseException) -> str:
     return f" (at {where})" if where else ""
 
 
-def _called(s: Spec, what: str, returns: str) -> object:
-    """What the function a spec names (the ``what``) returns; ``ValueError`` when it cannot be
-    imported, raises or returns None."""
+_PLAIN = (bool, int, float, str, type(None))
+
+
+def example_of(args: object, kwargs: dict | None = None) -> tuple[list[np.ndarray], Call]:
+    """Example inputs as host arrays and how the model takes them: ``args`` positionally, the
+    tensors of ``kwargs`` by name, its plain values (``use_cache=False``) as constants."""
+    if not isinstance(kwargs, dict | None):
+        raise ValueError(
+            f"example kwargs are a {type(kwargs).__name__}: give a dict, {{'mask': m}}"
+        )
+    items = list(args) if isinstance(args, tuple | list) else [] if args is None else [args]
+    arrays, names, constants = [], [], {}
+    for key, value in [*(("", x) for x in items), *(kwargs or {}).items()]:
+        if hasattr(value, "shape") and hasattr(value, "dtype"):  # a tensor of any framework
+            detach = getattr(value, "detach", None)
+            arrays.append(np.asarray(value.detach().cpu() if callable(detach) else value))
+            names.append(str(key))
+        elif key and isinstance(value, _PLAIN):
+            constants[str(key)] = value
+        else:
+            raise ValueError(
+                f"example {f'keyword {key!r}' if key else f'input {len(arrays)}'} is a "
+                f"{type(value).__name__}, not a tensor or an array: give tensors (positionally, "
+                "or by name: attention_mask=...) and plain values as keyword arguments "
+                "(use_cache=False, 3, 'mean', None)"
+            )
+    return arrays, Call(tuple(names), constants)
+
+
+def build_example(spec: str | os.PathLike) -> tuple[object, tuple[list[np.ndarray], Call] | None]:
+    """The model the spec's builder returns, and its example inputs when it returned them too,
+    ``(model, args[, kwargs])`` (a model is never a tuple); ``ValueError`` when the builder
+    cannot be imported, raises or returns None."""
+    s = parse(spec)
     try:
         module = _module_of_file(s.file) if s.file else importlib.import_module(s.module)
     except Exception as exc:
@@ -192,80 +220,17 @@ def _called(s: Spec, what: str, returns: str) -> object:
         value = builder()
     except Exception as exc:
         raise ValueError(
-            f"model {s.text!r}: the {what} {s.function}() raised {first_lines(exc, lines=1)}"
-            f"{_where(exc)}; fix the {what} (it must take no arguments and return {returns})"
+            f"model {s.text!r}: the builder {s.function}() raised {first_lines(exc, lines=1)}"
+            f"{_where(exc)}; fix the builder (it must take no arguments and return the model)"
         ) from exc
     if value is None:
         raise ValueError(
-            f"model {s.text!r}: the {what} {s.function}() returned None; it must return {returns}"
+            f"model {s.text!r}: the builder {s.function}() returned None; it must return the "
+            "model: `return MyModel()`"
         )
-    return value
-
-
-def _host(x: object) -> np.ndarray:
-    """A tensor of any framework (or an array) as a host array."""
-    return np.asarray(x.detach().cpu() if callable(getattr(x, "detach", None)) else x)
-
-
-_PLAIN = (bool, int, float, str, type(None))
-
-
-def example_of(args: object, kwargs: dict | None = None) -> tuple[list[np.ndarray], Call]:
-    """Example inputs as host arrays and how the model takes them: ``args`` positionally, the
-    tensors of ``kwargs`` by name, its plain values (``use_cache=False``) as constants."""
-    if not isinstance(kwargs, dict | None):
-        raise ValueError(
-            f"example kwargs are a {type(kwargs).__name__}: give a dict, {{'mask': m}}"
-        )
-    items = list(args) if isinstance(args, tuple | list) else [] if args is None else [args]
-    arrays, names, constants = [], [], {}
-    for key, value in [*(("", x) for x in items), *(kwargs or {}).items()]:
-        if hasattr(value, "shape") and hasattr(value, "dtype"):  # a tensor or an array
-            arrays.append(_host(value))
-            names.append(str(key))
-        elif key and isinstance(value, _PLAIN):
-            constants[str(key)] = value
-        elif key:
-            raise ValueError(
-                f"example keyword {key!r} is a {type(value).__name__}: keyword arguments are "
-                "tensors (attention_mask=...) or plain values (True, 3, 'mean', None)"
-            )
-        else:
-            raise ValueError(
-                f"example input {len(arrays)} is a {type(value).__name__}, not a tensor or an "
-                "array: give tensors positionally, and plain values (use_cache=False) as keyword "
-                "arguments"
-            )
-    return arrays, Call(tuple(names), constants)
-
-
-def build_example(spec: str | os.PathLike) -> tuple[object, tuple[list[np.ndarray], Call] | None]:
-    """The model the spec's builder returns, and its example inputs when it returned them too,
-    ``(model, args[, kwargs])`` (a model is never a tuple)."""
-    value = _called(parse(spec), "builder", "the model: `return MyModel()`")
     if isinstance(value, tuple) and len(value) in (2, 3):
         return value[0], example_of(*value[1:])
     return value, None
-
-
-def load_example(spec: str) -> tuple[list[np.ndarray], Call]:
-    """The example inputs a function (``"file.py:example_inputs"``) returns: args, or
-    ``(args, kwargs)``."""
-    value = _called(parse(spec), "example function", "the example inputs")
-    if isinstance(value, tuple) and len(value) == 2 and isinstance(value[1], dict):
-        return example_of(*value)
-    return example_of(value)
-
-
-def is_function_spec(text: object) -> bool:
-    """Whether ``text`` names a function (``file.py:example_inputs``) rather than shapes."""
-    if not isinstance(text, str):
-        return False
-    with contextlib.suppress(ValueError):
-        parse_inputs(text)
-        return False  # shapes
-    where, sep, function = text.strip().rpartition(":")
-    return bool(sep and where and function.isidentifier())
 
 
 def to_batch(arrays: list[np.ndarray], batch: int) -> list[np.ndarray]:

@@ -213,7 +213,7 @@ def test_outputs_flatten_as_the_framework_flattens_them_dataclasses_included():
 
     x = np.random.default_rng(0).standard_normal((2, 8)).astype(np.float32)
     s = tx.Session(ReturnsDataclass(), [x])
-    eager = tx.run_check("eager", s)["path"]
+    eager = tx.CHECKS["eager"](s)["path"]
     assert eager["status"] == "works" and "2 output(s)" in eager["reason"]
     assert eager["details"]["constant_output"] is False  # the false warning
     assert "does not depend" not in eager["reason"]
@@ -222,7 +222,7 @@ def test_outputs_flatten_as_the_framework_flattens_them_dataclasses_included():
         def forward(self, x):
             return {"n": 3}
 
-    eager = tx.run_check("eager", tx.Session(NoTensor(), [x]))["path"]
+    eager = tx.CHECKS["eager"](tx.Session(NoTensor(), [x]))["path"]
     assert eager["status"] == "caveats" and "holds no tensor" in eager["reason"]
     assert "does not depend" not in eager["reason"]
 
@@ -238,7 +238,7 @@ def test_a_nearly_constant_output_makes_agreement_vacuous_and_says_so():
             return torch.full((x.shape[0], 4), 0.1) + 1e-7 * torch.tanh(x.sum(1, keepdim=True))
 
     x = np.random.default_rng(0).standard_normal((2, 8)).astype(np.float32)
-    eager = tx.run_check("eager", tx.Session(Saturated(), [x]))["path"]
+    eager = tx.CHECKS["eager"](tx.Session(Saturated(), [x]))["path"]
     assert eager["details"]["constant_output"] is True
     assert "(nearly) does not depend on the input" in eager["reason"]
 
@@ -259,7 +259,7 @@ def test_recompile_reasons_name_the_models_arguments_and_mel_bins_are_not_a_leng
 
     ids, mask = _tokens()
     s = tx.Session(Tokens(), [ids, mask], layout.Call(names=("", "attention_mask")))
-    found = tx.run_check("torch.compile(new shapes)", s)
+    found = tx.CHECKS["torch.compile(new shapes)"](s)
     reasons = [r for rec in found["recompiles"] for r in rec["reasons"]]
     assert reasons and any("input_ids" in r for r in reasons), reasons
     assert not any("xs[" in r for r in reasons), reasons
@@ -274,7 +274,7 @@ def test_recompile_reasons_name_the_models_arguments_and_mel_bins_are_not_a_leng
 
     mel = np.random.default_rng(0).standard_normal((2, 16, 40)).astype(np.float32)
     s = tx.Session(Whisperish(), [mel])
-    eager = tx.run_check("eager", s)
+    eager = tx.CHECKS["eager"](s)
     seq = next(v for v, why in s.accepted if v.name == "sequence length")
     assert seq.dims == ((0, 2),) and seq.shapes[1] == "2x16x50"  # frames vary, mel bins stay
     assert "also takes other batch sizes and sequence lengths" in eager["path"]["reason"]

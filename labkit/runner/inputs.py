@@ -10,14 +10,13 @@ import importlib.util
 import os
 import re
 import sys
-import traceback
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
-from ..frameworks._kit.explore import first_lines, user_location
+from ..frameworks._kit.explore import at_line, first_lines
 from ..frameworks._kit.layout import Call, describe_arrays, random_array
 
 __all__ = [
@@ -156,12 +155,6 @@ def _module_of_file(path: Path):
     return sys.modules[name]
 
 
-def _where(exc: BaseException) -> str:
-    """`` (at file.py:12 in build)``: the learner's line an exception was raised from, if any."""
-    where = user_location("".join(traceback.format_exception(exc)))
-    return f" (at {where})" if where else ""
-
-
 _PLAIN = (bool, int, float, str, type(None))
 
 
@@ -207,7 +200,7 @@ def build_example(spec: str | os.PathLike) -> tuple[object, tuple[list[np.ndarra
                 f"{s.function}"
             ) from exc
         raise ValueError(
-            f"model {s.text!r}: importing it failed: {first_lines(exc, lines=1)}{_where(exc)}"
+            f"model {s.text!r}: importing it failed: {first_lines(exc, lines=1)}{at_line(exc)}"
         ) from exc
     builder = getattr(module, s.function, None)
     if not callable(builder):
@@ -221,7 +214,7 @@ def build_example(spec: str | os.PathLike) -> tuple[object, tuple[list[np.ndarra
     except Exception as exc:
         raise ValueError(
             f"model {s.text!r}: the builder {s.function}() raised {first_lines(exc, lines=1)}"
-            f"{_where(exc)}; fix the builder (it must take no arguments and return the model)"
+            f"{at_line(exc)}; fix the builder (it must take no arguments and return the model)"
         ) from exc
     if value is None:
         raise ValueError(

@@ -18,9 +18,8 @@ from .._kit.layout import Call, Variation, axes
 from . import SPEC
 from .adapter import is_tf_function, model_caller
 
-__all__ = ["ACCEPTS", "CHECKS", "Session", "bind", "cause", "run_check", "versions"]
+__all__ = ["ACCEPTS", "CHECKS", "Session", "bind", "cause", "versions"]
 
-CHECKS: tuple[str, ...] = ("eager", "tf.function", "tf.function(new shapes)", "xla")
 ACCEPTS = (
     "a Keras model or layer, a tf.function, or a Python function of tensors (then pass "
     "framework='tensorflow')"
@@ -134,8 +133,8 @@ def _compiled(s: Session, path: str, fn, failed: str, done: str) -> dict:
         with ex.quiet():
             s.run(fn, s.arrays)
     except Exception as exc:  # noqa: BLE001 - a framework error is the check's finding
-        where = ex.user_location(str(exc))  # TensorFlow's own cause, at the learner's line
-        why = f"{failed}: {cause(exc)}" + (f" (at {where})" if where else "")
+        # TensorFlow's message names the learner's line
+        why = f"{failed}: {cause(exc)}{ex.at_line(str(exc))}"
         return ex.result(path, "fails", why, _said(exc))
     first = time.perf_counter() - t0
     return s.agreed(path, fn, done.format(first=first), first_call_s=first)
@@ -220,5 +219,10 @@ def _xla(s: Session) -> dict:
     return _compiled(s, "xla", fn, "XLA cannot compile it", done)
 
 
-def run_check(name: str, s: Session) -> dict:
-    return dict(zip(CHECKS, (_eager, _function, _new_shapes, _xla)))[name](s)
+#: the capture paths in order, each the function of a session that gives its row
+CHECKS: dict[str, Callable[[Session], dict]] = {
+    "eager": _eager,
+    "tf.function": _function,
+    "tf.function(new shapes)": _new_shapes,
+    "xla": _xla,
+}

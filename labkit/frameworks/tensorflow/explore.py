@@ -20,10 +20,8 @@ from .adapter import is_tf_function, model_caller
 
 __all__ = ["ACCEPTS", "CHECKS", "Session", "bind", "cause", "versions"]
 
-ACCEPTS = (
-    "a Keras model or layer, a tf.function, or a Python function of tensors (then pass "
-    "framework='tensorflow')"
-)
+SAID = ex.MESSAGES["tensorflow"]
+ACCEPTS = SAID["accepts"]
 
 
 def versions() -> dict[str, str]:
@@ -147,14 +145,10 @@ def _function(s: Session) -> dict:
     row = _compiled(s, path, fn, "tracing it into a graph failed", done)
     traces = row["path"]["details"]["traces"] = fn.experimental_get_tracing_count()
     if "different numbers" in row["path"]["reason"]:
-        row["path"]["reason"] += (
-            ": Python that runs only while tracing (a Python value read once) is frozen into "
-            "the graph"
-        )
+        row["path"]["reason"] += SAID["frozen"]
     elif row["path"]["status"] == "works" and traces > 1:
-        why = f"traced {traces} times for inputs of one shape: something other than shapes and "
-        why += "dtypes (a Python value) keys the trace; "
-        row["path"].update(status="caveats", reason=why + row["path"]["reason"])
+        why = SAID["retraced"].format(traces=traces) + row["path"]["reason"]
+        row["path"].update(status="caveats", reason=why)
     return row
 
 
@@ -195,12 +189,10 @@ def _new_shapes(s: Session) -> dict:
         return ex.result(path, "fails", why, recompiles=recs)
     retracing = [g for g in groups if g[0].every_call]
     if not retracing:
-        why = f"{own} does not trace again at every new size: its options already generalise "
-        return ex.result(path, "works", why + "the shapes", recompiles=recs)
+        return ex.result(path, "works", SAID["generalises"].format(own=own), recompiles=recs)
     tried = "; ".join(f"{g[0].varied}: {', '.join(map(_tried, g[1:]))}" for g in retracing)
     varied = " and ".join(g[0].varied for g in retracing)
-    why = f"{own} traces again at every new {varied} (each trace runs the Python again and "
-    why += f"builds a new graph); tried over the same calls, by what changes: {tried}"
+    why = SAID["retraces"].format(own=own, varied=varied, tried=tried)
     return ex.result(path, "caveats", why, recompiles=recs)
 
 

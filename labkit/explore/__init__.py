@@ -119,20 +119,6 @@ class Report:
         return f"<labkit.explore.Report {self.model} ({self.framework}): {counts}>"
 
 
-def _job(model: object, framework: str | None) -> tuple[dict, str]:
-    """The worker's job for ``model`` (a spec it builds, else a live object it unpickles; the
-    worker finds its framework), and the model's name in the report."""
-    if framework is not None:
-        fw_registry.spec(framework)  # ValueError naming the valid ones
-    if isinstance(model, str | os.PathLike):
-        spec = inputs.parse(model)
-        return {"model": spec.canonical(), "framework": framework}, spec.text
-    name = getattr(model, "__name__", None) or getattr(model, "name", None)
-    if not isinstance(name, str):
-        name = type(model).__name__
-    return {"model": model, "framework": framework}, name
-
-
 def check(
     model: object,
     example_inputs: object = None,
@@ -159,21 +145,28 @@ def check(
     channels = {"NCHW": "first", "NHWC": "last"}.get(str(layout).upper())
     if layout is not None and channels is None:
         raise ValueError(f"layout {layout!r} is not one of NCHW, NHWC")
-    job, name = _job(model, framework)
+    if framework is not None:
+        fw_registry.spec(framework)  # ValueError naming the valid ones
+    if isinstance(model, str | os.PathLike):  # a spec: the worker builds the model
+        spec = inputs.parse(model)
+        model, name = spec.canonical(), spec.text
+    else:  # a live object: the worker unpickles it and finds its framework
+        name = getattr(model, "__name__", None) or getattr(model, "name", None)
+        name = name if isinstance(name, str) else type(model).__name__
     if isinstance(example_inputs, str):  # shapes: seeded random arrays of them
         example_inputs = inputs.example_arrays(inputs.parse_inputs(example_inputs))
-    job["arrays"], job["call"] = inputs.example_of(example_inputs, kwargs)
+    arrays, call = inputs.example_of(example_inputs, kwargs)
+    job = {"model": model, "framework": framework, "arrays": arrays, "call": call}
     job |= {"channels": channels, "exact": False}
     job |= {"checks": None if checks is None else [c.strip() for c in checks]}
-    report = Report(name, job["framework"] or "", describe_arrays(job["arrays"]))
+    report = Report(name, framework or "", describe_arrays(arrays))
 
     from tqdm.auto import tqdm
 
     with tqdm(total=0, unit="check", disable=not progress, dynamic_ncols=True) as bar:
         ran = _run_workers(report, job, timeout_s, bar)
-    first = report.paths[0].path
-    if report.paths[0].status != "works" and len(ran) > 1:
-        report.notes.append(f"the other paths were not checked: each needs {first}'s answers")
+    if len(report.paths) == 1 < len(ran):  # the first check stopped the run
+        report.notes.append(f"the other paths were not checked: each needs {ran[0]}'s answers")
     report.notes = list(dict.fromkeys(report.notes))
     return report
 
@@ -328,24 +321,6 @@ def _emit(events: Path, **event) -> None:
         f.write(json.dumps(event, default=str) + "\n")
 
 
-def _inputs(job: dict, given) -> tuple[list, Call, list[str]]:
-    """The job's example inputs: given to check, else the builder's; with a note when the
-    builder's were set aside."""
-    notes = []
-    if job["arrays"]:
-        arrays, call = job["arrays"], job["call"]
-        if given is not None:
-            notes.append("the builder's example inputs were set aside: the inputs given to check")
-    elif given is not None:
-        arrays, call = given
-    else:
-        raise ValueError(
-            "no example inputs: give their shapes (--input 8x3x224x224, or check(model, "
-            "'8x3x224x224')), or let the builder return (model, example_args, example_kwargs)"
-        )
-    return arrays, Call(call.names, call.constants, job["channels"]), notes
-
-
 def _checks(explorer, model: object, job: dict) -> list[str]:
     """The checks to run in the framework's order: the first (the gate) always, unless the job
     is ``exact`` (a restarted worker runs just what is left)."""
@@ -366,7 +341,8 @@ def _checks(explorer, model: object, job: dict) -> list[str]:
 
 
 def _load(work: Path):
-    """The model, its framework's explorer, the checks, the inputs (``ValueError`` if bad)."""
+    """The model, its framework's explorer, the checks, the inputs (given to check, else the
+    builder's) and notes (``ValueError`` if bad)."""
     try:
         job = pickle.loads((work / "job.pkl").read_bytes())  # a spec always loads: the model
     except Exception as exc:  # noqa: BLE001 - whatever unpickling raised, said
@@ -385,7 +361,18 @@ def _load(work: Path):
             f"belongs to: pass framework= (one of {offered})"
         )
     explorer = fw_registry.explorer(fw)
-    return model, fw, explorer, _checks(explorer, model, job), *_inputs(job, given)
+    arrays, call, notes = job["arrays"], job["call"], []
+    if not arrays and given is None:
+        raise ValueError(
+            "no example inputs: give their shapes (--input 8x3x224x224, or check(model, "
+            "'8x3x224x224')), or let the builder return (model, example_args, example_kwargs)"
+        )
+    if not arrays:
+        arrays, call = given
+    elif given is not None:
+        notes.append("the builder's example inputs were set aside: the inputs given to check")
+    call = Call(call.names, call.constants, job["channels"])
+    return model, fw, explorer, _checks(explorer, model, job), arrays, call, notes
 
 
 def _safe_check(explorer, name: str, session) -> dict:

@@ -281,6 +281,7 @@ def _run_workers(report: Report, job: dict, timeout_s: float, bar) -> list[str]:
         (work / "tmp").mkdir()  # AutoGraph's generated code, say
         env = {"PYTHONUNBUFFERED": "1", "TMPDIR": str(work / "tmp")}
         env = proc.child_env(None, path=inputs.child_pythonpath(), extra=env)
+        worker = "import sys; from labkit.explore import main; main(*sys.argv[1:])"
         while True:
             try:  # cloudpickle: a notebook's classes travel by value
                 (work / "job.pkl").write_bytes(cloudpickle.dumps(job))
@@ -293,7 +294,7 @@ def _run_workers(report: Report, job: dict, timeout_s: float, bar) -> list[str]:
             (work / "events.jsonl").unlink(missing_ok=True)
             with open(work / "log.txt", "wb") as log:
                 child = subprocess.Popen(
-                    [sys.executable, "-c", _WORKER, tmp, str(os.getpid())],
+                    [sys.executable, "-c", worker, tmp, str(os.getpid())],  # see main()
                     stdout=log,
                     stderr=subprocess.STDOUT,
                     stdin=subprocess.DEVNULL,
@@ -375,26 +376,6 @@ def _load(work: Path):
     return model, fw, explorer, _checks(explorer, model, job), arrays, call, notes
 
 
-def _safe_check(explorer, name: str, session) -> dict:
-    t0 = time.perf_counter()
-    try:
-        answer = explorer.CHECKS[name](session)
-    except Exception as exc:  # noqa: BLE001 - reported in the report, never a crash of check()
-        answer = result(
-            name,
-            "fails",
-            "the check stopped with an error the lab did not expect (the framework's message "
-            "says what)",
-            first_lines(f"{type(exc).__name__}: {exc}\n{traceback.format_exc(limit=-3)}", lines=6),
-        )
-    answer["path"]["details"]["seconds"] = round(time.perf_counter() - t0, 3)
-    return answer
-
-
-#: the command of a worker process, whose arguments are ``FOLDER PARENT_PID``
-_WORKER = "import sys; from labkit.explore import main; main(*sys.argv[1:])"
-
-
 def main(folder: str, parent: str) -> None:
     """One worker (see the module), for the parent process ``parent`` and its job in ``folder``."""
     work, events = Path(folder), Path(folder) / "events.jsonl"
@@ -413,6 +394,14 @@ def main(folder: str, parent: str) -> None:
         _emit(events, event="start", check=name)
         if session is None:  # a crash here is the first check's
             session = explorer.Session(model, arrays, call)
+        t0 = time.perf_counter()
+        try:
+            answer = explorer.CHECKS[name](session)
+        except Exception as exc:  # noqa: BLE001 - reported in the report, never a crash of check()
+            said = f"{type(exc).__name__}: {exc}\n{traceback.format_exc(limit=-3)}"
+            why = "the check stopped with an error the lab did not expect (the framework's "
+            answer = result(name, "fails", why + "message says what)", first_lines(said, 6))
+        answer["path"]["details"]["seconds"] = round(time.perf_counter() - t0, 3)
         # after a failed first check the parent stops this process: no other check applies
-        _emit(events, event="done", check=name, result=_safe_check(explorer, name, session))
+        _emit(events, event="done", check=name, result=answer)
     os._exit(0)  # skip framework teardown (thread pools can hang at exit); output is unbuffered

@@ -212,7 +212,7 @@ def test_outputs_flatten_as_the_framework_flattens_them_dataclasses_included():
             return Out(x * 2, (x.sum(1),))
 
     x = np.random.default_rng(0).standard_normal((2, 8)).astype(np.float32)
-    s = tx.Session(ReturnsDataclass(), [x])
+    s = tx.Session(ReturnsDataclass(), [x], layout.Call())
     eager = tx.CHECKS["eager"](s)["path"]
     assert eager["status"] == "works" and "2 output(s)" in eager["reason"]
     assert eager["details"]["constant_output"] is False  # the false warning
@@ -222,7 +222,7 @@ def test_outputs_flatten_as_the_framework_flattens_them_dataclasses_included():
         def forward(self, x):
             return {"n": 3}
 
-    eager = tx.CHECKS["eager"](tx.Session(NoTensor(), [x]))["path"]
+    eager = tx.CHECKS["eager"](tx.Session(NoTensor(), [x], layout.Call()))["path"]
     assert eager["status"] == "caveats" and "holds no tensor" in eager["reason"]
     assert "does not depend" not in eager["reason"]
 
@@ -238,7 +238,7 @@ def test_a_nearly_constant_output_makes_agreement_vacuous_and_says_so():
             return torch.full((x.shape[0], 4), 0.1) + 1e-7 * torch.tanh(x.sum(1, keepdim=True))
 
     x = np.random.default_rng(0).standard_normal((2, 8)).astype(np.float32)
-    eager = tx.CHECKS["eager"](tx.Session(Saturated(), [x]))["path"]
+    eager = tx.CHECKS["eager"](tx.Session(Saturated(), [x], layout.Call()))["path"]
     assert eager["details"]["constant_output"] is True
     assert "(nearly) does not depend on the input" in eager["reason"]
 
@@ -273,7 +273,7 @@ def test_recompile_reasons_name_the_models_arguments_and_mel_bins_are_not_a_leng
             return self.conv(input_features).mean(-1)
 
     mel = np.random.default_rng(0).standard_normal((2, 16, 40)).astype(np.float32)
-    s = tx.Session(Whisperish(), [mel])
+    s = tx.Session(Whisperish(), [mel], layout.Call())
     eager = tx.CHECKS["eager"](s)
     seq = next(v for v, why in s.accepted if v.name == "sequence length")
     assert seq.dims == ((0, 2),) and seq.shapes[1] == "2x16x50"  # frames vary, mel bins stay

@@ -63,12 +63,11 @@ class Session(ex.EagerSession):
     """The model's eager callable, its example inputs (with the axes its signature declares),
     and eager outputs per input."""
 
-    def __init__(self, model: object, arrays: list[np.ndarray], call: Call | None = None):
-        call = call or Call()
+    def __init__(self, model: object, arrays: list[np.ndarray], call: Call):
         declared, source = _declared(model, len(arrays))
         fmt = keras.config.image_data_format()  # channels_last: TensorFlow's NHWC too
         channels = call.channels or fmt.removeprefix("channels_")
-        told = "the layout given (layout=, --layout)" if call.channels else f"Keras' {fmt}"
+        told = "" if call.channels else f"Keras' {fmt}"  # "": the layout given
         super().__init__(arrays, call, axes(arrays, declared, channels, source, told))
         self.fn = self.eager_fn = bind(model, call)
         self.options = {}  # the options of a given tf.function, which its checks keep

@@ -150,10 +150,8 @@ def flatten(out: object, prefix: str = "") -> list[tuple[str, object]]:
 class Session(ex.EagerSession):
     """The model in eval mode (bound to its call), its example inputs, eager outputs."""
 
-    def __init__(self, model: object, arrays: list[np.ndarray], call: Call | None = None):
-        call = call or Call()
-        told = "the layout given (layout=, --layout)"
-        super().__init__(arrays, call, axes(arrays, channels=call.channels, channels_from=told))
+    def __init__(self, model: object, arrays: list[np.ndarray], call: Call):
+        super().__init__(arrays, call, axes(arrays, channels=call.channels))
         self.model = as_module(model).eval()
         self.module = self.eager_fn = bind(self.model, call)
 

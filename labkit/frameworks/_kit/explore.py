@@ -261,17 +261,13 @@ class EagerSession:
         fixed = [f"{role} ({why})" for role, why in self.layout.fixed.items()]
         reason += "; not varied: " + "; ".join(fixed) if fixed else ""
         notes = [*self.layout.notes, *probe_notes(self.arrays, self.call)]
-        constant = self.constant()
+        new = dict(self.cases()).get("new values")  # outputs that agree on them: constant
+        constant = bool(new) and agreement(self.eager("new values", new), outs)[0]
         if constant:
             warning = _SAID["constant"].format(rtol=RTOL)
             reason += "; " + warning
             notes.insert(0, warning)
         return result("eager", "works", reason, notes=notes, constant_output=constant, **details)
-
-    def constant(self) -> bool:
-        """Whether eager's outputs on new random values agree with those on the example."""
-        new, example = dict(self.cases()).get("new values"), self.eager("example", self.arrays)
-        return bool(new and example) and agreement(self.eager("new values", new), example)[0]
 
     def usable(self, path: str) -> tuple[list[Variation], dict | None]:
         """The variations eager takes, or (none) the new-shape row that says none was tried."""

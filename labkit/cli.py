@@ -119,7 +119,7 @@ def _stopped(args: argparse.Namespace, report) -> str:
         f"{args.spec} does not run on inputs {report.inputs} ({first.path}: "
         f"{first.message or first.reason}); fix: give --input the shape(s) the model takes, "
         "batch first, e.g. --input 8x3x224x224 (several inputs: --input 8x16,8x16:int64), or "
-        "a function that returns them: --input my_model.py:example_inputs"
+        "let the builder return them: return model, example_args, example_kwargs"
     )
 
 

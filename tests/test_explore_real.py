@@ -93,29 +93,26 @@ def test_token_inputs_get_a_sequence_length_series_and_masks_stay_masks():
     assert layout.probe_notes([ids]) == []
 
 
-def test_example_inputs_from_a_builder_or_a_function(tmp_path):
+def test_example_inputs_from_a_builder(tmp_path):
     ids, mask = _tokens()
     arrays, call = inputs.example_of((ids,), {"attention_mask": mask, "use_cache": False})
     assert call.names == ("", "attention_mask") and call.constants == {"use_cache": False}
     assert call.text(arrays) == "model(2x16:int64, attention_mask=2x16:int64, use_cache=False)"
     assert call.split(["a", "b"]) == (["a"], {"attention_mask": "b"})
-    with pytest.raises(ValueError, match="keyword arguments are tensors"):
+    with pytest.raises(ValueError, match="keyword 'cache' is a object, not a tensor"):
         inputs.example_of((ids,), {"cache": object()})
     with pytest.raises(ValueError, match="not a tensor or an array"):
         inputs.example_of(("text",))
     (tmp_path / "m.py").write_text(
         "import numpy as np\n"
-        "def build():\n    return 'the model', (np.zeros((2, 4)),), {'flag': True}\n"
+        "def build():\n"
+        "    return 'the model', (np.zeros((2, 4)),), {'flag': True, 'mask': np.ones((2, 4), int)}\n"
         "def plain():\n    return 'the model'\n"
-        "def example_inputs():\n    return (np.ones((2, 4)),), {'mask': np.ones((2, 4), int)}\n"
     )
     model, (arrays, call) = inputs.build_example(f"{tmp_path / 'm.py'}:build")
     assert model == "the model" and arrays[0].shape == (2, 4) and call.constants == {"flag": True}
-    assert inputs.build_example(f"{tmp_path / 'm.py'}:plain") == ("the model", None)
-    arrays, call = inputs.load_example(f"{tmp_path / 'm.py'}:example_inputs")
     assert call.names == ("", "mask") and len(arrays) == 2
-    assert inputs.is_function_spec(f"{tmp_path / 'm.py'}:example_inputs")
-    assert not inputs.is_function_spec("2x16:int64") and not inputs.is_function_spec((2, 3))
+    assert inputs.build_example(f"{tmp_path / 'm.py'}:plain") == ("the model", None)
     assert [a.shape[0] for a in inputs.to_batch([ids, mask], 5)] == [5, 5]
     assert np.array_equal(inputs.to_batch([ids], 1)[0], ids[:1])
 
@@ -215,8 +212,8 @@ def test_outputs_flatten_as_the_framework_flattens_them_dataclasses_included():
             return Out(x * 2, (x.sum(1),))
 
     x = np.random.default_rng(0).standard_normal((2, 8)).astype(np.float32)
-    s = tx.Session(ReturnsDataclass(), [x])
-    eager = tx.run_check("eager", s)["path"]
+    s = tx.Session(ReturnsDataclass(), [x], layout.Call())
+    eager = tx.CHECKS["eager"](s)["path"]
     assert eager["status"] == "works" and "2 output(s)" in eager["reason"]
     assert eager["details"]["constant_output"] is False  # the false warning
     assert "does not depend" not in eager["reason"]
@@ -225,7 +222,7 @@ def test_outputs_flatten_as_the_framework_flattens_them_dataclasses_included():
         def forward(self, x):
             return {"n": 3}
 
-    eager = tx.run_check("eager", tx.Session(NoTensor(), [x]))["path"]
+    eager = tx.CHECKS["eager"](tx.Session(NoTensor(), [x], layout.Call()))["path"]
     assert eager["status"] == "caveats" and "holds no tensor" in eager["reason"]
     assert "does not depend" not in eager["reason"]
 
@@ -241,7 +238,7 @@ def test_a_nearly_constant_output_makes_agreement_vacuous_and_says_so():
             return torch.full((x.shape[0], 4), 0.1) + 1e-7 * torch.tanh(x.sum(1, keepdim=True))
 
     x = np.random.default_rng(0).standard_normal((2, 8)).astype(np.float32)
-    eager = tx.run_check("eager", tx.Session(Saturated(), [x]))["path"]
+    eager = tx.CHECKS["eager"](tx.Session(Saturated(), [x], layout.Call()))["path"]
     assert eager["details"]["constant_output"] is True
     assert "(nearly) does not depend on the input" in eager["reason"]
 
@@ -262,7 +259,7 @@ def test_recompile_reasons_name_the_models_arguments_and_mel_bins_are_not_a_leng
 
     ids, mask = _tokens()
     s = tx.Session(Tokens(), [ids, mask], layout.Call(names=("", "attention_mask")))
-    found = tx.run_check("torch.compile(new shapes)", s)
+    found = tx.CHECKS["torch.compile(new shapes)"](s)
     reasons = [r for rec in found["recompiles"] for r in rec["reasons"]]
     assert reasons and any("input_ids" in r for r in reasons), reasons
     assert not any("xs[" in r for r in reasons), reasons
@@ -276,8 +273,8 @@ def test_recompile_reasons_name_the_models_arguments_and_mel_bins_are_not_a_leng
             return self.conv(input_features).mean(-1)
 
     mel = np.random.default_rng(0).standard_normal((2, 16, 40)).astype(np.float32)
-    s = tx.Session(Whisperish(), [mel])
-    eager = tx.run_check("eager", s)
+    s = tx.Session(Whisperish(), [mel], layout.Call())
+    eager = tx.CHECKS["eager"](s)
     seq = next(v for v, why in s.accepted if v.name == "sequence length")
     assert seq.dims == ((0, 2),) and seq.shapes[1] == "2x16x50"  # frames vary, mel bins stay
     assert "also takes other batch sizes and sequence lengths" in eager["path"]["reason"]

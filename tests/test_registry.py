@@ -387,12 +387,12 @@ def test_frameworks_that_take_a_learners_model_say_how_it_is_recognised():
 
 #: What ``labkit/frameworks/<name>/explore.py`` provides: ``SPEC``; ``CHECKS``, the capture paths
 #: in order, each a report row, the first gating the others (a model that does not even run there
-#: is tried no further); ``ACCEPTS``, what the checks take, in words; ``Session(model, arrays,
+#: is tried no further): ``CHECKS[name](session) -> {"path": {...}, "graph_breaks": [...],
+#: "recompiles": [...]}``; ``ACCEPTS``, what the checks take, in words; ``Session(model, arrays,
 #: call)``, the state the checks share in one worker process; ``versions()``, of the packages the
-#: checks use; ``run_check(name, session) -> {"path": {...}, "graph_breaks": [...], "recompiles":
-#: [...]}``. Optional: ``accepts(model)`` (default ``callable``) and ``bind(model, call)`` where a
+#: checks use. Optional: ``accepts(model)`` (default ``callable``) and ``bind(model, call)`` where a
 #: builder's example inputs reach a benchmark cell.
-EXPLORER = ("SPEC", "CHECKS", "ACCEPTS", "Session", "versions", "run_check")
+EXPLORER = ("SPEC", "CHECKS", "ACCEPTS", "Session", "versions")
 
 
 @pytest.fixture(scope="module", params=EXPLORING)

@@ -22,7 +22,9 @@ import sys
 import tempfile
 import time
 import traceback
+from collections import Counter
 from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 import cloudpickle
@@ -32,40 +34,89 @@ from .. import profiles, runner
 from ..frameworks._kit.explore import GraphBreak, PathResult, Recompile, first_lines, result
 from ..frameworks._kit.layout import Call, describe_arrays
 from ..runner import inputs
-from ..util import proc
-from .report import Report
+from ..util import proc, tables
 
 __all__ = ["GraphBreak", "PathResult", "Recompile", "Report", "bench", "check"]
 
 
-def _job(model: object, framework: str | None) -> tuple[dict, str]:
-    """The worker's job for ``model`` (a spec it builds, else a live object it unpickles; the
-    worker finds its framework), and the model's name in the report."""
-    if framework is not None:
-        fw_registry.spec(framework)  # ValueError naming the valid ones
-    if isinstance(model, str | os.PathLike):
-        spec = inputs.parse(model)
-        return {"model": spec.canonical(), "framework": framework}, spec.text
-    name = getattr(model, "__name__", None) or getattr(model, "name", None)
-    if not isinstance(name, str):
-        name = type(model).__name__
-    return {"model": model, "framework": framework}, name
+@dataclass
+class Report:
+    """What :func:`check` found: ``.paths``, ``.graph_breaks``, ``.recompiles``, ``.notes``."""
 
+    model: str
+    framework: str
+    inputs: str
+    paths: list[PathResult] = field(default_factory=list)
+    graph_breaks: list[GraphBreak] = field(default_factory=list)
+    recompiles: list[Recompile] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    versions: dict = field(default_factory=dict)
+    call: str = ""  #: how the model was called: ``model(2x16:int64, attention_mask=...)``
 
-def _example(example_inputs: object, kwargs: dict | None) -> dict:
-    """The example arrays, how the model takes them, and the function that makes them instead."""
-    arrays, call, example = [], Call(), None
-    if inputs.is_function_spec(example_inputs):
-        if kwargs:
-            raise ValueError(
-                "kwargs= goes with tensors; a function of example inputs returns its own"
-            )
-        example = inputs.parse(example_inputs).canonical()
-    elif example_inputs is not None or kwargs:
-        if isinstance(example_inputs, str):  # shapes: seeded random arrays of them
-            example_inputs = inputs.example_arrays(inputs.parse_inputs(example_inputs))
-        arrays, call = inputs.example_of(example_inputs, kwargs)
-    return {"arrays": arrays, "call": call, "example": example}
+    def path(self, name: str) -> PathResult:
+        found = {p.path: p for p in self.paths}
+        if name not in found:
+            raise KeyError(f"no path {name!r} in this report: it has {', '.join(found)}")
+        return found[name]
+
+    def status(self, name: str) -> str:
+        return self.path(name).status
+
+    def to_dict(self) -> dict:
+        """Plain data (JSON-serialisable): what ``--out report.json`` writes."""
+        data = asdict(self)
+        data["recompiles"] = [{**asdict(r), "total": r.total} for r in self.recompiles]
+        return data
+
+    def to_markdown(self) -> str:
+        """The report as Markdown: a table of paths, then graph breaks and recompilations."""
+        display = fw_registry.spec(self.framework).display
+        version = self.versions.get(self.framework)
+        called = f" (called as `{self.call}`)" if self.call and "=" in self.call else ""
+        called += "; checked in a worker process (a fresh one after a crash)"
+        lines = [
+            f"### Graph readiness of `{self.model}` ({display}{' ' + version if version else ''})",
+            "",
+            f"Inputs {self.inputs}{called}.",
+            "",
+            *[f"> {tables.escape(n)}\n" for n in self.notes if n.startswith("**")],
+        ]
+        head = ["path", "status", "what it means", "the framework says"]
+        rows = [
+            (p.path, p.status if p.status in ("works", "caveats") else f"**{p.status}**", p.reason)
+            + (first_lines(p.message, 99, 240),)
+            for p in self.paths
+        ]
+        lines.append(tables.markdown(head, rows))
+        if self.graph_breaks:
+            n = sum(b.count for b in self.graph_breaks)
+            lines += ["", f"**Graph breaks** ({n}): where capture stopped and Python took over", ""]
+            head = ["path", "where", "code", "why", "the framework says"]
+            rows = [
+                (b.path, b.location + (f" (x{b.count})" if b.count > 1 else ""))
+                + (f"`{first_lines(b.code, 1, 80)}`", b.reason, first_lines(b.message, 99, 160))
+                for b in self.graph_breaks
+            ]
+            lines.append(tables.markdown(head, rows))
+        if self.recompiles:
+            lines += ["", "**New input shapes**: graphs compiled (traced) at each call", ""]
+            head = ["path", "changing", "shapes called", "compiles per call", "why"]
+            rows = [
+                (r.path, r.varied, ", ".join(r.shapes), ", ".join(map(str, r.compiles)))
+                + (first_lines("; ".join(r.reasons[:2]), 1, 160),)
+                for r in self.recompiles
+            ]
+            lines.append(tables.markdown(head, rows))
+        rest = [n for n in self.notes if not n.startswith("**")]
+        if rest:
+            lines += ["", *[f"- {tables.escape(n)}" for n in rest]]
+        return "\n".join(lines)
+
+    _repr_markdown_ = to_markdown
+
+    def __repr__(self) -> str:
+        counts = ", ".join(f"{n} {s}" for s, n in Counter(p.status for p in self.paths).items())
+        return f"<labkit.explore.Report {self.model} ({self.framework}): {counts}>"
 
 
 def check(
@@ -83,8 +134,8 @@ def check(
     ``model``: a ``torch.nn.Module`` (or a function of tensors), a Keras model or layer, a
     ``tf.function``, or a spec ``"file.py:build"`` / ``"module:build"`` whose builder returns
     one (or ``(model, example_args, example_kwargs)``). ``example_inputs``: shapes
-    (``"8x3x224x224"``, batch first, several separated by commas), the tensors, a function that
-    returns them (``"file.py:example_inputs"``), or None when the builder returns them.
+    (``"8x3x224x224"``, batch first, several separated by commas), the tensors, or None when the
+    builder returns them.
     ``kwargs``: keyword arguments of the call (tensors or plain values). ``layout``: ``"NCHW"``
     or ``"NHWC"``. ``checks``: a subset of the paths (the first, eager, always runs; ``[]``:
     only it). ``timeout_s`` bounds each check (a compile on a slow laptop). Bad input raises
@@ -94,18 +145,28 @@ def check(
     channels = {"NCHW": "first", "NHWC": "last"}.get(str(layout).upper())
     if layout is not None and channels is None:
         raise ValueError(f"layout {layout!r} is not one of NCHW, NHWC")
-    job, name = _job(model, framework)
-    job |= _example(example_inputs, kwargs) | {"channels": channels, "exact": False}
+    if framework is not None:
+        fw_registry.spec(framework)  # ValueError naming the valid ones
+    if isinstance(model, str | os.PathLike):  # a spec: the worker builds the model
+        spec = inputs.parse(model)
+        model, name = spec.canonical(), spec.text
+    else:  # a live object: the worker unpickles it and finds its framework
+        name = getattr(model, "__name__", None) or getattr(model, "name", None)
+        name = name if isinstance(name, str) else type(model).__name__
+    if isinstance(example_inputs, str):  # shapes: seeded random arrays of them
+        example_inputs = inputs.example_arrays(inputs.parse_inputs(example_inputs))
+    arrays, call = inputs.example_of(example_inputs, kwargs)
+    job = {"model": model, "framework": framework, "arrays": arrays, "call": call}
+    job |= {"channels": channels, "exact": False}
     job |= {"checks": None if checks is None else [c.strip() for c in checks]}
-    report = Report(name, job["framework"] or "", describe_arrays(job["arrays"]))
+    report = Report(name, framework or "", describe_arrays(arrays))
 
     from tqdm.auto import tqdm
 
     with tqdm(total=0, unit="check", disable=not progress, dynamic_ncols=True) as bar:
         ran = _run_workers(report, job, timeout_s, bar)
-    first = report.paths[0].path
-    if report.paths[0].status != "works" and len(ran) > 1:
-        report.notes.append(f"the other paths were not checked: each needs {first}'s answers")
+    if len(report.paths) == 1 < len(ran):  # the first check stopped the run
+        report.notes.append(f"the other paths were not checked: each needs {ran[0]}'s answers")
     report.notes = list(dict.fromkeys(report.notes))
     return report
 
@@ -128,12 +189,6 @@ def bench(
     ``results/explore-<profile>.jsonl``). ``example_input_shapes`` None: the inputs the builder
     returns. ``frameworks`` default: the model's own and the runtimes of its exports."""
     s = inputs.parse(spec)
-    if inputs.is_function_spec(example_input_shapes):
-        raise ValueError(
-            "the benchmark takes input shapes, or the example inputs the builder returns beside "
-            "the model (return (model, example_args, example_kwargs)); a separate function of "
-            "example inputs is for the checks only"
-        )
     shapes, own = example_input_shapes, framework
     if shapes is None or own is None:  # the builder's inputs, the model's framework
         found = check(s.canonical(), shapes, own, checks=[], progress=False)
@@ -226,6 +281,7 @@ def _run_workers(report: Report, job: dict, timeout_s: float, bar) -> list[str]:
         (work / "tmp").mkdir()  # AutoGraph's generated code, say
         env = {"PYTHONUNBUFFERED": "1", "TMPDIR": str(work / "tmp")}
         env = proc.child_env(None, path=inputs.child_pythonpath(), extra=env)
+        worker = "import sys; from labkit.explore import main; main(*sys.argv[1:])"
         while True:
             try:  # cloudpickle: a notebook's classes travel by value
                 (work / "job.pkl").write_bytes(cloudpickle.dumps(job))
@@ -238,7 +294,7 @@ def _run_workers(report: Report, job: dict, timeout_s: float, bar) -> list[str]:
             (work / "events.jsonl").unlink(missing_ok=True)
             with open(work / "log.txt", "wb") as log:
                 child = subprocess.Popen(
-                    [sys.executable, "-c", _WORKER, tmp, str(os.getpid())],
+                    [sys.executable, "-c", worker, tmp, str(os.getpid())],  # see main()
                     stdout=log,
                     stderr=subprocess.STDOUT,
                     stdin=subprocess.DEVNULL,
@@ -266,27 +322,6 @@ def _emit(events: Path, **event) -> None:
         f.write(json.dumps(event, default=str) + "\n")
 
 
-def _inputs(job: dict, given) -> tuple[list, Call, list[str]]:
-    """The job's example inputs: given to check, else made by its function, else the
-    builder's; with a note when the builder's were set aside."""
-    notes = []
-    if job["arrays"]:
-        arrays, call = job["arrays"], job["call"]
-        if given is not None:
-            notes.append("the builder's example inputs were set aside: the inputs given to check")
-    elif job["example"]:
-        arrays, call = inputs.load_example(job["example"])
-    elif given is not None:
-        arrays, call = given
-    else:
-        raise ValueError(
-            "no example inputs: give their shapes (--input 8x3x224x224, or check(model, "
-            "'8x3x224x224')), a function that returns them (--input file.py:example_inputs), "
-            "or let the builder return (model, example_args, example_kwargs)"
-        )
-    return arrays, Call(call.names, call.constants, job["channels"]), notes
-
-
 def _checks(explorer, model: object, job: dict) -> list[str]:
     """The checks to run in the framework's order: the first (the gate) always, unless the job
     is ``exact`` (a restarted worker runs just what is left)."""
@@ -295,19 +330,20 @@ def _checks(explorer, model: object, job: dict) -> list[str]:
             f"{explorer.SPEC.display}'s checks do not take a {type(model).__name__}: "
             f"{explorer.ACCEPTS}"
         )
-    requested = explorer.CHECKS if job["checks"] is None else job["checks"]
-    bad = [c for c in requested if c not in explorer.CHECKS]
+    checks = list(explorer.CHECKS)
+    requested = checks if job["checks"] is None else job["checks"]
+    bad = [c for c in requested if c not in checks]
     if bad:
         raise ValueError(
             f"unknown check {', '.join(map(repr, bad))} for {explorer.SPEC.display}: valid "
-            f"checks are {', '.join(explorer.CHECKS)}"
+            f"checks are {', '.join(checks)}"
         )
-    gate = explorer.CHECKS[0]
-    return [c for c in explorer.CHECKS if c in requested or (c == gate and not job["exact"])]
+    return [c for c in checks if c in requested or (c == checks[0] and not job["exact"])]
 
 
 def _load(work: Path):
-    """The model, its framework's explorer, the checks, the inputs (``ValueError`` if bad)."""
+    """The model, its framework's explorer, the checks, the inputs (given to check, else the
+    builder's) and notes (``ValueError`` if bad)."""
     try:
         job = pickle.loads((work / "job.pkl").read_bytes())  # a spec always loads: the model
     except Exception as exc:  # noqa: BLE001 - whatever unpickling raised, said
@@ -326,27 +362,18 @@ def _load(work: Path):
             f"belongs to: pass framework= (one of {offered})"
         )
     explorer = fw_registry.explorer(fw)
-    return model, fw, explorer, _checks(explorer, model, job), *_inputs(job, given)
-
-
-def _safe_check(explorer, name: str, session) -> dict:
-    t0 = time.perf_counter()
-    try:
-        answer = explorer.run_check(name, session)
-    except Exception as exc:  # noqa: BLE001 - reported in the report, never a crash of check()
-        answer = result(
-            name,
-            "fails",
-            "the check stopped with an error the lab did not expect (the framework's message "
-            "says what)",
-            first_lines(f"{type(exc).__name__}: {exc}\n{traceback.format_exc(limit=-3)}", lines=6),
+    arrays, call, notes = job["arrays"], job["call"], []
+    if not arrays and given is None:
+        raise ValueError(
+            "no example inputs: give their shapes (--input 8x3x224x224, or check(model, "
+            "'8x3x224x224')), or let the builder return (model, example_args, example_kwargs)"
         )
-    answer["path"]["details"]["seconds"] = round(time.perf_counter() - t0, 3)
-    return answer
-
-
-#: the command of a worker process, whose arguments are ``FOLDER PARENT_PID``
-_WORKER = "import sys; from labkit.explore import main; main(*sys.argv[1:])"
+    if not arrays:
+        arrays, call = given
+    elif given is not None:
+        notes.append("the builder's example inputs were set aside: the inputs given to check")
+    call = Call(call.names, call.constants, job["channels"])
+    return model, fw, explorer, _checks(explorer, model, job), arrays, call, notes
 
 
 def main(folder: str, parent: str) -> None:
@@ -367,6 +394,14 @@ def main(folder: str, parent: str) -> None:
         _emit(events, event="start", check=name)
         if session is None:  # a crash here is the first check's
             session = explorer.Session(model, arrays, call)
+        t0 = time.perf_counter()
+        try:
+            answer = explorer.CHECKS[name](session)
+        except Exception as exc:  # noqa: BLE001 - reported in the report, never a crash of check()
+            said = f"{type(exc).__name__}: {exc}\n{traceback.format_exc(limit=-3)}"
+            why = "the check stopped with an error the lab did not expect (the framework's "
+            answer = result(name, "fails", why + "message says what)", first_lines(said, 6))
+        answer["path"]["details"]["seconds"] = round(time.perf_counter() - t0, 3)
         # after a failed first check the parent stops this process: no other check applies
-        _emit(events, event="done", check=name, result=_safe_check(explorer, name, session))
+        _emit(events, event="done", check=name, result=answer)
     os._exit(0)  # skip framework teardown (thread pools can hang at exit); output is unbuffered

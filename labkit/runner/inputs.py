@@ -4,21 +4,19 @@ input shapes (``"8x16,8x16:int64"``) and example inputs. The builder returns the
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import importlib
 import importlib.util
 import os
 import re
 import sys
-import traceback
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
-from ..frameworks._kit.explore import first_lines, user_location
+from ..frameworks._kit.explore import at_line, first_lines
 from ..frameworks._kit.layout import Call, describe_arrays, random_array
 
 __all__ = [
@@ -28,8 +26,6 @@ __all__ = [
     "child_pythonpath",
     "example_arrays",
     "example_of",
-    "is_function_spec",
-    "load_example",
     "parse",
     "parse_inputs",
     "shapes_text",
@@ -159,54 +155,6 @@ def _module_of_file(path: Path):
     return sys.modules[name]
 
 
-def _where(exc: BaseException) -> str:
-    """`` (at file.py:12 in build)``: the learner's line an exception was raised from, if any."""
-    where = user_location("".join(traceback.format_exception(exc)))
-    return f" (at {where})" if where else ""
-
-
-def _called(s: Spec, what: str, returns: str) -> object:
-    """What the function a spec names (the ``what``) returns; ``ValueError`` when it cannot be
-    imported, raises or returns None."""
-    try:
-        module = _module_of_file(s.file) if s.file else importlib.import_module(s.module)
-    except Exception as exc:
-        name = getattr(exc, "name", None) if isinstance(exc, ModuleNotFoundError) else None
-        if s.file is None and name and s.module.startswith(name):
-            raise ValueError(
-                f"model {s.text!r}: no module named {name!r} (it must be importable here: "
-                f"installed, or in the current folder); or give its file: path/to/file.py:"
-                f"{s.function}"
-            ) from exc
-        raise ValueError(
-            f"model {s.text!r}: importing it failed: {first_lines(exc, lines=1)}{_where(exc)}"
-        ) from exc
-    builder = getattr(module, s.function, None)
-    if not callable(builder):
-        found = sorted(n for n, v in vars(module).items() if callable(v) and not n.startswith("_"))
-        raise ValueError(
-            f"model {s.text!r}: {s.file.name if s.file else s.module} has no function "
-            f"{s.function!r} (it defines: {', '.join(found) or 'nothing callable'})"
-        )
-    try:
-        value = builder()
-    except Exception as exc:
-        raise ValueError(
-            f"model {s.text!r}: the {what} {s.function}() raised {first_lines(exc, lines=1)}"
-            f"{_where(exc)}; fix the {what} (it must take no arguments and return {returns})"
-        ) from exc
-    if value is None:
-        raise ValueError(
-            f"model {s.text!r}: the {what} {s.function}() returned None; it must return {returns}"
-        )
-    return value
-
-
-def _host(x: object) -> np.ndarray:
-    """A tensor of any framework (or an array) as a host array."""
-    return np.asarray(x.detach().cpu() if callable(getattr(x, "detach", None)) else x)
-
-
 _PLAIN = (bool, int, float, str, type(None))
 
 
@@ -220,52 +168,62 @@ def example_of(args: object, kwargs: dict | None = None) -> tuple[list[np.ndarra
     items = list(args) if isinstance(args, tuple | list) else [] if args is None else [args]
     arrays, names, constants = [], [], {}
     for key, value in [*(("", x) for x in items), *(kwargs or {}).items()]:
-        if hasattr(value, "shape") and hasattr(value, "dtype"):  # a tensor or an array
-            arrays.append(_host(value))
+        if hasattr(value, "shape") and hasattr(value, "dtype"):  # a tensor of any framework
+            detach = getattr(value, "detach", None)
+            arrays.append(np.asarray(value.detach().cpu() if callable(detach) else value))
             names.append(str(key))
         elif key and isinstance(value, _PLAIN):
             constants[str(key)] = value
-        elif key:
-            raise ValueError(
-                f"example keyword {key!r} is a {type(value).__name__}: keyword arguments are "
-                "tensors (attention_mask=...) or plain values (True, 3, 'mean', None)"
-            )
         else:
             raise ValueError(
-                f"example input {len(arrays)} is a {type(value).__name__}, not a tensor or an "
-                "array: give tensors positionally, and plain values (use_cache=False) as keyword "
-                "arguments"
+                f"example {f'keyword {key!r}' if key else f'input {len(arrays)}'} is a "
+                f"{type(value).__name__}, not a tensor or an array: give tensors (positionally, "
+                "or by name: attention_mask=...) and plain values as keyword arguments "
+                "(use_cache=False, 3, 'mean', None)"
             )
     return arrays, Call(tuple(names), constants)
 
 
 def build_example(spec: str | os.PathLike) -> tuple[object, tuple[list[np.ndarray], Call] | None]:
     """The model the spec's builder returns, and its example inputs when it returned them too,
-    ``(model, args[, kwargs])`` (a model is never a tuple)."""
-    value = _called(parse(spec), "builder", "the model: `return MyModel()`")
+    ``(model, args[, kwargs])`` (a model is never a tuple); ``ValueError`` when the builder
+    cannot be imported, raises or returns None."""
+    s = parse(spec)
+    try:
+        module = _module_of_file(s.file) if s.file else importlib.import_module(s.module)
+    except Exception as exc:
+        name = getattr(exc, "name", None) if isinstance(exc, ModuleNotFoundError) else None
+        if s.file is None and name and s.module.startswith(name):
+            raise ValueError(
+                f"model {s.text!r}: no module named {name!r} (it must be importable here: "
+                f"installed, or in the current folder); or give its file: path/to/file.py:"
+                f"{s.function}"
+            ) from exc
+        raise ValueError(
+            f"model {s.text!r}: importing it failed: {first_lines(exc, lines=1)}{at_line(exc)}"
+        ) from exc
+    builder = getattr(module, s.function, None)
+    if not callable(builder):
+        found = sorted(n for n, v in vars(module).items() if callable(v) and not n.startswith("_"))
+        raise ValueError(
+            f"model {s.text!r}: {s.file.name if s.file else s.module} has no function "
+            f"{s.function!r} (it defines: {', '.join(found) or 'nothing callable'})"
+        )
+    try:
+        value = builder()
+    except Exception as exc:
+        raise ValueError(
+            f"model {s.text!r}: the builder {s.function}() raised {first_lines(exc, lines=1)}"
+            f"{at_line(exc)}; fix the builder (it must take no arguments and return the model)"
+        ) from exc
+    if value is None:
+        raise ValueError(
+            f"model {s.text!r}: the builder {s.function}() returned None; it must return the "
+            "model: `return MyModel()`"
+        )
     if isinstance(value, tuple) and len(value) in (2, 3):
         return value[0], example_of(*value[1:])
     return value, None
-
-
-def load_example(spec: str) -> tuple[list[np.ndarray], Call]:
-    """The example inputs a function (``"file.py:example_inputs"``) returns: args, or
-    ``(args, kwargs)``."""
-    value = _called(parse(spec), "example function", "the example inputs")
-    if isinstance(value, tuple) and len(value) == 2 and isinstance(value[1], dict):
-        return example_of(*value)
-    return example_of(value)
-
-
-def is_function_spec(text: object) -> bool:
-    """Whether ``text`` names a function (``file.py:example_inputs``) rather than shapes."""
-    if not isinstance(text, str):
-        return False
-    with contextlib.suppress(ValueError):
-        parse_inputs(text)
-        return False  # shapes
-    where, sep, function = text.strip().rpartition(":")
-    return bool(sep and where and function.isidentifier())
 
 
 def to_batch(arrays: list[np.ndarray], batch: int) -> list[np.ndarray]:

@@ -137,6 +137,15 @@ def user_location(text: str, code: bool = False) -> str:
     return f"{Path(m.group(1)).name}:{m.group(2)}" + (f" in {m.group(3)}" if m.group(3) else "")
 
 
+def at_line(found: str | BaseException) -> str:
+    """`` (at file.py:12 in forward)``: :func:`user_location` in a traceback (an exception's),
+    else ""."""
+    if isinstance(found, BaseException):
+        found = "".join(traceback.format_exception(found))
+    where = user_location(found)
+    return f" (at {where})" if where else ""
+
+
 def agreement(outputs, references, rtol: float = RTOL) -> tuple[bool, float, str]:
     """Whether ``outputs`` match ``references`` (count, shapes, values within ``rtol`` of the
     references' scale); the largest absolute difference; what differs, in words."""
@@ -233,8 +242,7 @@ class EagerSession:
         try:
             outs = self.eager("example", self.arrays)
         except Exception as exc:  # noqa: BLE001 - a framework error is the check's finding
-            where = user_location("".join(traceback.format_exception(exc)))
-            said = message(exc) if message else first_lines(exc) + (f" (at {where})" * bool(where))
+            said = message(exc) if message else first_lines(exc) + at_line(exc)
             return result("eager", "fails", _SAID["eager_fails"].format(framework=framework), said)
         details = {"outputs": [list(o.shape) for o in outs], "call": self.call.text(self.arrays)}
         if not outs:
@@ -253,17 +261,13 @@ class EagerSession:
         fixed = [f"{role} ({why})" for role, why in self.layout.fixed.items()]
         reason += "; not varied: " + "; ".join(fixed) if fixed else ""
         notes = [*self.layout.notes, *probe_notes(self.arrays, self.call)]
-        constant = self.constant()
+        new = dict(self.cases()).get("new values")  # outputs that agree on them: constant
+        constant = bool(new) and agreement(self.eager("new values", new), outs)[0]
         if constant:
             warning = _SAID["constant"].format(rtol=RTOL)
             reason += "; " + warning
             notes.insert(0, warning)
         return result("eager", "works", reason, notes=notes, constant_output=constant, **details)
-
-    def constant(self) -> bool:
-        """Whether eager's outputs on new random values agree with those on the example."""
-        new, example = dict(self.cases()).get("new values"), self.eager("example", self.arrays)
-        return bool(new and example) and agreement(self.eager("new values", new), example)[0]
 
     def usable(self, path: str) -> tuple[list[Variation], dict | None]:
         """The variations eager takes, or (none) the new-shape row that says none was tried."""

@@ -36,7 +36,7 @@ def is_mask(a: np.ndarray) -> bool:
     return a.dtype.kind in "biu" and a.size > 0 and bool(np.all((a == 0) | (a == 1)))
 
 
-@dataclass
+@dataclass(frozen=True)
 class Call:
     """How the example arrays reach the model: ``names`` has one entry per array, "" for a
     positional one (those first); ``constants`` are plain keyword values (``use_cache=False``);
@@ -88,7 +88,7 @@ def axes(
     rank-3 input has a sequence length on axis 1 (inputs of one length vary together); a rank-4+
     input is an image. ``declared``: the model's own input shapes (``None`` where open), from
     ``source``: a dimension it fixes is not varied. ``channels``: ``"first"``/``"last"`` as
-    ``channels_from`` says, else a guess, noted."""
+    ``channels_from`` says (default: the learner's layout), else a guess, noted."""
     declared = list(declared) if declared is not None else [None] * len(arrays)
     roles: dict[str, list[tuple[int, int]]] = {r: [] for r in ROLES}
     notes: list[str] = []
@@ -103,7 +103,7 @@ def axes(
                 roles["sequence length"].append((k, 1))
         elif a.ndim >= 4:
             if channels:  # where its channels are, and how that was decided
-                where, how = channels, channels_from or "as declared"
+                where, how = channels, channels_from or "the layout given (layout=, --layout)"
             elif a.shape[-1] in (1, 3, 4) and a.shape[1] not in (1, 3, 4):
                 where, how = "last", "guessed: its last axis looks like colour channels"
             else:
@@ -181,9 +181,9 @@ def probes(arrays: Sequence[np.ndarray]) -> list[tuple[str, list[np.ndarray]]]:
     return [("new values", new), ("zeros", zeros)]
 
 
-def probe_notes(arrays: Sequence[np.ndarray], call: Call | None = None) -> list[str]:
+def probe_notes(arrays: Sequence[np.ndarray], call: Call = Call()) -> list[str]:
     """What :func:`probes` did with an input it treated as a mask, in words."""
-    masks = ", ".join((call or Call()).name(k) for k, a in enumerate(arrays) if is_mask(a))
+    masks = ", ".join(call.name(k) for k, a in enumerate(arrays) if is_mask(a))
     if not masks:
         return []
     note = f"the probes keep {masks} a 0/1 mask: new values draw a new padding mask (ones, then "

@@ -18,13 +18,10 @@ from .._kit.layout import Call, Variation, axes
 from . import SPEC
 from .adapter import is_tf_function, model_caller
 
-__all__ = ["ACCEPTS", "CHECKS", "Session", "bind", "cause", "run_check", "versions"]
+__all__ = ["ACCEPTS", "CHECKS", "Session", "bind", "cause", "versions"]
 
-CHECKS: tuple[str, ...] = ("eager", "tf.function", "tf.function(new shapes)", "xla")
-ACCEPTS = (
-    "a Keras model or layer, a tf.function, or a Python function of tensors (then pass "
-    "framework='tensorflow')"
-)
+SAID = ex.MESSAGES["tensorflow"]
+ACCEPTS = SAID["accepts"]
 
 
 def versions() -> dict[str, str]:
@@ -66,12 +63,11 @@ class Session(ex.EagerSession):
     """The model's eager callable, its example inputs (with the axes its signature declares),
     and eager outputs per input."""
 
-    def __init__(self, model: object, arrays: list[np.ndarray], call: Call | None = None):
-        call = call or Call()
+    def __init__(self, model: object, arrays: list[np.ndarray], call: Call):
         declared, source = _declared(model, len(arrays))
         fmt = keras.config.image_data_format()  # channels_last: TensorFlow's NHWC too
         channels = call.channels or fmt.removeprefix("channels_")
-        told = "the layout given (layout=, --layout)" if call.channels else f"Keras' {fmt}"
+        told = "" if call.channels else f"Keras' {fmt}"  # "": the layout given
         super().__init__(arrays, call, axes(arrays, declared, channels, source, told))
         self.fn = self.eager_fn = bind(model, call)
         self.options = {}  # the options of a given tf.function, which its checks keep
@@ -134,8 +130,8 @@ def _compiled(s: Session, path: str, fn, failed: str, done: str) -> dict:
         with ex.quiet():
             s.run(fn, s.arrays)
     except Exception as exc:  # noqa: BLE001 - a framework error is the check's finding
-        where = ex.user_location(str(exc))  # TensorFlow's own cause, at the learner's line
-        why = f"{failed}: {cause(exc)}" + (f" (at {where})" if where else "")
+        # TensorFlow's message names the learner's line
+        why = f"{failed}: {cause(exc)}{ex.at_line(str(exc))}"
         return ex.result(path, "fails", why, _said(exc))
     first = time.perf_counter() - t0
     return s.agreed(path, fn, done.format(first=first), first_call_s=first)
@@ -148,14 +144,10 @@ def _function(s: Session) -> dict:
     row = _compiled(s, path, fn, "tracing it into a graph failed", done)
     traces = row["path"]["details"]["traces"] = fn.experimental_get_tracing_count()
     if "different numbers" in row["path"]["reason"]:
-        row["path"]["reason"] += (
-            ": Python that runs only while tracing (a Python value read once) is frozen into "
-            "the graph"
-        )
+        row["path"]["reason"] += SAID["frozen"]
     elif row["path"]["status"] == "works" and traces > 1:
-        why = f"traced {traces} times for inputs of one shape: something other than shapes and "
-        why += "dtypes (a Python value) keys the trace; "
-        row["path"].update(status="caveats", reason=why + row["path"]["reason"])
+        why = SAID["retraced"].format(traces=traces) + row["path"]["reason"]
+        row["path"].update(status="caveats", reason=why)
     return row
 
 
@@ -196,12 +188,10 @@ def _new_shapes(s: Session) -> dict:
         return ex.result(path, "fails", why, recompiles=recs)
     retracing = [g for g in groups if g[0].every_call]
     if not retracing:
-        why = f"{own} does not trace again at every new size: its options already generalise "
-        return ex.result(path, "works", why + "the shapes", recompiles=recs)
+        return ex.result(path, "works", SAID["generalises"].format(own=own), recompiles=recs)
     tried = "; ".join(f"{g[0].varied}: {', '.join(map(_tried, g[1:]))}" for g in retracing)
     varied = " and ".join(g[0].varied for g in retracing)
-    why = f"{own} traces again at every new {varied} (each trace runs the Python again and "
-    why += f"builds a new graph); tried over the same calls, by what changes: {tried}"
+    why = SAID["retraces"].format(own=own, varied=varied, tried=tried)
     return ex.result(path, "caveats", why, recompiles=recs)
 
 
@@ -220,5 +210,10 @@ def _xla(s: Session) -> dict:
     return _compiled(s, "xla", fn, "XLA cannot compile it", done)
 
 
-def run_check(name: str, s: Session) -> dict:
-    return dict(zip(CHECKS, (_eager, _function, _new_shapes, _xla)))[name](s)
+#: the capture paths in order, each the function of a session that gives its row
+CHECKS: dict[str, Callable[[Session], dict]] = {
+    "eager": _eager,
+    "tf.function": _function,
+    "tf.function(new shapes)": _new_shapes,
+    "xla": _xla,
+}

@@ -34,7 +34,7 @@ from .._kit.layout import Call, axes, describe_arrays
 from . import SPEC
 from .adapter import as_module, quiet_torchscript
 
-__all__ = ["ACCEPTS", "CHECKS", "Bound", "Session", "bind", "flatten", "run_check", "versions"]
+__all__ = ["ACCEPTS", "CHECKS", "Bound", "Session", "bind", "flatten", "versions"]
 
 ACCEPTS = "a torch.nn.Module, or a function of tensors (then pass framework='torch')"
 SAID = ex.MESSAGES["torch"]
@@ -61,21 +61,16 @@ def dynamo_words(message: str) -> str:
     return "; ".join(parts + ([f"its hint: {hint.group(1).strip()}"] if hint else []))
 
 
-def _traceback(exc: BaseException) -> str:
-    return "".join(traceback.format_exception(exc))
-
-
 def diagnose(exc: BaseException, stopped: str = SAID["stopped"]) -> tuple[str, str, str]:
     """A failed capture as ``(reason in plain words, the framework's innermost message, where in
-    the learner's code)``: the reason from the innermost message along ``exc``'s causes that says
-    one, else ``stopped``."""
+    the learner's code: " (at file.py:12 in forward)" or "")``: the reason from the innermost
+    message along ``exc``'s causes that says one, else ``stopped``."""
     chain: list[BaseException] = []
     while exc is not None and exc not in chain and len(chain) < 12:
         chain.append(exc)
         exc = exc.__cause__ or exc.__context__
     reason = next(filter(None, (plain(str(e)) for e in reversed(chain))), stopped)
-    texts = (t for e in reversed(chain) for t in (str(e), _traceback(e)))
-    where = next(filter(None, map(ex.user_location, texts)), "")
+    where = next(filter(None, (ex.at_line(x) for e in reversed(chain) for x in (str(e), e))), "")
     return reason, ex.first_lines(chain[-1], lines=2), where
 
 
@@ -155,10 +150,8 @@ def flatten(out: object, prefix: str = "") -> list[tuple[str, object]]:
 class Session(ex.EagerSession):
     """The model in eval mode (bound to its call), its example inputs, eager outputs."""
 
-    def __init__(self, model: object, arrays: list[np.ndarray], call: Call | None = None):
-        call = call or Call()
-        told = "the layout given (layout=, --layout)"
-        super().__init__(arrays, call, axes(arrays, channels=call.channels, channels_from=told))
+    def __init__(self, model: object, arrays: list[np.ndarray], call: Call):
+        super().__init__(arrays, call, axes(arrays, channels=call.channels))
         self.model = as_module(model).eval()
         self.module = self.eager_fn = bind(self.model, call)
 
@@ -188,7 +181,7 @@ def _fails(path: str, what: str, exc: BaseException, stopped: str = SAID["stoppe
     """A failed capture: what failed, why in plain words (:func:`diagnose`; ``stopped`` when it
     finds no reason), where in the learner's code."""
     why, message, where = diagnose(exc, stopped)
-    return ex.result(path, "fails", f"{what}: {why}" + f" (at {where})" * bool(where), message)
+    return ex.result(path, "fails", f"{what}: {why}{where}", message)
 
 
 def _timings(s: Session, compiled: Callable) -> dict[str, dict]:
@@ -391,7 +384,7 @@ def _onnx(s: Session) -> dict:
 def _onnx_failed(exc: BaseException) -> dict:
     """A failed ONNX export, its reason placed in the stage that failed (the stages its error
     names): the capture's reasons only when torch.export (the first stage) failed."""
-    text, what = _traceback(exc), "torch.onnx.export (dynamo exporter): "
+    text, what = "".join(traceback.format_exception(exc)), "torch.onnx.export (dynamo exporter): "
     stage = next((said for key, said in SAID["onnx_stages"].items() if key in text), "")
     if not stage:
         first = "Failed to export the model with torch.export" in text
@@ -401,7 +394,8 @@ def _onnx_failed(exc: BaseException) -> dict:
     return _fails("onnx", f"{what}torch.export succeeded; {stage} failed", exc, SAID["onnx_later"])
 
 
-_RUN: dict[str, Callable[[Session], dict]] = {
+#: the capture paths in order, each the function of a session that gives its row
+CHECKS: dict[str, Callable[[Session], dict]] = {
     "eager": functools.partial(Session.eager_check, framework="plain PyTorch"),
     "torch.compile": _compile,
     "torch.compile(fullgraph)": _fullgraph,
@@ -411,8 +405,3 @@ _RUN: dict[str, Callable[[Session], dict]] = {
     "torch.jit.trace": _trace,
     "onnx": _onnx,
 }
-CHECKS: tuple[str, ...] = tuple(_RUN)
-
-
-def run_check(name: str, s: Session) -> dict:
-    return _RUN[name](s)

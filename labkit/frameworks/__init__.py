@@ -20,18 +20,17 @@ import tomllib
 from collections import namedtuple
 from collections.abc import Callable, Iterable
 from pathlib import Path
-from types import ModuleType
+from types import ModuleType, SimpleNamespace
 
 from .. import hardware
 from ..util import jsonio, proc
+from ._kit import checks as kit_checks
 from .contract import FrameworkSpec
 
 __all__ = [
-    "ISA_ENV",
     "MODES",
     "NAMES",
     "PACKAGES",
-    "REGISTRY",
     "FrameworkUnavailable",
     "available",
     "check_import_order",
@@ -48,9 +47,6 @@ __all__ = [
     "specs",
 ]
 
-#: the framework every other one's logits are compared with (labkit.frameworks.crosscheck)
-REFERENCE = "torch"
-
 
 def _field(value: object) -> object:
     """A TOML value as a spec holds it: an array as a tuple, a table as a tuple of pairs."""
@@ -64,7 +60,7 @@ def specs() -> tuple[FrameworkSpec, ...]:
     """Every registered framework's spec, in registry order (imports no framework)."""
     text = (Path(__file__).parents[1] / "data" / "frameworks.toml").read_text(encoding="utf-8")
     return tuple(
-        FrameworkSpec(name, **{"eager": None} | {k: _field(v) for k, v in fields.items()})
+        FrameworkSpec(name, **{k: _field(v) for k, v in fields.items()})
         for name, fields in tomllib.loads(text).items()
     )
 
@@ -78,8 +74,7 @@ def spec(name: str) -> FrameworkSpec:
 
 
 #: the registered frameworks, in the order tables and figures list them
-REGISTRY: tuple[str, ...] = tuple(s.name for s in specs())
-NAMES: tuple[str, ...] = REGISTRY
+NAMES: tuple[str, ...] = tuple(s.name for s in specs())
 PACKAGES: dict[str, str] = {s.name: s.import_name for s in specs()}
 MODES: dict[str, tuple[str, ...]] = {s.name: s.modes for s in specs()}
 #: the pip distributions of each framework's import name, preferred first (none: the name itself)
@@ -224,8 +219,12 @@ def launch_module(name: str) -> ModuleType:
     return _part(name, "launch", lambda s: s.launcher, "data-parallel launcher", framework=False)
 
 
-def checks(name: str) -> ModuleType:
-    """The module that checks code exercises for ``name`` (imports the framework)."""
+def checks(name: str) -> ModuleType | SimpleNamespace:
+    """The checks of code exercises for ``name``: its ``checks`` module, or those its spec's
+    ``exercise`` table describes (imports the framework)."""
+    if spec(name).exercise:
+        get(name)
+        return kit_checks.from_spec(spec(name))
     return _part(name, "checks", lambda s: s.code_checks, "code-exercise checks")
 
 
@@ -251,17 +250,14 @@ def peak_probes() -> list[hardware.Probe]:
     ]
 
 
-#: environment variables that cap the instructions oneDNN may use (part of a probe's key)
-ISA_ENV: tuple[str, ...] = ("ONEDNN_MAX_CPU_ISA", "DNNL_MAX_CPU_ISA")
-
-
 def kernel_support(
     framework: str, version: str, precision: str, probe: Callable[[], str | None]
 ) -> str:
     """Empty when this machine's kernels run ``precision`` for ``framework`` ``version``, else why
     not. ``probe`` runs one tiny operation at that precision: it raises where the kernels cannot,
-    or returns why it ran in another precision. Cached per machine type, version and ISA cap."""
-    isa = {k: os.environ[k] for k in ISA_ENV if os.environ.get(k)}
+    or returns why it ran in another precision. Cached per machine type, version and the cap on
+    the instructions oneDNN may use."""
+    isa = {k: v for k in ("ONEDNN_MAX_CPU_ISA", "DNNL_MAX_CPU_ISA") if (v := os.environ.get(k))}
     key = [framework, version, precision, isa]
     path = hardware.measured.cache_file("kernels", key)
     with contextlib.suppress(OSError, ValueError, KeyError, TypeError):  # not probed yet: probe

@@ -1,18 +1,26 @@
-"""The toolkit of the code-exercise checks (``labkit/frameworks/<name>/checks.py``), numpy only:
-a framework's ``verify(prop, fn, cases, ...)`` answers ``(passed, detail)``."""
+"""The toolkit of the code-exercise checks (``labkit/frameworks/<name>/checks.py``, or a spec's
+``exercise`` table: :func:`from_spec`), numpy only: a framework's ``verify(prop, fn, cases, ...)``
+answers ``(passed, detail)``."""
 
 from __future__ import annotations
 
+import functools
+import importlib
 import inspect
+import pkgutil
 import re
 from collections.abc import Callable
+from types import SimpleNamespace
 from typing import Any
 
 import numpy as np
 
+from ..contract import FrameworkSpec
+
 __all__ = [
     "compare",
     "converters",
+    "from_spec",
     "graph_properties",
     "same_outputs",
     "signature",
@@ -166,3 +174,20 @@ def graph_properties(
         return lambda case: numpy(compiled(*args(case)))
 
     return {runs: ran, "matches_eager": matches_eager}
+
+
+def from_spec(spec: FrameworkSpec) -> SimpleNamespace:
+    """The checks ``spec``'s ``exercise`` table describes, as a ``checks`` module offers them:
+    ``namespace()``, ``PROPERTIES`` (its first ``code_checks`` property and ``matches_eager``)
+    and ``verify``. Imports the framework."""
+    table = dict(spec.exercise)
+    capture, tensor = (pkgutil.resolve_name(table[k]) for k in ("call", "tensor"))
+    properties = graph_properties(
+        lambda fn: capture(unwrap(fn), **table["options"]),
+        *converters(tensor, lambda out: isinstance(out, tensor), np.asarray),
+        runs=spec.code_checks[0][0],
+        baseline=table["eager"],
+    )
+    names = {name: importlib.import_module(m) for name, m in table["namespace"].items()}
+    verifies = functools.partial(verify, spec.display, properties)
+    return SimpleNamespace(namespace=names.copy, PROPERTIES=properties, verify=verifies)

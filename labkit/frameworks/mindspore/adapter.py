@@ -255,7 +255,7 @@ def prepare(
         raise Unsupported(why)
     images, labels = host_batch(weights, batch_size, image_size)
     net, graph = build_resnet50(weights), mode == "graph"
-    notes = ["mindspore.jit(capture_mode='ast'), compiled whole" if graph else "PyNative", device]
+    notes = [dict(SPEC.mode_notes)[mode], device]
     if precision == "bf16":
         net = ms.amp.auto_mixed_precision(net, "auto", dtype=ms.bfloat16)
         notes.append("mindspore.amp.auto_mixed_precision(level='auto', dtype=bfloat16)")

@@ -34,11 +34,6 @@ __all__ = [
     "version",
 ]
 
-MODE_NOTES = {
-    "dygraph": "dygraph (eager) Layer calls",
-    "sot": "paddle.jit.to_static(full_graph=False): bytecode capture (SOT)",
-    "ast": "paddle.jit.to_static(full_graph=True): source (AST) conversion",
-}
 #: Paddle's name of a canonical tensor (BatchNorm's statistics differ)
 native_name = cells.renamer({"running_mean": "_mean", "running_var": "_variance"})
 #: the flags that hold the lab's thread policy (Paddle has no getter for its math threads)
@@ -202,4 +197,4 @@ def prepare(
         with grad():
             return run(paddle.to_tensor(images)).numpy()
 
-    return Prepared(step, int(batch_size), MODE_NOTES[mode], recipe=applied)
+    return Prepared(step, int(batch_size), dict(SPEC.mode_notes)[mode], recipe=applied)

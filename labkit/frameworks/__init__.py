@@ -9,7 +9,6 @@ from __future__ import annotations
 import concurrent.futures
 import contextlib
 import functools
-import hashlib
 import importlib
 import importlib.metadata
 import json
@@ -137,8 +136,8 @@ def probe_all(fresh: bool = False) -> dict[str, Probe]:
     """Import each package in its own subprocess, in parallel; cached while the interpreter, its
     distributions and PYTHONPATH stay the same (``fresh=True``: import again)."""
     dists = sorted(f"{d.metadata['Name']}=={d.version}" for d in importlib.metadata.distributions())
-    key = json.dumps([sys.executable, sys.version, os.environ.get("PYTHONPATH", ""), dists])
-    path = hardware.cache_dir() / f"probes-{hashlib.sha256(key.encode()).hexdigest()[:16]}.json"
+    key = [sys.executable, sys.version, os.environ.get("PYTHONPATH", ""), dists]
+    path = hardware.measured.cache_file("probes", key)
     packages = [PACKAGES[n] for n in NAMES] + list(EXTRA_PACKAGES)
     try:
         cached = {p: Probe(**v) for p, v in json.loads(path.read_text()).items()}
@@ -195,7 +194,7 @@ def get(name: str) -> ModuleType:
         for key in proc.THREAD_ENV:
             os.environ.pop(key, None)
         os.environ.update(saved)
-    return importlib.import_module(s.module("adapter"))
+    return importlib.import_module(f".{name}.adapter", __name__)
 
 
 def _part(name: str, part: str, has: Callable, what: str, framework: bool = True) -> ModuleType:
@@ -206,7 +205,7 @@ def _part(name: str, part: str, has: Callable, what: str, framework: bool = True
         raise ValueError(f"{name} has no {what} yet in the lab: it has them for {offered}")
     if framework:
         get(name)
-    return importlib.import_module(s.module(part))
+    return importlib.import_module(f".{s.name}.{part}", __name__)
 
 
 def explorer(name: str) -> ModuleType:

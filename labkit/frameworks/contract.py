@@ -77,9 +77,6 @@ class FrameworkSpec:
         """Every mode but the eager one (a runtime of exported graphs: all of its modes)."""
         return tuple(m for m in self.modes if m != self.eager)
 
-    def module(self, part: str) -> str:
-        return f"labkit.frameworks.{self.name}.{part}"
-
     @property
     def explores(self) -> bool:
         """Whether ``labkit.explore`` can check a learner's model of it."""
@@ -87,7 +84,7 @@ class FrameworkSpec:
 
     @property
     def peak_module(self) -> str | None:
-        return self.module("peak") if self.peak_precisions else None
+        return f"labkit.frameworks.{self.name}.peak" if self.peak_precisions else None
 
     @property
     def folder(self) -> Path:

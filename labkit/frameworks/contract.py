@@ -67,7 +67,7 @@ class FrameworkSpec:
     exercise: tuple[tuple[str, object], ...] = ()
     #: (mode, how ``prepare`` runs it) pairs, the start of a cell's notes
     mode_notes: tuple[tuple[str, str], ...] = ()
-    #: (task or precision, why not) pairs: why ``prepare`` refuses what it does not offer
+    #: (task, precision or "gpu", why not) pairs: why ``prepare`` refuses what it cannot run
     why_not: tuple[tuple[str, str], ...] = ()
     #: packages that crash the process when loaded before this framework
     import_before: tuple[str, ...] = ()

@@ -15,6 +15,7 @@ from typing import Any
 
 import numpy as np
 
+from ...util.numeric import difference
 from ..contract import FrameworkSpec
 
 __all__ = [
@@ -63,9 +64,7 @@ def compare(got, want, rtol: float, atol: float) -> str | None:
         return f"shape {g.shape} where eager gives {w.shape}"
     if np.allclose(g, w, rtol=rtol, atol=atol, equal_nan=True):
         return None
-    with np.errstate(invalid="ignore"):
-        diff = np.abs(g.astype(np.float64) - w.astype(np.float64))
-    worst = float(np.nanmax(diff)) if diff.size else float("nan")
+    worst = difference(g, w, skip_nan=True).largest
     return f"differs from eager by up to {worst:.3g} (eager: {_short(w)}, got: {_short(g)})"
 
 
@@ -76,9 +75,7 @@ def _kind(value) -> str:
 
 
 def _short(a: np.ndarray) -> str:
-    flat = np.asarray(a).ravel()
-    text = np.array2string(flat[:4], precision=4, separator=", ")
-    return text if flat.size <= 4 else text[:-1] + ", ...]"
+    return np.array2string(np.ravel(a), precision=4, separator=", ", threshold=4, edgeitems=2)
 
 
 def signature(case: tuple) -> str:

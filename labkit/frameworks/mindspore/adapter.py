@@ -171,8 +171,9 @@ def predict(net: nn.Cell, images: np.ndarray) -> np.ndarray:
 
 
 def _train_fn(net: nn.Cell, lr: float, momentum: float, graph: bool) -> tuple[Callable, dict]:
-    """One step as ``fn(images, labels) -> loss``, and the recipe its optimizer and loss read
-    back; ``nn.Momentum`` keeps ``v = momentum * v + g; w -= lr * v``, as PyTorch's SGD."""
+    """One step as ``fn(images, labels) -> loss`` (MindSpore's ``TrainOneStepCell``), and the
+    recipe its optimizer and loss read back; ``nn.Momentum`` keeps ``v = momentum * v + g;
+    w -= lr * v``, as PyTorch's SGD."""
     net.set_train(True)
     r = recipe.TRAIN
     loss_fn = nn.CrossEntropyLoss()  # mean over the batch, integer class labels
@@ -183,17 +184,7 @@ def _train_fn(net: nn.Cell, lr: float, momentum: float, graph: bool) -> tuple[Ca
         weight_decay=r.weight_decay,
         use_nesterov=r.nesterov,
     )
-
-    def forward(images, labels):
-        return loss_fn(net(images), labels)
-
-    grad_fn = ms.value_and_grad(forward, None, optimizer.parameters)
-
-    def step(images, labels):
-        loss, grads = grad_fn(images, labels)
-        optimizer(grads)
-        return loss
-
+    step = nn.TrainOneStepCell(nn.WithLossCell(net, loss_fn), optimizer)
     applied = recipe.applied(
         float(optimizer.learning_rate.asnumpy()),
         float(optimizer.momentum.asnumpy()),
@@ -245,10 +236,7 @@ def prepare(
     check_cell(SPEC, mode, task, batch_size, precision, device)
     if device == "gpu":
         if not ms.device_context.gpu.is_available():
-            raise Unsupported(
-                f"MindSpore {version()} found no usable CUDA GPU: its GPU plugin needs an NVIDIA "
-                "driver, CUDA 11.6 and cuDNN 8 (see https://www.mindspore.cn/install)"
-            )
+            raise Unsupported(dict(SPEC.why_not)["gpu"])
         ms.set_device("GPU")
     probe = f"{SPEC.name} ({device.upper()})"
     if precision == "bf16" and (why := kernel_support(probe, version(), "bf16", _bf16_conv)):

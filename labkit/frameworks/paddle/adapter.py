@@ -179,9 +179,7 @@ def prepare(
     call captures the program)."""
     check_cell(SPEC, mode, task, batch_size, precision, device)
     if device == "gpu" and not paddle.is_compiled_with_cuda():
-        raise Unsupported(
-            "PaddlePaddle here is the CPU build: a GPU needs the paddlepaddle-gpu wheel"
-        )
+        raise Unsupported(dict(SPEC.why_not)["gpu"])
     paddle.set_device(device)
     images, labels = host_batch(weights, batch_size, image_size)
     net = build_resnet50(weights)

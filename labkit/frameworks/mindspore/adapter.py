@@ -38,12 +38,7 @@ __all__ = [
 
 #: MindSpore's name of a canonical tensor (BatchNorm's differ)
 native_name = cells.renamer(
-    {
-        "weight": "gamma",
-        "bias": "beta",
-        "running_mean": "moving_mean",
-        "running_var": "moving_variance",
-    }
+    weight="gamma", bias="beta", running_mean="moving_mean", running_var="moving_variance"
 )
 
 
@@ -158,9 +153,7 @@ def build_resnet50(weights: dict[str, np.ndarray]) -> ResNet50:
 
 
 def to_canonical(net: nn.Cell) -> dict[str, np.ndarray]:
-    return cells.canonical_weights(
-        dict(net.parameters_and_names()), native_name, lambda p: p.asnumpy()
-    )
+    return cells.canonical_weights(dict(net.parameters_and_names()), native_name)
 
 
 def predict(net: nn.Cell, images: np.ndarray) -> np.ndarray:

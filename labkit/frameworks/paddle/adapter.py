@@ -35,7 +35,7 @@ __all__ = [
 ]
 
 #: Paddle's name of a canonical tensor (BatchNorm's statistics differ)
-native_name = cells.renamer({"running_mean": "_mean", "running_var": "_variance"})
+native_name = cells.renamer(running_mean="_mean", running_var="_variance")
 #: the flags that hold the lab's thread policy (Paddle has no getter for its math threads)
 THREAD_FLAGS = ("FLAGS_paddle_num_threads", "FLAGS_enable_pir_in_executor_trace_run")
 #: the recipe's loss: softmax cross-entropy of logits against integer labels, batch mean
@@ -110,9 +110,7 @@ def build_resnet50(weights: dict[str, np.ndarray]) -> ResNet50:
 
 
 def to_canonical(model: nn.Layer) -> dict[str, np.ndarray]:
-    return cells.canonical_weights(
-        model.state_dict(), native_name, lambda t: t.numpy(), ("fc.weight",)
-    )
+    return cells.canonical_weights(model.state_dict(), native_name, transposed=("fc.weight",))
 
 
 def predict(model: nn.Layer, images: np.ndarray) -> np.ndarray:

@@ -232,12 +232,8 @@ def framework_of(model: object) -> str | None:
     if isinstance(model, str | os.PathLike):
         path = os.fspath(model).lower()
         return next((s.name for s in specs() for x in s.model_files if path.endswith(x)), None)
-    for cls in type(model).__mro__:
-        package = (cls.__module__ or "").split(".")[0]
-        for s in specs():
-            if package in s.model_packages:
-                return s.name
-    return None
+    packages = [(cls.__module__ or "").split(".")[0] for cls in type(model).__mro__]
+    return next((s.name for p in packages for s in specs() if p in s.model_packages), None)
 
 
 def peak_probes() -> list[hardware.Probe]:

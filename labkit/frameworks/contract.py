@@ -60,10 +60,7 @@ class FrameworkSpec:
     model_files: tuple[str, ...] = ()  #: file suffixes of saved models it runs (".onnx")
     #: (property, meaning) pairs its ``checks`` module verifies in code exercises
     code_checks: tuple[tuple[str, str], ...] = ()
-    #: where it has no ``checks`` module, its checks as data (``_kit.checks.from_spec``): the
-    #: whole-graph capture, ``call(fn, **options)``, that its first ``code_checks`` property
-    #: runs, the ``tensor`` type inputs become, the ``eager`` run ``matches_eager`` compares
-    #: with, and the ``namespace`` exercise code sees
+    #: where it has no ``checks`` module, those checks as data (``_kit.checks.from_spec``)
     exercise: tuple[tuple[str, object], ...] = ()
     #: (mode, how ``prepare`` runs it) pairs, the start of a cell's notes
     mode_notes: tuple[tuple[str, str], ...] = ()

@@ -174,9 +174,10 @@ def graph_properties(
 
 
 def from_spec(spec: FrameworkSpec) -> SimpleNamespace:
-    """The checks ``spec``'s ``exercise`` table describes, as a ``checks`` module offers them:
-    ``namespace()``, ``PROPERTIES`` (its first ``code_checks`` property and ``matches_eager``)
-    and ``verify``. Imports the framework."""
+    """The checks ``spec``'s ``exercise`` table describes, as a ``checks`` module offers them
+    (``namespace()``, ``PROPERTIES``, ``verify``): its first ``code_checks`` property runs
+    ``call(fn, **options)`` on every input, ``matches_eager`` compares that with the ``eager``
+    run, the inputs' arrays made ``tensor``; exercise code sees ``namespace``."""
     table = dict(spec.exercise)
     capture, tensor = (pkgutil.resolve_name(table[k]) for k in ("call", "tensor"))
     properties = graph_properties(

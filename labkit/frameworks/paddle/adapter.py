@@ -7,7 +7,6 @@ out)``, the transpose of ``fc.weight``). Modes: ``dygraph`` (eager); ``sot``
 
 from __future__ import annotations
 
-import contextlib
 import itertools
 from collections.abc import Callable
 
@@ -183,14 +182,14 @@ def prepare(
     net = build_resnet50(weights)
     if mode != "dygraph":  # to_static wraps the Layer's forward in place
         net = paddle.jit.to_static(net, full_graph=mode == "ast", backend=None)
-    run, applied, grad = net, None, paddle.no_grad
+    run, applied = net, None
     if task == "train":
         train, applied = _step_fn(net, recipe.TRAIN.lr, recipe.TRAIN.momentum)
         labels = paddle.to_tensor(labels)  # int64
-        run, grad = (lambda x: train(x, labels)), contextlib.nullcontext
+        run = lambda x: train(x, labels)
 
     def step() -> np.ndarray:  # the logits, or the loss
-        with grad():
+        with paddle.set_grad_enabled(task == "train"):
             return run(paddle.to_tensor(images)).numpy()
 
     return Prepared(step, int(batch_size), dict(SPEC.mode_notes)[mode], recipe=applied)

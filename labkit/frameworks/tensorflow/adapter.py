@@ -133,13 +133,12 @@ def build_resnet50(weights: dict[str, np.ndarray], precision: str = "fp32") -> k
 
 
 def to_canonical(model: keras.Model) -> dict[str, np.ndarray]:
-    """The model's weights in canonical names and layouts."""
-    width, num_classes = model.get_layer("conv1").filters, model.get_layer("fc").units
-    out = {
-        name: np.transpose(model.get_layer(layer).weights[i].numpy(), np.argsort(axes))
-        for name, layer, i, axes in _tensors(width)
-    }
-    return {n: np.ascontiguousarray(out[n]) for n in resnet.param_shapes(num_classes, width)}
+    """The model's weights in canonical names, order and layouts."""
+    out = {}
+    for name, layer, i, axes in _tensors(model.get_layer("conv1").filters):
+        weight = model.get_layer(layer).weights[i].numpy()
+        out[name] = np.ascontiguousarray(np.transpose(weight, np.argsort(axes)))
+    return out
 
 
 def to_nhwc(images: np.ndarray) -> np.ndarray:

@@ -241,7 +241,7 @@ def prepare(
         net = ms.amp.auto_mixed_precision(net, "auto", dtype=ms.bfloat16)
         notes.append("mindspore.amp.auto_mixed_precision(level='auto', dtype=bfloat16)")
     applied, extra = None, ()
-    if task == "train":  # forward, value_and_grad and nn.Momentum, in one jit in graph mode
+    if task == "train":  # forward, gradients and nn.Momentum: one jit in graph mode
         run, applied = _train_fn(net, recipe.TRAIN.lr, recipe.TRAIN.momentum, graph=graph)
         extra = (ms.Tensor(labels.astype(np.int32)),)
     else:
@@ -253,7 +253,5 @@ def prepare(
 
         run = ms.jit(forward) if graph else forward
 
-    def step() -> np.ndarray:
-        return run(ms.Tensor(images), *extra).asnumpy()
-
+    step = lambda: run(ms.Tensor(images), *extra).asnumpy()  # the logits, or the loss
     return Prepared(step, int(batch_size), "; ".join(notes), recipe=applied)

@@ -48,9 +48,10 @@ __all__ = [
 
 
 def _field(value: object) -> object:
-    """A TOML value as a spec holds it: an array as a tuple, a table as a tuple of pairs."""
+    """A TOML value as a (hashable) spec holds it: an array as a tuple, a table as a tuple of
+    pairs."""
     if isinstance(value, dict):
-        return tuple(value.items())
+        return tuple((k, _field(v)) for k, v in value.items())
     return tuple(value) if isinstance(value, list) else value
 
 

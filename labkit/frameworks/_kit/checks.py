@@ -181,11 +181,11 @@ def from_spec(spec: FrameworkSpec) -> SimpleNamespace:
     table = dict(spec.exercise)
     capture, tensor = (pkgutil.resolve_name(table[k]) for k in ("call", "tensor"))
     properties = graph_properties(
-        lambda fn: capture(unwrap(fn), **table["options"]),
+        lambda fn: capture(unwrap(fn), **dict(table["options"])),
         *converters(tensor, lambda out: isinstance(out, tensor), np.asarray),
         runs=spec.code_checks[0][0],
         baseline=table["eager"],
     )
-    names = {name: importlib.import_module(m) for name, m in table["namespace"].items()}
+    names = {name: importlib.import_module(m) for name, m in table["namespace"]}
     verifies = functools.partial(verify, spec.display, properties)
     return SimpleNamespace(namespace=names.copy, PROPERTIES=properties, verify=verifies)

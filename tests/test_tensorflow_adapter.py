@@ -102,7 +102,7 @@ def test_every_task_runs_in_every_mode_and_agrees_with_eager(tfa, model, weights
     for task, batch in MODE_TASKS:
         prepared = tfa.prepare(weights, mode, task, batch, image_size=SIZE)
         assert isinstance(prepared, contract.Prepared) and prepared.batch_size == batch
-        assert tfa.MODE_NOTES[mode] in prepared.notes
+        assert dict(tfa.SPEC.mode_notes)[mode] in prepared.notes
         first, second = prepared.step(), prepared.step()
         images, _ = resnet.random_batch(batch, SIZE, num_classes=CLASSES)
         if task == "train":  # the same first step as the eager train_step, then a lower loss

@@ -9,7 +9,6 @@ from __future__ import annotations
 import concurrent.futures
 import contextlib
 import functools
-import hashlib
 import importlib
 import importlib.metadata
 import json
@@ -20,18 +19,17 @@ import tomllib
 from collections import namedtuple
 from collections.abc import Callable, Iterable
 from pathlib import Path
-from types import ModuleType
+from types import ModuleType, SimpleNamespace
 
 from .. import hardware
 from ..util import jsonio, proc
+from ._kit import checks as kit_checks
 from .contract import FrameworkSpec
 
 __all__ = [
-    "ISA_ENV",
     "MODES",
     "NAMES",
     "PACKAGES",
-    "REGISTRY",
     "FrameworkUnavailable",
     "available",
     "check_import_order",
@@ -48,14 +46,12 @@ __all__ = [
     "specs",
 ]
 
-#: the framework every other one's logits are compared with (labkit.frameworks.crosscheck)
-REFERENCE = "torch"
-
 
 def _field(value: object) -> object:
-    """A TOML value as a spec holds it: an array as a tuple, a table as a tuple of pairs."""
+    """A TOML value as a (hashable) spec holds it: an array as a tuple, a table as a tuple of
+    pairs."""
     if isinstance(value, dict):
-        return tuple(value.items())
+        return tuple((k, _field(v)) for k, v in value.items())
     return tuple(value) if isinstance(value, list) else value
 
 
@@ -64,7 +60,7 @@ def specs() -> tuple[FrameworkSpec, ...]:
     """Every registered framework's spec, in registry order (imports no framework)."""
     text = (Path(__file__).parents[1] / "data" / "frameworks.toml").read_text(encoding="utf-8")
     return tuple(
-        FrameworkSpec(name, **{"eager": None} | {k: _field(v) for k, v in fields.items()})
+        FrameworkSpec(name, **{k: _field(v) for k, v in fields.items()})
         for name, fields in tomllib.loads(text).items()
     )
 
@@ -78,8 +74,7 @@ def spec(name: str) -> FrameworkSpec:
 
 
 #: the registered frameworks, in the order tables and figures list them
-REGISTRY: tuple[str, ...] = tuple(s.name for s in specs())
-NAMES: tuple[str, ...] = REGISTRY
+NAMES: tuple[str, ...] = tuple(s.name for s in specs())
 PACKAGES: dict[str, str] = {s.name: s.import_name for s in specs()}
 MODES: dict[str, tuple[str, ...]] = {s.name: s.modes for s in specs()}
 #: the pip distributions of each framework's import name, preferred first (none: the name itself)
@@ -142,8 +137,8 @@ def probe_all(fresh: bool = False) -> dict[str, Probe]:
     """Import each package in its own subprocess, in parallel; cached while the interpreter, its
     distributions and PYTHONPATH stay the same (``fresh=True``: import again)."""
     dists = sorted(f"{d.metadata['Name']}=={d.version}" for d in importlib.metadata.distributions())
-    key = json.dumps([sys.executable, sys.version, os.environ.get("PYTHONPATH", ""), dists])
-    path = hardware.cache_dir() / f"probes-{hashlib.sha256(key.encode()).hexdigest()[:16]}.json"
+    key = [sys.executable, sys.version, os.environ.get("PYTHONPATH", ""), dists]
+    path = hardware.measured.cache_file("probes", key)
     packages = [PACKAGES[n] for n in NAMES] + list(EXTRA_PACKAGES)
     try:
         cached = {p: Probe(**v) for p, v in json.loads(path.read_text()).items()}
@@ -200,7 +195,7 @@ def get(name: str) -> ModuleType:
         for key in proc.THREAD_ENV:
             os.environ.pop(key, None)
         os.environ.update(saved)
-    return importlib.import_module(s.module("adapter"))
+    return importlib.import_module(f".{name}.adapter", __name__)
 
 
 def _part(name: str, part: str, has: Callable, what: str, framework: bool = True) -> ModuleType:
@@ -211,7 +206,7 @@ def _part(name: str, part: str, has: Callable, what: str, framework: bool = True
         raise ValueError(f"{name} has no {what} yet in the lab: it has them for {offered}")
     if framework:
         get(name)
-    return importlib.import_module(s.module(part))
+    return importlib.import_module(f".{s.name}.{part}", __name__)
 
 
 def explorer(name: str) -> ModuleType:
@@ -224,8 +219,12 @@ def launch_module(name: str) -> ModuleType:
     return _part(name, "launch", lambda s: s.launcher, "data-parallel launcher", framework=False)
 
 
-def checks(name: str) -> ModuleType:
-    """The module that checks code exercises for ``name`` (imports the framework)."""
+def checks(name: str) -> ModuleType | SimpleNamespace:
+    """The checks of code exercises for ``name``: its ``checks`` module, or those its spec's
+    ``exercise`` table describes (imports the framework)."""
+    if spec(name).exercise:
+        get(name)
+        return kit_checks.from_spec(spec(name))
     return _part(name, "checks", lambda s: s.code_checks, "code-exercise checks")
 
 
@@ -234,12 +233,8 @@ def framework_of(model: object) -> str | None:
     if isinstance(model, str | os.PathLike):
         path = os.fspath(model).lower()
         return next((s.name for s in specs() for x in s.model_files if path.endswith(x)), None)
-    for cls in type(model).__mro__:
-        package = (cls.__module__ or "").split(".")[0]
-        for s in specs():
-            if package in s.model_packages:
-                return s.name
-    return None
+    packages = [(cls.__module__ or "").split(".")[0] for cls in type(model).__mro__]
+    return next((s.name for p in packages for s in specs() if p in s.model_packages), None)
 
 
 def peak_probes() -> list[hardware.Probe]:
@@ -251,17 +246,14 @@ def peak_probes() -> list[hardware.Probe]:
     ]
 
 
-#: environment variables that cap the instructions oneDNN may use (part of a probe's key)
-ISA_ENV: tuple[str, ...] = ("ONEDNN_MAX_CPU_ISA", "DNNL_MAX_CPU_ISA")
-
-
 def kernel_support(
     framework: str, version: str, precision: str, probe: Callable[[], str | None]
 ) -> str:
     """Empty when this machine's kernels run ``precision`` for ``framework`` ``version``, else why
     not. ``probe`` runs one tiny operation at that precision: it raises where the kernels cannot,
-    or returns why it ran in another precision. Cached per machine type, version and ISA cap."""
-    isa = {k: os.environ[k] for k in ISA_ENV if os.environ.get(k)}
+    or returns why it ran in another precision. Cached per machine type, version and the cap on
+    the instructions oneDNN may use."""
+    isa = {k: v for k in ("ONEDNN_MAX_CPU_ISA", "DNNL_MAX_CPU_ISA") if (v := os.environ.get(k))}
     key = [framework, version, precision, isa]
     path = hardware.measured.cache_file("kernels", key)
     with contextlib.suppress(OSError, ValueError, KeyError, TypeError):  # not probed yet: probe

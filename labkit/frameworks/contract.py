@@ -43,8 +43,9 @@ class FrameworkSpec:
     display: str  #: the name a learner reads ("PyTorch")
     import_name: str  #: the package imported to use it, probed by ``labkit doctor``
     modes: tuple[str, ...]  #: execution modes, the eager mode first where there is one
-    eager: str | None  #: the eager mode; None for a runtime of exported graphs only
     color: str  #: its colour in every figure
+    #: the eager mode (the first); None for a runtime of exported graphs only (``exported_from``)
+    eager: str | None = None
     tasks: tuple[str, ...] = TASKS
     #: the precisions ``prepare`` offers; the others raise :class:`Unsupported` saying why
     precisions: tuple[str, ...] = ("fp32", "bf16")
@@ -59,34 +60,19 @@ class FrameworkSpec:
     model_files: tuple[str, ...] = ()  #: file suffixes of saved models it runs (".onnx")
     #: (property, meaning) pairs its ``checks`` module verifies in code exercises
     code_checks: tuple[tuple[str, str], ...] = ()
-    #: (task or precision, why not) pairs: why ``prepare`` refuses what it does not offer
+    #: where it has no ``checks`` module, those checks as data (``_kit.checks.from_spec``)
+    exercise: tuple[tuple[str, object], ...] = ()
+    #: (mode, how ``prepare`` runs it) pairs, the start of a cell's notes
+    mode_notes: tuple[tuple[str, str], ...] = ()
+    #: (task, precision or "gpu", why not) pairs: why ``prepare`` refuses what it cannot run
     why_not: tuple[tuple[str, str], ...] = ()
     #: packages that crash the process when loaded before this framework
     import_before: tuple[str, ...] = ()
-
-    def __post_init__(self) -> None:
-        if self.eager is not None and self.modes[:1] != (self.eager,):
-            raise ValueError(
-                f"framework spec {self.name!r}: the eager mode {self.eager!r} must come first "
-                f"in modes {self.modes}"
-            )
-        if self.eager is None and self.exported_from is None:
-            raise ValueError(
-                f"framework spec {self.name!r} has no eager mode: name the framework it runs "
-                "exports of (exported_from), whose eager mode is its speedup baseline"
-            )
-        unknown = [p for p in (*self.precisions, *self.peak_precisions) if p not in PRECISIONS]
-        unknown += [t for t in self.tasks if t not in TASKS]
-        if unknown:
-            raise ValueError(f"framework spec {self.name!r}: unknown precisions or tasks {unknown}")
 
     @property
     def graph_modes(self) -> tuple[str, ...]:
         """Every mode but the eager one (a runtime of exported graphs: all of its modes)."""
         return tuple(m for m in self.modes if m != self.eager)
-
-    def module(self, part: str) -> str:
-        return f"labkit.frameworks.{self.name}.{part}"
 
     @property
     def explores(self) -> bool:
@@ -95,7 +81,7 @@ class FrameworkSpec:
 
     @property
     def peak_module(self) -> str | None:
-        return self.module("peak") if self.peak_precisions else None
+        return f"labkit.frameworks.{self.name}.peak" if self.peak_precisions else None
 
     @property
     def folder(self) -> Path:

@@ -71,7 +71,7 @@ def host_batch(
     return resnet.random_batch(int(batch_size), image_size, seed=0, num_classes=num_classes)
 
 
-def renamer(bn: dict[str, str]) -> Callable[[str], str]:
+def renamer(**bn: str) -> Callable[[str], str]:
     """A framework's name of a canonical tensor, where only BatchNorm's differ: ``bn`` maps
     the canonical leaf (``running_var``) to the framework's (``moving_variance``)."""
     modules = frozenset(c.bn for c in resnet.all_convs())
@@ -84,12 +84,10 @@ def renamer(bn: dict[str, str]) -> Callable[[str], str]:
 
 
 def canonical_weights(
-    native: dict, name: Callable[[str], str], numpy: Callable, transposed: tuple[str, ...] = ()
+    native: dict, name: Callable[[str], str], transposed: tuple[str, ...] = ()
 ) -> dict[str, np.ndarray]:
     """Float32 copies, under canonical names, of a model's tensors ``native`` (by the name
-    ``name`` gives, made arrays by ``numpy``); ``transposed``: those stored transposed."""
+    ``name`` gives); ``transposed``: those stored transposed."""
     width, classes = int(native["conv1.weight"].shape[0]), int(native["fc.bias"].shape[0])
-    out = {
-        n: np.array(numpy(native[name(n)]), np.float32) for n in resnet.param_shapes(classes, width)
-    }
+    out = {n: np.array(native[name(n)], np.float32) for n in resnet.param_shapes(classes, width)}
     return {n: np.ascontiguousarray(a.T) if n in transposed else a for n, a in out.items()}

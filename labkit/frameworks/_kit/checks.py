@@ -1,18 +1,27 @@
-"""The toolkit of the code-exercise checks (``labkit/frameworks/<name>/checks.py``), numpy only:
-a framework's ``verify(prop, fn, cases, ...)`` answers ``(passed, detail)``."""
+"""The toolkit of the code-exercise checks (``labkit/frameworks/<name>/checks.py``, or a spec's
+``exercise`` table: :func:`from_spec`), numpy only: a framework's ``verify(prop, fn, cases, ...)``
+answers ``(passed, detail)``."""
 
 from __future__ import annotations
 
+import functools
+import importlib
 import inspect
+import pkgutil
 import re
 from collections.abc import Callable
+from types import SimpleNamespace
 from typing import Any
 
 import numpy as np
 
+from ...util.numeric import difference
+from ..contract import FrameworkSpec
+
 __all__ = [
     "compare",
     "converters",
+    "from_spec",
     "graph_properties",
     "same_outputs",
     "signature",
@@ -55,9 +64,7 @@ def compare(got, want, rtol: float, atol: float) -> str | None:
         return f"shape {g.shape} where eager gives {w.shape}"
     if np.allclose(g, w, rtol=rtol, atol=atol, equal_nan=True):
         return None
-    with np.errstate(invalid="ignore"):
-        diff = np.abs(g.astype(np.float64) - w.astype(np.float64))
-    worst = float(np.nanmax(diff)) if diff.size else float("nan")
+    worst = difference(g, w, skip_nan=True).largest
     return f"differs from eager by up to {worst:.3g} (eager: {_short(w)}, got: {_short(g)})"
 
 
@@ -68,9 +75,7 @@ def _kind(value) -> str:
 
 
 def _short(a: np.ndarray) -> str:
-    flat = np.asarray(a).ravel()
-    text = np.array2string(flat[:4], precision=4, separator=", ")
-    return text if flat.size <= 4 else text[:-1] + ", ...]"
+    return np.array2string(np.ravel(a), precision=4, separator=", ", threshold=4, edgeitems=2)
 
 
 def signature(case: tuple) -> str:
@@ -166,3 +171,21 @@ def graph_properties(
         return lambda case: numpy(compiled(*args(case)))
 
     return {runs: ran, "matches_eager": matches_eager}
+
+
+def from_spec(spec: FrameworkSpec) -> SimpleNamespace:
+    """The checks ``spec``'s ``exercise`` table describes, as a ``checks`` module offers them
+    (``namespace()``, ``PROPERTIES``, ``verify``): its first ``code_checks`` property runs
+    ``call(fn, **options)`` on every input, ``matches_eager`` compares that with the ``eager``
+    run, the inputs' arrays made ``tensor``; exercise code sees ``namespace``."""
+    table = dict(spec.exercise)
+    capture, tensor = (pkgutil.resolve_name(table[k]) for k in ("call", "tensor"))
+    properties = graph_properties(
+        lambda fn: capture(unwrap(fn), **dict(table["options"])),
+        *converters(tensor, lambda out: isinstance(out, tensor), np.asarray),
+        runs=spec.code_checks[0][0],
+        baseline=table["eager"],
+    )
+    names = {name: importlib.import_module(m) for name, m in table["namespace"]}
+    verifies = functools.partial(verify, spec.display, properties)
+    return SimpleNamespace(namespace=names.copy, PROPERTIES=properties, verify=verifies)

@@ -38,12 +38,7 @@ __all__ = [
 
 #: MindSpore's name of a canonical tensor (BatchNorm's differ)
 native_name = cells.renamer(
-    {
-        "weight": "gamma",
-        "bias": "beta",
-        "running_mean": "moving_mean",
-        "running_var": "moving_variance",
-    }
+    weight="gamma", bias="beta", running_mean="moving_mean", running_var="moving_variance"
 )
 
 
@@ -158,9 +153,7 @@ def build_resnet50(weights: dict[str, np.ndarray]) -> ResNet50:
 
 
 def to_canonical(net: nn.Cell) -> dict[str, np.ndarray]:
-    return cells.canonical_weights(
-        dict(net.parameters_and_names()), native_name, lambda p: p.asnumpy()
-    )
+    return cells.canonical_weights(dict(net.parameters_and_names()), native_name)
 
 
 def predict(net: nn.Cell, images: np.ndarray) -> np.ndarray:
@@ -171,8 +164,9 @@ def predict(net: nn.Cell, images: np.ndarray) -> np.ndarray:
 
 
 def _train_fn(net: nn.Cell, lr: float, momentum: float, graph: bool) -> tuple[Callable, dict]:
-    """One step as ``fn(images, labels) -> loss``, and the recipe its optimizer and loss read
-    back; ``nn.Momentum`` keeps ``v = momentum * v + g; w -= lr * v``, as PyTorch's SGD."""
+    """One step as ``fn(images, labels) -> loss`` (MindSpore's ``TrainOneStepCell``), and the
+    recipe its optimizer and loss read back; ``nn.Momentum`` keeps ``v = momentum * v + g;
+    w -= lr * v``, as PyTorch's SGD."""
     net.set_train(True)
     r = recipe.TRAIN
     loss_fn = nn.CrossEntropyLoss()  # mean over the batch, integer class labels
@@ -183,17 +177,7 @@ def _train_fn(net: nn.Cell, lr: float, momentum: float, graph: bool) -> tuple[Ca
         weight_decay=r.weight_decay,
         use_nesterov=r.nesterov,
     )
-
-    def forward(images, labels):
-        return loss_fn(net(images), labels)
-
-    grad_fn = ms.value_and_grad(forward, None, optimizer.parameters)
-
-    def step(images, labels):
-        loss, grads = grad_fn(images, labels)
-        optimizer(grads)
-        return loss
-
+    step = nn.TrainOneStepCell(nn.WithLossCell(net, loss_fn), optimizer)
     applied = recipe.applied(
         float(optimizer.learning_rate.asnumpy()),
         float(optimizer.momentum.asnumpy()),
@@ -245,22 +229,19 @@ def prepare(
     check_cell(SPEC, mode, task, batch_size, precision, device)
     if device == "gpu":
         if not ms.device_context.gpu.is_available():
-            raise Unsupported(
-                f"MindSpore {version()} found no usable CUDA GPU: its GPU plugin needs an NVIDIA "
-                "driver, CUDA 11.6 and cuDNN 8 (see https://www.mindspore.cn/install)"
-            )
+            raise Unsupported(dict(SPEC.why_not)["gpu"])
         ms.set_device("GPU")
     probe = f"{SPEC.name} ({device.upper()})"
     if precision == "bf16" and (why := kernel_support(probe, version(), "bf16", _bf16_conv)):
         raise Unsupported(why)
     images, labels = host_batch(weights, batch_size, image_size)
     net, graph = build_resnet50(weights), mode == "graph"
-    notes = ["mindspore.jit(capture_mode='ast'), compiled whole" if graph else "PyNative", device]
+    notes = [dict(SPEC.mode_notes)[mode], device]
     if precision == "bf16":
         net = ms.amp.auto_mixed_precision(net, "auto", dtype=ms.bfloat16)
         notes.append("mindspore.amp.auto_mixed_precision(level='auto', dtype=bfloat16)")
     applied, extra = None, ()
-    if task == "train":  # forward, value_and_grad and nn.Momentum, in one jit in graph mode
+    if task == "train":  # forward, gradients and nn.Momentum: one jit in graph mode
         run, applied = _train_fn(net, recipe.TRAIN.lr, recipe.TRAIN.momentum, graph=graph)
         extra = (ms.Tensor(labels.astype(np.int32)),)
     else:
@@ -272,7 +253,5 @@ def prepare(
 
         run = ms.jit(forward) if graph else forward
 
-    def step() -> np.ndarray:
-        return run(ms.Tensor(images), *extra).asnumpy()
-
+    step = lambda: run(ms.Tensor(images), *extra).asnumpy()  # the logits, or the loss
     return Prepared(step, int(batch_size), "; ".join(notes), recipe=applied)

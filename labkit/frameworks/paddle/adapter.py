@@ -7,7 +7,6 @@ out)``, the transpose of ``fc.weight``). Modes: ``dygraph`` (eager); ``sot``
 
 from __future__ import annotations
 
-import contextlib
 import itertools
 from collections.abc import Callable
 
@@ -34,13 +33,8 @@ __all__ = [
     "version",
 ]
 
-MODE_NOTES = {
-    "dygraph": "dygraph (eager) Layer calls",
-    "sot": "paddle.jit.to_static(full_graph=False): bytecode capture (SOT)",
-    "ast": "paddle.jit.to_static(full_graph=True): source (AST) conversion",
-}
 #: Paddle's name of a canonical tensor (BatchNorm's statistics differ)
-native_name = cells.renamer({"running_mean": "_mean", "running_var": "_variance"})
+native_name = cells.renamer(running_mean="_mean", running_var="_variance")
 #: the flags that hold the lab's thread policy (Paddle has no getter for its math threads)
 THREAD_FLAGS = ("FLAGS_paddle_num_threads", "FLAGS_enable_pir_in_executor_trace_run")
 #: the recipe's loss: softmax cross-entropy of logits against integer labels, batch mean
@@ -115,9 +109,7 @@ def build_resnet50(weights: dict[str, np.ndarray]) -> ResNet50:
 
 
 def to_canonical(model: nn.Layer) -> dict[str, np.ndarray]:
-    return cells.canonical_weights(
-        model.state_dict(), native_name, lambda t: t.numpy(), ("fc.weight",)
-    )
+    return cells.canonical_weights(model.state_dict(), native_name, transposed=("fc.weight",))
 
 
 def predict(model: nn.Layer, images: np.ndarray) -> np.ndarray:
@@ -184,22 +176,20 @@ def prepare(
     call captures the program)."""
     check_cell(SPEC, mode, task, batch_size, precision, device)
     if device == "gpu" and not paddle.is_compiled_with_cuda():
-        raise Unsupported(
-            "PaddlePaddle here is the CPU build: a GPU needs the paddlepaddle-gpu wheel"
-        )
+        raise Unsupported(dict(SPEC.why_not)["gpu"])
     paddle.set_device(device)
     images, labels = host_batch(weights, batch_size, image_size)
     net = build_resnet50(weights)
     if mode != "dygraph":  # to_static wraps the Layer's forward in place
         net = paddle.jit.to_static(net, full_graph=mode == "ast", backend=None)
-    run, applied, grad = net, None, paddle.no_grad
+    run, applied = net, None
     if task == "train":
         train, applied = _step_fn(net, recipe.TRAIN.lr, recipe.TRAIN.momentum)
         labels = paddle.to_tensor(labels)  # int64
-        run, grad = (lambda x: train(x, labels)), contextlib.nullcontext
+        run = lambda x: train(x, labels)
 
     def step() -> np.ndarray:  # the logits, or the loss
-        with grad():
+        with paddle.set_grad_enabled(task == "train"):
             return run(paddle.to_tensor(images)).numpy()
 
-    return Prepared(step, int(batch_size), MODE_NOTES[mode], recipe=applied)
+    return Prepared(step, int(batch_size), dict(SPEC.mode_notes)[mode], recipe=applied)

@@ -16,12 +16,11 @@ import tensorflow as tf
 from ... import recipe, resnet
 from .. import kernel_support
 from .._kit import accuracy as acc
-from .._kit.cells import INT8_PATH, batch_of, check_cell, check_threads, host_batch
+from .._kit.cells import batch_of, check_cell, check_threads, host_batch
 from ..contract import Prepared, Unsupported
 from . import SPEC
 
 __all__ = [
-    "MODE_NOTES",
     "build_resnet50",
     "is_tf_function",
     "keras_name",
@@ -39,15 +38,6 @@ __all__ = [
     "version",
 ]
 
-WHY_NOT = {
-    "int8": "TensorFlow's int8 inference is LiteRT's post-training quantisation, a converter "
-    f"(notebook 07), not a tf.function or XLA cell; {INT8_PATH}",
-}
-MODE_NOTES = {
-    "eager": "eager ops",
-    "function": "tf.function (Grappler graph)",
-    "xla": "tf.function(jit_compile=True)",
-}
 #: the recipe's loss: mean softmax cross-entropy of logits against integer labels
 LOSS = keras.losses.SparseCategoricalCrossentropy(from_logits=True)
 
@@ -143,13 +133,12 @@ def build_resnet50(weights: dict[str, np.ndarray], precision: str = "fp32") -> k
 
 
 def to_canonical(model: keras.Model) -> dict[str, np.ndarray]:
-    """The model's weights in canonical names and layouts."""
-    width, num_classes = model.get_layer("conv1").filters, model.get_layer("fc").units
-    out = {
-        name: np.transpose(model.get_layer(layer).weights[i].numpy(), np.argsort(axes))
-        for name, layer, i, axes in _tensors(width)
-    }
-    return {n: np.ascontiguousarray(out[n]) for n in resnet.param_shapes(num_classes, width)}
+    """The model's weights in canonical names, order and layouts."""
+    out = {}
+    for name, layer, i, axes in _tensors(model.get_layer("conv1").filters):
+        weight = model.get_layer(layer).weights[i].numpy()
+        out[name] = np.ascontiguousarray(np.transpose(weight, np.argsort(axes)))
+    return out
 
 
 def to_nhwc(images: np.ndarray) -> np.ndarray:
@@ -239,7 +228,7 @@ def _prepared(fn: Callable, hosts: list, cell: tuple[str, str], notes: str, **ex
     def step() -> object:
         return tf.nest.map_structure(lambda t: t.numpy(), fn(*map(tf.constant, hosts)))
 
-    notes = f"{MODE_NOTES[mode]}{notes} on {device.upper()}"
+    notes = f"{dict(SPEC.mode_notes)[mode]}{notes} on {device.upper()}"
     return Prepared(step, batch_of(hosts), notes, **extra)
 
 
@@ -255,7 +244,7 @@ def prepare(
     """One benchmark step: the host batch in, one inference batch (``training=False``) or
     training step, the result out. ``bf16``: the Keras ``mixed_bfloat16`` policy, its inference
     step carrying its accuracy cost against the fp32 model."""
-    check_cell(SPEC, mode, task, batch_size, precision, device, WHY_NOT)
+    check_cell(SPEC, mode, task, batch_size, precision, device)
     if precision == "bf16" and (why := kernel_support(SPEC.name, version(), "bf16", _bf16_conv)):
         raise Unsupported(why)
     images, labels = host_batch(weights, batch_size, image_size)
@@ -312,7 +301,7 @@ def prepare_model(
     """The benchmark step of a learner's model: inference with ``training=False``, or (a Keras
     model or layer) a synthetic loss (the mean of the squared floating-point outputs) and one
     step of the recipe's SGD."""
-    check_cell(SPEC, mode, task, batch_of(inputs), precision, device, WHY_NOT)
+    check_cell(SPEC, mode, task, batch_of(inputs), precision, device)
     if precision == "bf16":
         raise Unsupported(
             "a learner's Keras model computes in the dtype policy it was built with: build it "

@@ -7,12 +7,12 @@ from __future__ import annotations
 
 import math
 from collections import namedtuple
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 from ..frameworks import MODES, NAMES, spec, specs
 from ..frameworks.contract import TASKS
-from .schema import CONTEXT, DEFAULT_MODEL, DEFAULTS, KEY, custom, key, model_name
+from .schema import CONTEXT, DEFAULT_MODEL, DEFAULTS, KEY, MESSAGES, custom, key, model_name
 
 __all__ = [
     "Estimate",
@@ -123,18 +123,6 @@ def pair(
     return cells[(*num, c)], cells[(*den, c)]
 
 
-def baseline_pairs(
-    records: Iterable[Mapping], include_invalid: bool = False
-) -> Iterator[tuple[dict, dict]]:
-    """Each measured graph-mode cell with its :data:`BASELINE` cell in the same context (an
-    older labkit's serving records left out)."""
-    cells = _cells(records, include_invalid)
-    for (framework, mode, c), r in cells.items():
-        base = (*BASELINE.get(framework, ()), c)
-        if c.task != "serve" and base != (framework, mode, c) and base in cells:
-            yield r, cells[base]
-
-
 #: confidence level of every ratio's interval, and the bootstrap's resamples
 CONFIDENCE = 0.95
 RESAMPLES = 2000
@@ -163,7 +151,7 @@ class Estimate:
         return f"{self.value:.2f}x [{self.low:.2f}-{self.high:.2f}]"
 
 
-def ratio(num: Mapping, den: Mapping, confidence: float = CONFIDENCE, seed: int = 0) -> Estimate:
+def ratio(num: Mapping, den: Mapping) -> Estimate:
     """Images/s of ``num`` over ``den``: a seeded percentile bootstrap of the ratio of medians
     from the raw times, or without them the two relative IQRs propagated."""
     for r in (num, den):
@@ -176,15 +164,15 @@ def ratio(num: Mapping, den: Mapping, confidence: float = CONFIDENCE, seed: int 
     if len(num.get("times_s") or []) >= 2 and len(den.get("times_s") or []) >= 2:
         import numpy as np
 
-        rng = np.random.default_rng(seed)
+        rng = np.random.default_rng(0)
 
         def rates(r: dict) -> np.ndarray:
             t = np.asarray(r["times_s"], dtype=float)
             return r["batch_size"] / np.median(t[rng.integers(0, len(t), (RESAMPLES, len(t)))], 1)
 
         boot = rates(num) / rates(den)
-        lo, hi = np.quantile(boot, [(1 - confidence) / 2, (1 + confidence) / 2])
-        method = f"{confidence:.0%} bootstrap interval from the raw times"
+        lo, hi = np.quantile(boot, [(1 - CONFIDENCE) / 2, (1 + CONFIDENCE) / 2])
+        method = f"{CONFIDENCE:.0%} bootstrap interval from the raw times"
         return Estimate(value, min(float(lo), value), max(float(hi), value), method)
     rel = math.hypot(*(float(r.get("iqr_s") or 0) / r["median_s"] for r in (num, den)))
     method = "propagated relative IQRs (no raw times)"
@@ -192,10 +180,14 @@ def ratio(num: Mapping, den: Mapping, confidence: float = CONFIDENCE, seed: int 
 
 
 def _pair_rows(records, include_invalid: bool, measure) -> list[dict]:
-    """A row per :func:`baseline_pairs` pair: the graph cell's :data:`KEY`, its ``baseline``,
+    """A row per measured graph-mode cell with its :data:`BASELINE` cell in the same context (an
+    older labkit's serving records left out): the graph cell's :data:`KEY`, its ``baseline``,
     ``valid`` (both sides), either side's ``flags``, and what ``measure(graph, base)`` gives."""
-    rows = []
-    for r, base in baseline_pairs(records, include_invalid):
+    rows, cells = [], _cells(records, include_invalid)
+    for (framework, mode, c), r in cells.items():
+        base = cells.get((*BASELINE.get(framework, ()), c))
+        if c.task == "serve" or base is None or base is r:
+            continue
         why = [f"{r['mode']}: {f}" for f in flags(r)]
         why += [f"{base['mode']} (baseline): {f}" for f in flags(base)]
         rows.append(
@@ -282,38 +274,29 @@ _FIGURES = {
 }
 
 
-def accuracy_text(accuracy: dict | None) -> str:
-    if not accuracy:
-        return ""
+def accuracy_text(accuracy: dict) -> str:
+    """Low precision's cost against fp32 in words (``labkit/data/results.toml``)."""
+    say = MESSAGES["accuracy"]
     if accuracy.get("error"):
-        return f"accuracy not measured: {accuracy['error']}"
-    text = (
-        f"largest logit difference {accuracy['max_abs_diff']:.2g} ({accuracy['max_rel_diff']:.1%}"
-        f" of the largest fp32 logit), top-1 agreement {accuracy['top1_agreement']:.0%} on "
-        f"{accuracy['images']} synthetic images"
-    )
+        return say["error"].format(**accuracy)
+    text = say["cost"].format(**accuracy)
     if "centred_top1_agreement" in accuracy:
-        text += (
-            f" ({accuracy['top1_classes']} top class(es) in fp32; on the image-dependent part "
-            f"of the logits {accuracy['centred_top1_agreement']:.0%})"
-        )
+        text += say["centred"].format(**accuracy)
     return text
 
 
 def _order(r: Mapping) -> tuple:
-    """The table's sort key: the ResNet-50 first, then the registry's and the tasks' orders."""
+    """The table's sort key: the ResNet-50 first, then the registry's and the tasks' orders, the
+    cell's context, and the framework's order of modes."""
     rank = lambda seq, x: seq.index(x) if x in seq else len(seq)
+    framework = r["framework"]
     return (
         custom(r),
         r.get("model", DEFAULT_MODEL),
-        rank(NAMES, r["framework"]),
+        rank(NAMES, framework),
         rank(TASKS, r["task"]),
-        r["precision"],
-        r["batch_size"],
-        r["image_size"],
-        r.get("input_shape", ""),
-        r["device"],
-        rank(MODES.get(r["framework"], ()), r["mode"]),
+        *context(r),
+        rank(MODES.get(framework, ()), r["mode"]),
     )
 
 

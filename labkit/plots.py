@@ -71,14 +71,9 @@ _WORDS = tomllib.loads((Path(__file__).parent / "data" / "figures.toml").read_te
 COLORS: dict[str, str] = {s.name: s.color for s in specs()}
 
 
-def _valid(row: dict) -> bool:
-    """A record's verdict, or a pair row's (no ``status``): both sides valid."""
-    return results.is_valid(row) if "status" in row else row.get("valid") is True
-
-
 def _label(r: dict) -> str:
     extra = "" if r["precision"] == "fp32" else f" {r['precision']}"
-    flag = "" if _valid(r) else " [invalid]"
+    flag = "" if r.get("valid") else " [invalid]"  # a pair row: both sides valid
     name = f"{results.model_name(r['model'])}: " if results.custom(r) else ""
     shape = name and r["input_shape"] or f"b{r['batch_size']}"  # a narrow ResNet-50 has none
     return f"{name}{r['framework']} {r['mode']}{extra} ({shape}){flag}"
@@ -102,7 +97,7 @@ def _panels(rows, title, what, width, label, xlabel, err=None, line=None, then=N
         bars = {"xerr": list(zip(*map(err, rs))), "capsize": 3} if err else {}
         bars["color"] = [COLORS.get(r["framework"], "grey") for r in rs]
         for bar, r in zip(ax.barh(range(len(rs)), list(map(width, rs)), **bars), rs):
-            if not _valid(r):
+            if not r.get("valid"):
                 bar.set_alpha(0.35)
                 bar.set_hatch("//")
         ax.set_yticks(range(len(rs)), list(map(label, rs)))
@@ -182,18 +177,8 @@ def break_even(records: Iterable[dict]) -> Figure | Nothing:
         else:  # named in the legend: labels on one row would overlap
             ax.scatter(r["extra_s"], never, color=color, marker="x", s=50, label=tag)
     if len(finite) < len(rows):
-        ax.legend(
-            title="x: never pays back (not faster per call)",
-            fontsize=7,
-            title_fontsize=8,
-            loc="upper left",
-            bbox_to_anchor=(1.02, 1.0),
-        )
-    ax.set_xscale("log")
-    ax.set_yscale("log")
-    ax.set_xlabel("extra one-off time over eager, s (export + build + trace/compile + first call)")
-    ax.set_ylabel("calls until the graph mode has paid it back")
-    ax.set_title("Compile time vs break-even number of calls")
+        ax.legend(**_WORDS["break_even"]["never"])
+    ax.set(xscale="log", yscale="log", **_WORDS["break_even"]["axes"])
     return fig
 
 

@@ -28,7 +28,6 @@ __all__ = [
     "Nothing",
     "break_even",
     "ceiling",
-    "log_axis",
     "measured_peak",
     "save_all",
     "speedup",
@@ -135,12 +134,6 @@ def throughput(records: Iterable[dict]) -> Figure | Nothing:
 LOG_SPAN = 10.0
 
 
-def log_axis(ratios: Iterable[float]) -> bool:
-    """Whether ratios span more than :data:`LOG_SPAN` (a 0.0014x bar vanishes beside 2x)."""
-    rs = [r for r in ratios if r > 0 and math.isfinite(r)]
-    return bool(rs) and max(rs) / min(rs) > LOG_SPAN
-
-
 def speedup(records: Iterable[dict]) -> Figure | Nothing:
     """Each graph mode's speedup over eager (:func:`labkit.results.speedups`) with its 95%
     interval; a log axis where they span more than :data:`LOG_SPAN`."""
@@ -148,9 +141,9 @@ def speedup(records: Iterable[dict]) -> Figure | Nothing:
     err = lambda r: (r["speedup"] - r["speedup_low"], r["speedup_high"] - r["speedup"])
     label = lambda r: f"{_label(r)} vs {r['baseline']}"
     scale, then = "", None
-    if log_axis([r["speedup"] for r in rows] + [r["speedup_low"] for r in rows]):
-        low = min([r["speedup_low"] for r in rows if r["speedup_low"] > 0] + [1.0]) / 2
-        high = max([r["speedup_high"] for r in rows] + [1.0]) * 2
+    spans = [v for r in rows for v in (r["speedup"], r["speedup_low"]) if v > 0]
+    if spans and max(spans) / min(spans) > LOG_SPAN:  # a 0.0014x bar vanishes beside 2x
+        low, high = min(spans + [1.0]) / 2, max([r["speedup_high"] for r in rows] + [1.0]) * 2
         scale, then = ", log scale", lambda ax, rs: ax.set(xscale="log", xlim=(low, high))
     xlabel = f"speedup over eager (x{scale}; bars: 95% confidence interval)"
     what, ratio = "graph/eager pairs", itemgetter("speedup")

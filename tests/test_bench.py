@@ -780,7 +780,6 @@ def test_a_speedup_figure_spanning_ratios_uses_a_log_axis_and_still_agrees_with_
         exponent = re.fullmatch(r"\$\\mathdefault\{10\^\{(-?\d+)\}\}\$", t.get_text())
         assert exponent and t._preprocess_math(t.get_text())[1] is True, t.get_text()
         assert 10 ** int(exponent[1]) == pytest.approx(t.get_position()[0])
-    assert not plots.log_axis([1.5, 2.0]) and plots.log_axis([0.0014, 2.0])
 
 
 def test_the_spread_limit_is_the_profiles():

@@ -228,22 +228,17 @@ def speedups(records: Iterable[Mapping], include_invalid: bool = False) -> list[
 BreakEven = namedtuple("BreakEven", "extra_s saving_s calls")
 
 
-def one_off_s(record: Mapping) -> float:
-    """A record's one-off seconds before its steady state: export + prepare + first call."""
-    parts = (record.get("export_s"), record.get("prepare_s"), record["first_call_s"])
-    return sum(float(p or 0) for p in parts)
-
-
 def break_even(record: Mapping, eager_record: Mapping) -> BreakEven:
     """The calls after the first that ``record`` (a graph mode) needs to repay its extra one-off
-    cost (:func:`one_off_s`) over ``eager_record`` by its faster calls: 0 when it is not slower
-    to start, ``inf`` when it is not faster per call."""
+    cost (export + prepare + first call) over ``eager_record`` by its faster calls: 0 when it is
+    not slower to start, ``inf`` when it is not faster per call."""
     for name, r in (("record", record), ("eager_record", eager_record)):
         for f in ("first_call_s", "median_s"):
             v = r.get(f)
             if not isinstance(v, int | float) or not (v >= 0 and math.isfinite(v)):
                 raise ValueError(f"{name}[{f!r}] must be a finite time >= 0 seconds, got {v!r}")
-    extra = one_off_s(record) - one_off_s(eager_record)
+    one_off = lambda r: sum(float(r.get(f) or 0) for f in ("export_s", "prepare_s", "first_call_s"))
+    extra = one_off(record) - one_off(eager_record)
     saving = eager_record["median_s"] - record["median_s"]
     calls = 0.0 if extra <= 0 else (extra / saving if saving > 0 else math.inf)
     return BreakEven(extra, saving, calls)

@@ -81,8 +81,7 @@ def problems(record: object) -> list[str]:
     """What is wrong with one record (empty when it follows the schema of its version): a spec
     field missing (any other reads as its default), a field of the wrong type, a status without
     its figures or its error, a time out of range, a verdict without its reasons."""
-    record = record.to_json() if isinstance(record, Record) else record
-    if not isinstance(record, dict):
+    if not isinstance(record, Mapping):
         return [f"expected a JSON object, got {type(record).__name__}"]
     out = [f"missing field {f!r}" for f in REQUIRED if f not in record]
     for f, types in FIELDS.items():
@@ -256,7 +255,7 @@ class Record(Mapping):
 
     def to_json(self) -> dict:
         """The results file's line for this record, as a dict (the same field names)."""
-        return {f: getattr(self, f) for f in FIELDS}
+        return dict(self)
 
     @property
     def ok(self) -> bool:
@@ -264,7 +263,7 @@ class Record(Mapping):
 
     def key(self) -> tuple:
         """The cell it measured (:data:`KEY`)."""
-        return tuple(getattr(self, k) for k in KEY)
+        return key(self)
 
     def label(self) -> str:
         """The cell in words (a :class:`labkit.runner.Cell`'s too): a learner's model, framework,

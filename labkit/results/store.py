@@ -112,8 +112,7 @@ def repair_tail(path: str | os.PathLike) -> bytes:
 def append(path: str | os.PathLike, record: Record | dict) -> None:
     """Validate ``record`` and append it as one fsynced line, under an exclusive lock (two
     processes appending to one file lose nothing); ``OSError`` when it cannot be written."""
-    row = record.to_json() if isinstance(record, Record) else record
-    line = json.dumps(validate(row), sort_keys=True, allow_nan=False) + "\n"
+    line = json.dumps(dict(validate(record)), sort_keys=True, allow_nan=False) + "\n"
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     with jsonio.locked(path) as f:

@@ -78,11 +78,11 @@ def _label(r: dict) -> str:
     return f"{name}{r['framework']} {r['mode']}{extra} ({shape}){flag}"
 
 
-def _panels(rows, title, what, width, label, xlabel, err=None, line=None, then=None):
+def _panels(rows, title, what, width, label, xlabel, err=None, line=None, tags=None, **axes):
     """One panel per task: a horizontal bar per row, top to bottom, ``width(row)`` long and
     labelled ``label(row)``, in its framework's colour (pale and hatched when invalid), with
-    ``err(row)`` (the error bar's lower and upper length), a dashed line at ``line``, and
-    ``then(ax, rows)`` drawn last."""
+    ``err(row)`` (the error bar's lower and upper length), a dashed line at ``line``, the text
+    ``tags(row)`` at the bar's end, and the axes' other settings (``ax.set``)."""
     tasks = [t for t in TASKS if any(r["task"] == t for r in rows)]
     if not tasks:
         return Nothing(f"No figure: no {what} in these results.")
@@ -90,12 +90,13 @@ def _panels(rows, title, what, width, label, xlabel, err=None, line=None, then=N
     fig = Figure(
         figsize=(8, max(2.5, sum(0.3 * n + 0.9 for n in counts) + 0.5)), layout="constrained"
     )
-    axes = fig.subplots(len(tasks), 1, squeeze=False, height_ratios=[n + 2 for n in counts])
-    for ax, task in zip(axes[:, 0], tasks):
+    panels = fig.subplots(len(tasks), 1, squeeze=False, height_ratios=[n + 2 for n in counts])
+    for ax, task in zip(panels[:, 0], tasks):
         rs = [r for r in rows if r["task"] == task]
         bars = {"xerr": list(zip(*map(err, rs))), "capsize": 3} if err else {}
         bars["color"] = [COLORS.get(r["framework"], "grey") for r in rs]
-        for bar, r in zip(ax.barh(range(len(rs)), list(map(width, rs)), **bars), rs):
+        drawn = ax.barh(range(len(rs)), list(map(width, rs)), **bars)
+        for bar, r in zip(drawn, rs):
             if not r.get("valid"):
                 bar.set_alpha(0.35)
                 bar.set_hatch("//")
@@ -103,10 +104,9 @@ def _panels(rows, title, what, width, label, xlabel, err=None, line=None, then=N
         ax.invert_yaxis()
         if line is not None:
             ax.axvline(line, color="black", lw=1, ls="--")
-        ax.set_xlabel(xlabel)
-        ax.set_title(_WORDS["task_titles"].get(task, task))
-        if then:
-            then(ax, rs)
+        ax.set(xlabel=xlabel, title=_WORDS["task_titles"].get(task, task), **axes)
+        if tags:
+            ax.bar_label(drawn, list(map(tags, rs)), fontsize=8)
     fig.suptitle(title)
     return fig
 
@@ -140,14 +140,14 @@ def speedup(records: Iterable[dict]) -> Figure | Nothing:
     rows = results.speedups(records, include_invalid=True)
     err = lambda r: (r["speedup"] - r["speedup_low"], r["speedup_high"] - r["speedup"])
     label = lambda r: f"{_label(r)} vs {r['baseline']}"
-    scale, then = "", None
+    scale, log = "", {}
     spans = [v for r in rows for v in (r["speedup"], r["speedup_low"]) if v > 0]
     if spans and max(spans) / min(spans) > LOG_SPAN:  # a 0.0014x bar vanishes beside 2x
         low, high = min(spans + [1.0]) / 2, max([r["speedup_high"] for r in rows] + [1.0]) * 2
-        scale, then = ", log scale", lambda ax, rs: ax.set(xscale="log", xlim=(low, high))
+        scale, log = ", log scale", {"xscale": "log", "xlim": (low, high)}
     xlabel = f"speedup over eager (x{scale}; bars: 95% confidence interval)"
     what, ratio = "graph/eager pairs", itemgetter("speedup")
-    return _panels(rows, "Graph mode vs eager", what, ratio, label, xlabel, err, 1.0, then)
+    return _panels(rows, "Graph mode vs eager", what, ratio, label, xlabel, err, 1.0, **log)
 
 
 def break_even(records: Iterable[dict]) -> Figure | Nothing:
@@ -180,16 +180,10 @@ def _shares(records: Iterable[dict], share: str, above: str, xlabel: str, title:
     rows = [r for r in results.latest(results.ok(records)) if r.get(share) is not None]
     if not rows and results.ok(records):
         return Nothing(f"No figure: {none}.")
-
-    def rates(ax, rs):
-        for y, r in enumerate(rs):
-            ax.text(
-                100 * r[share], y, f" {r['images_per_s']:.1f} images/s", va="center", fontsize=8
-            )
-
     width = lambda r: 100 * r[share]
     label = lambda r: _label(r) + (" (!)" if r.get(above) else "")
-    return _panels(rows, title, "measured cells", width, label, xlabel, line=100, then=rates)
+    tags = lambda r: f" {r['images_per_s']:.1f} images/s"
+    return _panels(rows, title, "measured cells", width, label, xlabel, line=100, tags=tags)
 
 
 def ceiling(records: Iterable[dict]) -> Figure | Nothing:

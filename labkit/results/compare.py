@@ -138,11 +138,6 @@ class Estimate:
     method: str = ""
 
     @property
-    def significant(self) -> bool:
-        """Whether the interval leaves out 1 (the two sides can be told apart)."""
-        return not (self.low <= 1.0 <= self.high)
-
-    @property
     def reading(self) -> str:
         """``"faster"`` (the interval lies above 1), ``"slower"`` (below) or ``"cannot tell"``."""
         return "faster" if self.low > 1 else "slower" if self.high < 1 else "cannot tell"
@@ -208,7 +203,7 @@ def _speedup(r: Mapping, base: Mapping) -> dict:
         "speedup": est.value,
         "speedup_low": est.low,
         "speedup_high": est.high,
-        "significant": est.significant,
+        "significant": est.reading != "cannot tell",  # the interval leaves out 1
         "reading": est.reading,
         "interval": est.method,
     }

@@ -81,13 +81,9 @@ def best(records: Iterable[Mapping], framework: str, task: str) -> dict | None:
     return max(found, key=lambda r: r["images_per_s"], default=None)
 
 
-#: what a record must share with another to be compared with it, by name (:data:`CONTEXT`)
-Context = namedtuple("Context", CONTEXT)
-
-
-def context(record: Mapping) -> Context:
+def context(record: Mapping) -> tuple:
     """What a record must share with another to be compared with it (:data:`CONTEXT`)."""
-    return Context(*(record.get(k, DEFAULTS.get(k)) for k in CONTEXT))
+    return tuple(record.get(k, DEFAULTS.get(k)) for k in CONTEXT)
 
 
 def _cells(records: Iterable[Mapping], include_invalid: bool) -> dict[tuple, dict]:
@@ -110,17 +106,16 @@ def pair(
     """The latest records of framework/mode ``num`` and ``den`` on ``task`` in one context (the
     largest image size, then batch, where several), valid unless ``include_invalid``; or None."""
     cells = _cells(records, include_invalid)
-    shared = [
-        c
-        for *cell, c in cells
+    pairs = [
+        (r, cells[(*den, c)])
+        for (*cell, c), r in cells.items()
         if cell == [*num]
         and (*den, c) in cells
-        and (c.task, c.precision, c.device) == (task, precision, device)
+        and (r["task"], r["precision"], r["device"]) == (task, precision, device)
     ]
-    if not shared:
-        return None
-    c = max(shared, key=lambda c: (c.image_size or 0, c.batch_size or 0))
-    return cells[(*num, c)], cells[(*den, c)]
+    return max(
+        pairs, key=lambda p: (p[0]["image_size"] or 0, p[0]["batch_size"] or 0), default=None
+    )
 
 
 #: confidence level of every ratio's interval, and the bootstrap's resamples
@@ -181,7 +176,7 @@ def _pair_rows(records, include_invalid: bool, measure) -> list[dict]:
     rows, cells = [], _cells(records, include_invalid)
     for (framework, mode, c), r in cells.items():
         base = cells.get((*BASELINE.get(framework, ()), c))
-        if c.task == "serve" or base is None or base is r:
+        if r["task"] == "serve" or base is None or base is r:
             continue
         why = [f"{r['mode']}: {f}" for f in flags(r)]
         why += [f"{base['mode']} (baseline): {f}" for f in flags(base)]

@@ -262,8 +262,8 @@ class Record(Mapping):
         return self.status == "ok"
 
     def key(self) -> tuple:
-        """The cell it measured (:data:`KEY`)."""
-        return key(self)
+        """The cell it measured (:data:`KEY`); a :class:`labkit.runner.Cell`'s too."""
+        return tuple(getattr(self, k) for k in KEY)
 
     def label(self) -> str:
         """The cell in words (a :class:`labkit.runner.Cell`'s too): a learner's model, framework,

@@ -299,32 +299,24 @@ def table(records: Iterable[Mapping]) -> str:
     lead = ("model",) * models + ("framework", "mode", "task", "batch", "prec", "size", "dev")
     lines, notes, costs = [], [], []
     for r in rows:
-        lines.append(_row(r, models))
-        name = " ".join(lines[-1][: len(lead) - 4])  # (model,) framework, mode, task
-        if r["status"] == "ok" and flags(r):
+        cells = [model_name(r.get("model", DEFAULT_MODEL))] * models
+        cells += [r["framework"], r["mode"], r["task"]]
+        name = " ".join(cells)
+        size = r.get("input_shape") or str(r["image_size"])
+        cells += [str(r["batch_size"]), r["precision"], size, r["device"]]
+        if r["status"] != "ok":  # its lead and one message
+            err = r["error"] or ""
+            lines.append(cells + [f"FAILED: {err if len(err) <= 70 else err[:67] + '...'}"])
+            continue
+        lines.append(cells + [text(r) for text in _FIGURES.values()])
+        if flags(r):
             notes.append(f"  {name}: " + "; ".join(flags(r)))
-        if r["status"] == "ok" and r.get("accuracy"):
+        if r.get("accuracy"):
             costs.append(f"  {name} {r['precision']}: " + accuracy_text(r["accuracy"]))
     out = _aligned(lead + tuple(_FIGURES), len(lead), lines)
     out += ["", "flags:", *notes] if notes else []
     out += ["", "accuracy against fp32:", *costs] if costs else []
     return "\n".join(out)
-
-
-def _row(r: Mapping, models: bool) -> list[str]:
-    cells = [model_name(r.get("model", DEFAULT_MODEL))] * models + [
-        r["framework"],
-        r["mode"],
-        r["task"],
-        str(r["batch_size"]),
-        r["precision"],
-        r.get("input_shape") or str(r["image_size"]),
-        r["device"],
-    ]
-    if r["status"] != "ok":
-        err = r["error"] or ""
-        return cells + [f"FAILED: {err if len(err) <= 70 else err[:67] + '...'}"]
-    return cells + [text(r) for text in _FIGURES.values()]
 
 
 def _aligned(head: tuple[str, ...], n: int, lines: list[list[str]]) -> list[str]:

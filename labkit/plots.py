@@ -11,7 +11,6 @@ from collections.abc import Callable, Iterable
 from operator import itemgetter
 from pathlib import Path
 
-from matplotlib.axis import Tick
 from matplotlib.figure import Figure as _Figure
 from matplotlib.text import Text
 from matplotlib.ticker import FixedFormatter, FuncFormatter
@@ -46,7 +45,7 @@ class Figure(_Figure):
             numbers.add(id(axis.offsetText))
             # tick labels given as strings (set_yticks(ys, labels)) are formatted by these
             if not isinstance(axis.get_major_formatter(), FixedFormatter | FuncFormatter):
-                ticks = [k for k in axis.get_children() if isinstance(k, Tick)]
+                ticks = axis.get_major_ticks() + axis.get_minor_ticks()
                 numbers.update(id(t) for k in ticks for t in (k.label1, k.label2))
         for text in self.findobj(Text):
             text.set_parse_math(id(text) in numbers)
@@ -87,9 +86,8 @@ def _panels(rows, title, what, width, label, xlabel, err=None, line=None, tags=N
     if not tasks:
         return Nothing(f"No figure: no {what} in these results.")
     counts = [sum(r["task"] == t for r in rows) for t in tasks]
-    fig = Figure(
-        figsize=(8, max(2.5, sum(0.3 * n + 0.9 for n in counts) + 0.5)), layout="constrained"
-    )
+    height = max(2.5, sum(0.3 * n + 0.9 for n in counts) + 0.5)
+    fig = Figure(figsize=(8, height), layout="constrained")
     panels = fig.subplots(len(tasks), 1, squeeze=False, height_ratios=[n + 2 for n in counts])
     for ax, task in zip(panels[:, 0], tasks):
         rs = [r for r in rows if r["task"] == task]

@@ -4,6 +4,7 @@ names, home folders, e-mail addresses and paths (:class:`Scrubber`)."""
 
 from __future__ import annotations
 
+import contextlib
 import datetime
 import json
 import os
@@ -31,12 +32,10 @@ _DATA = tomllib.loads((Path(__file__).parents[1] / "data" / "cards.toml").read_t
 
 def _identity() -> tuple[set[str], set[str]]:
     users = {os.environ.get(v, "") for v in _DATA["user_variables"]}
-    try:  # the account, as ``getpass.getuser`` finds it without those variables
+    with contextlib.suppress(ImportError, KeyError):  # the account, as getpass.getuser finds it
         import pwd
 
         users.add(pwd.getpwuid(os.getuid()).pw_name)
-    except (ImportError, KeyError, AttributeError):
-        pass
     users.add(Path.home().name)
     hosts = {socket.gethostname(), socket.gethostname().split(".")[0]}
     clean = lambda names: {n for n in names if n and n.strip() and n not in ("/", ".")}
@@ -71,14 +70,11 @@ class Scrubber:
             for n, tag in sorted(named, key=lambda rule: -len(rule[0]))
         ]
 
-    def text(self, s: str) -> str:
-        for pattern, tag in self.rules:
-            s = pattern.sub(tag, s)
-        return s
-
     def __call__(self, value):
         if isinstance(value, str):
-            return self.text(value)
+            for pattern, tag in self.rules:
+                value = pattern.sub(tag, value)
+            return value
         if isinstance(value, dict):
             return {self(k): v if k in _DATA["structural"] else self(v) for k, v in value.items()}
         if isinstance(value, list | tuple):

@@ -8,7 +8,7 @@ from __future__ import annotations
 import math
 from collections import namedtuple
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import astuple, dataclass
 
 from ..frameworks import MODES, NAMES, spec, specs
 from ..frameworks.contract import TASKS
@@ -194,14 +194,8 @@ def _pair_rows(records, include_invalid: bool, measure) -> list[dict]:
 
 def _speedup(r: Mapping, base: Mapping) -> dict:
     est = ratio(r, base)
-    return {
-        "speedup": est.value,
-        "speedup_low": est.low,
-        "speedup_high": est.high,
-        "significant": est.reading != "cannot tell",  # the interval leaves out 1
-        "reading": est.reading,
-        "interval": est.method,
-    }
+    row = dict(zip(("speedup", "speedup_low", "speedup_high", "interval"), astuple(est)))
+    return row | {"significant": est.reading != "cannot tell", "reading": est.reading}
 
 
 def speedups(records: Iterable[Mapping], include_invalid: bool = False) -> list[dict]:

@@ -121,8 +121,8 @@ def _ips_spread(r: dict) -> tuple[float, float]:
 def throughput(records: Iterable[dict]) -> Figure | Nothing:
     """Images/s per framework and mode, one panel per task, error bars spanning the IQR."""
     rows = results.latest(results.ok(records))
-    unit = "samples/s" if any(results.custom(r) for r in rows) else "images/s"
-    title = "Throughput" if unit == "samples/s" else "ResNet-50 throughput"
+    custom = any(results.custom(r) for r in rows)
+    unit, title = ("samples/s", "Throughput") if custom else ("images/s", "ResNet-50 throughput")
     xlabel = f"{unit} (median; bars: interquartile range)"
     ips = itemgetter("images_per_s")
     return _panels(rows, title, "measured cells", ips, _label, xlabel, err=_ips_spread)

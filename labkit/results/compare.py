@@ -68,11 +68,9 @@ def flags(record: Mapping) -> list[str]:
 
 def latest(records: Iterable[Mapping]) -> list[dict]:
     """One record per cell: the last one written, in file order."""
-    by_key: dict[tuple, dict] = {}
-    for r in records:
-        by_key.pop(key(r), None)
-        by_key[key(r)] = r
-    return list(by_key.values())
+    records = list(records)
+    last = {key(r): i for i, r in enumerate(records)}  # each cell's last record, by its index
+    return [records[i] for i in sorted(last.values())]
 
 
 def best(records: Iterable[Mapping], framework: str, task: str) -> dict | None:
@@ -280,9 +278,7 @@ def _order(r: Mapping) -> tuple:
 
 
 def _share_text(share: float | None, above: bool | None) -> str:
-    if share is None:
-        return "-"
-    return f"{share:.1%}" + (" (!)" if above else "")
+    return "-" if share is None else f"{share:.1%}{' (!)' if above else ''}"
 
 
 def table(records: Iterable[Mapping]) -> str:

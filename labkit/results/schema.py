@@ -130,8 +130,7 @@ def problems(record: object) -> list[str]:
 
 def validate(record: dict) -> dict:
     """``record`` if it follows the schema, else ``ValueError`` listing the problems."""
-    found = problems(record)
-    if found:
+    if found := problems(record):
         raise ValueError("invalid benchmark record: " + "; ".join(found))
     return record
 

@@ -96,9 +96,8 @@ def _warn_unregistered(path: Path, parsed: list[tuple[int, object]]) -> None:
 def repair_tail(path: str | os.PathLike) -> bytes:
     """Move a truncated last line (the bytes after the last newline) out of ``path`` to
     ``path + '.partial'``, found from the end of the mapped file; returns the bytes moved (b'':
-    none)."""
-    size = os.path.getsize(path) if os.path.exists(path) else 0
-    if not size:
+    none). The file exists: :func:`append` opened it."""
+    if not (size := os.path.getsize(path)):
         return b""
     with open(path, "rb") as f, mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as whole:
         tail = whole[whole.rfind(b"\n") + 1 :]

@@ -11,7 +11,6 @@ from collections.abc import Callable, Iterable
 from operator import itemgetter
 from pathlib import Path
 
-from matplotlib.axis import Tick
 from matplotlib.figure import Figure as _Figure
 from matplotlib.text import Text
 from matplotlib.ticker import FixedFormatter, FuncFormatter
@@ -28,7 +27,6 @@ __all__ = [
     "Nothing",
     "break_even",
     "ceiling",
-    "log_axis",
     "measured_peak",
     "save_all",
     "speedup",
@@ -47,7 +45,7 @@ class Figure(_Figure):
             numbers.add(id(axis.offsetText))
             # tick labels given as strings (set_yticks(ys, labels)) are formatted by these
             if not isinstance(axis.get_major_formatter(), FixedFormatter | FuncFormatter):
-                ticks = [k for k in axis.get_children() if isinstance(k, Tick)]
+                ticks = axis.get_major_ticks() + axis.get_minor_ticks()
                 numbers.update(id(t) for k in ticks for t in (k.label1, k.label2))
         for text in self.findobj(Text):
             text.set_parse_math(id(text) in numbers)
@@ -71,48 +69,42 @@ _WORDS = tomllib.loads((Path(__file__).parent / "data" / "figures.toml").read_te
 COLORS: dict[str, str] = {s.name: s.color for s in specs()}
 
 
-def _valid(row: dict) -> bool:
-    """A record's verdict, or a pair row's (no ``status``): both sides valid."""
-    return results.is_valid(row) if "status" in row else row.get("valid") is True
-
-
 def _label(r: dict) -> str:
     extra = "" if r["precision"] == "fp32" else f" {r['precision']}"
-    flag = "" if _valid(r) else " [invalid]"
+    flag = "" if r.get("valid") else " [invalid]"  # a pair row: both sides valid
     name = f"{results.model_name(r['model'])}: " if results.custom(r) else ""
     shape = name and r["input_shape"] or f"b{r['batch_size']}"  # a narrow ResNet-50 has none
     return f"{name}{r['framework']} {r['mode']}{extra} ({shape}){flag}"
 
 
-def _panels(rows, title, what, width, label, xlabel, err=None, line=None, then=None):
+def _panels(rows, title, what, width, label, xlabel, err=None, line=None, tags=None, **axes):
     """One panel per task: a horizontal bar per row, top to bottom, ``width(row)`` long and
     labelled ``label(row)``, in its framework's colour (pale and hatched when invalid), with
-    ``err(row)`` (the error bar's lower and upper length), a dashed line at ``line``, and
-    ``then(ax, rows)`` drawn last."""
+    ``err(row)`` (the error bar's lower and upper length), a dashed line at ``line``, the text
+    ``tags(row)`` at the bar's end, and the axes' other settings (``ax.set``)."""
     tasks = [t for t in TASKS if any(r["task"] == t for r in rows)]
     if not tasks:
         return Nothing(f"No figure: no {what} in these results.")
     counts = [sum(r["task"] == t for r in rows) for t in tasks]
-    fig = Figure(
-        figsize=(8, max(2.5, sum(0.3 * n + 0.9 for n in counts) + 0.5)), layout="constrained"
-    )
-    axes = fig.subplots(len(tasks), 1, squeeze=False, height_ratios=[n + 2 for n in counts])
-    for ax, task in zip(axes[:, 0], tasks):
+    height = max(2.5, sum(0.3 * n + 0.9 for n in counts) + 0.5)
+    fig = Figure(figsize=(8, height), layout="constrained")
+    panels = fig.subplots(len(tasks), 1, squeeze=False, height_ratios=[n + 2 for n in counts])
+    for ax, task in zip(panels[:, 0], tasks):
         rs = [r for r in rows if r["task"] == task]
         bars = {"xerr": list(zip(*map(err, rs))), "capsize": 3} if err else {}
         bars["color"] = [COLORS.get(r["framework"], "grey") for r in rs]
-        for bar, r in zip(ax.barh(range(len(rs)), list(map(width, rs)), **bars), rs):
-            if not _valid(r):
+        drawn = ax.barh(range(len(rs)), list(map(width, rs)), **bars)
+        for bar, r in zip(drawn, rs):
+            if not r.get("valid"):
                 bar.set_alpha(0.35)
                 bar.set_hatch("//")
         ax.set_yticks(range(len(rs)), list(map(label, rs)))
         ax.invert_yaxis()
         if line is not None:
             ax.axvline(line, color="black", lw=1, ls="--")
-        ax.set_xlabel(xlabel)
-        ax.set_title(_WORDS["task_titles"].get(task, task))
-        if then:
-            then(ax, rs)
+        ax.set(xlabel=xlabel, title=_WORDS["task_titles"].get(task, task), **axes)
+        if tags:
+            ax.bar_label(drawn, list(map(tags, rs)), fontsize=8)
     fig.suptitle(title)
     return fig
 
@@ -129,8 +121,8 @@ def _ips_spread(r: dict) -> tuple[float, float]:
 def throughput(records: Iterable[dict]) -> Figure | Nothing:
     """Images/s per framework and mode, one panel per task, error bars spanning the IQR."""
     rows = results.latest(results.ok(records))
-    unit = "samples/s" if any(results.custom(r) for r in rows) else "images/s"
-    title = "Throughput" if unit == "samples/s" else "ResNet-50 throughput"
+    custom = any(results.custom(r) for r in rows)
+    unit, title = ("samples/s", "Throughput") if custom else ("images/s", "ResNet-50 throughput")
     xlabel = f"{unit} (median; bars: interquartile range)"
     ips = itemgetter("images_per_s")
     return _panels(rows, title, "measured cells", ips, _label, xlabel, err=_ips_spread)
@@ -140,26 +132,20 @@ def throughput(records: Iterable[dict]) -> Figure | Nothing:
 LOG_SPAN = 10.0
 
 
-def log_axis(ratios: Iterable[float]) -> bool:
-    """Whether ratios span more than :data:`LOG_SPAN` (a 0.0014x bar vanishes beside 2x)."""
-    rs = [r for r in ratios if r > 0 and math.isfinite(r)]
-    return bool(rs) and max(rs) / min(rs) > LOG_SPAN
-
-
 def speedup(records: Iterable[dict]) -> Figure | Nothing:
     """Each graph mode's speedup over eager (:func:`labkit.results.speedups`) with its 95%
     interval; a log axis where they span more than :data:`LOG_SPAN`."""
     rows = results.speedups(records, include_invalid=True)
     err = lambda r: (r["speedup"] - r["speedup_low"], r["speedup_high"] - r["speedup"])
     label = lambda r: f"{_label(r)} vs {r['baseline']}"
-    scale, then = "", None
-    if log_axis([r["speedup"] for r in rows] + [r["speedup_low"] for r in rows]):
-        low = min([r["speedup_low"] for r in rows if r["speedup_low"] > 0] + [1.0]) / 2
-        high = max([r["speedup_high"] for r in rows] + [1.0]) * 2
-        scale, then = ", log scale", lambda ax, rs: ax.set(xscale="log", xlim=(low, high))
+    scale, log = "", {}
+    spans = [v for r in rows for v in (r["speedup"], r["speedup_low"]) if v > 0]
+    if spans and max(spans) / min(spans) > LOG_SPAN:  # a 0.0014x bar vanishes beside 2x
+        low, high = min(spans + [1.0]) / 2, max([r["speedup_high"] for r in rows] + [1.0]) * 2
+        scale, log = ", log scale", {"xscale": "log", "xlim": (low, high)}
     xlabel = f"speedup over eager (x{scale}; bars: 95% confidence interval)"
     what, ratio = "graph/eager pairs", itemgetter("speedup")
-    return _panels(rows, "Graph mode vs eager", what, ratio, label, xlabel, err, 1.0, then)
+    return _panels(rows, "Graph mode vs eager", what, ratio, label, xlabel, err, 1.0, **log)
 
 
 def break_even(records: Iterable[dict]) -> Figure | Nothing:
@@ -182,18 +168,8 @@ def break_even(records: Iterable[dict]) -> Figure | Nothing:
         else:  # named in the legend: labels on one row would overlap
             ax.scatter(r["extra_s"], never, color=color, marker="x", s=50, label=tag)
     if len(finite) < len(rows):
-        ax.legend(
-            title="x: never pays back (not faster per call)",
-            fontsize=7,
-            title_fontsize=8,
-            loc="upper left",
-            bbox_to_anchor=(1.02, 1.0),
-        )
-    ax.set_xscale("log")
-    ax.set_yscale("log")
-    ax.set_xlabel("extra one-off time over eager, s (export + build + trace/compile + first call)")
-    ax.set_ylabel("calls until the graph mode has paid it back")
-    ax.set_title("Compile time vs break-even number of calls")
+        ax.legend(**_WORDS["break_even"]["never"])
+    ax.set(xscale="log", yscale="log", **_WORDS["break_even"]["axes"])
     return fig
 
 
@@ -202,16 +178,10 @@ def _shares(records: Iterable[dict], share: str, above: str, xlabel: str, title:
     rows = [r for r in results.latest(results.ok(records)) if r.get(share) is not None]
     if not rows and results.ok(records):
         return Nothing(f"No figure: {none}.")
-
-    def rates(ax, rs):
-        for y, r in enumerate(rs):
-            ax.text(
-                100 * r[share], y, f" {r['images_per_s']:.1f} images/s", va="center", fontsize=8
-            )
-
     width = lambda r: 100 * r[share]
     label = lambda r: _label(r) + (" (!)" if r.get(above) else "")
-    return _panels(rows, title, "measured cells", width, label, xlabel, line=100, then=rates)
+    tags = lambda r: f" {r['images_per_s']:.1f} images/s"
+    return _panels(rows, title, "measured cells", width, label, xlabel, line=100, tags=tags)
 
 
 def ceiling(records: Iterable[dict]) -> Figure | Nothing:

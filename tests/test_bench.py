@@ -620,8 +620,7 @@ def test_ratio_intervals():
     fast = measured(0.1, iqr=0.002, mode="compile")
     slow = measured(0.1, iqr=0.002)
     same = results.ratio(fast, slow)
-    assert same.value == pytest.approx(1.0) and not same.significant  # cannot be told apart
-    assert same.reading == "cannot tell"
+    assert same.value == pytest.approx(1.0) and same.reading == "cannot tell"
     assert results.Estimate(1.5, 1.2, 1.8).reading == "faster"
     assert results.Estimate(0.5, 0.4, 0.7).reading == "slower"
     # no raw times: the two relative IQRs, propagated
@@ -780,7 +779,6 @@ def test_a_speedup_figure_spanning_ratios_uses_a_log_axis_and_still_agrees_with_
         exponent = re.fullmatch(r"\$\\mathdefault\{10\^\{(-?\d+)\}\}\$", t.get_text())
         assert exponent and t._preprocess_math(t.get_text())[1] is True, t.get_text()
         assert 10 ** int(exponent[1]) == pytest.approx(t.get_position()[0])
-    assert not plots.log_axis([1.5, 2.0]) and plots.log_axis([0.0014, 2.0])
 
 
 def test_the_spread_limit_is_the_profiles():

@@ -4,10 +4,10 @@ names, home folders, e-mail addresses and paths (:class:`Scrubber`)."""
 
 from __future__ import annotations
 
+import contextlib
 import datetime
 import json
 import os
-import platform
 import re
 import socket
 import tomllib
@@ -32,15 +32,12 @@ _DATA = tomllib.loads((Path(__file__).parents[1] / "data" / "cards.toml").read_t
 
 def _identity() -> tuple[set[str], set[str]]:
     users = {os.environ.get(v, "") for v in _DATA["user_variables"]}
-    try:  # the account, as ``getpass.getuser`` finds it without those variables
+    with contextlib.suppress(ImportError, KeyError):  # the account, as getpass.getuser finds it
         import pwd
 
         users.add(pwd.getpwuid(os.getuid()).pw_name)
-    except (ImportError, KeyError, AttributeError):
-        pass
     users.add(Path.home().name)
-    hosts = {socket.gethostname(), platform.node()}
-    hosts |= {h.split(".")[0] for h in hosts}
+    hosts = {socket.gethostname(), socket.gethostname().split(".")[0]}
     clean = lambda names: {n for n in names if n and n.strip() and n not in ("/", ".")}
     return clean(users), clean(hosts)
 
@@ -67,22 +64,17 @@ class Scrubber:
         users = _identity()[0] if users is None else users
         hosts = _identity()[1] if hosts is None else hosts
         named = [(n, "<host>") for n in hosts] + [(n, "<user>") for n in users]
-        self.rules = [  # the longest name first: a name inside another is not cut out of it
+        self.rules = [(_EMAIL, "<email>"), (_HOME, "~"), (_PATH, _short_path)]
+        self.rules += [  # the longest name first: a name inside another is not cut out of it
             (re.compile(rf"(?<![A-Za-z0-9]){re.escape(n)}(?![A-Za-z0-9])", re.IGNORECASE), tag)
             for n, tag in sorted(named, key=lambda rule: -len(rule[0]))
         ]
 
-    def text(self, s: str) -> str:
-        s = _EMAIL.sub("<email>", s)
-        s = _HOME.sub("~", s)
-        s = _PATH.sub(_short_path, s)
-        for pattern, tag in self.rules:
-            s = pattern.sub(tag, s)
-        return s
-
     def __call__(self, value):
         if isinstance(value, str):
-            return self.text(value)
+            for pattern, tag in self.rules:
+                value = pattern.sub(tag, value)
+            return value
         if isinstance(value, dict):
             return {self(k): v if k in _DATA["structural"] else self(v) for k, v in value.items()}
         if isinstance(value, list | tuple):
@@ -110,9 +102,7 @@ def build(
             "no benchmark records to put on a card; fix: run notebook 06 or "
             "`python -m labkit bench --profile smoke` first"
         )
-    import labkit
-
-    from .. import hardware
+    from .. import __version__, hardware
 
     seen = Counter(json.dumps(r.get("machine") or {}, sort_keys=True) for r in records)
     machine = json.loads(seen.most_common(1)[0][0])  # the records' commonest fingerprint
@@ -126,7 +116,7 @@ def build(
             "format": FORMAT,
             "card_id": uuid.uuid4().hex,
             "created": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
-            "labkit": labkit.__version__,
+            "labkit": __version__,
             "source": Path(source).name if source else "",
             "profile": profiles_seen.most_common(1)[0][0],
             "profiles": sorted(p for p in profiles_seen if p),

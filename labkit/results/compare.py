@@ -7,12 +7,12 @@ from __future__ import annotations
 
 import math
 from collections import namedtuple
-from collections.abc import Iterable, Iterator, Mapping
-from dataclasses import dataclass
+from collections.abc import Iterable, Mapping
+from dataclasses import astuple, dataclass
 
 from ..frameworks import MODES, NAMES, spec, specs
 from ..frameworks.contract import TASKS
-from .schema import CONTEXT, DEFAULT_MODEL, DEFAULTS, KEY, custom, key, model_name
+from .schema import CONTEXT, DEFAULT_MODEL, DEFAULTS, KEY, MESSAGES, custom, key, model_name
 
 __all__ = [
     "Estimate",
@@ -68,11 +68,9 @@ def flags(record: Mapping) -> list[str]:
 
 def latest(records: Iterable[Mapping]) -> list[dict]:
     """One record per cell: the last one written, in file order."""
-    by_key: dict[tuple, dict] = {}
-    for r in records:
-        by_key.pop(key(r), None)
-        by_key[key(r)] = r
-    return list(by_key.values())
+    records = list(records)
+    last = {key(r): i for i, r in enumerate(records)}  # each cell's last record, by its index
+    return [records[i] for i in sorted(last.values())]
 
 
 def best(records: Iterable[Mapping], framework: str, task: str) -> dict | None:
@@ -81,13 +79,9 @@ def best(records: Iterable[Mapping], framework: str, task: str) -> dict | None:
     return max(found, key=lambda r: r["images_per_s"], default=None)
 
 
-#: what a record must share with another to be compared with it, by name (:data:`CONTEXT`)
-Context = namedtuple("Context", CONTEXT)
-
-
-def context(record: Mapping) -> Context:
+def context(record: Mapping) -> tuple:
     """What a record must share with another to be compared with it (:data:`CONTEXT`)."""
-    return Context(*(record.get(k, DEFAULTS.get(k)) for k in CONTEXT))
+    return tuple(record.get(k, DEFAULTS.get(k)) for k in CONTEXT)
 
 
 def _cells(records: Iterable[Mapping], include_invalid: bool) -> dict[tuple, dict]:
@@ -110,29 +104,16 @@ def pair(
     """The latest records of framework/mode ``num`` and ``den`` on ``task`` in one context (the
     largest image size, then batch, where several), valid unless ``include_invalid``; or None."""
     cells = _cells(records, include_invalid)
-    shared = [
-        c
-        for *cell, c in cells
+    pairs = [
+        (r, cells[(*den, c)])
+        for (*cell, c), r in cells.items()
         if cell == [*num]
         and (*den, c) in cells
-        and (c.task, c.precision, c.device) == (task, precision, device)
+        and (r["task"], r["precision"], r["device"]) == (task, precision, device)
     ]
-    if not shared:
-        return None
-    c = max(shared, key=lambda c: (c.image_size or 0, c.batch_size or 0))
-    return cells[(*num, c)], cells[(*den, c)]
-
-
-def baseline_pairs(
-    records: Iterable[Mapping], include_invalid: bool = False
-) -> Iterator[tuple[dict, dict]]:
-    """Each measured graph-mode cell with its :data:`BASELINE` cell in the same context (an
-    older labkit's serving records left out)."""
-    cells = _cells(records, include_invalid)
-    for (framework, mode, c), r in cells.items():
-        base = (*BASELINE.get(framework, ()), c)
-        if c.task != "serve" and base != (framework, mode, c) and base in cells:
-            yield r, cells[base]
+    return max(
+        pairs, key=lambda p: (p[0]["image_size"] or 0, p[0]["batch_size"] or 0), default=None
+    )
 
 
 #: confidence level of every ratio's interval, and the bootstrap's resamples
@@ -150,11 +131,6 @@ class Estimate:
     method: str = ""
 
     @property
-    def significant(self) -> bool:
-        """Whether the interval leaves out 1 (the two sides can be told apart)."""
-        return not (self.low <= 1.0 <= self.high)
-
-    @property
     def reading(self) -> str:
         """``"faster"`` (the interval lies above 1), ``"slower"`` (below) or ``"cannot tell"``."""
         return "faster" if self.low > 1 else "slower" if self.high < 1 else "cannot tell"
@@ -163,7 +139,7 @@ class Estimate:
         return f"{self.value:.2f}x [{self.low:.2f}-{self.high:.2f}]"
 
 
-def ratio(num: Mapping, den: Mapping, confidence: float = CONFIDENCE, seed: int = 0) -> Estimate:
+def ratio(num: Mapping, den: Mapping) -> Estimate:
     """Images/s of ``num`` over ``den``: a seeded percentile bootstrap of the ratio of medians
     from the raw times, or without them the two relative IQRs propagated."""
     for r in (num, den):
@@ -176,15 +152,15 @@ def ratio(num: Mapping, den: Mapping, confidence: float = CONFIDENCE, seed: int 
     if len(num.get("times_s") or []) >= 2 and len(den.get("times_s") or []) >= 2:
         import numpy as np
 
-        rng = np.random.default_rng(seed)
+        rng = np.random.default_rng(0)
 
         def rates(r: dict) -> np.ndarray:
             t = np.asarray(r["times_s"], dtype=float)
             return r["batch_size"] / np.median(t[rng.integers(0, len(t), (RESAMPLES, len(t)))], 1)
 
         boot = rates(num) / rates(den)
-        lo, hi = np.quantile(boot, [(1 - confidence) / 2, (1 + confidence) / 2])
-        method = f"{confidence:.0%} bootstrap interval from the raw times"
+        lo, hi = np.quantile(boot, [(1 - CONFIDENCE) / 2, (1 + CONFIDENCE) / 2])
+        method = f"{CONFIDENCE:.0%} bootstrap interval from the raw times"
         return Estimate(value, min(float(lo), value), max(float(hi), value), method)
     rel = math.hypot(*(float(r.get("iqr_s") or 0) / r["median_s"] for r in (num, den)))
     method = "propagated relative IQRs (no raw times)"
@@ -192,10 +168,14 @@ def ratio(num: Mapping, den: Mapping, confidence: float = CONFIDENCE, seed: int 
 
 
 def _pair_rows(records, include_invalid: bool, measure) -> list[dict]:
-    """A row per :func:`baseline_pairs` pair: the graph cell's :data:`KEY`, its ``baseline``,
+    """A row per measured graph-mode cell with its :data:`BASELINE` cell in the same context (an
+    older labkit's serving records left out): the graph cell's :data:`KEY`, its ``baseline``,
     ``valid`` (both sides), either side's ``flags``, and what ``measure(graph, base)`` gives."""
-    rows = []
-    for r, base in baseline_pairs(records, include_invalid):
+    rows, cells = [], _cells(records, include_invalid)
+    for (framework, mode, c), r in cells.items():
+        base = cells.get((*BASELINE.get(framework, ()), c))
+        if r["task"] == "serve" or base is None or base is r:
+            continue
         why = [f"{r['mode']}: {f}" for f in flags(r)]
         why += [f"{base['mode']} (baseline): {f}" for f in flags(base)]
         rows.append(
@@ -212,14 +192,8 @@ def _pair_rows(records, include_invalid: bool, measure) -> list[dict]:
 
 def _speedup(r: Mapping, base: Mapping) -> dict:
     est = ratio(r, base)
-    return {
-        "speedup": est.value,
-        "speedup_low": est.low,
-        "speedup_high": est.high,
-        "significant": est.significant,
-        "reading": est.reading,
-        "interval": est.method,
-    }
+    row = dict(zip(("speedup", "speedup_low", "speedup_high", "interval"), astuple(est)))
+    return row | {"significant": est.reading != "cannot tell", "reading": est.reading}
 
 
 def speedups(records: Iterable[Mapping], include_invalid: bool = False) -> list[dict]:
@@ -236,22 +210,17 @@ def speedups(records: Iterable[Mapping], include_invalid: bool = False) -> list[
 BreakEven = namedtuple("BreakEven", "extra_s saving_s calls")
 
 
-def one_off_s(record: Mapping) -> float:
-    """A record's one-off seconds before its steady state: export + prepare + first call."""
-    parts = (record.get("export_s"), record.get("prepare_s"), record["first_call_s"])
-    return sum(float(p or 0) for p in parts)
-
-
 def break_even(record: Mapping, eager_record: Mapping) -> BreakEven:
     """The calls after the first that ``record`` (a graph mode) needs to repay its extra one-off
-    cost (:func:`one_off_s`) over ``eager_record`` by its faster calls: 0 when it is not slower
-    to start, ``inf`` when it is not faster per call."""
+    cost (export + prepare + first call) over ``eager_record`` by its faster calls: 0 when it is
+    not slower to start, ``inf`` when it is not faster per call."""
     for name, r in (("record", record), ("eager_record", eager_record)):
         for f in ("first_call_s", "median_s"):
             v = r.get(f)
             if not isinstance(v, int | float) or not (v >= 0 and math.isfinite(v)):
                 raise ValueError(f"{name}[{f!r}] must be a finite time >= 0 seconds, got {v!r}")
-    extra = one_off_s(record) - one_off_s(eager_record)
+    one_off = lambda r: sum(float(r.get(f) or 0) for f in ("export_s", "prepare_s", "first_call_s"))
+    extra = one_off(record) - one_off(eager_record)
     saving = eager_record["median_s"] - record["median_s"]
     calls = 0.0 if extra <= 0 else (extra / saving if saving > 0 else math.inf)
     return BreakEven(extra, saving, calls)
@@ -282,45 +251,34 @@ _FIGURES = {
 }
 
 
-def accuracy_text(accuracy: dict | None) -> str:
-    if not accuracy:
-        return ""
+def accuracy_text(accuracy: dict) -> str:
+    """Low precision's cost against fp32 in words (``labkit/data/results.toml``)."""
+    say = MESSAGES["accuracy"]
     if accuracy.get("error"):
-        return f"accuracy not measured: {accuracy['error']}"
-    text = (
-        f"largest logit difference {accuracy['max_abs_diff']:.2g} ({accuracy['max_rel_diff']:.1%}"
-        f" of the largest fp32 logit), top-1 agreement {accuracy['top1_agreement']:.0%} on "
-        f"{accuracy['images']} synthetic images"
-    )
+        return say["error"].format(**accuracy)
+    text = say["cost"].format(**accuracy)
     if "centred_top1_agreement" in accuracy:
-        text += (
-            f" ({accuracy['top1_classes']} top class(es) in fp32; on the image-dependent part "
-            f"of the logits {accuracy['centred_top1_agreement']:.0%})"
-        )
+        text += say["centred"].format(**accuracy)
     return text
 
 
 def _order(r: Mapping) -> tuple:
-    """The table's sort key: the ResNet-50 first, then the registry's and the tasks' orders."""
+    """The table's sort key: the ResNet-50 first, then the registry's and the tasks' orders, the
+    cell's context, and the framework's order of modes."""
     rank = lambda seq, x: seq.index(x) if x in seq else len(seq)
+    framework = r["framework"]
     return (
         custom(r),
         r.get("model", DEFAULT_MODEL),
-        rank(NAMES, r["framework"]),
+        rank(NAMES, framework),
         rank(TASKS, r["task"]),
-        r["precision"],
-        r["batch_size"],
-        r["image_size"],
-        r.get("input_shape", ""),
-        r["device"],
-        rank(MODES.get(r["framework"], ()), r["mode"]),
+        *context(r),
+        rank(MODES.get(framework, ()), r["mode"]),
     )
 
 
 def _share_text(share: float | None, above: bool | None) -> str:
-    if share is None:
-        return "-"
-    return f"{share:.1%}" + (" (!)" if above else "")
+    return "-" if share is None else f"{share:.1%}{' (!)' if above else ''}"
 
 
 def table(records: Iterable[Mapping]) -> str:
@@ -331,32 +289,24 @@ def table(records: Iterable[Mapping]) -> str:
     lead = ("model",) * models + ("framework", "mode", "task", "batch", "prec", "size", "dev")
     lines, notes, costs = [], [], []
     for r in rows:
-        lines.append(_row(r, models))
-        name = " ".join(lines[-1][: len(lead) - 4])  # (model,) framework, mode, task
-        if r["status"] == "ok" and flags(r):
+        cells = [model_name(r.get("model", DEFAULT_MODEL))] * models
+        cells += [r["framework"], r["mode"], r["task"]]
+        name = " ".join(cells)
+        size = r.get("input_shape") or str(r["image_size"])
+        cells += [str(r["batch_size"]), r["precision"], size, r["device"]]
+        if r["status"] != "ok":  # its lead and one message
+            err = r["error"] or ""
+            lines.append(cells + [f"FAILED: {err if len(err) <= 70 else err[:67] + '...'}"])
+            continue
+        lines.append(cells + [text(r) for text in _FIGURES.values()])
+        if flags(r):
             notes.append(f"  {name}: " + "; ".join(flags(r)))
-        if r["status"] == "ok" and r.get("accuracy"):
+        if r.get("accuracy"):
             costs.append(f"  {name} {r['precision']}: " + accuracy_text(r["accuracy"]))
     out = _aligned(lead + tuple(_FIGURES), len(lead), lines)
     out += ["", "flags:", *notes] if notes else []
     out += ["", "accuracy against fp32:", *costs] if costs else []
     return "\n".join(out)
-
-
-def _row(r: Mapping, models: bool) -> list[str]:
-    cells = [model_name(r.get("model", DEFAULT_MODEL))] * models + [
-        r["framework"],
-        r["mode"],
-        r["task"],
-        str(r["batch_size"]),
-        r["precision"],
-        r.get("input_shape") or str(r["image_size"]),
-        r["device"],
-    ]
-    if r["status"] != "ok":
-        err = r["error"] or ""
-        return cells + [f"FAILED: {err if len(err) <= 70 else err[:67] + '...'}"]
-    return cells + [text(r) for text in _FIGURES.values()]
 
 
 def _aligned(head: tuple[str, ...], n: int, lines: list[list[str]]) -> list[str]:

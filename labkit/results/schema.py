@@ -9,6 +9,7 @@ import dataclasses
 import datetime
 import html
 import math
+import tomllib
 from collections.abc import Mapping
 from dataclasses import MISSING
 from pathlib import Path
@@ -30,6 +31,8 @@ __all__ = [
 ]
 
 SCHEMA_VERSION = 2
+#: what the rooms say of a results file they cannot read, and of an accuracy cost: results.toml
+MESSAGES = tomllib.loads((Path(__file__).parents[1] / "data" / "results.toml").read_text("utf-8"))
 #: the model every cell measures unless it says otherwise
 DEFAULT_MODEL = "resnet50"
 CACHE_STATES: tuple[str, ...] = ("cold", "warm", "unknown")
@@ -78,8 +81,7 @@ def problems(record: object) -> list[str]:
     """What is wrong with one record (empty when it follows the schema of its version): a spec
     field missing (any other reads as its default), a field of the wrong type, a status without
     its figures or its error, a time out of range, a verdict without its reasons."""
-    record = record.to_json() if isinstance(record, Record) else record
-    if not isinstance(record, dict):
+    if not isinstance(record, Mapping):
         return [f"expected a JSON object, got {type(record).__name__}"]
     out = [f"missing field {f!r}" for f in REQUIRED if f not in record]
     for f, types in FIELDS.items():
@@ -128,8 +130,7 @@ def problems(record: object) -> list[str]:
 
 def validate(record: dict) -> dict:
     """``record`` if it follows the schema, else ``ValueError`` listing the problems."""
-    found = problems(record)
-    if found:
+    if found := problems(record):
         raise ValueError("invalid benchmark record: " + "; ".join(found))
     return record
 
@@ -253,14 +254,14 @@ class Record(Mapping):
 
     def to_json(self) -> dict:
         """The results file's line for this record, as a dict (the same field names)."""
-        return {f: getattr(self, f) for f in FIELDS}
+        return dict(self)
 
     @property
     def ok(self) -> bool:
         return self.status == "ok"
 
     def key(self) -> tuple:
-        """The cell it measured (:data:`KEY`)."""
+        """The cell it measured (:data:`KEY`); a :class:`labkit.runner.Cell`'s too."""
         return tuple(getattr(self, k) for k in KEY)
 
     def label(self) -> str:

@@ -7,19 +7,15 @@ from __future__ import annotations
 import json
 import mmap
 import os
-import tomllib
 import warnings
 from collections import Counter
 from pathlib import Path
 
 from ..frameworks import NAMES
 from ..util import jsonio
-from .schema import SCHEMA_VERSION, Record, newer_schema, problems, validate
+from .schema import MESSAGES, SCHEMA_VERSION, Record, newer_schema, problems, validate
 
 __all__ = ["BadLine", "UnregisteredFramework", "append", "load", "parse_lines"]
-
-#: what a file that cannot be read as it is says, with the fix: labkit/data/results.toml
-_SAY = tomllib.loads((Path(__file__).parents[1] / "data" / "results.toml").read_text("utf-8"))
 
 
 class BadLine(ValueError):
@@ -61,13 +57,15 @@ def load(path: str | os.PathLike) -> list[Record]:
     try:
         parsed, truncated = parse_lines(path.read_bytes().decode("utf-8"))
     except OSError as exc:
-        raise ValueError(_SAY["unreadable"].format(path=path, why=exc.strerror or exc)) from exc
+        raise ValueError(MESSAGES["unreadable"].format(path=path, why=exc.strerror or exc)) from exc
     except UnicodeDecodeError as exc:
-        raise ValueError(_SAY["not_utf8"].format(path=path, why=exc.reason)) from exc
+        raise ValueError(MESSAGES["not_utf8"].format(path=path, why=exc.reason)) from exc
     except BadLine as exc:
-        raise ValueError(_SAY["not_json"].format(path=path, line=exc.line, why=exc.msg)) from exc
+        raise ValueError(
+            MESSAGES["not_json"].format(path=path, line=exc.line, why=exc.msg)
+        ) from exc
     if truncated:
-        text = _SAY["truncated"].format(path=path, line=truncated, kept=len(parsed))
+        text = MESSAGES["truncated"].format(path=path, line=truncated, kept=len(parsed))
         warnings.warn(text, UserWarning, stacklevel=2)
     records = [_checked(path, n, record) for n, record in parsed]
     _warn_unregistered(path, parsed)
@@ -76,10 +74,12 @@ def load(path: str | os.PathLike) -> list[Record]:
 
 def _checked(path: Path, n: int, record: object) -> Record:
     if (schema := newer_schema(record)) is not None:
-        text = _SAY["newer"].format(path=path, line=n, schema=schema, ours=SCHEMA_VERSION)
+        text = MESSAGES["newer"].format(path=path, line=n, schema=schema, ours=SCHEMA_VERSION)
         raise ValueError(text)
     if found := problems(record):
-        raise ValueError(_SAY["not_a_record"].format(path=path, line=n, why="; ".join(found[:4])))
+        raise ValueError(
+            MESSAGES["not_a_record"].format(path=path, line=n, why="; ".join(found[:4]))
+        )
     return Record.from_json(record)
 
 
@@ -87,7 +87,7 @@ def _warn_unregistered(path: Path, parsed: list[tuple[int, object]]) -> None:
     unknown = Counter(r["framework"] for _, r in parsed if r["framework"] not in NAMES)
     for fw, count in unknown.items():
         line = next(n for n, r in parsed if r["framework"] == fw)
-        text = _SAY["unregistered"].format(
+        text = MESSAGES["unregistered"].format(
             path=path, line=line, framework=fw, count=count, known=", ".join(NAMES)
         )
         warnings.warn(UnregisteredFramework(text), stacklevel=3)
@@ -96,9 +96,8 @@ def _warn_unregistered(path: Path, parsed: list[tuple[int, object]]) -> None:
 def repair_tail(path: str | os.PathLike) -> bytes:
     """Move a truncated last line (the bytes after the last newline) out of ``path`` to
     ``path + '.partial'``, found from the end of the mapped file; returns the bytes moved (b'':
-    none)."""
-    size = os.path.getsize(path) if os.path.exists(path) else 0
-    if not size:
+    none). The file exists: :func:`append` opened it."""
+    if not (size := os.path.getsize(path)):
         return b""
     with open(path, "rb") as f, mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as whole:
         tail = whole[whole.rfind(b"\n") + 1 :]
@@ -112,8 +111,7 @@ def repair_tail(path: str | os.PathLike) -> bytes:
 def append(path: str | os.PathLike, record: Record | dict) -> None:
     """Validate ``record`` and append it as one fsynced line, under an exclusive lock (two
     processes appending to one file lose nothing); ``OSError`` when it cannot be written."""
-    row = record.to_json() if isinstance(record, Record) else record
-    line = json.dumps(validate(row), sort_keys=True, allow_nan=False) + "\n"
+    line = json.dumps(dict(validate(record)), sort_keys=True, allow_nan=False) + "\n"
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     with jsonio.locked(path) as f:

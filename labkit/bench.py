@@ -9,6 +9,7 @@ import math
 import os
 import sys
 import time
+import timeit
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -172,10 +173,6 @@ class Measurement:
         limits = (self.min_repeats, self.min_time_s, threads, self.others_cpus, self.load_1min)
         return verdict(self.times_s, *limits, cpu_count, self.number_per_run)
 
-    @property
-    def timed_s(self) -> float:
-        return sum(self.times_s) * self.number_per_run
-
     def as_dict(self) -> dict:
         """The fields of a results record it fills (:class:`labkit.results.Record`'s names)."""
         own = ("first_call_s", "warmup", "number_per_run", "others_cpus", "load_1min", "repeats")
@@ -256,23 +253,13 @@ def measure(
 def _samples(
     step, number: int, min_repeats: int, min_time_s: float, max_repeats: int
 ) -> tuple[list[float], float | None]:
-    """The samples (seconds per call), garbage collection off, and the CPUs others kept busy."""
-    times: list[float] = []
-    total = 0.0
-    collecting = gc.isenabled()
+    """The samples (seconds per call), each timed by :mod:`timeit` (garbage collection off while
+    it runs), and the CPUs others kept busy."""
+    timer, times = timeit.Timer(step), []
     gc.collect()
-    gc.disable()
     before = cpu_sample()
-    try:
-        while len(times) < max_repeats and (len(times) < min_repeats or total < min_time_s):
-            t0 = time.perf_counter()
-            for _ in range(number):
-                step()
-            dt = time.perf_counter() - t0
-            times.append(dt / number)
-            total += dt
-    finally:
-        after = cpu_sample()
-        if collecting:
-            gc.enable()
-    return times, busy_elsewhere(before, after)
+    while len(times) < max_repeats and (
+        len(times) < min_repeats or sum(times) * number < min_time_s
+    ):
+        times.append(timer.timeit(number) / number)
+    return times, busy_elsewhere(before, cpu_sample())

@@ -131,21 +131,6 @@ def run_cell(
         return {"status": "failed", **fields, **base}
 
 
-@contextlib.contextmanager
-def signals_noted():
-    """SIGINT and SIGTERM noted in the yielded list instead of acted on (main thread only): the
-    run stops where it checks the list, never halfway through writing a record."""
-    caught: list[int] = []
-    main = threading.current_thread() is threading.main_thread()  # only it may set handlers
-    signals = (signal.SIGINT, signal.SIGTERM) if main else ()
-    old = {s: signal.signal(s, lambda signum, frame: caught.append(signum)) for s in signals}
-    try:
-        yield caught
-    finally:
-        for s, handler in old.items():
-            signal.signal(s, handler)
-
-
 @dataclass
 class RunResult:
     """What :func:`run` did: its records, the cells it skipped, whether it finished."""
@@ -163,16 +148,18 @@ class RunResult:
     def summary(self) -> str:
         n, bad = len(self.records), sum(not r.ok for r in self.records)
         invalid = sum(r.ok and not r.valid for r in self.records)
-        end = "interrupted: rerun with resume=True for the rest" if self.interrupted else "done"
         skipped = f", {len(self.skipped)} already in {self.out}" if self.skipped else ""
+        end = "interrupted: " if self.interrupted else ""
+        if self.unsaved:
+            end += f"{len(self.unsaved)} NOT written ({self.write_error}): free space, then "
+        end += "rerun with resume=True (--resume) for the rest" if end else "done"
         return (
             f"{n} of {self.planned - len(self.skipped)} cells in {self.wall_s:.0f} s ({bad} failed "
             f"or unsupported, {invalid} invalid{skipped}); {end}"
         )
 
     def __repr__(self) -> str:
-        unsaved = f"; {len(self.unsaved)} NOT written ({self.write_error})" if self.unsaved else ""
-        return f"<RunResult: {self.summary()}; appended to {self.out}{unsaved}>"
+        return f"<RunResult: {self.summary()}; appended to {self.out}>"
 
 
 _BUSY_WARNED: list[bool] = []
@@ -280,35 +267,40 @@ def run(
     t_start = time.perf_counter()
     bar = tqdm(total=len(todo), unit="cell", disable=not progress, dynamic_ncols=True)
     live = progress and (sys.stderr.isatty() or "notebook" in type(bar).__module__)
-    with signals_noted() as caught:
+    # SIGINT and SIGTERM are noted (by the main thread: only it may set handlers) and acted on
+    # where tick() looks, never halfway through writing a record
+    caught: list[int] = []
+    main = threading.current_thread() is threading.main_thread()
+    signals = (signal.SIGINT, signal.SIGTERM) if main else ()
+    old = {s: signal.signal(s, lambda signum, frame: caught.append(signum)) for s in signals}
 
-        def tick() -> None:  # between cells and about once a second in one: Ctrl-C stops here
-            if caught:
-                raise KeyboardInterrupt(f"signal {caught[0]}")
-            if live:  # else no redraws
-                bar.refresh()
+    def tick() -> None:  # between cells and about once a second in one: Ctrl-C stops here
+        if caught:
+            raise KeyboardInterrupt(f"signal {caught[0]}")
+        if live:  # else no redraws
+            bar.refresh()
 
-        try:
-            for cell in todo:
-                tick()
-                bar.set_description_str(cell.label())
-                fields = run_cell(
-                    cell, threads=threads, timeout_s=timeout_s, tick=tick, cache=cache
-                )
-                record = record_of(cell, fields, machine)
-                res.records.append(record)
-                _save(res, record)
-                if progress:
-                    bar.write(str(record))
-                bar.update(1)
-                if on_record is not None:
-                    on_record(record)
+    try:
+        for cell in todo:
             tick()
-        except KeyboardInterrupt:
-            res.interrupted = True
-        finally:
-            bar.close()
-            res.wall_s = time.perf_counter() - t_start
+            bar.set_description_str(cell.label())
+            fields = run_cell(cell, threads=threads, timeout_s=timeout_s, tick=tick, cache=cache)
+            record = record_of(cell, fields, machine)
+            res.records.append(record)
+            _save(res, record)
+            if progress:
+                bar.write(str(record))
+            bar.update(1)
+            if on_record is not None:
+                on_record(record)
+        tick()
+    except KeyboardInterrupt:
+        res.interrupted = True
+    finally:
+        bar.close()
+        res.wall_s = time.perf_counter() - t_start
+        for s, handler in old.items():
+            signal.signal(s, handler)
     if progress:
         print(res.summary(), flush=True)
     return res

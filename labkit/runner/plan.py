@@ -6,7 +6,6 @@ cell is measured inside its own process (``python -m labkit.runner`` writes what
 from __future__ import annotations
 
 import contextlib
-import math
 import os
 import time
 import traceback
@@ -74,14 +73,6 @@ class Cell:
         )
 
 
-def _versions(framework: str, adapter) -> dict:
-    from labkit import __version__
-
-    extra = ("numpy", *fw_registry.spec(framework).extra_packages)  # e.g. ONNX's exporter
-    own = {framework: adapter.version() if adapter is not None else None, "labkit": __version__}
-    return own | {p: fw_registry.installed_version(p) for p in extra}
-
-
 def measure_cell(cell: Cell, threads: int) -> dict:
     """Measure ``cell`` in this (fresh) process and return its record's fields: the thread
     policy set and read back, an export timed apart, the shares of the ceiling and peak. A
@@ -130,7 +121,13 @@ def measure_cell(cell: Cell, threads: int) -> dict:
         out["log"] = traceback.format_exc()[-LOG_TAIL_CHARS:]
     out["peak_rss_mb"] = bench.peak_rss_mb()
     with contextlib.suppress(Exception):
-        out["versions"] = _versions(cell.framework, adapter)
+        from labkit import __version__
+
+        extra = ("numpy", *fw_registry.spec(cell.framework).extra_packages)  # ONNX's exporter
+        out["versions"] = {p: fw_registry.installed_version(p) for p in extra} | {
+            cell.framework: adapter.version() if adapter is not None else None,
+            "labkit": __version__,
+        }
     return out
 
 
@@ -139,15 +136,14 @@ def record_of(cell: Cell, fields: dict, machine: dict | None = None) -> results.
     known = {k: v for k, v in fields.items() if k in results.FIELDS}  # judged with the machine
     try:
         return results.make(**{**asdict(cell), **known, "machine": machine or {}})
-    except (ValueError, TypeError) as exc:
-        wall = known.get("wall_s")
+    except (ValueError, TypeError) as exc:  # wall_s and cache: the runner's own, always valid
         return results.make(
             **asdict(cell),
             status="failed",
             error=f"the cell's result could not be recorded: {exc}",
             log=str(fields.get("log") or "")[-LOG_TAIL_CHARS:],
-            wall_s=wall if isinstance(wall, float) and math.isfinite(wall) else None,
-            cache=known.get("cache") if known.get("cache") in results.CACHE_STATES else "unknown",
+            wall_s=known.get("wall_s"),
+            cache=known.get("cache", "unknown"),
             machine=machine or {},
         )
 
@@ -195,7 +191,6 @@ def ceiling_fields(images_per_s: float, cell: Cell, threads: int | None = None) 
 def _pick(kind: str, given: Sequence[str] | None, valid: Sequence[str]) -> list[str]:
     if given is None:
         return list(valid)
-    given = [g.strip() for g in given if g.strip()]
     if not given:
         raise ValueError(f"no {kind} given: choose from {', '.join(valid)}")
     bad = [g for g in given if g not in valid]
@@ -285,10 +280,8 @@ class Plan:
             "throughput": batch_sizes or [prof.throughput_batch],
             "train": batch_sizes or [prof.train_batch],
         }
-        sizes = {
-            task: [{"batch_size": b, "image_size": prof.image_size} for b in found]
-            for task, found in batches.items()
-        }
+        size = {"image_size": prof.image_size}
+        sizes = {task: [{**size, "batch_size": b} for b in bs] for task, bs in batches.items()}
         fws = _pick("framework", frameworks, fw_registry.NAMES)
         return cls(_cells(fws, (modes, tasks, precisions, device), prof, sizes), prof)
 

@@ -89,8 +89,8 @@ def run_cell(
         env = cell_env(cell, threads, Path(tmp), cache)
         recorded = [k for k in env if k.startswith(RECORDED_ENV) or k.endswith("_THREADS")]
         base = {"thread_env": {k: env[k] for k in recorded}, "cache": cache}
-        cmd = [sys.executable, "-m", "labkit.runner", "--cell", json.dumps(asdict(cell))]
-        cmd += ["--result", str(result), "--threads", str(threads), "--parent", str(os.getpid())]
+        cmd = [sys.executable, "-m", "labkit.runner", json.dumps(asdict(cell)), str(result)]
+        cmd += [str(threads), str(os.getpid())]
         t0, code = time.perf_counter(), None
         with open(log, "wb") as logf:
             # cwd: the temporary folder, so that what a framework drops there goes with it

@@ -119,11 +119,9 @@ def run_cell(
                 "raise the profile's cell_timeout_s or use a smaller profile"
             }
         else:
-            try:  # written whole or not at all
+            try:  # written whole or not at all: none when the process died first
                 fields = json.loads(result.read_text(encoding="utf-8"))
             except (OSError, ValueError):
-                fields = None
-            if not isinstance(fields, dict):  # none, or not the child's (a JSON object)
                 fix = "try a smaller batch size or the smoke profile"
                 fields = {"error": proc.crash_reason(code, text, "the cell's process", fix)}
         if fields.get("status") != "ok" and not fields.get("log"):

@@ -148,12 +148,12 @@ def record_of(cell: Cell, fields: dict, machine: dict | None = None) -> results.
         )
 
 
-def _against(name: str, images_per_s: float, bound, image_size: int, training: bool) -> dict:
+def _against(name: str, images_per_s: float, bound, cell: Cell, missing: str = "") -> dict:
     """A figure against ``bound`` (the ceiling, a measured peak): the ``name`` fields of a record;
-    none where the bound has no figure."""
-    best = bound.images_per_s_at(image_size, training=training)
+    only the note ``missing`` where the bound has no figure."""
+    best = bound.images_per_s_at(cell.image_size, training=cell.task == "train")
     if best is None:
-        return {}
+        return {f"{name}_note": missing}
     above = images_per_s > best
     return {
         f"{name}_images_per_s": best,
@@ -169,8 +169,7 @@ def ceiling_fields(images_per_s: float, cell: Cell, threads: int | None = None) 
     precision; none for other cells."""
     if cell.device != "cpu" or cell.custom:  # the CPU's, for the ResNet-50
         return {}  # the record's defaults stand for what is not set here
-    size, training = cell.image_size, cell.task == "train"
-    out = _against("ceiling", images_per_s, hardware.ceiling(cell.precision), size, training)
+    out = _against("ceiling", images_per_s, hardware.ceiling(cell.precision), cell)
     threads = threads or hardware.default_threads()
     found = hardware.cached(fw_registry.peak_probes(), threads)
     if found is None:
@@ -180,12 +179,13 @@ def ceiling_fields(images_per_s: float, cell: Cell, threads: int | None = None) 
         )
         return out
     peak = found[cell.precision]
-    against = _against("measured_peak", images_per_s, peak, size, training)
-    if not against:
-        return {**out, "measured_peak_note": peak.note}
-    measured_peak = {k: getattr(peak, k) for k in ("gflops", "iqr_gflops", "threads", "kernel")}
-    measured_peak |= {k: getattr(found, k) for k in ("measured_at", "others_cpus")}
-    return {**out, **against, "measured_peak": measured_peak}
+    out |= _against("measured_peak", images_per_s, peak, cell, missing=peak.note)
+    if "measured_peak_share" in out:
+        picked = {k: getattr(peak, k) for k in ("gflops", "iqr_gflops", "threads", "kernel")}
+        out["measured_peak"] = picked | {
+            k: getattr(found, k) for k in ("measured_at", "others_cpus")
+        }
+    return out
 
 
 def _pick(kind: str, given: Sequence[str] | None, valid: Sequence[str]) -> list[str]:

@@ -121,20 +121,12 @@ def verdict(
     return reasons
 
 
-#: the most calls one timed sample may hold (a call of a few nanoseconds still ends)
-MAX_NUMBER_PER_RUN = 2**20
-
-
-def sample_target_s(min_time_s: float, max_repeats: int) -> float:
-    """The shortest a timed sample may take: ``max_repeats`` of them make twice the minimum."""
-    return 2.0 * min_time_s / max_repeats if min_time_s > 0 and max_repeats > 0 else 0.0
-
-
 def _block(target_s: float, call_s: float) -> int:
-    """The calls one sample must hold to take ``target_s`` when one call takes ``call_s``."""
+    """The calls one sample must hold to take ``target_s`` when one call takes ``call_s`` (at
+    most 2**20: a call of a few nanoseconds still ends)."""
     if call_s >= target_s:
         return 1
-    return min(MAX_NUMBER_PER_RUN, math.ceil(target_s / max(call_s, 1e-9)))
+    return min(2**20, math.ceil(target_s / max(call_s, 1e-9)))
 
 
 @dataclass
@@ -208,9 +200,9 @@ def measure(
     """Time ``prepared.step`` (or a bare callable, with ``images_per_call``): the first call
     apart, ``warmup`` untimed calls, then samples with garbage collection off until
     ``min_repeats`` and ``min_time_s`` are reached (at most ``max_repeats``). A call shorter than
-    :func:`sample_target_s` is timed in blocks sized by the fastest warm-up call (without warm-up,
-    by the samples); blocks that still fall short (the calls got faster) become warm-up and are
-    sized again, once, by the samples."""
+    a sample's target (``max_repeats`` samples make twice ``min_time_s``) is timed in blocks
+    sized by the fastest warm-up call (without warm-up, by the samples); blocks that still fall
+    short (the calls got faster) become warm-up and are sized again, once, by the samples."""
     step = prepared if callable(prepared) else prepared.step
     images = images_per_call or getattr(prepared, "batch_size", None)
     if not images or images < 1:
@@ -226,7 +218,7 @@ def measure(
         t0 = time.perf_counter()
         step()
         untimed_s.append(time.perf_counter() - t0)
-    target = sample_target_s(min_time_s, max_repeats)
+    target = 2.0 * min_time_s / max_repeats  # the shortest a sample may take
     # the first call (a compilation, often) says nothing of the others: without warm-up calls
     # to size it from, a block starts at one call and the samples size it (below)
     number, untimed = (_block(target, min(untimed_s[1:])) if warmup else 1), warmup

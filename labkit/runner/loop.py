@@ -235,23 +235,21 @@ def run(
     resume: bool = False,
     progress: bool = True,
     threads: int | None = None,
-    timeout_s: float | None = None,
     cache: str = "cold",
     on_record=None,
 ) -> RunResult:
     """Measure every cell of ``plan``, appending each record to ``out`` as it exists.
 
-    ``resume=True`` skips the cells ``out`` holds (measured, or unsupported); ``threads``,
-    ``timeout_s`` default to the lab's and the profile's; ``cache`` is ``"cold"`` or ``"warm"``;
+    ``resume=True`` skips the cells ``out`` holds (measured, or unsupported); ``threads`` defaults
+    to the lab's, each cell's time limit is the profile's; ``cache`` is ``"cold"`` or ``"warm"``;
     ``on_record(record)`` follows each write. Ctrl-C or SIGTERM stops the run (``interrupted``)
     after the record being written; a bad ``out`` is a ``ValueError`` before anything runs."""
-    out = Path(out)
+    out, limit_s = Path(out), plan.profile.cell_timeout_s
     threads = threads or hardware.default_threads()
     if cache not in ("cold", "warm"):
         raise ValueError(f"cache must be 'cold' or 'warm', got {cache!r}")
     if cache == "warm":
         shared_cache_dir()  # an unsafe shared folder: refused before anything runs
-    timeout_s = timeout_s or plan.profile.cell_timeout_s
     existing = results.load(out) if out.exists() else []  # a corrupt file: ValueError, the fix
     check_out(out)
     _warn_if_busy(threads)
@@ -282,7 +280,7 @@ def run(
         for cell in todo:
             tick()
             bar.set_description_str(cell.label())
-            fields = run_cell(cell, threads=threads, timeout_s=timeout_s, tick=tick, cache=cache)
+            fields = run_cell(cell, threads=threads, timeout_s=limit_s, tick=tick, cache=cache)
             record = record_of(cell, fields, machine)
             res.records.append(record)
             _save(res, record)

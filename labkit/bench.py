@@ -4,6 +4,7 @@ a small spread, a quiet machine); :func:`peak_rss_mb` the memory high-water mark
 
 from __future__ import annotations
 
+import contextlib
 import gc
 import math
 import os
@@ -31,13 +32,10 @@ __all__ = [
 def peak_rss_mb() -> float:
     """Peak resident memory of this process so far, MiB. On Linux ``VmHWM``: ``ru_maxrss`` is
     inherited across fork and exec, so a cell would report its notebook kernel's peak."""
-    try:
-        with open("/proc/self/status", encoding="ascii") as f:
-            for line in f:
-                if line.startswith("VmHWM:"):
-                    return int(line.split()[1]) / 2**10  # KiB
-    except OSError:
-        pass
+    with contextlib.suppress(OSError), open("/proc/self/status", encoding="ascii") as f:
+        for line in f:
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 2**10  # KiB
     import resource
 
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss

@@ -49,16 +49,8 @@ class Cell:
 
     def prepare(self, adapter) -> Prepared:
         if not self.custom:
-            weights = resnet.init_weights(0)
-            return adapter.prepare(
-                weights,
-                self.mode,
-                self.task,
-                self.batch_size,
-                self.precision,
-                self.image_size,
-                self.device,
-            )
+            sizes = (self.batch_size, self.precision, self.image_size, self.device)
+            return adapter.prepare(resnet.init_weights(0), self.mode, self.task, *sizes)
         model, given = inputs.build_example(self.model)
         arrays = inputs.example_arrays(inputs.parse_inputs(self.input_shape))
         if given is not None:  # the builder's own inputs, at this cell's batch
@@ -309,12 +301,11 @@ class Plan:
             fws = [framework] + [x for x in exports if x in able]
         else:
             fws = _pick("framework", frameworks, fw_registry.NAMES)
-        for fw in fws:
-            if fw not in able:
-                raise ValueError(
-                    f"labkit cannot benchmark other models with {fw_registry.spec(fw).display}: "
-                    f"choose from {', '.join(able)}"
-                )
+        if bad := [fw_registry.spec(fw).display for fw in fws if fw not in able]:
+            raise ValueError(
+                f"labkit cannot benchmark other models with {', '.join(bad)}: choose from "
+                f"{', '.join(able)}"
+            )
         sizes = {}
         for task in TASKS:
             batched = inputs.with_batch(given, 1 if task == "latency" else given[0].batch)

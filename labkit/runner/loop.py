@@ -57,9 +57,8 @@ def cache_env(cache: str, cell_dir: Path) -> dict[str, str]:
     else:
         env["TMPDIR"] = str(root / "tmp")
     env["TF_XLA_FLAGS"] = " ".join(flags)
-    for key in ("TMPDIR", "TORCHINDUCTOR_CACHE_DIR", "TRITON_CACHE_DIR"):
-        if key in env:
-            Path(env[key]).mkdir(parents=True, exist_ok=True)
+    for key in env.keys() & {"TMPDIR", "TORCHINDUCTOR_CACHE_DIR", "TRITON_CACHE_DIR"}:
+        Path(env[key]).mkdir(parents=True, exist_ok=True)
     return env
 
 
@@ -198,8 +197,7 @@ def _ensure_peaks(todo: list[Cell], threads: int, progress: bool) -> None:
 
 def check_out(out: str | os.PathLike) -> None:
     """``ValueError`` naming ``out`` and the fix when it cannot be written."""
-    why = jsonio.unwritable(out)
-    if why:
+    if why := jsonio.unwritable(out):
         raise ValueError(
             f"cannot write results to {out}: {why}; fix: choose a results file in a folder you "
             f"can write to (--out FILE.jsonl, out= in Python) or free space on its disk; nothing "
@@ -221,8 +219,7 @@ def _save(res: RunResult, record: results.Record) -> None:
             tqdm.write(
                 f"labkit: could not write to {res.out} ({res.write_error}); {len(res.unsaved)} "
                 f"result(s) kept in memory only (RunResult.unsaved), tried again after the next "
-                f"cell; free space, then rerun with --resume (resume=True) to measure what is "
-                f"missing",
+                f"cell; free space, then rerun with --resume (resume=True) for what is missing",
                 file=sys.stderr,
             )
             return

@@ -68,14 +68,10 @@ class Cell:
 def measure_cell(cell: Cell, threads: int) -> dict:
     """Measure ``cell`` in this (fresh) process and return its record's fields: the thread
     policy set and read back, an export timed apart, the shares of the ceiling and peak. A
-    framework problem makes them say ``status: failed`` and why."""
+    framework problem gives an ``error`` saying why instead (the record's defaults stand for
+    the rest: ``status: failed``, no versions or threads)."""
     prof = profiles.get(cell.profile)
-    out: dict = {
-        "status": "failed",
-        "versions": {},
-        "load_1min": bench.load_1min(),
-        "threads": {"intra": None, "inter": None},
-    }
+    out: dict = {"load_1min": bench.load_1min()}
     adapter = None
     try:
         adapter = fw_registry.get(cell.framework)
@@ -286,11 +282,9 @@ class Plan:
         frameworks: Sequence[str] | None = None,
         modes: Sequence[str] | None = None,
         tasks: Sequence[str] | None = None,
-        precisions: Sequence[str] | None = None,
-        device: str = "cpu",
         profile: str | profiles.Profile | None = None,
     ) -> Plan:
-        """A learner's model's cells: the model a spec builds (``"file.py:build"``) on inputs of
+        """A learner's model's fp32 CPU cells: the model a spec builds (``"file.py:build"``) on inputs of
         ``shapes`` (batch first; batch 1 for ``latency``), by its ``framework`` and the runtimes
         of its exports unless ``frameworks`` is given; the rest as in :meth:`build`."""
         model = (spec if isinstance(spec, inputs.Spec) else inputs.parse(spec)).canonical()
@@ -313,4 +307,4 @@ class Plan:
             size = {"batch_size": batched[0].batch, "image_size": 0, "input_shape": shape}
             sizes[task] = [{**size, "model": model}]
         prof = profiles.get(profile)
-        return cls(_cells(fws, (modes, tasks, precisions, device), prof, sizes), prof)
+        return cls(_cells(fws, (modes, tasks, None, "cpu"), prof, sizes), prof)

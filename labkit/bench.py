@@ -52,10 +52,9 @@ MAX_STOLEN = 0.10
 
 def load_1min() -> float | None:
     """The machine's 1-minute load average (None where the OS has none, e.g. Windows)."""
-    try:
+    with contextlib.suppress(OSError, AttributeError):
         return os.getloadavg()[0]
-    except (OSError, AttributeError):
-        return None
+    return None
 
 
 def cpu_sample() -> tuple[float, float, float]:

@@ -65,13 +65,9 @@ def cache_env(cache: str, cell_dir: Path) -> dict[str, str]:
 def cell_env(cell: Cell, threads: int, cell_dir: Path, cache: str = "cold") -> dict[str, str]:
     """A cell's whole environment: the thread policy, its caches, its imports (also what
     ``benchmarks/overhead.py`` runs its bare loop in)."""
-    extra = {
-        **cache_env(cache, cell_dir),
-        "LABKIT_PROFILE": cell.profile,
-        "TF_CPP_MIN_LOG_LEVEL": "2",
-    }
+    extra = {"LABKIT_PROFILE": cell.profile, "TF_CPP_MIN_LOG_LEVEL": "2"}
     path = inputs.child_pythonpath() if cell.custom else []  # a learner's modules
-    return proc.child_env(threads, path=path, extra=extra)
+    return proc.child_env(threads, path=path, extra=extra | cache_env(cache, cell_dir))
 
 
 def run_cell(

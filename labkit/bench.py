@@ -4,11 +4,13 @@ a small spread, a quiet machine); :func:`peak_rss_mb` the memory high-water mark
 
 from __future__ import annotations
 
+import contextlib
 import gc
 import math
 import os
 import sys
 import time
+import timeit
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -30,13 +32,10 @@ __all__ = [
 def peak_rss_mb() -> float:
     """Peak resident memory of this process so far, MiB. On Linux ``VmHWM``: ``ru_maxrss`` is
     inherited across fork and exec, so a cell would report its notebook kernel's peak."""
-    try:
-        with open("/proc/self/status", encoding="ascii") as f:
-            for line in f:
-                if line.startswith("VmHWM:"):
-                    return int(line.split()[1]) / 2**10  # KiB
-    except OSError:
-        pass
+    with contextlib.suppress(OSError), open("/proc/self/status", encoding="ascii") as f:
+        for line in f:
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 2**10  # KiB
     import resource
 
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
@@ -53,10 +52,9 @@ MAX_STOLEN = 0.10
 
 def load_1min() -> float | None:
     """The machine's 1-minute load average (None where the OS has none, e.g. Windows)."""
-    try:
+    with contextlib.suppress(OSError, AttributeError):
         return os.getloadavg()[0]
-    except (OSError, AttributeError):
-        return None
+    return None
 
 
 def cpu_sample() -> tuple[float, float, float]:
@@ -120,20 +118,12 @@ def verdict(
     return reasons
 
 
-#: the most calls one timed sample may hold (a call of a few nanoseconds still ends)
-MAX_NUMBER_PER_RUN = 2**20
-
-
-def sample_target_s(min_time_s: float, max_repeats: int) -> float:
-    """The shortest a timed sample may take: ``max_repeats`` of them make twice the minimum."""
-    return 2.0 * min_time_s / max_repeats if min_time_s > 0 and max_repeats > 0 else 0.0
-
-
 def _block(target_s: float, call_s: float) -> int:
-    """The calls one sample must hold to take ``target_s`` when one call takes ``call_s``."""
+    """The calls one sample must hold to take ``target_s`` when one call takes ``call_s`` (at
+    most 2**20: a call of a few nanoseconds still ends)."""
     if call_s >= target_s:
         return 1
-    return min(MAX_NUMBER_PER_RUN, math.ceil(target_s / max(call_s, 1e-9)))
+    return min(2**20, math.ceil(target_s / max(call_s, 1e-9)))
 
 
 @dataclass
@@ -172,10 +162,6 @@ class Measurement:
         limits = (self.min_repeats, self.min_time_s, threads, self.others_cpus, self.load_1min)
         return verdict(self.times_s, *limits, cpu_count, self.number_per_run)
 
-    @property
-    def timed_s(self) -> float:
-        return sum(self.times_s) * self.number_per_run
-
     def as_dict(self) -> dict:
         """The fields of a results record it fills (:class:`labkit.results.Record`'s names)."""
         own = ("first_call_s", "warmup", "number_per_run", "others_cpus", "load_1min", "repeats")
@@ -211,9 +197,9 @@ def measure(
     """Time ``prepared.step`` (or a bare callable, with ``images_per_call``): the first call
     apart, ``warmup`` untimed calls, then samples with garbage collection off until
     ``min_repeats`` and ``min_time_s`` are reached (at most ``max_repeats``). A call shorter than
-    :func:`sample_target_s` is timed in blocks sized by the fastest warm-up call (without warm-up,
-    by the samples); blocks that still fall short (the calls got faster) become warm-up and are
-    sized again, once, by the samples."""
+    a sample's target (``max_repeats`` samples make twice ``min_time_s``) is timed in blocks
+    sized by the fastest warm-up call (without warm-up, by the samples); blocks that still fall
+    short (the calls got faster) become warm-up and are sized again, once, by the samples."""
     step = prepared if callable(prepared) else prepared.step
     images = images_per_call or getattr(prepared, "batch_size", None)
     if not images or images < 1:
@@ -229,7 +215,7 @@ def measure(
         t0 = time.perf_counter()
         step()
         untimed_s.append(time.perf_counter() - t0)
-    target = sample_target_s(min_time_s, max_repeats)
+    target = 2.0 * min_time_s / max_repeats  # the shortest a sample may take
     # the first call (a compilation, often) says nothing of the others: without warm-up calls
     # to size it from, a block starts at one call and the samples size it (below)
     number, untimed = (_block(target, min(untimed_s[1:])) if warmup else 1), warmup
@@ -256,23 +242,13 @@ def measure(
 def _samples(
     step, number: int, min_repeats: int, min_time_s: float, max_repeats: int
 ) -> tuple[list[float], float | None]:
-    """The samples (seconds per call), garbage collection off, and the CPUs others kept busy."""
-    times: list[float] = []
-    total = 0.0
-    collecting = gc.isenabled()
+    """The samples (seconds per call), each timed by :mod:`timeit` (garbage collection off while
+    it runs), and the CPUs others kept busy."""
+    timer, times = timeit.Timer(step), []
     gc.collect()
-    gc.disable()
     before = cpu_sample()
-    try:
-        while len(times) < max_repeats and (len(times) < min_repeats or total < min_time_s):
-            t0 = time.perf_counter()
-            for _ in range(number):
-                step()
-            dt = time.perf_counter() - t0
-            times.append(dt / number)
-            total += dt
-    finally:
-        after = cpu_sample()
-        if collecting:
-            gc.enable()
-    return times, busy_elsewhere(before, after)
+    while len(times) < max_repeats and (
+        len(times) < min_repeats or sum(times) * number < min_time_s
+    ):
+        times.append(timer.timeit(number) / number)
+    return times, busy_elsewhere(before, cpu_sample())

@@ -48,27 +48,14 @@ def _bench(args: argparse.Namespace) -> int:
 
 
 def _finished(res) -> int:
-    """Print a run's records and where its figures come from; its exit status."""
+    """Print a run's records and where its figures come from; its exit status (130:
+    interrupted, 1: results not written; the run's last line says which, and the fix)."""
     from . import results
 
     if res.records:
         print(results.table(res.records))
     print(f"\nfigures: python -m labkit report {res.out}", file=sys.stderr)
-    if res.unsaved:
-        print(
-            f"error: {len(res.unsaved)} of the {len(res.records)} results above could not be "
-            f"written to {res.out} ({res.write_error}); fix: free space on its disk (or choose "
-            f"another --out), then run the same command plus --resume to measure them again",
-            file=sys.stderr,
-        )
-    if res.interrupted:
-        print(
-            f"interrupted: the {len(res.records) - len(res.unsaved)} results above are kept in "
-            f"{res.out}; continue with the same command plus --resume",
-            file=sys.stderr,
-        )
-        return 130
-    return 1 if res.unsaved else 0
+    return 130 if res.interrupted else 1 if res.unsaved else 0
 
 
 def _report(args: argparse.Namespace) -> int:
@@ -218,15 +205,6 @@ def _distributed(args: argparse.Namespace) -> int:
     return 0
 
 
-HANDLERS = {
-    "doctor": _doctor,
-    "report": _report,
-    "card": _card,
-    "bench": _bench,
-    "explore": _explore,
-    "class": _class,
-    "distributed": _distributed,
-}
 #: what an argument's ``type`` names in labkit/data/cli.toml
 TYPES = {"csv": _csv, "int": int, "float": float}
 
@@ -253,7 +231,7 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     warnings.formatwarning = lambda message, *_, **__: f"warning: {message}\n"  # no source line
     try:
-        return HANDLERS[args.command](args)
+        return globals()[f"_{args.command}"](args)  # each command's handler: _<command>
     except ValueError as exc:  # bad input: one clear line, exit status 2
         print(f"error: {exc}", file=sys.stderr)
         return 2

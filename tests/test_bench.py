@@ -117,15 +117,13 @@ def test_a_call_too_fast_for_max_repeats_is_timed_in_blocks_that_reach_the_minim
     step = Spin(2e-4)
     m = bench.measure(step, 1, 3, 0.2, max_repeats=20, images_per_call=1, label="fast")
     assert m.number_per_run > 1 and 3 <= m.repeats <= 20
-    assert m.timed_s >= 0.2 and m.timed_s == pytest.approx(sum(m.times_s) * m.number_per_run)
+    assert sum(m.times_s) * m.number_per_run >= 0.2  # seconds of timed calls
     assert all(t >= 2e-4 for t in m.times_s)  # per call: never shorter than the call itself
     # every call is accounted for: first, warm-up (the fastest sized the block), then samples
     assert step.calls == 1 + m.warmup + m.repeats * m.number_per_run
     assert f"each the mean of {m.number_per_run} calls" in repr(m)
     assert m.as_dict()["number_per_run"] == m.number_per_run
     assert not [r for r in m.judge(threads=1) if "timed calls" in r or "timed samples" in r]
-    assert bench.sample_target_s(0.2, 200) == pytest.approx(0.002)
-    assert bench.sample_target_s(0.0, 200) == 0.0
 
 
 class SpeedsUp:
@@ -145,7 +143,7 @@ def test_blocks_sized_too_small_are_grown_once_so_the_minimum_time_is_still_met(
     runs once more with larger blocks."""
     step = SpeedsUp()
     m = bench.measure(step, 1, 3, 0.2, max_repeats=200, images_per_call=1)
-    assert m.timed_s >= 0.2 and m.repeats <= 200 and m.number_per_run > 2
+    assert sum(m.times_s) * m.number_per_run >= 0.2 and m.repeats <= 200 and m.number_per_run > 2
     assert step.calls == 1 + m.warmup + m.repeats * m.number_per_run
     assert not [r for r in m.judge(threads=1) if "required" in r]
 

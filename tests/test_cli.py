@@ -259,8 +259,9 @@ def test_bench_whose_writes_fail_keeps_going_and_says_what_was_not_written(
     assert cli.main([*SMOKE_CELL, "--tasks", "latency,throughput", "--out", str(out)]) == 1
     got, err = capsys.readouterr()
     assert got.count("FAILED: boom") == 2  # the table shows what was measured
-    assert f"error: 2 of the 2 results above could not be written to {out}" in err
-    assert "No space left on device" in err and "--resume" in err and not out.exists()
+    # the run's last line says what was not written, why, and the fix; so did each failed write
+    assert "2 NOT written (OSError: No space left on device): free space, then rerun" in got
+    assert f"could not write to {out}" in err and "--resume" in got and not out.exists()
 
 
 def test_distributed_subcommand_prints_the_commands_for_several_machines():

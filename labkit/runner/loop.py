@@ -57,22 +57,17 @@ def cache_env(cache: str, cell_dir: Path) -> dict[str, str]:
     else:
         env["TMPDIR"] = str(root / "tmp")
     env["TF_XLA_FLAGS"] = " ".join(flags)
-    for key in ("TMPDIR", "TORCHINDUCTOR_CACHE_DIR", "TRITON_CACHE_DIR"):
-        if key in env:
-            Path(env[key]).mkdir(parents=True, exist_ok=True)
+    for key in env.keys() & {"TMPDIR", "TORCHINDUCTOR_CACHE_DIR", "TRITON_CACHE_DIR"}:
+        Path(env[key]).mkdir(parents=True, exist_ok=True)
     return env
 
 
 def cell_env(cell: Cell, threads: int, cell_dir: Path, cache: str = "cold") -> dict[str, str]:
     """A cell's whole environment: the thread policy, its caches, its imports (also what
     ``benchmarks/overhead.py`` runs its bare loop in)."""
-    extra = {
-        **cache_env(cache, cell_dir),
-        "LABKIT_PROFILE": cell.profile,
-        "TF_CPP_MIN_LOG_LEVEL": "2",
-    }
+    extra = {"LABKIT_PROFILE": cell.profile, "TF_CPP_MIN_LOG_LEVEL": "2"}
     path = inputs.child_pythonpath() if cell.custom else []  # a learner's modules
-    return proc.child_env(threads, path=path, extra=extra)
+    return proc.child_env(threads, path=path, extra=extra | cache_env(cache, cell_dir))
 
 
 def run_cell(
@@ -89,8 +84,8 @@ def run_cell(
         env = cell_env(cell, threads, Path(tmp), cache)
         recorded = [k for k in env if k.startswith(RECORDED_ENV) or k.endswith("_THREADS")]
         base = {"thread_env": {k: env[k] for k in recorded}, "cache": cache}
-        cmd = [sys.executable, "-m", "labkit.runner", "--cell", json.dumps(asdict(cell))]
-        cmd += ["--result", str(result), "--threads", str(threads), "--parent", str(os.getpid())]
+        cmd = [sys.executable, "-m", "labkit.runner", json.dumps(asdict(cell)), str(result)]
+        cmd += [str(threads), str(os.getpid())]
         t0, code = time.perf_counter(), None
         with open(log, "wb") as logf:
             # cwd: the temporary folder, so that what a framework drops there goes with it
@@ -119,31 +114,14 @@ def run_cell(
                 "raise the profile's cell_timeout_s or use a smaller profile"
             }
         else:
-            try:  # written whole or not at all
+            try:  # written whole or not at all: none when the process died first
                 fields = json.loads(result.read_text(encoding="utf-8"))
             except (OSError, ValueError):
-                fields = None
-            if not isinstance(fields, dict):  # none, or not the child's (a JSON object)
                 fix = "try a smaller batch size or the smoke profile"
                 fields = {"error": proc.crash_reason(code, text, "the cell's process", fix)}
         if fields.get("status") != "ok" and not fields.get("log"):
             fields["log"] = text
         return {"status": "failed", **fields, **base}
-
-
-@contextlib.contextmanager
-def signals_noted():
-    """SIGINT and SIGTERM noted in the yielded list instead of acted on (main thread only): the
-    run stops where it checks the list, never halfway through writing a record."""
-    caught: list[int] = []
-    main = threading.current_thread() is threading.main_thread()  # only it may set handlers
-    signals = (signal.SIGINT, signal.SIGTERM) if main else ()
-    old = {s: signal.signal(s, lambda signum, frame: caught.append(signum)) for s in signals}
-    try:
-        yield caught
-    finally:
-        for s, handler in old.items():
-            signal.signal(s, handler)
 
 
 @dataclass
@@ -163,16 +141,18 @@ class RunResult:
     def summary(self) -> str:
         n, bad = len(self.records), sum(not r.ok for r in self.records)
         invalid = sum(r.ok and not r.valid for r in self.records)
-        end = "interrupted: rerun with resume=True for the rest" if self.interrupted else "done"
         skipped = f", {len(self.skipped)} already in {self.out}" if self.skipped else ""
+        end = "interrupted: " if self.interrupted else ""
+        if self.unsaved:
+            end += f"{len(self.unsaved)} NOT written ({self.write_error}): free space, then "
+        end += "rerun with resume=True (--resume) for the rest" if end else "done"
         return (
             f"{n} of {self.planned - len(self.skipped)} cells in {self.wall_s:.0f} s ({bad} failed "
             f"or unsupported, {invalid} invalid{skipped}); {end}"
         )
 
     def __repr__(self) -> str:
-        unsaved = f"; {len(self.unsaved)} NOT written ({self.write_error})" if self.unsaved else ""
-        return f"<RunResult: {self.summary()}; appended to {self.out}{unsaved}>"
+        return f"<RunResult: {self.summary()}; appended to {self.out}>"
 
 
 _BUSY_WARNED: list[bool] = []
@@ -213,8 +193,7 @@ def _ensure_peaks(todo: list[Cell], threads: int, progress: bool) -> None:
 
 def check_out(out: str | os.PathLike) -> None:
     """``ValueError`` naming ``out`` and the fix when it cannot be written."""
-    why = jsonio.unwritable(out)
-    if why:
+    if why := jsonio.unwritable(out):
         raise ValueError(
             f"cannot write results to {out}: {why}; fix: choose a results file in a folder you "
             f"can write to (--out FILE.jsonl, out= in Python) or free space on its disk; nothing "
@@ -236,8 +215,7 @@ def _save(res: RunResult, record: results.Record) -> None:
             tqdm.write(
                 f"labkit: could not write to {res.out} ({res.write_error}); {len(res.unsaved)} "
                 f"result(s) kept in memory only (RunResult.unsaved), tried again after the next "
-                f"cell; free space, then rerun with --resume (resume=True) to measure what is "
-                f"missing",
+                f"cell; free space, then rerun with --resume (resume=True) for what is missing",
                 file=sys.stderr,
             )
             return
@@ -250,23 +228,21 @@ def run(
     resume: bool = False,
     progress: bool = True,
     threads: int | None = None,
-    timeout_s: float | None = None,
     cache: str = "cold",
     on_record=None,
 ) -> RunResult:
     """Measure every cell of ``plan``, appending each record to ``out`` as it exists.
 
-    ``resume=True`` skips the cells ``out`` holds (measured, or unsupported); ``threads``,
-    ``timeout_s`` default to the lab's and the profile's; ``cache`` is ``"cold"`` or ``"warm"``;
+    ``resume=True`` skips the cells ``out`` holds (measured, or unsupported); ``threads`` defaults
+    to the lab's, each cell's time limit is the profile's; ``cache`` is ``"cold"`` or ``"warm"``;
     ``on_record(record)`` follows each write. Ctrl-C or SIGTERM stops the run (``interrupted``)
     after the record being written; a bad ``out`` is a ``ValueError`` before anything runs."""
-    out = Path(out)
+    out, limit_s = Path(out), plan.profile.cell_timeout_s
     threads = threads or hardware.default_threads()
     if cache not in ("cold", "warm"):
         raise ValueError(f"cache must be 'cold' or 'warm', got {cache!r}")
     if cache == "warm":
         shared_cache_dir()  # an unsafe shared folder: refused before anything runs
-    timeout_s = timeout_s or plan.profile.cell_timeout_s
     existing = results.load(out) if out.exists() else []  # a corrupt file: ValueError, the fix
     check_out(out)
     _warn_if_busy(threads)
@@ -280,35 +256,40 @@ def run(
     t_start = time.perf_counter()
     bar = tqdm(total=len(todo), unit="cell", disable=not progress, dynamic_ncols=True)
     live = progress and (sys.stderr.isatty() or "notebook" in type(bar).__module__)
-    with signals_noted() as caught:
+    # SIGINT and SIGTERM are noted (by the main thread: only it may set handlers) and acted on
+    # where tick() looks, never halfway through writing a record
+    caught: list[int] = []
+    main = threading.current_thread() is threading.main_thread()
+    signals = (signal.SIGINT, signal.SIGTERM) if main else ()
+    old = {s: signal.signal(s, lambda signum, frame: caught.append(signum)) for s in signals}
 
-        def tick() -> None:  # between cells and about once a second in one: Ctrl-C stops here
-            if caught:
-                raise KeyboardInterrupt(f"signal {caught[0]}")
-            if live:  # else no redraws
-                bar.refresh()
+    def tick() -> None:  # between cells and about once a second in one: Ctrl-C stops here
+        if caught:
+            raise KeyboardInterrupt(f"signal {caught[0]}")
+        if live:  # else no redraws
+            bar.refresh()
 
-        try:
-            for cell in todo:
-                tick()
-                bar.set_description_str(cell.label())
-                fields = run_cell(
-                    cell, threads=threads, timeout_s=timeout_s, tick=tick, cache=cache
-                )
-                record = record_of(cell, fields, machine)
-                res.records.append(record)
-                _save(res, record)
-                if progress:
-                    bar.write(str(record))
-                bar.update(1)
-                if on_record is not None:
-                    on_record(record)
+    try:
+        for cell in todo:
             tick()
-        except KeyboardInterrupt:
-            res.interrupted = True
-        finally:
-            bar.close()
-            res.wall_s = time.perf_counter() - t_start
+            bar.set_description_str(cell.label())
+            fields = run_cell(cell, threads=threads, timeout_s=limit_s, tick=tick, cache=cache)
+            record = record_of(cell, fields, machine)
+            res.records.append(record)
+            _save(res, record)
+            if progress:
+                bar.write(str(record))
+            bar.update(1)
+            if on_record is not None:
+                on_record(record)
+        tick()
+    except KeyboardInterrupt:
+        res.interrupted = True
+    finally:
+        bar.close()
+        res.wall_s = time.perf_counter() - t_start
+        for s, handler in old.items():
+            signal.signal(s, handler)
     if progress:
         print(res.summary(), flush=True)
     return res

@@ -6,7 +6,6 @@ cell is measured inside its own process (``python -m labkit.runner`` writes what
 from __future__ import annotations
 
 import contextlib
-import math
 import os
 import time
 import traceback
@@ -50,16 +49,8 @@ class Cell:
 
     def prepare(self, adapter) -> Prepared:
         if not self.custom:
-            weights = resnet.init_weights(0)
-            return adapter.prepare(
-                weights,
-                self.mode,
-                self.task,
-                self.batch_size,
-                self.precision,
-                self.image_size,
-                self.device,
-            )
+            sizes = (self.batch_size, self.precision, self.image_size, self.device)
+            return adapter.prepare(resnet.init_weights(0), self.mode, self.task, *sizes)
         model, given = inputs.build_example(self.model)
         arrays = inputs.example_arrays(inputs.parse_inputs(self.input_shape))
         if given is not None:  # the builder's own inputs, at this cell's batch
@@ -74,25 +65,13 @@ class Cell:
         )
 
 
-def _versions(framework: str, adapter) -> dict:
-    from labkit import __version__
-
-    extra = ("numpy", *fw_registry.spec(framework).extra_packages)  # e.g. ONNX's exporter
-    own = {framework: adapter.version() if adapter is not None else None, "labkit": __version__}
-    return own | {p: fw_registry.installed_version(p) for p in extra}
-
-
 def measure_cell(cell: Cell, threads: int) -> dict:
     """Measure ``cell`` in this (fresh) process and return its record's fields: the thread
     policy set and read back, an export timed apart, the shares of the ceiling and peak. A
-    framework problem makes them say ``status: failed`` and why."""
+    framework problem gives an ``error`` saying why instead (the record's defaults stand for
+    the rest: ``status: failed``, no versions or threads)."""
     prof = profiles.get(cell.profile)
-    out: dict = {
-        "status": "failed",
-        "versions": {},
-        "load_1min": bench.load_1min(),
-        "threads": {"intra": None, "inter": None},
-    }
+    out: dict = {"load_1min": bench.load_1min()}
     adapter = None
     try:
         adapter = fw_registry.get(cell.framework)
@@ -130,7 +109,13 @@ def measure_cell(cell: Cell, threads: int) -> dict:
         out["log"] = traceback.format_exc()[-LOG_TAIL_CHARS:]
     out["peak_rss_mb"] = bench.peak_rss_mb()
     with contextlib.suppress(Exception):
-        out["versions"] = _versions(cell.framework, adapter)
+        from labkit import __version__
+
+        extra = ("numpy", *fw_registry.spec(cell.framework).extra_packages)  # ONNX's exporter
+        out["versions"] = {p: fw_registry.installed_version(p) for p in extra} | {
+            cell.framework: adapter.version() if adapter is not None else None,
+            "labkit": __version__,
+        }
     return out
 
 
@@ -139,25 +124,24 @@ def record_of(cell: Cell, fields: dict, machine: dict | None = None) -> results.
     known = {k: v for k, v in fields.items() if k in results.FIELDS}  # judged with the machine
     try:
         return results.make(**{**asdict(cell), **known, "machine": machine or {}})
-    except (ValueError, TypeError) as exc:
-        wall = known.get("wall_s")
+    except (ValueError, TypeError) as exc:  # wall_s and cache: the runner's own, always valid
         return results.make(
             **asdict(cell),
             status="failed",
             error=f"the cell's result could not be recorded: {exc}",
             log=str(fields.get("log") or "")[-LOG_TAIL_CHARS:],
-            wall_s=wall if isinstance(wall, float) and math.isfinite(wall) else None,
-            cache=known.get("cache") if known.get("cache") in results.CACHE_STATES else "unknown",
+            wall_s=known.get("wall_s"),
+            cache=known.get("cache", "unknown"),
             machine=machine or {},
         )
 
 
-def _against(name: str, images_per_s: float, bound, image_size: int, training: bool) -> dict:
+def _against(name: str, images_per_s: float, bound, cell: Cell, missing: str = "") -> dict:
     """A figure against ``bound`` (the ceiling, a measured peak): the ``name`` fields of a record;
-    none where the bound has no figure."""
-    best = bound.images_per_s_at(image_size, training=training)
+    only the note ``missing`` where the bound has no figure."""
+    best = bound.images_per_s_at(cell.image_size, training=cell.task == "train")
     if best is None:
-        return {}
+        return {f"{name}_note": missing}
     above = images_per_s > best
     return {
         f"{name}_images_per_s": best,
@@ -173,8 +157,7 @@ def ceiling_fields(images_per_s: float, cell: Cell, threads: int | None = None) 
     precision; none for other cells."""
     if cell.device != "cpu" or cell.custom:  # the CPU's, for the ResNet-50
         return {}  # the record's defaults stand for what is not set here
-    size, training = cell.image_size, cell.task == "train"
-    out = _against("ceiling", images_per_s, hardware.ceiling(cell.precision), size, training)
+    out = _against("ceiling", images_per_s, hardware.ceiling(cell.precision), cell)
     threads = threads or hardware.default_threads()
     found = hardware.cached(fw_registry.peak_probes(), threads)
     if found is None:
@@ -184,18 +167,18 @@ def ceiling_fields(images_per_s: float, cell: Cell, threads: int | None = None) 
         )
         return out
     peak = found[cell.precision]
-    against = _against("measured_peak", images_per_s, peak, size, training)
-    if not against:
-        return {**out, "measured_peak_note": peak.note}
-    measured_peak = {k: getattr(peak, k) for k in ("gflops", "iqr_gflops", "threads", "kernel")}
-    measured_peak |= {k: getattr(found, k) for k in ("measured_at", "others_cpus")}
-    return {**out, **against, "measured_peak": measured_peak}
+    out |= _against("measured_peak", images_per_s, peak, cell, missing=peak.note)
+    if "measured_peak_share" in out:
+        picked = {k: getattr(peak, k) for k in ("gflops", "iqr_gflops", "threads", "kernel")}
+        out["measured_peak"] = picked | {
+            k: getattr(found, k) for k in ("measured_at", "others_cpus")
+        }
+    return out
 
 
 def _pick(kind: str, given: Sequence[str] | None, valid: Sequence[str]) -> list[str]:
     if given is None:
         return list(valid)
-    given = [g.strip() for g in given if g.strip()]
     if not given:
         raise ValueError(f"no {kind} given: choose from {', '.join(valid)}")
     bad = [g for g in given if g not in valid]
@@ -285,10 +268,8 @@ class Plan:
             "throughput": batch_sizes or [prof.throughput_batch],
             "train": batch_sizes or [prof.train_batch],
         }
-        sizes = {
-            task: [{"batch_size": b, "image_size": prof.image_size} for b in found]
-            for task, found in batches.items()
-        }
+        size = {"image_size": prof.image_size}
+        sizes = {task: [{**size, "batch_size": b} for b in bs] for task, bs in batches.items()}
         fws = _pick("framework", frameworks, fw_registry.NAMES)
         return cls(_cells(fws, (modes, tasks, precisions, device), prof, sizes), prof)
 
@@ -301,11 +282,9 @@ class Plan:
         frameworks: Sequence[str] | None = None,
         modes: Sequence[str] | None = None,
         tasks: Sequence[str] | None = None,
-        precisions: Sequence[str] | None = None,
-        device: str = "cpu",
         profile: str | profiles.Profile | None = None,
     ) -> Plan:
-        """A learner's model's cells: the model a spec builds (``"file.py:build"``) on inputs of
+        """A learner's model's fp32 CPU cells: the model a spec builds (``"file.py:build"``) on inputs of
         ``shapes`` (batch first; batch 1 for ``latency``), by its ``framework`` and the runtimes
         of its exports unless ``frameworks`` is given; the rest as in :meth:`build`."""
         model = (spec if isinstance(spec, inputs.Spec) else inputs.parse(spec)).canonical()
@@ -316,12 +295,11 @@ class Plan:
             fws = [framework] + [x for x in exports if x in able]
         else:
             fws = _pick("framework", frameworks, fw_registry.NAMES)
-        for fw in fws:
-            if fw not in able:
-                raise ValueError(
-                    f"labkit cannot benchmark other models with {fw_registry.spec(fw).display}: "
-                    f"choose from {', '.join(able)}"
-                )
+        if bad := [fw_registry.spec(fw).display for fw in fws if fw not in able]:
+            raise ValueError(
+                f"labkit cannot benchmark other models with {', '.join(bad)}: choose from "
+                f"{', '.join(able)}"
+            )
         sizes = {}
         for task in TASKS:
             batched = inputs.with_batch(given, 1 if task == "latency" else given[0].batch)
@@ -329,4 +307,4 @@ class Plan:
             size = {"batch_size": batched[0].batch, "image_size": 0, "input_shape": shape}
             sizes[task] = [{**size, "model": model}]
         prof = profiles.get(profile)
-        return cls(_cells(fws, (modes, tasks, precisions, device), prof, sizes), prof)
+        return cls(_cells(fws, (modes, tasks, None, "cpu"), prof, sizes), prof)

@@ -1,12 +1,11 @@
 """Command line: ``python -m labkit doctor | bench | report | explore | card | class |
-distributed`` (labkit/data/cli.toml holds each command's options, README says what they do). Bad
+distributed`` (build_parser below holds each command's options, README says what they do). Bad
 input: one line, exit status 2."""
 
 from __future__ import annotations
 
 import argparse
 import sys
-import tomllib
 import warnings
 from pathlib import Path
 
@@ -205,25 +204,101 @@ def _distributed(args: argparse.Namespace) -> int:
     return 0
 
 
-#: what an argument's ``type`` names in labkit/data/cli.toml
-TYPES = {"csv": _csv, "int": int, "float": float}
+def _run_options(parser: argparse.ArgumentParser) -> None:
+    """The options bench and explore share: what to run, and how."""
+    parser.add_argument("--profile", help="smoke | standard | full (default: $LABKIT_PROFILE)")
+    parser.add_argument("--frameworks", type=_csv, help="comma-separated (default: all)")
+    parser.add_argument(
+        "--modes", type=_csv, help="eager, graph (every non-eager mode) or mode names"
+    )
+    parser.add_argument(
+        "--tasks", type=_csv, help="comma-separated: latency, throughput, train (default: all)"
+    )
+    parser.add_argument("--threads", type=int, help="intra-op threads (default: the cores)")
+    parser.add_argument("--resume", action="store_true", help="skip the cells already saved")
 
 
-def _add(parser: argparse.ArgumentParser, spec: dict, run: list[dict], dest: str) -> None:
-    """``spec``'s arguments and nested commands (labkit/data/cli.toml) on ``parser``."""
-    for arg in spec.get("args", []) + run * spec.get("run", False):
-        keywords = {k: TYPES[v] if k == "type" else v for k, v in arg.items() if k != "name"}
-        parser.add_argument(arg["name"], **keywords)
-    if "commands" in spec:
-        sub = parser.add_subparsers(dest=dest, required=True)
-        for name, nested in spec["commands"].items():
-            _add(sub.add_parser(name, help=nested["help"]), nested, run, f"{name}_command")
+def _add_reading(sub) -> None:
+    """doctor, report and card: the machine, and results already measured."""
+    doctor = sub.add_parser("doctor", help="the machine, its ceiling, the frameworks")
+    doctor.set_defaults(handler=_doctor)
+    doctor.add_argument("--remeasure", action="store_true", help="measure the peaks again")
+    doctor.add_argument("--no-measure", action="store_true", help="show only peaks measured before")
+
+    report = sub.add_parser("report", help="print a results file as a table and write its figures")
+    report.set_defaults(handler=_report)
+    report.add_argument("file", help="a JSONL file written by `python -m labkit bench`")
+    report.add_argument("--out", help="folder for the figures (default: FILE without suffix)")
+
+    card = sub.add_parser("card", help="write your result card: a small JSON file to hand in")
+    card.set_defaults(handler=_card)
+    card.add_argument("results", nargs="*", help="results files (default: results/*.jsonl)")
+    card.add_argument("--out", help="the card (default: results/card-<profile>.json)")
+    card.add_argument("--name", help="a name to show on the card (default: anonymous)")
+
+
+def _add_bench(sub) -> None:
+    bench = sub.add_parser("bench", help="measure ResNet-50 here, each cell in its own process")
+    bench.set_defaults(handler=_bench)
+    bench.add_argument(
+        "--batch-sizes", type=_csv, help="of throughput and train, e.g. 1,8 (latency: 1)"
+    )
+    bench.add_argument(
+        "--precision", type=_csv, help="fp32 (default), bf16, int8, or several: fp32,bf16"
+    )
+    bench.add_argument("--device", default="cpu", help="cpu (default) or gpu")
+    bench.add_argument("--cache", choices=["cold", "warm"], default="cold", help="compile caches")
+    bench.add_argument("--out", help="results file, appended to (results/bench-<profile>.jsonl)")
+    _run_options(bench)
+
+
+def _add_explore(sub) -> None:
+    explore = sub.add_parser("explore", help="your own model through every capture path")
+    explore.set_defaults(handler=_explore)
+    explore.add_argument("spec", help="file.py:build_model or package.module:build_model")
+    explore.add_argument("--input", help="shape(s), batch first: 8x3x224x224, 8x16,8x16:int64")
+    explore.add_argument("--layout", choices=["NCHW", "NHWC"], help="of image inputs (PyTorch)")
+    explore.add_argument("--framework", help="the model's (default: from the model's type)")
+    explore.add_argument("--checks", type=_csv, help="comma-separated subset of the paths to check")
+    explore.add_argument("--timeout", type=float, default=300.0, help="seconds per check")
+    explore.add_argument("--out", help="also write the report: FILE.json or FILE.md")
+    explore.add_argument("--bench", action="store_true", help="then time eager vs graph modes")
+    explore.add_argument("--results", help="--bench's JSONL (results/explore-<profile>.jsonl)")
+    _run_options(explore)
+
+
+def _add_class(sub) -> None:
+    klass = sub.add_parser("class", help="instructor: collect result cards, report on the class")
+    klass.set_defaults(handler=_class)
+    nested = klass.add_subparsers(dest="class_command", required=True)
+    collect = nested.add_parser("collect", help="add cards and results files (or folders)")
+    collect.add_argument("paths", nargs="+", help="card/results files, or folders to search")
+    report = nested.add_parser("report", help="write the class report: figures and a page")
+    report.add_argument("--out", required=True, help="folder for index.html and figures")
+    for parser in (collect, report):
+        parser.add_argument("--db", default="class.duckdb", help="database file (class.duckdb)")
+
+
+def _add_distributed(sub) -> None:
+    dist = sub.add_parser("distributed", help="notebook 08's workers' commands on several machines")
+    dist.set_defaults(handler=_distributed)
+    dist.add_argument("--framework", required=True, help="torch, tensorflow or mindspore")
+    dist.add_argument(
+        "--hosts", type=_csv, required=True, help="comma-separated; the first coordinates"
+    )
+    dist.add_argument("--script", default="worker.py", help="e.g. notebook 08's torch_ddp.py")
+    dist.add_argument("--workers", type=int, default=2, help="workers per machine")
+    dist.add_argument("--port", type=int, default=29500)
 
 
 def build_parser() -> argparse.ArgumentParser:
-    spec = tomllib.loads((Path(__file__).parent / "data" / "cli.toml").read_text("utf-8"))
-    parser = argparse.ArgumentParser(prog="python -m labkit", description=spec["description"])
-    _add(parser, spec, spec["run_options"], "command")
+    """The parser of ``python -m labkit``: each command sets its handler."""
+    parser = argparse.ArgumentParser(
+        prog="python -m labkit", description="Graph Lab helper: machine report and benchmarks"
+    )
+    sub = parser.add_subparsers(dest="command", required=True)
+    for add in (_add_reading, _add_bench, _add_explore, _add_class, _add_distributed):
+        add(sub)
     return parser
 
 
@@ -231,7 +306,7 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     warnings.formatwarning = lambda message, *_, **__: f"warning: {message}\n"  # no source line
     try:
-        return globals()[f"_{args.command}"](args)  # each command's handler: _<command>
+        return args.handler(args)
     except ValueError as exc:  # bad input: one clear line, exit status 2
         print(f"error: {exc}", file=sys.stderr)
         return 2

@@ -136,7 +136,8 @@ def build_resnet50(weights: dict[str, np.ndarray]) -> ResNet50:
 
 def to_canonical(model: nn.Module) -> dict[str, np.ndarray]:
     """The model's weights as canonical float32 numpy arrays (exact copies)."""
-    return canonical_weights(model.state_dict(), str, lambda t: t.detach().cpu().float())
+    state = {name: t.detach().cpu().float() for name, t in model.state_dict().items()}
+    return canonical_weights(state, str)
 
 
 def predict(model: nn.Module, images: np.ndarray) -> np.ndarray:

@@ -7,7 +7,6 @@ No speed is asserted, nor anything about the machine: a record's validity verdic
 place against the ceiling are checked for shape, never for a value.
 """
 
-import dataclasses
 import errno
 import json
 import os
@@ -396,7 +395,7 @@ def test_a_hanging_cell_is_killed_with_its_process_group(tmp_path):
     require("torch")
     # a profile whose cells may take 15 s: PyTorch's import, before the model hangs, can take
     # several on a busy machine
-    quick = dataclasses.replace(SMOKE, cell_timeout_s=15)
+    quick = SMOKE._replace(cell_timeout_s=15)
     plan = runner.Plan(fault_cells(f"{FAULTS}:hangs", ["latency", "throughput"]), quick)
     t0 = time.perf_counter()
     res = runner.run(plan, tmp_path / "r.jsonl", progress=False)

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import io
 import math
-import tomllib
 from collections.abc import Callable, Iterable
 from operator import itemgetter
 from pathlib import Path
@@ -18,7 +17,7 @@ from matplotlib.ticker import FixedFormatter, FuncFormatter
 from . import results
 from .frameworks import specs
 from .frameworks.contract import TASKS
-from .util import stats
+from .util import data_file, stats
 
 __all__ = [
     "COLORS",
@@ -64,7 +63,7 @@ class Nothing(str):
 
 
 #: the figures' words (panel titles, the share figures' texts): labkit/data/figures.toml
-_WORDS = tomllib.loads((Path(__file__).parent / "data" / "figures.toml").read_text("utf-8"))
+_WORDS = data_file("figures")
 #: each framework's colour, from the registry
 COLORS: dict[str, str] = {s.name: s.color for s in specs()}
 

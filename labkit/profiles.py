@@ -5,9 +5,9 @@ chosen by ``LABKIT_PROFILE`` (default ``standard``) or by name (:func:`get`)."""
 from __future__ import annotations
 
 import os
-import tomllib
 from collections import namedtuple
-from pathlib import Path
+
+from .util import data_file
 
 __all__ = ["PROFILES", "Profile", "current", "get"]
 
@@ -16,7 +16,7 @@ DEFAULT = "standard"
 
 
 #: the profiles, as labkit/data/profiles.toml lists them (it says what each field sizes)
-_DATA = tomllib.loads((Path(__file__).parent / "data" / "profiles.toml").read_text("utf-8"))
+_DATA = data_file("profiles")
 Profile = namedtuple("Profile", _DATA["profile"][0])
 PROFILES: dict[str, Profile] = {p["name"]: Profile(**p) for p in _DATA["profile"]}
 

@@ -15,14 +15,12 @@ import json
 import os
 import subprocess
 import sys
-import tomllib
 from collections import namedtuple
 from collections.abc import Callable, Iterable
-from pathlib import Path
 from types import ModuleType, SimpleNamespace
 
 from .. import hardware
-from ..util import jsonio, proc
+from ..util import data_file, jsonio, proc
 from ._kit import checks as kit_checks
 from .contract import FrameworkSpec
 
@@ -58,10 +56,9 @@ def _field(value: object) -> object:
 @functools.cache
 def specs() -> tuple[FrameworkSpec, ...]:
     """Every registered framework's spec, in registry order (imports no framework)."""
-    text = (Path(__file__).parents[1] / "data" / "frameworks.toml").read_text(encoding="utf-8")
     return tuple(
         FrameworkSpec(name, **{k: _field(v) for k, v in fields.items()})
-        for name, fields in tomllib.loads(text).items()
+        for name, fields in data_file("frameworks").items()
     )
 
 

@@ -22,12 +22,12 @@ import platform
 import re
 import subprocess
 import sys
-import tomllib
 from pathlib import Path
 from types import SimpleNamespace
 from typing import NamedTuple
 
 from .. import resnet
+from ..util import data_file
 
 __all__ = [
     "CEILING_PRECISIONS",
@@ -46,7 +46,7 @@ ROOT = "/"
 #: environment variable: the CPU's maximum clock in GHz, for machines that do not report it
 MAX_GHZ_ENV = "LABKIT_CPU_MAX_GHZ"
 #: what labkit knows of CPUs: labkit/data/cpus.toml
-CPUS = tomllib.loads((Path(__file__).parent.parent / "data" / "cpus.toml").read_text("utf-8"))
+CPUS = data_file("cpus")
 
 
 def read(root: str | os.PathLike, rel: str) -> str | None:

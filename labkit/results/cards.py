@@ -10,13 +10,12 @@ import json
 import os
 import re
 import socket
-import tomllib
 import uuid
 from collections import Counter
 from collections.abc import Iterable
 from pathlib import Path
 
-from ..util import jsonio
+from ..util import data_file, jsonio
 from .compare import flags, ok, speedups
 
 KIND = "labkit-result-card"
@@ -27,7 +26,7 @@ __all__ = ["FORMAT", "KIND", "Scrubber", "build", "ratios", "save", "summary"]
 #: what the scrubber knows, as labkit/data/cards.toml lists it: the environment variables that
 #: name the user, the fields whose values are words the lab chose (left alone), the patterns of
 #: e-mail addresses, home folders and paths
-_DATA = tomllib.loads((Path(__file__).parents[1] / "data" / "cards.toml").read_text("utf-8"))
+_DATA = data_file("cards")
 
 
 def _identity() -> tuple[set[str], set[str]]:

@@ -9,12 +9,12 @@ import dataclasses
 import datetime
 import html
 import math
-import tomllib
 from collections.abc import Mapping
 from dataclasses import MISSING
 from pathlib import Path
 
 from .. import bench, profiles
+from ..util import data_file
 
 __all__ = [
     "CACHE_STATES",
@@ -32,7 +32,7 @@ __all__ = [
 
 SCHEMA_VERSION = 2
 #: what the rooms say of a results file they cannot read, and of an accuracy cost: results.toml
-MESSAGES = tomllib.loads((Path(__file__).parents[1] / "data" / "results.toml").read_text("utf-8"))
+MESSAGES = data_file("results")
 #: the model every cell measures unless it says otherwise
 DEFAULT_MODEL = "resnet50"
 CACHE_STATES: tuple[str, ...] = ("cold", "warm", "unknown")

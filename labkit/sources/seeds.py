@@ -6,12 +6,10 @@ from it here (:func:`words`).
 
 from __future__ import annotations
 
-import tomllib
-from pathlib import Path
 from types import SimpleNamespace as Row
 
 from ..frameworks import spec
-from ..util import stats, tables
+from ..util import data_file, stats, tables
 
 # fmt: off
 __all__ = [
@@ -25,9 +23,7 @@ __all__ = [
 ]
 # fmt: on
 
-DATA = tomllib.loads(
-    (Path(__file__).resolve().parents[1] / "data" / "sources.toml").read_text(encoding="utf-8")
-)
+DATA = data_file("sources")
 
 
 def display(name: str) -> str:

@@ -11,7 +11,6 @@ import linecache
 import re
 import sys
 import sysconfig
-import tomllib
 import traceback
 import warnings
 from collections.abc import Callable, Iterable, Sequence
@@ -20,15 +19,15 @@ from pathlib import Path
 
 import numpy as np
 
+from ...util import data_file
 from ...util.numeric import difference
 from .layout import Axes, Call, Variation, describe_arrays, probe_notes, probes, variations
 
 STATUSES: tuple[str, ...] = ("works", "caveats", "fails", "crashed")
 #: relative tolerance of "agrees with eager" (float32 graphs reorder sums; bigger gaps are bugs)
 RTOL = 1e-3
-_DATA = Path(__file__).parents[2] / "data" / "explore_messages.toml"
 #: the sentences of the checks' verdicts, per framework ("kit": every framework's)
-MESSAGES: dict[str, dict] = tomllib.loads(_DATA.read_text("utf-8"))
+MESSAGES: dict[str, dict] = data_file("explore_messages")
 _SAID = MESSAGES["kit"]
 
 

@@ -14,6 +14,7 @@ import json
 import signal
 import socket
 import subprocess
+import sys
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -176,6 +177,43 @@ def test_after_a_signal_no_process_and_no_file_is_left(sig, tmp_path, monkeypatc
     assert code in (0, -sig), code
     assert not [c for c in children if c.is_running()]
     assert left_over(server.process, tmp) == []
+
+
+LAUNCHER = """
+import sys, time
+from labkit import serve
+server = serve.Server(sys.argv[1])
+with server as url:
+    print(url, server.process.stdout.readline().strip(), flush=True)
+    time.sleep(120)
+"""
+
+
+def test_a_server_ends_with_the_process_that_started_it_even_one_killed(tmp_path):
+    """A kernel killed (SIGKILL: no ``with`` block ends) takes its server and the server's
+    children with it."""
+    script = tmp_path / "server.py"
+    script.write_text(
+        "import subprocess, sys, time\n"
+        "child = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(120)'])\n"
+        "print('ready http://127.0.0.1:9', child.pid, flush=True)\n"
+        "print(sys.argv[0] == __file__, __name__, flush=True)\n"
+        "time.sleep(120)\n"
+    )
+    launcher = subprocess.Popen(
+        [sys.executable, "-c", LAUNCHER, str(script)], stdout=subprocess.PIPE, text=True
+    )
+    try:
+        # the url it said, and that it ran as a script would
+        assert launcher.stdout.readline().split() == ["http://127.0.0.1:9", "True", "__main__"]
+        (server,) = psutil.Process(launcher.pid).children()
+        (child,) = server.children()
+    finally:
+        launcher.kill()
+        launcher.wait(30)
+        launcher.stdout.close()
+    _, alive = psutil.wait_procs([server, child], timeout=10)
+    assert not alive, f"survived the process that started them: {alive}"
 
 
 def test_a_server_that_cannot_start_says_why(tmp_path):

@@ -3,8 +3,10 @@
 :class:`Server` runs ``python <script> <args>`` in a new session, waits for the line
 ``ready <url>`` it prints once its model is warm, and on leaving sends SIGINT (Ctrl-C: the
 script shuts down cleanly), then SIGKILL to what is left of its process group (after
-``grace_s`` at most). Its standard error goes to an unnamed temporary file (nothing is left on disk) and
-is quoted when the script fails to start.
+``grace_s`` at most). Should the process that started it die first (a kernel restarted or
+killed), the script's group ends with it (:func:`labkit.util.proc.exit_with_parent`). Its
+standard error goes to an unnamed temporary file (nothing is left on disk) and is quoted when
+the script fails to start.
 
 Not for: the load (:mod:`labkit.serve.loadgen`).
 """
@@ -25,6 +27,12 @@ from ..util import proc
 
 __all__ = ["Server"]
 
+#: runs the script ``argv[2]`` as ``__main__`` once a thread watches the parent ``argv[1]``
+_WITH_PARENT = (
+    "import runpy, sys; from labkit.util import proc; proc.exit_with_parent(int(sys.argv[1])); "
+    "sys.argv = sys.argv[2:]; runpy.run_path(sys.argv[0], run_name='__main__')"
+)
+
 
 class Server:
     """``with Server(script, ["--backend", "eager"]) as url:`` serves until the block ends."""
@@ -41,8 +49,9 @@ class Server:
     def __enter__(self) -> str:
         self.log = tempfile.TemporaryFile("w+")
         env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+        launch = [sys.executable, "-c", _WITH_PARENT, str(os.getpid()), *self.command[1:]]
         self.process = subprocess.Popen(
-            self.command, stdout=subprocess.PIPE, stderr=self.log, text=True, env=env,
+            launch, stdout=subprocess.PIPE, stderr=self.log, text=True, env=env,
             start_new_session=True, stdin=subprocess.DEVNULL,
         )  # fmt: skip
         try:

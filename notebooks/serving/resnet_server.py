@@ -289,6 +289,9 @@ def main(argv=None):
     args = options(argv)
     # loopback only; listening before "ready" is printed, so an early client waits, not refused
     sock = socket.create_server(("127.0.0.1", args.port), backlog=2048)
+    # no Nagle: an answer's head and body are two writes, and the body would wait for the ACK
+    # of the head, which a client in a request-answer exchange delays (accepted sockets inherit)
+    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
     args.port = sock.getsockname()[1]
     config = uvicorn.Config(make_app(args), log_level="warning", timeout_graceful_shutdown=5)
     # Ctrl-C or SIGTERM: uvicorn stops serving, the lifespan's end runs, then it re-raises

@@ -228,9 +228,7 @@ def answer(logits, binary):
     raw = logits.astype(np.float32).tobytes()
     out["parameters"] = {"binary_data_size": len(raw)}
     head = json.dumps({"model_name": NAME, "outputs": [out]}).encode()
-    return Response(
-        head + raw, media_type="application/octet-stream", headers={BINARY: str(len(head))}
-    )
+    return Response(head + raw, 200, {BINARY: str(len(head))}, "application/octet-stream")
 
 
 def make_app(args):
@@ -289,9 +287,7 @@ def main(argv=None):
     args = options(argv)
     # loopback only; listening before "ready" is printed, so an early client waits, not refused
     sock = socket.create_server(("127.0.0.1", args.port), backlog=2048)
-    # no Nagle: an answer's head and body are two writes, and the body would wait for the ACK
-    # of the head, which a client in a request-answer exchange delays (accepted sockets inherit)
-    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)  # no Nagle: 07b, section 1
     args.port = sock.getsockname()[1]
     config = uvicorn.Config(make_app(args), log_level="warning", timeout_graceful_shutdown=5)
     # Ctrl-C or SIGTERM: uvicorn stops serving, the lifespan's end runs, then it re-raises
